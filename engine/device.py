@@ -1,0 +1,44 @@
+"""Where the engine runs: `device` auto|cpu|cuda[:N] and `dtype` auto|float32|bfloat16|float16."""
+
+from __future__ import annotations
+
+import torch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class DeviceError(ValueError):
+    """A device or precision this machine cannot provide; the message says which and why."""
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name == "cuda" or name.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise DeviceError(f"device {name!r}: no CUDA GPU is available here (use --device cpu)")
+        index = 0 if name == "cuda" else name.removeprefix("cuda:")
+        if not str(index).isdigit() or int(index) >= torch.cuda.device_count():
+            raise DeviceError(f"device {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        return torch.device("cuda", int(index))
+    raise DeviceError(f"unknown device {name!r}: expected auto, cpu, cuda or cuda:N")
+
+
+def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    if name not in DTYPES:
+        raise DeviceError(f"unknown dtype {name!r}: expected auto, float32, bfloat16 or float16")
+    dtype = DTYPES[name]
+    if device.type == "cpu" and dtype == torch.float16:
+        raise DeviceError("float16 is not supported on the CPU (use float32 or bfloat16)")
+    return dtype
+
+
+def describe(device: torch.device, dtype: torch.dtype) -> str:
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    return f"{where}, {str(dtype).removeprefix('torch.')}"

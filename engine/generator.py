@@ -1,0 +1,280 @@
+"""The runner: sentences join the running batch at a step boundary, decode together, leave as they finish.
+
+Each step every live row (a beam, or the one row of a greedy sentence) feeds the first of its tokens
+that is not yet in the KV cache. New sentences therefore need no separate decoder prefill: their
+`</s>` and language code go through the same batched step as everyone else's next token, and only
+the step that feeds a row's last known token produces scores its search uses.
+
+Memory: sentences are admitted while free KV blocks allow; when a step would run out, the most
+recently admitted sentence is preempted (its blocks freed, the sentence requeued from scratch). The
+search is deterministic, so a restarted sentence ends exactly as it would have.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from engine.decoding import BeamSearch, DecodingOptions, GreedySearch, process_scores
+from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
+from engine.model import NllbModel
+
+
+@dataclass
+class Request:
+    """One sentence to translate. `prefix` is the decoder start: `</s>` then the target language code."""
+
+    src_ids: list[int]
+    prefix: list[int]
+    options: DecodingOptions
+    priority: int = 1  # lower runs first: 0 for typed text, 1 for documents
+    on_partial: Callable[[list[int]], None] | None = None
+    result: list[int] | None = None
+
+
+@dataclass
+class SequenceState:
+    """One decoder row: its self-attention blocks, and the source's cross-attention blocks (shared by beams)."""
+
+    self_kv: Sequence = field(default_factory=Sequence)
+    cross_kv: Sequence = field(default_factory=Sequence)
+
+
+@dataclass
+class Running:
+    request: Request
+    search: GreedySearch | BeamSearch
+    cross_kv: Sequence
+    rows: list[SequenceState]  # one per live hypothesis, in the search's order
+    order: int  # admission order: the youngest is preempted first
+
+
+class Generator:
+    def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int):
+        self.model = model
+        self.self_cache = self_cache
+        self.cross_cache = cross_cache
+        self.max_rows = max_rows
+        self.eos_id = model.config.eos_id
+        self.pad_id = model.config.pad_id
+        self._admissions = itertools.count()
+
+    # -- the contract's primitives -------------------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        return self.model.config.vocab_size
+
+    def supports_beam(self) -> bool:
+        return True
+
+    def num_free_blocks(self) -> int:
+        return self.self_cache.num_free_blocks()
+
+    def num_total_blocks(self) -> int:
+        return self.self_cache.num_total_blocks()
+
+    def kv_block_size(self) -> int:
+        return self.self_cache.block_size
+
+    def bind_gpu_to_thread(self) -> None:
+        """Make the model's GPU, and a stream of its own, current for the calling thread."""
+        device = self.model.device
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+            self.stream = torch.cuda.Stream(device)
+            torch.cuda.set_stream(self.stream)
+
+    def teardown(self) -> None:
+        """Free the caches and the weights; the generator is unusable afterwards."""
+        device = self.model.device
+        del self.model, self.self_cache, self.cross_cache
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
+
+    def alloc_sequence(self) -> SequenceState:
+        return SequenceState()
+
+    def free_sequence(self, seq: SequenceState, with_source: bool = True) -> None:
+        self.self_cache.free_sequence(seq.self_kv)
+        if with_source:
+            self.cross_cache.free_sequence(seq.cross_kv)
+
+    def encode_sources(self, sources: list[list[int]]) -> list[Sequence]:
+        """Run the encoder once over the sources and store every decoder layer's cross K/V for each."""
+        device = self.model.device
+        lengths = [len(s) for s in sources]
+        needed = sum(self.cross_cache.blocks_for(n) for n in lengths)
+        if needed > self.cross_cache.num_free_blocks():
+            raise OutOfBlocks(f"source cache full: {needed} blocks needed, {self.cross_cache.num_free_blocks()} free")
+        width = max(lengths)
+        tokens = torch.tensor([s + [self.pad_id] * (width - len(s)) for s in sources], device=device)  # (B, S)
+        length_t = torch.tensor(lengths, device=device)
+        self.model.ensure_positions(width + self.pad_id)
+        hidden = self.model.encode(tokens, length_t)  # (B, S, C)
+        valid = torch.arange(width, device=device)[None, :] < length_t[:, None]  # (B, S)
+        packed = hidden[valid]  # (T, C), sources one after another
+        cross = [Sequence() for _ in sources]
+        slots = [slot for seq, n in zip(cross, lengths) for slot in self.cross_cache.extend(seq, n)]
+        self.model.write_cross_kv(packed, self.cross_cache, torch.tensor(slots, device=device))
+        return cross
+
+    def prefill(self, src_ids: list[int], prefix: list[int], seq: SequenceState) -> torch.Tensor:
+        """Encode one source and feed the decoder prefix; returns the logits after the prefix (1, V)."""
+        seq.cross_kv = self.encode_sources([src_ids])[0]
+        logits = None
+        for token in prefix:
+            logits = self.decode_batch([token], [seq])
+        return logits
+
+    def decode(self, token: int, seq: SequenceState) -> torch.Tensor:
+        return self.decode_batch([token], [seq])
+
+    def decode_batch(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
+        """One token for each sequence -> logits (N, V); row i belongs to seqs[i]."""
+        device = self.model.device
+        positions = [s.self_kv.length + self.pad_id + 1 for s in seqs]
+        self.model.ensure_positions(max(positions))
+        slots = self.self_cache.extend_each([s.self_kv for s in seqs])
+        return self.model.decode_step(
+            tokens=torch.tensor(tokens, device=device),
+            positions=torch.tensor(positions, device=device),
+            self_cache=self.self_cache,
+            self_slots=torch.tensor(slots, device=device),
+            self_tables=self.self_cache.block_table([s.self_kv for s in seqs], device),
+            self_lens=torch.tensor([s.self_kv.length for s in seqs], dtype=torch.int32, device=device),
+            cross_cache=self.cross_cache,
+            cross_tables=self.cross_cache.block_table([s.cross_kv for s in seqs], device),
+            cross_lens=torch.tensor([s.cross_kv.length for s in seqs], dtype=torch.int32, device=device),
+        )
+
+    @staticmethod
+    def argmax_batch(logits: torch.Tensor) -> list[int]:
+        return logits.argmax(dim=-1).tolist()
+
+    # -- running many sentences ----------------------------------------------------------------------
+
+    def generate_beam_batch(self, requests: list[Request]) -> list[list[int]]:
+        """Each request's winning hypothesis: `</s>`, language code, tokens, and `</s>` unless cut by max_length."""
+        return [r.result for r in self.run(requests)]
+
+    def run(self, requests: list[Request], should_stop: Callable[[], bool] | None = None) -> list[Request]:
+        """Translate all requests to completion (each gets `.result`), admitting them as memory allows."""
+        waiting = deque(sorted(requests, key=lambda r: r.priority))
+        running: list[Running] = []
+        while waiting or running:
+            if should_stop is not None and should_stop():
+                for item in running:
+                    self._release(item)
+                return requests
+            self._admit(waiting, running)
+            self._make_room(waiting, running)
+            finished = self._step(running)
+            for item in finished:
+                running.remove(item)
+                item.request.result = item.search.best()
+                self._release(item)
+        return requests
+
+    def _admit(self, waiting: deque[Request], running: list[Running]) -> None:
+        rows = sum(len(item.rows) for item in running)
+        admitted: list[Request] = []
+        free_self = self.self_cache.num_free_blocks() - rows  # one block of headroom per live row
+        free_cross = self.cross_cache.num_free_blocks()
+        while waiting:
+            request = waiting[0]
+            grow = request.options.num_beams  # rows this sentence will reach after its first step
+            cross_blocks = self.cross_cache.blocks_for(len(request.src_ids))
+            if admitted or running:
+                if rows + grow > self.max_rows or free_self < grow or free_cross < cross_blocks:
+                    break
+            elif cross_blocks > self.cross_cache.num_total_blocks():
+                raise OutOfBlocks(f"a source of {len(request.src_ids)} tokens does not fit the source cache")
+            waiting.popleft()
+            admitted.append(request)
+            rows += grow
+            free_self -= grow
+            free_cross -= cross_blocks
+        if not admitted:
+            return
+        for request, cross in zip(admitted, self.encode_sources([r.src_ids for r in admitted])):
+            search_class = BeamSearch if request.options.num_beams > 1 else GreedySearch
+            search = search_class(request.prefix, request.options, self.eos_id)
+            item = Running(request, search, cross, [SequenceState(Sequence(), cross)], next(self._admissions))
+            if search.done:  # max_length leaves no room to generate
+                request.result = search.best()
+                self._release(item)
+            else:
+                running.append(item)
+
+    def _blocks_needed(self, running: list[Running]) -> int:
+        needed = 0
+        for item in running:
+            for row in item.rows:
+                seq = row.self_kv
+                if seq.length % self.self_cache.block_size == 0:
+                    needed += 1
+                elif self.self_cache.ref_counts[seq.blocks[-1]] > 1:
+                    needed += 1  # copy-on-write of a shared last block
+        return needed
+
+    def _make_room(self, waiting: deque[Request], running: list[Running]) -> None:
+        while running and self._blocks_needed(running) > self.self_cache.num_free_blocks():
+            if len(running) == 1:
+                raise OutOfBlocks(
+                    f"the KV cache ({self.self_cache.num_total_blocks()} blocks) is too small for one sentence"
+                )
+            victim = max(running, key=lambda item: item.order)
+            running.remove(victim)
+            self._release(victim)
+            waiting.appendleft(victim.request)
+
+    def _release(self, item: Running) -> None:
+        for row in item.rows:
+            self.self_cache.free_sequence(row.self_kv)
+        item.rows = []
+        self.cross_cache.free_sequence(item.cross_kv)
+
+    def _step(self, running: list[Running]) -> list[Running]:
+        """Feed every live row one token; advance the searches whose rows produced scores."""
+        tokens, seqs = [], []
+        for item in running:
+            for hypothesis, row in zip(item.search.live, item.rows):
+                tokens.append(hypothesis[row.self_kv.length])
+                seqs.append(row)
+        logits = self.decode_batch(tokens, seqs)  # (N, V)
+        finished = []
+        first = 0
+        for item in running:
+            count = len(item.rows)
+            rows = slice(first, first + count)
+            first += count
+            if item.rows[0].self_kv.length < len(item.search.live[0]):
+                continue  # still feeding the decoder prefix
+            survivors = self._advance(item.search, logits[rows].float())
+            if item.search.done:
+                finished.append(item)
+                continue
+            # Survivors fork their parent's blocks; the parents' own references are dropped after.
+            new_rows = [SequenceState(self.self_cache.fork(item.rows[parent].self_kv), item.cross_kv) for parent, _ in survivors]
+            for row in item.rows:
+                self.self_cache.free_sequence(row.self_kv)
+            item.rows = new_rows
+            if item.request.on_partial is not None:
+                item.request.on_partial(item.search.best())
+        return finished
+
+    def _advance(self, search: GreedySearch | BeamSearch, logits: torch.Tensor) -> list[tuple[int, int]]:
+        if isinstance(search, GreedySearch):
+            return search.advance(logits)
+        log_probs = F.log_softmax(logits, dim=-1)  # (rows, V)
+        log_probs = process_scores(log_probs, search.live, search.options, self.eos_id)
+        scores = log_probs + torch.tensor([b.score for b in search.beams], device=logits.device)[:, None]
+        top_scores, top_tokens = scores.topk(search.candidates_per_row(), dim=-1)  # (rows, 2 * beams)
+        return search.advance(top_scores.tolist(), top_tokens.tolist())

@@ -1,0 +1,227 @@
+"""The NLLB (M2M100) transformer, bottom-up: embeddings, attention, layers, encoder, one decoder step.
+
+Pre-norm layers with final layer norms, ReLU feed-forward, sinusoidal positions offset by
+padding_idx + 1, embeddings scaled by sqrt(d_model), output projection tied to the embedding.
+No training code. The decoder runs one token per row per step over a paged self-attention cache;
+cross-attention K/V are computed once per source sentence and read from their own paged cache.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+import kernels
+from engine.config import NllbConfig
+from engine.kv_cache import PagedKVCache
+
+LAYER_NORM_EPS = 1e-5
+
+
+def sinusoidal_positions(num_positions: int, dim: int, padding_idx: int) -> torch.Tensor:
+    """fairseq's table (tensor2tensor layout: all sines, then all cosines); the padding row is zero."""
+    half = dim // 2
+    step = math.log(10000) / (half - 1)
+    freqs = torch.exp(torch.arange(half, dtype=torch.int64).float() * -step)
+    angles = torch.arange(num_positions, dtype=torch.int64).float().unsqueeze(1) * freqs.unsqueeze(0)
+    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)  # (P, 2 * half)
+    if dim % 2:
+        table = torch.cat([table, torch.zeros(num_positions, 1)], dim=1)  # (P, dim)
+    table[padding_idx] = 0
+    return table
+
+
+@dataclass
+class Linear:
+    weight: torch.Tensor  # (out, in)
+    bias: torch.Tensor | None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
+@dataclass
+class LayerNorm:
+    weight: torch.Tensor
+    bias: torch.Tensor
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, LAYER_NORM_EPS)
+
+
+@dataclass
+class EncoderLayer:
+    self_attn_norm: LayerNorm
+    qkv: Linear  # q, k and v projections stacked: one matmul
+    self_attn_out: Linear
+    ffn_norm: LayerNorm
+    fc1: Linear
+    fc2: Linear
+
+
+@dataclass
+class DecoderLayer:
+    self_attn_norm: LayerNorm
+    qkv: Linear
+    self_attn_out: Linear
+    cross_attn_norm: LayerNorm
+    cross_q: Linear
+    cross_out: Linear
+    ffn_norm: LayerNorm
+    fc1: Linear
+    fc2: Linear
+
+
+class NllbModel:
+    def __init__(self, config: NllbConfig, weights: dict[str, torch.Tensor], max_positions: int):
+        self.config = config
+        w = weights
+
+        def linear(name: str) -> Linear:
+            return Linear(w[f"{name}.weight"], w[f"{name}.bias"])
+
+        def stacked(prefix: str, projections: tuple[str, ...]) -> Linear:
+            return Linear(
+                torch.cat([w[f"{prefix}.{p}.weight"] for p in projections]),
+                torch.cat([w[f"{prefix}.{p}.bias"] for p in projections]),
+            )
+
+        def norm(name: str) -> LayerNorm:
+            return LayerNorm(w[f"{name}.weight"], w[f"{name}.bias"])
+
+        self.embed_tokens = w["embed_tokens.weight"]
+        self.lm_head = w["lm_head.weight"]
+        self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
+        device, dtype = self.embed_tokens.device, self.embed_tokens.dtype
+        # Row p is position p; tokens start at padding_idx + 1 (HF computes in float32, then casts).
+        self.positions = sinusoidal_positions(max_positions + config.pad_id + 2, config.d_model, config.pad_id).to(
+            device=device, dtype=dtype
+        )
+        qkv = ("q_proj", "k_proj", "v_proj")
+        self.encoder_layers = [
+            EncoderLayer(
+                self_attn_norm=norm(f"encoder.layers.{i}.self_attn_layer_norm"),
+                qkv=stacked(f"encoder.layers.{i}.self_attn", qkv),
+                self_attn_out=linear(f"encoder.layers.{i}.self_attn.out_proj"),
+                ffn_norm=norm(f"encoder.layers.{i}.final_layer_norm"),
+                fc1=linear(f"encoder.layers.{i}.fc1"),
+                fc2=linear(f"encoder.layers.{i}.fc2"),
+            )
+            for i in range(config.encoder_layers)
+        ]
+        self.encoder_norm = norm("encoder.layer_norm")
+        self.decoder_layers = [
+            DecoderLayer(
+                self_attn_norm=norm(f"decoder.layers.{i}.self_attn_layer_norm"),
+                qkv=stacked(f"decoder.layers.{i}.self_attn", qkv),
+                self_attn_out=linear(f"decoder.layers.{i}.self_attn.out_proj"),
+                cross_attn_norm=norm(f"decoder.layers.{i}.encoder_attn_layer_norm"),
+                cross_q=linear(f"decoder.layers.{i}.encoder_attn.q_proj"),
+                cross_out=linear(f"decoder.layers.{i}.encoder_attn.out_proj"),
+                ffn_norm=norm(f"decoder.layers.{i}.final_layer_norm"),
+                fc1=linear(f"decoder.layers.{i}.fc1"),
+                fc2=linear(f"decoder.layers.{i}.fc2"),
+            )
+            for i in range(config.decoder_layers)
+        ]
+        self.decoder_norm = norm("decoder.layer_norm")
+        # K and V of every decoder layer's cross-attention in one matrix: the encoder output is
+        # projected for all layers with a single matmul when a sentence is admitted.
+        kv_names = [f"decoder.layers.{i}.encoder_attn.{p}" for i in range(config.decoder_layers) for p in ("k_proj", "v_proj")]
+        self.cross_kv = Linear(
+            torch.cat([w[f"{n}.weight"] for n in kv_names]), torch.cat([w[f"{n}.bias"] for n in kv_names])
+        )
+        self.heads = config.decoder_heads
+        self.head_dim = config.d_model // config.decoder_heads
+        self.scale = self.head_dim**-0.5
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed_tokens.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.embed_tokens.dtype
+
+    def ensure_positions(self, max_index: int) -> None:
+        """Grow the position table to cover `max_index` (HF grows its table the same way)."""
+        if max_index >= self.positions.shape[0]:
+            table = sinusoidal_positions(2 * max_index, self.config.d_model, self.config.pad_id)
+            self.positions = table.to(device=self.device, dtype=self.dtype)
+
+    def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return F.embedding(tokens, self.embed_tokens) * self.embed_scale + F.embedding(positions, self.positions)
+
+    # -- encoder ---------------------------------------------------------------------------------
+
+    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Source tokens (B, S), right-padded, with their lengths (B,) -> final hidden states (B, S, C)."""
+        B, S = tokens.shape
+        H = self.config.encoder_heads
+        D = self.config.d_model // H
+        valid = torch.arange(S, device=tokens.device)[None, :] < lengths[:, None]  # (B, S)
+        positions = torch.where(valid, torch.arange(S, device=tokens.device) + self.config.pad_id + 1, self.config.pad_id)
+        x = self.embed(tokens, positions)  # (B, S, C)
+        key_mask = valid[:, None, None, :]  # (B, 1, 1, S): keys a query may attend to
+        for layer in self.encoder_layers:
+            h = layer.self_attn_norm(x)
+            q, k, v = layer.qkv(h).view(B, S, 3, H, D).permute(2, 0, 3, 1, 4)  # 3 x (B, H, S, D)
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=D**-0.5)  # (B, H, S, D)
+            x = x + layer.self_attn_out(a.transpose(1, 2).reshape(B, S, H * D))  # (B, S, C)
+            h = layer.ffn_norm(x)
+            x = x + layer.fc2(F.relu(layer.fc1(h)))
+            if x.dtype == torch.float16:  # as HF: keep fp16 activations finite
+                limit = torch.finfo(torch.float16).max - 1000
+                x = x.clamp(-limit, limit)
+        return self.encoder_norm(x)
+
+    def write_cross_kv(self, hidden: torch.Tensor, cache: PagedKVCache, slots: torch.Tensor) -> None:
+        """Project packed encoder states (T, C) to every decoder layer's cross K/V and store them at `slots` (T,)."""
+        T = hidden.shape[0]
+        L, H, D = self.config.decoder_layers, self.heads, self.head_dim
+        kv = self.cross_kv(hidden).view(T, L, 2, H, D)  # (T, L, 2, H, D)
+        for layer in range(L):
+            cache.write(layer, slots, kv[:, layer, 0], kv[:, layer, 1])
+
+    # -- decoder ---------------------------------------------------------------------------------
+
+    def decode_step(
+        self,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        self_cache: PagedKVCache,
+        self_slots: torch.Tensor,
+        self_tables: torch.Tensor,
+        self_lens: torch.Tensor,
+        cross_cache: PagedKVCache,
+        cross_tables: torch.Tensor,
+        cross_lens: torch.Tensor,
+        with_logits: bool = True,
+    ) -> torch.Tensor | None:
+        """One new token for each of N rows -> logits (N, V).
+
+        Row i writes its K/V at flat slot `self_slots[i]` of the self-attention cache, attends over
+        `self_lens[i]` tokens through block table `self_tables[i]`, and over `cross_lens[i]` source
+        tokens through `cross_tables[i]` (beams of one sentence share their source's table).
+        """
+        N = tokens.shape[0]
+        H, D = self.heads, self.head_dim
+        x = self.embed(tokens, positions)  # (N, C)
+        for i, layer in enumerate(self.decoder_layers):
+            h = layer.self_attn_norm(x)
+            q, k, v = layer.qkv(h).view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
+            self_cache.write(i, self_slots, k, v)
+            a = kernels.paged_attention(q, self_cache.k[i], self_cache.v[i], self_tables, self_lens, self.scale)
+            x = x + layer.self_attn_out(a.reshape(N, H * D))  # (N, C)
+            h = layer.cross_attn_norm(x)
+            q = layer.cross_q(h).view(N, H, D)  # (N, H, D)
+            a = kernels.paged_attention(q, cross_cache.k[i], cross_cache.v[i], cross_tables, cross_lens, self.scale)
+            x = x + layer.cross_out(a.reshape(N, H * D))  # (N, C)
+            h = layer.ffn_norm(x)
+            x = x + layer.fc2(F.relu(layer.fc1(h)))
+        if not with_logits:
+            return None
+        return F.linear(self.decoder_norm(x), self.lm_head)  # (N, V)

@@ -1,0 +1,132 @@
+"""The engine's front door: a checkpoint folder in, translations of text out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from engine.config import CheckpointError, load_config, load_generation_defaults
+from engine.decoding import DecodingOptions
+from engine.device import describe, resolve_device, resolve_dtype
+from engine.generator import Generator, Request
+from engine.kv_cache import PagedKVCache
+from engine.model import NllbModel
+from engine.tokenizer import NllbTokenizer
+from engine.weights import load_weights
+
+BLOCK_SIZE = 16
+
+
+def cache_tokens_for(device: torch.device, bytes_per_token: int) -> int:
+    """How many decoder tokens the self-attention cache holds (sources get a quarter of that)."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return max(4096, min(int(0.5 * free) // bytes_per_token, 1 << 20))
+    return 8192  # a few sentences with 4 beams at full length; the scheduler preempts beyond that
+
+
+class Translator:
+    def __init__(
+        self,
+        model_dir: str | Path,
+        device: str = "auto",
+        dtype: str = "auto",
+        *,
+        max_rows: int | None = None,
+        cache_tokens: int | None = None,
+    ):
+        model_dir = Path(model_dir)
+        if not model_dir.is_dir():
+            raise CheckpointError(f"{model_dir}: not a folder")
+        self.model_dir = model_dir
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.config = load_config(model_dir)
+        self.generation_defaults = load_generation_defaults(model_dir)
+        self.tokenizer = NllbTokenizer.from_dir(model_dir)
+        if self.tokenizer.vocab_size > self.config.vocab_size:
+            raise CheckpointError(
+                f"{model_dir}: the tokenizer has {self.tokenizer.vocab_size} tokens but config.json's vocab_size "
+                f"is {self.config.vocab_size}: tokenizer and weights do not belong together"
+            )
+        weights = load_weights(model_dir, self.config, self.dtype, self.device)
+        max_positions = max(self.config.max_position_embeddings, self.generation_defaults.max_length)
+        model = NllbModel(self.config, weights, max_positions)
+        c = self.config
+        bytes_per_token = c.decoder_layers * 2 * c.d_model * torch.finfo(self.dtype).bits // 8
+        tokens = cache_tokens or cache_tokens_for(self.device, bytes_per_token)
+
+        def cache(tokens: int) -> PagedKVCache:
+            blocks = -(-tokens // BLOCK_SIZE)
+            return PagedKVCache(c.decoder_layers, blocks, BLOCK_SIZE, c.decoder_heads, c.head_dim, self.dtype, self.device)
+
+        rows = max_rows or (2048 if self.device.type == "cuda" else 32)
+        self.generator = Generator(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
+
+    def describe(self) -> str:
+        c = self.config
+        C = c.d_model
+        encoder = c.encoder_layers * (4 * C * C + 2 * C * c.encoder_ffn_dim)
+        decoder = c.decoder_layers * (8 * C * C + 2 * C * c.decoder_ffn_dim)
+        params = c.vocab_size * C + encoder + decoder
+        return f"{self.model_dir.name} ({params / 1e9:.1f}B parameters) on {describe(self.device, self.dtype)}"
+
+    def default_options(self, **overrides) -> DecodingOptions:
+        """Decoding options from the checkpoint's generation config, then `overrides` (None = keep)."""
+        g = self.generation_defaults
+        options = DecodingOptions(
+            num_beams=g.num_beams or 4,
+            length_penalty=1.0 if g.length_penalty is None else g.length_penalty,
+            early_stopping=False if g.early_stopping is None else g.early_stopping,
+            max_length=g.max_length,
+            min_length=g.min_length or 0,
+            no_repeat_ngram_size=g.no_repeat_ngram_size or 0,
+            repetition_penalty=1.0 if g.repetition_penalty is None else g.repetition_penalty,
+            forced_eos_id=g.forced_eos_id,
+        )
+        return options.with_changes(**{k: v for k, v in overrides.items() if v is not None})
+
+    def translate(
+        self,
+        texts: list[str],
+        src_lang: str,
+        tgt_lang: str,
+        options: DecodingOptions | None = None,
+        *,
+        priority: int = 1,
+        on_partial: Callable[[int, str], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> list[str]:
+        """Translate each text (one segment each); blank texts stay empty.
+
+        `on_partial(i, text)` receives the current best hypothesis of text i while it decodes.
+        When `should_stop()` turns true the call returns early, unfinished texts as None.
+        """
+        options = options or self.default_options()
+        prefix = self.tokenizer.decoder_prefix(tgt_lang)
+        self.tokenizer.lang_id(src_lang)  # raises UnknownLanguageError before any work starts
+        requests: dict[int, Request] = {}
+        for i, text in enumerate(texts):
+            if not text.strip():
+                continue
+            partial = None
+            if on_partial is not None:
+                partial = lambda ids, i=i: on_partial(i, self.tokenizer.decode(ids))  # noqa: E731
+            requests[i] = Request(self.tokenizer.encode_source(text, src_lang), prefix, options, priority, partial)
+        self.generator.run(list(requests.values()), should_stop)
+        results = []
+        for i, text in enumerate(texts):
+            request = requests.get(i)
+            if request is None:
+                results.append("")
+            else:
+                results.append(None if request.result is None else self.tokenizer.decode(request.result))
+        return results
+
+    def bind_gpu_to_thread(self) -> None:
+        self.generator.bind_gpu_to_thread()
+
+    def teardown(self) -> None:
+        self.generator.teardown()

@@ -1,0 +1,1 @@
+"""The Dragoman application: the Qt window, the engine worker thread, settings and installed models."""

@@ -1,1 +1,3 @@
-"""The Dragoman application: the Qt window, the engine worker thread, settings and installed models."""
+"""The Dragoman application: the Qt window, the engine worker thread, settings, installed models, command line."""
+
+__version__ = "0.1.0"

@@ -77,27 +77,23 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     if args.files:
         raise UsageError("translating document files is not supported yet: pipe text on stdin instead")
     src, tgt = resolve_language(args.src), resolve_language(args.tgt)
+    overrides = {
+        "num_beams": args.beams,
+        "length_penalty": args.length_penalty,
+        "max_length": args.max_length,
+        "no_repeat_ngram_size": args.no_repeat_ngram_size,
+        "repetition_penalty": args.repetition_penalty,
+    }
+    overrides = {name: value for name, value in overrides.items() if value is not None}
     try:  # checked before the model loads, so a typo costs nothing
-        DecodingOptions(
-            num_beams=args.beams or 1,
-            max_length=args.max_length or 200,
-            length_penalty=args.length_penalty or 1.0,
-            no_repeat_ngram_size=args.no_repeat_ngram_size or 0,
-            repetition_penalty=args.repetition_penalty or 1.0,
-        )
+        DecodingOptions(**overrides)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
     from engine.translator import Translator
 
     translator = Translator(args.model, device=args.device, dtype=args.dtype)
-    options = translator.default_options(
-        num_beams=args.beams,
-        length_penalty=args.length_penalty,
-        max_length=args.max_length,
-        no_repeat_ngram_size=args.no_repeat_ngram_size,
-        repetition_penalty=args.repetition_penalty,
-    )
+    options = translator.default_options(**overrides)
     for chunk in chunks(read_lines(stdin), CHUNK_LINES):
         for translation in translator.translate(chunk, src, tgt, options):
             stdout.write(translation + "\n")

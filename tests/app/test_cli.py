@@ -1,0 +1,99 @@
+"""`dragoman translate` end to end: stdin lines in, the reference's translations out, clear errors."""
+
+import io
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from app import __version__
+from app.cli import main
+
+LINES = ["Hello world, how are you?", "", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz"]
+
+
+def run_cli(args, stdin_bytes, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin_bytes), encoding="utf-8"))
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def reference(tiny_checkpoint, hf_tokenizer, line, src, tgt, **options):
+    from transformers import M2M100ForConditionalGeneration
+
+    if not line:
+        return ""
+    model = M2M100ForConditionalGeneration.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+    hf_tokenizer.src_lang = src
+    with torch.no_grad():
+        out = model.generate(
+            **hf_tokenizer(line, return_tensors="pt"),
+            forced_bos_token_id=hf_tokenizer.convert_tokens_to_ids(tgt),
+            **options,
+        )
+    return hf_tokenizer.decode(out[0], skip_special_tokens=True)
+
+
+@pytest.mark.parametrize(
+    "flags, options",
+    [
+        ([], dict(num_beams=4)),  # our default: beam 4, the checkpoint's max_length (200)
+        (["--beams", "1", "--max-length", "30"], dict(num_beams=1, max_length=30)),
+        (
+            ["--beams", "3", "--length-penalty", "0.7", "--no-repeat-ngram-size", "2", "--repetition-penalty", "1.2"],
+            dict(num_beams=3, length_penalty=0.7, no_repeat_ngram_size=2, repetition_penalty=1.2),
+        ),
+    ],
+)
+def test_translate_stdin_matches_the_reference(tiny_checkpoint, hf_tokenizer, monkeypatch, capsys, flags, options):
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu"]
+    args += ["--dtype", "float32", *flags]
+    code, out, err = run_cli(args, "\n".join(LINES).encode() + b"\n", monkeypatch, capsys)
+    assert code == 0, err
+    expected = [reference(tiny_checkpoint, hf_tokenizer, line, "eng_Latn", "fra_Latn", **options) for line in LINES]
+    assert out.split("\n")[:-1] == expected
+    assert out.split("\n")[1] == ""  # the empty line stayed empty
+
+
+def test_unknown_language_is_a_usage_error_with_suggestions(tiny_checkpoint, monkeypatch, capsys):
+    code, out, err = run_cli(
+        ["translate", "--model", str(tiny_checkpoint), "--from", "english", "--to", "fra_Latn"], b"hi\n", monkeypatch, capsys
+    )
+    assert code == 2
+    assert err.count("\n") == 1 and "english" in err and "eng_Latn" in err
+    assert out == ""
+
+
+def test_wrong_model_folder_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    code, _, err = run_cli(
+        ["translate", "--model", str(tmp_path), "--from", "eng_Latn", "--to", "fra_Latn"], b"hi\n", monkeypatch, capsys
+    )
+    assert code == 1
+    assert err.startswith("dragoman: error:") and "config.json" in err and err.count("\n") == 1
+
+
+def test_bad_option_and_bad_input_are_reported(tiny_checkpoint, monkeypatch, capsys):
+    base = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu"]
+    code, _, err = run_cli(base + ["--beams", "0"], b"hi\n", monkeypatch, capsys)
+    assert code == 2 and "num_beams" in err
+    code, _, err = run_cli(base, b"fine\n\xff\xfe broken\n", monkeypatch, capsys)
+    assert code == 1 and "line 2 is not valid UTF-8" in err
+    code, _, err = run_cli(base + ["notes.docx"], b"", monkeypatch, capsys)
+    assert code == 2 and "not supported yet" in err
+
+
+def test_the_real_command_runs_as_a_process(tiny_checkpoint):
+    version = subprocess.run([sys.executable, "-m", "app.cli", "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.strip() == f"dragoman {__version__}"
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "rus_Cyrl", "--to", "eng_Latn", "--beams", "2"]
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", *args, "--max-length", "20", "--device", "cpu", "--dtype", "float32"],
+        input="Привет\n\nмир\n",
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[0] and lines[2]

@@ -1,0 +1,125 @@
+"""Our decoding against transformers' `generate` on the same random checkpoint, in float32.
+
+Correct means token-identical: every option set, every language pair, batched against one at a time.
+"""
+
+import pytest
+import torch
+
+from engine.decoding import DecodingOptions
+from engine.generator import Request
+from engine.translator import Translator
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Bonjour, comment allez-vous aujourd'hui ?",
+    "Привет, как дела?",
+    "我们明天去北京。",
+    "नमस्ते, आप कैसे हैं?",
+    "Ein kurzer Satz",
+    "Καλημέρα σας, φίλοι μου, τι κάνετε σήμερα το πρωί;",
+    "مرحبا",
+]
+
+OPTION_SETS = [
+    dict(num_beams=1, max_length=40),
+    dict(num_beams=4, max_length=40),
+    dict(num_beams=4, length_penalty=0.5, max_length=40),
+    dict(num_beams=3, length_penalty=2.0, max_length=12),
+    dict(num_beams=4, no_repeat_ngram_size=2, max_length=40),
+    dict(num_beams=4, repetition_penalty=1.3, max_length=40),
+    dict(num_beams=1, repetition_penalty=1.5, no_repeat_ngram_size=3, max_length=30),
+    dict(num_beams=4, early_stopping=True, max_length=40),
+    dict(num_beams=5, early_stopping="never", length_penalty=1.5, max_length=30),
+    dict(num_beams=2, min_length=15, max_length=25),
+]
+
+
+@pytest.fixture(scope="module")
+def hf_model(tiny_checkpoint):
+    from transformers import M2M100ForConditionalGeneration
+
+    return M2M100ForConditionalGeneration.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_checkpoint):
+    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
+
+
+def hf_generate(hf_model, hf_tokenizer, text, src, tgt, options):
+    hf_tokenizer.src_lang = src
+    inputs = hf_tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        out = hf_model.generate(
+            **inputs, forced_bos_token_id=hf_tokenizer.convert_tokens_to_ids(tgt), do_sample=False, **options
+        )
+    ids = out[0].tolist()
+    while ids[-1] == hf_tokenizer.pad_token_id:
+        ids.pop()
+    return ids, hf_tokenizer.decode(out[0], skip_special_tokens=True)
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_batched_translation_equals_generate_one_at_a_time(translator, hf_model, hf_tokenizer, options):
+    src, tgt = "eng_Latn", "fra_Latn"
+    ours = translator.translate(TEXTS, src, tgt, translator.default_options(**options))
+    for text, our in zip(TEXTS, ours):
+        _, expected = hf_generate(hf_model, hf_tokenizer, text, src, tgt, options)
+        assert our == expected, text
+
+
+def test_mixed_language_pairs_in_one_batch(translator, hf_model, hf_tokenizer):
+    pairs = [("eng_Latn", "deu_Latn"), ("fra_Latn", "zho_Hans"), ("rus_Cyrl", "eng_Latn"), ("hin_Deva", "arb_Arab")]
+    cases = [(text, src, tgt) for text in TEXTS[:4] for src, tgt in pairs]
+    options = DecodingOptions(num_beams=4, max_length=40)
+    tok = translator.tokenizer
+    requests = [Request(tok.encode_source(text, src), tok.decoder_prefix(tgt), options) for text, src, tgt in cases]
+    results = translator.generator.generate_beam_batch(requests)
+    for (text, src, tgt), result in zip(cases, results):
+        expected, _ = hf_generate(hf_model, hf_tokenizer, text, src, tgt, dict(num_beams=4, max_length=40))
+        assert result == expected, (text, src, tgt)
+
+
+def test_forced_length_matches_generate_with_min_and_max_new_tokens(translator, hf_model, hf_tokenizer):
+    """The benchmarks force the output length this way: same semantics as HF's min/max_new_tokens."""
+    options = DecodingOptions(num_beams=4, min_new_tokens=20, max_new_tokens=20)
+    tok = translator.tokenizer
+    [result] = translator.generator.generate_beam_batch(
+        [Request(tok.encode_source(TEXTS[0], "eng_Latn"), tok.decoder_prefix("fra_Latn"), options)]
+    )
+    expected, _ = hf_generate(
+        hf_model, hf_tokenizer, TEXTS[0], "eng_Latn", "fra_Latn", dict(num_beams=4, min_new_tokens=20, max_new_tokens=20)
+    )
+    assert result == expected
+    assert len(result) == 21  # the start token, then exactly 20 new ones
+
+
+def test_a_small_cache_preempts_and_still_gives_the_same_answers(tiny_checkpoint, translator):
+    """With room for about one sentence the scheduler must preempt and requeue; results must not change."""
+    options = translator.default_options(num_beams=4, max_length=40)
+    expected = translator.translate(TEXTS, "eng_Latn", "spa_Latn", options)
+    cramped = Translator(tiny_checkpoint, device="cpu", dtype="float32", cache_tokens=4 * 48)
+    assert cramped.translate(TEXTS, "eng_Latn", "spa_Latn", options) == expected
+    assert cramped.generator.num_free_blocks() == cramped.generator.num_total_blocks()
+
+
+def test_partial_hypotheses_stream_before_the_result(translator):
+    seen: list[tuple[int, str]] = []
+    options = translator.default_options(num_beams=4, min_length=12, max_length=20)
+    [final] = translator.translate([TEXTS[0]], "eng_Latn", "ita_Latn", options, on_partial=lambda i, t: seen.append((i, t)))
+    assert len(seen) >= 10  # one per decoding step
+    assert all(i == 0 for i, _ in seen)
+    assert seen[-1][1] != final or len(seen) > 1
+
+
+def test_blank_lines_stay_blank_and_stop_returns_early(translator):
+    assert translator.translate(["", "   "], "eng_Latn", "fra_Latn") == ["", ""]
+    assert translator.translate(TEXTS[:2], "eng_Latn", "fra_Latn", should_stop=lambda: True) == [None, None]
+
+
+def test_unknown_language_is_refused_with_suggestions(translator):
+    from engine.languages import UnknownLanguageError
+
+    with pytest.raises(UnknownLanguageError, match="fra_Latn"):
+        translator.translate(["hello"], "eng_Latn", "fra_latn")

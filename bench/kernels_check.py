@@ -1,0 +1,131 @@
+"""Check each Triton kernel against its plain-PyTorch reference at the engine's shapes, in bfloat16
+on the GPU, and time both (median of triton.testing.do_bench, which includes the launch from
+Python); the Triton kernel also as replayed from a CUDA graph, as the engine's decode step runs it
+(median of triton.testing.do_bench_cudagraph).
+
+    python -m bench.kernels_check        # or: python bench/kernels_check.py, from the repo root
+
+Prints one table; writes it as JSON to $OUT/kernels.json when OUT is set. The error column is
+max |kernel - reference| / max |reference| (for logsoftmax_topk: of the values and the logsumexp,
+after checking that the indices agree); speedup is torch us / triton us, both launched eagerly.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python bench/kernels_check.py`
+
+import torch
+import triton
+from triton.testing import do_bench, do_bench_cudagraph
+
+from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from kernels.cross_attention import cross_attention_ref, cross_attention_triton
+from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
+from kernels.paged_attention import paged_attention_ref, paged_attention_triton
+
+ROWS = [1, 4, 64, 256]  # decode rows: beams of all sentences in flight
+BEAM = 4
+H = 16
+DTYPE = torch.bfloat16
+VOCAB = 256206
+
+
+def rel_error(out, ref):
+    return ((out.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+
+
+def median_us(fn, graph=False):
+    return (do_bench_cudagraph if graph else do_bench)(fn, return_mode="median") * 1000
+
+
+def paged_attention_inputs(B, D, block_size=16, seq_len=40):
+    """Beam groups of up to BEAM rows, one length per group; the rows of a group share every block
+    but their table's last."""
+    groups = max(1, B // BEAM)
+    lens = torch.randint(seq_len - 8, seq_len + 9, (groups,)).repeat_interleave(B // groups)  # (B,)
+    blocks_per_row = (int(lens.max()) + block_size - 1) // block_size
+    num_blocks = B * blocks_per_row
+    table = torch.randperm(num_blocks).view(B, blocks_per_row)  # (B, blocks_per_row)
+    group_leader = torch.arange(B) // (B // groups) * (B // groups)  # (B,)
+    table[:, :-1] = table[group_leader, :-1]
+    shape = (num_blocks, block_size, H, D)
+    k_cache, v_cache = torch.randn(shape, dtype=DTYPE), torch.randn(shape, dtype=DTYPE)
+    q = torch.randn(B, H, D, dtype=DTYPE)
+    args = (q, k_cache, v_cache, table.int(), lens.int())
+    return [a.cuda() for a in args] + [D**-0.5]
+
+
+def cross_attention_inputs(B, D, src_len=60):
+    """One source per beam group of BEAM rows, packed; lengths around src_len."""
+    sources = max(1, B // BEAM)
+    lens = torch.randint(src_len - 20, src_len + 1, (sources,))
+    starts = torch.cumsum(lens, 0) - lens
+    group = torch.arange(B) * sources // B  # (B,): the source of each row
+    k = torch.randn(int(lens.sum()), H, D, dtype=DTYPE)
+    v = torch.randn(int(lens.sum()), H, D, dtype=DTYPE)
+    q = torch.randn(B, H, D, dtype=DTYPE)
+    args = (q, k, v, starts[group].int(), lens[group].int())
+    return [a.cuda() for a in args] + [D**-0.5]
+
+
+def add_layer_norm_inputs(N, C):
+    x, residual = torch.randn(N, C, dtype=DTYPE), torch.randn(N, C, dtype=DTYPE)
+    weight, bias = torch.randn(C, dtype=DTYPE), torch.randn(C, dtype=DTYPE)
+    return [t.cuda() for t in (x, residual, weight, bias)] + [1e-5]
+
+
+def main():
+    torch.manual_seed(0)
+    rows = []
+
+    def record(kernel, shape, error, kernel_fn, ref_fn):
+        rows.append(dict(kernel=kernel, shape=shape, dtype=str(DTYPE).removeprefix("torch."), rel_error=error,
+                         triton_us=median_us(kernel_fn), triton_graph_us=median_us(kernel_fn, graph=True),
+                         ref_us=median_us(ref_fn)))
+
+    for D in (64, 128):
+        for B in ROWS:
+            args = paged_attention_inputs(B, D)
+            error = rel_error(paged_attention_triton(*args), paged_attention_ref(*args))
+            record("paged_attention", f"B={B} H={H} D={D} len~40", error,
+                   lambda: paged_attention_triton(*args), lambda: paged_attention_ref(*args))
+    for D in (64, 128):
+        for B in ROWS:
+            args = cross_attention_inputs(B, D)
+            error = rel_error(cross_attention_triton(*args), cross_attention_ref(*args))
+            record("cross_attention", f"B={B} H={H} D={D} src~50", error,
+                   lambda: cross_attention_triton(*args), lambda: cross_attention_ref(*args))
+    for C in (1024, 2048):
+        for N in ROWS + [8192]:
+            args = add_layer_norm_inputs(N, C)
+            (summed, normed), (ref_summed, ref_normed) = add_layer_norm_triton(*args), add_layer_norm_ref(*args)
+            error = max(rel_error(summed, ref_summed), rel_error(normed, ref_normed))
+            record("add_layer_norm", f"N={N} C={C}", error,
+                   lambda: add_layer_norm_triton(*args), lambda: add_layer_norm_ref(*args))
+    for k in (2 * BEAM, 16):
+        for N in ROWS:
+            logits = (torch.randn(N, VOCAB, device="cuda") * 4).to(DTYPE)
+            values, indices, lse = logsoftmax_topk_triton(logits, k)
+            ref_values, ref_indices, ref_lse = logsoftmax_topk_ref(logits, k)
+            assert torch.equal(indices, ref_indices), "logsoftmax_topk: indices differ from the reference"
+            error = max(rel_error(values, ref_values), rel_error(lse, ref_lse))
+            record("logsoftmax_topk", f"N={N} V={VOCAB} k={k}", error,
+                   lambda: logsoftmax_topk_triton(logits, k), lambda: logsoftmax_topk_ref(logits, k))
+
+    print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  triton {triton.__version__}")
+    print(f"{'kernel':<16} {'shape':<28} {'rel err':>8} {'triton us':>10} {'graphed':>8} {'torch us':>9} "
+          f"{'speedup':>8}")
+    for r in rows:
+        print(f"{r['kernel']:<16} {r['shape']:<28} {r['rel_error']:8.1e} {r['triton_us']:10.1f} "
+              f"{r['triton_graph_us']:8.1f} {r['ref_us']:9.1f} {r['ref_us'] / r['triton_us']:7.1f}x")
+    if os.environ.get("OUT"):
+        report = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+                      rows=rows)
+        Path(os.environ["OUT"], "kernels.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Kernels the engine calls: each function runs the Triton kernel when its tensors are on CUDA and
+triton is installed, and the plain-PyTorch reference otherwise. Each kernel module states its op's
+meaning as a plain loop.
+
+The kernel modules are imported here, before the functions of the same names are defined: a
+submodule imported later would replace the function `kernels.<name>` with the module.
+"""
+
+from kernels._triton import HAVE_TRITON
+from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from kernels.cross_attention import cross_attention_ref, cross_attention_triton
+from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
+from kernels.paged_attention import paged_attention_ref, paged_attention_triton
+
+
+def _use_triton(tensor):
+    return HAVE_TRITON and tensor.is_cuda
+
+
+def paged_attention(q, k_cache, v_cache, block_tables, seq_lens, scale):
+    """Decode attention over one layer's paged KV cache. q (B, H, D); k_cache, v_cache
+    (num_blocks, block_size, H, D); block_tables (B, max_blocks) int32; seq_lens (B,) int32,
+    current token included. Returns (B, H, D) in q's dtype."""
+    fn = paged_attention_triton if _use_triton(q) else paged_attention_ref
+    return fn(q, k_cache, v_cache, block_tables, seq_lens, scale)
+
+
+def cross_attention(q, k, v, src_start, src_len, scale):
+    """Decode cross-attention of q (B, H, D) over the packed encoder K/V k, v
+    (total_src_tokens, H, D), row b over its span src_start[b] + [0, src_len[b]) (int32, (B,)).
+    Returns (B, H, D) in q's dtype."""
+    fn = cross_attention_triton if _use_triton(q) else cross_attention_ref
+    return fn(q, k, v, src_start, src_len, scale)
+
+
+def add_layer_norm(x, residual, weight, bias, eps):
+    """Returns (summed, normed): summed = x + residual in x's dtype (x itself when residual is
+    None), normed = layer_norm(summed) * weight + bias with float32 statistics."""
+    fn = add_layer_norm_triton if _use_triton(x) else add_layer_norm_ref
+    return fn(x, residual, weight, bias, eps)
+
+
+def logsoftmax_topk(logits, k):
+    """Returns (values (N, k) float32, indices (N, k) int64, lse (N,) float32): each row's k
+    largest log-softmax values, descending, equal logits lowest index first."""
+    fn = logsoftmax_topk_triton if _use_triton(logits) else logsoftmax_topk_ref
+    return fn(logits, k)
+
+
+__all__ = ["add_layer_norm", "cross_attention", "logsoftmax_topk", "paged_attention"]

@@ -1,0 +1,84 @@
+"""Fused residual add + layer norm, the step between two sublayers of a pre-norm transformer.
+
+`add_layer_norm(x, residual, weight, bias, eps) -> (summed, normed)`. Meaning, as a plain loop:
+
+    for n in range(N):
+        summed[n] = x[n] + residual[n]          # rounded to x's dtype: the new residual stream
+        s = summed[n].float()
+        mean = sum(s) / C
+        var = sum((s - mean) ** 2) / C
+        normed[n] = (s - mean) / sqrt(var + eps) * weight + bias    # in float32, then x's dtype
+
+With `residual=None` there is nothing to add: `summed` is `x` itself and only `normed` is computed.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from kernels._triton import tl, triton
+
+
+@triton.jit
+def _add_layer_norm_kernel(
+    x_ptr, residual_ptr, weight_ptr, bias_ptr, summed_ptr, normed_ptr, C, eps,
+    stride_x, stride_r, stride_s, stride_n,
+    HAS_RESIDUAL: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    # One program per row; the whole row stays in registers.
+    row = tl.program_id(0)
+    c = tl.arange(0, BLOCK_C)
+    c_ok = c < C
+    x = tl.load(x_ptr + row * stride_x + c, mask=c_ok, other=0.0)
+    if HAS_RESIDUAL:
+        residual = tl.load(residual_ptr + row * stride_r + c, mask=c_ok, other=0.0)
+        # Round the sum to x's dtype before normalising, as the unfused `x + residual` does.
+        x = (x.to(tl.float32) + residual.to(tl.float32)).to(x.dtype)
+        tl.store(summed_ptr + row * stride_s + c, x, mask=c_ok)
+    s = x.to(tl.float32)
+    mean = tl.sum(s, axis=0) / C
+    centered = tl.where(c_ok, s - mean, 0.0)
+    var = tl.sum(centered * centered, axis=0) / C
+    weight = tl.load(weight_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
+    bias = tl.load(bias_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
+    normed = centered * (1.0 / tl.sqrt(var + eps)) * weight + bias
+    tl.store(normed_ptr + row * stride_n + c, normed.to(normed_ptr.dtype.element_ty), mask=c_ok)
+
+
+def add_layer_norm_triton(x, residual, weight, bias, eps):
+    """Triton version of `add_layer_norm_ref`; same arguments, same result."""
+    C = x.shape[-1]
+    assert weight.shape == bias.shape == (C,) and weight.is_contiguous() and bias.is_contiguous()
+    assert residual is None or (residual.shape == x.shape and residual.dtype == x.dtype), \
+        "residual must match x in shape and dtype"
+    x2 = x.reshape(-1, C)  # (N, C)
+    assert x2.stride(-1) == 1, "x's last dim must be contiguous"
+    N = x2.shape[0]
+    normed = torch.empty((N, C), dtype=x.dtype, device=x.device)
+    if residual is None:
+        r2, summed = x2, x2  # unused by the kernel
+    else:
+        r2 = residual.reshape(-1, C)  # (N, C)
+        assert r2.stride(-1) == 1, "residual's last dim must be contiguous"
+        summed = torch.empty((N, C), dtype=x.dtype, device=x.device)
+    BLOCK_C = triton.next_power_of_2(C)
+    _add_layer_norm_kernel[(N,)](
+        x2, r2, weight, bias, summed, normed, C, eps,
+        x2.stride(0), r2.stride(0), summed.stride(0), normed.stride(0),
+        HAS_RESIDUAL=residual is not None, BLOCK_C=BLOCK_C,
+        num_warps=min(8, max(1, BLOCK_C // 512)),
+    )
+    if residual is None:
+        return x, normed.view(x.shape)  # (..., C)
+    return summed.view(x.shape), normed.view(x.shape)  # (..., C) each
+
+
+def add_layer_norm_ref(x, residual, weight, bias, eps):
+    """`x`, `residual` (..., C), same dtype; `weight`, `bias` (C,). Returns `(summed, normed)`:
+    `summed = x + residual` in x's dtype (or `x` itself when `residual` is None) and
+    `normed = layer_norm(summed) * weight + bias`, statistics in float32 (float64 for float64
+    inputs), in x's dtype."""
+    summed = x if residual is None else x + residual
+    compute_dtype = torch.promote_types(x.dtype, torch.float32)
+    weight, bias = weight.to(compute_dtype), bias.to(compute_dtype)
+    normed = F.layer_norm(summed.to(compute_dtype), (x.shape[-1],), weight, bias, eps)
+    return summed, normed.to(x.dtype)

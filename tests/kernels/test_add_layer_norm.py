@@ -1,0 +1,51 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+
+DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
+SHAPES = [(5, 32), (3, 100), (2, 3, 1024)]
+
+
+def make_inputs(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    C = shape[-1]
+    x = (torch.randn(shape, generator=g) * 2 + 3).to(dtype)  # off-centre: the mean matters
+    residual = torch.randn(shape, generator=g).to(dtype)
+    weight = (1 + torch.randn(C, generator=g) / 4).to(dtype)
+    bias = torch.randn(C, generator=g).to(dtype)
+    return x, residual, weight, bias
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_matches_reference(shape, dtype, poisoned_outputs, check_error):
+    x, residual, weight, bias = make_inputs(shape, dtype)
+    summed, normed = add_layer_norm_triton(x, residual, weight, bias, 1e-5)
+    ref_summed, ref_normed = add_layer_norm_ref(x, residual, weight, bias, 1e-5)
+    assert torch.equal(summed, ref_summed)  # one rounding of x + residual, in both
+    truth = F.layer_norm(ref_summed.double(), shape[-1:], weight.double(), bias.double(), 1e-5)
+    assert normed.shape == x.shape and normed.dtype == dtype
+    check_error(normed, ref_normed, truth)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_without_residual(dtype, poisoned_outputs, check_error):
+    x, _, weight, bias = make_inputs((4, 96), dtype)
+    summed, normed = add_layer_norm_triton(x, None, weight, bias, 1e-5)
+    ref_summed, ref_normed = add_layer_norm_ref(x, None, weight, bias, 1e-5)
+    assert summed is x and ref_summed is x
+    truth = F.layer_norm(x.double(), (96,), weight.double(), bias.double(), 1e-5)
+    check_error(normed, ref_normed, truth)
+
+
+def test_strided_rows():
+    # x a column slice of a wider buffer: rows strided, last dim contiguous.
+    x, residual, weight, bias = make_inputs((6, 64), torch.float32)
+    wide = torch.randn(6, 128)
+    x = wide[:, :64]
+    summed, normed = add_layer_norm_triton(x, residual, weight, bias, 1e-5)
+    ref_summed, ref_normed = add_layer_norm_ref(x, residual, weight, bias, 1e-5)
+    torch.testing.assert_close(summed, ref_summed)
+    torch.testing.assert_close(normed, ref_normed)

@@ -1,0 +1,47 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+import kernels
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def small_inputs():
+    g = torch.Generator().manual_seed(0)
+    k_cache, v_cache = torch.randn(4, 2, 2, 8, generator=g), torch.randn(4, 2, 2, 8, generator=g)
+    table = torch.tensor([[2, 0], [1, -1]], dtype=torch.int32)
+    seq_lens = torch.tensor([3, 2], dtype=torch.int32)
+    q = torch.randn(2, 2, 8, generator=g)
+    x = torch.randn(2, 8, generator=g)
+    return q, k_cache, v_cache, table, seq_lens, x
+
+
+def test_cpu_tensors_take_the_reference():
+    q, k_cache, v_cache, table, seq_lens, x = small_inputs()
+    assert torch.equal(kernels.paged_attention(q, k_cache, v_cache, table, seq_lens, 0.5),
+                       kernels.paged_attention_ref(q, k_cache, v_cache, table, seq_lens, 0.5))
+    k = k_cache.view(8, 2, 8)  # (total_src_tokens, H, D)
+    start, length = torch.tensor([0, 3], dtype=torch.int32), torch.tensor([3, 5], dtype=torch.int32)
+    assert torch.equal(kernels.cross_attention(q, k, k, start, length, 0.5),
+                       kernels.cross_attention_ref(q, k, k, start, length, 0.5))
+    w, b = torch.ones(8), torch.zeros(8)
+    for got, want in zip(kernels.add_layer_norm(x, x, w, b, 1e-5), kernels.add_layer_norm_ref(x, x, w, b, 1e-5)):
+        assert torch.equal(got, want)
+    for got, want in zip(kernels.logsoftmax_topk(x, 3), kernels.logsoftmax_topk_ref(x, 3)):
+        assert torch.equal(got, want)
+
+
+def test_imports_and_runs_without_triton():
+    # sys.modules["triton"] = None makes `import triton` fail, as where it is not installed.
+    code = (
+        "import sys; sys.modules['triton'] = None\n"
+        "import torch, kernels\n"
+        "assert not kernels.HAVE_TRITON\n"
+        "x = torch.randn(3, 16)\n"
+        "kernels.add_layer_norm(x, x, torch.ones(16), torch.zeros(16), 1e-5)\n"
+        "kernels.logsoftmax_topk(x, 2)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

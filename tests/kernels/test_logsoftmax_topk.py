@@ -1,0 +1,67 @@
+import pytest
+import torch
+
+from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
+
+# Logits are only read, so bfloat16 is exact under the interpreter too (see conftest.py).
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+INF = float("inf")
+
+# numpy's log(0) under the interpreter: -inf for a chunk of -inf logits is intended.
+pytestmark = pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")
+
+
+def make_logits(V, dtype, seed=0):
+    """Rows that exercise the tie rule and -inf, over a vocabulary of several chunks."""
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(8, V, generator=g) * 3
+    logits[1, torch.rand(V, generator=g) < 0.5] = -INF  # half the vocabulary banned
+    logits[2] = -INF
+    logits[2, [V - 1, 17, 4100]] = torch.tensor([1.0, 2.0, 1.0])  # 3 finite: then -inf, lowest index first
+    logits[3] = torch.randint(-5, 5, (V,), generator=g).float()  # hundreds of equal logits per value
+    logits[4, V - 1] = 20.0  # the winner in the last, partial chunk
+    logits[5] = -INF
+    logits[5, [10, 5, V - 1, 3000]] = torch.tensor([-0.0, 0.0, 0.0, -0.0])  # -0.0 ties with +0.0
+    logits[6] = 7.0  # one value everywhere
+    logits[7, 1000:1016] = 50.0 + torch.arange(16.0)  # all winners in one slice of columns
+    return logits.to(dtype)
+
+
+def truth_of(logits, indices):
+    """float64 log-softmax values at `indices`, and float64 logsumexp."""
+    lse = torch.logsumexp(logits.double(), dim=-1)
+    return logits.double().gather(1, indices) - lse[:, None], lse
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k", [1, 4, 8, 16])
+def test_matches_reference(k, dtype, poisoned_outputs, check_error):
+    logits = make_logits(9000, dtype)  # three chunks or more
+    values, indices, lse = logsoftmax_topk_triton(logits, k)
+    ref_values, ref_indices, ref_lse = logsoftmax_topk_ref(logits, k)
+    assert values.dtype == lse.dtype == torch.float32 and indices.dtype == torch.int64
+    assert values.shape == indices.shape == (8, k) and lse.shape == (8,)
+    assert torch.equal(indices, ref_indices)
+    truth_values, truth_lse = truth_of(logits, ref_indices)
+    check_error(lse, ref_lse, truth_lse)
+    # Values near -20 carry float32 rounding of a few 1e-6 in both.
+    check_error(values, ref_values, truth_values, slack=4e-6)
+
+
+@pytest.mark.parametrize("V, k", [(1, 1), (20, 16), (4096, 16), (4097, 3)])
+def test_vocab_sizes(V, k, poisoned_outputs, check_error):
+    logits = torch.randn(3, V, generator=torch.Generator().manual_seed(1))
+    values, indices, lse = logsoftmax_topk_triton(logits, k)
+    ref_values, ref_indices, ref_lse = logsoftmax_topk_ref(logits, k)
+    assert torch.equal(indices, ref_indices)
+    truth_values, truth_lse = truth_of(logits, ref_indices)
+    check_error(lse, ref_lse, truth_lse)
+    check_error(values, ref_values, truth_values)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reference_tie_rule(dtype):
+    # The reference's order is a stable descending sort of the whole row.
+    logits = make_logits(9000, dtype)
+    _, indices, _ = logsoftmax_topk_ref(logits, 16)
+    assert torch.equal(indices, logits.float().sort(dim=-1, descending=True, stable=True).indices[:, :16])

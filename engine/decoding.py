@@ -53,6 +53,16 @@ class DecodingOptions:
         return replace(self, **changes)
 
 
+def bans_only_eos(options: DecodingOptions) -> bool:
+    """True when the processors can do no more than forbid `</s>` (min_length, min_new_tokens): then the
+    top candidates of the raw scores, `</s>` dropped, are the top candidates of the processed ones."""
+    return options.repetition_penalty == 1.0 and options.no_repeat_ngram_size == 0 and options.forced_eos_id is None
+
+
+def eos_banned(history: list[int], options: DecodingOptions) -> bool:
+    return len(history) < options.min_length or len(history) - 1 < options.min_new_tokens
+
+
 def process_scores(scores: torch.Tensor, histories: list[list[int]], options: DecodingOptions, eos_id: int) -> torch.Tensor:
     """HF's logits processors, in HF's order, applied in place to float32 scores (R, V).
 
@@ -73,7 +83,7 @@ def process_scores(scores: torch.Tensor, histories: list[list[int]], options: De
             if banned:
                 scores[row, banned] = NEG_INF
     for row, history in enumerate(histories):
-        if len(history) < options.min_length or len(history) - 1 < options.min_new_tokens:
+        if eos_banned(history, options):
             scores[row, eos_id] = NEG_INF
         if options.forced_eos_id is not None and len(history) == options.length - 1:
             scores[row] = NEG_INF
@@ -97,7 +107,7 @@ class Beam:
 
 
 class GreedySearch:
-    """HF's greedy `_sample` for one sentence: argmax of the processed raw logits."""
+    """HF's greedy `_sample` for one sentence: the caller picks the argmax of the processed raw logits."""
 
     def __init__(self, prefix: list[int], options: DecodingOptions, eos_id: int):
         self.tokens = list(prefix)
@@ -112,10 +122,8 @@ class GreedySearch:
     def best(self) -> list[int]:
         return self.tokens
 
-    def advance(self, logits: torch.Tensor) -> list[tuple[int, int]]:
-        """logits (1, V) float32 of the live row -> [(parent row 0, next token)] or [] when finished."""
-        scores = process_scores(logits, [self.tokens], self.options, self.eos_id)
-        token = int(scores[0].argmax())
+    def advance(self, token: int) -> list[tuple[int, int]]:
+        """The argmax of the processed logits -> [(parent row 0, token)], or [] when finished."""
         self.tokens.append(token)
         self.done = token == self.eos_id or len(self.tokens) >= self.options.length
         return [] if self.done else [(0, token)]

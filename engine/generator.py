@@ -20,7 +20,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from engine.decoding import BeamSearch, DecodingOptions, GreedySearch, process_scores
+import kernels
+from engine.decoding import BeamSearch, DecodingOptions, GreedySearch, bans_only_eos, eos_banned, process_scores
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.model import NllbModel
 
@@ -54,7 +55,32 @@ class Running:
     order: int  # admission order: the youngest is preempted first
 
 
+BLOCK_SIZE = 16
+
+
+def default_cache_tokens(device: torch.device, bytes_per_token: int) -> int:
+    """How many decoder tokens the self-attention cache holds (sources get a quarter of that)."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return max(4096, min(int(0.5 * free) // bytes_per_token, 1 << 20))
+    return 8192  # a few sentences with 4 beams at full length; the scheduler preempts beyond that
+
+
 class Generator:
+    @classmethod
+    def build(cls, model: NllbModel, max_rows: int | None = None, cache_tokens: int | None = None) -> "Generator":
+        """A generator with caches sized for the model's device: most of the free GPU memory, or a few MB on the CPU."""
+        c, device, dtype = model.config, model.device, model.dtype
+        bytes_per_token = c.decoder_layers * 2 * c.d_model * torch.finfo(dtype).bits // 8
+        tokens = cache_tokens or default_cache_tokens(device, bytes_per_token)
+
+        def cache(tokens: int) -> PagedKVCache:
+            blocks = -(-tokens // BLOCK_SIZE)
+            return PagedKVCache(c.decoder_layers, blocks, BLOCK_SIZE, c.decoder_heads, c.head_dim, dtype, device)
+
+        rows = max_rows or (2048 if device.type == "cuda" else 32)
+        return cls(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
+
     def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int):
         self.model = model
         self.self_cache = self_cache
@@ -243,21 +269,17 @@ class Generator:
 
     def _step(self, running: list[Running]) -> list[Running]:
         """Feed every live row one token; advance the searches whose rows produced scores."""
-        tokens, seqs = [], []
+        tokens, seqs, scoring = [], [], []
         for item in running:
+            first = len(seqs)
             for hypothesis, row in zip(item.search.live, item.rows):
                 tokens.append(hypothesis[row.self_kv.length])
                 seqs.append(row)
+            if item.rows[0].self_kv.length + 1 == len(item.search.live[0]):  # else still feeding its prefix
+                scoring.append((item, range(first, len(seqs))))
         logits = self.decode_batch(tokens, seqs)  # (N, V)
         finished = []
-        first = 0
-        for item in running:
-            count = len(item.rows)
-            rows = slice(first, first + count)
-            first += count
-            if item.rows[0].self_kv.length < len(item.search.live[0]):
-                continue  # still feeding the decoder prefix
-            survivors = self._advance(item.search, logits[rows].float())
+        for item, survivors in self._choose(scoring, logits):
             if item.search.done:
                 finished.append(item)
                 continue
@@ -270,11 +292,43 @@ class Generator:
                 item.request.on_partial(item.search.best())
         return finished
 
-    def _advance(self, search: GreedySearch | BeamSearch, logits: torch.Tensor) -> list[tuple[int, int]]:
-        if isinstance(search, GreedySearch):
-            return search.advance(logits)
-        log_probs = F.log_softmax(logits, dim=-1)  # (rows, V)
-        log_probs = process_scores(log_probs, search.live, search.options, self.eos_id)
-        scores = log_probs + torch.tensor([b.score for b in search.beams], device=logits.device)[:, None]
-        top_scores, top_tokens = scores.topk(search.candidates_per_row(), dim=-1)  # (rows, 2 * beams)
-        return search.advance(top_scores.tolist(), top_tokens.tolist())
+    def _choose(self, scoring: list[tuple[Running, range]], logits: torch.Tensor) -> list[tuple[Running, list]]:
+        """Advance each scoring search; sentences sharing options are scored in one batch."""
+        groups: dict[tuple, list[tuple[Running, range]]] = {}
+        for item, rows in scoring:
+            groups.setdefault((type(item.search), item.request.options), []).append((item, rows))
+        results = []
+        for (kind, options), members in groups.items():
+            index = torch.tensor([r for _, rows in members for r in rows], device=logits.device)
+            group_logits = logits.index_select(0, index)  # (R, V), the group's rows
+            histories = [h for item, _ in members for h in item.search.live]
+            if kind is GreedySearch:
+                scores = process_scores(group_logits.float(), histories, options, self.eos_id)
+                for (item, _), token in zip(members, scores.argmax(dim=-1).tolist()):
+                    results.append((item, item.search.advance(token)))
+                continue
+            beam_scores = torch.tensor([b.score for item, _ in members for b in item.search.beams], device=logits.device)
+            top_scores, top_tokens = self._beam_candidates(group_logits, histories, beam_scores, options)
+            first = 0
+            for item, rows in members:
+                last = first + len(rows)
+                results.append((item, item.search.advance(top_scores[first:last], top_tokens[first:last])))
+                first = last
+        return results
+
+    def _beam_candidates(
+        self, logits: torch.Tensor, histories: list[list[int]], beam_scores: torch.Tensor, options: DecodingOptions
+    ) -> tuple[list[list[float]], list[list[int]]]:
+        """Each row's top 2*num_beams of (processed log-prob + beam score), as host lists."""
+        k = 2 * options.num_beams
+        if bans_only_eos(options):
+            # Fused log-softmax + top-k: one extra candidate stands in for `</s>` where it is banned.
+            values, indices, _ = kernels.logsoftmax_topk(logits, k + 1)  # (R, k + 1)
+            values, indices = (values + beam_scores[:, None]).tolist(), indices.tolist()
+            for row, history in enumerate(histories):
+                keep = [j for j in range(k + 1) if not (indices[row][j] == self.eos_id and eos_banned(history, options))]
+                values[row], indices[row] = [values[row][j] for j in keep[:k]], [indices[row][j] for j in keep[:k]]
+            return values, indices
+        log_probs = process_scores(F.log_softmax(logits.float(), dim=-1), histories, options, self.eos_id)
+        top_scores, top_tokens = (log_probs + beam_scores[:, None]).topk(k, dim=-1)  # (R, k)
+        return top_scores.tolist(), top_tokens.tolist()

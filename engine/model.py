@@ -51,6 +51,10 @@ class LayerNorm:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, LAYER_NORM_EPS)
 
+    def add(self, delta: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(residual + delta, its layer norm) in one fused pass: the pre-norm residual stream's step."""
+        return kernels.add_layer_norm(delta, residual, self.weight, self.bias, LAYER_NORM_EPS)
+
 
 @dataclass
 class EncoderLayer:
@@ -210,18 +214,18 @@ class NllbModel:
         N = tokens.shape[0]
         H, D = self.heads, self.head_dim
         x = self.embed(tokens, positions)  # (N, C)
+        h = self.decoder_layers[0].self_attn_norm(x)
         for i, layer in enumerate(self.decoder_layers):
-            h = layer.self_attn_norm(x)
             q, k, v = layer.qkv(h).view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
             self_cache.write(i, self_slots, k, v)
             a = kernels.paged_attention(q, self_cache.k[i], self_cache.v[i], self_tables, self_lens, self.scale)
-            x = x + layer.self_attn_out(a.reshape(N, H * D))  # (N, C)
-            h = layer.cross_attn_norm(x)
+            x, h = layer.cross_attn_norm.add(layer.self_attn_out(a.reshape(N, H * D)), x)  # (N, C) each
             q = layer.cross_q(h).view(N, H, D)  # (N, H, D)
             a = kernels.paged_attention(q, cross_cache.k[i], cross_cache.v[i], cross_tables, cross_lens, self.scale)
-            x = x + layer.cross_out(a.reshape(N, H * D))  # (N, C)
-            h = layer.ffn_norm(x)
-            x = x + layer.fc2(F.relu(layer.fc1(h)))
+            x, h = layer.ffn_norm.add(layer.cross_out(a.reshape(N, H * D)), x)
+            last = i + 1 == len(self.decoder_layers)
+            next_norm = self.decoder_norm if last else self.decoder_layers[i + 1].self_attn_norm
+            x, h = next_norm.add(layer.fc2(F.relu(layer.fc1(h))), x)
         if not with_logits:
             return None
-        return F.linear(self.decoder_norm(x), self.lm_head)  # (N, V)
+        return F.linear(h, self.lm_head)  # (N, V)

@@ -5,26 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 from engine.config import CheckpointError, load_config, load_generation_defaults
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
-from engine.kv_cache import PagedKVCache
 from engine.model import NllbModel
 from engine.tokenizer import NllbTokenizer
 from engine.weights import load_weights
-
-BLOCK_SIZE = 16
-
-
-def cache_tokens_for(device: torch.device, bytes_per_token: int) -> int:
-    """How many decoder tokens the self-attention cache holds (sources get a quarter of that)."""
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return max(4096, min(int(0.5 * free) // bytes_per_token, 1 << 20))
-    return 8192  # a few sentences with 4 beams at full length; the scheduler preempts beyond that
 
 
 class Translator:
@@ -54,16 +41,7 @@ class Translator:
         weights = load_weights(model_dir, self.config, self.dtype, self.device)
         max_positions = max(self.config.max_position_embeddings, self.generation_defaults.max_length)
         model = NllbModel(self.config, weights, max_positions)
-        c = self.config
-        bytes_per_token = c.decoder_layers * 2 * c.d_model * torch.finfo(self.dtype).bits // 8
-        tokens = cache_tokens or cache_tokens_for(self.device, bytes_per_token)
-
-        def cache(tokens: int) -> PagedKVCache:
-            blocks = -(-tokens // BLOCK_SIZE)
-            return PagedKVCache(c.decoder_layers, blocks, BLOCK_SIZE, c.decoder_heads, c.head_dim, self.dtype, self.device)
-
-        rows = max_rows or (2048 if self.device.type == "cuda" else 32)
-        self.generator = Generator(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
+        self.generator = Generator.build(model, max_rows, cache_tokens)
 
     def describe(self) -> str:
         c = self.config

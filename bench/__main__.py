@@ -1,0 +1,130 @@
+"""Dragoman's side of the speed comparison: `python -m bench --size 600M --workload all --device cuda`.
+
+Builds a random-weight NLLB of the given shape (the peers' scripts in shared/bench use the same
+shapes and workloads), runs the workloads of DESIGN.md with the output length forced, and prints
+one JSON object. Run it in the same call as the peers' scripts and report ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import time
+
+import torch
+
+from engine.config import NllbConfig
+from engine.decoding import DecodingOptions
+from engine.device import describe, resolve_device, resolve_dtype
+from engine.generator import Generator, Request
+from engine.model import NllbModel
+from engine.weights import expected_shapes
+
+SHAPES = {
+    "600M": dict(d_model=1024, layers=12, ffn=4096),
+    "1.3B": dict(d_model=1024, layers=24, ffn=8192),
+    "3.3B": dict(d_model=2048, layers=24, ffn=8192),
+}
+VOCAB = 256206
+TARGET_LANG = 256047  # fra_Latn in the published vocabulary
+EOS = 2
+
+
+def random_model(size: str, device: torch.device, dtype: torch.dtype) -> NllbModel:
+    shape = SHAPES[size]
+    config = NllbConfig(
+        vocab_size=VOCAB,
+        d_model=shape["d_model"],
+        encoder_layers=shape["layers"],
+        decoder_layers=shape["layers"],
+        encoder_heads=16,
+        decoder_heads=16,
+        encoder_ffn_dim=shape["ffn"],
+        decoder_ffn_dim=shape["ffn"],
+        max_position_embeddings=1024,
+    )
+    torch.manual_seed(0)
+    weights = {}
+    for name, dims in expected_shapes(config).items():
+        if name.endswith("norm.weight"):
+            weights[name] = torch.ones(dims, device=device, dtype=dtype)
+        else:  # HF's init: normal(0, 0.02)
+            weights[name] = torch.randn(dims, device=device, dtype=dtype) * 0.02
+    weights["embed_tokens.weight"] = weights["lm_head.weight"] = torch.randn(
+        VOCAB, config.d_model, device=device, dtype=dtype
+    ) * 0.02
+    return NllbModel(config, weights, max_positions=1024)
+
+
+def sentence(length: int, rng: random.Random) -> list[int]:
+    """[src_lang] random pieces </s>, like the peers' inputs."""
+    return [256047] + [rng.randrange(4, 256000) for _ in range(length - 2)] + [EOS]
+
+
+def run(generator: Generator, sources: list[list[int]], beams: int, new_tokens: int) -> None:
+    options = DecodingOptions(num_beams=beams, min_new_tokens=new_tokens, max_new_tokens=new_tokens)
+    generator.run([Request(src, [EOS, TARGET_LANG], options) for src in sources])
+
+
+def timed(generator: Generator, device: torch.device, *args) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    run(generator, *args)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--size", choices=SHAPES, default="600M")
+    parser.add_argument("--workload", choices=["interactive", "document", "greedy", "all"], default="all")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--repeats", type=int, default=10, help="timed runs of the interactive workload")
+    parser.add_argument("--batches", default="", help="sentences per batch to sweep for the document workloads, e.g. 64,128,512")
+    args = parser.parse_args()
+
+    device = resolve_device(args.device)
+    dtype = resolve_dtype(args.dtype, device)
+    if device.type == "cpu":
+        torch.set_num_threads(os.cpu_count() or 1)
+    model = random_model(args.size, device, dtype)
+    generator = Generator.build(model)
+    out = {"size": args.size, "device": describe(device, dtype), "torch": torch.__version__}
+    rng = random.Random(1)
+
+    if args.workload in ("interactive", "all"):
+        source = [sentence(32, rng)]
+        for _ in range(3):
+            run(generator, source, 4, 32)
+        times = [timed(generator, device, source, 4, 32) for _ in range(args.repeats)]
+        out["interactive_beam4_ms_median"] = statistics.median(times) * 1e3
+
+    document = [sentence(rng.randint(10, 60), rng) for _ in range(512)]
+    for beams, key in ((4, "document"), (1, "greedy")):
+        if args.workload not in (key, "all"):
+            continue
+        run(generator, document[:8], beams, 40)  # warm-up
+        seconds = timed(generator, device, document, beams, 40)
+        out[f"document_beam{beams}_sent_per_s"] = len(document) / seconds
+        all_rows = generator.max_rows
+        for batch in [int(b) for b in args.batches.split(",") if b]:
+            generator.max_rows = batch * beams  # at most `batch` sentences decode together
+            seconds = timed(generator, device, document, beams, 40)
+            out[f"document_beam{beams}_bs{batch}_sent_per_s"] = len(document) / seconds
+        generator.max_rows = all_rows
+    if device.type == "cuda":
+        out["max_mem_GB"] = torch.cuda.max_memory_allocated(device) / 1e9
+    print(json.dumps(out, indent=1))
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], f"dragoman_{args.size}.json"), "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The NLLB engine: checkpoint loading, tokenizer, model, paged KV cache, decoding. No Qt here."""

@@ -1,0 +1,281 @@
+"""NLLB's tokenizer: sentencepiece pieces in fairseq's id layout, as Hugging Face's NllbTokenizer.
+
+Ids: <s>=0, <pad>=1, </s>=2, <unk>=3; sentencepiece piece i (i >= 3) is i + 1; then the 202
+language codes in LANGUAGE_CODES order; then <mask>. A source is `[src_lang] pieces </s>`; the
+decoder starts with `</s> tgt_lang`.
+
+Hugging Face (transformers 5) does not run sentencepiece: it rebuilds the pipeline in the
+`tokenizers` library, which differs from sentencepiece in its normalizer, its whitespace handling
+and its special tokens. We follow Hugging Face, since NLLB checkpoints are used and evaluated
+through it: we normalize as it does, then let sentencepiece (with its own normalizer switched
+off) split the text into pieces — the two agree on pieces and on fusing unknown characters.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import struct
+import unicodedata
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import sentencepiece as spm
+
+from engine.languages import LANGUAGE_CODES, get_language
+
+SENTENCEPIECE_FILE = "sentencepiece.bpe.model"
+FAIRSEQ_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # ids 0..3
+MASK = "<mask>"
+SPACE_PIECE = "▁"
+
+# Hugging Face squeezes runs of spaces after the character map, but keeps a leading or trailing one.
+_SPACE_RUNS = re.compile(" {2,}")
+# <mask> is matched in the normalized text and swallows the whitespace before it (lstrip).
+_MASK_IN_TEXT = re.compile(r"\s*" + re.escape(MASK))
+
+
+class TokenizerError(Exception):
+    """The sentencepiece model is missing, unreadable, or not laid out like NLLB's."""
+
+
+class NllbTokenizer:
+    bos_id = 0
+    pad_id = 1
+    eos_id = 2
+    unk_id = 3
+
+    def __init__(self, sentencepiece: spm.SentencePieceProcessor, character_map: CharacterMap):
+        """`sentencepiece` must not normalize (see from_dir); `character_map` is its model's."""
+        self._sp = sentencepiece
+        self._character_map = character_map
+        pieces = sentencepiece.get_piece_size()
+        self._first_language_id = pieces + 1
+        self._language_ids = {code: pieces + 1 + i for i, code in enumerate(LANGUAGE_CODES)}
+        self.mask_id = pieces + 1 + len(LANGUAGE_CODES)
+        self._space_id = self._piece_id(sentencepiece.piece_to_id(SPACE_PIECE))
+        # Hugging Face finds special tokens written in the text (added vocabulary) and keeps them
+        # whole, so "a </s> b" holds an end-of-sequence id. Longest first, as its matcher does.
+        self._special_ids = {**dict(zip(FAIRSEQ_SPECIALS, range(4))), **self._language_ids}
+        alternatives = sorted(self._special_ids, key=len, reverse=True)
+        self._special_in_text = re.compile("(" + "|".join(map(re.escape, alternatives)) + ")")
+
+    @classmethod
+    def from_dir(cls, model_dir: str | Path) -> NllbTokenizer:
+        path = Path(model_dir) / SENTENCEPIECE_FILE
+        if not path.is_file():
+            raise TokenizerError(f"{path}: no such file; an NLLB model folder has {SENTENCEPIECE_FILE}")
+        try:
+            # We normalize as Hugging Face does, so sentencepiece must not normalize again.
+            model, precompiled_character_map = _split_sentencepiece_model(path.read_bytes())
+            sentencepiece = spm.SentencePieceProcessor(model_proto=model)
+            character_map = CharacterMap(precompiled_character_map)
+        except (OSError, RuntimeError, ValueError, IndexError, struct.error) as error:
+            raise TokenizerError(f"{path}: not a readable sentencepiece model ({error})") from error
+        layout = [sentencepiece.id_to_piece(i) for i in range(min(3, sentencepiece.get_piece_size()))]
+        if layout != ["<unk>", "<s>", "</s>"]:
+            raise TokenizerError(f"{path}: pieces 0-2 are {layout}, NLLB's are ['<unk>', '<s>', '</s>']")
+        return cls(sentencepiece, character_map)
+
+    @property
+    def vocab_size(self) -> int:
+        """Specials, pieces, language codes and <mask> (the model's embedding has 2 spare rows more)."""
+        return self.mask_id + 1
+
+    def lang_id(self, code: str) -> int:
+        if code not in self._language_ids:
+            get_language(code)  # raises UnknownLanguageError with suggestions
+        return self._language_ids[code]
+
+    def encode_source(self, text: str, src_lang: str) -> list[int]:
+        return [self.lang_id(src_lang), *self._text_ids(text), self.eos_id]
+
+    def encode_source_batch(self, texts: Iterable[str], src_lang: str) -> list[list[int]]:
+        return [self.encode_source(text, src_lang) for text in texts]
+
+    def decoder_prefix(self, tgt_lang: str) -> list[int]:
+        return [self.eos_id, self.lang_id(tgt_lang)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of `ids`, as Hugging Face's decode(ids, skip_special_tokens=True): specials
+        (<unk> included), language codes, <mask> and ids past the vocabulary are dropped."""
+        ids = [i for i in map(int, ids) if self.unk_id < i < self._first_language_id]
+        pieces = [self._sp.id_to_piece(i - 1) for i in ids]
+        # Every "▁" is a space; only the first piece's leading one goes (Metaspace decoder).
+        return "".join(pieces).replace(SPACE_PIECE, " ").removeprefix(" ")
+
+    def _piece_id(self, sentencepiece_id: int) -> int:
+        return self.unk_id if sentencepiece_id == self._sp.unk_id() else sentencepiece_id + 1
+
+    def _text_ids(self, text: str) -> list[int]:
+        ids = []
+        # re.split with a group: odd chunks are the special tokens found in the text.
+        for index, chunk in enumerate(self._special_in_text.split(text)):
+            if index % 2:
+                ids.append(self._special_ids[chunk])
+                continue
+            normalized = _SPACE_RUNS.sub(" ", self._character_map.normalize(chunk))
+            for part_index, part in enumerate(_MASK_IN_TEXT.split(normalized)):
+                if part_index:
+                    ids.append(self.mask_id)
+                ids += self._normalized_text_ids(part)
+        return ids
+
+    def _normalized_text_ids(self, normalized: str) -> list[int]:
+        # Each part gets its own leading "▁" (Metaspace, prepend_scheme="always"), as
+        # sentencepiece's dummy prefix does.
+        ids = [self._piece_id(i) for i in self._sp.encode(normalized)]
+        # sentencepiece drops a trailing space; Hugging Face's Metaspace keeps it as a lone "▁".
+        if normalized.endswith(" "):
+            ids.append(self._space_id)
+        return ids
+
+
+class CharacterMap:
+    """sentencepiece's precompiled character map (NFKC and more), applied as Hugging Face's
+    `tokenizers` applies it, which is not how sentencepiece does: per grapheme cluster, a cluster
+    under 6 UTF-8 bytes is replaced whole by the rule for its *shortest* matching prefix (so in
+    "Ａ" + combining grave the accent is lost), longer clusters character by character (so the
+    rules that compose several characters, e.g. half-width "ｶ" + "ﾞ" -> "ガ", never apply there)."""
+
+    def __init__(self, precompiled: bytes):
+        if not precompiled:
+            raise ValueError("the model has no precompiled character map; NLLB's has one")
+        # <trie size: u32 LE><darts-clone double-array trie: u32 LE units><replacements, NUL-separated>
+        trie_size = int.from_bytes(precompiled[:4], "little")
+        self._trie = struct.unpack(f"<{trie_size // 4}I", precompiled[4 : 4 + trie_size])
+        self._replacements = precompiled[4 + trie_size :]
+        self._normalize_cluster = functools.lru_cache(maxsize=1 << 16)(self._normalize_cluster_uncached)
+
+    def normalize(self, text: str) -> str:
+        return "".join(map(self._normalize_cluster, _grapheme_clusters(text)))
+
+    def _normalize_cluster_uncached(self, cluster: str) -> str:
+        if len(cluster.encode()) < 6 and (replacement := self._replacement(cluster)) is not None:
+            return replacement
+        return "".join(self._replacement(char) or char for char in cluster)
+
+    def _replacement(self, text: str) -> str | None:
+        """The replacement for the shortest prefix of `text` that has a rule (darts-clone
+        commonPrefixSearch, first result), or None."""
+        node = self._unit_offset(self._trie[0])
+        for byte in text.encode():
+            if byte == 0:
+                break
+            node ^= byte
+            unit = self._trie[node]
+            if unit & ((1 << 31) | 0xFF) != byte:  # label
+                return None
+            node ^= self._unit_offset(unit)
+            if unit >> 8 & 1:  # has a leaf: a rule ends here
+                start = self._trie[node] & ((1 << 31) - 1)
+                return self._replacements[start : self._replacements.index(0, start)].decode()
+        return None
+
+    @staticmethod
+    def _unit_offset(unit: int) -> int:
+        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
+
+
+# Grapheme clusters (Unicode UAX #29) as far as they matter to CharacterMap: only marks, joiners
+# and prepended characters make clusters under 6 bytes; Hangul syllables, flags and emoji
+# sequences are longer and get the per-character treatment either way, so they are left out.
+_EXTEND = set("\u200c\u200d\uff9e\uff9f")  # ZWNJ, ZWJ, half-width (semi-)voiced sound marks
+_EXTEND |= {chr(c) for c in range(0x1F3FB, 0x1F400)}  # emoji skin tones
+_EXTEND |= {chr(c) for c in range(0xE0020, 0xE0080)}  # tag characters
+_SPACING_MARK = set("\u0e33\u0eb3")  # Thai and Lao AM; more below by category
+_NOT_SPACING_MARK = set(
+    "\u102b\u102c\u1038\u1062\u1063\u1064\u1067\u1068\u1069\u106a\u106b\u106c\u106d\u1083\u1087\u1088"
+    "\u1089\u108a\u108b\u108c\u108f\u109a\u109b\u109c\u1a61\u1a63\u1a64\uaa7b\uaa7d\U00011720\U00011721"
+)
+_PREPEND = set("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\u0d4e")
+
+
+def _grapheme_clusters(text: str) -> Iterator[str]:
+    start = 0
+    for i in range(1, len(text)):
+        if _is_cluster_boundary(text[i - 1], text[i]):
+            yield text[start:i]
+            start = i
+    if text:
+        yield text[start:]
+
+
+def _is_cluster_boundary(before: str, after: str) -> bool:
+    if before == "\r" and after == "\n":
+        return False
+    if _is_control(before) or _is_control(after):
+        return True
+    return not (_continues_cluster(after) or before in _PREPEND)
+
+
+def _continues_cluster(char: str) -> bool:
+    """Grapheme_Cluster_Break Extend, ZWJ or SpacingMark."""
+    if char in _EXTEND or char in _SPACING_MARK:
+        return True
+    category = unicodedata.category(char)
+    return category in ("Mn", "Me") or category == "Mc" and char not in _NOT_SPACING_MARK
+
+
+def _is_control(char: str) -> bool:
+    category = unicodedata.category(char)
+    if category == "Cf":
+        return char not in _EXTEND and char not in _PREPEND
+    return category in ("Cc", "Zl", "Zp")
+
+
+# A sentencepiece model is a protobuf ModelProto; its field 3 is the NormalizerSpec, whose field 2
+# is the precompiled character map. Read and rewritten by hand: protobuf is not a dependency.
+_NORMALIZER_SPEC_FIELD = 3
+_CHARSMAP_FIELD = 2
+# NormalizerSpec{name: "identity", add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces}:
+# sentencepiece then only turns spaces into "▁", adds the leading one and squeezes runs.
+_IDENTITY_NORMALIZER_SPEC = b"\x0a\x08identity\x18\x01\x20\x01\x28\x01"
+
+
+def _split_sentencepiece_model(model: bytes) -> tuple[bytes, bytes]:
+    """(`model` with the identity normalizer instead of its own, its precompiled character map)."""
+    kept, character_map = [], b""
+    for number, raw, payload in _protobuf_fields(model):
+        if number == _NORMALIZER_SPEC_FIELD:
+            fields = _protobuf_fields(payload)
+            character_map = next((value for field, _, value in fields if field == _CHARSMAP_FIELD), b"")
+        else:
+            kept.append(raw)
+    # field key (number, wire type 2 = length-delimited) and length each fit in one byte here
+    identity = bytes([_NORMALIZER_SPEC_FIELD << 3 | 2, len(_IDENTITY_NORMALIZER_SPEC)])
+    return b"".join(kept) + identity + _IDENTITY_NORMALIZER_SPEC, character_map
+
+
+def _protobuf_fields(message: bytes) -> Iterator[tuple[int, bytes, bytes]]:
+    """(field number, the field as written, its payload if length-delimited) for each field."""
+    position = 0
+    while position < len(message):
+        start = position
+        key, position = _read_varint(message, position)
+        wire_type = key & 7
+        payload = b""
+        if wire_type == 0:
+            _, position = _read_varint(message, position)
+        elif wire_type == 2:
+            length, position = _read_varint(message, position)
+            payload = message[position : position + length]
+            position += length
+        elif wire_type in (1, 5):
+            position += 8 if wire_type == 1 else 4
+        else:
+            raise ValueError(f"unexpected protobuf wire type {wire_type}")
+        if position > len(message):
+            raise ValueError("truncated protobuf message")
+        yield key >> 3, message[start:position], payload
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, position

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One device call: GPU tests, then Dragoman and the peers on each size (results under $OUT).
+# Needs .peers/ (shared/bench's scripts) and .whl/ (the CTranslate2 wheel): see shared/bench/README.md.
+set -u
+export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
+SIZES=${SIZES:-"600M 1.3B 3.3B"}
+python3 -m pip install -q --no-index --no-deps --target "$PWD/.ct2" .whl/ctranslate2-*.whl
+L=$(python3 -c 'import os, nvidia; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')
+mkdir -p .cb12 && ln -sf $L/libcublas.so.13 .cb12/libcublas.so.12 && ln -sf $L/libcublasLt.so.13 .cb12/libcublasLt.so.12
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+timeout 120 python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda.py 2>&1 | tail -5
+for size in $SIZES; do
+  timeout 200 python3 -m bench --size $size --batches 64,256 2>&1 | tail -20
+  (export PYTHONPATH=$PWD/.ct2 LD_LIBRARY_PATH=$PWD/.cb12:$L:${LD_LIBRARY_PATH:-}; \
+   BATCHES=4:64,4:256,1:512 timeout 200 python3 .peers/ct2_baseline.py $size bfloat16 2>&1 | tail -20)
+  [ -n "${SKIP_HF:-}" ] || BATCHES=4:64,4:256,1:512 timeout 200 python3 .peers/hf_baseline.py $size bf16 2>&1 | tail -20
+done

@@ -33,9 +33,9 @@ TARGET_LANG = 256047  # fra_Latn in the published vocabulary
 EOS = 2
 
 
-def random_model(size: str, device: torch.device, dtype: torch.dtype) -> NllbModel:
+def shape_config(size: str) -> NllbConfig:
     shape = SHAPES[size]
-    config = NllbConfig(
+    return NllbConfig(
         vocab_size=VOCAB,
         d_model=shape["d_model"],
         encoder_layers=shape["layers"],
@@ -46,17 +46,25 @@ def random_model(size: str, device: torch.device, dtype: torch.dtype) -> NllbMod
         decoder_ffn_dim=shape["ffn"],
         max_position_embeddings=1024,
     )
+
+
+def random_weights(config: NllbConfig, device: torch.device, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """HF's initialisation (normal(0, 0.02), layer norms at 1); names as in engine.weights."""
     torch.manual_seed(0)
     weights = {}
     for name, dims in expected_shapes(config).items():
         if name.endswith("norm.weight"):
             weights[name] = torch.ones(dims, device=device, dtype=dtype)
-        else:  # HF's init: normal(0, 0.02)
+        else:
             weights[name] = torch.randn(dims, device=device, dtype=dtype) * 0.02
-    weights["embed_tokens.weight"] = weights["lm_head.weight"] = torch.randn(
-        VOCAB, config.d_model, device=device, dtype=dtype
-    ) * 0.02
-    return NllbModel(config, weights, max_positions=1024)
+    embedding = torch.randn(config.vocab_size, config.d_model, device=device, dtype=dtype) * 0.02
+    weights["embed_tokens.weight"] = weights["lm_head.weight"] = embedding
+    return weights
+
+
+def random_model(size: str, device: torch.device, dtype: torch.dtype) -> NllbModel:
+    config = shape_config(size)
+    return NllbModel(config, random_weights(config, device, dtype), max_positions=1024)
 
 
 def sentence(length: int, rng: random.Random) -> list[int]:

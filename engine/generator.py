@@ -63,7 +63,7 @@ def default_cache_tokens(device: torch.device, bytes_per_token: int) -> int:
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return max(4096, min(int(0.5 * free) // bytes_per_token, 1 << 20))
-    return 8192  # a few sentences with 4 beams at full length; the scheduler preempts beyond that
+    return 4096  # a few sentences with 4 beams at full length; the scheduler preempts beyond that
 
 
 class Generator:

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 import kernels
+from engine.cuda_graphs import DecodeGraphs
 from engine.decoding import BeamSearch, DecodingOptions, GreedySearch, bans_only_eos, eos_banned, process_scores
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.model import NllbModel
@@ -68,8 +69,14 @@ def default_cache_tokens(device: torch.device, bytes_per_token: int) -> int:
 
 class Generator:
     @classmethod
-    def build(cls, model: NllbModel, max_rows: int | None = None, cache_tokens: int | None = None) -> "Generator":
-        """A generator with caches sized for the model's device: most of the free GPU memory, or a few MB on the CPU."""
+    def build(
+        cls, model: NllbModel, max_rows: int | None = None, cache_tokens: int | None = None, graphs: bool | None = None
+    ) -> "Generator":
+        """A generator with caches sized for the model's device: most of the free GPU memory, or a few MB on the CPU.
+
+        `graphs` (default: on CUDA) runs decoder steps through DecodeGraphs; on the CPU that path
+        runs eagerly, padded as on the GPU.
+        """
         c, device, dtype = model.config, model.device, model.dtype
         bytes_per_token = c.decoder_layers * 2 * c.d_model * torch.finfo(dtype).bits // 8
         tokens = cache_tokens or default_cache_tokens(device, bytes_per_token)
@@ -79,7 +86,10 @@ class Generator:
             return PagedKVCache(c.decoder_layers, blocks, BLOCK_SIZE, c.decoder_heads, c.head_dim, dtype, device)
 
         rows = max_rows or (2048 if device.type == "cuda" else 32)
-        return cls(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
+        generator = cls(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
+        if graphs if graphs is not None else device.type == "cuda":
+            generator.graphs = DecodeGraphs(model, generator.self_cache, generator.cross_cache, rows)
+        return generator
 
     def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int):
         self.model = model
@@ -88,6 +98,7 @@ class Generator:
         self.max_rows = max_rows
         self.eos_id = model.config.eos_id
         self.pad_id = model.config.pad_id
+        self.graphs: DecodeGraphs | None = None
         self._admissions = itertools.count()
 
     # -- the contract's primitives -------------------------------------------------------------------
@@ -119,7 +130,7 @@ class Generator:
     def teardown(self) -> None:
         """Free the caches and the weights; the generator is unusable afterwards."""
         device = self.model.device
-        del self.model, self.self_cache, self.cross_cache
+        del self.model, self.self_cache, self.cross_cache, self.graphs
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.empty_cache()
@@ -164,20 +175,27 @@ class Generator:
 
     def decode_batch(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
         """One token for each sequence -> logits (N, V); row i belongs to seqs[i]."""
-        device = self.model.device
         positions = [s.self_kv.length + self.pad_id + 1 for s in seqs]
         self.model.ensure_positions(max(positions))
         slots = self.self_cache.extend_each([s.self_kv for s in seqs])
+        self_tables = [s.self_kv.blocks for s in seqs]
+        cross_tables = [s.cross_kv.blocks for s in seqs]
+        self_lens = [s.self_kv.length for s in seqs]
+        cross_lens = [s.cross_kv.length for s in seqs]
+        widest = (max(map(len, self_tables)), max(map(len, cross_tables)))
+        if self.graphs is not None and self.graphs.fits(len(seqs), *widest):
+            return self.graphs.run(tokens, positions, slots, self_tables, self_lens, cross_tables, cross_lens)
+        device = self.model.device
         return self.model.decode_step(
             tokens=torch.tensor(tokens, device=device),
             positions=torch.tensor(positions, device=device),
             self_cache=self.self_cache,
             self_slots=torch.tensor(slots, device=device),
             self_tables=self.self_cache.block_table([s.self_kv for s in seqs], device),
-            self_lens=torch.tensor([s.self_kv.length for s in seqs], dtype=torch.int32, device=device),
+            self_lens=torch.tensor(self_lens, dtype=torch.int32, device=device),
             cross_cache=self.cross_cache,
             cross_tables=self.cross_cache.block_table([s.cross_kv for s in seqs], device),
-            cross_lens=torch.tensor([s.cross_kv.length for s in seqs], dtype=torch.int32, device=device),
+            cross_lens=torch.tensor(cross_lens, dtype=torch.int32, device=device),
         )
 
     @staticmethod

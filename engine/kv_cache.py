@@ -68,6 +68,10 @@ class PagedKVCache:
         if self.ref_counts[block] == 0:
             self.free_blocks.append(block)
 
+    def reserve_scratch_block(self) -> int:
+        """A block no sequence will ever own: padding rows of a captured step write and read it."""
+        return self._take_block()
+
     def free_sequence(self, seq: Sequence) -> None:
         for block in seq.blocks:
             self._drop_block(block)

@@ -1,0 +1,41 @@
+"""The padded decoder step that CUDA graphs replay, run eagerly on the CPU: padding must change nothing."""
+
+import torch
+
+from engine.cuda_graphs import bucket_for
+from engine.generator import Generator
+from engine.translator import Translator
+
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz", "Hi"]
+
+
+def test_buckets_are_powers_of_two_that_fit():
+    assert [bucket_for(n) for n in (1, 2, 3, 4, 5, 17, 64, 65)] == [1, 2, 4, 4, 8, 32, 64, 128]
+
+
+def test_padded_steps_translate_exactly_like_unpadded_ones(tiny_checkpoint):
+    plain = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    padded = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    padded.generator = Generator.build(padded.generator.model, max_rows=32, graphs=True)
+    assert padded.generator.graphs is not None
+    for options in (dict(num_beams=3, max_length=30), dict(num_beams=1, max_length=30)):  # 3 beams: odd row counts
+        expected = plain.translate(TEXTS, "eng_Latn", "fra_Latn", plain.default_options(**options))
+        assert padded.translate(TEXTS, "eng_Latn", "fra_Latn", padded.default_options(**options)) == expected
+    # Only the scratch blocks stay taken.
+    assert padded.generator.num_free_blocks() == padded.generator.num_total_blocks() - 1
+
+
+def test_padding_rows_leave_real_rows_logits_alone(tiny_checkpoint):
+    translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    generator = Generator.build(translator.generator.model, max_rows=8, graphs=True)
+    tok = translator.tokenizer
+    [cross] = generator.encode_sources([tok.encode_source(TEXTS[0], "eng_Latn")])
+    seqs = [generator.alloc_sequence() for _ in range(3)]
+    for seq in seqs:
+        seq.cross_kv = cross
+    padded = generator.decode_batch([2, 2, 2], seqs).clone()  # 3 rows run as a bucket of 4
+    generator.graphs = None
+    fresh = [generator.alloc_sequence() for _ in range(3)]
+    for seq in fresh:
+        seq.cross_kv = cross
+    torch.testing.assert_close(generator.decode_batch([2, 2, 2], fresh), padded)

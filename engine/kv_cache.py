@@ -38,6 +38,7 @@ class PagedKVCache:
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.block_size = block_size
         self.ref_counts = [0] * num_blocks
+        self.reserved = 0  # blocks taken for good (scratch), not counted as capacity
         self.free_blocks = list(range(num_blocks - 1, -1, -1))  # pop() hands out low ids first
 
     # -- the contract's gauges ---------------------------------------------------------------------
@@ -46,7 +47,7 @@ class PagedKVCache:
         return len(self.free_blocks)
 
     def num_total_blocks(self) -> int:
-        return len(self.ref_counts)
+        return len(self.ref_counts) - self.reserved
 
     def kv_block_size(self) -> int:
         return self.block_size
@@ -70,6 +71,7 @@ class PagedKVCache:
 
     def reserve_scratch_block(self) -> int:
         """A block no sequence will ever own: padding rows of a captured step write and read it."""
+        self.reserved += 1
         return self._take_block()
 
     def free_sequence(self, seq: Sequence) -> None:

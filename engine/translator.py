@@ -49,7 +49,8 @@ class Translator:
         encoder = c.encoder_layers * (4 * C * C + 2 * C * c.encoder_ffn_dim)
         decoder = c.decoder_layers * (8 * C * C + 2 * C * c.decoder_ffn_dim)
         params = c.vocab_size * C + encoder + decoder
-        return f"{self.model_dir.name} ({params / 1e9:.1f}B parameters) on {describe(self.device, self.dtype)}"
+        size = f"{params / 1e9:.1f}B" if params >= 1e9 else f"{params / 1e6:.0f}M" if params >= 1e6 else f"{params / 1e3:.0f}k"
+        return f"{self.model_dir.name} ({size} parameters) on {describe(self.device, self.dtype)}"
 
     def default_options(self, **overrides) -> DecodingOptions:
         """Decoding options from the checkpoint's generation config, then `overrides` (None = keep)."""

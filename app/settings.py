@@ -17,7 +17,7 @@ APP_NAME = "dragoman"
 SETTINGS_FILE = "settings.json"
 MAX_RECENT_LANGUAGES = 8
 DEVICES = ("auto", "cpu")  # plus "cuda:N" for each GPU found
-PRECISIONS = ("auto", "float32", "bfloat16", "float16")
+PRECISIONS = ("auto", "float32", "bfloat16", "float16", "int8")
 THEMES = ("system", "light", "dark")
 AUTO_DETECT = "auto"  # the source language "detect it"
 

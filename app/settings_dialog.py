@@ -61,7 +61,7 @@ class SettingsDialog(QDialog):
         self.device.setCurrentIndex(self.device.findData(settings.device))
         self.precision = QComboBox()
         for value in PRECISIONS:
-            self.precision.addItem("Automatic (bfloat16 on GPU, float32 on CPU)" if value == "auto" else value, value)
+            self.precision.addItem("Automatic (bfloat16 on GPU, int8 on CPU)" if value == "auto" else value, value)
         self.precision.setCurrentIndex(self.precision.findData(settings.precision))
         self.beams = QSpinBox(minimum=1, maximum=16, value=settings.num_beams)
         self.beams.setToolTip("More beams: slightly better translations, slower (1 = greedy)")

@@ -21,6 +21,7 @@ from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
 from engine.model import NllbModel
+from engine.quantize import int8_supported, quantize_int8
 from engine.weights import expected_shapes
 
 SHAPES = {
@@ -99,11 +100,14 @@ def main() -> None:
 
     device = resolve_device(args.device)
     dtype = resolve_dtype(args.dtype, device)
+    int8 = args.dtype == "int8" or (args.dtype == "auto" and device.type == "cpu" and int8_supported())
     if device.type == "cpu":
         torch.set_num_threads(os.cpu_count() or 1)
     model = random_model(args.size, device, dtype)
+    if int8:
+        quantize_int8(model)
     generator = Generator.build(model)
-    out = {"size": args.size, "device": describe(device, dtype), "torch": torch.__version__}
+    out = {"size": args.size, "device": describe(device, dtype, int8), "torch": torch.__version__}
     rng = random.Random(1)
 
     if args.workload in ("interactive", "all"):

@@ -27,18 +27,23 @@ def resolve_device(name: str = "auto") -> torch.device:
 
 
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    """The activations' dtype. ("int8" means int8 weights with float32 activations, CPU only.)"""
     if name == "auto":
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return torch.float32
+    if name == "int8":
+        if device.type != "cpu":
+            raise DeviceError("int8 weights are for the CPU (use bfloat16 on a GPU)")
+        return torch.float32
     if name not in DTYPES:
-        raise DeviceError(f"unknown dtype {name!r}: expected auto, float32, bfloat16 or float16")
+        raise DeviceError(f"unknown dtype {name!r}: expected auto, float32, bfloat16, float16 or int8")
     dtype = DTYPES[name]
     if device.type == "cpu" and dtype == torch.float16:
         raise DeviceError("float16 is not supported on the CPU (use float32 or bfloat16)")
     return dtype
 
 
-def describe(device: torch.device, dtype: torch.dtype) -> str:
+def describe(device: torch.device, dtype: torch.dtype, int8: bool = False) -> str:
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    return f"{where}, {str(dtype).removeprefix('torch.')}"
+    return f"{where}, {'int8' if int8 else str(dtype).removeprefix('torch.')}"

@@ -97,7 +97,7 @@ class NllbModel:
             return LayerNorm(w[f"{name}.weight"], w[f"{name}.bias"])
 
         self.embed_tokens = w["embed_tokens.weight"]
-        self.lm_head = w["lm_head.weight"]
+        self.lm_head = Linear(w["lm_head.weight"], None)  # tied: the embedding matrix itself
         self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
         device, dtype = self.embed_tokens.device, self.embed_tokens.dtype
         # Row p is position p; tokens start at padding_idx + 1 (HF computes in float32, then casts).
@@ -228,4 +228,4 @@ class NllbModel:
             x, h = next_norm.add(layer.fc2(F.relu(layer.fc1(h))), x)
         if not with_logits:
             return None
-        return F.linear(h, self.lm_head)  # (N, V)
+        return self.lm_head(h)  # (N, V)

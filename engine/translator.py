@@ -10,6 +10,7 @@ from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
 from engine.model import NllbModel
+from engine.quantize import int8_supported, quantize_int8
 from engine.tokenizer import NllbTokenizer
 from engine.weights import load_weights
 
@@ -30,6 +31,8 @@ class Translator:
         self.model_dir = model_dir
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
+        # The CPU default is int8 weights: ~8x faster than float32 (README, "CPU"); float32 stays exact.
+        self.int8 = dtype == "int8" or (dtype == "auto" and self.device.type == "cpu" and int8_supported())
         self.config = load_config(model_dir)
         self.generation_defaults = load_generation_defaults(model_dir)
         self.tokenizer = NllbTokenizer.from_dir(model_dir)
@@ -41,6 +44,9 @@ class Translator:
         weights = load_weights(model_dir, self.config, self.dtype, self.device)
         max_positions = max(self.config.max_position_embeddings, self.generation_defaults.max_length)
         model = NllbModel(self.config, weights, max_positions)
+        del weights
+        if self.int8:
+            quantize_int8(model)
         self.generator = Generator.build(model, max_rows, cache_tokens)
 
     def describe(self) -> str:
@@ -50,7 +56,7 @@ class Translator:
         decoder = c.decoder_layers * (8 * C * C + 2 * C * c.decoder_ffn_dim)
         params = c.vocab_size * C + encoder + decoder
         size = f"{params / 1e9:.1f}B" if params >= 1e9 else f"{params / 1e6:.0f}M" if params >= 1e6 else f"{params / 1e3:.0f}k"
-        return f"{self.model_dir.name} ({size} parameters) on {describe(self.device, self.dtype)}"
+        return f"{self.model_dir.name} ({size} parameters) on {describe(self.device, self.dtype, self.int8)}"
 
     def default_options(self, **overrides) -> DecodingOptions:
         """Decoding options from the checkpoint's generation config, then `overrides` (None = keep)."""

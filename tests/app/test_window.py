@@ -19,7 +19,7 @@ LONG_TEXT = "\n".join(f"The small dog {i} sees the green river tomorrow." for i 
 
 @pytest.fixture(scope="module")
 def oracle(tiny_checkpoint):
-    return Translator(tiny_checkpoint, device="cpu")
+    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
 
 
 def expected(oracle, text, src="eng_Latn", tgt="fra_Latn", **options):

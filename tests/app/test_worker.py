@@ -14,7 +14,7 @@ MANY_LINES = [f"The small dog {i} sees the green river tomorrow." for i in range
 
 @pytest.fixture(scope="module")
 def oracle(tiny_checkpoint):
-    return Translator(tiny_checkpoint, device="cpu")
+    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
 
 
 def start_worker(qtbot, model_dir):

@@ -1,0 +1,75 @@
+"""int8 weights for the CPU: every projection and the output layer, per output channel.
+
+A CPU decoder step is bound by reading weights from memory (the 256k-row output projection alone
+is 1 GB in float32). Stored as int8 with one float scale per output row, each step reads a
+quarter of that. Activations are quantised to int8 per row, with that row's own scale, and the
+product runs in exact integer arithmetic, so a sentence's result never depends on what else is
+in its batch. Results change by what int8 rounding changes; float32 stays the exact reference.
+Embedding lookups stay float32 (lookups are cheap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+
+from engine.model import Linear, NllbModel
+
+# torch._int_mm's one-row kernel (a matrix-vector product) beats its small-batch kernel several
+# times over while the weight stays in cache; integer sums are exact, so both give the same result.
+ROW_BY_ROW_ROWS = 8
+ROW_BY_ROW_WEIGHT_BYTES = 16 << 20
+
+
+def int8_supported() -> bool:
+    """Whether this torch build multiplies int8 matrices on the CPU."""
+    try:
+        torch._int_mm(torch.ones(17, 8, dtype=torch.int8), torch.ones(8, 8, dtype=torch.int8))
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return False
+    return True
+
+
+@dataclass
+class Int8Linear:
+    weight: torch.Tensor  # (out, in) int8
+    scale: torch.Tensor  # (out,) float32: weight row r is weight[r] * scale[r]
+    bias: torch.Tensor | None
+
+    @classmethod
+    def from_linear(cls, linear: Linear) -> "Int8Linear":
+        weight = linear.weight.float()
+        scale = weight.abs().amax(dim=1).clamp(min=1e-12) / 127  # (out,)
+        quantized = torch.round(weight / scale[:, None]).to(torch.int8)  # (out, in)
+        bias = None if linear.bias is None else linear.bias.float()
+        return cls(quantized, scale, bias)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, x.shape[-1])  # (R, in)
+        row_scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) / 127  # (R, 1)
+        quantized = torch.round(rows / row_scale).to(torch.int8)  # (R, in)
+        weight = self.weight.t()  # (in, out) view
+        if rows.shape[0] <= ROW_BY_ROW_ROWS and weight.numel() <= ROW_BY_ROW_WEIGHT_BYTES:
+            products = torch.cat([torch._int_mm(quantized[r : r + 1], weight) for r in range(rows.shape[0])])
+        else:
+            products = torch._int_mm(quantized, weight)  # (R, out) int32
+        out = products.float() * row_scale * self.scale  # (R, out)
+        if self.bias is not None:
+            out += self.bias
+        return out.view(*x.shape[:-1], -1)  # (..., out)
+
+
+def quantize_int8(model: NllbModel) -> None:
+    """Replace every Linear of the model (projections, feed-forward, output layer) by its int8 version, in place."""
+    if model.device.type != "cpu" or model.dtype != torch.float32:
+        raise ValueError("int8 weights are for float32 models on the CPU")
+    if not int8_supported():
+        raise ValueError("this build of torch has no int8 matrix product on the CPU")
+    for layer in [*model.encoder_layers, *model.decoder_layers]:
+        for f in fields(layer):
+            value = getattr(layer, f.name)
+            if isinstance(value, Linear):
+                setattr(layer, f.name, Int8Linear.from_linear(value))
+    model.cross_kv = Int8Linear.from_linear(model.cross_kv)
+    model.lm_head = Int8Linear.from_linear(model.lm_head)

@@ -1,0 +1,49 @@
+"""int8 weights on the CPU: close to float32, and the CPU's default."""
+
+import pytest
+import torch
+
+from engine.device import DeviceError, resolve_dtype
+from engine.model import Linear
+from engine.quantize import Int8Linear, int8_supported
+from engine.translator import Translator
+
+pytestmark = pytest.mark.skipif(not int8_supported(), reason="this torch has no int8 CPU kernels")
+
+
+def test_int8_linear_is_close_to_float32():
+    g = torch.Generator().manual_seed(0)
+    linear = Linear(torch.randn(300, 64, generator=g) / 8, torch.randn(300, generator=g))
+    x = torch.randn(5, 7, 64, generator=g)
+    exact = linear(x)
+    approx = Int8Linear.from_linear(linear)(x)
+    assert approx.shape == exact.shape
+    assert (approx - exact).norm() / exact.norm() < 0.02  # int8 rounding of weights and activations
+
+
+def test_cpu_default_is_int8_and_translates_like_float32_mostly(tiny_checkpoint):
+    texts = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz"]
+    int8 = Translator(tiny_checkpoint, device="cpu")
+    exact = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    assert "int8" in int8.describe() and "float32" in exact.describe()
+    options = dict(num_beams=1, max_length=20)
+    ours = int8.translate(texts, "eng_Latn", "fra_Latn", int8.default_options(**options))
+    reference = exact.translate(texts, "eng_Latn", "fra_Latn", exact.default_options(**options))
+    assert all(ours)
+    # The first few tokens agree: int8 perturbs scores, it does not scramble them.
+    first_words = [a.split()[:1] == b.split()[:1] for a, b in zip(ours, reference)]
+    assert sum(first_words) >= len(texts) - 1
+
+
+def test_int8_is_refused_on_a_gpu_device():
+    with pytest.raises(DeviceError, match="int8"):
+        resolve_dtype("int8", torch.device("cuda"))
+
+
+def test_int8_result_does_not_depend_on_the_batch(tiny_checkpoint):
+    """Activations are quantised per row: what else is decoding must not change a sentence."""
+    translator = Translator(tiny_checkpoint, device="cpu", dtype="int8")
+    options = translator.default_options(num_beams=4, max_length=30)
+    alone = translator.translate(["Ein kurzer Satz"], "deu_Latn", "eng_Latn", options)
+    crowd = ["The quick brown fox jumps over the lazy dog.", "Ein kurzer Satz", "我们明天去北京。"]
+    assert translator.translate(crowd, "deu_Latn", "eng_Latn", options)[1] == alone[0]

@@ -22,7 +22,6 @@ import triton
 from triton.testing import do_bench, do_bench_cudagraph
 
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
-from kernels.cross_attention import cross_attention_ref, cross_attention_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.paged_attention import paged_attention_ref, paged_attention_triton
 
@@ -58,19 +57,6 @@ def paged_attention_inputs(B, D, block_size=16, seq_len=40):
     return [a.cuda() for a in args] + [D**-0.5]
 
 
-def cross_attention_inputs(B, D, src_len=60):
-    """One source per beam group of BEAM rows, packed; lengths around src_len."""
-    sources = max(1, B // BEAM)
-    lens = torch.randint(src_len - 20, src_len + 1, (sources,))
-    starts = torch.cumsum(lens, 0) - lens
-    group = torch.arange(B) * sources // B  # (B,): the source of each row
-    k = torch.randn(int(lens.sum()), H, D, dtype=DTYPE)
-    v = torch.randn(int(lens.sum()), H, D, dtype=DTYPE)
-    q = torch.randn(B, H, D, dtype=DTYPE)
-    args = (q, k, v, starts[group].int(), lens[group].int())
-    return [a.cuda() for a in args] + [D**-0.5]
-
-
 def add_layer_norm_inputs(N, C):
     x, residual = torch.randn(N, C, dtype=DTYPE), torch.randn(N, C, dtype=DTYPE)
     weight, bias = torch.randn(C, dtype=DTYPE), torch.randn(C, dtype=DTYPE)
@@ -92,12 +78,6 @@ def main():
             error = rel_error(paged_attention_triton(*args), paged_attention_ref(*args))
             record("paged_attention", f"B={B} H={H} D={D} len~40", error,
                    lambda: paged_attention_triton(*args), lambda: paged_attention_ref(*args))
-    for D in (64, 128):
-        for B in ROWS:
-            args = cross_attention_inputs(B, D)
-            error = rel_error(cross_attention_triton(*args), cross_attention_ref(*args))
-            record("cross_attention", f"B={B} H={H} D={D} src~50", error,
-                   lambda: cross_attention_triton(*args), lambda: cross_attention_ref(*args))
     for C in (1024, 2048):
         for N in ROWS + [8192]:
             args = add_layer_norm_inputs(N, C)

@@ -8,7 +8,6 @@ submodule imported later would replace the function `kernels.<name>` with the mo
 
 from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
-from kernels.cross_attention import cross_attention_ref, cross_attention_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.paged_attention import paged_attention_ref, paged_attention_triton
 
@@ -25,14 +24,6 @@ def paged_attention(q, k_cache, v_cache, block_tables, seq_lens, scale):
     return fn(q, k_cache, v_cache, block_tables, seq_lens, scale)
 
 
-def cross_attention(q, k, v, src_start, src_len, scale):
-    """Decode cross-attention of q (B, H, D) over the packed encoder K/V k, v
-    (total_src_tokens, H, D), row b over its span src_start[b] + [0, src_len[b]) (int32, (B,)).
-    Returns (B, H, D) in q's dtype."""
-    fn = cross_attention_triton if _use_triton(q) else cross_attention_ref
-    return fn(q, k, v, src_start, src_len, scale)
-
-
 def add_layer_norm(x, residual, weight, bias, eps):
     """Returns (summed, normed): summed = x + residual in x's dtype (x itself when residual is
     None), normed = layer_norm(summed) * weight + bias with float32 statistics."""
@@ -47,4 +38,4 @@ def logsoftmax_topk(logits, k):
     return fn(logits, k)
 
 
-__all__ = ["add_layer_norm", "cross_attention", "logsoftmax_topk", "paged_attention"]
+__all__ = ["add_layer_norm", "logsoftmax_topk", "paged_attention"]

@@ -1,4 +1,5 @@
-"""`dragoman`: with no subcommand it opens the window; `dragoman translate` translates from the command line.
+"""`dragoman`: with no subcommand it opens the window; `dragoman translate` translates from the command line;
+`dragoman adapters` lists the LoRA adapters folder.
 
 Errors are one line on stderr: exit code 1, or 2 for a usage error (bad option, unknown language).
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Iterator, TextIO
 
 from app import __version__
@@ -42,12 +44,74 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--max-length", type=int, metavar="N", help="max decoder length (default: the model's, 200)")
     translate.add_argument("--no-repeat-ngram-size", type=int, metavar="N", help="forbid repeating n-grams of this size")
     translate.add_argument("--repetition-penalty", type=float, metavar="F", help="penalise repeated tokens (> 1)")
+    translate.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters (default: the app's)")
+    translate.add_argument("--adapter", metavar="NAME", help="translate with this LoRA adapter (a subfolder of --adapters)")
     translate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     translate.add_argument(
         "--dtype", default="auto", help="auto, float32, bfloat16, float16, or int8 (CPU) (default: bfloat16 on a GPU, int8 on the CPU)"
     )
-    translate.add_argument("files", nargs="*", metavar="FILE", help="documents to translate (not yet supported)")
+    translate.add_argument("--output-dir", metavar="DIR", help="write translated documents here (default: beside each input)")
+    translate.add_argument("--overwrite", action="store_true", help="replace translated documents that already exist")
+    translate.add_argument(
+        "files", nargs="*", metavar="FILE",
+        help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt docx pptx xlsx odt epub pdf)",
+    )
+
+    adapters = commands.add_parser(
+        "adapters",
+        help="list the LoRA adapters folder",
+        description="List the LoRA adapters of the adapters folder (PEFT folders: adapter_config.json + "
+        "adapter_model.safetensors) with rank, targets and size, and say what is wrong with broken ones.",
+    )
+    adapters.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters (default: the app's)")
+    adapters.add_argument("--model", metavar="DIR", help="also check the shapes against this model (default: the app's)")
     return parser
+
+
+def app_settings():
+    from app.settings import AppPaths, Settings
+
+    paths = AppPaths.default()
+    return paths, Settings.load(paths.settings_file)
+
+
+def adapters_folder(given: str | None) -> Path:
+    """--adapters, else the app's adapters folder (its setting, or the data folder's adapters/)."""
+    if given:
+        return Path(given).expanduser()
+    paths, settings = app_settings()
+    return settings.adapters_path(paths)
+
+
+def human_size(size: int) -> str:
+    for unit in ("bytes", "KB", "MB"):
+        if size < 1000:
+            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"
+
+
+def run_adapters(args: argparse.Namespace, stdout: TextIO) -> int:
+    from engine.config import load_config
+    from engine.lora import scan_adapters
+
+    folder = adapters_folder(args.adapters)
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder (create it and put PEFT LoRA adapter folders in it)")
+    model = args.model or app_settings()[1].model_dir
+    config = load_config(model) if model and (args.model or (Path(model) / "config.json").exists()) else None
+    found = scan_adapters(folder, config)
+    checked = f", checked against {model}" if config is not None else ""
+    stdout.write(f"{len(found)} adapter folder{'s' if len(found) != 1 else ''} in {folder}{checked}\n")
+    width = max((len(info.name) for info in found), default=0)
+    for info in found:
+        if info.error:
+            stdout.write(f"{info.name:<{width}}  BROKEN: {info.error}\n")
+            continue
+        rslora = ", rsLoRA" if info.use_rslora else ""
+        stdout.write(f"{info.name:<{width}}  rank {info.rank}, alpha {info.alpha:g}{rslora}  {human_size(info.size)}  "
+                     f"{info.targets()}\n")
+    return 0
 
 
 def read_lines(stream: TextIO) -> Iterator[str]:
@@ -76,8 +140,6 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     from engine.decoding import DecodingOptions
     from engine.languages import resolve_language
 
-    if args.files:
-        raise UsageError("translating document files is not supported yet: pipe text on stdin instead")
     src, tgt = resolve_language(args.src), resolve_language(args.tgt)
     overrides = {
         "num_beams": args.beams,
@@ -94,12 +156,96 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
 
     from engine.translator import Translator
 
-    translator = Translator(args.model, device=args.device, dtype=args.dtype)
+    adapters_dir = adapters_folder(args.adapters) if args.adapter or args.adapters else None
+    if args.adapter:  # checked before the model loads too
+        from engine.config import load_config
+        from engine.lora import check_adapter
+
+        check_adapter(adapters_dir, args.adapter, load_config(args.model))
+    if args.files:
+        inputs = document_inputs(args.files)  # before the model loads: a typo costs nothing
+        translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir)
+        return translate_files(args, inputs, translator, src, tgt, overrides)
+    translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir)
     options = translator.default_options(**overrides)
     for chunk in chunks(read_lines(stdin), CHUNK_LINES):
-        for translation in translator.translate(chunk, src, tgt, options):
+        for translation in translator.translate(chunk, src, tgt, options, adapter=args.adapter):
             stdout.write(translation + "\n")
         stdout.flush()
+    return 0
+
+
+def document_inputs(names: list[str]) -> list[Path]:
+    """The files named, and the supported files under the folders named (recursively, sorted)."""
+    from app.documents import is_supported
+
+    inputs: list[Path] = []
+    for name in names:
+        path = Path(name)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and is_supported(p))
+            if not found:
+                raise UsageError(f"{name}: no supported documents in this folder")
+            inputs.extend(found)
+        else:
+            inputs.append(path)
+    return inputs
+
+
+class ProgressBar:
+    """`name [#####.....] done/total sentences` on one terminal line (nothing when stderr is not a terminal)."""
+
+    WIDTH = 30
+
+    def __init__(self, name: str, stream: TextIO):
+        self.name = name
+        self.stream = stream
+        self.shown = stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.shown and total:
+            filled = self.WIDTH * done // total
+            bar = "#" * filled + "." * (self.WIDTH - filled)
+            self.stream.write(f"\r{self.name} [{bar}] {done}/{total} sentences")
+            self.stream.flush()
+
+    def end(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def translate_files(args, inputs: list[Path], translator, src: str, tgt: str, overrides: dict) -> int:
+    """Each document in turn; a failed one is named on stderr and the others carry on. 1 if any failed."""
+    from app.documents import DocumentError, output_path
+    from app.jobs import DocumentJob, open_cache, run_document_job
+
+    cache = open_cache()
+    failed: list[str] = []
+    output_dir = Path(args.output_dir) if args.output_dir else None
+    try:
+        for path in inputs:
+            bar = ProgressBar(path.name, sys.stderr)
+            try:
+                if not path.is_file():
+                    raise DocumentError("no such file")
+                target = output_path(path, tgt, output_dir)
+                job = DocumentJob(path, target, src, tgt, overrides, adapter=args.adapter or "", overwrite=args.overwrite)
+                written = run_document_job(job, translator, cache, progress=bar)
+                bar.end()
+                print(written, file=sys.stdout)
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:  # DocumentError, a bad file the format library choked on, out of memory...
+                bar.end()
+                message = str(e).splitlines()[0] if str(e) else type(e).__name__
+                print(f"dragoman: error: {path}: {message}", file=sys.stderr)
+                failed.append(str(path))
+    finally:
+        cache.close()
+    if failed:
+        print(f"dragoman: {len(failed)} of {len(inputs)} documents failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -109,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "translate":
             return run_translate(args, sys.stdin, sys.stdout)
+        if args.command == "adapters":
+            return run_adapters(args, sys.stdout)
         from app.gui import run_window
 
         return run_window(model=args.model, adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device)

@@ -59,6 +59,7 @@ class Settings:
     model_dir: str = ""  # the model in use: a folder under models_dir, or any checkpoint folder
     adapters_dir: str = ""  # "" = the data dir's adapters/ folder
     adapter: str = ""  # "" = the base model
+    adapter_slots: int = 4  # LoRA adapters kept resident on the device at once
     device: str = "auto"
     precision: str = "auto"
     num_beams: int = 4
@@ -103,6 +104,8 @@ class Settings:
             settings.theme = "system"
         if settings.precision not in PRECISIONS:
             settings.precision = "auto"
+        if settings.adapter_slots < 1:
+            settings.adapter_slots = cls.adapter_slots
         return settings
 
     def save(self, path: Path) -> None:

@@ -52,6 +52,11 @@ class SettingsDialog(QDialog):
         browse_model.setToolTip("Use a checkpoint folder where it is, without importing it")
         self.adapters = QLineEdit(str(settings.adapters_path(paths)))
         browse_adapters = QPushButton("Folder…")
+        self.adapter_slots = QSpinBox(minimum=1, maximum=64, value=settings.adapter_slots)
+        self.adapter_slots.setToolTip(
+            "How many LoRA adapters stay loaded on the device at once; more use more memory, fewer are "
+            "reloaded from disk more often"
+        )
         self.device = QComboBox()
         choices = device_choices()
         if settings.device not in [v for v, _ in choices]:
@@ -80,6 +85,7 @@ class SettingsDialog(QDialog):
         form.setSpacing(10)
         form.addRow("Model", _row(self.model, browse_model, manage))
         form.addRow("Adapters folder", _row(self.adapters, browse_adapters))
+        form.addRow("Resident adapters", self.adapter_slots)
         form.addRow("Device", self.device)
         form.addRow("Precision", self.precision)
         form.addRow("Beam size", self.beams)
@@ -135,6 +141,7 @@ class SettingsDialog(QDialog):
             self.settings,
             model_dir=self.model.currentData() or "",
             adapters_dir="" if adapters == str(self.paths.default_adapters_dir) else adapters,
+            adapter_slots=self.adapter_slots.value(),
             device=self.device.currentData(),
             precision=self.precision.currentData(),
             num_beams=self.beams.value(),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtCore import QFileSystemWatcher, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -36,6 +36,9 @@ from app.language_picker import LanguagePicker
 from app.models_dialog import ModelsDialog, choose_model_folder
 from app.settings import AUTO_DETECT, AppPaths, Settings
 from app.settings_dialog import SettingsDialog
+from app.documents import output_path
+from app.jobs import DocumentJob
+from app.jobs_panel import DocumentsPanel, FileDrops
 from app.tasks import Task
 from app.worker import EngineWorker, TranslationJob
 from engine.languages import get_language
@@ -53,12 +56,19 @@ def list_adapters(folder: Path) -> list[str]:
 
 
 class AdapterPicker(QComboBox):
-    """"None" and the adapters found in the adapters folder, looked for again each time it opens."""
+    """"None" and the adapters found in the adapters folder, which it watches: adapters added or
+    removed appear or disappear, and `changed_on_disk` names an adapter whose files changed (the
+    engine reloads it for the next translation)."""
+
+    changed_on_disk = Signal(str)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.folder = Path()
         self.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.watcher = QFileSystemWatcher(self)
+        self.watcher.directoryChanged.connect(self._on_disk_change)
+        self.watcher.fileChanged.connect(self._on_disk_change)
 
     def rescan(self, folder: Path | None = None, select: str | None = None) -> None:
         self.folder = folder or self.folder
@@ -70,10 +80,30 @@ class AdapterPicker(QComboBox):
             self.addItem(name, name)
         self.setCurrentIndex(max(0, self.findData(select)))
         self.blockSignals(False)
-        self.setToolTip(
-            f"LoRA adapters from {self.folder}.\nNot applied yet: the engine translates with the base "
-            "model until adapter support lands; the choice is kept."
-        )
+        self.setToolTip(f"LoRA adapters from {self.folder}")
+        self._watch()
+
+    def _watch(self) -> None:
+        """Watch the folder, its subfolders (one may become an adapter) and the adapters' two files
+        (rewritten in place, or replaced)."""
+        watched = self.watcher.directories() + self.watcher.files()
+        if watched:
+            self.watcher.removePaths(watched)
+        paths = []
+        if self.folder.is_dir():
+            paths.append(self.folder)
+            for sub in self.folder.iterdir():
+                if sub.is_dir():
+                    paths += [sub, sub / "adapter_config.json", sub / "adapter_model.safetensors"]
+        paths = [str(p) for p in paths if p.exists()]
+        if paths:
+            self.watcher.addPaths(paths)
+
+    def _on_disk_change(self, path: str) -> None:
+        self.rescan()
+        changed = Path(path)
+        if self.folder in changed.parents:
+            self.changed_on_disk.emit(changed.relative_to(self.folder).parts[0])
 
     def showPopup(self) -> None:
         self.rescan()
@@ -181,7 +211,7 @@ class MainWindow(QMainWindow):
         if settings.source_language == AUTO_DETECT and not detect.available():
             settings.source_language = next(iter(settings.recent_languages), "eng_Latn")
 
-        self.worker = EngineWorker()
+        self.worker = EngineWorker(paths=paths)
         self.job_id = 0  # the job whose results the target pane shows
         self.job_started = 0.0
         self.segments: list[str] = []
@@ -194,6 +224,7 @@ class MainWindow(QMainWindow):
         self.apply_theme()
         self.worker.start()
         self._start_model()
+        self.documents.restore()  # the document jobs the last session had not finished
 
     # -- building ------------------------------------------------------------------------------------
 
@@ -249,6 +280,8 @@ class MainWindow(QMainWindow):
         grid.setColumnStretch(0, 1)
         grid.setColumnStretch(2, 1)
         grid.setRowStretch(1, 1)
+        self.documents = DocumentsPanel(self.worker, self.paths, self.make_document_job)
+        grid.addWidget(self.documents, 2, 0, 1, 3)
         self.translator_page = QWidget()
         self.translator_page.setLayout(grid)
 
@@ -314,10 +347,17 @@ class MainWindow(QMainWindow):
         self.stop_button.clicked.connect(self.cancel_translation)
         self.settings_button.clicked.connect(self.open_settings)
         self.adapter_picker.currentIndexChanged.connect(self._on_adapter_changed)
+        self.adapter_picker.changed_on_disk.connect(self._on_adapter_files_changed)
         self.welcome.import_button.clicked.connect(self.import_model_folder)
         self.welcome.download_button.clicked.connect(self.manage_models)
         self.welcome.settings_button.clicked.connect(self.open_settings)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
+        self.documents.message.connect(lambda text: self.statusBar().showMessage(text, 5000))
+        # Files and folders dropped anywhere on the window, the text boxes too, become document jobs.
+        self.setAcceptDrops(True)
+        self.file_drops = FileDrops(self.documents.add_paths, self)
+        for widget in (self, self.source.viewport(), self.target.viewport()):
+            widget.installEventFilter(self.file_drops)
 
     def apply_theme(self) -> None:
         self.colors = theme.apply(QApplication.instance(), self.settings.theme)
@@ -353,7 +393,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Loading {Path(s.model_dir).name}…")
         self.model_label.setText("Loading model…")
         self.load_progress.show()
-        self.worker.load(s.model_dir, s.device, s.precision)
+        self.worker.load(s.model_dir, s.device, s.precision, s.adapters_path(self.paths), s.adapter_slots)
 
     def _on_loaded(self, description: str) -> None:
         self.model_ready = True
@@ -435,6 +475,12 @@ class MainWindow(QMainWindow):
             self.detected = ""
             self._show_detected()
 
+    def make_document_job(self, path: Path) -> DocumentJob:
+        """A dropped document's job: the languages, options and adapter typed text uses now."""
+        typed = self.make_job()
+        target = self.target_picker.code()
+        return DocumentJob(path, output_path(path, target), typed.source, target, typed.options, typed.adapter)
+
     def make_job(self) -> TranslationJob:
         s = self.settings
         source = self.source_picker.code()
@@ -449,6 +495,7 @@ class MainWindow(QMainWindow):
             detect=detecting,
             typed=True,
             adapter=s.adapter,
+            adapters_dir=str(s.adapters_path(self.paths)),
         )
 
     def translate_now(self) -> None:
@@ -576,6 +623,11 @@ class MainWindow(QMainWindow):
     def _on_adapter_changed(self) -> None:
         self.settings.adapter = self.adapter_picker.currentData() or ""
         self.save_settings()
+        self.translate_now()
+
+    def _on_adapter_files_changed(self, name: str) -> None:
+        if name == self.settings.adapter and self.source.toPlainText().strip():
+            self.typing_timer.start()  # once the files settle: a copy changes them many times
 
     def open_settings(self) -> None:
         dialog = SettingsDialog(self.settings, self.paths, self)
@@ -591,7 +643,9 @@ class MainWindow(QMainWindow):
             self.apply_theme()
         if new.adapters_path(self.paths) != old.adapters_path(self.paths):
             self.adapter_picker.rescan(new.adapters_path(self.paths), new.adapter)
-        if (new.model_dir, new.device, new.precision) != (old.model_dir, old.device, old.precision):
+        if (new.model_dir, new.device, new.precision, new.adapter_slots) != (
+            old.model_dir, old.device, old.precision, old.adapter_slots
+        ):
             self._start_model()
         elif (new.num_beams, new.length_penalty, new.max_length) != (old.num_beams, old.length_penalty, old.max_length):
             self.translate_now()
@@ -607,6 +661,7 @@ class MainWindow(QMainWindow):
         if self.task is not None:
             self.task.cancel()
             self.task.wait()
+        self.documents.shut_down()  # before the worker stops: the jobs it drops are resumed next time
         self.worker.stop()
         self.worker.wait()
         event.accept()

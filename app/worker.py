@@ -4,6 +4,10 @@ The window posts commands (load a model, translate a job) through a queue and he
 signals only; this thread never touches a widget, the window never runs the engine. A job stops
 early, through the engine's `should_stop`, when it is cancelled, when a newer typed-text job
 supersedes it, or when the worker is asked to quit.
+
+Document jobs (app.jobs.DocumentJob) go through the same queue, after any typed text that is
+waiting; while one runs, typed text that arrives pauses it (the sentences in flight are put back,
+finished ones kept) so that typing stays instant.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from PySide6.QtCore import QThread, Signal
 
 from app import detect
+from app.jobs import DocumentJob, open_cache, run_document_job
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,8 @@ class TranslationJob:
     options: dict = field(default_factory=dict)  # overrides of Translator.default_options (None = keep)
     detect: bool = False  # detect the source language first (emits `detected`)
     typed: bool = True  # typed text: runs first, and a newer typed job supersedes it
-    adapter: str = ""  # LoRA adapter folder name, "" = base model; the engine ignores it until adapters land
+    adapter: str = ""  # LoRA adapter: a subfolder of adapters_dir; "" = the base model
+    adapters_dir: str = ""  # the adapters folder (settings); "" = keep the engine's
 
 
 @dataclass(frozen=True)
@@ -35,9 +41,14 @@ class LoadModel:
     model_dir: Path
     device: str = "auto"
     dtype: str = "auto"
+    adapters_dir: str = ""  # the LoRA adapters folder ("" = none until a job names one)
+    adapter_slots: int | None = None  # LoRA adapters resident at once (None: the engine's default)
 
 
 _QUIT = object()
+# Queue ranks: lower is taken first, in submission order within a rank. A model load keeps its place
+# among typed jobs; quitting comes after everything so that each queued job is said to be dropped.
+_FIRST, _DOCUMENTS, _LAST = 0, 1, 2
 
 
 class EngineWorker(QThread):
@@ -48,11 +59,17 @@ class EngineWorker(QThread):
     translated = Signal(int, list)  # job id, one translation per segment (the final texts)
     failed = Signal(int, str)  # job id, error message
     cancelled = Signal(int)  # job id: cancelled, superseded, or dropped at quit
+    document_progress = Signal(int, int, int)  # job id, sentences done, total
+    document_done = Signal(int, str)  # job id, the output file written
+    document_failed = Signal(int, str)  # job id, error message
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, paths=None):
         super().__init__(parent)
         self.setObjectName("dragoman-engine")
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()  # ties in the priority queue: first in, first out
+        self._paths = paths  # AppPaths of the translation cache (None: the default ones)
+        self._cache = None  # the translation cache of document jobs, opened on first use by this thread
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._cancelled: set[int] = set()
@@ -62,17 +79,21 @@ class EngineWorker(QThread):
 
     # -- called from the GUI thread ------------------------------------------------------------------
 
-    def load(self, model_dir: str | Path, device: str = "auto", dtype: str = "auto") -> None:
+    def load(
+        self, model_dir: str | Path, device: str = "auto", dtype: str = "auto", adapters_dir: str | Path = "",
+        adapter_slots: int | None = None,
+    ) -> None:
         """Load (or switch to) a model; jobs submitted afterwards use it."""
-        self._queue.put(LoadModel(Path(model_dir), device, dtype))
+        self._put(_FIRST, LoadModel(Path(model_dir), device, dtype, str(adapters_dir), adapter_slots))
 
-    def submit(self, job: TranslationJob) -> int:
+    def submit(self, job: TranslationJob | DocumentJob) -> int:
         """Queue a job; returns its id, which every signal about it carries."""
         job_id = next(self._ids)
-        if job.typed:
+        typed = isinstance(job, TranslationJob) and job.typed
+        if typed:
             with self._lock:
                 self._latest_typed = job_id
-        self._queue.put((job_id, job))
+        self._put(_FIRST if typed else _DOCUMENTS, (job_id, job))
         return job_id
 
     def cancel(self, job_id: int) -> None:
@@ -83,13 +104,16 @@ class EngineWorker(QThread):
         """Ask the thread to end: the running job stops at its next decoding step. Then wait()."""
         with self._lock:
             self._quitting = True
-        self._queue.put(_QUIT)
+        self._put(_LAST, _QUIT)
+
+    def _put(self, rank: int, command) -> None:
+        self._queue.put((rank, next(self._order), command))
 
     # -- the thread ----------------------------------------------------------------------------------
 
     def run(self) -> None:
         try:
-            while (command := self._queue.get()) is not _QUIT:
+            while (command := self._queue.get()[2]) is not _QUIT:
                 if self._quitting:  # stop() was called: what is still queued is dropped, and said so
                     if isinstance(command, tuple):
                         self.cancelled.emit(command[0])
@@ -99,6 +123,9 @@ class EngineWorker(QThread):
                     self._run_job(*command)
         finally:
             self._unload()
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
 
     def _should_stop(self, job_id: int, typed: bool) -> bool:
         with self._lock:
@@ -109,7 +136,10 @@ class EngineWorker(QThread):
 
         self._unload()  # free the old model's memory before the new one arrives
         try:
-            translator = Translator(command.model_dir, device=command.device, dtype=command.dtype)
+            translator = Translator(
+                command.model_dir, device=command.device, dtype=command.dtype,
+                adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
+            )
             translator.bind_gpu_to_thread()
         except Exception as e:  # CheckpointError, DeviceError, TokenizerError, out of memory...
             self.load_failed.emit(str(e) or type(e).__name__)
@@ -124,7 +154,10 @@ class EngineWorker(QThread):
 
     def _run_job(self, job_id: int, job: TranslationJob) -> None:
         try:
-            self._translate(job_id, job)
+            if isinstance(job, DocumentJob):
+                self._translate_document(job_id, job)
+            else:
+                self._translate(job_id, job)
         finally:
             with self._lock:
                 self._cancelled.discard(job_id)
@@ -153,9 +186,11 @@ class EngineWorker(QThread):
                 self.detected.emit(job_id, found or "")
                 source = found or source
             options = self.translator.default_options(**job.options)
+            if job.adapters_dir:
+                self.translator.set_adapters_dir(job.adapters_dir)
             results = self.translator.translate(
                 job.texts, source, job.target, options,
-                priority=0 if job.typed else 1, on_partial=on_partial, should_stop=should_stop,
+                priority=0 if job.typed else 1, on_partial=on_partial, should_stop=should_stop, adapter=job.adapter,
             )
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)
@@ -164,3 +199,67 @@ class EngineWorker(QThread):
             self.cancelled.emit(job_id)
         else:
             self.translated.emit(job_id, results)
+
+    def _typed_waiting(self) -> bool:
+        """Is a typed job next in the queue (not a model load, not quitting)?"""
+        with self._queue.mutex:
+            head = self._queue.queue[0][2] if self._queue.queue else None
+        return isinstance(head, tuple) and isinstance(head[1], TranslationJob) and head[1].typed
+
+    def _run_waiting_typed(self) -> None:
+        while self._typed_waiting():
+            self._run_job(*self._queue.get_nowait()[2])
+
+    def _translate_document(self, job_id: int, job: DocumentJob) -> None:
+        def should_stop() -> bool:
+            return self._should_stop(job_id, False)
+
+        if should_stop():
+            self.cancelled.emit(job_id)
+            return
+        if self.translator is None:
+            self.document_failed.emit(job_id, "No model is loaded.")
+            return
+        if self._cache is None:
+            self._cache = open_cache(self._paths)
+        translator = _YieldingToTypedText(self, self.translator)
+        try:
+            written = run_document_job(
+                job, translator, self._cache,
+                progress=lambda done, total: self.document_progress.emit(job_id, done, total), should_stop=should_stop,
+            )
+        except Exception as e:  # DocumentError, Cancelled, a file its format library chokes on, out of memory...
+            if should_stop():
+                self.cancelled.emit(job_id)
+            else:
+                self.document_failed.emit(job_id, str(e).splitlines()[0] if str(e) else type(e).__name__)
+            return
+        self.document_done.emit(job_id, str(written))
+
+
+class _YieldingToTypedText:
+    """The translator as a document job sees it: when typed text is queued, the sentences being
+    decoded stop, the typed jobs run, and the unfinished sentences start again (finished ones stay)."""
+
+    def __init__(self, worker: EngineWorker, translator):
+        self._worker = worker
+        self._translator = translator
+
+    def __getattr__(self, name):
+        return getattr(self._translator, name)
+
+    def translate(self, texts: list[str], *args, should_stop=None, **kwargs) -> list[str | None]:
+        def stop_for_now() -> bool:
+            return (should_stop is not None and should_stop()) or self._worker._typed_waiting()
+
+        results: list[str | None] = [None] * len(texts)
+        pending = list(range(len(texts)))
+        while pending:
+            found = self._translator.translate([texts[i] for i in pending], *args, should_stop=stop_for_now, **kwargs)
+            for i, result in zip(pending, found):
+                results[i] = result
+            pending = [i for i in pending if results[i] is None]
+            if not pending or not self._worker._typed_waiting() or (should_stop is not None and should_stop()):
+                break
+            self._worker._run_waiting_typed()
+        return results

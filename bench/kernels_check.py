@@ -23,6 +23,7 @@ from triton.testing import do_bench, do_bench_cudagraph
 
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
+from kernels.lora import lora_ref, lora_triton
 from kernels.paged_attention import paged_attention_ref, paged_attention_triton
 
 ROWS = [1, 4, 64, 256]  # decode rows: beams of all sentences in flight
@@ -63,6 +64,15 @@ def add_layer_norm_inputs(N, C):
     return [t.cuda() for t in (x, residual, weight, bias)] + [1e-5]
 
 
+def lora_inputs(M, K, N, slots=4, rank=16):
+    """Rows spread over `slots` adapters and the base model (-1), as in a mixed batch."""
+    x, y = torch.randn(M, K, dtype=DTYPE), torch.randn(M, N, dtype=DTYPE)
+    a = (torch.randn(slots, rank, K) / K**0.5).to(DTYPE)
+    b = (torch.randn(slots, N, rank) / rank**0.5).to(DTYPE)
+    scale, row_slots = torch.full((slots,), 2.0), torch.randint(-1, slots, (M,), dtype=torch.int32)
+    return [t.cuda() for t in (x, y, a, b, scale, row_slots)]
+
+
 def main():
     torch.manual_seed(0)
     rows = []
@@ -94,6 +104,14 @@ def main():
             error = max(rel_error(values, ref_values), rel_error(lse, ref_lse))
             record("logsoftmax_topk", f"N={N} V={VOCAB} k={k}", error,
                    lambda: logsoftmax_topk_triton(logits, k), lambda: logsoftmax_topk_ref(logits, k))
+
+    for K, N in ((1024, 1024), (1024, 4096), (4096, 1024), (1024, 3072)):
+        for M in ROWS + [8192]:  # decode rows, and the encoder's tokens
+            x, y, a, b, scale, row_slots = lora_inputs(M, K, N)
+            ours, ref = lora_triton(x, y.clone(), a, b, scale, row_slots), lora_ref(x, y.clone(), a, b, scale, row_slots)
+            error = rel_error(ours.float() - y.float(), ref.float() - y.float())  # of the deltas
+            record("lora", f"M={M} K={K} N={N} S=4 r=16", error,
+                   lambda: lora_triton(x, y, a, b, scale, row_slots), lambda: lora_ref(x, y, a, b, scale, row_slots))
 
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  triton {triton.__version__}")
     print(f"{'kernel':<16} {'shape':<28} {'rel err':>8} {'triton us':>10} {'graphed':>8} {'torch us':>9} "

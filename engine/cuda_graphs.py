@@ -7,6 +7,11 @@ K/V into a scratch block that no sequence owns and attend over one token of it, 
 disturb real rows. Block tables have a fixed width (enough blocks for the longest decoder and
 source lengths), so a graph stays valid however the tables change from step to step.
 
+Rows' LoRA slots live in a static buffer too, and the adapters' weights in the pool's slot stacks,
+which promotion copies into: a graph captured with adapters serves any mix of them. A batch of
+base-model rows replays a graph captured without LoRA work. When the pool reallocates its stacks
+(its `layout` changes), the graphs are captured again.
+
 On the CPU the same padded path runs eagerly: that is how CI tests the padding.
 """
 
@@ -15,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from engine.kv_cache import PagedKVCache
+from engine.lora import LoraPool, LoraRows
 from engine.model import NllbModel
 
 
@@ -23,8 +29,11 @@ def bucket_for(rows: int) -> int:
 
 
 class DecodeGraphs:
-    def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int):
+    def __init__(
+        self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int, lora: LoraPool
+    ):
         self.model = model
+        self.lora = lora
         self.self_cache = self_cache
         self.cross_cache = cross_cache
         self.capture = model.device.type == "cuda"
@@ -41,9 +50,11 @@ class DecodeGraphs:
         self.self_lens = torch.zeros(R, dtype=torch.int32, device=device)
         self.cross_tables = torch.zeros(R, self.cross_width, dtype=torch.int32, device=device)
         self.cross_lens = torch.zeros(R, dtype=torch.int32, device=device)
-        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}
+        self.adapter_slots = torch.full((R,), -1, dtype=torch.int32, device=device)
+        self.graphs: dict[tuple[int, bool], tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}  # (size, with LoRA)
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
         self.positions_ptr = model.positions.data_ptr()
+        self.lora_layout = lora.layout
 
     def fits(self, rows: int, self_blocks: int, cross_blocks: int) -> bool:
         return rows <= self.max_rows and self_blocks <= self.self_width and cross_blocks <= self.cross_width
@@ -57,8 +68,12 @@ class DecodeGraphs:
         self_lens: list[int],
         cross_tables: list[list[int]],
         cross_lens: list[int],
+        adapter_slots: list[int] | None = None,
     ) -> torch.Tensor:
-        """The step's logits (N, V) for N real rows; the view is valid until the next run."""
+        """The step's logits (N, V) for N real rows; the view is valid until the next run.
+
+        `adapter_slots`: each row's LoRA slot (-1 for none); None when no row has an adapter.
+        """
         n = len(tokens)
         size = bucket_for(n)
         pad = size - n
@@ -75,14 +90,22 @@ class DecodeGraphs:
         lens = torch.tensor([self_lens + [1] * pad, cross_lens + [1] * pad], dtype=torch.int32)  # (2, size)
         self.self_lens[:size].copy_(lens[0], non_blocking=True)
         self.cross_lens[:size].copy_(lens[1], non_blocking=True)
+        with_lora = adapter_slots is not None
+        if with_lora:
+            host_slots = torch.tensor(adapter_slots + [-1] * pad, dtype=torch.int32)  # padding rows: no adapter
+            self.adapter_slots[:size].copy_(host_slots, non_blocking=True)
         if not self.capture:
-            return self._step(size)[:n]
+            return self._step(size, with_lora)[:n]
         if self.model.positions.data_ptr() != self.positions_ptr:  # the position table grew: recapture
             self.graphs.clear()
             self.positions_ptr = self.model.positions.data_ptr()
-        if size not in self.graphs:
-            self.graphs[size] = self._capture(size)
-        graph, logits = self.graphs[size]
+        if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
+            self.graphs = {key: value for key, value in self.graphs.items() if not key[1]}
+            self.lora_layout = self.lora.layout
+        key = (size, with_lora)
+        if key not in self.graphs:
+            self.graphs[key] = self._capture(size, with_lora)
+        graph, logits = self.graphs[key]
         graph.replay()
         return logits[:n]
 
@@ -95,7 +118,7 @@ class DecodeGraphs:
         table[: len(rows)][filled] = torch.tensor([block for row in rows for block in row], dtype=torch.int32)
         return table
 
-    def _step(self, size: int) -> torch.Tensor:
+    def _step(self, size: int, with_lora: bool) -> torch.Tensor:
         return self.model.decode_step(
             tokens=self.tokens[:size],
             positions=self.positions[:size],
@@ -106,16 +129,17 @@ class DecodeGraphs:
             cross_cache=self.cross_cache,
             cross_tables=self.cross_tables[:size],
             cross_lens=self.cross_lens[:size],
+            lora=LoraRows(self.lora, self.adapter_slots[:size]) if with_lora else None,
         )
 
-    def _capture(self, size: int) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+    def _capture(self, size: int, with_lora: bool) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
         # Warm up on a side stream (Triton compiles, cuBLAS picks its kernels), then capture.
         side = torch.cuda.Stream(self.model.device)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            self._step(size)
+            self._step(size, with_lora)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
-            logits = self._step(size)
+            logits = self._step(size, with_lora)
         return graph, logits

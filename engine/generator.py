@@ -8,6 +8,10 @@ the step that feeds a row's last known token produces scores its search uses.
 Memory: sentences are admitted while free KV blocks allow; when a step would run out, the most
 recently admitted sentence is preempted (its blocks freed, the sentence requeued from scratch). The
 search is deterministic, so a restarted sentence ends exactly as it would have.
+
+Adapters: a request naming a LoRA adapter takes a reference on its slot in the LoRA pool at
+admission (promoting it from disk if needed) and gives it back when it finishes or is preempted;
+when every slot is held, it waits. Its rows carry the slot, so one batch mixes adapters.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import kernels
 from engine.cuda_graphs import DecodeGraphs
 from engine.decoding import NEG_INF, BeamSearch, DecodingOptions, GreedySearch, bans_only_eos, eos_banned, process_scores
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
+from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
 from engine.model import NllbModel
 
 
@@ -36,7 +41,9 @@ class Request:
     options: DecodingOptions
     priority: int = 1  # lower runs first: 0 for typed text, 1 for documents
     on_partial: Callable[[list[int]], None] | None = None
+    adapter: str | None = None  # a LoRA adapter of the pool's folder; None: the active one (the base model by default)
     result: list[int] | None = None
+    error: str | None = None  # why it did not run (its adapter is unusable); result stays None
 
 
 @dataclass
@@ -45,6 +52,7 @@ class SequenceState:
 
     self_kv: Sequence = field(default_factory=Sequence)
     cross_kv: Sequence = field(default_factory=Sequence)
+    adapter_slot: int = -1  # its request's LoRA slot, -1 for the base model
 
 
 @dataclass
@@ -54,6 +62,7 @@ class Running:
     cross_kv: Sequence
     rows: list[SequenceState]  # one per live hypothesis, in the search's order
     order: int  # admission order: the youngest is preempted first
+    adapter_slot: int = -1  # the LoRA slot it holds a reference on
 
 
 BLOCK_SIZE = 16
@@ -70,12 +79,19 @@ def default_cache_tokens(device: torch.device, bytes_per_token: int) -> int:
 class Generator:
     @classmethod
     def build(
-        cls, model: NllbModel, max_rows: int | None = None, cache_tokens: int | None = None, graphs: bool | None = None
+        cls,
+        model: NllbModel,
+        max_rows: int | None = None,
+        cache_tokens: int | None = None,
+        graphs: bool | None = None,
+        adapters_dir: str | None = None,
+        adapter_slots: int | None = None,
     ) -> "Generator":
         """A generator with caches sized for the model's device: most of the free GPU memory, or a few MB on the CPU.
 
         `graphs` (default: on CUDA) runs decoder steps through DecodeGraphs; on the CPU that path
-        runs eagerly, padded as on the GPU.
+        runs eagerly, padded as on the GPU. Adapters come from `adapters_dir`, with
+        `adapter_slots` of them resident at once (default 4).
         """
         c, device, dtype = model.config, model.device, model.dtype
         bytes_per_token = c.decoder_layers * 2 * c.d_model * torch.finfo(dtype).bits // 8
@@ -87,8 +103,9 @@ class Generator:
 
         rows = max_rows or (2048 if device.type == "cuda" else 32)
         generator = cls(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
+        generator.lora = LoraPool(c, adapter_slots or DEFAULT_SLOTS, device, dtype, adapters_dir)
         if graphs if graphs is not None else device.type == "cuda":
-            generator.graphs = DecodeGraphs(model, generator.self_cache, generator.cross_cache, rows)
+            generator.graphs = DecodeGraphs(model, generator.self_cache, generator.cross_cache, rows, generator.lora)
         return generator
 
     def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int):
@@ -99,6 +116,7 @@ class Generator:
         self.eos_id = model.config.eos_id
         self.pad_id = model.config.pad_id
         self.graphs: DecodeGraphs | None = None
+        self.lora = LoraPool(model.config, DEFAULT_SLOTS, model.device, model.dtype)
         self._admissions = itertools.count()
 
     # -- the contract's primitives -------------------------------------------------------------------
@@ -130,7 +148,7 @@ class Generator:
     def teardown(self) -> None:
         """Free the caches and the weights; the generator is unusable afterwards."""
         device = self.model.device
-        del self.model, self.self_cache, self.cross_cache, self.graphs
+        del self.model, self.self_cache, self.cross_cache, self.graphs, self.lora
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.empty_cache()
@@ -143,8 +161,11 @@ class Generator:
         if with_source:
             self.cross_cache.free_sequence(seq.cross_kv)
 
-    def encode_sources(self, sources: list[list[int]]) -> list[Sequence]:
-        """Run the encoder once over the sources and store every decoder layer's cross K/V for each."""
+    def encode_sources(self, sources: list[list[int]], adapter_slots: list[int] | None = None) -> list[Sequence]:
+        """Run the encoder once over the sources and store every decoder layer's cross K/V for each.
+
+        Source i is encoded with the LoRA adapter in `adapter_slots[i]` (-1 or no list: the base model).
+        """
         device = self.model.device
         lengths = [len(s) for s in sources]
         needed = sum(self.cross_cache.blocks_for(n) for n in lengths)
@@ -154,17 +175,22 @@ class Generator:
         tokens = torch.tensor([s + [self.pad_id] * (width - len(s)) for s in sources], device=device)  # (B, S)
         length_t = torch.tensor(lengths, device=device)
         self.model.ensure_positions(width + self.pad_id)
-        hidden = self.model.encode(tokens, length_t)  # (B, S, C)
+        token_lora = packed_lora = None
+        if adapter_slots is not None and max(adapter_slots) >= 0:
+            per_source = torch.tensor(adapter_slots, dtype=torch.int32, device=device)  # (B,)
+            token_lora = LoraRows(self.lora, per_source.repeat_interleave(width))  # (B * S,)
+            packed_lora = LoraRows(self.lora, per_source.repeat_interleave(length_t))  # (T,)
+        hidden = self.model.encode(tokens, length_t, token_lora)  # (B, S, C)
         valid = torch.arange(width, device=device)[None, :] < length_t[:, None]  # (B, S)
         packed = hidden[valid]  # (T, C), sources one after another
         cross = [Sequence() for _ in sources]
         slots = [slot for seq, n in zip(cross, lengths) for slot in self.cross_cache.extend(seq, n)]
-        self.model.write_cross_kv(packed, self.cross_cache, torch.tensor(slots, device=device))
+        self.model.write_cross_kv(packed, self.cross_cache, torch.tensor(slots, device=device), packed_lora)
         return cross
 
     def prefill(self, src_ids: list[int], prefix: list[int], seq: SequenceState) -> torch.Tensor:
         """Encode one source and feed the decoder prefix; returns the logits after the prefix (1, V)."""
-        seq.cross_kv = self.encode_sources([src_ids])[0]
+        seq.cross_kv = self.encode_sources([src_ids], [seq.adapter_slot])[0]
         logits = None
         for token in prefix:
             logits = self.decode_batch([token], [seq])
@@ -183,9 +209,17 @@ class Generator:
         self_lens = [s.self_kv.length for s in seqs]
         cross_lens = [s.cross_kv.length for s in seqs]
         widest = (max(map(len, self_tables)), max(map(len, cross_tables)))
+        adapter_slots = [s.adapter_slot for s in seqs]
+        if max(adapter_slots) < 0:
+            adapter_slots = None  # the base model alone: no LoRA work at all
         if self.graphs is not None and self.graphs.fits(len(seqs), *widest):
-            return self.graphs.run(tokens, positions, slots, self_tables, self_lens, cross_tables, cross_lens)
+            return self.graphs.run(
+                tokens, positions, slots, self_tables, self_lens, cross_tables, cross_lens, adapter_slots
+            )
         device = self.model.device
+        lora = None
+        if adapter_slots is not None:
+            lora = LoraRows(self.lora, torch.tensor(adapter_slots, dtype=torch.int32, device=device))
         return self.model.decode_step(
             tokens=torch.tensor(tokens, device=device),
             positions=torch.tensor(positions, device=device),
@@ -196,6 +230,7 @@ class Generator:
             cross_cache=self.cross_cache,
             cross_tables=self.cross_cache.block_table([s.cross_kv for s in seqs], device),
             cross_lens=torch.tensor(cross_lens, dtype=torch.int32, device=device),
+            lora=lora,
         )
 
     @staticmethod
@@ -218,6 +253,8 @@ class Generator:
                     self._release(item)
                 return requests
             self._admit(waiting, running)
+            if not running:
+                continue  # every waiting request failed (an unusable adapter)
             self._make_room(waiting, running)
             finished = self._step(running)
             for item in finished:
@@ -231,6 +268,7 @@ class Generator:
         admitted: list[Request] = []
         free_self = self.self_cache.num_free_blocks() - rows  # one block of headroom per live row
         free_cross = self.cross_cache.num_free_blocks()
+        adapter_slots: list[int] = []
         while waiting:
             request = waiting[0]
             grow = request.options.num_beams  # rows this sentence will reach after its first step
@@ -240,22 +278,42 @@ class Generator:
                     break
             elif cross_blocks > self.cross_cache.num_total_blocks():
                 raise OutOfBlocks(f"a source of {len(request.src_ids)} tokens does not fit the source cache")
+            try:
+                adapter_slot = self._acquire_adapter(request)
+            except AdapterError as e:
+                waiting.popleft()
+                request.error = str(e)
+                continue
+            if adapter_slot is None:
+                break  # every adapter slot is held by running sentences: wait for one to finish
             waiting.popleft()
             admitted.append(request)
+            adapter_slots.append(adapter_slot)
             rows += grow
             free_self -= grow
             free_cross -= cross_blocks
         if not admitted:
             return
-        for request, cross in zip(admitted, self.encode_sources([r.src_ids for r in admitted])):
+        crosses = self.encode_sources([r.src_ids for r in admitted], adapter_slots)
+        for request, cross, adapter_slot in zip(admitted, crosses, adapter_slots):
             search_class = BeamSearch if request.options.num_beams > 1 else GreedySearch
             search = search_class(request.prefix, request.options, self.eos_id)
-            item = Running(request, search, cross, [SequenceState(Sequence(), cross)], next(self._admissions))
+            first = SequenceState(Sequence(), cross, adapter_slot)
+            item = Running(request, search, cross, [first], next(self._admissions), adapter_slot)
             if search.done:  # max_length leaves no room to generate
                 request.result = search.best()
                 self._release(item)
             else:
                 running.append(item)
+
+    def _acquire_adapter(self, request: Request) -> int | None:
+        """A reference on the slot of the request's adapter (-1 for the base model), promoting it
+        from disk if needed; None when no slot can be had now."""
+        name = request.adapter if request.adapter is not None else self.lora.active
+        if name is None:
+            return -1
+        slot = self.lora.slot_for(name)
+        return None if slot is None else self.lora.acquire_adapter_slot(slot)
 
     def _blocks_needed(self, running: list[Running]) -> int:
         needed = 0
@@ -284,6 +342,8 @@ class Generator:
             self.self_cache.free_sequence(row.self_kv)
         item.rows = []
         self.cross_cache.free_sequence(item.cross_kv)
+        self.lora.release_adapter_slot(item.adapter_slot)
+        item.adapter_slot = -1
 
     def _step(self, running: list[Running]) -> list[Running]:
         """Feed every live row one token; advance the searches whose rows produced scores."""
@@ -313,7 +373,7 @@ class Generator:
         rows = []
         for parent in parents:
             if taken[parent]:
-                rows.append(SequenceState(self.self_cache.fork(item.rows[parent].self_kv), item.cross_kv))
+                rows.append(SequenceState(self.self_cache.fork(item.rows[parent].self_kv), item.cross_kv, item.adapter_slot))
             else:
                 taken[parent] = True
                 rows.append(item.rows[parent])

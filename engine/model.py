@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +18,9 @@ import torch.nn.functional as F
 import kernels
 from engine.config import NllbConfig
 from engine.kv_cache import PagedKVCache
+
+if TYPE_CHECKING:
+    from engine.lora import LoraRows
 
 LAYER_NORM_EPS = 1e-5
 
@@ -54,6 +58,28 @@ class LayerNorm:
     def add(self, delta: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(residual + delta, its layer norm) in one fused pass: the pre-norm residual stream's step."""
         return kernels.add_layer_norm(delta, residual, self.weight, self.bias, LAYER_NORM_EPS)
+
+
+def project(linear: Linear, x: torch.Tensor, lora: LoraRows | None, site: str) -> torch.Tensor:
+    """linear(x), plus each row's LoRA delta for the module(s) computed at `site` (engine/lora.py)."""
+    y = linear(x)
+    if lora is not None:
+        lora.add(site, x, y)
+    return y
+
+
+def normalize(norm: LayerNorm, x: torch.Tensor, lora: LoraRows | None, site: str) -> torch.Tensor:
+    """norm(x), with each row's adapter's own copy of the norm where it has one (modules_to_save)."""
+    h = norm(x)
+    return h if lora is None else lora.norm(site, x, h)
+
+
+def add_normalize(
+    norm: LayerNorm, delta: torch.Tensor, residual: torch.Tensor, lora: LoraRows | None, site: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """norm.add(delta, residual), with the adapters' own copies of the norm as in `normalize`."""
+    x, h = norm.add(delta, residual)
+    return x, (h if lora is None else lora.norm(site, x, h))
 
 
 @dataclass
@@ -161,8 +187,11 @@ class NllbModel:
 
     # -- encoder ---------------------------------------------------------------------------------
 
-    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Source tokens (B, S), right-padded, with their lengths (B,) -> final hidden states (B, S, C)."""
+    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, lora: LoraRows | None = None) -> torch.Tensor:
+        """Source tokens (B, S), right-padded, with their lengths (B,) -> final hidden states (B, S, C).
+
+        `lora` gives each of the B * S tokens its source's adapter slot.
+        """
         B, S = tokens.shape
         H = self.config.encoder_heads
         D = self.config.d_model // H
@@ -170,23 +199,30 @@ class NllbModel:
         positions = torch.where(valid, torch.arange(S, device=tokens.device) + self.config.pad_id + 1, self.config.pad_id)
         x = self.embed(tokens, positions)  # (B, S, C)
         key_mask = valid[:, None, None, :]  # (B, 1, 1, S): keys a query may attend to
-        for layer in self.encoder_layers:
-            h = layer.self_attn_norm(x)
-            q, k, v = layer.qkv(h).view(B, S, 3, H, D).permute(2, 0, 3, 1, 4)  # 3 x (B, H, S, D)
+        for i, layer in enumerate(self.encoder_layers):
+            p = f"encoder.layers.{i}"
+            h = normalize(layer.self_attn_norm, x, lora, f"{p}.self_attn_layer_norm")
+            qkv = project(layer.qkv, h, lora, f"{p}.self_attn.qkv")
+            q, k, v = qkv.view(B, S, 3, H, D).permute(2, 0, 3, 1, 4)  # 3 x (B, H, S, D)
             a = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=D**-0.5)  # (B, H, S, D)
-            x = x + layer.self_attn_out(a.transpose(1, 2).reshape(B, S, H * D))  # (B, S, C)
-            h = layer.ffn_norm(x)
-            x = x + layer.fc2(F.relu(layer.fc1(h)))
+            x = x + project(layer.self_attn_out, a.transpose(1, 2).reshape(B, S, H * D), lora, f"{p}.self_attn.out_proj")
+            h = normalize(layer.ffn_norm, x, lora, f"{p}.final_layer_norm")
+            x = x + project(layer.fc2, F.relu(project(layer.fc1, h, lora, f"{p}.fc1")), lora, f"{p}.fc2")  # (B, S, C)
             if x.dtype == torch.float16:  # as HF: keep fp16 activations finite
                 limit = torch.finfo(torch.float16).max - 1000
                 x = x.clamp(-limit, limit)
-        return self.encoder_norm(x)
+        return normalize(self.encoder_norm, x, lora, "encoder.layer_norm")
 
-    def write_cross_kv(self, hidden: torch.Tensor, cache: PagedKVCache, slots: torch.Tensor) -> None:
-        """Project packed encoder states (T, C) to every decoder layer's cross K/V and store them at `slots` (T,)."""
+    def write_cross_kv(
+        self, hidden: torch.Tensor, cache: PagedKVCache, slots: torch.Tensor, lora: LoraRows | None = None
+    ) -> None:
+        """Project packed encoder states (T, C) to every decoder layer's cross K/V and store them at `slots` (T,).
+
+        `lora` gives each of the T tokens its source's adapter slot.
+        """
         T = hidden.shape[0]
         L, H, D = self.config.decoder_layers, self.heads, self.head_dim
-        kv = self.cross_kv(hidden).view(T, L, 2, H, D)  # (T, L, 2, H, D)
+        kv = project(self.cross_kv, hidden, lora, "decoder.cross_kv").view(T, L, 2, H, D)  # (T, L, 2, H, D)
         for layer in range(L):
             cache.write(layer, slots, kv[:, layer, 0], kv[:, layer, 1])
 
@@ -204,28 +240,35 @@ class NllbModel:
         cross_tables: torch.Tensor,
         cross_lens: torch.Tensor,
         with_logits: bool = True,
+        lora: LoraRows | None = None,
     ) -> torch.Tensor | None:
         """One new token for each of N rows -> logits (N, V).
 
         Row i writes its K/V at flat slot `self_slots[i]` of the self-attention cache, attends over
         `self_lens[i]` tokens through block table `self_tables[i]`, and over `cross_lens[i]` source
-        tokens through `cross_tables[i]` (beams of one sentence share their source's table).
+        tokens through `cross_tables[i]` (beams of one sentence share their source's table). `lora`
+        gives each row its adapter slot.
         """
         N = tokens.shape[0]
         H, D = self.heads, self.head_dim
         x = self.embed(tokens, positions)  # (N, C)
-        h = self.decoder_layers[0].self_attn_norm(x)
+        h = normalize(self.decoder_layers[0].self_attn_norm, x, lora, "decoder.layers.0.self_attn_layer_norm")
         for i, layer in enumerate(self.decoder_layers):
-            q, k, v = layer.qkv(h).view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
+            p = f"decoder.layers.{i}"
+            q, k, v = project(layer.qkv, h, lora, f"{p}.self_attn.qkv").view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
             self_cache.write(i, self_slots, k, v)
             a = kernels.paged_attention(q, self_cache.k[i], self_cache.v[i], self_tables, self_lens, self.scale)
-            x, h = layer.cross_attn_norm.add(layer.self_attn_out(a.reshape(N, H * D)), x)  # (N, C) each
-            q = layer.cross_q(h).view(N, H, D)  # (N, H, D)
+            a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
+            x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm")  # (N, C) each
+            q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
             a = kernels.paged_attention(q, cross_cache.k[i], cross_cache.v[i], cross_tables, cross_lens, self.scale)
-            x, h = layer.ffn_norm.add(layer.cross_out(a.reshape(N, H * D)), x)
+            a = project(layer.cross_out, a.reshape(N, H * D), lora, f"{p}.encoder_attn.out_proj")
+            x, h = add_normalize(layer.ffn_norm, a, x, lora, f"{p}.final_layer_norm")
             last = i + 1 == len(self.decoder_layers)
             next_norm = self.decoder_norm if last else self.decoder_layers[i + 1].self_attn_norm
-            x, h = next_norm.add(layer.fc2(F.relu(layer.fc1(h))), x)
+            next_site = "decoder.layer_norm" if last else f"decoder.layers.{i + 1}.self_attn_layer_norm"
+            f = project(layer.fc2, F.relu(project(layer.fc1, h, lora, f"{p}.fc1")), lora, f"{p}.fc2")
+            x, h = add_normalize(next_norm, f, x, lora, next_site)
         if not with_logits:
             return None
         return self.lm_head(h)  # (N, V)

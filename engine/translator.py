@@ -9,6 +9,7 @@ from engine.config import CheckpointError, load_config, load_generation_defaults
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
+from engine.lora import AdapterError, load_adapter
 from engine.model import NllbModel
 from engine.quantize import int8_supported, quantize_int8
 from engine.tokenizer import NllbTokenizer
@@ -24,7 +25,11 @@ class Translator:
         *,
         max_rows: int | None = None,
         cache_tokens: int | None = None,
+        adapters_dir: str | Path | None = None,
+        adapter_slots: int | None = None,
     ):
+        """`adapters_dir`: the folder of LoRA adapters that `translate(adapter=...)` names; up to
+        `adapter_slots` (default 4) of them stay resident on the device."""
         model_dir = Path(model_dir)
         if not model_dir.is_dir():
             raise CheckpointError(f"{model_dir}: not a folder")
@@ -47,7 +52,9 @@ class Translator:
         del weights
         if self.int8:
             quantize_int8(model)
-        self.generator = Generator.build(model, max_rows, cache_tokens)
+        self.generator = Generator.build(
+            model, max_rows, cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots
+        )
 
     def describe(self) -> str:
         c = self.config
@@ -83,15 +90,21 @@ class Translator:
         priority: int = 1,
         on_partial: Callable[[int, str], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        adapter: str | None = None,
     ) -> list[str]:
         """Translate each text (one segment each); blank texts stay empty.
 
         `on_partial(i, text)` receives the current best hypothesis of text i while it decodes.
         When `should_stop()` turns true the call returns early, unfinished texts as None.
+        `adapter` names a LoRA adapter of the adapters folder (None or "": the base model); one
+        that cannot be used raises AdapterError, naming the file and the problem.
         """
         options = options or self.default_options()
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         self.tokenizer.lang_id(src_lang)  # raises UnknownLanguageError before any work starts
+        adapter = adapter or None
+        if adapter is not None:
+            self.generator.lora.slot_for(adapter)  # raises AdapterError before any work starts
         requests: dict[int, Request] = {}
         for i, text in enumerate(texts):
             if not text.strip():
@@ -99,8 +112,12 @@ class Translator:
             partial = None
             if on_partial is not None:
                 partial = lambda ids, i=i: on_partial(i, self.tokenizer.decode(ids))  # noqa: E731
-            requests[i] = Request(self.tokenizer.encode_source(text, src_lang), prefix, options, priority, partial)
+            source = self.tokenizer.encode_source(text, src_lang)
+            requests[i] = Request(source, prefix, options, priority, partial, adapter=adapter)
         self.generator.run(list(requests.values()), should_stop)
+        for request in requests.values():
+            if request.error is not None:  # its files changed for the worse since the check above
+                raise AdapterError(request.error)
         results = []
         for i, text in enumerate(texts):
             request = requests.get(i)
@@ -109,6 +126,25 @@ class Translator:
             else:
                 results.append(None if request.result is None else self.tokenizer.decode(request.result))
         return results
+
+    # -- adapters ------------------------------------------------------------------------------------
+
+    def set_adapters_dir(self, folder: str | Path | None) -> None:
+        """Take adapters from `folder` from now on (resident ones from elsewhere are no longer used)."""
+        self.generator.lora.folder = Path(folder) if folder else None
+
+    def adapter_identity(self, adapter: str | None) -> str:
+        """What a cache of translations keys on besides the model: "" for the base model, else the
+        adapter's name and a hash of its files, which changes when they do."""
+        if not adapter:
+            return ""
+        pool = self.generator.lora
+        slot = pool.slot_for(adapter)
+        if slot is None:  # every slot is held: read it without promoting it
+            identity = load_adapter(pool.path_of(adapter), self.config).identity
+        else:
+            identity = pool.adapter_id_for(slot)
+        return f"{adapter}:{identity:016x}"
 
     def bind_gpu_to_thread(self) -> None:
         self.generator.bind_gpu_to_thread()

@@ -9,6 +9,7 @@ submodule imported later would replace the function `kernels.<name>` with the mo
 from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
+from kernels.lora import lora_ref, lora_triton
 from kernels.paged_attention import paged_attention_ref, paged_attention_triton
 
 
@@ -38,4 +39,12 @@ def logsoftmax_topk(logits, k):
     return fn(logits, k)
 
 
-__all__ = ["add_layer_norm", "logsoftmax_topk", "paged_attention"]
+def lora(x, y, a, b, scale, slots):
+    """Adds each row's LoRA delta to y (M, N) in place and returns it: y[i] += scale[s] *
+    (x[i] @ a[s]^T) @ b[s]^T with s = slots[i] (int32, (M,)), rows with s = -1 untouched. x (M, K);
+    a (S, R, K) and b (S, N, R) the slots' stacked matrices, in x's dtype; scale (S,) float32."""
+    fn = lora_triton if _use_triton(x) else lora_ref
+    return fn(x, y, a, b, scale, slots)
+
+
+__all__ = ["add_layer_norm", "logsoftmax_topk", "lora", "paged_attention"]

@@ -32,3 +32,12 @@ def hf_tokenizer(tiny_checkpoint):
     from transformers import NllbTokenizer
 
     return NllbTokenizer.from_pretrained(tiny_checkpoint)
+
+
+@pytest.fixture(scope="session")
+def peft_adapters(tiny_checkpoint, tmp_path_factory):
+    """(folder, {name: PEFT model}): PEFT LoRA adapters of tiny_checkpoint, one per subfolder."""
+    from peft_adapters import make_adapters  # imports peft: only when needed
+
+    folder = tmp_path_factory.mktemp("adapters")
+    return folder, make_adapters(tiny_checkpoint, folder)

@@ -8,7 +8,8 @@ recorder stays connected until the worker has stopped and its queue is flushed.
 
 from __future__ import annotations
 
-SIGNALS = ("loaded", "load_failed", "detected", "partial", "translated", "failed", "cancelled")
+SIGNALS = ("loaded", "load_failed", "detected", "partial", "translated", "failed", "cancelled",
+           "document_progress", "document_done", "document_failed")
 WAIT_MS = 30_000
 
 

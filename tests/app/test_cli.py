@@ -81,7 +81,7 @@ def test_bad_option_and_bad_input_are_reported(tiny_checkpoint, monkeypatch, cap
     code, _, err = run_cli(base, b"fine\n\xff\xfe broken\n", monkeypatch, capsys)
     assert code == 1 and "line 2 is not valid UTF-8" in err
     code, _, err = run_cli(base + ["notes.docx"], b"", monkeypatch, capsys)
-    assert code == 2 and "not supported yet" in err
+    assert code == 1 and "notes.docx: no such file" in err
 
 
 def test_the_real_command_runs_as_a_process(tiny_checkpoint):

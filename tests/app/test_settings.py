@@ -17,7 +17,7 @@ def test_dragoman_home_holds_every_folder(paths, tmp_path):
 def test_settings_round_trip(paths):
     settings = Settings(model_dir="/m", device="cpu", precision="bfloat16", num_beams=2, length_penalty=1.5,
                         max_length=64, theme="dark", source_language=AUTO_DETECT, target_language="deu_Latn",
-                        recent_languages=["deu_Latn", "fra_Latn"], adapter="legal")
+                        recent_languages=["deu_Latn", "fra_Latn"], adapter="legal", adapter_slots=2)
     settings.save(paths.settings_file)
     assert Settings.load(paths.settings_file) == settings
     assert not paths.settings_file.with_name("settings.json.tmp").exists()
@@ -34,7 +34,7 @@ def test_mistyped_or_unknown_values_are_ignored(paths):
     paths.settings_file.parent.mkdir(parents=True)
     paths.settings_file.write_text(json.dumps({
         "num_beams": "four", "length_penalty": 2, "theme": "purple", "precision": "int3",
-        "recent_languages": ["fra_Latn", 7], "surprise": True, "max_length": 128,
+        "recent_languages": ["fra_Latn", 7], "surprise": True, "max_length": 128, "adapter_slots": 0,
     }))
     settings = Settings.load(paths.settings_file)
     assert settings.num_beams == Settings().num_beams
@@ -42,6 +42,7 @@ def test_mistyped_or_unknown_values_are_ignored(paths):
     assert settings.theme == "system" and settings.precision == "auto"
     assert settings.recent_languages == ["fra_Latn"]
     assert settings.max_length == 128
+    assert settings.adapter_slots == Settings().adapter_slots
 
 
 def test_recent_languages_most_recent_first_and_capped():

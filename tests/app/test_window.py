@@ -220,9 +220,31 @@ def test_adapter_picker_lists_adapter_folders(qtbot, open_window, settings, tmp_
     window = open_window(settings)
     picker = window.adapter_picker
     assert [picker.itemText(i) for i in range(picker.count())] == [NO_ADAPTER, "legal"]
-    assert "Not applied yet" in picker.toolTip()
+    assert str(adapters) in picker.toolTip()
     picker.setCurrentIndex(1)
     assert window.settings.adapter == "legal" and window.make_job().adapter == "legal"
+    assert window.make_job().adapters_dir == str(adapters)
+
+
+def test_adapter_picker_watches_the_folder(qtbot, open_window, settings, tmp_path):
+    adapters = tmp_path / "adapters"
+    (adapters / "legal").mkdir(parents=True)
+    (adapters / "legal" / "adapter_config.json").write_text("{}")
+    settings.adapters_dir = str(adapters)
+    picker = open_window(settings).adapter_picker
+
+    def names():
+        return [picker.itemData(i) for i in range(1, picker.count())]
+
+    (adapters / "medical").mkdir()  # a new folder, then its files: it appears without a restart
+    qtbot.waitUntil(lambda: str(adapters / "medical") in picker.watcher.directories())
+    (adapters / "medical" / "adapter_config.json").write_text("{}")
+    qtbot.waitUntil(lambda: names() == ["legal", "medical"])
+    with qtbot.waitSignal(picker.changed_on_disk) as changed:  # rewritten in place: the engine reloads it
+        (adapters / "legal" / "adapter_config.json").write_text('{"r": 8}')
+    assert changed.args == ["legal"]
+    (adapters / "medical" / "adapter_config.json").unlink()
+    qtbot.waitUntil(lambda: names() == ["legal"])
 
 
 def test_first_run_explains_and_imports_a_model(qtbot, open_window, paths, tiny_checkpoint, tmp_path, monkeypatch):

@@ -138,3 +138,30 @@ def test_detection_picks_the_source_language(qtbot, worker, oracle):
     _, _, results = worker.events.wait(qtbot, "translated", job_id)
     assert worker.events.of(job_id)[0] == ("detected", job_id, "fra_Latn")
     assert results == expected(oracle, text, "fra_Latn", "deu_Latn")
+
+
+def test_the_jobs_adapter_is_applied(qtbot, worker, tiny_checkpoint, peft_adapters):
+    folder = peft_adapters[0]
+    texts = ["Hello world, the cat reads a book."]
+    with_adapter = Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=folder)
+    options = with_adapter.default_options(**OPTIONS)
+    job_id = worker.submit(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS, adapter="attn", adapters_dir=str(folder)))
+    _, _, results = worker.events.wait(qtbot, "translated", job_id)
+    assert results == with_adapter.translate(texts, "eng_Latn", "fra_Latn", options, adapter="attn")
+    assert results != with_adapter.translate(texts, "eng_Latn", "fra_Latn", options)
+    job_id = worker.submit(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS, adapter="gone", adapters_dir=str(folder)))
+    assert "adapter 'gone': no such folder" in worker.events.wait(qtbot, "failed", job_id)[2]
+
+
+def test_the_adapters_folder_and_slots_come_with_the_model(qtbot, tiny_checkpoint, peft_adapters):
+    worker = EngineWorker()
+    worker.events = Recorder(worker)
+    worker.start()
+    try:
+        worker.load(tiny_checkpoint, "cpu", "float32", peft_adapters[0], adapter_slots=2)
+        worker.events.wait(qtbot, "loaded")
+        assert worker.translator.generator.lora.num_slots == 2
+        job_id = worker.submit(TranslationJob(["Hello world."], "eng_Latn", "fra_Latn", OPTIONS, adapter="attn"))
+        assert worker.events.wait(qtbot, "translated", job_id)[2][0]
+    finally:
+        shut_down(worker)

@@ -28,6 +28,9 @@ def test_cpu_tensors_take_the_reference():
         assert torch.equal(got, want)
     for got, want in zip(kernels.logsoftmax_topk(x, 3), kernels.logsoftmax_topk_ref(x, 3)):
         assert torch.equal(got, want)
+    a, b, scale = torch.randn(2, 4, 8), torch.randn(2, 8, 4), torch.ones(2)
+    slots = torch.tensor([1, -1], dtype=torch.int32)
+    assert torch.equal(kernels.lora(x, x.clone(), a, b, scale, slots), kernels.lora_ref(x, x.clone(), a, b, scale, slots))
 
 
 def test_imports_and_runs_without_triton():
@@ -39,5 +42,7 @@ def test_imports_and_runs_without_triton():
         "x = torch.randn(3, 16)\n"
         "kernels.add_layer_norm(x, x, torch.ones(16), torch.zeros(16), 1e-5)\n"
         "kernels.logsoftmax_topk(x, 2)\n"
+        "slots = torch.tensor([0, -1, 1], dtype=torch.int32)\n"
+        "kernels.lora(x, x.clone(), torch.randn(2, 4, 16), torch.randn(2, 16, 4), torch.ones(2), slots)\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

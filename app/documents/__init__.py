@@ -1,0 +1,93 @@
+"""Document translation, independent of the engine: one module per format, one driver for all.
+
+Each format module has `EXTENSIONS`, `extract(path) -> Document` (the translatable segments with
+their inline formatting, see segments.py) and `write(document, translations, out_path)`.
+`translate_document` drives them with any `translate_batch(list[str]) -> list[str | None]`: the
+real engine behind the translation cache in the app, a deterministic fake in tests.
+
+The input is never modified. The output is written to a temporary file beside its destination
+and renamed into place only when complete; an existing output is not replaced unless `overwrite`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+from app.documents import docx, epub, html, markdown, odt, pdf, pptx, subtitles, text, xlsx
+from app.documents.safety import DocumentError
+from app.documents.segments import Cancelled, translate_segments
+
+__all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported", "output_path", "translate_document"]
+
+FORMATS: dict[str, ModuleType] = {
+    ext: module for module in (text, markdown, html, subtitles, docx, pptx, xlsx, odt, epub, pdf) for ext in module.EXTENSIONS
+}
+
+
+def format_for(path: Path) -> ModuleType:
+    module = FORMATS.get(path.suffix.lower())
+    if module is None:
+        raise DocumentError(f"unsupported file type {path.suffix or '(no extension)'!r}")
+    return module
+
+
+def is_supported(path: Path) -> bool:
+    return path.suffix.lower() in FORMATS
+
+
+def output_path(path: Path, target: str, output_dir: Path | None = None) -> Path:
+    """STEM.<target>.EXT beside the input (or in output_dir); PDF gives text (.txt)."""
+    suffix = getattr(format_for(path), "OUTPUT_SUFFIX", path.suffix)
+    return (output_dir or path.parent) / f"{path.stem}.{target}{suffix}"
+
+
+def translate_document(
+    path: str | Path,
+    out_path: str | Path,
+    translate_batch: Callable[[list[str]], list[str | None]],
+    source_script: str = "Latn",
+    target_script: str = "Latn",
+    progress: Callable[[int, int], None] | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop."""
+    path, out_path = Path(path), Path(out_path)
+    if out_path.resolve() == path.resolve():
+        raise DocumentError("the output would replace the input")
+    if out_path.exists() and not overwrite:
+        raise DocumentError(f"{out_path.name} already exists (use --overwrite to replace it)")
+    module = format_for(path)
+    document = module.extract(path)
+    try:
+        translations = translate_segments(document.segments, translate_batch, source_script, target_script, progress)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=out_path.parent, prefix=f".{out_path.name}.", suffix=".part")
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            module.write(document, translations, tmp)
+            if overwrite:
+                os.replace(tmp, out_path)
+            else:
+                try:
+                    os.link(tmp, out_path)  # fails if the output appeared meanwhile: never clobbered
+                    tmp.unlink()
+                except FileExistsError:
+                    raise
+                except OSError:  # no hard links on this file system (FAT, some shares)
+                    if out_path.exists():
+                        raise FileExistsError(out_path) from None
+                    os.replace(tmp, out_path)
+        except FileExistsError:
+            tmp.unlink(missing_ok=True)
+            raise DocumentError(f"{out_path.name} already exists (use --overwrite to replace it)") from None
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    finally:
+        document.close()
+    return out_path

@@ -1,0 +1,45 @@
+"""PowerPoint (.pptx): every slide's text boxes, shapes, tables and grouped shapes, speaker notes,
+comments, SmartArt and chart titles.
+
+By hand (`xmlflow`) rather than through python-pptx, which has no way to rebuild a paragraph's
+runs and does not reach SmartArt or comments; the parts come from the package's fixed file names.
+Slide masters and layouts are left alone: their text is placeholder prompts ("Click to edit
+Master title style") that no slide shows. In a DrawingML paragraph (`a:p`), `a:br` ends a
+segment, hyperlinks live in the run properties (so they are part of a run's formatting), and
+fields (`a:fld`: slide number, date) are atoms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.documents.zipxml import ZipXmlDocument, matching_parts, open_package
+from app.documents.xmlflow import XmlFlow
+
+EXTENSIONS = (".pptx", ".pptm", ".ppsx", ".potx")
+PARTS = [
+    r"ppt/slides/slide\d+\.xml",
+    r"ppt/notesSlides/notesSlide\d+\.xml",
+    r"ppt/comments/\w+\.xml",
+    r"ppt/charts/chart\d*\.xml",
+    r"ppt/diagrams/(data|drawing)\d*\.xml",
+]
+
+
+class SlideFlow(XmlFlow):
+    mixed = False
+    blocks = frozenset({"p", "text"})  # a:p; p:text of a legacy comment
+    plain_blocks = frozenset({"text"})
+    leaves = frozenset({"r"})
+    breaks = frozenset({"br"})
+    props = frozenset({"pPr", "endParaRPr"})
+
+
+def extract(path: Path) -> ZipXmlDocument:
+    archive = open_package(path, "PowerPoint presentation", "ppt/presentation.xml")
+    flow = SlideFlow()
+    return ZipXmlDocument(archive, [(name, flow) for name in matching_parts(archive, PARTS)])
+
+
+def write(document: ZipXmlDocument, translations, out_path: Path) -> None:
+    document.write(translations, out_path)

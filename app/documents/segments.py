@@ -1,0 +1,256 @@
+"""Segments with inline formatting, and how a whole sentence's translation gets its formatting back.
+
+A format module cuts a document into `Segment`s: a paragraph, a table cell, a subtitle cue. A
+segment is a list of `Run`s: stretches of text with one formatting (`style`, opaque here, compared
+with `==`), and atoms (`atom` set: an image, inline code, a note reference, a field), which are
+kept as they are and never translated.
+
+The driver (`translate_segments`) splits each segment into sentences, translates every distinct
+sentence once, and rebuilds the segment's runs:
+
+- The model gets the whole sentence, never fragments. A sentence with one formatting is sent as
+  plain text. Otherwise the text in the sentence's dominant formatting is left bare and every other
+  run and every atom inside the sentence becomes a placeholder tag: `Click <x1>here</x1> now
+  <x2/>.` NLLB copies such tags most of the time.
+- If the translation has exactly the tags it was given, well formed and not nested, each tag's
+  words get that run's formatting and each atom goes where its tag is.
+- If not (tags lost, doubled, mangled, as a random test model always does), the tags are removed
+  and the formatting is mapped proportionally: run i of the source, which covered a share of the
+  source characters, covers the same share of the translation, with cuts moved to the nearest word
+  start (any character in scripts written without spaces); atoms go to their proportional place.
+  The result is always a valid document with every run and atom present, even when a styled
+  word lands a word off.
+
+Atoms at the very start or end of a sentence never go to the model: they are kept before or after
+its translation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Hashable
+
+from app.documents.sentences import NO_SPACE_SCRIPTS, is_translatable, sentence_gap, split_sentences
+
+BATCH_SENTENCES = 32  # sentences per translate_batch call: progress granularity, and what a crash can lose
+_TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)
+
+
+class Cancelled(Exception):
+    """The translation was stopped (translate_batch returned None for a sentence)."""
+
+
+@dataclass(eq=False)
+class Run:
+    text: str = ""
+    style: Hashable = None  # the format's formatting key; equal keys merge
+    atom: object = None  # not None: kept as is, never translated (its text is empty)
+
+
+@dataclass
+class Segment:
+    runs: list[Run]
+
+    @property
+    def text(self) -> str:
+        return "".join(r.text for r in self.runs)
+
+
+def merge_runs(runs: list[Run]) -> list[Run]:
+    """Adjacent text runs of equal style become one; empty text runs go."""
+    out: list[Run] = []
+    for run in runs:
+        if run.atom is None and not run.text:
+            continue
+        if out and run.atom is None and out[-1].atom is None and out[-1].style == run.style:
+            out[-1] = Run(out[-1].text + run.text, out[-1].style)
+        else:
+            out.append(run if run.atom is not None else Run(run.text, run.style))
+    return out
+
+
+@dataclass
+class _Sentence:
+    runs: list[Run]  # the sentence's runs; atoms only inside it
+    dominant: Hashable
+    key: str = ""  # what the model gets: plain text, or text with placeholder tags
+    tagged: dict[int, Run] = field(default_factory=dict)  # tag number -> the run (or atom) it stands for
+
+    def __post_init__(self):
+        weights: dict = {}
+        for run in self.runs:
+            if run.atom is None:
+                weights[run.style] = weights.get(run.style, 0) + len(run.text)
+        self.dominant = max(weights, key=weights.get) if weights else None
+        parts = []
+        for run in self.runs:
+            if run.atom is not None:
+                self.tagged[len(self.tagged) + 1] = run
+                parts.append(f"<x{len(self.tagged)}/>")
+            elif run.style == self.dominant:
+                parts.append(run.text)
+            else:
+                self.tagged[len(self.tagged) + 1] = run
+                parts.append(f"<x{len(self.tagged)}>{run.text}</x{len(self.tagged)}>")
+        self.key = "".join(parts)
+
+    def rebuild(self, translation: str, target_script: str) -> list[Run]:
+        translation = translation.strip()
+        runs = self._from_tags(translation)
+        if runs is None:
+            runs = self._proportional(re.sub(r"\s{2,}", " ", _TAG.sub("", translation)).strip(), target_script)
+        return runs
+
+    def _from_tags(self, translation: str) -> list[Run] | None:
+        runs: list[Run] = []
+        seen: set[int] = set()
+        open_tag = None
+        pos = 0
+        for m in _TAG.finditer(translation):
+            text = translation[pos : m.start()]
+            pos = m.end()
+            runs.append(Run(text, self.tagged[open_tag].style if open_tag else self.dominant))
+            closing, number, self_closing = m.group(1) == "/", int(m.group(2)), m.group(3) == "/"
+            run = self.tagged.get(number)
+            if run is None:
+                return None
+            if self_closing:
+                if run.atom is None or number in seen or open_tag:
+                    return None
+                seen.add(number)
+                runs.append(run)
+            elif closing:
+                if open_tag != number:
+                    return None
+                open_tag = None
+            else:
+                if run.atom is not None or number in seen or open_tag:
+                    return None
+                seen.add(number)
+                open_tag = number
+        if open_tag or len(seen) != len(self.tagged):
+            return None
+        runs.append(Run(translation[pos:], self.dominant))
+        return runs
+
+    def _proportional(self, translation: str, target_script: str) -> list[Run]:
+        total = sum(len(r.text) for r in self.runs if r.atom is None) or 1
+        size = len(translation)
+        spaced = target_script not in NO_SPACE_SCRIPTS
+        starts = [0] + [m.end() for m in re.finditer(r"\s+", translation)] + [size] if spaced else None
+
+        def snap(position: int) -> int:
+            if not spaced:
+                return position
+            return min(starts, key=lambda s: (abs(s - position), s))
+
+        out: list[Run] = []
+        done = 0
+        cut = 0
+        for run in self.runs:
+            if run.atom is not None:
+                out.append(run)
+                continue
+            done += len(run.text)
+            end = max(cut, snap(round(done * size / total)))
+            if done == total:
+                end = size
+            out.append(Run(translation[cut:end], run.style))
+            cut = end
+        return out
+
+
+def _clip(runs_at: list[tuple[int, Run]], start: int, end: int, atoms_from: int, atoms_to: int) -> list[Run]:
+    """Text of runs within [start, end), and atoms at offsets within [atoms_from, atoms_to]."""
+    out = []
+    for offset, run in runs_at:
+        if run.atom is not None:
+            if atoms_from <= offset <= atoms_to:
+                out.append(run)
+        else:
+            a, b = max(start, offset), min(end, offset + len(run.text))
+            if a < b:
+                out.append(Run(run.text[a - offset : b - offset], run.style))
+    return out
+
+
+def _plan(segment: Segment, source_script: str) -> list[list[Run] | _Sentence]:
+    """The segment as verbatim gaps (lists of runs) and sentences to translate."""
+    runs_at, offset = [], 0
+    for run in segment.runs:
+        runs_at.append((offset, run))
+        offset += len(run.text) if run.atom is None else 0
+    text = segment.text
+    if not is_translatable(text):
+        return [list(segment.runs)]
+    pieces: list = []
+    previous_end = 0
+    for start, end in split_sentences(text, source_script):
+        pieces.append(_clip(runs_at, previous_end, start, previous_end, start))
+        pieces.append(_Sentence(merge_runs(_clip(runs_at, start, end, start + 1, end - 1)), None))
+        previous_end = end
+    pieces.append(_clip(runs_at, previous_end, len(text) + 1, previous_end, len(text) + 1))
+    return pieces
+
+
+def translate_segments(
+    segments: list[Segment],
+    translate_batch: Callable[[list[str]], list[str | None]],
+    source_script: str,
+    target_script: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[list[Run]]:
+    """The translated runs of each segment. Each distinct sentence is translated once.
+
+    `translate_batch(texts)` returns one translation per text (None: stopped, raises Cancelled);
+    `progress(done, total)` counts distinct sentences.
+    """
+    plans = [_plan(segment, source_script) for segment in segments]
+    unique = list(dict.fromkeys(p.key for plan in plans for p in plan if isinstance(p, _Sentence) and is_translatable(p.key)))
+    translations: dict[str, str] = {}
+    if progress:
+        progress(0, len(unique))
+    for i in range(0, len(unique), BATCH_SENTENCES):
+        batch = unique[i : i + BATCH_SENTENCES]
+        results = translate_batch(batch)
+        if len(results) != len(batch) or any(r is None for r in results):
+            raise Cancelled()
+        translations.update(zip(batch, results))
+        if progress:
+            progress(i + len(batch), len(unique))
+    out = []
+    for plan in plans:
+        runs: list[Run] = []
+        for index, piece in enumerate(plan):
+            if isinstance(piece, _Sentence):
+                if piece.key in translations:
+                    runs.extend(piece.rebuild(translations[piece.key], target_script))
+                else:  # no letters (a stray number between sentences): as it was
+                    runs.extend(piece.runs)
+            elif 0 < index < len(plan) - 1:  # between two sentences: the target script's spacing
+                gap = "".join(r.text for r in piece if r.atom is None)
+                style = next((r.style for r in piece if r.atom is None), None)
+                if style is None:  # no source gap (e.g. Chinese): the previous sentence's formatting
+                    style = next((r.style for r in reversed(runs) if r.atom is None), None)
+                runs.extend([r for r in piece if r.atom is not None] + [Run(sentence_gap(gap, target_script), style)])
+            else:
+                runs.extend(piece)
+        out.append(merge_runs(runs))
+    return out
+
+
+class Document:
+    """What a format module extracted: the segments to translate, and how to write translations back.
+
+    `write` puts `translations[i]` (the runs of segment i) in segment i's place and writes the whole
+    document to `out_path` (a temporary file: the caller renames it).
+    """
+
+    segments: list[Segment]
+
+    def write(self, translations: list[list[Run]], out_path) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass

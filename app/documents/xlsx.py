@@ -1,0 +1,48 @@
+"""Excel (.xlsx): text cells of every sheet (shared and inline strings, rich text runs kept),
+comments and threaded comments, text boxes and chart titles.
+
+By hand (`xmlflow`) rather than through openpyxl, whose load-and-save round trip drops charts,
+images and text boxes. Cell text lives in `xl/sharedStrings.xml` (one `si` per distinct string)
+and in inline strings (`is`) of the sheets; numbers, dates, booleans and formulas are cell values
+(`v`, `f`) and are never read. Strings with no letter (codes, "2024-01", "42%") stay as they are.
+Sheet names are kept: formulas refer to them. A formula's cached text result is left for Excel
+to recompute.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.documents.zipxml import ZipXmlDocument, matching_parts, open_package
+from app.documents.xmlflow import XmlFlow
+
+EXTENSIONS = (".xlsx", ".xlsm", ".xltx")
+PARTS = [
+    r"xl/sharedStrings\.xml",
+    r"xl/worksheets/sheet\d+\.xml",
+    r"xl/comments\d*\.xml",
+    r"xl/comments/comment\d*\.xml",
+    r"xl/threadedComments/\w+\.xml",
+    r"xl/drawings/drawing\d+\.xml",
+    r"xl/charts/chart\d*\.xml",
+]
+
+
+class SheetFlow(XmlFlow):
+    mixed = False
+    blocks = frozenset({"si", "is", "text", "p"})  # shared string, inline string, comment, a:p
+    plain_blocks = frozenset({"text"})  # a threaded comment's text
+    leaves = frozenset({"r", "t"})
+    breaks = frozenset({"br"})
+    props = frozenset({"rPr", "pPr", "endParaRPr", "phoneticPr"})
+    skips = frozenset({"sheetPr", "cols", "mergeCells", "conditionalFormatting", "dataValidations", "f", "v"})
+
+
+def extract(path: Path) -> ZipXmlDocument:
+    archive = open_package(path, "Excel workbook", "xl/workbook.xml")
+    flow = SheetFlow()
+    return ZipXmlDocument(archive, [(name, flow) for name in matching_parts(archive, PARTS)])
+
+
+def write(document: ZipXmlDocument, translations, out_path: Path) -> None:
+    document.write(translations, out_path)

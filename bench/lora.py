@@ -1,0 +1,170 @@
+"""What LoRA adapters cost: `python -m bench.lora --size 600M --rank 16` (on the GPU machine).
+
+Writes 4 random PEFT-format adapters (every linear layer of encoder and decoder, cross-attention
+included, float32 as PEFT saves them) for a random-weight NLLB of the given shape, then measures,
+with the output length forced as in `python -m bench`:
+
+- the document workloads (beam 4 and greedy) with the base model alone, every sentence on one
+  adapter, and the sentences spread over the 4 adapters in the same batches;
+- interactive latency (1 sentence, beam 4) with the base model, a resident adapter, and an adapter
+  promoted from disk by the request itself;
+- promotion from disk into a slot: the first one (which allocates the slot stacks), then into
+  existing stacks, with the files in the page cache and after dropping them from it.
+
+Prints one JSON object (and writes it under $OUT when set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from bench.__main__ import EOS, SHAPES, TARGET_LANG, random_weights, sentence, shape_config
+from engine.config import NllbConfig
+from engine.decoding import DecodingOptions
+from engine.device import describe, resolve_device, resolve_dtype
+from engine.generator import Generator, Request
+from engine.lora import CONFIG_FILE, WEIGHTS_FILE, linear_modules
+from engine.model import NllbModel
+
+ADAPTERS = ["a0", "a1", "a2", "a3"]
+# For a smoke run on the CPU: the real vocabulary, a small body.
+TINY = dict(d_model=256, layers=2, ffn=512)
+
+
+def config_for(size: str) -> NllbConfig:
+    if size != "tiny":
+        return shape_config(size)
+    return NllbConfig(vocab_size=256206, d_model=TINY["d_model"], encoder_layers=TINY["layers"],
+                      decoder_layers=TINY["layers"], encoder_heads=4, decoder_heads=4, encoder_ffn_dim=TINY["ffn"],
+                      decoder_ffn_dim=TINY["ffn"], max_position_embeddings=1024)
+
+
+def write_adapter(folder: Path, config: NllbConfig, rank: int, seed: int) -> int:
+    """A PEFT LoRA adapter on every linear layer, as save_pretrained writes it; returns its file size."""
+    folder.mkdir(parents=True, exist_ok=True)
+    generator = torch.Generator().manual_seed(seed)
+    tensors = {}
+    for module, (out, inp) in linear_modules(config).items():
+        prefix = f"base_model.model.model.{module}"
+        tensors[f"{prefix}.lora_A.weight"] = torch.randn(rank, inp, generator=generator) / inp**0.5
+        tensors[f"{prefix}.lora_B.weight"] = torch.randn(out, rank, generator=generator) * 0.01
+    save_file(tensors, folder / WEIGHTS_FILE, metadata={"format": "pt"})
+    peft_config = {"peft_type": "LORA", "task_type": "SEQ_2_SEQ_LM", "r": rank, "lora_alpha": 2 * rank,
+                   "target_modules": ["q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"], "lora_dropout": 0.0,
+                   "bias": "none", "use_rslora": False, "inference_mode": True}
+    (folder / CONFIG_FILE).write_text(json.dumps(peft_config, indent=2))
+    return (folder / WEIGHTS_FILE).stat().st_size
+
+
+def drop_from_page_cache(folder: Path) -> None:
+    """Ask the kernel to forget the files' cached pages, so the next read comes from the disk."""
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
+        fd = os.open(folder / name, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(device: torch.device, fn) -> float:
+    synchronize(device)
+    start = time.perf_counter()
+    fn()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def requests(sources: list[list[int]], beams: int, new_tokens: int, adapters: list[str | None]) -> list[Request]:
+    """Sentence i on adapters[i % len(adapters)]."""
+    options = DecodingOptions(num_beams=beams, min_new_tokens=new_tokens, max_new_tokens=new_tokens)
+    return [Request(src, [EOS, TARGET_LANG], options, adapter=adapters[i % len(adapters)]) for i, src in enumerate(sources)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.lora")
+    parser.add_argument("--size", choices=[*SHAPES, "tiny"], default="600M")
+    parser.add_argument("--rank", type=int, default=16)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--sentences", type=int, default=512, help="sentences of the document workloads")
+    parser.add_argument("--repeats", type=int, default=10, help="timed runs of the interactive workload")
+    args = parser.parse_args()
+
+    device = resolve_device(args.device)
+    dtype = resolve_dtype(args.dtype, device)
+    config = config_for(args.size)
+    torch.manual_seed(0)
+    model = NllbModel(config, random_weights(config, device, dtype), max_positions=1024)
+    folder = Path(tempfile.mkdtemp(prefix="dragoman-lora-bench-"))
+    sizes = [write_adapter(folder / name, config, args.rank, seed) for seed, name in enumerate(ADAPTERS)]
+    generator = Generator.build(model, adapters_dir=folder, adapter_slots=len(ADAPTERS))
+    pool = generator.lora
+    out = {
+        "size": args.size, "device": describe(device, dtype), "torch": torch.__version__,
+        "adapter": {"rank": args.rank, "targets": "every linear layer (q k v out fc1 fc2, self and cross)",
+                    "file_MB": sizes[0] / 1e6, "slots": len(ADAPTERS)},
+    }
+
+    # Promotion from disk. The first allocates the stacks (and is what a request's first use pays).
+    out["promote_first_ms"] = timed(device, lambda: pool.promote_lora_from_disk(folder / "a0", "a0")) * 1e3
+    warm, cold = [], []
+    for i in range(6):
+        name = ADAPTERS[1 + i % 3]
+        warm.append(timed(device, lambda: pool.promote_lora_from_disk(folder / name, name)) * 1e3)
+        drop_from_page_cache(folder / name)
+        cold.append(timed(device, lambda: pool.promote_lora_from_disk(folder / name, name)) * 1e3)
+    out["promote_ms_median"] = {"page_cache": statistics.median(warm), "after_dropping_page_cache": statistics.median(cold)}
+    out["stacks_MB"] = sum(s.a.numel() + s.b.numel() for s in pool.stacks.values()) * model.dtype.itemsize / 1e6
+    for name in ADAPTERS:  # all four resident
+        pool.slot_for(name)
+
+    rng = random.Random(1)
+    source = [sentence(32, rng)]
+    interactive = {}
+    for label, adapter in (("base", None), ("adapter", "a0")):
+        for _ in range(3):
+            generator.run(requests(source, 4, 32, [adapter]))
+        times = [timed(device, lambda: generator.run(requests(source, 4, 32, [adapter]))) for _ in range(args.repeats)]
+        interactive[label] = statistics.median(times) * 1e3
+    first_use = []
+    for i in range(3):  # a non-resident adapter: the request promotes it (evicting the LRU one)
+        (folder / ADAPTERS[i]).rename(folder / f"b{i}")
+        first_use.append(timed(device, lambda: generator.run(requests(source, 4, 32, [f"b{i}"]))) * 1e3)
+        (folder / f"b{i}").rename(folder / ADAPTERS[i])
+    interactive["adapter_promoted_by_the_request"] = statistics.median(first_use)
+    out["interactive_beam4_32tok_ms_median"] = interactive
+
+    document = [sentence(rng.randint(10, 60), rng) for _ in range(args.sentences)]
+    for beams, key in ((4, "document_beam4_sent_per_s"), (1, "document_greedy_sent_per_s")):
+        results = {}
+        for label, adapters in (("base", [None]), ("1_adapter", ["a0"]), ("4_adapters_mixed", ADAPTERS)):
+            generator.run(requests(document[:16], beams, 40, adapters))  # warm-up: kernels, graphs, promotion
+            seconds = timed(device, lambda: generator.run(requests(document, beams, 40, adapters)))
+            results[label] = len(document) / seconds
+        results["4_adapters_vs_base"] = results["4_adapters_mixed"] / results["base"]
+        out[key] = results
+    if device.type == "cuda":
+        out["max_mem_GB"] = torch.cuda.max_memory_allocated(device) / 1e9
+    print(json.dumps(out, indent=1))
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], f"dragoman_lora_{args.size}.json"), "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,717 @@
+"""LoRA adapters: PEFT folders checked and read from disk, and the pool of device slots they serve from.
+
+An adapters folder holds one PEFT LoRA adapter per subfolder (`adapter_config.json` +
+`adapter_model.safetensors`), named by the subfolder. `scan_adapters` lists them and says what is
+wrong with the broken ones; `load_adapter` reads one and checks it against the model. The delta of
+a targeted module is PEFT's: `lora_B(lora_A(x)) * scaling`, scaling = lora_alpha / r (or
+/ sqrt(r) with rsLoRA), rank and alpha per module through `rank_pattern` and `alpha_pattern`.
+`modules_to_save` is served for layer norms (a per-adapter copy is small); a copy of any other
+module, and LoRA variants that change the forward pass (DoRA, ...), are refused by name.
+
+The pool keeps `num_slots` adapters resident on the device, in slots of stacked matrices: for each
+targeted module a (slots, rank, in) and a (slots, out, rank) stack, rank-padded with zeros, which
+kernels/lora.py reads with each row's slot index (-1 = base model). A request holds its slot by
+reference count from admission to its end; promotion from disk takes an empty slot or the least
+recently used idle one, never one that a running request holds. When an adapter's files change
+on disk, requests admitted afterwards get the new version in another slot, while running requests
+finish on the old one, whose slot is freed when they are done.
+
+Promotion copies into the stacks. A stack is only reallocated when an adapter targets a module
+no earlier adapter did, or with a larger rank; that bumps `layout`, and CUDA graphs captured over
+the old stacks are captured again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import kernels
+from engine.config import NllbConfig
+from engine.weights import expected_shapes
+
+CONFIG_FILE = "adapter_config.json"
+WEIGHTS_FILE = "adapter_model.safetensors"
+DEFAULT_SLOTS = 4
+LAYER_NORM_EPS = 1e-5  # as engine/model.py
+
+# Settings that change what a LoRA adapter computes, which Dragoman does not implement: refused when set.
+UNSUPPORTED = {
+    "use_dora": "DoRA (use_dora)",
+    "lora_bias": "a bias on lora_B (lora_bias)",
+    "layer_replication": "layer replication",
+    "use_qalora": "QA-LoRA (use_qalora)",
+    "target_parameters": "LoRA on bare parameters (target_parameters)",
+    "trainable_token_indices": "trainable tokens (trainable_token_indices)",
+    "alora_invocation_tokens": "activated LoRA (alora_invocation_tokens)",
+    "velora_config": "VeLoRA",
+    "monteclora_config": "MonteCLoRA",
+    "use_bdlora": "block-diagonal LoRA (use_bdlora)",
+    "arrow_config": "Arrow routing",
+    "kasa_config": "KaSA",
+    "megatron_config": "Megatron layers",
+}
+# Settings that do not change inference (or are checked below): any value is fine.
+KNOWN = {
+    "peft_type", "task_type", "base_model_name_or_path", "revision", "inference_mode", "auto_mapping",
+    "peft_version", "r", "lora_alpha", "lora_dropout", "target_modules", "exclude_modules", "use_rslora",
+    "rank_pattern", "alpha_pattern", "layers_to_transform", "layers_pattern", "modules_to_save",
+    "init_lora_weights", "bias", "fan_in_fan_out", "megatron_core", "qalora_group_size", "loftq_config",
+    "eva_config", "corda_config", "lora_ga_config", "runtime_config", "ensure_weight_tying",
+}
+# init_lora_weights values whose adapters only work on a base model they changed (PiSSA, OLoRA,
+# CorDA, LoftQ, LoRA-GA), or with a different forward (MiCA).
+BASE_CHANGING_INITS = ("pissa", "olora", "corda", "loftq", "lora_ga", "mica")
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")
+
+
+class AdapterError(ValueError):
+    """An adapter that cannot be used; the message names the file and the problem."""
+
+
+class NoFreeSlot(RuntimeError):
+    """Every adapter slot is held by a running request."""
+
+
+# -- NLLB's modules, as PEFT names them -----------------------------------------------------------
+
+
+def linear_modules(config: NllbConfig) -> dict[str, tuple[int, int]]:
+    """Every module LoRA can target ('encoder.layers.0.self_attn.q_proj', ...) with its (out, in)."""
+    return {name.removesuffix(".weight"): shape for name, shape in expected_shapes(config).items()
+            if len(shape) == 2}
+
+
+def norm_modules(config: NllbConfig) -> dict[str, int]:
+    """Every layer norm ('encoder.layer_norm', ...) with its width: what modules_to_save may replace."""
+    return {name.removesuffix(".weight"): shape[0] for name, shape in expected_shapes(config).items()
+            if name.endswith("norm.weight")}
+
+
+def fused_sites(config: NllbConfig) -> dict[str, list[tuple[str, int]]]:
+    """engine/model.py's projections that compute several modules in one matmul, and the
+    single ones: site -> [(module, its first output column)]."""
+    C = config.d_model
+    sites: dict[str, list[tuple[str, int]]] = {}
+    for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
+        for i in range(layers):
+            p = f"{side}.layers.{i}"
+            qkv = ("q_proj", "k_proj", "v_proj")
+            sites[f"{p}.self_attn.qkv"] = [(f"{p}.self_attn.{proj}", j * C) for j, proj in enumerate(qkv)]
+            singles = ["self_attn.out_proj", "fc1", "fc2"]
+            if side == "decoder":
+                singles += ["encoder_attn.q_proj", "encoder_attn.out_proj"]
+            for module in singles:
+                sites[f"{p}.{module}"] = [(f"{p}.{module}", 0)]
+    # Cross-attention K and V of every decoder layer, one matmul over the encoder output.
+    sites["decoder.cross_kv"] = [
+        (f"decoder.layers.{i}.encoder_attn.{proj}", (2 * i + j) * C)
+        for i in range(config.decoder_layers) for j, proj in enumerate(("k_proj", "v_proj"))
+    ]
+    return sites
+
+
+# -- reading an adapter folder --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    """What `scan_adapters` finds in one subfolder, without reading its tensors."""
+
+    name: str
+    path: Path
+    error: str | None = None  # why it cannot be used; None for a good adapter
+    rank: int = 0  # the largest rank of its modules
+    alpha: float = 0.0
+    use_rslora: bool = False
+    modules: tuple[str, ...] = ()  # the LoRA-targeted modules
+    norms: tuple[str, ...] = ()  # the layer norms it replaces (modules_to_save)
+    size: int = 0  # bytes of adapter_model.safetensors
+
+    def targets(self) -> str:
+        """The targeted projections per side: 'encoder q_proj v_proj; decoder q_proj v_proj cross_attn.k_proj'."""
+        sides = []
+        for side in ("encoder", "decoder"):
+            kinds = sorted({m.split(".", 3)[3].removeprefix("self_attn.").replace("encoder_attn.", "cross_attn.")
+                            for m in self.modules if m.startswith(side)},
+                           key=lambda k: (k.startswith("cross_attn."), PROJECTIONS.index(k.rsplit(".", 1)[-1])))
+            if kinds:
+                sides.append(f"{side} {' '.join(kinds)}")
+        if self.norms:
+            sides.append(f"{len(self.norms)} layer norm{'s' if len(self.norms) > 1 else ''}")
+        return "; ".join(sides)
+
+
+@dataclass
+class LoraModule:
+    a: torch.Tensor  # (r, in) float32
+    b: torch.Tensor  # (out, r) float32
+    scale: float
+
+
+@dataclass
+class Adapter:
+    """A checked adapter in host memory, ready to be copied into a slot."""
+
+    name: str
+    identity: int  # nonzero; equal for byte-identical adapters: what output caches key on
+    signature: tuple  # the files' identity on disk when read (see `signature`)
+    lora: dict[str, LoraModule]
+    norms: dict[str, tuple[torch.Tensor, torch.Tensor]]  # module -> (weight, bias), float32
+
+
+def signature(folder: Path) -> tuple:
+    """Changes when either file of the adapter is replaced or rewritten."""
+    stats = [os.stat(folder / name) for name in (CONFIG_FILE, WEIGHTS_FILE)]
+    return (str(folder.resolve()),) + tuple((s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)
+
+
+def _read_config(folder: Path) -> dict:
+    path = folder / CONFIG_FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AdapterError(f"{path}: missing (a PEFT adapter folder holds {CONFIG_FILE} and {WEIGHTS_FILE})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise AdapterError(f"{path}: not readable JSON ({e})") from None
+    if not isinstance(raw, dict):
+        raise AdapterError(f"{path}: expected a JSON object")
+    peft_type = raw.get("peft_type")
+    if peft_type != "LORA":
+        raise AdapterError(f"{path}: peft_type is {peft_type!r}: only LoRA adapters are supported")
+    for key, what in UNSUPPORTED.items():
+        if raw.get(key):
+            raise AdapterError(f"{path}: {what} is not supported")
+    unknown = sorted(k for k, v in raw.items() if k not in KNOWN and k not in UNSUPPORTED and v)
+    if unknown:
+        raise AdapterError(f"{path}: setting {unknown[0]}={raw[unknown[0]]!r} is not supported by this version")
+    if raw.get("bias", "none") != "none":
+        raise AdapterError(f"{path}: bias={raw['bias']!r} (trained base-model biases) is not supported")
+    init = str(raw.get("init_lora_weights", True)).lower()
+    if init.startswith(BASE_CHANGING_INITS):
+        raise AdapterError(
+            f"{path}: init_lora_weights={raw['init_lora_weights']!r} adapters need the base model their "
+            "initialisation changed: not supported (save them converted, with save_pretrained("
+            "path_initial_model_for_weight_conversion=...))"
+        )
+    r, alpha = raw.get("r", 8), raw.get("lora_alpha", 8)
+    if not isinstance(r, int) or isinstance(r, bool) or r < 1:
+        raise AdapterError(f"{path}: r must be a positive integer, not {r!r}")
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+        raise AdapterError(f"{path}: lora_alpha must be a number, not {alpha!r}")
+    for key in ("rank_pattern", "alpha_pattern"):
+        if not isinstance(raw.get(key) or {}, dict):
+            raise AdapterError(f"{path}: {key} must be an object")
+    return raw
+
+
+def _is_targeted(raw: dict, key: str) -> bool:
+    """PEFT's check_target_module_exists for one module key ('model.encoder.layers.0.fc1')."""
+    exclude = raw.get("exclude_modules")
+    if exclude:
+        if isinstance(exclude, str):
+            if re.fullmatch(exclude, key):
+                return False
+        elif key in exclude or any(key.endswith(f".{e}") for e in exclude):
+            return False
+    if any(re.match(rf"(^|.*\.){m}($|\..*)", key) for m in raw.get("modules_to_save") or []):
+        return False
+    targets = raw.get("target_modules")
+    if not targets:
+        return False
+    if isinstance(targets, str):
+        return targets.lower() == "all-linear" or re.fullmatch(targets, key) is not None
+    if key in targets:
+        return True
+    if not any(key.endswith(f".{t}") for t in targets):
+        return False
+    layers = raw.get("layers_to_transform")
+    if layers is None or layers == []:
+        return True
+    patterns = raw.get("layers_pattern")
+    if not patterns:
+        match = re.match(r".*?\.[^.]*\.(?P<idx>\d+)\.", key)
+    else:
+        match = None
+        for pattern in [patterns] if isinstance(patterns, str) else patterns:
+            match = re.match(rf"(?:^|.*?\.){pattern}\.(?P<idx>\d+)\.", key)
+            if match:
+                break
+    if not match:
+        return False
+    index = int(match.group("idx"))
+    return index == layers if isinstance(layers, int) else index in layers
+
+
+def _pattern_value(pattern: dict, key: str, default):
+    """PEFT's rank_pattern / alpha_pattern lookup (get_pattern_key): the first matching entry."""
+    for entry, value in pattern.items():
+        if re.match(rf"(.*\.)?({entry})$", key):
+            return value
+    return default
+
+
+def _safetensors_header(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """name -> (dtype, shape) from a safetensors file's header, after checking the file is whole."""
+    if not path.exists():
+        for pickled in ("adapter_model.bin", "adapter_model.pt"):
+            if (path.parent / pickled).exists():
+                raise AdapterError(
+                    f"{path.parent / pickled}: a pickle file; Dragoman reads only {WEIGHTS_FILE}, which runs no "
+                    "code when loaded (re-save the adapter with save_pretrained(safe_serialization=True))"
+                )
+        raise AdapterError(f"{path}: missing")
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        header_len = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+        try:
+            if not 0 < header_len <= min(size - 8, 100 << 20):
+                raise ValueError("bad header length")
+            header = json.loads(f.read(header_len))
+        except (ValueError, UnicodeDecodeError):
+            if head.startswith(b"PK\x03\x04") or head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+                raise AdapterError(
+                    f"{path}: a pickle (torch.save) file, not safetensors: refused, loading it could run code"
+                ) from None
+            raise AdapterError(f"{path}: not a safetensors file (unreadable header); is it truncated?") from None
+    if not isinstance(header, dict):
+        raise AdapterError(f"{path}: not a safetensors file (unreadable header)")
+    tensors, end = {}, 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, stop = entry["dtype"], tuple(entry["shape"]), int(entry["data_offsets"][1])
+        except (KeyError, TypeError, ValueError):
+            raise AdapterError(f"{path}: not a safetensors file (bad entry for {name!r})") from None
+        tensors[name] = (dtype, shape)
+        end = max(end, stop)
+    if 8 + header_len + end != size:
+        raise AdapterError(f"{path}: {size} bytes where its header describes {8 + header_len + end}: truncated or damaged")
+    return tensors
+
+
+def _module_of(key: str) -> tuple[str, str]:
+    """'base_model.model.model.encoder.layers.0.fc1.lora_A.weight' -> ('encoder.layers.0.fc1', 'lora_A.weight')."""
+    name = key.removeprefix("base_model.model.").removeprefix("model.")
+    for part in ("lora_A.weight", "lora_B.weight", "lora_B.bias", "lora_magnitude_vector", "lora_embedding_A",
+                 "lora_embedding_B"):
+        if f".{part}" in name:
+            module, _, rest = name.partition(f".{part}")
+            return module, part + rest
+    module, _, param = name.rpartition(".")
+    return module, param
+
+
+@dataclass
+class _Parsed:
+    raw: dict
+    lora: dict[str, dict[str, str]] = field(default_factory=dict)  # module -> {"lora_A.weight": key, ...}
+    ranks: dict[str, int] = field(default_factory=dict)
+    scales: dict[str, float] = field(default_factory=dict)
+    norms: dict[str, dict[str, str]] = field(default_factory=dict)  # module -> {"weight": key, "bias": key}
+
+
+def _inspect(folder: Path, config: NllbConfig | None) -> _Parsed:
+    """Everything that can be checked without reading the tensors' data; `config` adds the shapes."""
+    raw = _read_config(folder)
+    path = folder / WEIGHTS_FILE
+    header = _safetensors_header(path)
+    # Without the model's config, names are checked against the largest NLLB (24 + 24 layers).
+    shape_config = config or NllbConfig(vocab_size=1, d_model=1, encoder_layers=24, decoder_layers=24, encoder_heads=1,
+                                        decoder_heads=1, encoder_ffn_dim=1, decoder_ffn_dim=1, max_position_embeddings=1)
+    modules, norms = linear_modules(shape_config), norm_modules(shape_config)
+    try:
+        targeted = {m for m in modules if _is_targeted(raw, f"model.{m}")}
+        for pattern in ("rank_pattern", "alpha_pattern"):
+            _pattern_value(raw.get(pattern) or {}, "model.encoder", None)
+    except (re.error, TypeError) as e:
+        raise AdapterError(f"{folder / CONFIG_FILE}: a module pattern is not a valid regular expression ({e})") from None
+    if not targeted:
+        raise AdapterError(
+            f"{folder / CONFIG_FILE}: target_modules {raw.get('target_modules')!r} select no module of NLLB "
+            f"(its linear layers are {', '.join(PROJECTIONS)}, in encoder and decoder)"
+        )
+    parsed = _Parsed(raw)
+    for key, (dtype, shape) in header.items():
+        module, param = _module_of(key)
+        if dtype not in DTYPES:
+            raise AdapterError(f"{path}: tensor {key!r} has dtype {dtype}; expected F32, F16 or BF16")
+        if param in ("lora_A.weight", "lora_B.weight"):
+            if module.endswith(("lm_head", "shared", "embed_tokens")):
+                raise AdapterError(f"{path}: tensor {key!r}: LoRA on the embedding or output layer is not supported")
+            if module not in modules:
+                raise AdapterError(f"{path}: tensor {key!r} targets {module!r}, which is not a module of this NLLB model")
+            if module not in targeted:
+                raise AdapterError(
+                    f"{path}: tensor {key!r} targets {module!r}, which {CONFIG_FILE}'s target_modules does not select"
+                )
+            if len(shape) != 2:
+                raise AdapterError(f"{path}: tensor {key!r} has shape {shape}; expected a matrix")
+            parsed.lora.setdefault(module, {})[param] = key
+        elif param.startswith(("lora_embedding", "lora_magnitude", "lora_B.bias")):
+            raise AdapterError(f"{path}: tensor {key!r}: {param.split('.')[0]} is not supported")
+        elif module in norms:
+            if param not in ("weight", "bias") or len(shape) != 1:
+                raise AdapterError(f"{path}: tensor {key!r} is not a layer norm's weight or bias")
+            parsed.norms.setdefault(module, {})[param] = key
+        else:
+            raise AdapterError(
+                f"{path}: tensor {key!r} is a whole copy of {module!r} (modules_to_save): only layer norms can be "
+                "replaced per adapter; merge this adapter into the model (PEFT's merge_and_unload) and use that model"
+            )
+    if not parsed.lora and not parsed.norms:
+        raise AdapterError(f"{path}: holds no LoRA tensors")
+    r, alpha = raw.get("r", 8), raw.get("lora_alpha", 8)
+    for module, params in parsed.lora.items():
+        for needed in ("lora_A.weight", "lora_B.weight"):
+            if needed not in params:
+                raise AdapterError(f"{path}: {module!r} has no {needed} tensor; truncated or incomplete adapter?")
+        (_, a_shape), (_, b_shape) = header[params["lora_A.weight"]], header[params["lora_B.weight"]]
+        rank = a_shape[0]
+        expected_rank = _pattern_value(raw.get("rank_pattern") or {}, f"model.{module}", r)
+        if b_shape[1] != rank or rank != expected_rank:
+            raise AdapterError(
+                f"{path}: {module!r} has lora_A {a_shape} and lora_B {b_shape}; {CONFIG_FILE} gives it rank {expected_rank}"
+            )
+        if config is not None and (b_shape[0], a_shape[1]) != modules[module]:
+            out, inp = modules[module]
+            raise AdapterError(
+                f"{path}: {module!r} has lora_A {a_shape} and lora_B {b_shape}, but the model's module is {out}x{inp}: "
+                "an adapter for another base model"
+            )
+        module_alpha = _pattern_value(raw.get("alpha_pattern") or {}, f"model.{module}", alpha)
+        parsed.ranks[module] = rank
+        parsed.scales[module] = module_alpha / (math.sqrt(rank) if raw.get("use_rslora") else rank)
+    for module, params in parsed.norms.items():
+        if set(params) != {"weight", "bias"}:
+            raise AdapterError(f"{path}: layer norm {module!r} needs both weight and bias")
+        width, expected = header[params["weight"]][1], (norms[module],) if config is not None else None
+        if header[params["bias"]][1] != width or expected is not None and width != expected:
+            raise AdapterError(f"{path}: layer norm {module!r} has width {width}; the model's is {expected}")
+    return parsed
+
+
+def scan_adapters(folder: str | Path, config: NllbConfig | None = None) -> list[AdapterInfo]:
+    """Every subfolder of `folder` (hidden ones aside), in name order: good adapters and broken ones.
+    With the model's `config` the shapes are checked too."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    found = []
+    for sub in sorted((p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")),
+                      key=lambda p: p.name.casefold()):
+        try:
+            parsed = _inspect(sub, config)
+        except AdapterError as e:
+            found.append(AdapterInfo(sub.name, sub, error=str(e)))
+            continue
+        raw = parsed.raw
+        found.append(AdapterInfo(
+            sub.name, sub, rank=max(parsed.ranks.values(), default=0), alpha=raw.get("lora_alpha", 8),
+            use_rslora=bool(raw.get("use_rslora")), modules=tuple(sorted(parsed.lora)), norms=tuple(sorted(parsed.norms)),
+            size=(sub / WEIGHTS_FILE).stat().st_size,
+        ))
+    return found
+
+
+def load_adapter(folder: str | Path, config: NllbConfig, name: str | None = None) -> Adapter:
+    """Read and check the adapter in `folder` against the model's `config`: AdapterError if it is unusable."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    folder = Path(folder)
+    try:
+        before = signature(folder)
+    except OSError:
+        before = None  # _inspect names the missing file
+    parsed = _inspect(folder, config)
+    path = folder / WEIGHTS_FILE
+    try:
+        config_bytes = (folder / CONFIG_FILE).read_bytes()
+        data = path.read_bytes()
+        tensors = load(data)
+    except (OSError, SafetensorError) as e:
+        raise AdapterError(f"{path}: unreadable ({e}); is it truncated?") from None
+    try:
+        after = signature(folder)
+    except OSError:
+        after = None
+    if before is None or after != before:
+        raise AdapterError(f"{folder}: changed while it was being read; try again once it is written")
+    for key, tensor in tensors.items():
+        if not torch.isfinite(tensor).all():
+            raise AdapterError(f"{path}: tensor {key!r} holds NaN or infinite values")
+    lora = {
+        module: LoraModule(tensors[params["lora_A.weight"]].float(), tensors[params["lora_B.weight"]].float(),
+                           parsed.scales[module])
+        for module, params in parsed.lora.items()
+    }
+    norms = {module: (tensors[p["weight"]].float(), tensors[p["bias"]].float()) for module, p in parsed.norms.items()}
+    digest = hashlib.sha256(config_bytes + b"\0" + data).digest()
+    identity = int.from_bytes(digest[:8], "little") >> 1 or 1
+    return Adapter(name or folder.name, identity, before, lora, norms)
+
+
+def check_adapter_name(name: str) -> None:
+    if not name or name.startswith(".") or "/" in name or "\\" in name or name != name.strip():
+        raise AdapterError(f"{name!r} is not an adapter name (the name of a subfolder of the adapters folder)")
+
+
+def check_adapter(folder: str | Path, name: str, config: NllbConfig | None = None) -> Path:
+    """The folder of adapter `name` in `folder`, after the checks that need no tensor data; AdapterError if unusable."""
+    check_adapter_name(name)
+    path = Path(folder) / name
+    if not path.is_dir():
+        raise AdapterError(f"adapter {name!r}: no such folder in {folder}")
+    _inspect(path, config)
+    return path
+
+
+# -- the pool of device slots ---------------------------------------------------------------------
+
+
+@dataclass
+class _Stack:
+    """One targeted module's slots: a (S, R, in), b (S, out, R), scale (S,) float32 (0 = no delta)."""
+
+    a: torch.Tensor
+    b: torch.Tensor
+    scale: torch.Tensor
+
+
+@dataclass
+class _NormStack:
+    """One layer norm's per-slot replacements (float32), and which slots replace it."""
+
+    weight: torch.Tensor  # (S, C)
+    bias: torch.Tensor  # (S, C)
+    used: torch.Tensor  # (S,) bool
+
+
+class LoraPool:
+    """`num_slots` resident adapters on the device, reference-counted by the requests using them.
+
+    The method names are the engine contract's (`acquire_adapter_slot`, `release_adapter_slot`,
+    `adapter_id_for`, `set_active_lora`, `swap_lora_from_disk`, `promote_lora_from_disk`). Slot -1
+    means "the active adapter" there: the one set_active_lora chose, or the base model.
+    """
+
+    def __init__(self, config: NllbConfig, num_slots: int, device: torch.device, dtype: torch.dtype,
+                 folder: str | Path | None = None):
+        if num_slots < 1:
+            raise ValueError("an adapter pool needs at least one slot")
+        self.config = config
+        self.num_slots = num_slots
+        self.device = device
+        self.dtype = dtype
+        self.folder = Path(folder) if folder else None
+        self.sites = fused_sites(config)
+        self.stacks: dict[str, _Stack] = {}
+        self.norm_stacks: dict[str, _NormStack] = {}
+        self.site_stacks: dict[str, list[tuple[_Stack, int]]] = {}
+        self.layout = 0  # bumped whenever stacks are reallocated
+        self.active: str | None = None
+        self.names: list[str | None] = [None] * num_slots  # None: empty, or retired (files changed)
+        self.refs = [0] * num_slots
+        self.identities = [0] * num_slots
+        self.signatures: list[tuple | None] = [None] * num_slots
+        self.last_used = [0] * num_slots
+        self._clock = itertools.count(1)
+
+    # -- finding adapters ----------------------------------------------------------------------
+
+    def path_of(self, name: str) -> Path:
+        check_adapter_name(name)
+        if self.folder is None:
+            raise AdapterError(f"adapter {name!r}: no adapters folder is set")
+        path = self.folder / name
+        if not path.is_dir():
+            raise AdapterError(f"adapter {name!r}: no such folder in {self.folder}")
+        return path
+
+    def resident(self) -> dict[str, int]:
+        """Adapter name -> slot, for the current version of each resident adapter."""
+        return {name: slot for slot, name in enumerate(self.names) if name is not None}
+
+    def slot_for(self, name: str) -> int | None:
+        """The slot holding the current version of `name`, promoted from disk if needed; None when
+        every slot is held by running requests (the caller waits). AdapterError if it is unusable."""
+        path = self.path_of(name)
+        slot = self.resident().get(name)
+        if slot is not None:
+            try:
+                if signature(path) == self.signatures[slot]:
+                    return slot
+            except OSError:
+                pass
+            self.names[slot] = None  # changed on disk: its running requests finish on this copy
+        try:
+            slot, _ = self.promote_lora_from_disk(path, name)
+        except NoFreeSlot:
+            _inspect(path, self.config)  # a broken adapter is refused now, not once a slot is free
+            return None
+        return slot
+
+    # -- the contract --------------------------------------------------------------------------
+
+    def set_active_lora(self, name: str | None) -> None:
+        """The adapter of requests that name none (None: the base model); checked now."""
+        if name is not None:
+            self.slot_for(name)
+        self.active = name
+
+    def _resolve(self, slot: int) -> int:
+        if slot >= 0 or self.active is None:
+            return slot
+        return self.resident().get(self.active, -1)
+
+    def adapter_id_for(self, slot: int) -> int:
+        """The identity of the adapter in `slot` (-1: the active one), 0 for the base model. Anything
+        cached by model output keys on it: it changes when the adapter's files do."""
+        slot = self._resolve(slot)
+        return 0 if slot < 0 else self.identities[slot]
+
+    def acquire_adapter_slot(self, slot: int) -> int:
+        """Take a reference on `slot` (-1: the active adapter's) for a sequence; returns the slot
+        taken, to be released exactly once, or -1 when nothing was taken (the base model)."""
+        slot = self._resolve(slot)
+        if slot >= 0:
+            self.refs[slot] += 1
+            self.last_used[slot] = next(self._clock)
+        return slot
+
+    def release_adapter_slot(self, resolved: int) -> None:
+        if resolved >= 0:
+            assert self.refs[resolved] > 0, f"adapter slot {resolved} released more often than acquired"
+            self.refs[resolved] -= 1
+
+    def promote_lora_from_disk(self, adapter_dir: str | Path, name: str) -> tuple[int, str | None]:
+        """Load the adapter in `adapter_dir` into an empty slot or the least recently used idle one;
+        returns (slot, the evicted adapter's name or None). NoFreeSlot if every slot is held."""
+        victim = self._victim()
+        if victim is None:
+            raise NoFreeSlot(f"all {self.num_slots} adapter slots are held by running requests")
+        adapter = load_adapter(adapter_dir, self.config, name)
+        evicted = self.names[victim]
+        self._write(victim, adapter)
+        return victim, evicted
+
+    def swap_lora_from_disk(self, adapter_dir: str | Path, name: str, slot: int) -> None:
+        """Load the adapter in `adapter_dir` into `slot`, which no running request may hold."""
+        if self.refs[slot]:
+            raise RuntimeError(f"adapter slot {slot} is held by {self.refs[slot]} running request(s)")
+        self._write(slot, load_adapter(adapter_dir, self.config, name))
+
+    # -- slots ---------------------------------------------------------------------------------
+
+    def _victim(self) -> int | None:
+        idle = [s for s in range(self.num_slots) if self.refs[s] == 0]
+        if not idle:
+            return None
+        # Empty and retired slots first, then the least recently used.
+        return min(idle, key=lambda s: (self.names[s] is not None, self.last_used[s]))
+
+    def _write(self, slot: int, adapter: Adapter) -> None:
+        for other, name in enumerate(self.names):
+            if name == adapter.name:
+                self.names[other] = None  # an older copy: running requests finish on it
+        self._fit(adapter)
+        for module, stack in self.stacks.items():
+            stack.a[slot].zero_()
+            stack.b[slot].zero_()
+            stack.scale[slot] = 0.0
+            lora = adapter.lora.get(module)
+            if lora is not None:
+                r = lora.a.shape[0]
+                stack.a[slot, :r].copy_(lora.a)
+                stack.b[slot, :, :r].copy_(lora.b)
+                stack.scale[slot] = lora.scale
+        for module, norm in self.norm_stacks.items():
+            replaced = adapter.norms.get(module)
+            norm.used[slot] = replaced is not None
+            if replaced is not None:
+                norm.weight[slot].copy_(replaced[0])
+                norm.bias[slot].copy_(replaced[1])
+        self.names[slot] = adapter.name
+        self.identities[slot] = adapter.identity
+        self.signatures[slot] = adapter.signature
+        self.last_used[slot] = next(self._clock)
+
+    def _fit(self, adapter: Adapter) -> None:
+        """Grow the stacks to hold `adapter`: new modules, or a larger rank (existing slots kept)."""
+        S, grown = self.num_slots, False
+        for module, lora in adapter.lora.items():
+            rank = lora.a.shape[0]
+            old = self.stacks.get(module)
+            if old is not None and old.a.shape[1] >= rank:
+                continue
+            (out, inp), kw = (lora.b.shape[0], lora.a.shape[1]), dict(device=self.device, dtype=self.dtype)
+            stack = _Stack(torch.zeros(S, rank, inp, **kw), torch.zeros(S, out, rank, **kw),
+                           torch.zeros(S, dtype=torch.float32, device=self.device))
+            if old is not None:
+                stack.a[:, : old.a.shape[1]].copy_(old.a)
+                stack.b[:, :, : old.a.shape[1]].copy_(old.b)
+                stack.scale.copy_(old.scale)
+            self.stacks[module] = stack
+            grown = True
+        for module, (weight, _) in adapter.norms.items():
+            if module not in self.norm_stacks:
+                kw = dict(device=self.device, dtype=torch.float32)
+                self.norm_stacks[module] = _NormStack(torch.zeros(S, weight.shape[0], **kw),
+                                                      torch.zeros(S, weight.shape[0], **kw),
+                                                      torch.zeros(S, dtype=torch.bool, device=self.device))
+                grown = True
+        if grown:
+            self.layout += 1
+            self.site_stacks = {
+                site: [(self.stacks[m], offset) for m, offset in modules if m in self.stacks]
+                for site, modules in self.sites.items()
+            }
+
+    # -- the forward pass's part ---------------------------------------------------------------
+
+    def add(self, site: str, x: torch.Tensor, y: torch.Tensor, slots: torch.Tensor) -> None:
+        """y (M, out) += each row's delta for the modules computed at `site`; x (M, in), slots (M,)."""
+        for stack, offset in self.site_stacks.get(site, ()):
+            kernels.lora(x, y[:, offset : offset + stack.b.shape[1]], stack.a, stack.b, stack.scale, slots)
+
+    def norm(self, site: str, x: torch.Tensor, h: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """h = norm(x) with each row's replacement weight and bias where its adapter has one."""
+        stack = self.norm_stacks.get(site)
+        if stack is None:
+            return h
+        C = x.shape[-1]
+        x2, h2 = x.reshape(-1, C), h.reshape(-1, C)  # (M, C)
+        s = slots.clamp(min=0).long()
+        use = (slots >= 0) & stack.used[s]  # (M,)
+        normed = F.layer_norm(x2.float(), (C,), eps=LAYER_NORM_EPS) * stack.weight[s] + stack.bias[s]
+        return torch.where(use[:, None], normed.to(h.dtype), h2).view(h.shape)
+
+
+@dataclass
+class LoraRows:
+    """The adapters of one forward pass: the pool, and each row's slot (-1 = base model). Encoder
+    rows are tokens, each with its source's slot."""
+
+    pool: LoraPool
+    slots: torch.Tensor  # (rows,) int32
+
+    def add(self, site: str, x: torch.Tensor, y: torch.Tensor) -> None:
+        """y += the rows' LoRA deltas at `site`; x (..., in) and y (..., out) with rows leading."""
+        self.pool.add(site, x.reshape(-1, x.shape[-1]), y.view(-1, y.shape[-1]), self.slots)
+
+    def norm(self, site: str, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        return self.pool.norm(site, x, h, self.slots)

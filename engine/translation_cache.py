@@ -1,0 +1,79 @@
+"""A persistent translation cache: a sentence is translated once per model, adapter, language pair
+and decoding options, across runs. Re-translating an edited document costs only its changed
+sentences, and a document job stopped by a crash or a quit resumes where it was.
+
+SQLite, one table keyed by a SHA-256 of (model identity, adapter, source, target, options, text).
+The model identity is the checkpoint folder's resolved path plus its weights' size and mtime, so
+replacing the weights in place invalidates its entries. Writes are committed per batch; WAL lets
+the CLI and the window use the same file at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+
+
+def model_identity(model_dir: str | Path) -> str:
+    model_dir = Path(model_dir).resolve()
+    stamps = []
+    for weights in sorted(model_dir.glob("*.safetensors")) + sorted(model_dir.glob("*.bin")):
+        stat = weights.stat()
+        stamps.append(f"{weights.name}:{stat.st_size}:{int(stat.st_mtime)}")
+    return f"{model_dir}|{'|'.join(stamps)}"
+
+
+class TranslationCache:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS translations (key BLOB PRIMARY KEY, translation TEXT NOT NULL)")
+        self._db.commit()
+
+    @staticmethod
+    def context(model: str, adapter: str, source: str, target: str, options) -> str:
+        """Everything but the text that a translation depends on, as one string."""
+        if is_dataclass(options):
+            options = asdict(options)
+        return json.dumps([model, adapter, source, target, options], sort_keys=True, default=str)
+
+    @staticmethod
+    def key(context: str, text: str) -> bytes:
+        return hashlib.sha256(f"{context}\x00{text}".encode()).digest()
+
+    def get_many(self, context: str, texts: list[str]) -> dict[str, str]:
+        keys = {self.key(context, t): t for t in texts}
+        found: dict[str, str] = {}
+        with self._lock:
+            items = list(keys)
+            for i in range(0, len(items), 500):
+                chunk = items[i : i + 500]
+                rows = self._db.execute(
+                    f"SELECT key, translation FROM translations WHERE key IN ({','.join('?' * len(chunk))})", chunk
+                )
+                for key, translation in rows:
+                    found[keys[key]] = translation
+        return found
+
+    def put_many(self, context: str, pairs: dict[str, str]) -> None:
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO translations (key, translation) VALUES (?, ?)",
+                [(self.key(context, t), tr) for t, tr in pairs.items()],
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM translations").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,295 @@
+"""LoRA adapters against PEFT on the tiny random checkpoint, in float32: token-identical, alone and in
+mixed batches; the slot pool's reference counts and LRU; hot swaps; and broken adapters refused by name."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from peft_adapters import ADAPTER_CONFIGS, peft_generate
+from safetensors.torch import load_file, save_file
+
+from engine.decoding import DecodingOptions
+from engine.generator import Generator, Request
+from engine.lora import AdapterError, LoraPool, fused_sites, linear_modules, load_adapter, scan_adapters
+from engine.translator import Translator
+
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。"]
+SRC, TGT = "eng_Latn", "fra_Latn"
+OPTION_SETS = [dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30)]
+NAMES = list(ADAPTER_CONFIGS)
+
+
+@pytest.fixture(scope="module")
+def hf_base(tiny_checkpoint):
+    from transformers import M2M100ForConditionalGeneration
+
+    return M2M100ForConditionalGeneration.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+
+
+@pytest.fixture(scope="module")
+def expected(peft_adapters, hf_base, hf_tokenizer):
+    """{(adapter or None, option set index, text index): PEFT's token ids}."""
+    _, models = peft_adapters
+    out = {}
+    for name, model in [(None, hf_base)] + list(models.items()):
+        for o, options in enumerate(OPTION_SETS):
+            for t, text in enumerate(TEXTS):
+                out[name, o, t] = peft_generate(model, hf_tokenizer, text, SRC, TGT, **options)[0]
+    return out
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_checkpoint, peft_adapters):
+    return Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=peft_adapters[0])
+
+
+def requests_for(translator, cases, o):
+    tok, options = translator.tokenizer, DecodingOptions(**OPTION_SETS[o])
+    return [Request(tok.encode_source(TEXTS[t], SRC), tok.decoder_prefix(TGT), options, adapter=name) for name, t in cases]
+
+
+def test_the_fused_sites_cover_every_module_once(tiny_checkpoint, translator):
+    sites = fused_sites(translator.config)
+    covered = [module for modules in sites.values() for module, _ in modules]
+    assert sorted(covered) == sorted(linear_modules(translator.config))
+
+
+@pytest.mark.parametrize("o", range(len(OPTION_SETS)), ids=["beam4", "greedy"])
+def test_a_mixed_batch_equals_peft_and_each_request_alone(translator, expected, o):
+    """Every adapter and the base model, every text, in one continuous batch."""
+    cases = [(name, t) for t in range(len(TEXTS)) for name in [None] + NAMES]
+    mixed = translator.generator.generate_beam_batch(requests_for(translator, cases, o))
+    for (name, t), result in zip(cases, mixed):
+        assert result == expected[name, o, t], (name, TEXTS[t])
+    for name, t in cases[: len(NAMES) + 1]:  # the first text of each, alone
+        [alone] = translator.generator.generate_beam_batch(requests_for(translator, [(name, t)], o))
+        assert alone == expected[name, o, t], name
+    pool = translator.generator.lora
+    assert sum(pool.refs) == 0
+    assert translator.generator.num_free_blocks() == translator.generator.num_total_blocks()
+
+
+def test_every_adapter_changes_the_translation(expected):
+    for name in NAMES:
+        assert any(expected[name, 0, t] != expected[None, 0, t] for t in range(len(TEXTS))), name
+
+
+def test_the_padded_graph_path_mixes_adapters_too(tiny_checkpoint, peft_adapters, translator, expected):
+    """The decoder step CUDA graphs replay, run eagerly: rows' slots in the static buffer, padding rows -1."""
+    generator = Generator.build(translator.generator.model, max_rows=32, graphs=True, adapters_dir=peft_adapters[0])
+    cases = [(name, t) for t in range(2) for name in ["attn", None, "decoder-only", "layer1-norms"]]  # 3 beams: odd rows
+    results = generator.generate_beam_batch(requests_for(translator, cases, 0))
+    assert results == [expected[name, 0, t] for name, t in cases]
+
+
+def test_more_adapters_than_slots_wait_for_a_free_slot(tiny_checkpoint, peft_adapters, translator, expected):
+    generator = Generator.build(translator.generator.model, adapters_dir=peft_adapters[0], adapter_slots=2)
+    cases = [(name, 0) for name in NAMES] + [(None, 1), ("attn", 1)]
+    results = generator.generate_beam_batch(requests_for(translator, cases, 1))
+    assert results == [expected[name, 1, t] for name, t in cases]
+    pool = generator.lora
+    assert pool.refs == [0, 0] and len(pool.resident()) == 2
+    # The least recently used idle adapter is the one evicted.
+    resident = pool.resident()
+    oldest = min(resident, key=lambda n: pool.last_used[resident[n]])
+    slot, evicted = pool.promote_lora_from_disk(peft_adapters[0] / "encoder-only", "encoder-only")
+    assert evicted == oldest and slot == resident[oldest]
+
+
+def test_preempted_requests_give_their_slot_back_and_end_the_same(tiny_checkpoint, peft_adapters, expected):
+    cramped = Translator(tiny_checkpoint, device="cpu", dtype="float32", cache_tokens=4 * 48,
+                         adapters_dir=peft_adapters[0], adapter_slots=2)
+    cases = [(name, t) for t in range(len(TEXTS)) for name in ("attn", None, "ffn-rslora")]
+    results = cramped.generator.generate_beam_batch(requests_for(cramped, cases, 0))
+    assert results == [expected[name, 0, t] for name, t in cases]
+    assert cramped.generator.lora.refs == [0, 0]
+
+
+def test_a_held_slot_is_never_evicted(tiny_checkpoint, peft_adapters, translator):
+    pool = LoraPool(translator.config, 2, torch.device("cpu"), torch.float32, peft_adapters[0])
+    a, b = pool.slot_for("attn"), pool.slot_for("ffn-rslora")
+    pool.acquire_adapter_slot(a)
+    pool.acquire_adapter_slot(b)
+    assert pool.slot_for("encoder-only") is None  # both held: the caller waits
+    pool.release_adapter_slot(a)
+    assert pool.slot_for("encoder-only") == a
+    with pytest.raises(RuntimeError, match="held"):
+        pool.swap_lora_from_disk(peft_adapters[0] / "attn", "attn", b)
+    pool.release_adapter_slot(b)
+    pool.swap_lora_from_disk(peft_adapters[0] / "attn", "attn", b)
+    assert pool.resident() == {"encoder-only": a, "attn": b}
+
+
+def test_the_active_adapter_serves_requests_that_name_none(translator, expected):
+    pool = translator.generator.lora
+    pool.set_active_lora("attn")
+    try:
+        [result] = translator.generator.generate_beam_batch(requests_for(translator, [(None, 0)], 1))
+        assert result == expected["attn", 1, 0]
+        assert pool.adapter_id_for(-1) == pool.adapter_id_for(pool.resident()["attn"]) != 0
+    finally:
+        pool.set_active_lora(None)
+    assert pool.adapter_id_for(-1) == 0 and pool.acquire_adapter_slot(-1) == -1
+
+
+def copy_adapter(src, dest):
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(src, dest)
+
+
+def test_a_swap_under_load_leaves_running_requests_alone(tiny_checkpoint, peft_adapters, translator, expected):
+    """`live` is replaced on disk while its first request decodes: that request finishes on the old
+    weights, the one admitted afterwards gets the new ones, and the old slot is freed."""
+    folder = peft_adapters[0].parent / "swap-adapters"
+    copy_adapter(peft_adapters[0] / "attn", folder / "live")
+    generator = Generator.build(translator.generator.model, max_rows=4, adapters_dir=folder, adapter_slots=2)
+    [first, second, base] = requests_for(translator, [("live", 0), ("live", 1), (None, 2)], 0)
+    identities = []
+
+    def swap(_):
+        if not identities:
+            identities.append(generator.lora.adapter_id_for(generator.lora.resident()["live"]))
+            copy_adapter(peft_adapters[0] / "ffn-rslora", folder / "live")
+
+    first.on_partial = swap
+    generator.run([first, second, base])  # max_rows=4 and 4 beams: one sentence at a time
+    assert first.result == expected["attn", 0, 0]
+    assert second.result == expected["ffn-rslora", 0, 1]
+    assert base.result == expected[None, 0, 2]
+    pool = generator.lora
+    assert sum(pool.refs) == 0 and list(pool.resident()) == ["live"]
+    assert pool.adapter_id_for(pool.resident()["live"]) not in (identities[0], 0)
+    # Removed: its requests fail by name, the others run.
+    shutil.rmtree(folder / "live")
+    gone, other = requests_for(translator, [("live", 0), (None, 0)], 1)
+    generator.run([gone, other])
+    assert gone.result is None and "no such folder" in gone.error and other.result == expected[None, 1, 0]
+
+
+def test_identity_follows_the_files(tiny_checkpoint, peft_adapters, translator, tmp_path):
+    copy_adapter(peft_adapters[0] / "attn", tmp_path / "x")
+    t = Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=tmp_path)
+    before = t.adapter_identity("x")
+    assert t.adapter_identity(None) == "" and before.startswith("x:") and t.adapter_identity("x") == before
+    copy_adapter(peft_adapters[0] / "decoder-only", tmp_path / "x")
+    assert t.adapter_identity("x") != before
+
+
+def test_scan_lists_rank_targets_and_size(peft_adapters, translator):
+    found = {info.name: info for info in scan_adapters(peft_adapters[0], translator.config)}
+    assert list(found) == sorted(NAMES, key=str.casefold) and not any(info.error for info in found.values())
+    assert found["ffn-rslora"].rank == 8 and found["ffn-rslora"].use_rslora
+    assert found["ffn-rslora"].targets() == ("encoder k_proj out_proj fc1 fc2; "
+                                             "decoder k_proj out_proj fc1 fc2 cross_attn.k_proj cross_attn.out_proj")
+    assert found["decoder-only"].rank == 6  # rank_pattern
+    assert found["layer1-norms"].targets().endswith("12 layer norms")  # 2 per encoder layer, 3 per decoder layer, 2 final
+    assert found["attn"].size == (peft_adapters[0] / "attn" / "adapter_model.safetensors").stat().st_size
+
+
+# -- broken adapters ----------------------------------------------------------------------------------
+
+
+def edit_config(folder, **changes):
+    path = folder / "adapter_config.json"
+    config = json.loads(path.read_text())
+    config.update(changes)
+    path.write_text(json.dumps(config))
+
+
+def read_weights(folder):
+    """The adapter's tensors, copied out of the memory map (rewriting a mapped file would pull it away)."""
+    return {name: tensor.clone() for name, tensor in load_file(folder / "adapter_model.safetensors").items()}
+
+
+def edit_weights(folder, change):
+    tensors = read_weights(folder)
+    change(tensors)
+    save_file(tensors, folder / "adapter_model.safetensors")
+
+
+def first_key(tensors, part):
+    return next(k for k in sorted(tensors) if part in k)
+
+
+def widen(tensors):
+    """lora_A of a model with d_model 48: an adapter for another base model."""
+    key = first_key(tensors, "lora_A")
+    tensors[key] = torch.randn(tensors[key].shape[0], 48)
+
+
+BROKEN = {
+    "no-config": (lambda f: (f / "adapter_config.json").unlink(), "adapter_config.json: missing"),
+    "bad-json": (lambda f: (f / "adapter_config.json").write_text("{"), "adapter_config.json: not readable JSON"),
+    "other-base-model": (lambda f: edit_weights(f, widen), "an adapter for another base model"),
+    "no-such-targets": (lambda f: edit_config(f, target_modules=["query_key_value"]), "select no module of NLLB"),
+    "untargeted-tensor": (lambda f: edit_config(f, target_modules=["q_proj"]), "target_modules does not select"),
+    "wrong-rank": (lambda f: edit_config(f, r=5), "gives it rank 5"),
+    "truncated": (
+        lambda f: (f / "adapter_model.safetensors").write_bytes((f / "adapter_model.safetensors").read_bytes()[:-100]),
+        "truncated",
+    ),
+    "not-safetensors": (lambda f: (f / "adapter_model.safetensors").write_text("hello " * 50), "not a safetensors file"),
+    "pickle-named-safetensors": (
+        lambda f: torch.save(read_weights(f), f / "adapter_model.safetensors"),
+        "a pickle (torch.save) file",
+    ),
+    "pickle-only": (
+        lambda f: (torch.save({}, f / "adapter_model.bin"), (f / "adapter_model.safetensors").unlink()),
+        "adapter_model.bin: a pickle file",
+    ),
+    "dora": (lambda f: edit_config(f, use_dora=True), "DoRA (use_dora) is not supported"),
+    "ia3": (lambda f: edit_config(f, peft_type="IA3"), "only LoRA adapters are supported"),
+    "pissa": (lambda f: edit_config(f, init_lora_weights="pissa"), "init_lora_weights='pissa'"),
+    "trained-biases": (lambda f: edit_config(f, bias="all"), "bias='all'"),
+    "lm-head-copy": (
+        lambda f: edit_weights(f, lambda t: t.update({"base_model.model.lm_head.weight": torch.zeros(3, 32)})),
+        "whole copy of 'lm_head' (modules_to_save)",
+    ),
+    "nan": (
+        lambda f: edit_weights(f, lambda t: t[first_key(t, "lora_B")].fill_(float("nan"))),
+        "NaN or infinite",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def broken_folder(peft_adapters, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("broken-adapters")
+    copy_adapter(peft_adapters[0] / "attn", folder / "good")
+    for name, (breaks, _) in BROKEN.items():
+        copy_adapter(peft_adapters[0] / "attn", folder / name)
+        breaks(folder / name)
+    return folder
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_a_broken_adapter_is_refused_by_file_and_problem(tiny_checkpoint, translator, broken_folder, expected, name):
+    message = BROKEN[name][1]
+    with pytest.raises(AdapterError, match=None) as refused:
+        load_adapter(broken_folder / name, translator.config)
+    assert message in str(refused.value) and str(broken_folder / name) in str(refused.value)
+    if name != "nan":  # found without reading the tensors' data
+        [info] = [i for i in scan_adapters(broken_folder, translator.config) if i.name == name]
+        assert message in info.error
+
+
+def test_broken_adapters_leave_the_base_model_and_the_others_working(tiny_checkpoint, broken_folder, expected):
+    t = Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=broken_folder, adapter_slots=1)
+    options = t.default_options(**OPTION_SETS[1])
+    for name in BROKEN:
+        with pytest.raises(AdapterError):
+            t.translate(TEXTS[:1], SRC, TGT, options, adapter=name)
+    good = t.translate(TEXTS[:1], SRC, TGT, options, adapter="good")
+    base = t.translate(TEXTS[:1], SRC, TGT, options)
+    assert [good, base] == [[t.tokenizer.decode(expected[n, 1, 0])] for n in ("attn", None)]
+    requests = requests_for(t, [("nan", 0), ("good", 0), (None, 0), ("no-config", 0)], 1)
+    t.generator.run(requests)
+    assert [r.result for r in requests] == [None, expected["attn", 1, 0], expected[None, 1, 0], None]
+    assert "NaN" in requests[0].error and "adapter_config.json: missing" in requests[3].error
+
+
+def test_unusable_names_are_refused(translator):
+    for name in ["", "../attn", ".hidden", "no-such-adapter"]:
+        with pytest.raises(AdapterError):
+            translator.translate(TEXTS[:1], SRC, TGT, adapter=name or "x/y")

@@ -19,7 +19,7 @@ from typing import Callable
 
 from app.documents import docx, epub, html, markdown, odt, pdf, pptx, subtitles, text, xlsx
 from app.documents.safety import DocumentError
-from app.documents.segments import Cancelled, translate_segments
+from app.documents.segments import BATCH_SENTENCES, Cancelled, translate_segments
 
 __all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported", "output_path", "translate_document"]
 
@@ -53,6 +53,7 @@ def translate_document(
     target_script: str = "Latn",
     progress: Callable[[int, int], None] | None = None,
     overwrite: bool = False,
+    batch_sentences: int = BATCH_SENTENCES,
 ) -> Path:
     """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop."""
     path, out_path = Path(path), Path(out_path)
@@ -63,7 +64,9 @@ def translate_document(
     module = format_for(path)
     document = module.extract(path)
     try:
-        translations = translate_segments(document.segments, translate_batch, source_script, target_script, progress)
+        translations = translate_segments(
+            document.segments, translate_batch, source_script, target_script, progress, batch_sentences
+        )
         out_path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=out_path.parent, prefix=f".{out_path.name}.", suffix=".part")
         os.close(fd)

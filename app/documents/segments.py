@@ -200,6 +200,7 @@ def translate_segments(
     source_script: str,
     target_script: str,
     progress: Callable[[int, int], None] | None = None,
+    batch_sentences: int = BATCH_SENTENCES,
 ) -> list[list[Run]]:
     """The translated runs of each segment. Each distinct sentence is translated once.
 
@@ -211,8 +212,8 @@ def translate_segments(
     translations: dict[str, str] = {}
     if progress:
         progress(0, len(unique))
-    for i in range(0, len(unique), BATCH_SENTENCES):
-        batch = unique[i : i + BATCH_SENTENCES]
+    for i in range(0, len(unique), batch_sentences):
+        batch = unique[i : i + batch_sentences]
         results = translate_batch(batch)
         if len(results) != len(batch) or any(r is None for r in results):
             raise Cancelled()

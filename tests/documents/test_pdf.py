@@ -1,0 +1,118 @@
+"""PDF: a hand-written text PDF (document_fakes.pdf_bytes) translated into STEM.<to>.txt; bad PDFs refused."""
+
+import io
+import types
+from pathlib import Path
+
+import pytest
+
+from app.documents import DocumentError, output_path, translate_document
+
+from document_fakes import pdf_bytes, upper_keeping_tags
+
+PAGES = [
+    ["Installing the program takes a", "minute. Read the whole guide", "first.", None, "The second para-", "graph (with brackets) is short."],
+    ["Page two has one line."],
+]
+
+
+def test_the_fake_pdf_is_read_by_pypdf():
+    from pypdf import PdfReader
+
+    reader = PdfReader(io.BytesIO(pdf_bytes(PAGES)), strict=True)
+    assert len(reader.pages) == 2
+    assert reader.pages[0].extract_text().split("\n")[:3] == ["Installing the program takes a", "minute. Read the whole guide", "first."]
+    assert "graph (with brackets) is short." in reader.pages[0].extract_text()
+
+
+def test_pdf_to_text(tmp_path, fake):
+    source = tmp_path / "guide.pdf"
+    source.write_bytes(pdf_bytes(PAGES))
+    out = output_path(source, "fra_Latn")
+    assert out == tmp_path / "guide.fra_Latn.txt"
+    calls = []
+
+    def translate(texts):
+        calls.extend(texts)
+        return fake(texts)
+
+    translate_document(source, out, translate)
+    assert calls == [
+        "Installing the program takes a minute.", "Read the whole guide first.",
+        "The second paragraph (with brackets) is short.", "Page two has one line.",
+    ]  # lines joined into paragraphs, the hyphenated word joined, one sentence at a time
+    assert out.read_text(encoding="utf-8") == (
+        "T:INSTALLING THE PROGRAM TAKES A MINUTE. T:READ THE WHOLE GUIDE FIRST.\n\n"
+        "T:THE SECOND PARAGRAPH (WITH BRACKETS) IS SHORT.\n\n"
+        "\n\f\n"
+        "T:PAGE TWO HAS ONE LINE.\n\n"
+    )
+    assert source.read_bytes() == pdf_bytes(PAGES)
+
+
+def refuse(tmp_path, name, data, match):
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(DocumentError, match=match):
+        translate_document(path, tmp_path / "out.txt", upper_keeping_tags)
+    assert path.read_bytes() == data and not (tmp_path / "out.txt").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+def encrypted(user_password):
+    from pypdf import PdfWriter
+
+    writer = PdfWriter(clone_from=io.BytesIO(pdf_bytes(PAGES)))
+    writer.encrypt(user_password=user_password, owner_password="owner", algorithm="AES-128")
+    buf = io.BytesIO()
+    writer.write(buf)
+    return buf.getvalue()
+
+
+def test_encrypted_corrupt_and_fake_pdfs_are_refused(tmp_path):
+    refuse(tmp_path, "secret.pdf", encrypted("secret"), "password-protected PDF")
+    data = pdf_bytes(PAGES)
+    refuse(tmp_path, "cut.pdf", data[: len(data) // 2], r"corrupt or unreadable PDF \(.+\)")
+    refuse(tmp_path, "garbage.pdf", b"%PDF-1.4\n" + b"garbage " * 100, r"corrupt or unreadable PDF")
+    refuse(tmp_path, "letter.pdf", b"Dear reader,\n", "not a PDF")
+    refuse(tmp_path, "empty.pdf", b"", "empty")
+
+
+def test_pdf_with_only_an_owner_password_is_translated(tmp_path):
+    (tmp_path / "open.pdf").write_bytes(encrypted(""))
+    translate_document(tmp_path / "open.pdf", tmp_path / "out.txt", upper_keeping_tags)
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8").startswith("T:INSTALLING THE PROGRAM")
+
+
+class FakeTranslator:
+    """What the CLI's document jobs need from the engine, translating with upper_keeping_tags."""
+
+    device = types.SimpleNamespace(type="cpu")
+    model_dir = Path("fake-model")
+
+    def default_options(self, **overrides):
+        return {"num_beams": 1, **overrides}
+
+    def adapter_identity(self, name):
+        return name
+
+    def translate(self, texts, source, target, options, **kw):
+        return upper_keeping_tags(texts)
+
+
+def test_the_command_line_names_the_refused_pdf_and_goes_on(tmp_path, capsys):
+    from app.cli import translate_files
+
+    tmp_path = tmp_path / "docs"  # tmp_path/home holds the translation cache
+    tmp_path.mkdir()
+    (tmp_path / "secret.pdf").write_bytes(encrypted("secret"))
+    (tmp_path / "cut.pdf").write_bytes(pdf_bytes(PAGES)[:300])
+    (tmp_path / "good.pdf").write_bytes(pdf_bytes(PAGES))
+    args = types.SimpleNamespace(output_dir=None, adapter="", overwrite=False)
+    files = [tmp_path / "secret.pdf", tmp_path / "cut.pdf", tmp_path / "good.pdf"]
+    assert translate_files(args, files, FakeTranslator(), "eng_Latn", "fra_Latn", {}) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'secret.pdf'}: password-protected PDF" in err
+    assert f"{tmp_path / 'cut.pdf'}: corrupt or unreadable PDF" in err
+    assert "2 of 3 documents failed" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.pdf", "good.fra_Latn.txt", "good.pdf", "secret.pdf"]

@@ -3,7 +3,7 @@
 ; NOT BUILT OR RUN YET: written and reviewed on Linux, where neither PyInstaller's Windows bundle
 ; nor Inno Setup can run. See packaging/README.md, "Windows", for the steps:
 ;
-;   pyinstaller --noconfirm --clean packaging\dragoman.spec       (makes dist\dragoman\)
+;   pyinstaller --noconfirm --clean --workpath build\pyinstaller packaging\dragoman.spec   (dist\dragoman\, the .ico)
 ;   iscc /DAppVersion=0.1.0 packaging\dragoman.iss                 (makes dist\dragoman-0.1.0-setup.exe)
 ;
 ; It installs the bundle (dragoman.exe for the command line, dragomanw.exe for the window), a

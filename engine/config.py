@@ -49,16 +49,21 @@ class GenerationDefaults:
     forced_eos_id: int | None = None
 
 
-def _read_json(path: Path) -> dict:
+def read_json_object(path: Path, error: type[Exception], missing: str) -> dict:
+    """A JSON object file, or `error` naming the file and what is wrong (`missing` says what a missing file means)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CheckpointError(f"{path}: missing (not an NLLB checkpoint folder?)") from None
+        raise error(f"{path}: missing ({missing})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{path}: not readable JSON ({e})") from None
+        raise error(f"{path}: not readable JSON ({e})") from None
     if not isinstance(data, dict):
-        raise CheckpointError(f"{path}: expected a JSON object")
+        raise error(f"{path}: expected a JSON object")
     return data
+
+
+def _read_json(path: Path) -> dict:
+    return read_json_object(path, CheckpointError, "not an NLLB checkpoint folder?")
 
 
 def load_config(model_dir: str | Path) -> NllbConfig:

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 import kernels
-from engine.config import NllbConfig
+from engine.config import NllbConfig, read_json_object
 from engine.weights import expected_shapes
 
 CONFIG_FILE = "adapter_config.json"
@@ -179,14 +179,7 @@ def signature(folder: Path) -> tuple:
 
 def _read_config(folder: Path) -> dict:
     path = folder / CONFIG_FILE
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AdapterError(f"{path}: missing (a PEFT adapter folder holds {CONFIG_FILE} and {WEIGHTS_FILE})") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise AdapterError(f"{path}: not readable JSON ({e})") from None
-    if not isinstance(raw, dict):
-        raise AdapterError(f"{path}: expected a JSON object")
+    raw = read_json_object(path, AdapterError, f"a PEFT adapter folder holds {CONFIG_FILE} and {WEIGHTS_FILE}")
     peft_type = raw.get("peft_type")
     if peft_type != "LORA":
         raise AdapterError(f"{path}: peft_type is {peft_type!r}: only LoRA adapters are supported")

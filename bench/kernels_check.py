@@ -24,7 +24,7 @@ from triton.testing import do_bench, do_bench_cudagraph
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
-from kernels.paged_attention import paged_attention_ref, paged_attention_triton
+from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 
 ROWS = [1, 4, 64, 256]  # decode rows: beams of all sentences in flight
 BEAM = 4
@@ -41,20 +41,18 @@ def median_us(fn, graph=False):
     return (do_bench_cudagraph if graph else do_bench)(fn, return_mode="median") * 1000
 
 
-def paged_attention_inputs(B, D, block_size=16, seq_len=40):
-    """Beam groups of up to BEAM rows, one length per group; the rows of a group share every block
-    but their table's last."""
-    groups = max(1, B // BEAM)
-    lens = torch.randint(seq_len - 8, seq_len + 9, (groups,)).repeat_interleave(B // groups)  # (B,)
-    blocks_per_row = (int(lens.max()) + block_size - 1) // block_size
-    num_blocks = B * blocks_per_row
-    table = torch.randperm(num_blocks).view(B, blocks_per_row)  # (B, blocks_per_row)
-    group_leader = torch.arange(B) // (B // groups) * (B // groups)  # (B,)
-    table[:, :-1] = table[group_leader, :-1]
-    shape = (num_blocks, block_size, H, D)
-    k_cache, v_cache = torch.randn(shape, dtype=DTYPE), torch.randn(shape, dtype=DTYPE)
-    q = torch.randn(B, H, D, dtype=DTYPE)
-    args = (q, k_cache, v_cache, table.int(), lens.int())
+def slot_attention_inputs(N, D, seq_len=40):
+    """Beam groups of up to BEAM rows, one length per group; the rows of a group share all their
+    slots but the last 8, as beams agreeing on a prefix do."""
+    groups = max(1, N // BEAM)
+    lens = torch.randint(seq_len - 8, seq_len + 9, (groups,)).repeat_interleave(N // groups)  # (N,)
+    T = int(lens.max())
+    table = torch.randperm(N * T).view(N, T)  # (N, T)
+    group_leader = torch.arange(N) // (N // groups) * (N // groups)  # (N,)
+    table[:, :-8] = table[group_leader, :-8]
+    k, v = torch.randn(N * T, H, D, dtype=DTYPE), torch.randn(N * T, H, D, dtype=DTYPE)
+    q = torch.randn(N, H, D, dtype=DTYPE)
+    args = (q, k, v, table.int(), torch.arange(N, dtype=torch.int32), lens.int())
     return [a.cuda() for a in args] + [D**-0.5]
 
 
@@ -84,10 +82,10 @@ def main():
 
     for D in (64, 128):
         for B in ROWS:
-            args = paged_attention_inputs(B, D)
-            error = rel_error(paged_attention_triton(*args), paged_attention_ref(*args))
-            record("paged_attention", f"B={B} H={H} D={D} len~40", error,
-                   lambda: paged_attention_triton(*args), lambda: paged_attention_ref(*args))
+            args = slot_attention_inputs(B, D)
+            error = rel_error(slot_attention_triton(*args), slot_attention_ref(*args))
+            record("slot_attention", f"N={B} H={H} D={D} len~40", error,
+                   lambda: slot_attention_triton(*args), lambda: slot_attention_ref(*args))
     for C in (1024, 2048):
         for N in ROWS + [8192]:
             args = add_layer_norm_inputs(N, C)

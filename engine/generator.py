@@ -1,13 +1,20 @@
 """The runner: sentences join the running batch at a step boundary, decode together, leave as they finish.
 
-Each step every live row (a beam, or the one row of a greedy sentence) feeds the first of its tokens
-that is not yet in the KV cache. New sentences therefore need no separate decoder prefill: their
-`</s>` and language code go through the same batched step as everyone else's next token, and only
-the step that feeds a row's last known token produces scores its search uses.
+Every live row (a beam, or the one row of a greedy sentence) lives in `DecoderRows` on the device.
+Each step feeds every row the newest token of its hypothesis through one decoder step (a CUDA
+graph on the GPU), then the searches of all sentences that share decoding options advance
+together as a few tensor operations (engine/batched_search.py). The host does a fixed amount of
+work per options group and a little integer bookkeeping per sentence: nothing per row, and it
+waits for the device once per step, to learn which sentences are done.
 
-Memory: sentences are admitted while free KV blocks allow; when a step would run out, the most
-recently admitted sentence is preempted (its blocks freed, the sentence requeued from scratch). The
-search is deterministic, so a restarted sentence ends exactly as it would have.
+Admission: the sources of new sentences are encoded together; all but the last token of each
+decoder prefix (`</s>` before the language code) is fed to each sentence's first row in a step
+without logits, and its other beams take over that row's slots. From then on the sentence scores
+at every step.
+
+Memory: sentences are admitted while free KV blocks and rows allow; when a step would run out of
+blocks, the most recently admitted sentence is preempted (its blocks freed, the sentence requeued
+from scratch). The search is deterministic, so a restarted sentence ends exactly as it would have.
 
 Adapters: a request naming a LoRA adapter takes a reference on its slot in the LoRA pool at
 admission (promoting it from disk if needed) and gives it back when it finishes or is preempted;
@@ -22,14 +29,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 
-import kernels
+from engine.batched_search import beam_step, best_hypotheses, greedy_step
 from engine.cuda_graphs import DecodeGraphs
-from engine.decoding import NEG_INF, BeamSearch, DecodingOptions, GreedySearch, bans_only_eos, eos_banned, process_scores
+from engine.decoding import BLOCKED, DecodingOptions
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
 from engine.model import NllbModel
+from engine.rows import DecoderRows
 
 
 @dataclass
@@ -48,21 +55,47 @@ class Request:
 
 @dataclass
 class SequenceState:
-    """One decoder row: its self-attention blocks, and the source's cross-attention blocks (shared by beams)."""
+    """Rows decoding one sentence in lockstep: its beams, or one row (greedy, the contract's primitives).
 
-    self_kv: Sequence = field(default_factory=Sequence)
+    Its rows write into self-attention blocks it owns; `cached` counts each row's positions in the cache.
+    """
+
+    rows: list[int]
     cross_kv: Sequence = field(default_factory=Sequence)
-    adapter_slot: int = -1  # its request's LoRA slot, -1 for the base model
+    adapter_slot: int = -1  # its LoRA slot, -1 for the base model
+    blocks: list[int] = field(default_factory=list)
+    cached: int = 0
 
 
 @dataclass
 class Running:
     request: Request
-    search: GreedySearch | BeamSearch
-    cross_kv: Sequence
-    rows: list[SequenceState]  # one per live hypothesis, in the search's order
+    seq: SequenceState
+    length: int  # tokens in each of its hypotheses
     order: int  # admission order: the youngest is preempted first
-    adapter_slot: int = -1  # the LoRA slot it holds a reference on
+
+
+class Group:
+    """Running sentences that share decoding options: their searches advance as one."""
+
+    def __init__(self, options: DecodingOptions):
+        self.options = options
+        self.sentences: list[Running] = []
+        self._rows: torch.Tensor | None = None
+
+    def rows(self, device: torch.device) -> torch.Tensor:
+        """(S, num_beams) row ids, sentence by sentence: the order of the group's rows in a step."""
+        if self._rows is None:
+            self._rows = torch.tensor([item.seq.rows for item in self.sentences], device=device)
+        return self._rows
+
+    def add(self, item: Running) -> None:
+        self.sentences.append(item)
+        self._rows = None
+
+    def remove(self, item: Running) -> None:
+        self.sentences.remove(item)
+        self._rows = None
 
 
 BLOCK_SIZE = 16
@@ -105,19 +138,29 @@ class Generator:
         generator = cls(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
         generator.lora = LoraPool(c, adapter_slots or DEFAULT_SLOTS, device, dtype, adapters_dir)
         if graphs if graphs is not None else device.type == "cuda":
-            generator.graphs = DecodeGraphs(model, generator.self_cache, generator.cross_cache, rows, generator.lora)
+            generator.graphs = DecodeGraphs(generator._forward, rows, generator.rows.scratch, device, generator.lora)
+            generator._prepare_scratch_row()
         return generator
 
     def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int):
         self.model = model
         self.self_cache = self_cache
         self.cross_cache = cross_cache
-        self.max_rows = max_rows
+        self.max_rows = max_rows  # rows admitted at once; at most the capacity of `rows`
+        self.rows = DecoderRows(max_rows, model.max_positions, model.max_positions, model.device)
         self.eos_id = model.config.eos_id
         self.pad_id = model.config.pad_id
         self.graphs: DecodeGraphs | None = None
         self.lora = LoraPool(model.config, DEFAULT_SLOTS, model.device, model.dtype)
         self._admissions = itertools.count()
+        self._step_rows: torch.Tensor | None = None  # the live rows of a step, until sentences come or go
+
+    def _prepare_scratch_row(self) -> None:
+        """Padding rows write into a block no sequence owns and read one slot of another."""
+        scratch = self.rows.scratch
+        self.rows.write_block[scratch] = self.self_cache.reserve_scratch_block()
+        self.rows.cross_slots[scratch, 0] = self.cross_cache.reserve_scratch_block() * self.cross_cache.block_size
+        self.rows.cross_len[scratch] = 1
 
     # -- the contract's primitives -------------------------------------------------------------------
 
@@ -148,16 +191,21 @@ class Generator:
     def teardown(self) -> None:
         """Free the caches and the weights; the generator is unusable afterwards."""
         device = self.model.device
-        del self.model, self.self_cache, self.cross_cache, self.graphs, self.lora
+        del self.model, self.self_cache, self.cross_cache, self.graphs, self.lora, self.rows
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.empty_cache()
 
     def alloc_sequence(self) -> SequenceState:
-        return SequenceState()
+        """One decoder row; `prefill` gives it a source, `decode`/`decode_batch` feed it tokens."""
+        seq = SequenceState(self.rows.take_rows(1))
+        self.rows.kv_len[seq.rows] = 0
+        return seq
 
     def free_sequence(self, seq: SequenceState, with_source: bool = True) -> None:
-        self.self_cache.free_sequence(seq.self_kv)
+        self.self_cache.give_back(seq.blocks)
+        self.rows.give_back(seq.rows)
+        seq.blocks, seq.rows, seq.cached = [], [], 0
         if with_source:
             self.cross_cache.free_sequence(seq.cross_kv)
 
@@ -190,7 +238,8 @@ class Generator:
 
     def prefill(self, src_ids: list[int], prefix: list[int], seq: SequenceState) -> torch.Tensor:
         """Encode one source and feed the decoder prefix; returns the logits after the prefix (1, V)."""
-        seq.cross_kv = self.encode_sources([src_ids], [seq.adapter_slot])[0]
+        [seq.cross_kv] = self.encode_sources([src_ids], [seq.adapter_slot])
+        self._attach_sources([seq])
         logits = None
         for token in prefix:
             logits = self.decode_batch([token], [seq])
@@ -200,42 +249,82 @@ class Generator:
         return self.decode_batch([token], [seq])
 
     def decode_batch(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
-        """One token for each sequence -> logits (N, V); row i belongs to seqs[i]."""
-        positions = [s.self_kv.length + self.pad_id + 1 for s in seqs]
-        self.model.ensure_positions(max(positions))
-        slots = self.self_cache.extend_each([s.self_kv for s in seqs])
-        self_tables = [s.self_kv.blocks for s in seqs]
-        cross_tables = [s.cross_kv.blocks for s in seqs]
-        self_lens = [s.self_kv.length for s in seqs]
-        cross_lens = [s.cross_kv.length for s in seqs]
-        widest = (max(map(len, self_tables)), max(map(len, cross_tables)))
-        adapter_slots = [s.adapter_slot for s in seqs]
-        if max(adapter_slots) < 0:
-            adapter_slots = None  # the base model alone: no LoRA work at all
-        if self.graphs is not None and self.graphs.fits(len(seqs), *widest):
-            return self.graphs.run(
-                tokens, positions, slots, self_tables, self_lens, cross_tables, cross_lens, adapter_slots
-            )
+        """One token for each single-row sequence -> logits (N, V); row i belongs to seqs[i]."""
         device = self.model.device
-        lora = None
-        if adapter_slots is not None:
-            lora = LoraRows(self.lora, torch.tensor(adapter_slots, dtype=torch.int32, device=device))
-        return self.model.decode_step(
-            tokens=torch.tensor(tokens, device=device),
-            positions=torch.tensor(positions, device=device),
-            self_cache=self.self_cache,
-            self_slots=torch.tensor(slots, device=device),
-            self_tables=self.self_cache.block_table([s.self_kv for s in seqs], device),
-            self_lens=torch.tensor(self_lens, dtype=torch.int32, device=device),
-            cross_cache=self.cross_cache,
-            cross_tables=self.cross_cache.block_table([s.cross_kv for s in seqs], device),
-            cross_lens=torch.tensor(cross_lens, dtype=torch.int32, device=device),
-            lora=lora,
-        )
+        self._grow(seqs)
+        rows = torch.tensor([s.rows[0] for s in seqs], device=device)
+        positions = torch.tensor([s.cached for s in seqs], device=device)
+        self.rows.hyp[rows, positions] = torch.tensor(tokens, device=device)
+        self.rows.adapter[rows] = torch.tensor([s.adapter_slot for s in seqs], dtype=torch.int32, device=device)
+        logits = self._run(rows, any(s.adapter_slot >= 0 for s in seqs), with_logits=True)
+        for s in seqs:
+            s.cached += 1
+        return logits
 
     @staticmethod
     def argmax_batch(logits: torch.Tensor) -> list[int]:
         return logits.argmax(dim=-1).tolist()
+
+    # -- the decoder step ----------------------------------------------------------------------------
+
+    def _forward(self, rows: torch.Tensor, with_lora: bool, with_logits: bool) -> torch.Tensor | None:
+        """Feed each row (N,) the token of its hypothesis at its cache length; logits (N, V) if asked.
+
+        Everything here is device work on `DecoderRows`, so a CUDA graph captures it whole.
+        """
+        state = self.rows
+        cached = state.kv_len[rows]  # (N,) int32, the position being fed
+        position = cached.long()
+        write = state.write_block[rows].long() * self.self_cache.block_size + position % self.self_cache.block_size
+        state.kv_slots[rows, position] = write.int()
+        state.kv_len[rows] = cached + 1
+        state.kv_len[state.scratch] = 0  # padding rows (all of them the scratch row) start afresh each step
+        lora = LoraRows(self.lora, state.adapter[rows]) if with_lora else None
+        return self.model.decode_step(
+            tokens=state.hyp[rows, position],
+            positions=position + self.pad_id + 1,
+            rows=rows,
+            self_cache=self.self_cache,
+            write_slots=write,
+            self_slots=state.kv_slots,
+            self_lens=cached + 1,
+            cross_cache=self.cross_cache,
+            cross_slots=state.cross_slots,
+            cross_lens=state.cross_len[rows],
+            with_logits=with_logits,
+            lora=lora,
+        )
+
+    def _run(self, rows: torch.Tensor, with_lora: bool, with_logits: bool) -> torch.Tensor | None:
+        if self.graphs is not None and self.graphs.fits(rows.numel()):
+            return self.graphs.run(rows, with_lora, with_logits)
+        return self._forward(rows, with_lora, with_logits)
+
+    def _grow(self, seqs: list[SequenceState]) -> None:
+        """A new block for every row of each sequence whose rows are about to start one."""
+        rows, blocks = [], []
+        for seq in seqs:
+            if seq.cached % self.self_cache.block_size == 0:
+                new = self.self_cache.take_blocks(len(seq.rows))
+                seq.blocks += new
+                rows += seq.rows
+                blocks += new
+        if rows:
+            device = self.model.device
+            self.rows.write_block[torch.tensor(rows, device=device)] = torch.tensor(blocks, dtype=torch.int32, device=device)
+
+    def _attach_sources(self, seqs: list[SequenceState]) -> None:
+        """Point every row of each sequence at its source's cross-attention slots."""
+        device, block_size = self.model.device, self.cross_cache.block_size
+        widest = max(len(s.cross_kv.blocks) for s in seqs)
+        blocks = torch.tensor([s.cross_kv.blocks + [0] * (widest - len(s.cross_kv.blocks)) for s in seqs], device=device)
+        position = torch.arange(widest * block_size, device=device)
+        slots = blocks[:, position // block_size] * block_size + position % block_size  # (n, widest * block_size)
+        per_row = torch.tensor([len(s.rows) for s in seqs], device=device)
+        rows = torch.tensor([r for s in seqs for r in s.rows], device=device)
+        self.rows.cross_slots[rows, : slots.shape[1]] = slots.repeat_interleave(per_row, dim=0).int()
+        lengths = torch.tensor([s.cross_kv.length for s in seqs], dtype=torch.int32, device=device)
+        self.rows.cross_len[rows] = lengths.repeat_interleave(per_row)
 
     # -- running many sentences ----------------------------------------------------------------------
 
@@ -245,39 +334,48 @@ class Generator:
 
     def run(self, requests: list[Request], should_stop: Callable[[], bool] | None = None) -> list[Request]:
         """Translate all requests to completion (each gets `.result`), admitting them as memory allows."""
+        for request in requests:
+            self._check_lengths(request)
         waiting = deque(sorted(requests, key=lambda r: r.priority))
         running: list[Running] = []
+        groups: dict[DecodingOptions, Group] = {}
         while waiting or running:
             if should_stop is not None and should_stop():
                 for item in running:
                     self._release(item)
                 return requests
-            self._admit(waiting, running)
+            self._admit(waiting, running, groups)
             if not running:
                 continue  # every waiting request failed (an unusable adapter)
-            self._make_room(waiting, running)
-            finished = self._step(running)
-            for item in finished:
+            self._make_room(waiting, running, groups)
+            for item in self._step(groups):
                 running.remove(item)
-                item.request.result = item.search.best()
-                self._release(item)
+                self._leave(item, groups)
         return requests
 
-    def _admit(self, waiting: deque[Request], running: list[Running]) -> None:
-        rows = sum(len(item.rows) for item in running)
-        admitted: list[Request] = []
+    def _check_lengths(self, request: Request) -> None:
+        limit = self.model.max_positions
+        if len(request.src_ids) > limit:
+            raise ValueError(f"a source of {len(request.src_ids)} tokens is longer than the {limit} the model reads")
+        if request.options.length > limit:
+            raise ValueError(f"max_length {request.options.length} is more than the model's {limit} positions")
+
+    def _admit(self, waiting: deque[Request], running: list[Running], groups: dict[DecodingOptions, Group]) -> None:
+        rows = sum(len(item.seq.rows) for item in running)
+        admitted: list[tuple[Request, int]] = []
         free_self = self.self_cache.num_free_blocks() - rows  # one block of headroom per live row
         free_cross = self.cross_cache.num_free_blocks()
-        adapter_slots: list[int] = []
         while waiting:
             request = waiting[0]
-            grow = request.options.num_beams  # rows this sentence will reach after its first step
+            beams = request.options.num_beams
             cross_blocks = self.cross_cache.blocks_for(len(request.src_ids))
             if admitted or running:
-                if rows + grow > self.max_rows or free_self < grow or free_cross < cross_blocks:
+                if rows + beams > self.max_rows or free_self < 2 * beams or free_cross < cross_blocks:
                     break
-            elif cross_blocks > self.cross_cache.num_total_blocks():
-                raise OutOfBlocks(f"a source of {len(request.src_ids)} tokens does not fit the source cache")
+            elif beams > self.max_rows:
+                raise OutOfBlocks(f"{beams} beams are more than the {self.max_rows} rows a step may have")
+            elif cross_blocks > self.cross_cache.num_total_blocks() or beams > self.self_cache.num_total_blocks():
+                raise OutOfBlocks(f"a sentence of {len(request.src_ids)} source tokens does not fit the KV cache")
             try:
                 adapter_slot = self._acquire_adapter(request)
             except AdapterError as e:
@@ -287,24 +385,58 @@ class Generator:
             if adapter_slot is None:
                 break  # every adapter slot is held by running sentences: wait for one to finish
             waiting.popleft()
-            admitted.append(request)
-            adapter_slots.append(adapter_slot)
-            rows += grow
-            free_self -= grow
+            admitted.append((request, adapter_slot))
+            rows += beams
+            free_self -= 2 * beams
             free_cross -= cross_blocks
         if not admitted:
             return
-        crosses = self.encode_sources([r.src_ids for r in admitted], adapter_slots)
-        for request, cross, adapter_slot in zip(admitted, crosses, adapter_slots):
-            search_class = BeamSearch if request.options.num_beams > 1 else GreedySearch
-            search = search_class(request.prefix, request.options, self.eos_id)
-            first = SequenceState(Sequence(), cross, adapter_slot)
-            item = Running(request, search, cross, [first], next(self._admissions), adapter_slot)
-            if search.done:  # max_length leaves no room to generate
-                request.result = search.best()
+        crosses = self.encode_sources([r.src_ids for r, _ in admitted], [slot for _, slot in admitted])
+        items = []
+        for (request, adapter_slot), cross in zip(admitted, crosses):
+            seq = SequenceState(self.rows.take_rows(request.options.num_beams), cross, adapter_slot)
+            item = Running(request, seq, len(request.prefix), next(self._admissions))
+            if item.length >= request.options.length:  # max_length leaves no room to generate
+                request.result = list(request.prefix)
                 self._release(item)
             else:
+                items.append(item)
+        if items:
+            self._start(items)
+            for item in items:
                 running.append(item)
+                groups.setdefault(item.request.options, Group(item.request.options)).add(item)
+            self._step_rows = None
+
+    def _start(self, items: list[Running]) -> None:
+        """Set up the new sentences' rows and feed their decoder prefixes but the last token."""
+        device, state = self.model.device, self.rows
+        seqs = [item.seq for item in items]
+        rows = torch.tensor([r for s in seqs for r in s.rows], device=device)
+        widest = max(len(item.request.prefix) for item in items)
+        prefixes = [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix)) for item in items]
+        per_row = torch.tensor([len(s.rows) for s in seqs], device=device)
+        state.hyp[rows, :widest] = torch.tensor(prefixes, device=device).repeat_interleave(per_row, dim=0)
+        state.kv_len[rows] = 0
+        # As HF: every beam but the first starts out of the race, so the first step picks from one.
+        state.score[rows] = torch.tensor([0.0 if i == 0 else BLOCKED for s in seqs for i in range(len(s.rows))], device=device)
+        state.fin_score[rows] = float("-inf")
+        state.improvable[rows] = True
+        state.adapter[rows] = torch.tensor([s.adapter_slot for s in seqs], dtype=torch.int32, device=device).repeat_interleave(per_row)
+        self._attach_sources(seqs)
+        for position in range(widest - 1):
+            feeding = [s for item, s in zip(items, seqs) if position < len(item.request.prefix) - 1]
+            self._grow(feeding)
+            leads = torch.tensor([s.rows[0] for s in feeding], device=device)
+            self._run(leads, any(s.adapter_slot >= 0 for s in feeding), with_logits=False)
+            for s in feeding:
+                s.cached += 1
+        others = [r for s in seqs for r in s.rows[1:]]
+        if others:  # the other beams take over the first row's slots
+            others_t = torch.tensor(others, device=device)
+            leads = torch.tensor([s.rows[0] for s in seqs for _ in s.rows[1:]], device=device)
+            state.kv_slots[others_t] = state.kv_slots[leads]
+            state.kv_len[others_t] = state.kv_len[leads]
 
     def _acquire_adapter(self, request: Request) -> int | None:
         """A reference on the slot of the request's adapter (-1 for the base model), promoting it
@@ -316,17 +448,10 @@ class Generator:
         return None if slot is None else self.lora.acquire_adapter_slot(slot)
 
     def _blocks_needed(self, running: list[Running]) -> int:
-        needed = 0
-        for item in running:
-            for row in item.rows:
-                seq = row.self_kv
-                if seq.length % self.self_cache.block_size == 0:
-                    needed += 1
-                elif self.self_cache.ref_counts[seq.blocks[-1]] > 1:
-                    needed += 1  # copy-on-write of a shared last block
-        return needed
+        block_size = self.self_cache.block_size
+        return sum(len(item.seq.rows) for item in running if item.seq.cached % block_size == 0)
 
-    def _make_room(self, waiting: deque[Request], running: list[Running]) -> None:
+    def _make_room(self, waiting: deque[Request], running: list[Running], groups: dict[DecodingOptions, Group]) -> None:
         while running and self._blocks_needed(running) > self.self_cache.num_free_blocks():
             if len(running) == 1:
                 raise OutOfBlocks(
@@ -334,91 +459,54 @@ class Generator:
                 )
             victim = max(running, key=lambda item: item.order)
             running.remove(victim)
-            self._release(victim)
+            self._leave(victim, groups)
             waiting.appendleft(victim.request)
 
-    def _release(self, item: Running) -> None:
-        for row in item.rows:
-            self.self_cache.free_sequence(row.self_kv)
-        item.rows = []
-        self.cross_cache.free_sequence(item.cross_kv)
-        self.lora.release_adapter_slot(item.adapter_slot)
-        item.adapter_slot = -1
+    def _leave(self, item: Running, groups: dict[DecodingOptions, Group]) -> None:
+        group = groups[item.request.options]
+        group.remove(item)
+        if not group.sentences:
+            del groups[item.request.options]
+        self._step_rows = None
+        self._release(item)
 
-    def _step(self, running: list[Running]) -> list[Running]:
-        """Feed every live row one token; advance the searches whose rows produced scores."""
-        tokens, seqs, scoring = [], [], []
-        for item in running:
-            first = len(seqs)
-            for hypothesis, row in zip(item.search.live, item.rows):
-                tokens.append(hypothesis[row.self_kv.length])
-                seqs.append(row)
-            if item.rows[0].self_kv.length + 1 == len(item.search.live[0]):  # else still feeding its prefix
-                scoring.append((item, range(first, len(seqs))))
-        logits = self.decode_batch(tokens, seqs)  # (N, V)
-        finished = []
-        for item, survivors in self._choose(scoring, logits):
-            if item.search.done:
-                finished.append(item)
-                continue
-            item.rows = self._reorder(item, [parent for parent, _ in survivors])
-            if item.request.on_partial is not None:
-                item.request.on_partial(item.search.best())
+    def _release(self, item: Running) -> None:
+        self.free_sequence(item.seq)
+        self.lora.release_adapter_slot(item.seq.adapter_slot)
+        item.seq.adapter_slot = -1
+
+    def _step(self, groups: dict[DecodingOptions, Group]) -> list[Running]:
+        """Feed every live row one token, advance every group's search; returns the finished sentences."""
+        device = self.model.device
+        live = list(groups.values())
+        sentences = [item for group in live for item in group.sentences]
+        self._grow([item.seq for item in sentences])
+        if self._step_rows is None:
+            self._step_rows = torch.cat([group.rows(device).reshape(-1) for group in live])  # (N,)
+        with_lora = any(item.seq.adapter_slot >= 0 for item in sentences)
+        logits = self._run(self._step_rows, with_lora, with_logits=True)  # (N, V)
+        done, first = [], 0
+        for group in live:
+            rows = group.rows(device)  # (S, B)
+            search = beam_step if group.options.num_beams > 1 else greedy_step
+            lengths = [item.length for item in group.sentences]
+            done.append(search(self.rows, rows, logits[first : first + rows.numel()], lengths, group.options, self.eos_id))
+            first += rows.numel()
+        for item in sentences:
+            item.seq.cached += 1
+            item.length += 1
+        finished = [item for item, is_done in zip(sentences, torch.cat(done).tolist()) if is_done]
+        self._report(finished, done=True)
+        self._report([item for item in sentences if item.request.on_partial is not None and item.request.result is None])
         return finished
 
-    def _reorder(self, item: Running, parents: list[int]) -> list[SequenceState]:
-        """The survivors' rows: a parent's first child takes its blocks over, later children fork
-        them (sharing blocks), and parents without children free theirs."""
-        taken = [False] * len(item.rows)
-        rows = []
-        for parent in parents:
-            if taken[parent]:
-                rows.append(SequenceState(self.self_cache.fork(item.rows[parent].self_kv), item.cross_kv, item.adapter_slot))
+    def _report(self, items: list[Running], done: bool = False) -> None:
+        """Finished sentences get their result; others with `on_partial` hear their best hypothesis."""
+        if not items:
+            return
+        best = best_hypotheses(self.rows, [item.seq.rows[0] for item in items], [item.length for item in items], done)
+        for item, tokens in zip(items, best):
+            if done:
+                item.request.result = tokens
             else:
-                taken[parent] = True
-                rows.append(item.rows[parent])
-        for parent, row in enumerate(item.rows):
-            if not taken[parent]:
-                self.self_cache.free_sequence(row.self_kv)
-        return rows
-
-    def _choose(self, scoring: list[tuple[Running, range]], logits: torch.Tensor) -> list[tuple[Running, list]]:
-        """Advance each scoring search; sentences sharing options are scored in one batch."""
-        groups: dict[tuple, list[tuple[Running, range]]] = {}
-        for item, rows in scoring:
-            groups.setdefault((type(item.search), item.request.options), []).append((item, rows))
-        results = []
-        for (kind, options), members in groups.items():
-            index = torch.tensor([r for _, rows in members for r in rows], device=logits.device)
-            group_logits = logits.index_select(0, index)  # (R, V), the group's rows
-            histories = [h for item, _ in members for h in item.search.live]
-            if kind is GreedySearch:
-                scores = process_scores(group_logits.float(), histories, options, self.eos_id)
-                for (item, _), token in zip(members, scores.argmax(dim=-1).tolist()):
-                    results.append((item, item.search.advance(token)))
-                continue
-            beam_scores = torch.tensor([b.score for item, _ in members for b in item.search.beams], device=logits.device)
-            top_scores, top_tokens = self._beam_candidates(group_logits, histories, beam_scores, options)
-            first = 0
-            for item, rows in members:
-                last = first + len(rows)
-                results.append((item, item.search.advance(top_scores[first:last], top_tokens[first:last])))
-                first = last
-        return results
-
-    def _beam_candidates(
-        self, logits: torch.Tensor, histories: list[list[int]], beam_scores: torch.Tensor, options: DecodingOptions
-    ) -> tuple[list[list[float]], list[list[int]]]:
-        """Each row's top 2*num_beams of (processed log-prob + beam score), as host lists."""
-        k = 2 * options.num_beams
-        if bans_only_eos(options):
-            # Fused log-softmax + top-k; one extra candidate stands in for `</s>` where it is banned.
-            values, indices, _ = kernels.logsoftmax_topk(logits, k + 1)  # (R, k + 1)
-            banned = torch.tensor([eos_banned(h, options) for h in histories], device=logits.device)
-            values = values.masked_fill(banned[:, None] & (indices == self.eos_id), NEG_INF)
-            values, order = values.topk(k, dim=-1)  # (R, k): drops the banned `</s>`, or the spare
-            values = values + beam_scores[:, None]
-            return values.tolist(), indices.gather(1, order).tolist()
-        log_probs = process_scores(F.log_softmax(logits.float(), dim=-1), histories, options, self.eos_id)
-        top_scores, top_tokens = (log_probs + beam_scores[:, None]).topk(k, dim=-1)  # (R, k)
-        return top_scores.tolist(), top_tokens.tolist()
+                item.request.on_partial(tokens)

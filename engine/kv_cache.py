@@ -1,8 +1,11 @@
-"""Paged key/value cache: fixed-size blocks shared by reference count, handed out from a free list.
+"""Paged key/value cache: token slots handed out in fixed-size blocks from a free list.
 
-A sequence is a list of block ids plus a length. Beams fork by sharing every block; the first write
-into a shared block copies it first (copy-on-write), so beams that agree on a prefix keep one copy.
-The same class holds the decoder's self-attention K/V and the encoder's cross-attention K/V.
+Each layer's K/V is a flat array of token slots; a block is `block_size` consecutive slots. Whoever
+takes a block (the beams of a sentence, a source) owns it until it gives it back, and readers find
+their tokens through lists of slots (kernels/slot_attention.py). Beams therefore never copy or
+share blocks: each beam writes its own, and a reordered beam takes over its parent's slot list
+(engine/rows.py). The same class holds the decoder's self-attention K/V and the encoder's
+cross-attention K/V.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ class OutOfBlocks(RuntimeError):
 
 @dataclass
 class Sequence:
+    """Tokens written one after another into blocks of one owner (a source's cross K/V)."""
+
     blocks: list[int] = field(default_factory=list)
     length: int = 0
 
@@ -33,11 +38,11 @@ class PagedKVCache:
         dtype: torch.dtype,
         device: torch.device,
     ):
-        shape = (num_layers, num_blocks, block_size, heads, head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)  # (L, blocks, block_size, H, D)
+        shape = (num_layers, num_blocks * block_size, heads, head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)  # (L, slots, H, D)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.block_size = block_size
-        self.ref_counts = [0] * num_blocks
+        self.num_blocks = num_blocks
         self.reserved = 0  # blocks taken for good (scratch), not counted as capacity
         self.free_blocks = list(range(num_blocks - 1, -1, -1))  # pop() hands out low ids first
 
@@ -47,7 +52,7 @@ class PagedKVCache:
         return len(self.free_blocks)
 
     def num_total_blocks(self) -> int:
-        return len(self.ref_counts) - self.reserved
+        return self.num_blocks - self.reserved
 
     def kv_block_size(self) -> int:
         return self.block_size
@@ -55,85 +60,39 @@ class PagedKVCache:
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
 
-    # -- sequences ---------------------------------------------------------------------------------
+    # -- blocks ------------------------------------------------------------------------------------
 
-    def _take_block(self) -> int:
-        if not self.free_blocks:
-            raise OutOfBlocks(f"all {self.num_total_blocks()} KV blocks are in use")
-        block = self.free_blocks.pop()
-        self.ref_counts[block] = 1
-        return block
+    def take_blocks(self, count: int) -> list[int]:
+        if count > len(self.free_blocks):
+            raise OutOfBlocks(f"{count} KV blocks needed, {len(self.free_blocks)} of {self.num_total_blocks()} free")
+        taken = self.free_blocks[len(self.free_blocks) - count :][::-1]
+        del self.free_blocks[len(self.free_blocks) - count :]
+        return taken
 
-    def _drop_block(self, block: int) -> None:
-        self.ref_counts[block] -= 1
-        if self.ref_counts[block] == 0:
-            self.free_blocks.append(block)
+    def give_back(self, blocks: list[int]) -> None:
+        self.free_blocks.extend(reversed(blocks))
 
     def reserve_scratch_block(self) -> int:
-        """A block no sequence will ever own: padding rows of a captured step write and read it."""
+        """A block no one will ever own: padding rows of a captured step write and read it."""
         self.reserved += 1
-        return self._take_block()
+        return self.take_blocks(1)[0]
 
-    def free_sequence(self, seq: Sequence) -> None:
-        for block in seq.blocks:
-            self._drop_block(block)
-        seq.blocks, seq.length = [], 0
-
-    def fork(self, seq: Sequence) -> Sequence:
-        for block in seq.blocks:
-            self.ref_counts[block] += 1
-        return Sequence(list(seq.blocks), seq.length)
+    # -- sequences ---------------------------------------------------------------------------------
 
     def extend(self, seq: Sequence, tokens: int) -> list[int]:
-        """Room for `tokens` more tokens at the end of `seq`; returns their flat slot indices.
+        """Room for `tokens` more tokens at the end of `seq`; returns their flat slot indices."""
+        new_blocks = self.blocks_for(seq.length + tokens) - len(seq.blocks)
+        seq.blocks += self.take_blocks(new_blocks)
+        start, seq.length = seq.length, seq.length + tokens
+        return [seq.blocks[p // self.block_size] * self.block_size + p % self.block_size for p in range(start, seq.length)]
 
-        A shared last block that is about to be written is copied first (copy-on-write).
-        """
-        copies: list[tuple[int, int]] = []
-        slots = self._extend(seq, tokens, copies)
-        self.copy_blocks(copies)
-        return slots
-
-    def extend_each(self, seqs: list[Sequence]) -> list[int]:
-        """One more token for every sequence, with all copy-on-write copies done in one batched copy."""
-        copies: list[tuple[int, int]] = []
-        slots = [self._extend(seq, 1, copies)[0] for seq in seqs]
-        self.copy_blocks(copies)
-        return slots
-
-    def _extend(self, seq: Sequence, tokens: int, copies: list[tuple[int, int]]) -> list[int]:
-        offset = seq.length % self.block_size
-        if offset and self.ref_counts[seq.blocks[-1]] > 1:
-            shared = seq.blocks[-1]
-            seq.blocks[-1] = self._take_block()
-            self.ref_counts[shared] -= 1  # still held by another sequence: never freed here
-            copies.append((shared, seq.blocks[-1]))
-        slots = []
-        for position in range(seq.length, seq.length + tokens):
-            if position % self.block_size == 0:
-                seq.blocks.append(self._take_block())
-            slots.append(seq.blocks[-1] * self.block_size + position % self.block_size)
-        seq.length += tokens
-        return slots
-
-    def copy_blocks(self, copies: list[tuple[int, int]]) -> None:
-        if not copies:
-            return
-        src = torch.tensor([s for s, _ in copies], device=self.k.device)
-        dst = torch.tensor([d for _, d in copies], device=self.k.device)
-        self.k[:, dst] = self.k[:, src]
-        self.v[:, dst] = self.v[:, src]
+    def free_sequence(self, seq: Sequence) -> None:
+        self.give_back(seq.blocks)
+        seq.blocks, seq.length = [], 0
 
     # -- tensors -----------------------------------------------------------------------------------
 
     def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         """Store k, v (T, H, D) of one layer at flat slots (T,)."""
-        L, blocks, block_size, H, D = self.k.shape
-        self.k[layer].view(blocks * block_size, H, D).index_copy_(0, slots, k)  # flat (slots, H, D) view
-        self.v[layer].view(blocks * block_size, H, D).index_copy_(0, slots, v)
-
-    def block_table(self, seqs: list[Sequence], device: torch.device) -> torch.Tensor:
-        """(N, max blocks) int32, rows padded with 0 (never read past a row's length)."""
-        width = max(1, max(len(s.blocks) for s in seqs))
-        table = [s.blocks + [0] * (width - len(s.blocks)) for s in seqs]
-        return torch.tensor(table, dtype=torch.int32, device=device)
+        self.k[layer].index_copy_(0, slots, k)
+        self.v[layer].index_copy_(0, slots, v)

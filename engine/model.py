@@ -108,6 +108,7 @@ class DecoderLayer:
 class NllbModel:
     def __init__(self, config: NllbConfig, weights: dict[str, torch.Tensor], max_positions: int):
         self.config = config
+        self.max_positions = max_positions  # decoder and source lengths the engine's tables are sized for
         w = weights
 
         def linear(name: str) -> Linear:
@@ -232,22 +233,23 @@ class NllbModel:
         self,
         tokens: torch.Tensor,
         positions: torch.Tensor,
+        rows: torch.Tensor,
         self_cache: PagedKVCache,
+        write_slots: torch.Tensor,
         self_slots: torch.Tensor,
-        self_tables: torch.Tensor,
         self_lens: torch.Tensor,
         cross_cache: PagedKVCache,
-        cross_tables: torch.Tensor,
+        cross_slots: torch.Tensor,
         cross_lens: torch.Tensor,
         with_logits: bool = True,
         lora: LoraRows | None = None,
     ) -> torch.Tensor | None:
         """One new token for each of N rows -> logits (N, V).
 
-        Row i writes its K/V at flat slot `self_slots[i]` of the self-attention cache, attends over
-        `self_lens[i]` tokens through block table `self_tables[i]`, and over `cross_lens[i]` source
-        tokens through `cross_tables[i]` (beams of one sentence share their source's table). `lora`
-        gives each row its adapter slot.
+        Row i writes its K/V at flat slot `write_slots[i]` of the self-attention cache, attends over
+        the first `self_lens[i]` slots listed in `self_slots[rows[i]]`, and over the first
+        `cross_lens[i]` source slots in `cross_slots[rows[i]]` (beams of one sentence list the same
+        source slots). `lora` gives each row its adapter slot.
         """
         N = tokens.shape[0]
         H, D = self.heads, self.head_dim
@@ -256,12 +258,12 @@ class NllbModel:
         for i, layer in enumerate(self.decoder_layers):
             p = f"decoder.layers.{i}"
             q, k, v = project(layer.qkv, h, lora, f"{p}.self_attn.qkv").view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
-            self_cache.write(i, self_slots, k, v)
-            a = kernels.paged_attention(q, self_cache.k[i], self_cache.v[i], self_tables, self_lens, self.scale)
+            self_cache.write(i, write_slots, k, v)
+            a = kernels.slot_attention(q, self_cache.k[i], self_cache.v[i], self_slots, rows, self_lens, self.scale)
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
             x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm")  # (N, C) each
             q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
-            a = kernels.paged_attention(q, cross_cache.k[i], cross_cache.v[i], cross_tables, cross_lens, self.scale)
+            a = kernels.slot_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale)
             a = project(layer.cross_out, a.reshape(N, H * D), lora, f"{p}.encoder_attn.out_proj")
             x, h = add_normalize(layer.ffn_norm, a, x, lora, f"{p}.final_layer_norm")
             last = i + 1 == len(self.decoder_layers)

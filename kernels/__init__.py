@@ -10,19 +10,19 @@ from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
-from kernels.paged_attention import paged_attention_ref, paged_attention_triton
+from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 
 
 def _use_triton(tensor):
     return HAVE_TRITON and tensor.is_cuda
 
 
-def paged_attention(q, k_cache, v_cache, block_tables, seq_lens, scale):
-    """Decode attention over one layer's paged KV cache. q (B, H, D); k_cache, v_cache
-    (num_blocks, block_size, H, D); block_tables (B, max_blocks) int32; seq_lens (B,) int32,
-    current token included. Returns (B, H, D) in q's dtype."""
-    fn = paged_attention_triton if _use_triton(q) else paged_attention_ref
-    return fn(q, k_cache, v_cache, block_tables, seq_lens, scale)
+def slot_attention(q, k, v, slot_table, rows, lens, scale):
+    """Decode attention over one layer's cache of token slots. q (N, H, D); k, v (slots, H, D); row
+    i reads the first lens[i] slots of slot_table[rows[i]] (slot_table (R, T) int32, rows (N,),
+    lens (N,) int32, current token included). Returns (N, H, D) in q's dtype."""
+    fn = slot_attention_triton if _use_triton(q) else slot_attention_ref
+    return fn(q, k, v, slot_table, rows, lens, scale)
 
 
 def add_layer_norm(x, residual, weight, bias, eps):
@@ -47,4 +47,4 @@ def lora(x, y, a, b, scale, slots):
     return fn(x, y, a, b, scale, slots)
 
 
-__all__ = ["add_layer_norm", "logsoftmax_topk", "lora", "paged_attention"]
+__all__ = ["add_layer_norm", "logsoftmax_topk", "lora", "slot_attention"]

@@ -1,8 +1,7 @@
+import pytest
 import torch
 
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
-
-import pytest
 
 
 def make_cache(blocks=8, block_size=4):
@@ -19,9 +18,8 @@ def write_tokens(cache, seq, values):
 
 
 def read_tokens(cache, seq):
-    flat = cache.k[0].view(-1, 2, 3)
     slots = [seq.blocks[p // cache.block_size] * cache.block_size + p % cache.block_size for p in range(seq.length)]
-    return [flat[s, 0, 0].item() for s in slots]
+    return [cache.k[1, s, 0, 0].item() for s in slots]
 
 
 def test_blocks_are_counted_and_returned():
@@ -35,22 +33,29 @@ def test_blocks_are_counted_and_returned():
     assert cache.num_free_blocks() == 8
 
 
-def test_fork_shares_full_blocks_and_copies_the_partial_one_on_write():
+def test_sequences_written_in_turns_keep_their_own_tokens():
     cache = make_cache()
-    parent = Sequence()
-    write_tokens(cache, parent, [1, 2, 3, 4, 5, 6])  # one full block, one half-full
-    child = cache.fork(parent)
-    assert cache.num_free_blocks() == 6  # nothing copied yet
-    write_tokens(cache, child, [70])
-    write_tokens(cache, parent, [80])
-    assert child.blocks[0] == parent.blocks[0]  # the full block stays shared
-    assert child.blocks[1] != parent.blocks[1]  # the written one was copied first
-    assert read_tokens(cache, child) == [1, 2, 3, 4, 5, 6, 70]
-    assert read_tokens(cache, parent) == [1, 2, 3, 4, 5, 6, 80]
-    cache.free_sequence(parent)
-    assert read_tokens(cache, child) == [1, 2, 3, 4, 5, 6, 70]
-    cache.free_sequence(child)
-    assert cache.num_free_blocks() == 8
+    a, b = Sequence(), Sequence()
+    for i in range(6):
+        write_tokens(cache, a, [i])
+        write_tokens(cache, b, [100 + i])
+    assert not set(a.blocks) & set(b.blocks)
+    assert read_tokens(cache, a) == list(range(6))
+    assert read_tokens(cache, b) == [100 + i for i in range(6)]
+
+
+def test_extend_returns_consecutive_slots_across_blocks():
+    cache = make_cache()
+    seq = Sequence()
+    slots = cache.extend(seq, 6)
+    assert slots == [seq.blocks[0] * 4 + i for i in range(4)] + [seq.blocks[1] * 4, seq.blocks[1] * 4 + 1]
+
+
+def test_scratch_blocks_are_not_capacity():
+    cache = make_cache()
+    scratch = cache.reserve_scratch_block()
+    assert cache.num_total_blocks() == cache.num_free_blocks() == 7
+    assert scratch not in cache.take_blocks(7)
 
 
 def test_running_out_of_blocks_is_an_error_not_corruption():
@@ -59,3 +64,4 @@ def test_running_out_of_blocks_is_an_error_not_corruption():
     write_tokens(cache, seq, range(8))
     with pytest.raises(OutOfBlocks):
         cache.extend(seq, 1)
+    assert seq.length == 8 and len(seq.blocks) == 2

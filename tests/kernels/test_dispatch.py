@@ -11,18 +11,19 @@ REPO = Path(__file__).resolve().parents[2]
 
 def small_inputs():
     g = torch.Generator().manual_seed(0)
-    k_cache, v_cache = torch.randn(4, 2, 2, 8, generator=g), torch.randn(4, 2, 2, 8, generator=g)
-    table = torch.tensor([[2, 0], [1, -1]], dtype=torch.int32)
-    seq_lens = torch.tensor([3, 2], dtype=torch.int32)
+    k, v = torch.randn(8, 2, 8, generator=g), torch.randn(8, 2, 8, generator=g)
+    table = torch.tensor([[5, 0, 2], [1, 7, -1], [3, 3, 3]], dtype=torch.int32)
+    rows = torch.tensor([2, 0], dtype=torch.int32)
+    lens = torch.tensor([3, 2], dtype=torch.int32)
     q = torch.randn(2, 2, 8, generator=g)
     x = torch.randn(2, 8, generator=g)
-    return q, k_cache, v_cache, table, seq_lens, x
+    return q, k, v, table, rows, lens, x
 
 
 def test_cpu_tensors_take_the_reference():
-    q, k_cache, v_cache, table, seq_lens, x = small_inputs()
-    assert torch.equal(kernels.paged_attention(q, k_cache, v_cache, table, seq_lens, 0.5),
-                       kernels.paged_attention_ref(q, k_cache, v_cache, table, seq_lens, 0.5))
+    q, k, v, table, rows, lens, x = small_inputs()
+    assert torch.equal(kernels.slot_attention(q, k, v, table, rows, lens, 0.5),
+                       kernels.slot_attention_ref(q, k, v, table, rows, lens, 0.5))
     w, b = torch.ones(8), torch.zeros(8)
     for got, want in zip(kernels.add_layer_norm(x, x, w, b, 1e-5), kernels.add_layer_norm_ref(x, x, w, b, 1e-5)):
         assert torch.equal(got, want)

@@ -1,0 +1,57 @@
+"""Every decoder row's state, on the device, indexed by row id.
+
+A row is one hypothesis being decoded: a beam, or the one row of a greedy sentence. Rows keep their
+id from admission to the end of their sentence; beam search reorders hypotheses by moving them
+between the rows of a sentence (a gather of `hyp` and `kv_slots`), never by copying K/V.
+
+`kv_slots[r, t]` is the self-attention cache slot that holds position t of row r's hypothesis.
+Each row writes the K/V of its newest token into a block of its own (`write_block`), so a
+hypothesis taken over from another beam keeps reading the positions it shares with that beam from
+where that beam wrote them. Blocks belong to the sentence and are given back when it ends.
+
+Beam search keeps a sentence's finished hypotheses (HF's BeamHypotheses) in its rows too: the
+i-th best finished hypothesis of a sentence whose rows are `rows` sits at row `rows[i]` of the
+`fin_*` tensors, and sentence-wide flags at its first row.
+
+The last row is scratch: padding rows of a captured step are all this row.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.decoding import NEG_INF
+
+
+class DecoderRows:
+    def __init__(self, capacity: int, max_length: int, max_source: int, device: torch.device):
+        R, T = capacity + 1, max_length
+        self.capacity = capacity
+        self.max_length = max_length
+        self.max_source = max_source
+        self.scratch = capacity
+        i32, i64 = dict(dtype=torch.int32, device=device), dict(dtype=torch.int64, device=device)
+        self.hyp = torch.zeros(R, T, **i64)  # decoder input so far: `</s>`, language code, tokens
+        self.kv_slots = torch.zeros(R, T, **i32)  # self-attention slot of each position
+        self.kv_len = torch.zeros(R, **i32)  # positions in the cache
+        self.write_block = torch.zeros(R, **i32)  # the block the row's next positions go into
+        self.cross_slots = torch.zeros(R, max_source, **i32)  # its source's cross-attention slots
+        self.cross_len = torch.ones(R, **i32)
+        self.adapter = torch.full((R,), -1, **i32)  # LoRA slot, -1 for the base model
+        self.score = torch.zeros(R, dtype=torch.float32, device=device)  # sum of log-probabilities
+        self.fin_score = torch.full((R,), NEG_INF, dtype=torch.float32, device=device)  # -inf: empty
+        self.fin_hyp = torch.zeros(R, T, **i64)
+        self.fin_len = torch.zeros(R, **i32)
+        self.improvable = torch.ones(R, dtype=torch.bool, device=device)  # HF's early-stop heuristic, per sentence
+        self.free_rows = list(range(capacity - 1, -1, -1))  # pop() hands out low ids first
+
+    def num_free_rows(self) -> int:
+        return len(self.free_rows)
+
+    def take_rows(self, count: int) -> list[int]:
+        if count > len(self.free_rows):
+            raise RuntimeError(f"{count} decoder rows needed, {len(self.free_rows)} free")
+        return [self.free_rows.pop() for _ in range(count)]
+
+    def give_back(self, rows: list[int]) -> None:
+        self.free_rows.extend(reversed(rows))

@@ -1,0 +1,119 @@
+"""Decode attention where each row lists the cache slots of its tokens: one new query token per row.
+
+Meaning, as a plain loop (`n = lens[i]` counts the current token, whose K/V is already cached):
+
+    for i in range(N):
+        for h in range(H):
+            slots = slot_table[rows[i], :lens[i]]
+            s = [scale * dot(q[i, h], k[slot, h]) for slot in slots]
+            p = softmax(s)
+            out[i, h] = sum(p[t] * v[slot, h] for t, slot in enumerate(slots))
+
+`k`, `v` are one layer's cache as a flat array of token slots. A slot list per row, rather than a
+block table, lets the beams of a sentence read the tokens they have in common from one place while
+each writes only its own blocks: reordering beams is a gather of slot lists, never a copy of K/V
+(FasterTransformer's cache indirection, at the granularity of tokens). Entries of a slot list
+past the row's length are never read, so they may hold anything.
+"""
+
+import torch
+
+from kernels._triton import tl, triton
+
+
+@triton.jit
+def _slot_attention_kernel(
+    q_ptr, k_ptr, v_ptr, table_ptr, rows_ptr, lens_ptr, out_ptr, scale, D,
+    stride_qn, stride_qh,
+    stride_ks, stride_kh,
+    stride_vs, stride_vh,
+    stride_table,
+    stride_on, stride_oh,
+    TILE: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # One program per (row, head): online softmax over TILE cached tokens at a time.
+    i = tl.program_id(0)
+    h = tl.program_id(1)
+    n = tl.load(lens_ptr + i)
+    row = tl.load(rows_ptr + i).to(tl.int64)
+    d = tl.arange(0, BLOCK_D)
+    d_ok = d < D
+    q = tl.load(q_ptr + i * stride_qn + h * stride_qh + d, mask=d_ok, other=0.0).to(tl.float32) * scale
+
+    m = tl.full((), float("-inf"), tl.float32)  # running max of the scores
+    l = tl.full((), 0.0, tl.float32)  # running sum of exp(score - m)
+    acc = tl.zeros([BLOCK_D], tl.float32)  # running sum of exp(score - m) * v
+    t = tl.arange(0, TILE)
+    for start in range(0, n, TILE):
+        pos = start + t
+        valid = pos < n
+        # int64: slot * stride can pass 2**31 in a large cache.
+        slot = tl.load(table_ptr + row * stride_table + pos, mask=valid, other=0).to(tl.int64)
+        kv_mask = valid[:, None] & d_ok[None, :]
+        k = tl.load(k_ptr + (slot * stride_ks + h * stride_kh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+        s = tl.sum(k.to(tl.float32) * q[None, :], axis=1)  # (TILE,)
+        s = tl.where(valid, s, float("-inf"))
+
+        m_new = tl.maximum(m, tl.max(s, axis=0))
+        alpha = tl.exp(m - m_new)
+        p = tl.exp(s - m_new)  # (TILE,)
+        v = tl.load(v_ptr + (slot * stride_vs + h * stride_vh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+        acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), axis=0)
+        l = l * alpha + tl.sum(p, axis=0)
+        m = m_new
+
+    out = acc / l
+    tl.store(out_ptr + i * stride_on + h * stride_oh + d, out.to(out_ptr.dtype.element_ty), mask=d_ok)
+
+
+def _tile_and_warps(num_programs):
+    """Tokens per step and warps per (row, head) program, as measured on an H200: with many
+    programs, one warp each on short steps keeps many resident per SM; with few, long steps and
+    more warps keep more loads in flight."""
+    if num_programs >= 1024:
+        return 16, 1
+    return 64, 8
+
+
+def slot_attention_triton(q, k, v, slot_table, rows, lens, scale):
+    """Triton version of `slot_attention_ref`; same arguments, same result."""
+    N, H, D = q.shape
+    _, Hk, Dk = k.shape
+    assert (Hk, Dk) == (H, D) and v.shape == k.shape, "q, k, v shapes disagree"
+    assert q.dtype == k.dtype == v.dtype, "q, k, v must share a dtype"
+    assert q.stride(-1) == k.stride(-1) == v.stride(-1) == 1, "head dim must be contiguous"
+    assert slot_table.dtype == lens.dtype == torch.int32, "slot_table and lens must be int32"
+    assert slot_table.dim() == 2 and slot_table.stride(1) == 1
+    assert rows.shape == lens.shape == (N,) and rows.is_contiguous() and lens.is_contiguous()
+
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    TILE, num_warps = _tile_and_warps(N * H)
+    _slot_attention_kernel[(N, H)](
+        q, k, v, slot_table, rows, lens, out, scale, D,
+        q.stride(0), q.stride(1),
+        k.stride(0), k.stride(1),
+        v.stride(0), v.stride(1),
+        slot_table.stride(0),
+        out.stride(0), out.stride(1),
+        TILE=TILE, BLOCK_D=triton.next_power_of_2(D), num_warps=num_warps,
+    )
+    return out
+
+
+def slot_attention_ref(q, k, v, slot_table, rows, lens, scale):
+    """Decode attention of `q` (N, H, D) over the cache `k`, `v` (slots, H, D): row i reads the
+    `lens[i]` (>= 1, current token included) slots listed in `slot_table[rows[i]]`, slot_table
+    (R, T) int32. Softmax and sums in float32 (float64 for float64 inputs); returns (N, H, D) in
+    q's dtype."""
+    N, H, D = q.shape
+    compute_dtype = torch.promote_types(q.dtype, torch.float32)
+    T = int(lens.max())
+    valid = torch.arange(T, device=q.device)[None, :] < lens[:, None]  # (N, T)
+    # Entries past a row's length may be garbage: point them at slot 0, then mask.
+    slots = slot_table[rows.long(), :T].long().masked_fill(~valid, 0)  # (N, T)
+    keys = k[slots]  # (N, T, H, D)
+    values = v[slots].masked_fill(~valid[:, :, None, None], 0.0)  # unused slots may hold NaN: 0 * NaN is NaN
+    scores = torch.einsum("nhd,nthd->nht", q.to(compute_dtype), keys.to(compute_dtype)) * scale  # (N, H, T)
+    scores = scores.masked_fill(~valid[:, None, :], float("-inf"))
+    p = torch.softmax(scores, dim=-1)  # (N, H, T)
+    return torch.einsum("nht,nthd->nhd", p, values.to(compute_dtype)).to(q.dtype)

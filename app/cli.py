@@ -1,5 +1,6 @@
-"""`dragoman`: with no subcommand it opens the window; `dragoman translate` translates from the command line;
-`dragoman adapters` lists the LoRA adapters folder.
+"""`dragoman [FILE ...]`: with no subcommand it opens the window, each FILE queued as a document to translate
+(the desktop's "Open with"); `dragoman translate` translates from the command line; `dragoman adapters` lists the
+LoRA adapters folder.
 
 Errors are one line on stderr: exit code 1, or 2 for a usage error (bad option, unknown language).
 """
@@ -15,21 +16,45 @@ from app import __version__
 
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
+COMMANDS = ("translate", "adapters")
+DESCRIPTION = (
+    "Offline translation between 200 languages (NLLB-200). With no COMMAND it opens the window, each FILE "
+    "(a document or a folder of them) queued to translate as if dropped on it."
+)
 
 
 class UsageError(Exception):
     pass
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dragoman", description="Offline translation between 200 languages (NLLB-200).")
-    parser.add_argument("--version", action="version", version=f"dragoman {__version__}")
+def add_window_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="DIR", help="NLLB checkpoint folder")
     parser.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters")
     parser.add_argument("--from", dest="src", metavar="LANG", help="source language (FLORES-200 code, e.g. eng_Latn)")
     parser.add_argument("--to", dest="tgt", metavar="LANG", help="target language (e.g. fra_Latn)")
     parser.add_argument("--device", metavar="D", help="auto, cpu, cuda or cuda:N")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+
+def build_window_parser(sniffing: bool = False) -> argparse.ArgumentParser:
+    """`dragoman [options] [FILE ...]`. Sniffing: only to find the first positional argument, so no
+    --help or --version (they would act), and a bad option raises instead of exiting."""
+    parser = argparse.ArgumentParser(prog="dragoman", description=DESCRIPTION, add_help=not sniffing,
+                                     exit_on_error=not sniffing)
+    if not sniffing:
+        parser.add_argument("--version", action="version", version=f"dragoman {__version__}")
+    add_window_options(parser)
+    parser.add_argument("files", nargs="*", metavar="FILE", help="documents or folders to translate in the window")
+    parser.set_defaults(command=None)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dragoman", description=DESCRIPTION,
+                                     usage="%(prog)s [options] [FILE ...]\n       %(prog)s COMMAND ...")
+    parser.add_argument("--version", action="version", version=f"dragoman {__version__}")
+    add_window_options(parser)
+    parser.set_defaults(files=[])
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="dragoman")  # not from the usage
 
     translate = commands.add_parser(
         "translate",
@@ -249,9 +274,21 @@ def translate_files(args, inputs: list[Path], translator, src: str, tgt: str, ov
     return 0
 
 
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """argparse cannot take a subcommand and files in the same place (a file would be an unknown
+    command), so the window's parser takes the command line unless its first positional argument
+    is a command (a document named like one can be given as ./translate)."""
+    try:
+        sniffed, _ = build_window_parser(sniffing=True).parse_known_args(argv)
+    except argparse.ArgumentError:
+        sniffed = None  # e.g. --model without a folder: the full parser says so
+    if sniffed is not None and sniffed.files and sniffed.files[0] not in COMMANDS:
+        return build_window_parser().parse_intermixed_args(argv)  # options may follow the files
+    return build_parser().parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     try:
         if args.command == "translate":
             return run_translate(args, sys.stdin, sys.stdout)
@@ -259,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_adapters(args, sys.stdout)
         from app.gui import run_window
 
-        return run_window(model=args.model, adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device)
+        return run_window(model=args.model, adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device,
+                          files=args.files)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

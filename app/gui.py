@@ -1,12 +1,13 @@
-"""Start the desktop window: `dragoman` with no subcommand lands here (app/cli.py calls run_window)."""
+"""Start the desktop window: `dragoman [FILE ...]` with no subcommand lands here (app/cli.py calls run_window)."""
 
 from __future__ import annotations
 
 import signal
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from app.qt_compat import MainThreadGarbageCollector
@@ -42,8 +43,49 @@ def startup_settings(
     return settings
 
 
-def run_window(model: str | None, adapters: str | None, src: str | None, tgt: str | None, device: str | None) -> int:
-    """Open the window with these choices (None = as saved), run until it closes; the exit code."""
+class FileOpenEvents(QObject):
+    """An event filter on the application: on macOS, documents opened from Finder ("Open With", a drop
+    on the Dock icon) come as QFileOpenEvents, one per file, not on the command line. The files of
+    one such open go to `opened(paths)` together, so they are confirmed once, as a drop is."""
+
+    def __init__(self, opened: Callable[[list[Path]], None], parent=None):
+        super().__init__(parent)
+        self.opened = opened
+        self.files: list[Path] = []
+        # Finder sends the events of one open back to back: a zero timer fires after the last.
+        self.batch = QTimer(self, singleShot=True, interval=0)
+        self.batch.timeout.connect(self._hand_over)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.FileOpen and event.file():
+            self.files.append(Path(event.file()))
+            self.batch.start()
+            return True
+        return super().eventFilter(watched, event)
+
+    def _hand_over(self) -> None:
+        files, self.files = self.files, []
+        self.opened(files)
+
+
+def show_window(paths: AppPaths, settings: Settings, files: Sequence[str | Path] = ()):
+    """Show the main window, with `files` (and any opened from Finder later) queued as documents."""
+    from app.window import MainWindow  # after QApplication: widgets need it
+
+    window = MainWindow(paths, settings)
+    window.show()
+    window.source.setFocus()
+    QApplication.instance().installEventFilter(FileOpenEvents(window.open_documents, window))
+    if files:
+        window.open_documents(files)
+    return window
+
+
+def run_window(
+    model: str | None, adapters: str | None, src: str | None, tgt: str | None, device: str | None, files: Sequence[str] = ()
+) -> int:
+    """Open the window with these choices (None = as saved) and these documents to translate, run until it
+    closes; the exit code."""
     paths = AppPaths.default()
     try:
         settings = startup_settings(paths, model, adapters, src, tgt, device)
@@ -55,11 +97,7 @@ def run_window(model: str | None, adapters: str | None, src: str | None, tgt: st
     app.setDesktopFileName("dragoman")
     MainThreadGarbageCollector(app)  # a child of app: collects for the whole session
 
-    from app.window import MainWindow  # after QApplication: widgets need it
-
-    window = MainWindow(paths, settings)
-    window.show()
-    window.source.setFocus()
+    window = show_window(paths, settings, files)
     # Ctrl+C in the terminal closes the window (and so stops the engine thread) cleanly. Python
     # handles signals only when it runs, so a timer wakes it now and then.
     signal.signal(signal.SIGINT, lambda *_: window.close())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Sequence
 
 from PySide6.QtCore import QFileSystemWatcher, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QGuiApplication, QKeySequence
@@ -355,7 +356,7 @@ class MainWindow(QMainWindow):
         self.documents.message.connect(lambda text: self.statusBar().showMessage(text, 5000))
         # Files and folders dropped anywhere on the window, the text boxes too, become document jobs.
         self.setAcceptDrops(True)
-        self.file_drops = FileDrops(self.documents.add_paths, self)
+        self.file_drops = FileDrops(self.open_documents, self)
         for widget in (self, self.source.viewport(), self.target.viewport()):
             widget.installEventFilter(self.file_drops)
 
@@ -399,7 +400,8 @@ class MainWindow(QMainWindow):
         self.model_ready = True
         self.load_progress.hide()
         self.model_label.setText(description)
-        self.statusBar().showMessage("Ready", 4000)
+        if self.statusBar().currentMessage().startswith("Loading"):  # keep a note that came meanwhile
+            self.statusBar().showMessage("Ready", 4000)
         if self.source.toPlainText().strip() and not self.job_id:
             self.translate_now()
 
@@ -474,6 +476,11 @@ class MainWindow(QMainWindow):
             self.target.clear()
             self.detected = ""
             self._show_detected()
+
+    def open_documents(self, paths: Sequence[str | Path]) -> None:
+        """Files and folders dropped on the window, named on the command line (`dragoman FILE...`,
+        "Open with") or opened from Finder: looked through off this thread, confirmed, then queued."""
+        self.documents.add_paths([Path(p).absolute() for p in paths])  # relative to where `dragoman` ran
 
     def make_document_job(self, path: Path) -> DocumentJob:
         """A dropped document's job: the languages, options and adapter typed text uses now."""

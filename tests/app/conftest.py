@@ -41,3 +41,49 @@ def paths(tmp_path, monkeypatch):
     monkeypatch.setenv("DRAGOMAN_HOME", str(tmp_path / "home"))
     return AppPaths.default()
 
+
+
+class Answers:
+    """Stands in for the confirmation dialogs: gives the answers in turn and keeps the questions."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.questions = []
+
+    def __call__(self, title, text):
+        self.questions.append(text)
+        return self.answers.pop(0)
+
+
+@pytest.fixture
+def open_window(qtbot, paths):
+    """open_window(settings=None, *answers, files=(), wait_for_model=True): the main window as `dragoman FILE...`
+    shows it (settings None: as saved), its worker's signals recorded in window.events. `answers` answer its
+    questions in turn (window.documents.ask.questions keeps them); the outputs it would open in a viewer go to
+    window.opened. Closed at the end of the test, its engine thread stopped."""
+    from PySide6.QtCore import QCoreApplication
+
+    from app.gui import show_window
+    from app.settings import Settings
+    from recorder import WAIT_MS, Recorder
+
+    windows = []
+
+    def open_window(settings=None, *answers, files=(), wait_for_model=True):
+        # The files are looked through on a task thread: the answers are in place before any question.
+        window = show_window(paths, settings or Settings.load(paths.settings_file), files)
+        window.events = Recorder(window.worker)
+        window.documents.ask = Answers(*answers)
+        window.opened = []
+        window.documents.open_url = lambda url: window.opened.append(url) or True
+        qtbot.addWidget(window)
+        windows.append(window)
+        if wait_for_model:
+            qtbot.waitUntil(lambda: window.model_ready, timeout=WAIT_MS)
+        return window
+
+    yield open_window
+    for window in windows:
+        window.close()
+        assert window.worker.isFinished()
+    QCoreApplication.sendPostedEvents()

@@ -5,7 +5,7 @@ import json
 
 import docx
 import pytest
-from PySide6.QtCore import QCoreApplication, QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
@@ -13,8 +13,7 @@ import app.documents.segments
 import engine.translator
 from app.jobs_panel import CANCELLED, DONE, FAILED, PENDING_FILE, RUNNING
 from app.settings import Settings
-from app.window import MainWindow
-from recorder import WAIT_MS, Recorder
+from recorder import WAIT_MS
 
 SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(40)]
 
@@ -29,41 +28,6 @@ def small_batches(monkeypatch):
 def settings(tiny_checkpoint):
     return Settings(model_dir=str(tiny_checkpoint), device="cpu", precision="float32", num_beams=1, max_length=12,
                     source_language="eng_Latn", target_language="fra_Latn")
-
-
-class Answers:
-    """Stands in for the confirmation dialogs: gives the answers in turn and keeps the questions."""
-
-    def __init__(self, *answers):
-        self.answers = list(answers)
-        self.questions = []
-
-    def __call__(self, title, text):
-        self.questions.append(text)
-        return self.answers.pop(0)
-
-
-@pytest.fixture
-def open_window(qtbot, paths):
-    windows = []
-
-    def open_window(settings, *answers):
-        window = MainWindow(paths, settings)
-        window.events = Recorder(window.worker)
-        window.documents.ask = Answers(*answers)
-        window.opened = []
-        window.documents.open_url = lambda url: window.opened.append(url) or True
-        qtbot.addWidget(window)
-        window.show()
-        windows.append(window)
-        qtbot.waitUntil(lambda: window.model_ready, timeout=WAIT_MS)
-        return window
-
-    yield open_window
-    for window in windows:
-        window.close()
-        assert window.worker.isFinished()
-    QCoreApplication.sendPostedEvents()
 
 
 def drop(window, *paths):

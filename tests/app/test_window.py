@@ -4,15 +4,15 @@ import json
 import time
 
 import pytest
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 import app.window
 from app.settings import AUTO_DETECT, Settings
 from app.settings_dialog import SettingsDialog
-from app.window import NO_ADAPTER, MainWindow
+from app.window import NO_ADAPTER
 from engine.translator import Translator
-from recorder import WAIT_MS, Recorder
+from recorder import WAIT_MS
 
 LONG_TEXT = "\n".join(f"The small dog {i} sees the green river tomorrow." for i in range(24))
 
@@ -31,27 +31,6 @@ def expected(oracle, text, src="eng_Latn", tgt="fra_Latn", **options):
 def settings(tiny_checkpoint):
     return Settings(model_dir=str(tiny_checkpoint), device="cpu", precision="float32", num_beams=4, max_length=40,
                     source_language="eng_Latn", target_language="fra_Latn")
-
-
-@pytest.fixture
-def open_window(qtbot, paths):
-    windows = []
-
-    def open_window(settings=None, wait_for_model=True):
-        window = MainWindow(paths, settings or Settings.load(paths.settings_file))
-        window.events = Recorder(window.worker)
-        qtbot.addWidget(window)
-        window.show()
-        windows.append(window)
-        if wait_for_model:
-            qtbot.waitUntil(lambda: window.model_ready, timeout=WAIT_MS)
-        return window
-
-    yield open_window
-    for window in windows:
-        window.close()
-        assert window.worker.isFinished()
-    QCoreApplication.sendPostedEvents()
 
 
 def translated(qtbot, window, action):

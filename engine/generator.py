@@ -278,7 +278,7 @@ class Generator:
         write = state.write_block[rows].long() * self.self_cache.block_size + position % self.self_cache.block_size
         state.kv_slots[rows, position] = write.int()
         state.kv_len[rows] = cached + 1
-        state.kv_len[state.scratch] = 0  # padding rows (all of them the scratch row) start afresh each step
+        state.kv_len.narrow(0, state.scratch, 1).zero_()  # padding rows (all the scratch row) start afresh each step
         lora = LoraRows(self.lora, state.adapter[rows]) if with_lora else None
         return self.model.decode_step(
             tokens=state.hyp[rows, position],

@@ -124,7 +124,18 @@ class NllbModel:
             return LayerNorm(w[f"{name}.weight"], w[f"{name}.bias"])
 
         self.embed_tokens = w["embed_tokens.weight"]
-        self.lm_head = Linear(w["lm_head.weight"], None)  # tied: the embedding matrix itself
+        output = w["lm_head.weight"]  # tied: the embedding matrix itself
+        vocab = config.vocab_size
+        if output.is_cuda and vocab % 64:
+            # Logits rows of 256,206 bf16 values are not 16-byte aligned, which keeps cuBLAS off its
+            # Hopper kernels (2.5x slower here). Pad the projection with zero rows; decode_step slices
+            # their logits off.
+            padded = output.new_zeros(-(-vocab // 64) * 64, output.shape[1])  # (V rounded up, C)
+            padded[:vocab] = output
+            if output is self.embed_tokens:
+                self.embed_tokens = padded[:vocab]
+            output = padded
+        self.lm_head = Linear(output, None)
         self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
         device, dtype = self.embed_tokens.device, self.embed_tokens.dtype
         # Row p is position p; tokens start at padding_idx + 1 (HF computes in float32, then casts).
@@ -273,4 +284,4 @@ class NllbModel:
             x, h = add_normalize(next_norm, f, x, lora, next_site)
         if not with_logits:
             return None
-        return self.lm_head(h)  # (N, V)
+        return self.lm_head(h)[:, : self.config.vocab_size]  # (N, V)

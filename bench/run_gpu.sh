@@ -4,7 +4,7 @@
 set -u
 export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
 SIZES=${SIZES:-"600M 1.3B 3.3B"}
-python3 -m pip install -q --no-index --no-deps --target "$PWD/.ct2" .whl/ctranslate2-*.whl
+rm -rf .ct2 && python3 -m pip install -q --no-index --no-deps --target "$PWD/.ct2" .whl/ctranslate2-*.whl  # fresh: a second install into it breaks the package
 L=$(python3 -c 'import os, nvidia; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')
 mkdir -p .cb12 && ln -sf $L/libcublas.so.13 .cb12/libcublas.so.12 && ln -sf $L/libcublasLt.so.13 .cb12/libcublasLt.so.12
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader

@@ -7,8 +7,11 @@ whatever S is, so the host's work per step does not grow with the batch.
 
 Each function takes the sentences' rows (S, B) in `DecoderRows` right after the decoder step that
 fed every row's last token (so `kv_len` of a row is its hypothesis length), the step's logits
-(S * B, V) in the same order, and the host's copy of each sentence's length; it updates the rows'
-hypotheses and search state and returns which sentences are done (S,) bool, on the device.
+(S * B, V) in the same order, and `width`, a bound on the hypotheses' lengths after this step; it
+updates the rows' hypotheses and search state and returns which sentences are done (S,) bool, on
+the device. Without host syncs, so a CUDA graph can hold a step: only options that do more than
+ban `</s>` (repetition penalty, n-gram bans, forced `</s>`) need the host's `lengths` of the
+hypotheses, to hand whole histories to `decoding.process_scores`.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from engine.decoding import BLOCKED, NEG_INF, DecodingOptions, bans_only_eos, pr
 from engine.rows import DecoderRows
 
 
-def _histories(state: DecoderRows, rows: torch.Tensor, lengths: list[int]) -> list[list[int]]:
+def _histories(state: DecoderRows, rows: torch.Tensor, lengths: list[int] | None) -> list[list[int]]:
     """Each row's hypothesis as a host list, for the score processors that need whole histories."""
+    assert lengths is not None, "these decoding options need the hypotheses' lengths"
     S, B = rows.shape
     width = max(lengths)
     tokens = state.hyp[:, :width][rows.reshape(-1)].tolist()  # (S * B, width)
@@ -35,7 +39,13 @@ def _eos_banned(cur_len: torch.Tensor, options: DecodingOptions) -> torch.Tensor
 
 
 def greedy_step(
-    state: DecoderRows, rows: torch.Tensor, logits: torch.Tensor, lengths: list[int], options: DecodingOptions, eos_id: int
+    state: DecoderRows,
+    rows: torch.Tensor,
+    logits: torch.Tensor,
+    options: DecodingOptions,
+    eos_id: int,
+    width: int,
+    lengths: list[int] | None = None,
 ) -> torch.Tensor:
     """HF's `_sample` without sampling: the argmax of the processed raw logits. rows (S, 1)."""
     row = rows[:, 0]  # (S,)
@@ -53,7 +63,13 @@ def greedy_step(
 
 
 def beam_step(
-    state: DecoderRows, rows: torch.Tensor, logits: torch.Tensor, lengths: list[int], options: DecodingOptions, eos_id: int
+    state: DecoderRows,
+    rows: torch.Tensor,
+    logits: torch.Tensor,
+    options: DecodingOptions,
+    eos_id: int,
+    width: int,
+    lengths: list[int] | None = None,
 ) -> torch.Tensor:
     """HF's vectorised `_beam_search`, one step, for sentences of B beams each. rows (S, B).
 
@@ -64,7 +80,6 @@ def beam_step(
     flat = rows.reshape(-1)  # (S * B,)
     lead = rows[:, 0]  # (S,)
     cur_len = state.kv_len[lead].long()  # (S,) hypothesis length before this step's token
-    width = max(lengths) + 1  # every position a hypothesis has after this step
 
     # Each row's top k of (processed log-prob + beam score).
     if bans_only_eos(options):

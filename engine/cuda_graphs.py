@@ -8,8 +8,10 @@ them to the bucket's size with the scratch row, and replays. Padding rows write 
 scratch block that no sentence owns and attend over one slot of another, so they cannot disturb
 real rows.
 
-A batch of base-model rows replays a graph captured without LoRA work; a step that only feeds
-prefixes replays one captured without the output projection. When the LoRA pool reallocates its
+A graph holds whatever step the generator hands it: the decoder step alone (with or without the
+output projection: prefix feeding needs no logits), or the decoder step and the search of one
+options group, so that a whole step of a document or a typed sentence is one replay. A batch of
+base-model rows replays graphs captured without LoRA work. When the LoRA pool reallocates its
 stacks (its `layout` changes), the graphs that read them are captured again.
 
 On the CPU the same padded path runs eagerly: that is how CI tests the padding.
@@ -23,7 +25,7 @@ import torch
 
 from engine.lora import LoraPool
 
-Forward = Callable[[torch.Tensor, bool, bool], "torch.Tensor | None"]  # (rows, with_lora, with_logits) -> logits
+Step = Callable[[torch.Tensor], "torch.Tensor | None"]  # padded rows (size,) -> output
 
 
 def bucket_for(rows: int) -> int:
@@ -31,40 +33,40 @@ def bucket_for(rows: int) -> int:
 
 
 class DecodeGraphs:
-    def __init__(self, forward: Forward, max_rows: int, scratch_row: int, device: torch.device, lora: LoraPool):
-        self.forward = forward
+    def __init__(self, max_rows: int, scratch_row: int, device: torch.device, lora: LoraPool):
         self.lora = lora
         self.capture = device.type == "cuda"
         self.max_rows = bucket_for(max_rows)
         self.scratch_row = scratch_row
         self.rows = torch.full((self.max_rows,), scratch_row, dtype=torch.int64, device=device)
-        self.graphs: dict[tuple[int, bool, bool], tuple[torch.cuda.CUDAGraph, torch.Tensor | None]] = {}
+        self.graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, torch.Tensor | None]] = {}  # (size, with_lora, ...)
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
         self.lora_layout = lora.layout
 
     def fits(self, rows: int) -> bool:
         return rows <= self.max_rows
 
-    def run(self, rows: torch.Tensor, with_lora: bool, with_logits: bool) -> torch.Tensor | None:
-        """The step's logits (N, V) for the N rows (or None without logits); valid until the next run."""
+    def run(self, rows: torch.Tensor, key: tuple, step: Step) -> torch.Tensor | None:
+        """`step` over the rows (N,) padded to their bucket with the scratch row, replayed from the
+        graph captured for (bucket, *key) on its first use; returns its output for the padded batch,
+        valid until the next run. `key[0]` says whether the step reads the LoRA pool's stacks."""
         n = rows.numel()
         size = bucket_for(n)
         self.rows[:n].copy_(rows)
         self.rows[n:size].fill_(self.scratch_row)
         if not self.capture:
-            logits = self.forward(self.rows[:size], with_lora, with_logits)
-        else:
-            if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
-                self.graphs = {key: value for key, value in self.graphs.items() if not key[1]}
-                self.lora_layout = self.lora.layout
-            key = (size, with_lora, with_logits)
-            if key not in self.graphs:
-                self.graphs[key] = self._capture(*key)
-            graph, logits = self.graphs[key]
-            graph.replay()
-        return None if logits is None else logits[:n]
+            return step(self.rows[:size])
+        if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
+            self.graphs = {k: v for k, v in self.graphs.items() if not k[1]}
+            self.lora_layout = self.lora.layout
+        full_key = (size, *key)
+        if full_key not in self.graphs:
+            self.graphs[full_key] = self._capture(size, step)
+        graph, out = self.graphs[full_key]
+        graph.replay()
+        return out
 
-    def _capture(self, size: int, with_lora: bool, with_logits: bool) -> tuple[torch.cuda.CUDAGraph, torch.Tensor | None]:
+    def _capture(self, size: int, step: Step) -> tuple[torch.cuda.CUDAGraph, torch.Tensor | None]:
         # Warm up on a side stream (Triton compiles, cuBLAS picks its kernels), then capture. The
         # warm-up step runs for real, so it feeds the scratch row alone: real rows must not advance.
         rows = self.rows[:size]
@@ -73,10 +75,10 @@ class DecodeGraphs:
         side = torch.cuda.Stream(rows.device)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            self.forward(rows, with_lora, with_logits)
+            step(rows)
         torch.cuda.current_stream().wait_stream(side)
         rows.copy_(real)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
-            logits = self.forward(rows, with_lora, with_logits)
-        return graph, logits
+            out = step(rows)
+        return graph, out

@@ -31,8 +31,8 @@ from typing import Callable
 import torch
 
 from engine.batched_search import beam_step, best_hypotheses, greedy_step
-from engine.cuda_graphs import DecodeGraphs
-from engine.decoding import BLOCKED, DecodingOptions
+from engine.cuda_graphs import DecodeGraphs, bucket_for
+from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
 from engine.model import NllbModel
@@ -138,7 +138,7 @@ class Generator:
         generator = cls(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
         generator.lora = LoraPool(c, adapter_slots or DEFAULT_SLOTS, device, dtype, adapters_dir)
         if graphs if graphs is not None else device.type == "cuda":
-            generator.graphs = DecodeGraphs(generator._forward, rows, generator.rows.scratch, device, generator.lora)
+            generator.graphs = DecodeGraphs(rows, generator.rows.scratch, device, generator.lora)
             generator._prepare_scratch_row()
         return generator
 
@@ -296,9 +296,30 @@ class Generator:
         )
 
     def _run(self, rows: torch.Tensor, with_lora: bool, with_logits: bool) -> torch.Tensor | None:
-        if self.graphs is not None and self.graphs.fits(rows.numel()):
-            return self.graphs.run(rows, with_lora, with_logits)
-        return self._forward(rows, with_lora, with_logits)
+        if self.graphs is None or not self.graphs.fits(rows.numel()):
+            return self._forward(rows, with_lora, with_logits)
+        logits = self.graphs.run(rows, (with_lora, with_logits), lambda r: self._forward(r, with_lora, with_logits))
+        return None if logits is None else logits[: rows.numel()]
+
+    def _search_in_graph(self, group: Group, with_lora: bool) -> torch.Tensor | None:
+        """The decoder step and the group's search as one graph replay: done (S,) bool, or None when
+        the step cannot be one graph (no graphs, score processors that need the host, or a beam
+        count that does not divide the padded batch)."""
+        rows = group.rows(self.model.device)  # (S, B)
+        beams = group.options.num_beams
+        if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(group.options):
+            return None
+        if bucket_for(rows.numel()) % beams:
+            return None
+
+        def step(padded: torch.Tensor) -> torch.Tensor:
+            logits = self._forward(padded, with_lora, with_logits=True)
+            search = beam_step if beams > 1 else greedy_step
+            # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
+            return search(self.rows, padded.view(-1, beams), logits, group.options, self.eos_id, self.rows.max_length)
+
+        done = self.graphs.run(rows.reshape(-1), (with_lora, group.options), step)
+        return done[: rows.shape[0]]
 
     def _grow(self, seqs: list[SequenceState]) -> None:
         """A new block for every row of each sequence whose rows are about to start one."""
@@ -477,21 +498,12 @@ class Generator:
 
     def _step(self, groups: dict[DecodingOptions, Group]) -> list[Running]:
         """Feed every live row one token, advance every group's search; returns the finished sentences."""
-        device = self.model.device
         live = list(groups.values())
         sentences = [item for group in live for item in group.sentences]
         self._grow([item.seq for item in sentences])
-        if self._step_rows is None:
-            self._step_rows = torch.cat([group.rows(device).reshape(-1) for group in live])  # (N,)
         with_lora = any(item.seq.adapter_slot >= 0 for item in sentences)
-        logits = self._run(self._step_rows, with_lora, with_logits=True)  # (N, V)
-        done, first = [], 0
-        for group in live:
-            rows = group.rows(device)  # (S, B)
-            search = beam_step if group.options.num_beams > 1 else greedy_step
-            lengths = [item.length for item in group.sentences]
-            done.append(search(self.rows, rows, logits[first : first + rows.numel()], lengths, group.options, self.eos_id))
-            first += rows.numel()
+        done = self._search_in_graph(live[0], with_lora) if len(live) == 1 else None
+        done = [done] if done is not None else self._search_eagerly(live, with_lora)
         for item in sentences:
             item.seq.cached += 1
             item.length += 1
@@ -499,6 +511,22 @@ class Generator:
         self._report(finished, done=True)
         self._report([item for item in sentences if item.request.on_partial is not None and item.request.result is None])
         return finished
+
+    def _search_eagerly(self, live: list[Group], with_lora: bool) -> list[torch.Tensor]:
+        """One decoder step over every group's rows, then each group's search: done (S,) per group."""
+        device = self.model.device
+        if self._step_rows is None:
+            self._step_rows = torch.cat([group.rows(device).reshape(-1) for group in live])  # (N,)
+        logits = self._run(self._step_rows, with_lora, with_logits=True)  # (N, V)
+        done, first = [], 0
+        for group in live:
+            rows = group.rows(device)  # (S, B)
+            search = beam_step if group.options.num_beams > 1 else greedy_step
+            lengths = [item.length for item in group.sentences]
+            group_logits = logits[first : first + rows.numel()]
+            done.append(search(self.rows, rows, group_logits, group.options, self.eos_id, max(lengths) + 1, lengths))
+            first += rows.numel()
+        return done
 
     def _report(self, items: list[Running], done: bool = False) -> None:
         """Finished sentences get their result; others with `on_partial` hear their best hypothesis."""

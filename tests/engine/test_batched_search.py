@@ -1,0 +1,111 @@
+"""The device-side searches (engine/batched_search.py) against the per-sentence reference searches
+(engine/decoding.py), step by step on random scores: same beams, same scores, same finished
+hypotheses, same results."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine.batched_search import beam_step, best_hypotheses, greedy_step
+from engine.decoding import BLOCKED, BeamSearch, DecodingOptions, GreedySearch, process_scores
+from engine.rows import DecoderRows
+
+EOS, VOCAB, T = 2, 60, 32
+PREFIXES = [[2, 7], [2, 9, 11, 13], [2, 8, 5]]  # sentences at different lengths in one batch
+
+OPTIONS = [
+    DecodingOptions(num_beams=3, max_length=14),
+    DecodingOptions(num_beams=4, max_length=16, length_penalty=0.6, early_stopping=True, min_new_tokens=3),
+    DecodingOptions(num_beams=2, max_length=12, length_penalty=1.3, early_stopping="never", min_length=6),
+    DecodingOptions(num_beams=3, max_length=13, repetition_penalty=1.4, no_repeat_ngram_size=2),  # host histories
+]
+
+
+def start(options):
+    B = options.num_beams
+    state = DecoderRows(len(PREFIXES) * B, T, 4, torch.device("cpu"))
+    rows = torch.arange(len(PREFIXES) * B).view(-1, B)  # (S, B)
+    for s, prefix in enumerate(PREFIXES):
+        state.hyp[rows[s], : len(prefix)] = torch.tensor(prefix)
+        state.kv_len[rows[s]] = len(prefix)  # as after the step that fed the prefix's last token
+        state.score[rows[s]] = torch.tensor([0.0] + [BLOCKED] * (B - 1))
+    return state, rows
+
+
+def random_logits(step, rows):
+    g = torch.Generator().manual_seed(step)
+    logits = torch.randn(rows, VOCAB, generator=g) * 3
+    logits[:, EOS] += 4 * (step % 3 == 1)  # some steps make `</s>` likely, so hypotheses finish
+    return logits
+
+
+def reference_candidates(search, logits, options):
+    """Each live beam's top 2B of (processed log-prob + beam score), from that beam's row of logits."""
+    live = logits[: len(search.beams)]
+    log_probs = process_scores(F.log_softmax(live, dim=-1), search.live, options, EOS)
+    scores = log_probs + torch.tensor([b.score for b in search.beams])[:, None]
+    top, tokens = scores.topk(2 * options.num_beams, dim=-1)
+    return top.tolist(), tokens.tolist()
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: f"beams{o.num_beams}")
+def test_beam_step_follows_the_reference_search(options):
+    B = options.num_beams
+    state, rows = start(options)
+    references = [BeamSearch(prefix, options, EOS) for prefix in PREFIXES]
+    active = list(range(len(PREFIXES)))
+    lengths = [len(p) for p in PREFIXES]
+    results = {}
+    for step in range(40):
+        if not active:
+            break
+        logits = random_logits(step, len(PREFIXES) * B).view(len(PREFIXES), B, VOCAB)
+        batch = rows[active]  # (S, B)
+        done = beam_step(state, batch, logits[active].reshape(-1, VOCAB).clone(), options, EOS, T,
+                         [lengths[s] for s in active])
+        for s in active:
+            ref = references[s]
+            ref.advance(*reference_candidates(ref, logits[s], options))
+            lengths[s] += 1
+            state.kv_len[rows[s]] += 1  # the next decoder step feeds the new token
+        assert done.tolist() == [references[s].done for s in active], f"step {step}"
+        for s in active:
+            ref = references[s]
+            if ref.done:
+                continue
+            hyps = state.hyp[rows[s], : lengths[s]].tolist()
+            assert hyps == [b.tokens for b in ref.beams], f"sentence {s}, step {step}"
+            assert state.score[rows[s]].tolist() == pytest.approx([b.score for b in ref.beams], rel=1e-5, abs=1e-5)
+            finished = state.fin_score[rows[s]]
+            assert finished[finished > float("-inf")].tolist() == pytest.approx([f[0] for f in ref.finished], rel=1e-5, abs=1e-5)
+        finishing = [s for s in active if references[s].done]
+        if finishing:
+            best = best_hypotheses(state, [int(rows[s, 0]) for s in finishing], [lengths[s] for s in finishing], done=True)
+            results.update(zip(finishing, best))
+        active = [s for s in active if not references[s].done]
+    assert not active, "every sentence ends by max_length"
+    assert [results[s] for s in range(len(PREFIXES))] == [ref.best() for ref in references]
+    assert any(len(r) < options.length for r in results.values()) or options.min_length, "no sentence ended on `</s>`"
+
+
+@pytest.mark.parametrize("options", [DecodingOptions(num_beams=1, max_length=12, min_new_tokens=4),
+                                     DecodingOptions(num_beams=1, max_length=12, repetition_penalty=1.5)])
+def test_greedy_step_follows_the_reference_search(options):
+    state, rows = start(options)
+    references = [GreedySearch(prefix, options, EOS) for prefix in PREFIXES]
+    lengths = [len(p) for p in PREFIXES]
+    for step in range(12):
+        active = [s for s in range(len(PREFIXES)) if not references[s].done]
+        if not active:
+            break
+        logits = random_logits(step, len(PREFIXES))
+        done = greedy_step(state, rows[active], logits[active].clone(), options, EOS, T, [lengths[s] for s in active])
+        for s in active:
+            ref = references[s]
+            scores = process_scores(logits[s : s + 1].clone(), ref.live, options, EOS)
+            ref.advance(int(scores.argmax()))
+            lengths[s] += 1
+            state.kv_len[rows[s]] += 1
+            assert state.hyp[rows[s, 0], : lengths[s]].tolist() == ref.tokens
+        assert done.tolist() == [references[s].done for s in active]
+    assert all(ref.done for ref in references)

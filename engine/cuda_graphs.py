@@ -66,6 +66,10 @@ class DecodeGraphs:
         graph.replay()
         return out
 
+    def drop_larger_than(self, rows: int) -> None:
+        """Forget the graphs of buckets above `rows` (their memory goes back to the pool's allocator)."""
+        self.graphs = {key: value for key, value in self.graphs.items() if key[0] <= bucket_for(rows)}
+
     def _capture(self, size: int, step: Step) -> tuple[torch.cuda.CUDAGraph, torch.Tensor | None]:
         # Warm up on a side stream (Triton compiles, cuBLAS picks its kernels), then capture. The
         # warm-up step runs for real, so it feeds the scratch row alone: real rows must not advance.

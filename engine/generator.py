@@ -16,6 +16,10 @@ Memory: sentences are admitted while free KV blocks and rows allow; when a step 
 blocks, the most recently admitted sentence is preempted (its blocks freed, the sentence requeued
 from scratch). The search is deterministic, so a restarted sentence ends exactly as it would have.
 
+Out of GPU memory in a step: every running sentence is requeued, the rows a step may have are
+halved, and decoding carries on; only when a single sentence does not fit does the error reach
+the caller.
+
 Adapters: a request naming a LoRA adapter takes a reference on its slot in the LoRA pool at
 admission (promoting it from disk if needed) and gives it back when it finishes or is preempted;
 when every slot is held, it waits. Its rows carry the slot, so one batch mixes adapters.
@@ -24,6 +28,7 @@ when every slot is held, it waits. Its rows carry the slot, so one batch mixes a
 from __future__ import annotations
 
 import itertools
+import logging
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
@@ -99,6 +104,7 @@ class Group:
 
 
 BLOCK_SIZE = 16
+log = logging.getLogger(__name__)
 
 
 def default_cache_tokens(device: torch.device, bytes_per_token: int) -> int:
@@ -365,14 +371,39 @@ class Generator:
                 for item in running:
                     self._release(item)
                 return requests
-            self._admit(waiting, running, groups)
-            if not running:
-                continue  # every waiting request failed (an unusable adapter)
-            self._make_room(waiting, running, groups)
-            for item in self._step(groups):
+            try:
+                self._admit(waiting, running, groups)
+                if not running:
+                    continue  # every waiting request failed (an unusable adapter)
+                self._make_room(waiting, running, groups)
+                finished = self._step(groups)
+            except torch.cuda.OutOfMemoryError as e:
+                self._shrink(waiting, running, groups, e)
+                continue
+            for item in finished:
                 running.remove(item)
                 self._leave(item, groups)
         return requests
+
+    def _shrink(
+        self, waiting: deque[Request], running: list[Running], groups: dict[DecodingOptions, Group], error: Exception
+    ) -> None:
+        """Out of GPU memory mid-step: requeue every running sentence (a restart gives the same
+        result), halve the rows a step may have, free what the allocator holds, and carry on."""
+        beams = [item.request.options.num_beams for item in running]
+        beams += [request.options.num_beams for request in itertools.islice(waiting, 1)]  # one that failed to start
+        if self.max_rows <= max(beams, default=1):
+            raise error  # not even one sentence fits: nothing left to shrink
+        for item in sorted(running, key=lambda item: item.order, reverse=True):
+            self._leave(item, groups)
+            waiting.appendleft(item.request)
+        running.clear()
+        self.max_rows //= 2
+        log.warning("out of GPU memory; decoding at most %d rows per step from now on (%s)", self.max_rows, error)
+        if self.graphs is not None:  # graphs of buckets that can no longer run hold memory
+            self.graphs.drop_larger_than(self.max_rows)
+        if self.model.device.type == "cuda":
+            torch.cuda.empty_cache()
 
     def _check_lengths(self, request: Request) -> None:
         limit = self.model.max_positions
@@ -412,7 +443,13 @@ class Generator:
             free_cross -= cross_blocks
         if not admitted:
             return
-        crosses = self.encode_sources([r.src_ids for r, _ in admitted], [slot for _, slot in admitted])
+        try:
+            crosses = self.encode_sources([r.src_ids for r, _ in admitted], [slot for _, slot in admitted])
+        except torch.cuda.OutOfMemoryError:
+            for request, adapter_slot in reversed(admitted):  # back in the queue, as they were
+                self.lora.release_adapter_slot(adapter_slot)
+                waiting.appendleft(request)
+            raise
         items = []
         for (request, adapter_slot), cross in zip(admitted, crosses):
             seq = SequenceState(self.rows.take_rows(request.options.num_beams), cross, adapter_slot)
@@ -423,7 +460,13 @@ class Generator:
             else:
                 items.append(item)
         if items:
-            self._start(items)
+            try:
+                self._start(items)
+            except torch.cuda.OutOfMemoryError:
+                for item in reversed(items):
+                    self._release(item)
+                    waiting.appendleft(item.request)
+                raise
             for item in items:
                 running.append(item)
                 groups.setdefault(item.request.options, Group(item.request.options)).add(item)

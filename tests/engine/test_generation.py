@@ -123,3 +123,29 @@ def test_unknown_language_is_refused_with_suggestions(translator):
 
     with pytest.raises(UnknownLanguageError, match="fra_Latn"):
         translator.translate(["hello"], "eng_Latn", "fra_latn")
+
+
+def test_out_of_gpu_memory_shrinks_the_batch_and_carries_on(tiny_checkpoint, translator, monkeypatch, caplog):
+    """A step too big for the GPU is retried with fewer rows, and the answers do not change. (A real
+    out-of-memory needs a GPU: here the decoder step raises torch's own error above 8 rows.)"""
+    options = translator.default_options(num_beams=4, max_length=30)
+    expected = translator.translate(TEXTS, "eng_Latn", "por_Latn", options)
+    small = Translator(tiny_checkpoint, device="cpu", dtype="float32", max_rows=32)
+    model = small.generator.model
+    decode_step = model.decode_step
+
+    def limited(tokens, *args, **kwargs):
+        if tokens.shape[0] > 8:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+        return decode_step(tokens, *args, **kwargs)
+
+    monkeypatch.setattr(model, "decode_step", limited)
+    assert small.translate(TEXTS, "eng_Latn", "por_Latn", options) == expected
+    assert small.generator.max_rows == 8
+    assert "out of GPU memory" in caplog.text
+    assert small.generator.num_free_blocks() == small.generator.num_total_blocks()
+    assert small.generator.rows.num_free_rows() == small.generator.rows.capacity
+
+    monkeypatch.setattr(model, "decode_step", lambda *a, **k: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("full")))
+    with pytest.raises(torch.cuda.OutOfMemoryError):  # not even one sentence fits: the caller hears of it
+        small.translate(TEXTS[:1], "eng_Latn", "por_Latn", options)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import kernels
 from engine.config import NllbConfig
@@ -36,6 +37,11 @@ def sinusoidal_positions(num_positions: int, dim: int, padding_idx: int) -> torc
         table = torch.cat([table, torch.zeros(num_positions, 1)], dim=1)  # (P, dim)
     table[padding_idx] = 0
     return table
+
+
+# Every backend but cuDNN's: it plans anew for each (sources, width) shape, ~100 ms each time, and
+# with continuous batching nearly every admission brings a new shape.
+ENCODER_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 @dataclass
@@ -216,7 +222,8 @@ class NllbModel:
             h = normalize(layer.self_attn_norm, x, lora, f"{p}.self_attn_layer_norm")
             qkv = project(layer.qkv, h, lora, f"{p}.self_attn.qkv")
             q, k, v = qkv.view(B, S, 3, H, D).permute(2, 0, 3, 1, 4)  # 3 x (B, H, S, D)
-            a = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=D**-0.5)  # (B, H, S, D)
+            with sdpa_kernel(ENCODER_ATTENTION):
+                a = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=D**-0.5)  # (B, H, S, D)
             x = x + project(layer.self_attn_out, a.transpose(1, 2).reshape(B, S, H * D), lora, f"{p}.self_attn.out_proj")
             h = normalize(layer.ffn_norm, x, lora, f"{p}.final_layer_norm")
             x = x + project(layer.fc2, F.relu(project(layer.fc1, h, lora, f"{p}.fc1")), lora, f"{p}.fc2")  # (B, S, C)

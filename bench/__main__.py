@@ -8,7 +8,6 @@ one JSON object. Run it in the same call as the peers' scripts and report ratios
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -16,6 +15,7 @@ import time
 
 import torch
 
+from bench import emit
 from engine.config import NllbConfig
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
@@ -131,13 +131,7 @@ def main() -> None:
             seconds = timed(generator, device, document, beams, 40)
             out[f"document_beam{beams}_bs{batch}_sent_per_s"] = len(document) / seconds
         generator.max_rows = all_rows
-    if device.type == "cuda":
-        out["max_mem_GB"] = torch.cuda.max_memory_allocated(device) / 1e9
-    print(json.dumps(out, indent=1))
-    if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], f"dragoman_{args.size}.json"), "w") as f:
-            json.dump(out, f, indent=1)
-
+    emit(out, f"dragoman_{args.size}", device)
 
 if __name__ == "__main__":
     main()

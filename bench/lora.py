@@ -29,6 +29,7 @@ import torch
 from safetensors.torch import save_file
 
 from bench.__main__ import EOS, SHAPES, TARGET_LANG, random_weights, sentence, shape_config
+from bench import emit
 from engine.config import NllbConfig
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
@@ -158,13 +159,7 @@ def main() -> None:
             results[label] = len(document) / seconds
         results["4_adapters_vs_base"] = results["4_adapters_mixed"] / results["base"]
         out[key] = results
-    if device.type == "cuda":
-        out["max_mem_GB"] = torch.cuda.max_memory_allocated(device) / 1e9
-    print(json.dumps(out, indent=1))
-    if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], f"dragoman_lora_{args.size}.json"), "w") as f:
-            json.dump(out, f, indent=1)
-
+    emit(out, f"dragoman_lora_{args.size}", device)
 
 if __name__ == "__main__":
     main()

@@ -54,7 +54,7 @@ def latest(calls: dict, *names: str) -> tuple[str, dict] | tuple[None, None]:
 def table(results: dict) -> str:
     calls = results["calls"]
     lines = [
-        f"| shape | workload | Dragoman | CTranslate2 | Dragoman vs CT2 | transformers | floor | goal |",
+        "| shape | workload | Dragoman | CTranslate2 | Dragoman vs CT2 | transformers | floor | goal |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for size in SIZES:

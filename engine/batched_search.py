@@ -139,6 +139,11 @@ def beam_step(
     return ~improvable | (full & (options.early_stopping is True)) | hits.all(dim=1)
 
 
+def search_step(options: DecodingOptions):
+    """The step function for these options: beam search, or greedy for one beam."""
+    return beam_step if options.num_beams > 1 else greedy_step
+
+
 def best_hypotheses(state: DecoderRows, leads: list[int], lengths: list[int], done: bool) -> list[list[int]]:
     """Each sentence's best hypothesis as a host list: when `done`, its best finished one (or its best
     running one if none finished), else its best running one. `leads`: the sentences' first rows;

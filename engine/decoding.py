@@ -5,6 +5,10 @@ their live rows and answer which rows continue with which token. Lengths follow 
 encoder-decoder: a hypothesis is the decoder input (`</s>`, the forced language code, then the
 generated tokens), `max_length` counts all of it, and the length penalty divides by its length
 minus the one-token decoder prompt.
+
+`GreedySearch` and `BeamSearch` are the readable per-sentence reference: the engine runs the same
+searches for many sentences at once on the device (engine/batched_search.py), and
+tests/engine/test_batched_search.py holds the two to each other step by step.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from typing import Callable
 
 import torch
 
-from engine.batched_search import beam_step, best_hypotheses, greedy_step
+from engine.batched_search import best_hypotheses, search_step
 from engine.cuda_graphs import DecodeGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
@@ -320,8 +320,8 @@ class Generator:
 
         def step(padded: torch.Tensor) -> torch.Tensor:
             logits = self._forward(padded, with_lora, with_logits=True)
-            search = beam_step if beams > 1 else greedy_step
             # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
+            search = search_step(group.options)
             return search(self.rows, padded.view(-1, beams), logits, group.options, self.eos_id, self.rows.max_length)
 
         done = self.graphs.run(rows.reshape(-1), (with_lora, group.options), step)
@@ -564,9 +564,9 @@ class Generator:
         done, first = [], 0
         for group in live:
             rows = group.rows(device)  # (S, B)
-            search = beam_step if group.options.num_beams > 1 else greedy_step
             lengths = [item.length for item in group.sentences]
             group_logits = logits[first : first + rows.numel()]
+            search = search_step(group.options)
             done.append(search(self.rows, rows, group_logits, group.options, self.eos_id, max(lengths) + 1, lengths))
             first += rows.numel()
         return done

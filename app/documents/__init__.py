@@ -1,7 +1,7 @@
 """Document translation, independent of the engine: one module per format, one driver for all.
 
-Each format module has `EXTENSIONS`, `extract(path) -> Document` (the translatable segments with
-their inline formatting, see segments.py) and `write(document, translations, out_path)`.
+Each format module has `EXTENSIONS` and `extract(path) -> Document`: the translatable segments with
+their inline formatting (see segments.py), and `document.write(translations, out_path)`.
 `translate_document` drives them with any `translate_batch(list[str]) -> list[str | None]`: the
 real engine behind the translation cache in the app, a deterministic fake in tests.
 
@@ -72,7 +72,7 @@ def translate_document(
         os.close(fd)
         tmp = Path(tmp_name)
         try:
-            module.write(document, translations, tmp)
+            document.write(translations, tmp)
             if overwrite:
                 os.replace(tmp, out_path)
             else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.zipxml import ZipXmlDocument, matching_parts, open_package
+from app.documents.zipxml import ZipXmlDocument, open_parts
 from app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".docx", ".docm", ".dotx")
@@ -41,10 +41,4 @@ class WordFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    archive = open_package(path, "Word document", "word/document.xml")
-    flow = WordFlow()
-    return ZipXmlDocument(archive, [(name, flow) for name in matching_parts(archive, PARTS)])
-
-
-def write(document: ZipXmlDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)
+    return open_parts(path, "Word document", "word/document.xml", PARTS, WordFlow())

@@ -52,7 +52,3 @@ def extract(path: Path) -> ZipXmlDocument:
             parts.append((name, NcxFlow()))
     parts.append((rootfile, NcxFlow()))
     return ZipXmlDocument(archive, parts)
-
-
-def write(document: ZipXmlDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)

@@ -67,7 +67,3 @@ class HtmlDocument(Document):
 
 def extract(path: Path) -> HtmlDocument:
     return HtmlDocument(path)
-
-
-def write(document: HtmlDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)

@@ -16,7 +16,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from app.documents.safety import decode_text, read_bytes
-from app.documents.segments import Run
+from app.documents.segments import Run, shared_depth
 from app.documents.text import SlotDocument, split_lines
 
 EXTENSIONS = (".md", ".markdown")
@@ -69,9 +69,7 @@ def render(runs: list[Run]) -> str:
     out, stack = [], []
     for run in runs:
         chain = list(run.style or ())
-        depth = 0
-        while depth < min(len(chain), len(stack)) and chain[depth] == stack[depth]:
-            depth += 1
+        depth = shared_depth(chain, stack)
         text = run.atom if run.atom is not None else _ESCAPE.sub(r"\\\1", run.text)
         for item in reversed(stack[depth:]):
             out.append(_close(item))
@@ -136,7 +134,3 @@ def extract(path: Path) -> MarkdownDocument:
     if not ends and doc.pieces and isinstance(doc.pieces[-1], str) and doc.pieces[-1].endswith(newline) and line + 1 < len(lines):
         doc.pieces[-1] = doc.pieces[-1][: -len(newline)]
     return doc
-
-
-def write(document: MarkdownDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)

@@ -32,7 +32,3 @@ def extract(path: Path) -> ZipXmlDocument:
     flow = OdfFlow()
     parts = [name for name in ("content.xml", "styles.xml") if name in archive.names]
     return ZipXmlDocument(archive, [(name, flow) for name in parts])
-
-
-def write(document: ZipXmlDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)

@@ -81,7 +81,3 @@ def _page_text(page) -> str:
             out.append("\n")
         out.append(t if t.endswith("\n") else t + "\n")
     return "".join(out)
-
-
-def write(document: SlotDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.zipxml import ZipXmlDocument, matching_parts, open_package
+from app.documents.zipxml import ZipXmlDocument, open_parts
 from app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".pptx", ".pptm", ".ppsx", ".potx")
@@ -36,10 +36,4 @@ class SlideFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    archive = open_package(path, "PowerPoint presentation", "ppt/presentation.xml")
-    flow = SlideFlow()
-    return ZipXmlDocument(archive, [(name, flow) for name in matching_parts(archive, PARTS)])
-
-
-def write(document: ZipXmlDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)
+    return open_parts(path, "PowerPoint presentation", "ppt/presentation.xml", PARTS, SlideFlow())

@@ -57,6 +57,15 @@ class Segment:
         return "".join(r.text for r in self.runs)
 
 
+def shared_depth(chain: list, open_styles: list) -> int:
+    """How many outer styles a run's style chain shares with the ones open before it: a writer
+    closes the others and opens the rest of the chain."""
+    depth = 0
+    while depth < min(len(chain), len(open_styles)) and chain[depth] == open_styles[depth]:
+        depth += 1
+    return depth
+
+
 def merge_runs(runs: list[Run]) -> list[Run]:
     """Adjacent text runs of equal style become one; empty text runs go."""
     out: list[Run] = []

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from app.documents.safety import DocumentError, decode_text, read_bytes
-from app.documents.segments import Run
+from app.documents.segments import Run, shared_depth
 from app.documents.text import SlotDocument, split_lines
 
 EXTENSIONS = (".srt", ".vtt")
@@ -47,9 +47,7 @@ def render_tags(runs: list[Run]) -> str:
     out, open_tags = [], []
     for run in runs:
         chain = list(run.style or ())
-        depth = 0
-        while depth < min(len(chain), len(open_tags)) and chain[depth] == open_tags[depth]:
-            depth += 1
+        depth = shared_depth(chain, open_tags)
         for name, _ in reversed(open_tags[depth:]):
             out.append(f"</{name}>")
         for _, opening in chain[depth:]:
@@ -118,7 +116,3 @@ def extract(path: Path) -> SubtitleDocument:
     if not ends and doc.pieces and doc.pieces[-1] == newline:
         doc.pieces.pop()
     return doc
-
-
-def write(document: SubtitleDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)

@@ -101,7 +101,3 @@ def extract(path: Path) -> SlotDocument:
     if not ends and doc.pieces and doc.pieces[-1] == newline:
         doc.pieces.pop()
     return doc
-
-
-def write(document: SlotDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.zipxml import ZipXmlDocument, matching_parts, open_package
+from app.documents.zipxml import ZipXmlDocument, open_parts
 from app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".xlsx", ".xlsm", ".xltx")
@@ -39,10 +39,4 @@ class SheetFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    archive = open_package(path, "Excel workbook", "xl/workbook.xml")
-    flow = SheetFlow()
-    return ZipXmlDocument(archive, [(name, flow) for name in matching_parts(archive, PARTS)])
-
-
-def write(document: ZipXmlDocument, translations, out_path: Path) -> None:
-    document.write(translations, out_path)
+    return open_parts(path, "Excel workbook", "xl/workbook.xml", PARTS, SheetFlow())

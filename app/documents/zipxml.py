@@ -47,3 +47,9 @@ def open_package(path: Path, kind: str, required: str) -> SafeZip:
         archive.close()
         raise DocumentError(f"not a {kind} (the archive has no {required})")
     return archive
+
+
+def open_parts(path: Path, kind: str, required: str, patterns: list[str], flow: XmlFlow) -> ZipXmlDocument:
+    """A package of `kind` (it must hold `required`) whose members matching `patterns` all read with `flow`."""
+    archive = open_package(path, kind, required)
+    return ZipXmlDocument(archive, [(name, flow) for name in matching_parts(archive, patterns)])

@@ -92,7 +92,7 @@ class Translator:
         should_stop: Callable[[], bool] | None = None,
         adapter: str | None = None,
     ) -> list[str]:
-        """Translate each text (one segment each); blank texts stay empty.
+        """Translate each text (one segment each; one too long for the model goes in pieces); blank texts stay empty.
 
         `on_partial(i, text)` receives the current best hypothesis of text i while it decodes.
         When `should_stop()` turns true the call returns early, unfinished texts as None.
@@ -105,27 +105,43 @@ class Translator:
         adapter = adapter or None
         if adapter is not None:
             self.generator.lora.slot_for(adapter)  # raises AdapterError before any work starts
-        requests: dict[int, Request] = {}
+        requests: dict[int, list[Request]] = {}  # a text's pieces: one, unless it is too long to read at once
         for i, text in enumerate(texts):
             if not text.strip():
                 continue
+            sources = self._sources(text, src_lang)
             partial = None
-            if on_partial is not None:
+            if on_partial is not None and len(sources) == 1:
                 partial = lambda ids, i=i: on_partial(i, self.tokenizer.decode(ids))  # noqa: E731
-            source = self.tokenizer.encode_source(text, src_lang)
-            requests[i] = Request(source, prefix, options, priority, partial, adapter=adapter)
-        self.generator.run(list(requests.values()), should_stop)
-        for request in requests.values():
+            requests[i] = [Request(source, prefix, options, priority, partial, adapter=adapter) for source in sources]
+        self.generator.run([r for pieces in requests.values() for r in pieces], should_stop)
+        for request in (r for pieces in requests.values() for r in pieces):
             if request.error is not None:  # its files changed for the worse since the check above
                 raise AdapterError(request.error)
         results = []
         for i, text in enumerate(texts):
-            request = requests.get(i)
-            if request is None:
+            pieces = requests.get(i)
+            if pieces is None:
                 results.append("")
+            elif any(r.result is None for r in pieces):
+                results.append(None)
             else:
-                results.append(None if request.result is None else self.tokenizer.decode(request.result))
+                results.append(" ".join(self.tokenizer.decode(r.result) for r in pieces))
         return results
+
+    def _sources(self, text: str, src_lang: str) -> list[list[int]]:
+        """The text's source ids in pieces the model can read: a text longer than the model's
+        positions is cut in halves between words (between characters where it has no spaces),
+        again until each fits; their translations are joined with a space."""
+        source = self.tokenizer.encode_source(text, src_lang)
+        if len(source) <= self.generator.model.max_positions:
+            return [source]
+        words = text.split()
+        if len(words) > 1:
+            halves = " ".join(words[: len(words) // 2]), " ".join(words[len(words) // 2 :])
+        else:
+            halves = text[: len(text) // 2], text[len(text) // 2 :]
+        return [piece for half in halves for piece in self._sources(half, src_lang)]
 
     # -- adapters ------------------------------------------------------------------------------------
 

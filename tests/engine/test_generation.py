@@ -149,3 +149,18 @@ def test_out_of_gpu_memory_shrinks_the_batch_and_carries_on(tiny_checkpoint, tra
     monkeypatch.setattr(model, "decode_step", lambda *a, **k: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("full")))
     with pytest.raises(torch.cuda.OutOfMemoryError):  # not even one sentence fits: the caller hears of it
         small.translate(TEXTS[:1], "eng_Latn", "por_Latn", options)
+
+
+def test_a_text_longer_than_the_model_reads_goes_in_pieces(translator):
+    """A text past the model's positions is cut between words into pieces that fit, none lost,
+    and its translation is the pieces' translations joined."""
+    tok, limit = translator.tokenizer, translator.generator.model.max_positions
+    text = " ".join(TEXTS * 12)
+    assert len(tok.encode_source(text, "eng_Latn")) > limit
+    pieces = translator._sources(text, "eng_Latn")
+    assert len(pieces) > 1 and all(len(p) <= limit for p in pieces)
+    assert " ".join(tok.decode(p) for p in pieces) == tok.decode(tok.encode_source(text, "eng_Latn"))
+    options = translator.default_options(num_beams=2, max_length=20)
+    alone = translator.generator.generate_beam_batch([Request(p, tok.decoder_prefix("fra_Latn"), options) for p in pieces])
+    [result] = translator.translate([text], "eng_Latn", "fra_Latn", options)
+    assert result == " ".join(tok.decode(ids) for ids in alone)

@@ -273,9 +273,8 @@ class Generator:
 
     # -- the decoder step ----------------------------------------------------------------------------
 
-    def _forward(self, rows: torch.Tensor, with_lora: bool, with_logits: bool, beams: int = 1) -> torch.Tensor | None:
+    def _forward(self, rows: torch.Tensor, with_lora: bool, with_logits: bool) -> torch.Tensor | None:
         """Feed each row (N,) the token of its hypothesis at its cache length; logits (N, V) if asked.
-        `beams` > 1: the rows come in runs of a sentence's beams (cross-attention reads once per run).
 
         Everything here is device work on `DecoderRows`, so a CUDA graph captures it whole.
         """
@@ -300,7 +299,6 @@ class Generator:
             cross_lens=state.cross_len[rows],
             with_logits=with_logits,
             lora=lora,
-            beams=beams,
         )
 
     def _run(self, rows: torch.Tensor, with_lora: bool, with_logits: bool) -> torch.Tensor | None:
@@ -321,7 +319,7 @@ class Generator:
             return None
 
         def step(padded: torch.Tensor) -> torch.Tensor:
-            logits = self._forward(padded, with_lora, with_logits=True, beams=beams)
+            logits = self._forward(padded, with_lora, with_logits=True)
             # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
             search = search_step(group.options)
             return search(self.rows, padded.view(-1, beams), logits, group.options, self.eos_id, self.rows.max_length)

@@ -261,15 +261,13 @@ class NllbModel:
         cross_lens: torch.Tensor,
         with_logits: bool = True,
         lora: LoraRows | None = None,
-        beams: int = 1,
     ) -> torch.Tensor | None:
         """One new token for each of N rows -> logits (N, V).
 
         Row i writes its K/V at flat slot `write_slots[i]` of the self-attention cache, attends over
         the first `self_lens[i]` slots listed in `self_slots[rows[i]]`, and over the first
         `cross_lens[i]` source slots in `cross_slots[rows[i]]` (beams of one sentence list the same
-        source slots). `lora` gives each row its adapter slot. With `beams` > 1 the rows come in runs
-        of that many beams of one sentence, and cross-attention reads each source token once per run.
+        source slots). `lora` gives each row its adapter slot.
         """
         N = tokens.shape[0]
         H, D = self.heads, self.head_dim
@@ -283,7 +281,7 @@ class NllbModel:
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
             x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm")  # (N, C) each
             q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
-            a = kernels.slot_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale, beams)
+            a = kernels.slot_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale)
             a = project(layer.cross_out, a.reshape(N, H * D), lora, f"{p}.encoder_attn.out_proj")
             x, h = add_normalize(layer.ffn_norm, a, x, lora, f"{p}.final_layer_norm")
             last = i + 1 == len(self.decoder_layers)

@@ -17,13 +17,12 @@ def _use_triton(tensor):
     return HAVE_TRITON and tensor.is_cuda
 
 
-def slot_attention(q, k, v, slot_table, rows, lens, scale, group=1):
+def slot_attention(q, k, v, slot_table, rows, lens, scale):
     """Decode attention over one layer's cache of token slots. q (N, H, D); k, v (slots, H, D); row
     i reads the first lens[i] slots of slot_table[rows[i]] (slot_table (R, T) int32, rows (N,),
-    lens (N,) int32, current token included); with `group` > 1, runs of `group` rows read the
-    slots of their first row. Returns (N, H, D) in q's dtype."""
+    lens (N,) int32, current token included). Returns (N, H, D) in q's dtype."""
     fn = slot_attention_triton if _use_triton(q) else slot_attention_ref
-    return fn(q, k, v, slot_table, rows, lens, scale, group)
+    return fn(q, k, v, slot_table, rows, lens, scale)
 
 
 def add_layer_norm(x, residual, weight, bias, eps):

@@ -14,10 +14,6 @@ block table, lets the beams of a sentence read the tokens they have in common fr
 each writes only its own blocks: reordering beams is a gather of slot lists, never a copy of K/V
 (FasterTransformer's cache indirection, at the granularity of tokens). Entries of a slot list
 past the row's length are never read, so they may hold anything.
-
-With `group` > 1, rows come in runs of `group` that read the same slots (the beams of a sentence
-over its source): row i reads `slot_table[rows[i - i % group]]` for `lens[i - i % group]` tokens,
-and one program serves a run, reading each K/V row once for all its queries.
 """
 
 import torch
@@ -33,24 +29,20 @@ def _slot_attention_kernel(
     stride_vs, stride_vh,
     stride_table,
     stride_on, stride_oh,
-    GROUP: tl.constexpr, BLOCK_G: tl.constexpr, TILE: tl.constexpr, BLOCK_D: tl.constexpr,
+    TILE: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # One program per (run of GROUP rows, head): online softmax over TILE cached tokens at a time,
-    # for the run's GROUP queries together.
-    first = tl.program_id(0) * GROUP
+    # One program per (row, head): online softmax over TILE cached tokens at a time.
+    i = tl.program_id(0)
     h = tl.program_id(1)
-    n = tl.load(lens_ptr + first)
-    row = tl.load(rows_ptr + first).to(tl.int64)
-    g = tl.arange(0, BLOCK_G)
-    g_ok = g < GROUP
+    n = tl.load(lens_ptr + i)
+    row = tl.load(rows_ptr + i).to(tl.int64)
     d = tl.arange(0, BLOCK_D)
     d_ok = d < D
-    q_off = (first + g)[:, None] * stride_qn + h * stride_qh + d[None, :]
-    q = tl.load(q_ptr + q_off, mask=g_ok[:, None] & d_ok[None, :], other=0.0).to(tl.float32) * scale  # (G, D)
+    q = tl.load(q_ptr + i * stride_qn + h * stride_qh + d, mask=d_ok, other=0.0).to(tl.float32) * scale
 
-    m = tl.full((BLOCK_G,), float("-inf"), tl.float32)  # running max of the scores
-    l = tl.zeros((BLOCK_G,), tl.float32)  # running sum of exp(score - m)
-    acc = tl.zeros((BLOCK_G, BLOCK_D), tl.float32)  # running sum of exp(score - m) * v
+    m = tl.full((), float("-inf"), tl.float32)  # running max of the scores
+    l = tl.full((), 0.0, tl.float32)  # running sum of exp(score - m)
+    acc = tl.zeros([BLOCK_D], tl.float32)  # running sum of exp(score - m) * v
     t = tl.arange(0, TILE)
     for start in range(0, n, TILE):
         pos = start + t
@@ -59,20 +51,19 @@ def _slot_attention_kernel(
         slot = tl.load(table_ptr + row * stride_table + pos, mask=valid, other=0).to(tl.int64)
         kv_mask = valid[:, None] & d_ok[None, :]
         k = tl.load(k_ptr + (slot * stride_ks + h * stride_kh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
-        s = tl.sum(k.to(tl.float32)[None, :, :] * q[:, None, :], axis=2)  # (G, TILE)
-        s = tl.where(valid[None, :], s, float("-inf"))
+        s = tl.sum(k.to(tl.float32) * q[None, :], axis=1)  # (TILE,)
+        s = tl.where(valid, s, float("-inf"))
 
-        m_new = tl.maximum(m, tl.max(s, axis=1))
+        m_new = tl.maximum(m, tl.max(s, axis=0))
         alpha = tl.exp(m - m_new)
-        p = tl.exp(s - m_new[:, None])  # (G, TILE)
+        p = tl.exp(s - m_new)  # (TILE,)
         v = tl.load(v_ptr + (slot * stride_vs + h * stride_vh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
-        acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v.to(tl.float32)[None, :, :], axis=1)
-        l = l * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), axis=0)
+        l = l * alpha + tl.sum(p, axis=0)
         m = m_new
 
-    out = acc / l[:, None]
-    o_off = (first + g)[:, None] * stride_on + h * stride_oh + d[None, :]
-    tl.store(out_ptr + o_off, out.to(out_ptr.dtype.element_ty), mask=g_ok[:, None] & d_ok[None, :])
+    out = acc / l
+    tl.store(out_ptr + i * stride_on + h * stride_oh + d, out.to(out_ptr.dtype.element_ty), mask=d_ok)
 
 
 def _tile_and_warps(num_programs):
@@ -84,7 +75,7 @@ def _tile_and_warps(num_programs):
     return 64, 8
 
 
-def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, group=1):
+def slot_attention_triton(q, k, v, slot_table, rows, lens, scale):
     """Triton version of `slot_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
     _, Hk, Dk = k.shape
@@ -94,31 +85,27 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, group=1):
     assert slot_table.dtype == lens.dtype == torch.int32, "slot_table and lens must be int32"
     assert slot_table.dim() == 2 and slot_table.stride(1) == 1
     assert rows.shape == lens.shape == (N,) and rows.is_contiguous() and lens.is_contiguous()
-    assert N % group == 0, "rows must come in whole runs of `group`"
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    TILE, num_warps = _tile_and_warps(N // group * H)
-    _slot_attention_kernel[(N // group, H)](
+    TILE, num_warps = _tile_and_warps(N * H)
+    _slot_attention_kernel[(N, H)](
         q, k, v, slot_table, rows, lens, out, scale, D,
         q.stride(0), q.stride(1),
         k.stride(0), k.stride(1),
         v.stride(0), v.stride(1),
         slot_table.stride(0),
         out.stride(0), out.stride(1),
-        GROUP=group, BLOCK_G=triton.next_power_of_2(group), TILE=TILE, BLOCK_D=triton.next_power_of_2(D),
-        num_warps=num_warps,
+        TILE=TILE, BLOCK_D=triton.next_power_of_2(D), num_warps=num_warps,
     )
     return out
 
 
-def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, group=1):
+def slot_attention_ref(q, k, v, slot_table, rows, lens, scale):
     """Decode attention of `q` (N, H, D) over the cache `k`, `v` (slots, H, D): row i reads the
     `lens[i]` (>= 1, current token included) slots listed in `slot_table[rows[i]]`, slot_table
-    (R, T) int32; with `group` > 1, those of the first row of its run of `group`. Softmax and sums
-    in float32 (float64 for float64 inputs); returns (N, H, D) in q's dtype."""
+    (R, T) int32. Softmax and sums in float32 (float64 for float64 inputs); returns (N, H, D) in
+    q's dtype."""
     N, H, D = q.shape
-    first = torch.arange(N, device=q.device) // group * group  # (N,) each row's run's first row
-    rows, lens = rows[first], lens[first]
     compute_dtype = torch.promote_types(q.dtype, torch.float32)
     T = int(lens.max())
     valid = torch.arange(T, device=q.device)[None, :] < lens[:, None]  # (N, T)

@@ -74,21 +74,3 @@ def test_strided_inputs():
     k, v = torch.stack([k, k]).select(0, 1), torch.stack([v, v]).select(0, 1)  # (slots, H, D)
     out = slot_attention_triton(q, k, v, table, rows, lens, 0.25)
     torch.testing.assert_close(out, slot_attention_ref(q, k, v, table, rows, lens, 0.25))
-
-
-@pytest.mark.parametrize("group", [2, 3, 4])
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_runs_of_rows_read_their_first_rows_slots(group, dtype, poisoned_outputs, check_error):
-    # Runs of `group` rows (a sentence's beams over its source): only each run's first row's slot
-    # list and length count; the others' are garbage the kernel must not follow.
-    runs = [5, 33, 17, 1]
-    q, k, v, table, rows, lens = make_cache(sum([[n] * group for n in runs], []), 2, 16, group, dtype)
-    first = torch.arange(len(rows)) // group * group
-    table[rows[first != torch.arange(len(rows))].long()] = 2**30
-    lens = lens.masked_fill(first != torch.arange(len(rows)), 999)
-    out = slot_attention_triton(q, k, v, table, rows, lens, 0.25, group)
-    ref = slot_attention_ref(q, k, v, table, rows, lens, 0.25, group)
-    truth = slot_attention_ref(q.double(), k.double(), v.double(), table, rows, lens, 0.25, group)
-    check_error(out, ref, truth)
-    ungrouped = slot_attention_ref(q.double(), k.double(), v.double(), table, rows[first].contiguous(), lens[first].contiguous(), 0.25)
-    torch.testing.assert_close(truth, ungrouped)

@@ -27,6 +27,7 @@ when every slot is held, it waits. Its rows carry the slot, so one batch mixes a
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections import deque
@@ -78,6 +79,20 @@ class Running:
     seq: SequenceState
     length: int  # tokens in each of its hypotheses
     order: int  # admission order: the youngest is preempted first
+    live: bool = True  # false once it has left (finished, preempted or stopped)
+
+
+@dataclass
+class LaunchedStep:
+    """A step queued on the device: the sentences it advanced and, once the device has run it, which
+    of them are done and the current best hypothesis of those that stream partial results."""
+
+    sentences: list[Running]
+    lengths: list[int]  # their hypotheses' lengths after the step
+    done: torch.Tensor  # (S,) bool, host memory filled by the device
+    partial: list[int]  # the sentences that stream partial results, as indices into `sentences`
+    partial_tokens: torch.Tensor | None  # (P, width) int64, host memory filled by the device
+    ready: torch.cuda.Event | None  # recorded after the copies; None on the CPU
 
 
 class Group:
@@ -160,6 +175,7 @@ class Generator:
         self.lora = LoraPool(model.config, DEFAULT_SLOTS, model.device, model.dtype)
         self._admissions = itertools.count()
         self._step_rows: torch.Tensor | None = None  # the live rows of a step, until sentences come or go
+        self._side_stream: torch.cuda.Stream | None = None
 
     def _prepare_scratch_row(self) -> None:
         """Padding rows write into a block no sequence owns and read one slot of another."""
@@ -206,6 +222,7 @@ class Generator:
         """One decoder row; `prefill` gives it a source, `decode`/`decode_batch` feed it tokens."""
         seq = SequenceState(self.rows.take_rows(1))
         self.rows.kv_len[seq.rows] = 0
+        self.rows.finished[seq.rows] = False
         return seq
 
     def free_sequence(self, seq: SequenceState, with_source: bool = True) -> None:
@@ -319,10 +336,14 @@ class Generator:
             return None
 
         def step(padded: torch.Tensor) -> torch.Tensor:
+            padded = self.rows.sitting_out(padded)
             logits = self._forward(padded, with_lora, with_logits=True)
             # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
             search = search_step(group.options)
-            return search(self.rows, padded.view(-1, beams), logits, group.options, self.eos_id, self.rows.max_length)
+            sentences = padded.view(-1, beams)  # (S, B)
+            done = search(self.rows, sentences, logits, group.options, self.eos_id, self.rows.max_length)
+            self.rows.mark_finished(sentences, done)
+            return done
 
         done = self.graphs.run(rows.reshape(-1), (with_lora, group.options), step)
         return done[: rows.shape[0]]
@@ -366,6 +387,9 @@ class Generator:
         waiting = deque(sorted(requests, key=lambda r: r.priority))
         running: list[Running] = []
         groups: dict[DecodingOptions, Group] = {}
+        # The host learns which sentences a step finished while the device runs the next one, so the
+        # device never waits for the host between steps. Sentences found done sit that next step out.
+        pending: LaunchedStep | None = None
         while waiting or running:
             if should_stop is not None and should_stop():
                 for item in running:
@@ -376,13 +400,16 @@ class Generator:
                 if not running:
                     continue  # every waiting request failed (an unusable adapter)
                 self._make_room(waiting, running, groups)
-                finished = self._step(groups)
+                launched = self._launch(groups)
             except torch.cuda.OutOfMemoryError as e:
                 self._shrink(waiting, running, groups, e)
+                pending = None  # its sentences were requeued
                 continue
-            for item in finished:
-                running.remove(item)
-                self._leave(item, groups)
+            if pending is not None:
+                for item in self._finish(pending):
+                    running.remove(item)
+                    self._leave(item, groups)
+            pending = launched
         return requests
 
     def _shrink(
@@ -482,6 +509,7 @@ class Generator:
         per_row = torch.tensor([len(s.rows) for s in seqs], device=device)
         state.hyp[rows, :widest] = torch.tensor(prefixes, device=device).repeat_interleave(per_row, dim=0)
         state.kv_len[rows] = 0
+        state.finished[rows] = False
         # As HF: every beam but the first starts out of the race, so the first step picks from one.
         state.score[rows] = torch.tensor([0.0 if i == 0 else BLOCKED for s in seqs for i in range(len(s.rows))], device=device)
         state.fin_score[rows] = float("-inf")
@@ -535,49 +563,85 @@ class Generator:
         self._release(item)
 
     def _release(self, item: Running) -> None:
+        item.live = False
         self.free_sequence(item.seq)
         self.lora.release_adapter_slot(item.seq.adapter_slot)
         item.seq.adapter_slot = -1
 
-    def _step(self, groups: dict[DecodingOptions, Group]) -> list[Running]:
-        """Feed every live row one token, advance every group's search; returns the finished sentences."""
+    def _launch(self, groups: dict[DecodingOptions, Group]) -> LaunchedStep:
+        """Queue one step: feed every live row one token and advance every group's search."""
         live = list(groups.values())
         sentences = [item for group in live for item in group.sentences]
         self._grow([item.seq for item in sentences])
         with_lora = any(item.seq.adapter_slot >= 0 for item in sentences)
         done = self._search_in_graph(live[0], with_lora) if len(live) == 1 else None
-        done = [done] if done is not None else self._search_eagerly(live, with_lora)
+        done = done if done is not None else torch.cat(self._search_eagerly(live, with_lora))
         for item in sentences:
             item.seq.cached += 1
             item.length += 1
-        finished = [item for item, is_done in zip(sentences, torch.cat(done).tolist()) if is_done]
-        self._report(finished, done=True)
-        self._report([item for item in sentences if item.request.on_partial is not None and item.request.result is None])
-        return finished
+        lengths = [item.length for item in sentences]
+        partial = [i for i, item in enumerate(sentences) if item.request.on_partial is not None]
+        tokens = None
+        if partial:  # the best hypothesis of each is its first row's, as the search keeps them sorted
+            leads = torch.tensor([sentences[i].seq.rows[0] for i in partial], device=self.model.device)
+            tokens = self.rows.hyp[:, : max(lengths)][leads]  # (P, width)
+        ready = None
+        if self.model.device.type == "cuda":
+            done, tokens = _to_host(done), tokens if tokens is None else _to_host(tokens)
+            ready = torch.cuda.Event()
+            ready.record()
+        return LaunchedStep(sentences, lengths, done, partial, tokens, ready)
+
+    def _finish(self, step: LaunchedStep) -> list[Running]:
+        """Wait for a launched step; report its finished sentences' results and the partial results
+        of the others; returns the finished ones."""
+        if step.ready is not None:
+            step.ready.synchronize()
+        done = step.done.tolist()
+        finished = [i for i, item in enumerate(step.sentences) if done[i] and item.live]
+        if finished:
+            # The device may be running the next step already; it leaves these sentences' rows
+            # alone, so a side stream reads their results without waiting for it.
+            leads = [step.sentences[i].seq.rows[0] for i in finished]
+            with self._side_stream_after(step.ready):
+                results = best_hypotheses(self.rows, leads, [step.lengths[i] for i in finished], done=True)
+            for i, tokens in zip(finished, results):
+                step.sentences[i].request.result = tokens
+        if step.partial_tokens is not None:
+            for i, tokens in zip(step.partial, step.partial_tokens.tolist()):
+                item = step.sentences[i]
+                if item.live and item.request.result is None:
+                    item.request.on_partial(tokens[: step.lengths[i]])
+        return [step.sentences[i] for i in finished]
+
+    def _side_stream_after(self, event: torch.cuda.Event | None):
+        if event is None:
+            return contextlib.nullcontext()
+        if self._side_stream is None:
+            self._side_stream = torch.cuda.Stream(self.model.device)
+        self._side_stream.wait_event(event)
+        return torch.cuda.stream(self._side_stream)
 
     def _search_eagerly(self, live: list[Group], with_lora: bool) -> list[torch.Tensor]:
         """One decoder step over every group's rows, then each group's search: done (S,) per group."""
         device = self.model.device
         if self._step_rows is None:
             self._step_rows = torch.cat([group.rows(device).reshape(-1) for group in live])  # (N,)
-        logits = self._run(self._step_rows, with_lora, with_logits=True)  # (N, V)
+        logits = self._run(self.rows.sitting_out(self._step_rows), with_lora, with_logits=True)  # (N, V)
         done, first = [], 0
         for group in live:
-            rows = group.rows(device)  # (S, B)
+            rows = self.rows.sitting_out(group.rows(device))  # (S, B)
             lengths = [item.length for item in group.sentences]
             group_logits = logits[first : first + rows.numel()]
             search = search_step(group.options)
             done.append(search(self.rows, rows, group_logits, group.options, self.eos_id, max(lengths) + 1, lengths))
+            self.rows.mark_finished(rows, done[-1])
             first += rows.numel()
         return done
 
-    def _report(self, items: list[Running], done: bool = False) -> None:
-        """Finished sentences get their result; others with `on_partial` hear their best hypothesis."""
-        if not items:
-            return
-        best = best_hypotheses(self.rows, [item.seq.rows[0] for item in items], [item.length for item in items], done)
-        for item, tokens in zip(items, best):
-            if done:
-                item.request.result = tokens
-            else:
-                item.request.on_partial(tokens)
+
+
+def _to_host(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy in pinned host memory, queued on the current stream: valid once the stream gets there."""
+    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    return host.copy_(tensor, non_blocking=True)

@@ -164,3 +164,30 @@ def test_a_text_longer_than_the_model_reads_goes_in_pieces(translator):
     alone = translator.generator.generate_beam_batch([Request(p, tok.decoder_prefix("fra_Latn"), options) for p in pieces])
     [result] = translator.translate([text], "eng_Latn", "fra_Latn", options)
     assert result == " ".join(tok.decode(ids) for ids in alone)
+
+
+@pytest.mark.parametrize("beams", [1, 4])
+def test_a_sentence_found_done_sits_out_the_step_launched_meanwhile(translator, hf_model, hf_tokenizer, beams):
+    """The host reads which sentences a step finished while the device already runs the next step:
+    that step must leave a finished sentence's rows as they were, or its result would change before
+    the host reads it. (Ended by max_length, every candidate finishes; another step would add more.)"""
+    from collections import deque
+
+    generator, tok = translator.generator, translator.tokenizer
+    request = Request(tok.encode_source(TEXTS[6], "eng_Latn"), tok.decoder_prefix("fra_Latn"),
+                      DecodingOptions(num_beams=beams, max_length=7))
+    waiting, running, groups = deque([request]), [], {}
+    generator._admit(waiting, running, groups)
+    [item] = running
+    while not (step := generator._launch(groups)).done[0]:
+        pass
+    state, rows = generator.rows, torch.tensor(item.seq.rows)
+    tables = (state.hyp, state.kv_slots, state.kv_len, state.score, state.fin_score, state.fin_hyp, state.fin_len)
+    before = [t[rows].clone() for t in tables]
+    generator._launch(groups)  # launched before the host has looked at `step.done`
+    assert all(torch.equal(t[rows], b) for t, b in zip(tables, before))
+    assert generator._finish(step) == [item]
+    generator._leave(item, groups)
+    expected, _ = hf_generate(hf_model, hf_tokenizer, TEXTS[6], "eng_Latn", "fra_Latn", dict(num_beams=beams, max_length=7))
+    assert request.result == expected
+    assert generator.rows.num_free_rows() == generator.rows.capacity

@@ -1,7 +1,11 @@
 """Decode attention where each row lists the cache slots of its tokens: one new query token per row.
 
-Meaning, as a plain loop (`n = lens[i]` counts the current token, whose K/V is already cached):
+Meaning, as a plain loop (`lens[i]` counts the current token, whose K/V is already cached or, given
+the optional `k_new`, `v_new`, `write_slots`, stored by the op itself first):
 
+    if write_slots is not None:
+        for i in range(N):
+            k[write_slots[i]], v[write_slots[i]] = k_new[i], v_new[i]
     for i in range(N):
         for h in range(H):
             slots = slot_table[rows[i], :lens[i]]
@@ -14,6 +18,10 @@ block table, lets the beams of a sentence read the tokens they have in common fr
 each writes only its own blocks: reordering beams is a gather of slot lists, never a copy of K/V
 (FasterTransformer's cache indirection, at the granularity of tokens). Entries of a slot list
 past the row's length are never read, so they may hold anything.
+
+Given `k_new`, `v_new`, `write_slots`, the op also stores each row's new token in the cache (in
+place), sparing the decode step two scatter kernels per layer; the caller guarantees the row's last
+slot, slot_table[rows[i], lens[i] - 1], is write_slots[i].
 """
 
 import torch
@@ -24,12 +32,15 @@ from kernels._triton import tl, triton
 @triton.jit
 def _slot_attention_kernel(
     q_ptr, k_ptr, v_ptr, table_ptr, rows_ptr, lens_ptr, out_ptr, scale, D,
+    k_new_ptr, v_new_ptr, write_slots_ptr,
     stride_qn, stride_qh,
     stride_ks, stride_kh,
     stride_vs, stride_vh,
     stride_table,
     stride_on, stride_oh,
-    TILE: tl.constexpr, BLOCK_D: tl.constexpr,
+    stride_kn_n, stride_kn_h,
+    stride_vn_n, stride_vn_h,
+    TILE: tl.constexpr, BLOCK_D: tl.constexpr, WRITE: tl.constexpr,
 ):
     # One program per (row, head): online softmax over TILE cached tokens at a time.
     i = tl.program_id(0)
@@ -44,9 +55,14 @@ def _slot_attention_kernel(
     l = tl.full((), 0.0, tl.float32)  # running sum of exp(score - m)
     acc = tl.zeros([BLOCK_D], tl.float32)  # running sum of exp(score - m) * v
     t = tl.arange(0, TILE)
-    for start in range(0, n, TILE):
+    n_cached = n
+    if WRITE:
+        # The last token is the new one, folded in from registers below: the cache holds it only once
+        # this program stores it, and a load would need a barrier to see that store from other threads.
+        n_cached = n - 1
+    for start in range(0, n_cached, TILE):
         pos = start + t
-        valid = pos < n
+        valid = pos < n_cached
         # int64: slot * stride can pass 2**31 in a large cache.
         slot = tl.load(table_ptr + row * stride_table + pos, mask=valid, other=0).to(tl.int64)
         kv_mask = valid[:, None] & d_ok[None, :]
@@ -62,6 +78,24 @@ def _slot_attention_kernel(
         l = l * alpha + tl.sum(p, axis=0)
         m = m_new
 
+    if WRITE:
+        k_off = i * stride_kn_n + h * stride_kn_h + d
+        v_off = i * stride_vn_n + h * stride_vn_h + d
+        k_new = tl.load(k_new_ptr + k_off, mask=d_ok, other=0.0)
+        v_new = tl.load(v_new_ptr + v_off, mask=d_ok, other=0.0)
+        s_new = tl.sum(k_new.to(tl.float32) * q, axis=0)
+        m_new = tl.maximum(m, s_new)
+        alpha = tl.exp(m - m_new)  # 0 when no cached token came before (m = -inf)
+        p_new = tl.exp(s_new - m_new)
+        acc = acc * alpha + p_new * v_new.to(tl.float32)
+        l = l * alpha + p_new
+        # Stored last, after the loop: a stray read of this slot above would then see the caller's
+        # old contents (NaN in the tests), not the new token. Padding rows may share one slot; their
+        # racing stores leave garbage in a block nobody reads.
+        slot = tl.load(write_slots_ptr + i).to(tl.int64)
+        tl.store(k_ptr + slot * stride_ks + h * stride_kh + d, k_new, mask=d_ok)
+        tl.store(v_ptr + slot * stride_vs + h * stride_vh + d, v_new, mask=d_ok)
+
     out = acc / l
     tl.store(out_ptr + i * stride_on + h * stride_oh + d, out.to(out_ptr.dtype.element_ty), mask=d_ok)
 
@@ -75,7 +109,21 @@ def _tile_and_warps(num_programs):
     return 64, 8
 
 
-def slot_attention_triton(q, k, v, slot_table, rows, lens, scale):
+def _check_new_token(q, k, k_new, v_new, write_slots):
+    """Asserts the optional new-token arguments are all given or all None, and agree with q, k."""
+    given = [x is not None for x in (k_new, v_new, write_slots)]
+    assert all(given) or not any(given), "k_new, v_new and write_slots go together"
+    if write_slots is None:
+        return False
+    assert k_new.shape == v_new.shape == q.shape, "k_new, v_new must be (N, H, D) like q"
+    assert k_new.dtype == v_new.dtype == k.dtype, "k_new, v_new must have the cache's dtype"
+    assert k_new.stride(-1) == v_new.stride(-1) == 1, "head dim must be contiguous"
+    assert write_slots.dtype in (torch.int32, torch.int64), "write_slots must be int32 or int64"
+    assert write_slots.shape == (q.shape[0],) and write_slots.is_contiguous()
+    return True
+
+
+def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None):
     """Triton version of `slot_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
     _, Hk, Dk = k.shape
@@ -85,26 +133,38 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale):
     assert slot_table.dtype == lens.dtype == torch.int32, "slot_table and lens must be int32"
     assert slot_table.dim() == 2 and slot_table.stride(1) == 1
     assert rows.shape == lens.shape == (N,) and rows.is_contiguous() and lens.is_contiguous()
+    write = _check_new_token(q, k, k_new, v_new, write_slots)
+    if not write:
+        k_new, v_new, write_slots = q, q, lens  # never read: WRITE=False compiles their use out
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     TILE, num_warps = _tile_and_warps(N * H)
     _slot_attention_kernel[(N, H)](
         q, k, v, slot_table, rows, lens, out, scale, D,
+        k_new, v_new, write_slots,
         q.stride(0), q.stride(1),
         k.stride(0), k.stride(1),
         v.stride(0), v.stride(1),
         slot_table.stride(0),
         out.stride(0), out.stride(1),
-        TILE=TILE, BLOCK_D=triton.next_power_of_2(D), num_warps=num_warps,
+        k_new.stride(0), k_new.stride(1),
+        v_new.stride(0), v_new.stride(1),
+        TILE=TILE, BLOCK_D=triton.next_power_of_2(D), WRITE=write, num_warps=num_warps,
     )
     return out
 
 
-def slot_attention_ref(q, k, v, slot_table, rows, lens, scale):
+def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None):
     """Decode attention of `q` (N, H, D) over the cache `k`, `v` (slots, H, D): row i reads the
     `lens[i]` (>= 1, current token included) slots listed in `slot_table[rows[i]]`, slot_table
     (R, T) int32. Softmax and sums in float32 (float64 for float64 inputs); returns (N, H, D) in
-    q's dtype."""
+    q's dtype.
+
+    Given k_new, v_new (N, H, D) and write_slots (N,) int32 or int64, first stores k_new[i],
+    v_new[i] in the cache at write_slots[i], in place; row i's last slot must be write_slots[i]."""
+    if _check_new_token(q, k, k_new, v_new, write_slots):
+        k.index_copy_(0, write_slots.long(), k_new)
+        v.index_copy_(0, write_slots.long(), v_new)
     N, H, D = q.shape
     compute_dtype = torch.promote_types(q.dtype, torch.float32)
     T = int(lens.max())

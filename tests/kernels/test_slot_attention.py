@@ -74,3 +74,64 @@ def test_strided_inputs():
     k, v = torch.stack([k, k]).select(0, 1), torch.stack([v, v]).select(0, 1)  # (slots, H, D)
     out = slot_attention_triton(q, k, v, table, rows, lens, 0.25)
     torch.testing.assert_close(out, slot_attention_ref(q, k, v, table, rows, lens, 0.25))
+
+
+# (lens, H, D): rows that store their new token and attend over it. Length 1 is the new token alone;
+# 17 and 65 put it just past a tile of cached tokens (16, 64), 16 and 64 leave it inside one.
+WRITE_CASES = [
+    ([1, 16, 17, 64, 65, 3], 2, 16),
+    ([17, 1, 9], 2, 24),  # head dim not a power of two
+]
+
+
+def make_new_tokens(lens, H, D, dtype, seed=1):
+    """A cache from `make_cache` plus each row's new token: k_new, v_new strided slices of a fused
+    (N, 3, H, D) projection, write_slots each row's last slot, holding NaN in the cache before the
+    write so a kernel that reads the slot back instead of using k_new, v_new shows it."""
+    q, k, v, table, rows, lens_t = make_cache(lens, H, D, 2, dtype)
+    g = torch.Generator().manual_seed(seed)
+    qkv = torch.randn(len(lens), 3, H, D, generator=g).to(dtype)  # (N, 3, H, D)
+    q, k_new, v_new = qkv.unbind(1)  # 3 x (N, H, D), strided
+    write_slots = table[rows.long(), lens_t.long() - 1].long()  # (N,)
+    k[write_slots], v[write_slots] = float("nan"), float("nan")
+    return q, k, v, table, rows, lens_t, k_new, v_new, write_slots
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lens, H, D", WRITE_CASES)
+@pytest.mark.parametrize("slot_dtype", [torch.int64, torch.int32])
+def test_writes_new_token(lens, H, D, dtype, slot_dtype, poisoned_outputs, check_error):
+    q, k, v, table, rows, lens, k_new, v_new, write_slots = make_new_tokens(lens, H, D, dtype)
+    write_slots = write_slots.to(slot_dtype)
+    scale = D**-0.5
+    k_ref, v_ref = k.clone(), v.clone()
+    k_64, v_64 = k.double(), v.double()
+    new = dict(k_new=k_new, v_new=v_new, write_slots=write_slots)
+    out = slot_attention_triton(q, k, v, table, rows, lens, scale, **new)
+    ref = slot_attention_ref(q, k_ref, v_ref, table, rows, lens, scale, **new)
+    truth = slot_attention_ref(q.double(), k_64, v_64, table, rows, lens, scale,
+                               k_new=k_new.double(), v_new=v_new.double(), write_slots=write_slots)
+    assert out.shape == q.shape and out.dtype == dtype
+    check_error(out, ref, truth)
+    # The cache holds the new tokens and is otherwise untouched (unused slots stay NaN).
+    torch.testing.assert_close(k, k_ref, rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(v, v_ref, rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(k[write_slots.long()], k_new, rtol=0, atol=0)
+
+
+def test_padding_rows_share_a_write_slot():
+    # Padding rows of a captured step all write into one scratch slot and attend over it alone: no
+    # crash, the real rows are unaffected, and each head of the slot ends up holding one padding row's.
+    q, k, v, table, rows, lens, k_new, v_new, write_slots = make_new_tokens([5, 18, 1, 1, 1], 2, 8, torch.float32)
+    scratch = int(write_slots[2])
+    table[rows[2:].long(), 0] = scratch
+    write_slots[2:] = scratch
+    k_ref, v_ref = k.clone(), v.clone()
+    new = dict(k_new=k_new, v_new=v_new, write_slots=write_slots)
+    out = slot_attention_triton(q, k, v, table, rows, lens, 0.5, **new)
+    ref = slot_attention_ref(q, k_ref, v_ref, table, rows, lens, 0.5, **new)
+    torch.testing.assert_close(out[:2], ref[:2])
+    torch.testing.assert_close(out[2:], v_new[2:])  # one token alone: softmax weight 1 on its own value
+    for h in range(2):
+        assert any(torch.equal(k[scratch, h], k_new[i, h]) and torch.equal(v[scratch, h], v_new[i, h])
+                   for i in range(2, 5))

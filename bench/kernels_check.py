@@ -25,6 +25,7 @@ from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
+from kernels.source_attention import source_attention_ref, source_attention_triton
 
 ROWS = [1, 4, 64, 256]  # decode rows: beams of all sentences in flight
 BEAM = 4
@@ -53,6 +54,19 @@ def slot_attention_inputs(N, D, seq_len=40):
     k, v = torch.randn(N * T, H, D, dtype=DTYPE), torch.randn(N * T, H, D, dtype=DTYPE)
     q = torch.randn(N, H, D, dtype=DTYPE)
     args = (q, k, v, table.int(), torch.arange(N, dtype=torch.int32), lens.int())
+    return [a.cuda() for a in args] + [D**-0.5]
+
+
+def source_attention_inputs(N, D, seq_len=40):
+    """Runs of BEAM rows, one source per run: a length near seq_len and one copy of its K/V, listed
+    by one slot_table row that all the run's rows read (rows[i] = i // BEAM)."""
+    runs = N // BEAM
+    lens = torch.randint(seq_len - 8, seq_len + 9, (runs,)).repeat_interleave(BEAM)  # (N,)
+    T = int(lens.max())
+    table = torch.randperm(runs * T).view(runs, T)  # (runs, T)
+    k, v = torch.randn(runs * T, H, D, dtype=DTYPE), torch.randn(runs * T, H, D, dtype=DTYPE)
+    q = torch.randn(N, H, D, dtype=DTYPE)
+    args = (q, k, v, table.int(), torch.arange(N, dtype=torch.int32) // BEAM, lens.int())
     return [a.cuda() for a in args] + [D**-0.5]
 
 
@@ -85,6 +99,19 @@ def main():
             args = slot_attention_inputs(B, D)
             error = rel_error(slot_attention_triton(*args), slot_attention_ref(*args))
             record("slot_attention", f"N={B} H={H} D={D} len~40", error,
+                   lambda: slot_attention_triton(*args), lambda: slot_attention_ref(*args))
+    for D in (64, 128):
+        for N in ROWS + [2048]:  # 2,048 rows: 512 sentences of beam 4, where the source reads add up
+            if N % BEAM:
+                continue
+            args = source_attention_inputs(N, D)
+            shape = f"N={N} H={H} D={D} len~40 g={BEAM}"
+            error = rel_error(source_attention_triton(*args, BEAM), source_attention_ref(*args, BEAM))
+            record("source_attention", shape, error,
+                   lambda: source_attention_triton(*args, BEAM), lambda: source_attention_ref(*args, BEAM))
+            # The same inputs through slot_attention, whose (row, head) programs each read the source.
+            error = rel_error(slot_attention_triton(*args), source_attention_ref(*args, BEAM))
+            record("slot_attention", shape, error,
                    lambda: slot_attention_triton(*args), lambda: slot_attention_ref(*args))
     for C in (1024, 2048):
         for N in ROWS + [8192]:

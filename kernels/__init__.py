@@ -11,6 +11,7 @@ from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
+from kernels.source_attention import source_attention_ref, source_attention_triton
 
 
 def _use_triton(tensor):
@@ -23,6 +24,15 @@ def slot_attention(q, k, v, slot_table, rows, lens, scale):
     lens (N,) int32, current token included). Returns (N, H, D) in q's dtype."""
     fn = slot_attention_triton if _use_triton(q) else slot_attention_ref
     return fn(q, k, v, slot_table, rows, lens, scale)
+
+
+def source_attention(q, k, v, slot_table, rows, lens, scale, group):
+    """Decode cross-attention for rows in runs of `group` (the beams of a sentence) that read the
+    same source slots: row i reads the first lens[f] slots of slot_table[rows[f]], f = i - i % group
+    the first row of its run, each slot's K/V read once per run. q (N, H, D) with N % group == 0;
+    k, v (slots, H, D). Returns (N, H, D) in q's dtype."""
+    fn = source_attention_triton if _use_triton(q) else source_attention_ref
+    return fn(q, k, v, slot_table, rows, lens, scale, group)
 
 
 def add_layer_norm(x, residual, weight, bias, eps):
@@ -47,4 +57,4 @@ def lora(x, y, a, b, scale, slots):
     return fn(x, y, a, b, scale, slots)
 
 
-__all__ = ["add_layer_norm", "logsoftmax_topk", "lora", "slot_attention"]
+__all__ = ["add_layer_norm", "logsoftmax_topk", "lora", "slot_attention", "source_attention"]

@@ -57,7 +57,7 @@ class DecodeGraphs:
         if not self.capture:
             return step(self.rows[:size])
         if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
-            self.graphs = {k: v for k, v in self.graphs.items() if not k[1]}
+            self._keep(lambda key: not key[1])
             self.lora_layout = self.lora.layout
         full_key = (size, *key)
         if full_key not in self.graphs:
@@ -68,7 +68,12 @@ class DecodeGraphs:
 
     def drop_larger_than(self, rows: int) -> None:
         """Forget the graphs of buckets above `rows` (their memory goes back to the pool's allocator)."""
-        self.graphs = {key: value for key, value in self.graphs.items() if key[0] <= bucket_for(rows)}
+        self._keep(lambda key: key[0] <= bucket_for(rows))
+
+    def _keep(self, wanted: Callable[[tuple], bool]) -> None:
+        self.graphs = {key: value for key, value in self.graphs.items() if wanted(key)}
+        if not self.graphs and self.capture:  # a pool whose graphs are all gone takes no new captures
+            self.pool = torch.cuda.graph_pool_handle()
 
     def _capture(self, size: int, step: Step) -> tuple[torch.cuda.CUDAGraph, torch.Tensor | None]:
         # Warm up on a side stream (Triton compiles, cuBLAS picks its kernels), then capture. The

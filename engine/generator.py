@@ -290,8 +290,9 @@ class Generator:
 
     # -- the decoder step ----------------------------------------------------------------------------
 
-    def _forward(self, rows: torch.Tensor, with_lora: bool, with_logits: bool) -> torch.Tensor | None:
+    def _forward(self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1) -> torch.Tensor | None:
         """Feed each row (N,) the token of its hypothesis at its cache length; logits (N, V) if asked.
+        `group` > 1: the rows come in runs of that many beams of one sentence.
 
         Everything here is device work on `DecoderRows`, so a CUDA graph captures it whole.
         """
@@ -316,6 +317,7 @@ class Generator:
             cross_lens=state.cross_len[rows],
             with_logits=with_logits,
             lora=lora,
+            group=group,
         )
 
     def _run(self, rows: torch.Tensor, with_lora: bool, with_logits: bool) -> torch.Tensor | None:
@@ -337,7 +339,7 @@ class Generator:
 
         def step(padded: torch.Tensor) -> torch.Tensor:
             padded = self.rows.sitting_out(padded)
-            logits = self._forward(padded, with_lora, with_logits=True)
+            logits = self._forward(padded, with_lora, with_logits=True, group=beams)
             # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
             search = search_step(group.options)
             sentences = padded.view(-1, beams)  # (S, B)

@@ -45,7 +45,7 @@ class Int8Linear:
         bias = None if linear.bias is None else linear.bias.float()
         return cls(quantized, scale, bias)
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, relu: bool = False) -> torch.Tensor:
         rows = x.reshape(-1, x.shape[-1])  # (R, in)
         row_scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) / 127  # (R, 1)
         quantized = torch.round(rows / row_scale).to(torch.int8)  # (R, in)
@@ -57,6 +57,8 @@ class Int8Linear:
         out = products.float() * row_scale * self.scale  # (R, out)
         if self.bias is not None:
             out += self.bias
+        if relu:
+            out.relu_()
         return out.view(*x.shape[:-1], -1)  # (..., out)
 
 

@@ -8,6 +8,7 @@ submodule imported later would replace the function `kernels.<name>` with the mo
 
 from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
@@ -18,12 +19,14 @@ def _use_triton(tensor):
     return HAVE_TRITON and tensor.is_cuda
 
 
-def slot_attention(q, k, v, slot_table, rows, lens, scale):
+def slot_attention(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None):
     """Decode attention over one layer's cache of token slots. q (N, H, D); k, v (slots, H, D); row
     i reads the first lens[i] slots of slot_table[rows[i]] (slot_table (R, T) int32, rows (N,),
-    lens (N,) int32, current token included). Returns (N, H, D) in q's dtype."""
+    lens (N,) int32, current token included). Given k_new, v_new (N, H, D) and write_slots (N,)
+    int32/int64, first stores row i's new token in the cache at write_slots[i] (in place), which
+    must be row i's last slot. Returns (N, H, D) in q's dtype."""
     fn = slot_attention_triton if _use_triton(q) else slot_attention_ref
-    return fn(q, k, v, slot_table, rows, lens, scale)
+    return fn(q, k, v, slot_table, rows, lens, scale, k_new=k_new, v_new=v_new, write_slots=write_slots)
 
 
 def source_attention(q, k, v, slot_table, rows, lens, scale, group):
@@ -42,6 +45,13 @@ def add_layer_norm(x, residual, weight, bias, eps):
     return fn(x, residual, weight, bias, eps)
 
 
+def fused_linear(x, weight, bias=None, relu=False):
+    """x (M, K) @ weight (N, K)^T + bias, then ReLU if `relu`: (M, N) in x's dtype. For few rows:
+    at hundreds of rows cuBLAS is faster."""
+    fn = fused_linear_triton if _use_triton(x) else fused_linear_ref
+    return fn(x, weight, bias, relu)
+
+
 def logsoftmax_topk(logits, k):
     """Returns (values (N, k) float32, indices (N, k) int64, lse (N,) float32): each row's k
     largest log-softmax values, descending, equal logits lowest index first."""
@@ -57,4 +67,4 @@ def lora(x, y, a, b, scale, slots):
     return fn(x, y, a, b, scale, slots)
 
 
-__all__ = ["add_layer_norm", "logsoftmax_topk", "lora", "slot_attention", "source_attention"]
+__all__ = ["add_layer_norm", "fused_linear", "logsoftmax_topk", "lora", "slot_attention", "source_attention"]

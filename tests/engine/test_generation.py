@@ -191,3 +191,21 @@ def test_a_sentence_found_done_sits_out_the_step_launched_meanwhile(translator, 
     expected, _ = hf_generate(hf_model, hf_tokenizer, TEXTS[6], "eng_Latn", "fra_Latn", dict(num_beams=beams, max_length=7))
     assert request.result == expected
     assert generator.rows.num_free_rows() == generator.rows.capacity
+
+
+def test_steps_of_few_rows_run_their_projections_through_the_fused_kernel(translator, hf_model, hf_tokenizer, monkeypatch):
+    """The GPU's few-row decoder step (projections and ReLU in kernels.fused_linear, in half
+    precision there), here in float32 through the kernel's reference: still HF's translations."""
+    import kernels
+    from engine import model
+
+    calls = []
+    fused_linear = kernels.fused_linear
+    monkeypatch.setattr(kernels, "fused_linear", lambda *a, **k: calls.append(k.get("relu")) or fused_linear(*a, **k))
+    monkeypatch.setattr(model, "FUSED_DTYPES", (torch.float32,))
+    options = dict(num_beams=4, max_length=30)
+    for text in TEXTS[:3]:
+        [ours] = translator.translate([text], "eng_Latn", "deu_Latn", translator.default_options(**options))
+        _, expected = hf_generate(hf_model, hf_tokenizer, text, "eng_Latn", "deu_Latn", options)
+        assert ours == expected, text
+    assert True in calls and False in calls  # fc1 with its ReLU, the others without

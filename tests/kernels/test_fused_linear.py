@@ -1,0 +1,39 @@
+import pytest
+import torch
+
+from kernels.fused_linear import fused_linear_ref, fused_linear_triton
+
+DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
+
+# (M, K, N): one row to two row blocks, K past one BLOCK_K and not a power of two, N not a multiple of BLOCK_N
+SHAPES = [(1, 64, 16), (4, 100, 50), (17, 512, 33)]
+VARIANTS = {"bias": dict(), "no bias": dict(bias=False), "relu": dict(relu=True)}
+
+
+def make_inputs(M, K, N, dtype, bias=True, relu=False, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(M, K, generator=g).to(dtype)
+    weight = (torch.randn(N, K, generator=g) / K**0.5).to(dtype)
+    return x, weight, dict(bias=torch.randn(N, generator=g).to(dtype) if bias else None, relu=relu)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("M, K, N", SHAPES)
+def test_matches_reference(M, K, N, variant, dtype, poisoned_outputs, check_error):
+    x, weight, args = make_inputs(M, K, N, dtype, **VARIANTS[variant])
+    out = fused_linear_triton(x, weight, **args)
+    ref = fused_linear_ref(x, weight, **args)
+    bias = args["bias"]
+    truth = fused_linear_ref(x.double(), weight.double(), None if bias is None else bias.double(), args["relu"])
+    assert out.shape == (M, N) and out.dtype == dtype
+    check_error(out, ref, truth, slack=1e-5)
+    if args["relu"]:
+        assert (out >= 0).all() and (out == 0).any()
+
+
+def test_strided_rows():
+    # x a column slice of a wider buffer (the attention output's heads): rows strided.
+    _, weight, args = make_inputs(5, 64, 24, torch.float32)
+    x = torch.randn(5, 192)[:, 64:128]
+    torch.testing.assert_close(fused_linear_triton(x, weight, **args), fused_linear_ref(x, weight, **args))

@@ -320,10 +320,17 @@ class Generator:
             group=group,
         )
 
-    def _run(self, rows: torch.Tensor, with_lora: bool, with_logits: bool) -> torch.Tensor | None:
+    def _run(self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1) -> torch.Tensor | None:
+        """The decoder step over `rows` (N,), through a graph where there is one; `group` as in `_forward`."""
         if self.graphs is None or not self.graphs.fits(rows.numel()):
-            return self._forward(rows, with_lora, with_logits)
-        logits = self.graphs.run(rows, (with_lora, with_logits), lambda r: self._forward(r, with_lora, with_logits))
+            return self._forward(rows, with_lora, with_logits, group)
+        if bucket_for(rows.numel()) % group:
+            group = 1  # the padding would split a run
+
+        def step(padded: torch.Tensor) -> torch.Tensor | None:
+            return self._forward(padded, with_lora, with_logits, group)
+
+        logits = self.graphs.run(rows, (with_lora, with_logits, group), step)
         return None if logits is None else logits[: rows.numel()]
 
     def _search_in_graph(self, group: Group, with_lora: bool) -> torch.Tensor | None:
@@ -629,14 +636,17 @@ class Generator:
         device = self.model.device
         if self._step_rows is None:
             self._step_rows = torch.cat([group.rows(device).reshape(-1) for group in live])  # (N,)
-        logits = self._run(self.rows.sitting_out(self._step_rows), with_lora, with_logits=True)  # (N, V)
+        group = live[0].options.num_beams if len(live) == 1 else 1  # runs of one sentence's beams
+        logits = self._run(self.rows.sitting_out(self._step_rows), with_lora, with_logits=True, group=group)  # (N, V)
         done, first = [], 0
         for group in live:
             rows = self.rows.sitting_out(group.rows(device))  # (S, B)
             lengths = [item.length for item in group.sentences]
             group_logits = logits[first : first + rows.numel()]
             search = search_step(group.options)
-            done.append(search(self.rows, rows, group_logits, group.options, self.eos_id, max(lengths) + 1, lengths))
+            # A sentence sitting this step out (done at the last one) counts its length one too far.
+            width = min(max(lengths) + 1, self.rows.max_length)
+            done.append(search(self.rows, rows, group_logits, group.options, self.eos_id, width, lengths))
             self.rows.mark_finished(rows, done[-1])
             first += rows.numel()
         return done

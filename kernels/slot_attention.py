@@ -25,6 +25,7 @@ slot, slot_table[rows[i], lens[i] - 1], is write_slots[i].
 """
 
 import torch
+import torch.nn.functional as F
 
 from kernels._triton import tl, triton
 
@@ -165,15 +166,31 @@ def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_
     if _check_new_token(q, k, k_new, v_new, write_slots):
         k.index_copy_(0, write_slots.long(), k_new)
         v.index_copy_(0, write_slots.long(), v_new)
-    N, H, D = q.shape
-    compute_dtype = torch.promote_types(q.dtype, torch.float32)
+    keys, values, valid = gather_rows(k, v, slot_table, rows, lens)
+    return attend(q[:, None], keys, values, valid, scale).squeeze(1)  # (N, H, D)
+
+
+def gather_rows(k, v, slot_table, rows, lens):
+    """The K and V (N, T, H, D) of the first lens[i] slots of slot_table[rows[i]], T = max(lens),
+    and which of the T are valid (N, T). Positions past a row's length repeat its first slot, so
+    whatever the cache holds elsewhere (NaN included) never reaches the sums."""
     T = int(lens.max())
-    valid = torch.arange(T, device=q.device)[None, :] < lens[:, None]  # (N, T)
-    # Entries past a row's length may be garbage: point them at slot 0, then mask.
-    slots = slot_table[rows.long(), :T].long().masked_fill(~valid, 0)  # (N, T)
-    keys = k[slots]  # (N, T, H, D)
-    values = v[slots].masked_fill(~valid[:, :, None, None], 0.0)  # unused slots may hold NaN: 0 * NaN is NaN
-    scores = torch.einsum("nhd,nthd->nht", q.to(compute_dtype), keys.to(compute_dtype)) * scale  # (N, H, T)
-    scores = scores.masked_fill(~valid[:, None, :], float("-inf"))
-    p = torch.softmax(scores, dim=-1)  # (N, H, T)
-    return torch.einsum("nht,nthd->nhd", p, values.to(compute_dtype)).to(q.dtype)
+    valid = torch.arange(T, device=lens.device)[None, :] < lens[:, None]  # (N, T)
+    listed = slot_table[rows.long(), :T].long()  # (N, T)
+    slots = torch.where(valid, listed, listed[:, :1])  # (N, T)
+    return k[slots], v[slots], valid
+
+
+def attend(q, keys, values, valid, scale):
+    """Attention of G queries per row over that row's tokens: q (N, G, H, D); keys, values (N, T,
+    H, D); valid (N, T). Softmax and sums in float32 (float64 for float64 inputs); returns
+    (N, G, H, D) in q's dtype."""
+    compute_dtype = torch.promote_types(q.dtype, torch.float32)
+    out = F.scaled_dot_product_attention(
+        q.transpose(1, 2).to(compute_dtype),  # (N, H, G, D)
+        keys.transpose(1, 2).to(compute_dtype),  # (N, H, T, D)
+        values.transpose(1, 2).to(compute_dtype),
+        attn_mask=valid[:, None, None, :],  # (N, 1, 1, T)
+        scale=scale,
+    )  # (N, H, G, D)
+    return out.transpose(1, 2).to(q.dtype)  # (N, G, H, D)

@@ -21,7 +21,7 @@ tensor-core `tl.dot` takes), as GQA flash-decoding kernels do for the query head
 import torch
 
 from kernels._triton import tl, triton
-from kernels.slot_attention import slot_attention_ref
+from kernels.slot_attention import attend, gather_rows
 
 
 @triton.jit
@@ -122,7 +122,7 @@ def source_attention_ref(q, k, v, slot_table, rows, lens, scale, group):
     `group`: row i reads the `lens[f]` (>= 1) slots listed in `slot_table[rows[f]]`, f = i - i %
     group the first row of its run, slot_table (R, T) int32. Softmax and sums in float32 (float64
     for float64 inputs); returns (N, H, D) in q's dtype."""
-    N = q.shape[0]
+    N, H, D = q.shape
     assert N % group == 0, "rows must come in whole runs of `group`"
-    first = torch.arange(N, device=q.device) // group * group  # (N,) each row's run's first row
-    return slot_attention_ref(q, k, v, slot_table, rows[first], lens[first], scale)
+    keys, values, valid = gather_rows(k, v, slot_table, rows[::group], lens[::group])  # each source once
+    return attend(q.view(N // group, group, H, D), keys, values, valid, scale).reshape(N, H, D)  # (N, H, D)

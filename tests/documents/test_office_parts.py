@@ -129,7 +129,7 @@ def test_docx_notes_text_boxes_chart_and_smartart(tmp_path, fake):
     for kind, expected in (("footnote", "T:SEE THE BENCHMARK IN CHAPTER TWO."), ("endnote", "T:MEASURED ON ONE GPU IN MARCH.")):
         notes = etree.fromstring(z.read(f"word/{kind}s.xml"))
         assert len(notes.findall(f"w:{kind}", NS)) == 3  # the separators and the note
-        assert len(notes.findall(f".//w:{kind}Ref", NS)) == 1 and len(notes.findall(f".//w:separator", NS)) == 1
+        assert len(notes.findall(f".//w:{kind}Ref", NS)) == 1 and len(notes.findall(".//w:separator", NS)) == 1
         note = notes.find(f"w:{kind}[@w:id='1']/w:p", NS)
         assert note.find("w:pPr/w:pStyle", NS).get(f"{{{W}}}val") == f"{kind.capitalize()}Text"
         assert "".join(note.itertext()).strip() == expected

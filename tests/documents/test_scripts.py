@@ -1,8 +1,6 @@
 """Documents in scripts without spaces (Chinese) or without sentence punctuation (Thai): sentences are
 split by the source script's rules and joined with the target script's conventions."""
 
-from pathlib import Path
-
 import pytest
 
 from app.documents import translate_document

@@ -5,20 +5,29 @@ import torch
 
 from engine.device import DeviceError, resolve_dtype
 from engine.model import Linear
-from engine.quantize import Int8Linear, int8_supported
+from engine.quantize import Int8Linear, int8_supported, onednn_supported
 from engine.translator import Translator
 
 pytestmark = pytest.mark.skipif(not int8_supported(), reason="this torch has no int8 CPU kernels")
 
 
-def test_int8_linear_is_close_to_float32():
+@pytest.mark.parametrize("onednn", [True, False], ids=["oneDNN prepacked", "torch._int_mm"])
+@pytest.mark.parametrize("rows", [3, 35])  # row by row, and one product
+def test_int8_linear_is_close_to_float32(onednn, rows):
+    if onednn and not onednn_supported():
+        pytest.skip("this torch has no oneDNN int8 linear")
     g = torch.Generator().manual_seed(0)
     linear = Linear(torch.randn(300, 64, generator=g) / 8, torch.randn(300, generator=g))
-    x = torch.randn(5, 7, 64, generator=g)
+    x = torch.randn(rows, 7, 64, generator=g)
     exact = linear(x)
-    approx = Int8Linear.from_linear(linear)(x)
+    int8 = Int8Linear.from_linear(linear, onednn)
+    approx = int8(x)
     assert approx.shape == exact.shape
     assert (approx - exact).norm() / exact.norm() < 0.02  # int8 rounding of weights and activations
+    assert torch.equal(int8(x, relu=True), approx.relu())
+    # Both paths sum the same integer products: they agree to float32 rounding.
+    other = Int8Linear.from_linear(linear, not onednn) if onednn_supported() else int8
+    torch.testing.assert_close(other(x), approx, rtol=1e-5, atol=1e-5)
 
 
 def test_cpu_default_is_int8_and_translates_like_float32_mostly(tiny_checkpoint):

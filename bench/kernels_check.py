@@ -22,6 +22,7 @@ import triton
 from triton.testing import do_bench, do_bench_cudagraph
 
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
@@ -129,6 +130,14 @@ def main():
             error = max(rel_error(values, ref_values), rel_error(lse, ref_lse))
             record("logsoftmax_topk", f"N={N} V={VOCAB} k={k}", error,
                    lambda: logsoftmax_topk_triton(logits, k), lambda: logsoftmax_topk_ref(logits, k))
+
+    for K, N in ((1024, 3072), (1024, 1024), (1024, 4096), (2048, 8192), (1024, VOCAB)):
+        for M in (4, 16):  # the decode steps that engine.model sends to fused_linear
+            x, weight = torch.randn(M, K, dtype=DTYPE).cuda(), (torch.randn(N, K) / K**0.5).to(DTYPE).cuda()
+            bias = torch.randn(N, dtype=DTYPE).cuda()
+            error = rel_error(fused_linear_triton(x, weight, bias, True), fused_linear_ref(x, weight, bias, True))
+            record("fused_linear", f"M={M} K={K} N={N} relu", error,
+                   lambda: fused_linear_triton(x, weight, bias, True), lambda: fused_linear_ref(x, weight, bias, True))
 
     for K, N in ((1024, 1024), (1024, 4096), (4096, 1024), (1024, 3072)):
         for M in ROWS + [8192]:  # decode rows, and the encoder's tokens

@@ -594,11 +594,13 @@ class Generator:
         if partial:  # the best hypothesis of each is its first row's, as the search keeps them sorted
             leads = torch.tensor([sentences[i].seq.rows[0] for i in partial], device=self.model.device)
             tokens = self.rows.hyp[:, : max(lengths)][leads]  # (P, width)
-        ready = None
-        if self.model.device.type == "cuda":
-            done, tokens = _to_host(done), tokens if tokens is None else _to_host(tokens)
-            ready = torch.cuda.Event()
-            ready.record()
+        if self.model.device.type != "cuda":
+            return LaunchedStep(sentences, lengths, done, partial, tokens, ready=None)
+        # Copies the host can read once the step's event has passed, without waiting for later steps.
+        done = _to_host(done)
+        tokens = None if tokens is None else _to_host(tokens)
+        ready = torch.cuda.Event()
+        ready.record()
         return LaunchedStep(sentences, lengths, done, partial, tokens, ready)
 
     def _finish(self, step: LaunchedStep) -> list[Running]:
@@ -624,6 +626,7 @@ class Generator:
         return [step.sentences[i] for i in finished]
 
     def _side_stream_after(self, event: torch.cuda.Event | None):
+        """A context running on a stream of its own that starts once `event` has passed (on the CPU, nothing)."""
         if event is None:
             return contextlib.nullcontext()
         if self._side_stream is None:
@@ -636,8 +639,8 @@ class Generator:
         device = self.model.device
         if self._step_rows is None:
             self._step_rows = torch.cat([group.rows(device).reshape(-1) for group in live])  # (N,)
-        group = live[0].options.num_beams if len(live) == 1 else 1  # runs of one sentence's beams
-        logits = self._run(self.rows.sitting_out(self._step_rows), with_lora, with_logits=True, group=group)  # (N, V)
+        beams = live[0].options.num_beams if len(live) == 1 else 1  # the rows' runs of one sentence each
+        logits = self._run(self.rows.sitting_out(self._step_rows), with_lora, with_logits=True, group=beams)  # (N, V)
         done, first = [], 0
         for group in live:
             rows = self.rows.sitting_out(group.rows(device))  # (S, B)
@@ -650,7 +653,6 @@ class Generator:
             self.rows.mark_finished(rows, done[-1])
             first += rows.numel()
         return done
-
 
 
 def _to_host(tensor: torch.Tensor) -> torch.Tensor:

@@ -143,7 +143,26 @@ def logsoftmax_topk_ref(logits, k):
     float64 logits)."""
     N, V = logits.shape
     compute_dtype = torch.promote_types(logits.dtype, torch.float32)
-    lse = torch.logsumexp(logits.to(compute_dtype), dim=-1)  # (N,)
+    log_probs = torch.log_softmax(logits.to(compute_dtype), dim=-1)  # (N, V)
+    top = logits.topk(min(k + 1, V), dim=-1)  # (N, k + 1): one more, to see whether a tie crosses the k-th place
+    # Where the k-th and (k+1)-th logits differ, the k best columns are exactly those topk returned
+    # (in no promised order): order them by value, then column.
+    indices = top.indices[:, :k].sort(dim=-1).values  # (N, k) ascending columns
+    order = logits.gather(1, indices).argsort(dim=-1, descending=True, stable=True)
+    indices = indices.gather(1, order)  # (N, k)
+    if k < V:
+        ties = ~(top.values[:, k - 1] > top.values[:, k])  # (N,) equal logits (or -inf) straddle the k-th place
+        if bool(ties.any()):
+            indices[ties] = _top_columns_with_ties(logits[ties], k)
+    values = log_probs.gather(1, indices)  # (N, k)
+    lse = logits.gather(1, indices[:, :1]).to(compute_dtype).squeeze(1) - values[:, 0]  # (N,) x - log_softmax(x)
+    return values, indices, lse
+
+
+def _top_columns_with_ties(logits, k):
+    """The k best columns of each row (N, k), by value and then lower column, when equal logits
+    straddle the k-th place."""
+    N = logits.shape[0]
     kth = logits.topk(k, dim=-1).values[:, -1:]  # (N, 1): the k-th largest logit of each row
     # The top k are every logit above kth plus the lowest-index ones equal to it: take all
     # candidates >= kth (row-major, so ascending columns within a row), sort each row's by value
@@ -155,7 +174,4 @@ def logsoftmax_topk_ref(logits, k):
     rows, cols = rows[order], cols[order]
     counts = torch.bincount(rows, minlength=N)  # (N,) candidates per row
     rank = torch.arange(len(rows), device=logits.device) - (counts.cumsum(0) - counts)[rows]  # (M,)
-    keep = rank < k
-    indices = cols[keep].view(N, k)  # (N, k)
-    values = logits.gather(1, indices).to(compute_dtype) - lse[:, None]  # (N, k)
-    return values, indices, lse
+    return cols[rank < k].view(N, k)  # (N, k)

@@ -177,8 +177,10 @@ def gather_rows(k, v, slot_table, rows, lens):
     T = int(lens.max())
     valid = torch.arange(T, device=lens.device)[None, :] < lens[:, None]  # (N, T)
     listed = slot_table[rows.long(), :T].long()  # (N, T)
-    slots = torch.where(valid, listed, listed[:, :1])  # (N, T)
-    return k[slots], v[slots], valid
+    slots = torch.where(valid, listed, listed[:, :1]).view(-1)  # (N * T,)
+    # index_select, not k[slots]: several times faster on the CPU, where this is the engine's path.
+    shape = (*valid.shape, *k.shape[1:])  # (N, T, H, D)
+    return k.index_select(0, slots).view(shape), v.index_select(0, slots).view(shape), valid
 
 
 def attend(q, keys, values, valid, scale):

@@ -244,19 +244,15 @@ class Generator:
             raise OutOfBlocks(f"source cache full: {needed} blocks needed, {self.cross_cache.num_free_blocks()} free")
         width = max(lengths)
         tokens = torch.tensor([s + [self.pad_id] * (width - len(s)) for s in sources], device=device)  # (B, S)
-        length_t = torch.tensor(lengths, device=device)
         self.model.ensure_positions(width + self.pad_id)
-        token_lora = packed_lora = None
+        lora = None
         if adapter_slots is not None and max(adapter_slots) >= 0:
-            per_source = torch.tensor(adapter_slots, dtype=torch.int32, device=device)  # (B,)
-            token_lora = LoraRows(self.lora, per_source.repeat_interleave(width))  # (B * S,)
-            packed_lora = LoraRows(self.lora, per_source.repeat_interleave(length_t))  # (T,)
-        hidden = self.model.encode(tokens, length_t, token_lora)  # (B, S, C)
-        valid = torch.arange(width, device=device)[None, :] < length_t[:, None]  # (B, S)
-        packed = hidden[valid]  # (T, C), sources one after another
+            per_token = [slot for slot, n in zip(adapter_slots, lengths) for _ in range(n)]
+            lora = LoraRows(self.lora, torch.tensor(per_token, dtype=torch.int32, device=device))  # (T,)
+        packed = self.model.encode(tokens, lengths, lora)  # (T, C), sources one after another
         cross = [Sequence() for _ in sources]
         slots = [slot for seq, n in zip(cross, lengths) for slot in self.cross_cache.extend(seq, n)]
-        self.model.write_cross_kv(packed, self.cross_cache, torch.tensor(slots, device=device), packed_lora)
+        self.model.write_cross_kv(packed, self.cross_cache, torch.tensor(slots, device=device), lora)
         return cross
 
     def prefill(self, src_ids: list[int], prefix: list[int], seq: SequenceState) -> torch.Tensor:

@@ -4,8 +4,10 @@ Every live row (a beam, or the one row of a greedy sentence) lives in `DecoderRo
 Each step feeds every row the newest token of its hypothesis through one decoder step (a CUDA
 graph on the GPU), then the searches of all sentences that share decoding options advance
 together as a few tensor operations (engine/batched_search.py). The host does a fixed amount of
-work per options group and a little integer bookkeeping per sentence: nothing per row, and it
-waits for the device once per step, to learn which sentences are done.
+work per options group and a little integer bookkeeping per sentence: nothing per row. Steps are
+pipelined: the host queues step t + 1 before it reads which sentences step t finished, so the
+device never waits for the host; a sentence found done sits step t + 1 out (its rows replaced by
+the scratch row on the device), and its result is read on a side stream.
 
 Admission: the sources of new sentences are encoded together; all but the last token of each
 decoder prefix (`</s>` before the language code) is fed to each sentence's first row in a step

@@ -176,7 +176,6 @@ class Generator:
         self.graphs: DecodeGraphs | None = None
         self.lora = LoraPool(model.config, DEFAULT_SLOTS, model.device, model.dtype)
         self._admissions = itertools.count()
-        self._step_rows: torch.Tensor | None = None  # the live rows of a step, until sentences come or go
         self._side_stream: torch.cuda.Stream | None = None
 
     def _prepare_scratch_row(self) -> None:
@@ -504,7 +503,6 @@ class Generator:
             for item in items:
                 running.append(item)
                 groups.setdefault(item.request.options, Group(item.request.options)).add(item)
-            self._step_rows = None
 
     def _start(self, items: list[Running]) -> None:
         """Set up the new sentences' rows and feed their decoder prefixes but the last token."""
@@ -566,7 +564,6 @@ class Generator:
         group.remove(item)
         if not group.sentences:
             del groups[item.request.options]
-        self._step_rows = None
         self._release(item)
 
     def _release(self, item: Running) -> None:
@@ -635,13 +632,12 @@ class Generator:
     def _search_eagerly(self, live: list[Group], with_lora: bool) -> list[torch.Tensor]:
         """One decoder step over every group's rows, then each group's search: done (S,) per group."""
         device = self.model.device
-        if self._step_rows is None:
-            self._step_rows = torch.cat([group.rows(device).reshape(-1) for group in live])  # (N,)
+        group_rows = [self.rows.sitting_out(group.rows(device)) for group in live]  # (S, B) each
         beams = live[0].options.num_beams if len(live) == 1 else 1  # the rows' runs of one sentence each
-        logits = self._run(self.rows.sitting_out(self._step_rows), with_lora, with_logits=True, group=beams)  # (N, V)
+        step_rows = torch.cat([rows.reshape(-1) for rows in group_rows])  # (N,)
+        logits = self._run(step_rows, with_lora, with_logits=True, group=beams)  # (N, V)
         done, first = [], 0
-        for group in live:
-            rows = self.rows.sitting_out(group.rows(device))  # (S, B)
+        for group, rows in zip(live, group_rows):
             lengths = [item.length for item in group.sentences]
             group_logits = logits[first : first + rows.numel()]
             search = search_step(group.options)

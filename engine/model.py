@@ -233,8 +233,7 @@ class NllbModel:
         valid = torch.arange(S, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None]  # (B, S)
         # Where the real tokens sit in the (B * S,) grid, from the host's lengths: no wait for the device.
         real = torch.tensor([b * S + t for b, n in enumerate(lengths) for t in range(n)], device=device)  # (T,)
-        positions = (torch.arange(S, device=device) + self.config.pad_id + 1).repeat(B)  # (B * S,)
-        x = self.embed(tokens.view(-1)[real], positions[real])  # (T, C)
+        x = self.embed(tokens.view(-1)[real], real % S + self.config.pad_id + 1)  # (T, C)
         key_mask = valid[:, None, None, :]  # (B, 1, 1, S): keys a query may attend to
         for i, layer in enumerate(self.encoder_layers):
             p = f"encoder.layers.{i}"

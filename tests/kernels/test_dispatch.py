@@ -32,6 +32,10 @@ def test_cpu_tensors_take_the_reference():
     a, b, scale = torch.randn(2, 4, 8), torch.randn(2, 8, 4), torch.ones(2)
     slots = torch.tensor([1, -1], dtype=torch.int32)
     assert torch.equal(kernels.lora(x, x.clone(), a, b, scale, slots), kernels.lora_ref(x, x.clone(), a, b, scale, slots))
+    assert torch.equal(kernels.source_attention(q, k, v, table, rows, lens, 0.5, 2),
+                       kernels.source_attention_ref(q, k, v, table, rows, lens, 0.5, 2))
+    weight, bias = torch.randn(5, 8), torch.randn(5)
+    assert torch.equal(kernels.fused_linear(x, weight, bias, relu=True), kernels.fused_linear_ref(x, weight, bias, True))
 
 
 def test_imports_and_runs_without_triton():
@@ -45,5 +49,6 @@ def test_imports_and_runs_without_triton():
         "kernels.logsoftmax_topk(x, 2)\n"
         "slots = torch.tensor([0, -1, 1], dtype=torch.int32)\n"
         "kernels.lora(x, x.clone(), torch.randn(2, 4, 16), torch.randn(2, 16, 4), torch.ones(2), slots)\n"
+        "kernels.fused_linear(x, torch.randn(4, 16), None, relu=True)\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

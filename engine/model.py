@@ -8,6 +8,7 @@ cross-attention K/V are computed once per source sentence and read from their ow
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -60,6 +61,8 @@ class Linear:
         """x @ weight.T + bias, then ReLU if asked."""
         if x.dim() == 2 and x.shape[0] <= FUSED_MAX_ROWS and x.shape[1] <= FUSED_MAX_IN and x.dtype in FUSED_DTYPES:
             return kernels.fused_linear(x, self.weight, self.bias, relu=relu)
+        if relu and x.is_cuda and x.dim() == 2 and self.bias is not None and x.dtype in FUSED_DTYPES:
+            return torch._addmm_activation(self.bias, x, self.weight.t())  # ReLU in cuBLASLt's epilogue
         y = F.linear(x, self.weight, self.bias)
         return F.relu(y) if relu else y
 
@@ -222,28 +225,21 @@ class NllbModel:
         """Source tokens (B, S), right-padded, with their lengths -> final hidden states of the real
         tokens (T, C), T = sum(lengths), sources one after another.
 
-        Everything but attention runs on the T real tokens alone, not on B * S: a document's
-        sentences vary in length, and the padding was ~40% of the encoder's work. `lora` gives each
-        of the T tokens its source's adapter slot.
+        Everything runs on the T real tokens alone, not on B * S (a document's sentences vary in
+        length, and the padding was ~40% of the encoder's work), but attention off the GPU, which
+        runs on the padded grid (`_encoder_attention`). `lora` gives each of the T tokens its
+        source's adapter slot.
         """
         B, S = tokens.shape
-        C, H = self.config.d_model, self.config.encoder_heads
-        D = C // H
         device = tokens.device
-        valid = torch.arange(S, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None]  # (B, S)
         # Where the real tokens sit in the (B * S,) grid, from the host's lengths: no wait for the device.
         real = torch.tensor([b * S + t for b, n in enumerate(lengths) for t in range(n)], device=device)  # (T,)
         x = self.embed(tokens.view(-1)[real], real % S + self.config.pad_id + 1)  # (T, C)
-        key_mask = valid[:, None, None, :]  # (B, 1, 1, S): keys a query may attend to
+        attend = self._encoder_attention(lengths, S, real, x)
         for i, layer in enumerate(self.encoder_layers):
             p = f"encoder.layers.{i}"
             h = normalize(layer.self_attn_norm, x, lora, f"{p}.self_attn_layer_norm")
-            qkv = project(layer.qkv, h, lora, f"{p}.self_attn.qkv")  # (T, 3C)
-            grid = qkv.new_zeros(B * S, 3 * C).index_copy_(0, real, qkv)  # (B * S, 3C), padding zero
-            q, k, v = grid.view(B, S, 3, H, D).permute(2, 0, 3, 1, 4)  # 3 x (B, H, S, D)
-            with sdpa_kernel(ENCODER_ATTENTION):
-                a = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=D**-0.5)  # (B, H, S, D)
-            a = a.transpose(1, 2).reshape(B * S, C).index_select(0, real)  # (T, C)
+            a = attend(project(layer.qkv, h, lora, f"{p}.self_attn.qkv"))  # (T, 3C) -> (T, C)
             x = x + project(layer.self_attn_out, a, lora, f"{p}.self_attn.out_proj")
             h = normalize(layer.ffn_norm, x, lora, f"{p}.final_layer_norm")
             x = x + project(layer.fc2, project(layer.fc1, h, lora, f"{p}.fc1", relu=True), lora, f"{p}.fc2")  # (T, C)
@@ -251,6 +247,40 @@ class NllbModel:
                 limit = torch.finfo(torch.float16).max - 1000
                 x = x.clamp(-limit, limit)
         return normalize(self.encoder_norm, x, lora, "encoder.layer_norm")
+
+    def _encoder_attention(self, lengths: list[int], S: int, real: torch.Tensor, x: torch.Tensor):
+        """The encoder's self-attention for packed sources: a function of their stacked q, k, v (T, 3C)
+        returning (T, C). `real` (T,) places the tokens in the padded (B * S,) grid.
+
+        Half precision on the GPU runs FlashAttention's variable-length kernel on the packed tokens
+        directly; elsewhere (float32, the parity target, and the CPU) SDPA runs on the padded grid.
+        """
+        B, T = len(lengths), x.shape[0]
+        C, H = self.config.d_model, self.config.encoder_heads
+        D = C // H
+        if x.is_cuda and x.dtype in (torch.float16, torch.bfloat16) and D % 8 == 0 and D <= 256:
+            starts = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device=x.device)  # (B + 1,)
+
+            def packed(qkv: torch.Tensor) -> torch.Tensor:
+                q, k, v = qkv.view(T, 3, H, D).unbind(1)  # 3 x (T, H, D)
+                out = torch.ops.aten._flash_attention_forward(
+                    q, k, v, starts, starts, max(lengths), max(lengths), 0.0, False, False, scale=D**-0.5
+                )[0]  # (T, H, D)
+                return out.reshape(T, C)
+
+            return packed
+        key_mask = (torch.arange(S, device=x.device)[None, :] < torch.tensor(lengths, device=x.device)[:, None])[
+            :, None, None, :
+        ]  # (B, 1, 1, S): keys a query may attend to
+
+        def padded(qkv: torch.Tensor) -> torch.Tensor:
+            grid = qkv.new_zeros(B * S, 3 * C).index_copy_(0, real, qkv)  # (B * S, 3C), padding zero
+            q, k, v = grid.view(B, S, 3, H, D).permute(2, 0, 3, 1, 4)  # 3 x (B, H, S, D)
+            with sdpa_kernel(ENCODER_ATTENTION):
+                a = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=D**-0.5)  # (B, H, S, D)
+            return a.transpose(1, 2).reshape(B * S, C).index_select(0, real)  # (T, C)
+
+        return padded
 
     def write_cross_kv(
         self, hidden: torch.Tensor, cache: PagedKVCache, slots: torch.Tensor, lora: LoraRows | None = None

@@ -1,5 +1,10 @@
 """`triton` and `triton.language`, or stand-ins where triton is not installed (Windows, CPU-only
-installs), so that every kernel module still imports and its `*_ref` still runs there."""
+installs), so that every kernel module still imports and its `*_ref` still runs there.
+
+Also what the decode step's kernels share for chained launches (`chained_launch`, `prefetch_l2`).
+"""
+
+import os
 
 try:
     import triton
@@ -22,4 +27,45 @@ except ImportError:
 
     triton = tl = _Missing()
 
-__all__ = ["HAVE_TRITON", "tl", "triton"]
+# Chained launches can be turned off (DRAGOMAN_CHAINED=0) to measure what they bring.
+_CHAINED = os.environ.get("DRAGOMAN_CHAINED", "1") != "0"
+_capabilities: dict[int, tuple[int, int]] = {}
+
+
+def chained_launch(tensor) -> bool:
+    """Whether kernels on `tensor`'s device launch chained: with programmatic dependent launch
+    (Hopper and later), a kernel's programs start while the kernel before it finishes, run the part
+    that does not read its predecessor's output (fetching weights), then wait for it (`gdc_wait`).
+
+    Why: a decode step of a typed sentence is ~150 kernels of a few microseconds each, most of them
+    bound by their start-up and the latency of their first weight loads, not by bandwidth.
+
+    Rule for every chained kernel: before `gdc_wait` it reads nothing another kernel of the step may
+    write (only weights), and it calls `gdc_wait` in every program before its first such read and
+    before any store, so that waiting is transitive along the chain."""
+    if not (_CHAINED and HAVE_TRITON and tensor.is_cuda):
+        return False
+    index = tensor.device.index if tensor.device.index is not None else 0
+    if index not in _capabilities:
+        import torch
+
+        _capabilities[index] = torch.cuda.get_device_capability(index)
+    return _capabilities[index] >= (9, 0)
+
+
+def launch_options(chained: bool) -> dict:
+    """Extra launch arguments of a chained kernel (none otherwise: the interpreter knows no such option)."""
+    return {"launch_pdl": True} if chained else {}
+
+
+@triton.jit
+def prefetch_l2(pointers):
+    """Asks L2 to fetch the cache lines at `pointers` (one address per 128-byte line), keeping
+    nothing in registers. Only for memory no kernel of the step writes: weights."""
+    tl.inline_asm_elementwise(
+        "prefetch.global.L2::evict_last [$1]; mov.u32 $0, 0;", "=r,l", [pointers],
+        dtype=tl.int32, is_pure=False, pack=1,
+    )
+
+
+__all__ = ["HAVE_TRITON", "chained_launch", "launch_options", "prefetch_l2", "tl", "triton"]

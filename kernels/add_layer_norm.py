@@ -15,19 +15,24 @@ With `residual=None` there is nothing to add: `summed` is `x` itself and only `n
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton
 
 
 @triton.jit
 def _add_layer_norm_kernel(
     x_ptr, residual_ptr, weight_ptr, bias_ptr, summed_ptr, normed_ptr, C, eps,
     stride_x, stride_r, stride_s, stride_n,
-    HAS_RESIDUAL: tl.constexpr, BLOCK_C: tl.constexpr,
+    HAS_RESIDUAL: tl.constexpr, BLOCK_C: tl.constexpr, CHAINED: tl.constexpr,
 ):
     # One program per row; the whole row stays in registers.
     row = tl.program_id(0)
     c = tl.arange(0, BLOCK_C)
     c_ok = c < C
+    weight = tl.load(weight_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
+    bias = tl.load(bias_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
+    if CHAINED:  # the norm's weights are read above, while the kernel before (which writes x) finishes
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     x = tl.load(x_ptr + row * stride_x + c, mask=c_ok, other=0.0)
     if HAS_RESIDUAL:
         residual = tl.load(residual_ptr + row * stride_r + c, mask=c_ok, other=0.0)
@@ -38,8 +43,6 @@ def _add_layer_norm_kernel(
     mean = tl.sum(s, axis=0) / C
     centered = tl.where(c_ok, s - mean, 0.0)
     var = tl.sum(centered * centered, axis=0) / C
-    weight = tl.load(weight_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
-    bias = tl.load(bias_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
     normed = centered * (1.0 / tl.sqrt(var + eps)) * weight + bias
     tl.store(normed_ptr + row * stride_n + c, normed.to(normed_ptr.dtype.element_ty), mask=c_ok)
 
@@ -61,11 +64,12 @@ def add_layer_norm_triton(x, residual, weight, bias, eps):
         assert r2.stride(-1) == 1, "residual's last dim must be contiguous"
         summed = torch.empty((N, C), dtype=x.dtype, device=x.device)
     BLOCK_C = triton.next_power_of_2(C)
+    chained = chained_launch(x)
     _add_layer_norm_kernel[(N,)](
         x2, r2, weight, bias, summed, normed, C, eps,
         x2.stride(0), r2.stride(0), summed.stride(0), normed.stride(0),
-        HAS_RESIDUAL=residual is not None, BLOCK_C=BLOCK_C,
-        num_warps=min(8, max(1, BLOCK_C // 512)),
+        HAS_RESIDUAL=residual is not None, BLOCK_C=BLOCK_C, CHAINED=chained,
+        num_warps=min(8, max(1, BLOCK_C // 512)), **launch_options(chained),
     )
     if residual is None:
         return x, normed.view(x.shape)  # (..., C)

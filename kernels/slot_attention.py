@@ -27,7 +27,7 @@ slot, slot_table[rows[i], lens[i] - 1], is write_slots[i].
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton
 
 
 @triton.jit
@@ -41,9 +41,12 @@ def _slot_attention_kernel(
     stride_on, stride_oh,
     stride_kn_n, stride_kn_h,
     stride_vn_n, stride_vn_h,
-    TILE: tl.constexpr, BLOCK_D: tl.constexpr, WRITE: tl.constexpr,
+    TILE: tl.constexpr, BLOCK_D: tl.constexpr, WRITE: tl.constexpr, CHAINED: tl.constexpr,
 ):
     # One program per (row, head): online softmax over TILE cached tokens at a time.
+    if CHAINED:  # started early, it waits for the kernel before: q and the new K/V are its output
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     i = tl.program_id(0)
     h = tl.program_id(1)
     n = tl.load(lens_ptr + i)
@@ -140,6 +143,7 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None,
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     TILE, num_warps = _tile_and_warps(N * H)
+    chained = chained_launch(q)
     _slot_attention_kernel[(N, H)](
         q, k, v, slot_table, rows, lens, out, scale, D,
         k_new, v_new, write_slots,
@@ -150,7 +154,8 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None,
         out.stride(0), out.stride(1),
         k_new.stride(0), k_new.stride(1),
         v_new.stride(0), v_new.stride(1),
-        TILE=TILE, BLOCK_D=triton.next_power_of_2(D), WRITE=write, num_warps=num_warps,
+        TILE=TILE, BLOCK_D=triton.next_power_of_2(D), WRITE=write, CHAINED=chained, num_warps=num_warps,
+        **launch_options(chained),
     )
     return out
 

@@ -20,7 +20,7 @@ tensor-core `tl.dot` takes), as GQA flash-decoding kernels do for the query head
 
 import torch
 
-from kernels._triton import tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton
 from kernels.slot_attention import attend, gather_rows
 
 
@@ -33,9 +33,13 @@ def _source_attention_kernel(
     stride_table,
     stride_on, stride_oh,
     TILE: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr,
+    CHAINED: tl.constexpr,
 ):
     # One program per (run of `group` rows, head): online softmax over TILE source tokens at a time,
     # for the run's queries together.
+    if CHAINED:  # started early, it waits for the kernel before: q is its output
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     first = tl.program_id(0) * group
     h = tl.program_id(1)
     n = tl.load(lens_ptr + first)
@@ -100,6 +104,7 @@ def source_attention_triton(q, k, v, slot_table, rows, lens, scale, group):
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     TILE, num_warps = _tile_and_warps(N // group * H)
+    chained = chained_launch(q)
     _source_attention_kernel[(N // group, H)](
         q, k, v, slot_table, rows, lens, out, scale, D, group,
         q.stride(0), q.stride(1),
@@ -112,7 +117,8 @@ def source_attention_triton(q, k, v, slot_table, rows, lens, scale, group):
         BLOCK_D=max(16, triton.next_power_of_2(D)),
         # Only float32 operands read it: without "ieee" they would round to tf32 on the GPU.
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        num_warps=num_warps, num_stages=2,  # 2 stages measured as good as 3 or better
+        CHAINED=chained, num_warps=num_warps, num_stages=2,  # 2 stages measured as good as 3 or better
+        **launch_options(chained),
     )
     return out
 

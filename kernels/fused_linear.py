@@ -14,9 +14,11 @@ L2. Tried and dropped (2026-11-29): the layer norm in the prologue and the resid
 epilogue. Every program recomputing the norm's statistics in two serial passes over x made the
 600M interactive step slower (44.9 against 41.1 ms).
 
-Chained (kernels/_triton.py `chained_launch`), a program asks L2 for its weight rows while the
-kernel before it still runs, then waits for x: 600M interactive 33.4 against 35.6 ms unchained,
-with the other decode-step kernels chained too (H200, 2026-11-30).
+Chained (kernels/_triton.py `chained_launch`), a program starts while the kernel before it still
+runs, asks L2 for its weight rows where that pays (`_prefetch`), then waits for x: 600M interactive
+33.4 against 35.6 ms unchained, with the other decode-step kernels chained too (H200, 2026-11-30).
+Narrow layers with long inputs split them between programs (`_split`); the last program to finish
+an output block adds the partial sums up, so it is still one launch.
 """
 
 import torch
@@ -27,29 +29,34 @@ from kernels._triton import chained_launch, launch_options, prefetch_l2, tl, tri
 
 @triton.jit
 def _fused_linear_kernel(
-    x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, stride_x, stride_w, stride_o,
+    x_ptr, w_ptr, b_ptr, out_ptr, partial_ptr, arrivals_ptr, M, N, K, K_SPLIT, stride_x, stride_w, stride_o,
     HAS_BIAS: tl.constexpr, RELU: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, IEEE: tl.constexpr,
-    CHAINED: tl.constexpr, LINE: tl.constexpr, K_LINES: tl.constexpr,
+    SPLIT: tl.constexpr, CHAINED: tl.constexpr, PREFETCH: tl.constexpr, LINE: tl.constexpr, K_LINES: tl.constexpr,
 ):
+    # Program (column block, row block, split) sums K_SPLIT of the K inputs.
     m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    split = tl.program_id(2)
     m_ok, n_ok = m < M, n < N
+    k_first = split * K_SPLIT
+    k_end = tl.minimum(K, k_first + K_SPLIT)
     x_rows = x_ptr + m.to(tl.int64)[:, None] * stride_x
     w_rows = w_ptr + n.to(tl.int64)[:, None] * stride_w
     if CHAINED:
-        # Started while the kernel before (which writes x) finishes: stream this program's weight
-        # rows into L2 meanwhile, LINE elements (128 bytes) per request, then wait for x.
-        line = tl.arange(0, K_LINES) * LINE
-        w_safe = w_ptr + tl.minimum(n, N - 1).to(tl.int64)[:, None] * stride_w
-        prefetch_l2(w_safe + tl.minimum(line, K - 1)[None, :])  # (BLOCK_N, K_LINES) addresses
+        if PREFETCH:
+            # Started while the kernel before (which writes x) finishes: stream this program's weight
+            # block into L2 meanwhile, LINE elements (128 bytes) per request, then wait for x.
+            line = k_first + tl.arange(0, K_LINES) * LINE
+            w_safe = w_ptr + tl.minimum(n, N - 1).to(tl.int64)[:, None] * stride_w
+            prefetch_l2(w_safe + tl.minimum(line, k_end - 1)[None, :])  # (BLOCK_N, K_LINES) addresses
         tl.extra.cuda.gdc_wait()
         tl.extra.cuda.gdc_launch_dependents()
 
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for start in range(0, K, BLOCK_K):
+    for start in range(k_first, k_end, BLOCK_K):
         k = start + tl.arange(0, BLOCK_K)
-        k_ok = k < K
+        k_ok = k < k_end
         h = tl.load(x_rows + k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
         w = tl.load(w_rows + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
         if IEEE:  # float32 inputs: no TF32 rounding, so float32 results match the reference's
@@ -57,12 +64,29 @@ def _fused_linear_kernel(
         else:
             acc += tl.dot(h, tl.trans(w))
 
-    if HAS_BIAS:
-        acc += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
-    y = acc.to(out_ptr.dtype.element_ty)  # rounded as the unfused linear layer rounds
-    if RELU:
-        y = tl.maximum(y, 0.0)
-    tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_o + n[None, :], y, mask=m_ok[:, None] & n_ok[None, :])
+    mn_ok = m_ok[:, None] & n_ok[None, :]
+    last = True
+    if SPLIT > 1:
+        # Each split leaves its partial sums; the last to arrive at this output block adds them up,
+        # in split order (the result does not depend on who came last), and resets the count.
+        block = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+        tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]  # (BLOCK_M, BLOCK_N)
+        partials = partial_ptr + block.to(tl.int64) * SPLIT * BLOCK_M * BLOCK_N + tile
+        tl.store(partials + split * BLOCK_M * BLOCK_N, acc)
+        arrived = tl.atomic_add(arrivals_ptr + block, 1, sem="acq_rel")  # publishes the store above
+        last = arrived == SPLIT - 1
+        if last:
+            acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+            for other in range(SPLIT):
+                acc += tl.load(partials + other * BLOCK_M * BLOCK_N, cache_modifier=".cg")  # from L2, not a stale L1
+            tl.atomic_xchg(arrivals_ptr + block, 0)
+    if last:
+        if HAS_BIAS:
+            acc += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+        y = acc.to(out_ptr.dtype.element_ty)  # rounded as the unfused linear layer rounds
+        if RELU:
+            y = tl.maximum(y, 0.0)
+        tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_o + n[None, :], y, mask=mn_ok)
 
 
 def _blocks(N):
@@ -76,22 +100,60 @@ def _blocks(N):
     return 16, 256, 2
 
 
-def fused_linear_triton(x, weight, bias=None, relu=False):
-    """Triton version of `fused_linear_ref`; same arguments, same result."""
+def _split(programs, K, BLOCK_N):
+    """How many programs share each output block's K inputs. Narrow blocks of a long K run long
+    chains of loads: splitting them until ~256 programs share the work, each over >= 1,024 inputs,
+    took 4 rows of a 4,096 -> 1,024 layer from 11.4 to 6.4 us and 2,048 -> 2,048 from 7.0 to 6.4
+    (H200, in CUDA graphs). Wide blocks (64 columns) and shorter chains only lost by it."""
+    split = 1
+    while BLOCK_N <= 16 and programs * split < 256 and K >= 2 * split * 1024:
+        split *= 2
+    return split
+
+
+def _prefetch(BLOCK_N, programs):
+    """Whether a chained launch asks L2 for its weights before waiting: for narrow blocks in one
+    wave (4 rows of 1,024 -> 1,024: 4.4 -> 4.0 us). Programs of 64 columns lost by it (2,048 ->
+    8,192: 10.7 -> 17.2 us; the output projection: 124 -> 190 us)."""
+    return BLOCK_N <= 16 and programs <= 512
+
+
+# Per device: a count of the splits arrived at each output block, back to 0 when its last adds up.
+# Shared by every launch on the device, so split launches must not run concurrently on two streams
+# (the engine's decode steps run on one).
+_arrivals: dict[torch.device, torch.Tensor] = {}
+
+
+def fused_linear_triton(x, weight, bias=None, relu=False, split=None):
+    """Triton version of `fused_linear_ref`; same arguments, same result. `split` overrides how many
+    programs share an output block's inputs (tests)."""
     M, K = x.shape
     N = weight.shape[0]
     assert weight.shape == (N, K) and weight.dtype == x.dtype and weight.stride(1) == 1 and x.stride(1) == 1
     assert bias is None or (bias.shape == (N,) and bias.is_contiguous())
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     BLOCK_N, BLOCK_K, num_warps = _blocks(N)
+    BLOCK_K = min(BLOCK_K, triton.next_power_of_2(K))
     BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
+    grid_n, grid_m = triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M)
+    split = split or _split(grid_n * grid_m, K, BLOCK_N)
+    assert split == 1 or grid_n * grid_m <= 256, "split launches count arrivals in 256 slots"
+    k_split = triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K  # inputs per split, whole BLOCK_Ks
+    partial = arrivals = out
+    if split > 1:
+        partial = torch.empty((grid_n * grid_m, split, BLOCK_M, BLOCK_N), dtype=torch.float32, device=x.device)
+        if x.device not in _arrivals:  # a split is only chosen below 256 output blocks
+            _arrivals[x.device] = torch.zeros(256, dtype=torch.int32, device=x.device)
+        arrivals = _arrivals[x.device]
     chained = chained_launch(x)
     line = 128 // x.element_size()  # elements per cache line
-    _fused_linear_kernel[(triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M))](
-        x, weight, bias if bias is not None else x, out, M, N, K, x.stride(0), weight.stride(0), out.stride(0),
-        HAS_BIAS=bias is not None, RELU=relu,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=min(BLOCK_K, triton.next_power_of_2(K)),
-        IEEE=x.dtype == torch.float32, CHAINED=chained, LINE=line, K_LINES=triton.next_power_of_2(triton.cdiv(K, line)),
+    _fused_linear_kernel[(grid_n, grid_m, split)](
+        x, weight, bias if bias is not None else x, out, partial, arrivals, M, N, K, k_split,
+        x.stride(0), weight.stride(0), out.stride(0),
+        HAS_BIAS=bias is not None, RELU=relu, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+        IEEE=x.dtype == torch.float32, SPLIT=split, CHAINED=chained,
+        PREFETCH=_prefetch(BLOCK_N, grid_n * grid_m * split),
+        LINE=line, K_LINES=triton.next_power_of_2(triton.cdiv(k_split, line)),
         num_warps=num_warps, num_stages=3, **launch_options(chained),
     )
     return out

@@ -7,7 +7,8 @@ Python); the Triton kernel also as replayed from a CUDA graph, as the engine's d
 
 Prints one table; writes it as JSON to $OUT/kernels.json when OUT is set. The error column is
 max |kernel - reference| / max |reference| (for logsoftmax_topk: of the values and the logsumexp,
-after checking that the indices agree); speedup is torch us / triton us, both launched eagerly.
+after checking that the indices agree; for argmax: 0, after checking that the indices are equal);
+speedup is torch us / triton us, both launched eagerly.
 """
 
 import importlib
@@ -23,6 +24,7 @@ import triton
 from triton.testing import do_bench, do_bench_cudagraph
 
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_attention import beam_attention_ref, beam_attention_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
@@ -109,6 +111,21 @@ def lora_inputs(M, K, N, slots=4, rank=16):
     return [t.cuda() for t in (x, y, a, b, scale, row_slots)]
 
 
+def argmax_inputs(N):
+    """Random logits whose first rows hold the cases the tie and NaN rules decide: equal maxima on
+    both sides of a chunk boundary and far apart, NaN beside +inf, -inf but for one column, -0.0
+    against +0.0 (the answers: 2047, 5000, 77777, 3)."""
+    logits = (torch.randn(N, VOCAB, device="cuda") * 4).to(DTYPE)
+    logits[0, [100000, 2048, 2047]] = 50.0
+    logits[1, [0, 200000, 5000]] = torch.tensor([float("inf"), float("nan"), float("nan")], dtype=DTYPE, device="cuda")
+    logits[2] = float("-inf")
+    logits[2, 77777] = -3.0
+    logits[3] = float("-inf")
+    logits[3, [100000, 3]] = torch.tensor([0.0, -0.0], dtype=DTYPE, device="cuda")
+    assert argmax_ref(logits)[:4].tolist() == [2047, 5000, 77777, 3]
+    return logits
+
+
 def main():
     torch.manual_seed(0)
     rows = []
@@ -168,6 +185,10 @@ def main():
             error = max(rel_error(values, ref_values), rel_error(lse, ref_lse))
             record("logsoftmax_topk", f"N={N} V={VOCAB} k={k}", error,
                    lambda: logsoftmax_topk_triton(logits, k), lambda: logsoftmax_topk_ref(logits, k))
+    for N in (4, 512):  # greedy decoding: a few sentences, and a document's 512
+        logits = argmax_inputs(N)
+        assert torch.equal(argmax_triton(logits), argmax_ref(logits)), "argmax: indices differ from torch.argmax"
+        record("argmax", f"N={N} V={VOCAB}", 0.0, lambda: argmax_triton(logits), lambda: argmax_ref(logits))
 
     for K, N in ((1024, 3072), (1024, 1024), (1024, 4096), (2048, 8192), (1024, VOCAB)):
         for M in (4, 16):  # the decode steps that engine.model sends to fused_linear

@@ -52,9 +52,10 @@ def greedy_step(
     cur_len = state.kv_len[row].long()  # (S,)
     if bans_only_eos(options):
         # The argmax of bf16 logits is the argmax of their float32 copies: no float32 copy is made.
-        # The logits are this step's own buffer, so `</s>` is masked in place.
+        # The logits are this step's own buffer, so `</s>` is masked in place; then one read of
+        # them, split over the vocabulary so that few rows still fill the GPU.
         logits[:, eos_id] = logits[:, eos_id].masked_fill(_eos_banned(cur_len, options), NEG_INF)
-        token = logits.argmax(dim=-1)  # (S,)
+        token = kernels.argmax(logits)  # (S,)
     else:
         scores = process_scores(logits.float(), _histories(state, rows, lengths), options, eos_id)
         token = scores.argmax(dim=-1)  # (S,)

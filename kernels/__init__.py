@@ -8,6 +8,7 @@ submodule imported later would replace the function `kernels.<name>` with the mo
 
 from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_attention import beam_attention_ref, beam_attention_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
@@ -65,6 +66,13 @@ def fused_linear(x, weight, bias=None, relu=False):
     return fn(x, weight, bias, relu)
 
 
+def argmax(logits):
+    """logits (N, V), last dim contiguous: (N,) int64, each row's column of its largest value,
+    lowest column on ties, first NaN where there is one (torch.argmax's rule)."""
+    fn = argmax_triton if _use_triton(logits) else argmax_ref
+    return fn(logits)
+
+
 def logsoftmax_topk(logits, k):
     """Returns (values (N, k) float32, indices (N, k) int64, lse (N,) float32): each row's k
     largest log-softmax values, descending, equal logits lowest index first."""
@@ -80,4 +88,7 @@ def lora(x, y, a, b, scale, slots):
     return fn(x, y, a, b, scale, slots)
 
 
-__all__ = ["add_layer_norm", "beam_attention", "fused_linear", "logsoftmax_topk", "lora", "slot_attention", "source_attention"]
+__all__ = [
+    "add_layer_norm", "argmax", "beam_attention", "fused_linear", "logsoftmax_topk", "lora", "slot_attention",
+    "source_attention",
+]

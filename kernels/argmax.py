@@ -1,0 +1,139 @@
+"""Argmax over the vocabulary, for greedy search: reads the logits once, at full memory bandwidth
+even for a few rows.
+
+`argmax(logits) -> indices`. Meaning, as a plain loop:
+
+    for n in range(N):
+        nans = [i for i in range(V) if isnan(logits[n, i])]
+        if nans:
+            indices[n] = nans[0]                      # NaN counts as the largest value
+        else:
+            best = max(logits[n])
+            indices[n] = min(i for i in range(V) if logits[n, i] == best)   # ties: lowest index
+
+That is torch.argmax's rule on the CPU and on CUDA (ATen's `ArgMaxOps`, whose comparison
+`GreaterOrNan` takes a NaN over any number, the lower index between two NaNs or two equal values),
+documented as "the indices of the first maximal value". -0.0 equals +0.0, so they tie; a row of
+-inf gives 0.
+
+The kernel runs in two stages over chunks of CHUNK columns, so that a few rows still spread over
+thousands of programs. Stage 1, program (row, chunk), reads the chunk once and writes its largest
+value and that value's lowest column: a NaN-propagating max, then the lowest column equal to it
+(or, where the max is NaN, the lowest NaN column). Stage 2, one program per row, does the same over
+the row's chunks' (max, column) pairs.
+
+Stage 1 reads whole 16-byte vectors: its chunks start at the 16-byte boundary at or before the
+row's first column (a row of 256,206 bf16 logits starts anywhere), and the first and last chunks of
+a row drop the columns of the rows beside it. The last row's last vector can reach up to 14 bytes
+past the tensor, never past its 16-byte block. Logits that do not start on a 16-byte boundary are
+read one element at a time.
+"""
+
+import torch
+
+from kernels._triton import tl, triton
+
+# Above every column: marks columns that are not the max.
+_NO_COLUMN = tl.constexpr(2**31 - 1)
+
+# Chunk sizes and warps, to be tuned on the GPU. Stage 1 runs one program per (row, chunk): the
+# chunk is the smallest power of two in [MIN_CHUNK, MAX_CHUNK] that keeps the launch at or under
+# TARGET_PROGRAMS programs, so many rows read MAX_CHUNK columns a program and few rows split finer
+# (V = 256206: N = 4 -> 512 columns, 2,004 programs; N >= 64 -> 2,048 columns, N * 126 programs).
+MIN_CHUNK, MAX_CHUNK = 512, 2048
+TARGET_PROGRAMS = 4096
+CHUNK_WARPS = 1  # one warp: reductions without shared memory; 16 to 64 columns per thread
+ROW_WARPS = 1  # stage 2 reads at most a few hundred chunks per row
+
+
+@triton.jit
+def _max_propagating_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _max_and_first(x, i, NOT_FOUND):
+    """(max of x, the lowest i where x holds it), x float32: NaN counts as larger than every number.
+    i (int32) is each element's column, or its place in the chunk; NOT_FOUND is above all of them."""
+    m = tl.reduce(x, 0, _max_propagating_nan)
+    hit = x == m
+    if m != m:  # a NaN, which equals nothing: the first NaN
+        hit = x != x
+    return m, tl.min(tl.where(hit, i, NOT_FOUND), axis=0)
+
+
+@triton.jit
+def _chunk_argmax_kernel(
+    logits_ptr, chunk_max_ptr, chunk_col_ptr, V, stride_row, num_chunks,
+    CHUNK: tl.constexpr, ALIGN: tl.constexpr,
+):
+    # Stage 1: program (row, c) writes the largest value of its chunk and that value's lowest column.
+    # Loads and their mask cover whole vectors of ALIGN elements from an aligned address.
+    row = tl.program_id(0)
+    c = tl.program_id(1)
+    row_start = row.to(tl.int64) * stride_row
+    shift = (row_start % ALIGN).to(tl.int32)  # the row's first column, past the aligned address
+    row_ptr = logits_ptr + tl.multiple_of(row_start - shift, ALIGN)
+    i = tl.arange(0, CHUNK)
+    offs = c * CHUNK + i  # from the aligned address
+    x = tl.load(row_ptr + offs, mask=offs // ALIGN < tl.cdiv(shift + V, ALIGN), other=float("-inf"))
+    x = x.to(tl.float32)
+    first_col = c * CHUNK - shift  # the column at i = 0
+    if (first_col < 0) | (first_col + CHUNK > V):  # either end of the row: drop the other rows' columns
+        x = tl.where((i >= -first_col) & (i < V - first_col), x, float("-inf"))
+    m, first = _max_and_first(x, i, CHUNK)
+    # A column before the row comes only from a chunk whose kept columns are all -inf: it reports
+    # column 0 instead, the answer wherever -inf is the row's max. A chunk wholly past the row
+    # reports -inf at a column >= V, which loses to the lower columns of the row's first chunk.
+    tl.store(chunk_max_ptr + row * num_chunks + c, m)
+    tl.store(chunk_col_ptr + row * num_chunks + c, tl.maximum(first_col + first, 0))
+
+
+@triton.jit
+def _row_argmax_kernel(
+    chunk_max_ptr, chunk_col_ptr, indices_ptr, num_chunks,
+    BLOCK_CHUNKS: tl.constexpr,
+):
+    # Stage 2: program `row` writes the lowest column holding the row's largest value.
+    row = tl.program_id(0)
+    c = tl.arange(0, BLOCK_CHUNKS)
+    ok = c < num_chunks
+    chunk_max = tl.load(chunk_max_ptr + row * num_chunks + c, mask=ok, other=float("-inf"))
+    chunk_col = tl.load(chunk_col_ptr + row * num_chunks + c, mask=ok, other=_NO_COLUMN)
+    _, first = _max_and_first(chunk_max, chunk_col, _NO_COLUMN)
+    tl.store(indices_ptr + row, first.to(tl.int64))
+
+
+def _chunk_size(N, V):
+    chunk = triton.next_power_of_2(triton.cdiv(N * V, TARGET_PROGRAMS))
+    return min(max(chunk, MIN_CHUNK), MAX_CHUNK, triton.next_power_of_2(V))
+
+
+def argmax_triton(logits):
+    """Triton version of `argmax_ref`; same argument, same result."""
+    N, V = logits.shape
+    assert logits.stride(1) == 1, "logits' last dim must be contiguous"
+    assert 1 <= V < 2**30, "need 1 <= V < 2**30"
+    # Whole 16-byte vectors where the logits start on a 16-byte boundary (the engine's logits, from
+    # their first row); single elements otherwise, so that nothing before the tensor is read.
+    ALIGN = 16 // logits.element_size() if logits.data_ptr() % 16 == 0 else 1
+    CHUNK = _chunk_size(N, V)
+    num_chunks = triton.cdiv(V + ALIGN - 1, CHUNK)  # the first chunk may start ALIGN - 1 columns early
+    chunk_max = torch.empty((N, num_chunks), dtype=torch.float32, device=logits.device)
+    chunk_col = torch.empty((N, num_chunks), dtype=torch.int32, device=logits.device)
+    _chunk_argmax_kernel[(N, num_chunks)](
+        logits, chunk_max, chunk_col, V, logits.stride(0), num_chunks, CHUNK=CHUNK, ALIGN=ALIGN,
+        num_warps=CHUNK_WARPS,
+    )
+    indices = torch.empty((N,), dtype=torch.int64, device=logits.device)
+    _row_argmax_kernel[(N,)](
+        chunk_max, chunk_col, indices, num_chunks, BLOCK_CHUNKS=triton.next_power_of_2(num_chunks),
+        num_warps=ROW_WARPS,
+    )
+    return indices
+
+
+def argmax_ref(logits):
+    """`logits` (N, V), any float dtype. Returns (N,) int64: each row's column of its largest
+    value, the lowest such column on ties, the first NaN's column where a row has NaN."""
+    return logits.argmax(dim=-1)

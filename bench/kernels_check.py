@@ -11,7 +11,6 @@ after checking that the indices agree; for argmax: 0, after checking that the in
 speedup is torch us / triton us, both launched eagerly.
 """
 
-import importlib
 import json
 import os
 import sys
@@ -25,7 +24,6 @@ from triton.testing import do_bench, do_bench_cudagraph
 
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.argmax import argmax_ref, argmax_triton
-from kernels.beam_attention import beam_attention_ref, beam_attention_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
@@ -34,8 +32,6 @@ from kernels.source_attention import source_attention_ref, source_attention_trit
 
 ROWS = [1, 4, 64, 256]  # decode rows: beams of all sentences in flight
 BEAM = 4
-# beam_attention's variants to time: (beams taken together, tokens per step, warps)
-BEAM_ATTENTION_CONFIGS = [(1, 16, 1), (1, 32, 2), (2, 16, 2), (4, 16, 4)]
 H = 16
 DTYPE = torch.bfloat16
 VOCAB = 256206
@@ -64,7 +60,7 @@ def slot_attention_inputs(N, D, seq_len=40):
     return [a.cuda() for a in args] + [D**-0.5]
 
 
-def beam_attention_inputs(N, D):
+def self_attention_inputs(N, D):
     """Runs of BEAM rows, the beams of one sentence, one length in 10..40 per sentence: a run's beams
     share the slots of their first 80% of positions, as beams agreeing on a prefix do, and hold the
     others, their last (the new token's) included, in slots of their own. Returns slot_attention's
@@ -155,20 +151,11 @@ def main():
             record("slot_attention", shape, error,
                    lambda: slot_attention_triton(*args), lambda: slot_attention_ref(*args))
     # Self-attention at a document's 2,048 rows (512 sentences of beam 4, H=16, lengths 10-40), the new
-    # token stored by the op as in the engine's decode step: slot_attention, then beam_attention in
-    # each variant (B beams taken together, T tokens per step, w warps).
-    args, new = beam_attention_inputs(2048, 64)
+    # token stored by the op as in the engine's decode step.
+    args, new = self_attention_inputs(2048, 64)
     error = rel_error(slot_attention_triton(*args, **new), slot_attention_ref(*args, **new))
     record("slot_attention", "N=2048 D=64 g=4 len10-40 new", error,
            lambda: slot_attention_triton(*args, **new), lambda: slot_attention_ref(*args, **new))
-    beam_attention_module = importlib.import_module("kernels.beam_attention")  # kernels.beam_attention: the function
-    chosen = beam_attention_module._beams_tile_and_warps
-    for config in BEAM_ATTENTION_CONFIGS:
-        beam_attention_module._beams_tile_and_warps = lambda num_programs, config=config: config
-        error = rel_error(beam_attention_triton(*args, BEAM, **new), beam_attention_ref(*args, BEAM, **new))
-        record("beam_attention", "N=2048 D=64 g=4 B={} T={} w={}".format(*config), error,
-               lambda: beam_attention_triton(*args, BEAM, **new), lambda: beam_attention_ref(*args, BEAM, **new))
-    beam_attention_module._beams_tile_and_warps = chosen
     for C in (1024, 2048):
         for N in ROWS + [8192]:
             args = add_layer_norm_inputs(N, C)

@@ -9,7 +9,6 @@ submodule imported later would replace the function `kernels.<name>` with the mo
 from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.argmax import argmax_ref, argmax_triton
-from kernels.beam_attention import beam_attention_ref, beam_attention_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
@@ -29,18 +28,6 @@ def slot_attention(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=
     must be row i's last slot. Returns (N, H, D) in q's dtype."""
     fn = slot_attention_triton if _use_triton(q) else slot_attention_ref
     return fn(q, k, v, slot_table, rows, lens, scale, k_new=k_new, v_new=v_new, write_slots=write_slots)
-
-
-def beam_attention(q, k, v, slot_table, rows, lens, scale, group, *, k_new=None, v_new=None, write_slots=None):
-    """`slot_attention` for rows in runs of `group` (N % group == 0) that are the beams of one
-    sentence, mostly listing the same slots: same arguments and result, one program per run reading
-    the slots its beams share once. q (N, H, D); k, v (slots, H, D); row i reads the first lens[i]
-    slots of slot_table[rows[i]] (slot_table (R, T) int32, rows (N,), lens (N,) int32, current token
-    included). Given k_new, v_new (N, H, D) and write_slots (N,) int32/int64, first stores row i's
-    new token in the cache at write_slots[i] (in place), which must be row i's last slot. Returns
-    (N, H, D) in q's dtype."""
-    fn = beam_attention_triton if _use_triton(q) else beam_attention_ref
-    return fn(q, k, v, slot_table, rows, lens, scale, group, k_new=k_new, v_new=v_new, write_slots=write_slots)
 
 
 def source_attention(q, k, v, slot_table, rows, lens, scale, group):
@@ -89,6 +76,6 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "add_layer_norm", "argmax", "beam_attention", "fused_linear", "logsoftmax_topk", "lora", "slot_attention",
+    "add_layer_norm", "argmax", "fused_linear", "logsoftmax_topk", "lora", "slot_attention",
     "source_attention",
 ]

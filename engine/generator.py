@@ -243,17 +243,18 @@ class Generator:
         needed = sum(self.cross_cache.blocks_for(n) for n in lengths)
         if needed > self.cross_cache.num_free_blocks():
             raise OutOfBlocks(f"source cache full: {needed} blocks needed, {self.cross_cache.num_free_blocks()} free")
-        width = max(lengths)
-        tokens = torch.tensor([s + [self.pad_id] * (width - len(s)) for s in sources], device=device)  # (B, S)
-        self.model.ensure_positions(width + self.pad_id)
+        # Per token work stays off the host: a document's admission packs tens of thousands of tokens.
+        tokens = torch.tensor(list(itertools.chain.from_iterable(sources)), device=device)  # (T,)
+        self.model.ensure_positions(max(lengths) + self.pad_id)
         lora = None
         if adapter_slots is not None and max(adapter_slots) >= 0:
-            per_token = [slot for slot, n in zip(adapter_slots, lengths) for _ in range(n)]
-            lora = LoraRows(self.lora, torch.tensor(per_token, dtype=torch.int32, device=device))  # (T,)
+            per_source = torch.tensor(adapter_slots, dtype=torch.int32, device=device)
+            lora = LoraRows(self.lora, per_source.repeat_interleave(torch.tensor(lengths, device=device)))  # (T,)
         packed = self.model.encode(tokens, lengths, lora)  # (T, C), sources one after another
         cross = [Sequence() for _ in sources]
-        slots = [slot for seq, n in zip(cross, lengths) for slot in self.cross_cache.extend(seq, n)]
-        self.model.write_cross_kv(packed, self.cross_cache, torch.tensor(slots, device=device), lora)
+        for seq, n in zip(cross, lengths):
+            self.cross_cache.extend(seq, n)
+        self.model.write_cross_kv(packed, self.cross_cache, self.cross_cache.slots_of(cross, device), lora)
         return cross
 
     def prefill(self, src_ids: list[int], prefix: list[int], seq: SequenceState) -> torch.Tensor:

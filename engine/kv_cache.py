@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from engine.packing import packed_positions
+
 
 class OutOfBlocks(RuntimeError):
     """The pool has no free block left; the scheduler admits work by `num_free_blocks` to avoid this."""
@@ -79,12 +81,18 @@ class PagedKVCache:
 
     # -- sequences ---------------------------------------------------------------------------------
 
-    def extend(self, seq: Sequence, tokens: int) -> list[int]:
-        """Room for `tokens` more tokens at the end of `seq`; returns their flat slot indices."""
-        new_blocks = self.blocks_for(seq.length + tokens) - len(seq.blocks)
-        seq.blocks += self.take_blocks(new_blocks)
-        start, seq.length = seq.length, seq.length + tokens
-        return [seq.blocks[p // self.block_size] * self.block_size + p % self.block_size for p in range(start, seq.length)]
+    def extend(self, seq: Sequence, tokens: int) -> None:
+        """Room for `tokens` more tokens at the end of `seq`."""
+        seq.blocks += self.take_blocks(self.blocks_for(seq.length + tokens) - len(seq.blocks))
+        seq.length += tokens
+
+    def slots_of(self, seqs: list[Sequence], device: torch.device) -> torch.Tensor:
+        """The flat slot of every token of `seqs`, sequence after sequence: (sum of lengths,) int64."""
+        blocks = torch.tensor([b for seq in seqs for b in seq.blocks], device=device)  # (all blocks,)
+        counts = torch.tensor([len(seq.blocks) for seq in seqs], device=device)
+        first_block = torch.cumsum(counts, 0) - counts  # (S,) each sequence's first entry in `blocks`
+        seq, position = packed_positions([seq.length for seq in seqs], device)  # (T,) each
+        return blocks[first_block[seq] + position // self.block_size] * self.block_size + position % self.block_size
 
     def free_sequence(self, seq: Sequence) -> None:
         self.give_back(seq.blocks)
@@ -92,7 +100,7 @@ class PagedKVCache:
 
     # -- tensors -----------------------------------------------------------------------------------
 
-    def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Store k, v (T, H, D) of one layer at flat slots (T,)."""
-        self.k[layer].index_copy_(0, slots, k)
-        self.v[layer].index_copy_(0, slots, v)
+    def write(self, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Store k, v (L, T, H, D) of every layer at flat slots (T,): one copy each, not one per layer."""
+        self.k.index_copy_(1, slots, k)
+        self.v.index_copy_(1, slots, v)

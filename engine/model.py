@@ -20,6 +20,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import kernels
 from engine.config import NllbConfig
 from engine.kv_cache import PagedKVCache
+from engine.packing import packed_positions
 
 if TYPE_CHECKING:
     from engine.lora import LoraRows
@@ -223,20 +224,16 @@ class NllbModel:
     # -- encoder ---------------------------------------------------------------------------------
 
     def encode(self, tokens: torch.Tensor, lengths: list[int], lora: LoraRows | None = None) -> torch.Tensor:
-        """Source tokens (B, S), right-padded, with their lengths -> final hidden states of the real
-        tokens (T, C), T = sum(lengths), sources one after another.
+        """Sources packed one after another, tokens (T,) with their lengths (T = sum(lengths)) ->
+        final hidden states (T, C) in the same order.
 
-        Everything runs on the T real tokens alone, not on B * S (a document's sentences vary in
-        length, and the padding was ~40% of the encoder's work), but attention off the GPU, which
-        runs on the padded grid (`_encoder_attention`). `lora` gives each of the T tokens its
-        source's adapter slot.
+        Everything runs on the T real tokens, with no padding (a document's sentences vary in
+        length, and padding was ~40% of the encoder's work), but attention off the GPU, which runs
+        on a padded grid (`_encoder_attention`). `lora` gives each token its source's adapter slot.
         """
-        B, S = tokens.shape
-        device = tokens.device
-        # Where the real tokens sit in the (B * S,) grid, from the host's lengths: no wait for the device.
-        real = torch.tensor([b * S + t for b, n in enumerate(lengths) for t in range(n)], device=device)  # (T,)
-        x = self.embed(tokens.view(-1)[real], real % S + self.config.pad_id + 1)  # (T, C)
-        attend = self._encoder_attention(lengths, S, real, x)
+        source, position = packed_positions(lengths, tokens.device)  # (T,) each
+        x = self.embed(tokens, position + self.config.pad_id + 1)  # (T, C)
+        attend = self._encoder_attention(lengths, source, position, x)
         for i, layer in enumerate(self.encoder_layers):
             p = f"encoder.layers.{i}"
             h = normalize(layer.self_attn_norm, x, lora, f"{p}.self_attn_layer_norm")
@@ -249,14 +246,14 @@ class NllbModel:
                 x = x.clamp(-limit, limit)
         return normalize(self.encoder_norm, x, lora, "encoder.layer_norm")
 
-    def _encoder_attention(self, lengths: list[int], S: int, real: torch.Tensor, x: torch.Tensor):
+    def _encoder_attention(self, lengths: list[int], source: torch.Tensor, position: torch.Tensor, x: torch.Tensor):
         """The encoder's self-attention for packed sources: a function of their stacked q, k, v (T, 3C)
-        returning (T, C). `real` (T,) places the tokens in the padded (B * S,) grid.
+        returning (T, C). Token i is at `position[i]` of source `source[i]`.
 
         Half precision on the GPU runs FlashAttention's variable-length kernel on the packed tokens
         directly; elsewhere (float32, the parity target, and the CPU) SDPA runs on the padded grid.
         """
-        B, T = len(lengths), x.shape[0]
+        B, S, T = len(lengths), max(lengths), x.shape[0]
         C, H = self.config.d_model, self.config.encoder_heads
         D = C // H
         if x.is_cuda and x.dtype in (torch.float16, torch.bfloat16) and D % 8 == 0 and D <= 256:
@@ -265,7 +262,7 @@ class NllbModel:
             def packed(qkv: torch.Tensor) -> torch.Tensor:
                 q, k, v = qkv.view(T, 3, H, D).unbind(1)  # 3 x (T, H, D)
                 out = torch.ops.aten._flash_attention_forward(
-                    q, k, v, starts, starts, max(lengths), max(lengths), 0.0, False, False, scale=D**-0.5
+                    q, k, v, starts, starts, S, S, 0.0, False, False, scale=D**-0.5
                 )[0]  # (T, H, D)
                 return out.reshape(T, C)
 
@@ -273,6 +270,7 @@ class NllbModel:
         key_mask = (torch.arange(S, device=x.device)[None, :] < torch.tensor(lengths, device=x.device)[:, None])[
             :, None, None, :
         ]  # (B, 1, 1, S): keys a query may attend to
+        real = source * S + position  # (T,) where each token sits in the (B * S,) grid
 
         def padded(qkv: torch.Tensor) -> torch.Tensor:
             grid = qkv.new_zeros(B * S, 3 * C).index_copy_(0, real, qkv)  # (B * S, 3C), padding zero
@@ -293,8 +291,7 @@ class NllbModel:
         T = hidden.shape[0]
         L, H, D = self.config.decoder_layers, self.heads, self.head_dim
         kv = project(self.cross_kv, hidden, lora, "decoder.cross_kv").view(T, L, 2, H, D)  # (T, L, 2, H, D)
-        for layer in range(L):
-            cache.write(layer, slots, kv[:, layer, 0], kv[:, layer, 1])
+        cache.write(slots, kv[:, :, 0].transpose(0, 1), kv[:, :, 1].transpose(0, 1))  # (L, T, H, D) each
 
     # -- decoder ---------------------------------------------------------------------------------
 

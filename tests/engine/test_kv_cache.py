@@ -11,10 +11,10 @@ def make_cache(blocks=8, block_size=4):
 def write_tokens(cache, seq, values):
     """Append one token per value; K and V of every layer hold that value."""
     for value in values:
-        slot = cache.extend(seq, 1)
-        for layer in range(cache.k.shape[0]):
-            filled = torch.full((1, 2, 3), float(value))
-            cache.write(layer, torch.tensor(slot), filled, -filled)
+        cache.extend(seq, 1)
+        slot = cache.slots_of([seq], torch.device("cpu"))[-1:]  # (1,) the new token's
+        filled = torch.full((cache.k.shape[0], 1, 2, 3), float(value))  # (L, 1, H, D)
+        cache.write(slot, filled, -filled)
 
 
 def read_tokens(cache, seq):
@@ -44,11 +44,16 @@ def test_sequences_written_in_turns_keep_their_own_tokens():
     assert read_tokens(cache, b) == [100 + i for i in range(6)]
 
 
-def test_extend_returns_consecutive_slots_across_blocks():
+def test_slots_of_lists_each_sequence_s_tokens_across_its_blocks():
     cache = make_cache()
-    seq = Sequence()
-    slots = cache.extend(seq, 6)
-    assert slots == [seq.blocks[0] * 4 + i for i in range(4)] + [seq.blocks[1] * 4, seq.blocks[1] * 4 + 1]
+    a, b = Sequence(), Sequence()
+    cache.extend(a, 6)
+    cache.extend(b, 3)
+    cache.extend(a, 3)  # a's third block comes after b's
+    slots = cache.slots_of([a, b], torch.device("cpu")).tolist()
+    in_block = [[block * 4 + i for i in range(4)] for block in a.blocks]
+    assert slots[:9] == in_block[0] + in_block[1] + in_block[2][:1]
+    assert slots[9:] == [b.blocks[0] * 4 + i for i in range(3)]
 
 
 def test_scratch_blocks_are_not_capacity():

@@ -39,7 +39,7 @@ from typing import Callable
 import torch
 
 from engine.batched_search import best_hypotheses, search_step
-from engine.cuda_graphs import DecodeGraphs, bucket_for
+from engine.cuda_graphs import DecodeGraphs, EncoderGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
@@ -162,7 +162,9 @@ class Generator:
         generator.lora = LoraPool(c, adapter_slots or DEFAULT_SLOTS, device, dtype, adapters_dir)
         if graphs if graphs is not None else device.type == "cuda":
             generator.graphs = DecodeGraphs(rows, generator.rows.scratch, device, generator.lora)
-            generator._prepare_scratch_row()
+            cross_scratch = generator._prepare_scratch_row()
+            if device.type == "cuda" and model.attends_packed():
+                generator.encoder_graphs = EncoderGraphs(model, generator.cross_cache, generator.lora, cross_scratch)
         return generator
 
     def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int):
@@ -174,16 +176,20 @@ class Generator:
         self.eos_id = model.config.eos_id
         self.pad_id = model.config.pad_id
         self.graphs: DecodeGraphs | None = None
+        self.encoder_graphs: EncoderGraphs | None = None
         self.lora = LoraPool(model.config, DEFAULT_SLOTS, model.device, model.dtype)
         self._admissions = itertools.count()
         self._side_stream: torch.cuda.Stream | None = None
 
-    def _prepare_scratch_row(self) -> None:
-        """Padding rows write into a block no sequence owns and read one slot of another."""
+    def _prepare_scratch_row(self) -> int:
+        """Padding rows write into a block no sequence owns and read one slot of another, the
+        source cache's scratch slot, which it returns (padding sources write there)."""
         scratch = self.rows.scratch
         self.rows.write_block[scratch] = self.self_cache.reserve_scratch_block()
-        self.rows.cross_slots[scratch, 0] = self.cross_cache.reserve_scratch_block() * self.cross_cache.block_size
+        cross_slot = self.cross_cache.reserve_scratch_block() * self.cross_cache.block_size
+        self.rows.cross_slots[scratch, 0] = cross_slot
         self.rows.cross_len[scratch] = 1
+        return cross_slot
 
     # -- the contract's primitives -------------------------------------------------------------------
 
@@ -243,6 +249,12 @@ class Generator:
         needed = sum(self.cross_cache.blocks_for(n) for n in lengths)
         if needed > self.cross_cache.num_free_blocks():
             raise OutOfBlocks(f"source cache full: {needed} blocks needed, {self.cross_cache.num_free_blocks()} free")
+        if self.encoder_graphs is not None and len(sources) == 1 and self.encoder_graphs.fits(lengths[0]):
+            seq = Sequence()  # a typed sentence: one graph replay
+            self.cross_cache.extend(seq, lengths[0])
+            adapter_slot = adapter_slots[0] if adapter_slots is not None else -1
+            self.encoder_graphs.run(sources[0], self.cross_cache.slot_list(seq), adapter_slot)
+            return [seq]
         # Per token work stays off the host: a document's admission packs tens of thousands of tokens.
         tokens = torch.tensor(list(itertools.chain.from_iterable(sources)), device=device)  # (T,)
         self.model.ensure_positions(max(lengths) + self.pad_id)

@@ -86,6 +86,10 @@ class PagedKVCache:
         seq.blocks += self.take_blocks(self.blocks_for(seq.length + tokens) - len(seq.blocks))
         seq.length += tokens
 
+    def slot_list(self, seq: Sequence) -> list[int]:
+        """The flat slot of every token of `seq`, on the host (for a short sequence)."""
+        return [seq.blocks[p // self.block_size] * self.block_size + p % self.block_size for p in range(seq.length)]
+
     def slots_of(self, seqs: list[Sequence], device: torch.device) -> torch.Tensor:
         """The flat slot of every token of `seqs`, sequence after sequence: (sum of lengths,) int64."""
         blocks = torch.tensor([b for seq in seqs for b in seq.blocks], device=device)  # (all blocks,)

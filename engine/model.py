@@ -228,12 +228,23 @@ class NllbModel:
         final hidden states (T, C) in the same order.
 
         Everything runs on the T real tokens, with no padding (a document's sentences vary in
-        length, and padding was ~40% of the encoder's work), but attention off the GPU, which runs
-        on a padded grid (`_encoder_attention`). `lora` gives each token its source's adapter slot.
+        length, and padding was ~40% of the encoder's work), but attention where FlashAttention's
+        variable-length kernel cannot run, which runs on a padded grid. `lora` gives each token its
+        source's adapter slot.
         """
         source, position = packed_positions(lengths, tokens.device)  # (T,) each
+        if self.attends_packed():
+            starts = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device=tokens.device)
+            attend = self.packed_attention(starts, max(lengths))
+        else:
+            attend = self._padded_attention(lengths, source, position)
+        return self.encode_packed(tokens, position, attend, lora)
+
+    def encode_packed(self, tokens: torch.Tensor, position: torch.Tensor, attend, lora: LoraRows | None = None) -> torch.Tensor:
+        """The encoder over packed tokens (T,) at their positions in their sources (T,), with
+        `attend` the self-attention of their stacked q, k, v (T, 3C) -> (T, C): hidden states (T, C).
+        Device work only, so a CUDA graph can hold it (engine/cuda_graphs.py `EncoderGraphs`)."""
         x = self.embed(tokens, position + self.config.pad_id + 1)  # (T, C)
-        attend = self._encoder_attention(lengths, source, position, x)
         for i, layer in enumerate(self.encoder_layers):
             p = f"encoder.layers.{i}"
             h = normalize(layer.self_attn_norm, x, lora, f"{p}.self_attn_layer_norm")
@@ -246,40 +257,50 @@ class NllbModel:
                 x = x.clamp(-limit, limit)
         return normalize(self.encoder_norm, x, lora, "encoder.layer_norm")
 
-    def _encoder_attention(self, lengths: list[int], source: torch.Tensor, position: torch.Tensor, x: torch.Tensor):
-        """The encoder's self-attention for packed sources: a function of their stacked q, k, v (T, 3C)
-        returning (T, C). Token i is at `position[i]` of source `source[i]`.
+    def attends_packed(self) -> bool:
+        """Whether the encoder's attention runs on packed sources (FlashAttention's variable-length
+        kernel: half precision on the GPU); elsewhere (float32, the parity target, and the CPU) it
+        runs on a padded grid."""
+        D = self.config.d_model // self.config.encoder_heads
+        return self.device.type == "cuda" and self.dtype in (torch.float16, torch.bfloat16) and D % 8 == 0 and D <= 256
 
-        Half precision on the GPU runs FlashAttention's variable-length kernel on the packed tokens
-        directly; elsewhere (float32, the parity target, and the CPU) SDPA runs on the padded grid.
-        """
-        B, S, T = len(lengths), max(lengths), x.shape[0]
+    def packed_attention(self, starts: torch.Tensor, longest: int):
+        """Self-attention within each packed source: a function of stacked q, k, v (T, 3C) -> (T, C).
+        Source i holds tokens starts[i] .. starts[i + 1] - 1 (starts (B + 1,) int32 on the device);
+        `longest` bounds their lengths."""
         C, H = self.config.d_model, self.config.encoder_heads
         D = C // H
-        if x.is_cuda and x.dtype in (torch.float16, torch.bfloat16) and D % 8 == 0 and D <= 256:
-            starts = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device=x.device)  # (B + 1,)
 
-            def packed(qkv: torch.Tensor) -> torch.Tensor:
-                q, k, v = qkv.view(T, 3, H, D).unbind(1)  # 3 x (T, H, D)
-                out = torch.ops.aten._flash_attention_forward(
-                    q, k, v, starts, starts, S, S, 0.0, False, False, scale=D**-0.5
-                )[0]  # (T, H, D)
-                return out.reshape(T, C)
+        def attend(qkv: torch.Tensor) -> torch.Tensor:
+            T = qkv.shape[0]
+            q, k, v = qkv.view(T, 3, H, D).unbind(1)  # 3 x (T, H, D)
+            out = torch.ops.aten._flash_attention_forward(
+                q, k, v, starts, starts, longest, longest, 0.0, False, False, scale=D**-0.5
+            )[0]  # (T, H, D)
+            return out.reshape(T, C)
 
-            return packed
-        key_mask = (torch.arange(S, device=x.device)[None, :] < torch.tensor(lengths, device=x.device)[:, None])[
+        return attend
+
+    def _padded_attention(self, lengths: list[int], source: torch.Tensor, position: torch.Tensor):
+        """`packed_attention`'s meaning on a padded (B, S) grid through SDPA. Token i is at
+        `position[i]` of source `source[i]`."""
+        B, S = len(lengths), max(lengths)
+        C, H = self.config.d_model, self.config.encoder_heads
+        D = C // H
+        device = source.device
+        key_mask = (torch.arange(S, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None])[
             :, None, None, :
         ]  # (B, 1, 1, S): keys a query may attend to
         real = source * S + position  # (T,) where each token sits in the (B * S,) grid
 
-        def padded(qkv: torch.Tensor) -> torch.Tensor:
+        def attend(qkv: torch.Tensor) -> torch.Tensor:
             grid = qkv.new_zeros(B * S, 3 * C).index_copy_(0, real, qkv)  # (B * S, 3C), padding zero
             q, k, v = grid.view(B, S, 3, H, D).permute(2, 0, 3, 1, 4)  # 3 x (B, H, S, D)
             with sdpa_kernel(ENCODER_ATTENTION):
                 a = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, scale=D**-0.5)  # (B, H, S, D)
             return a.transpose(1, 2).reshape(B * S, C).index_select(0, real)  # (T, C)
 
-        return padded
+        return attend
 
     def write_cross_kv(
         self, hidden: torch.Tensor, cache: PagedKVCache, slots: torch.Tensor, lora: LoraRows | None = None

@@ -83,3 +83,29 @@ def test_the_packed_encoder_agrees_with_float32(tiny_checkpoint):
     error = (packed - expected).norm(dim=-1) / expected.norm(dim=-1)  # (T,) per token
     # bfloat16 itself: ~3% on average, under 10% at worst here (the padded path on the CPU measures the same)
     assert error.mean() < 0.06 and error.max() < 0.25
+
+
+def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(tiny_checkpoint):
+    """A lone short source is encoded by a CUDA graph of its length bucket, padded with a second
+    source of padding: the cross K/V it stores must be the eager encoder's (to bfloat16 rounding:
+    the padded matmuls may pick other kernels), also when two sources replay one bucket's graph."""
+    gpu = Translator(tiny_checkpoint, device="cuda", dtype="bfloat16")
+    generator = gpu.generator
+    graphs = generator.encoder_graphs
+    assert graphs is not None
+    sources = [gpu.tokenizer.encode_source(text, "eng_Latn") for text in TEXTS]
+
+    def stored_kv():
+        out = []
+        for source in sources:
+            [seq] = generator.encode_sources([source])
+            slots = generator.cross_cache.slots_of([seq], torch.device("cuda"))
+            out.append(torch.stack([generator.cross_cache.k[:, slots], generator.cross_cache.v[:, slots]]).float())
+            generator.cross_cache.free_sequence(seq)
+        return out
+
+    replayed = stored_kv()
+    generator.encoder_graphs = None
+    for graphed, eager in zip(replayed, stored_kv()):
+        assert (graphed - eager).norm() / eager.norm() < 2e-2
+    assert len(graphs.graphs) < len(sources)  # some sources shared a bucket's graph

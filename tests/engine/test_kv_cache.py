@@ -18,8 +18,7 @@ def write_tokens(cache, seq, values):
 
 
 def read_tokens(cache, seq):
-    slots = [seq.blocks[p // cache.block_size] * cache.block_size + p % cache.block_size for p in range(seq.length)]
-    return [cache.k[1, s, 0, 0].item() for s in slots]
+    return [cache.k[1, s, 0, 0].item() for s in cache.slot_list(seq)]
 
 
 def test_blocks_are_counted_and_returned():
@@ -54,6 +53,7 @@ def test_slots_of_lists_each_sequence_s_tokens_across_its_blocks():
     in_block = [[block * 4 + i for i in range(4)] for block in a.blocks]
     assert slots[:9] == in_block[0] + in_block[1] + in_block[2][:1]
     assert slots[9:] == [b.blocks[0] * 4 + i for i in range(3)]
+    assert slots == cache.slot_list(a) + cache.slot_list(b)
 
 
 def test_scratch_blocks_are_not_capacity():

@@ -7,7 +7,8 @@ Python); the Triton kernel also as replayed from a CUDA graph, as the engine's d
 
 Prints one table; writes it as JSON to $OUT/kernels.json when OUT is set. The error column is
 max |kernel - reference| / max |reference| (for logsoftmax_topk: of the values and the logsumexp,
-after checking that the indices agree; for argmax: 0, after checking that the indices are equal);
+after checking that the indices agree; for argmax: 0, after checking that the indices are equal;
+for beam_advance: 0, after checking that `done` and the state are bit for bit the reference's);
 speedup is torch us / triton us, both launched eagerly.
 """
 
@@ -24,6 +25,7 @@ from triton.testing import do_bench, do_bench_cudagraph
 
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.argmax import argmax_ref, argmax_triton
+from kernels.beam_advance import beam_advance_ref, beam_advance_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
@@ -122,12 +124,51 @@ def argmax_inputs(N):
     return logits
 
 
+def beam_advance_inputs(S, B=BEAM, width=40, T=1024, eos_id=2, device="cuda"):
+    """One beam-search step of S sentences in mid-search, hypotheses of 2 to width - 1 tokens:
+    (args, state, penalty, options) for beam_advance. Candidates come from random log-probs over
+    1,000 tokens, `</s>` often among them; some sentences have finished hypotheses, the shortest
+    still ban `</s>`."""
+    R, k = S * B + 1, 2 * B
+    logits = torch.randn(S * B, 1000, device=device) * 3
+    logits[:, eos_id] += 2
+    values, tokens = logits.log_softmax(dim=-1).topk(k + 1, dim=-1)  # (S * B, k + 1)
+    rows = torch.randperm(R - 1, device=device).view(S, B)  # (S, B)
+    cur_len = torch.randint(2, width, (S,), device=device)
+    fin_score = torch.full((R,), float("-inf"), device=device)
+    fin_score[rows[:, :2]] = -torch.rand(S, 2, device=device).sort(dim=1).values * 10  # two finished each
+    state = dict(score=-torch.rand(R, device=device) * 20, hyp=torch.randint(0, 1000, (R, T), device=device),
+                 kv_slots=torch.randint(0, 10**6, (R, T), dtype=torch.int32, device=device), fin_score=fin_score,
+                 fin_hyp=torch.randint(0, 1000, (R, T), device=device),
+                 fin_len=torch.randint(2, width, (R,), dtype=torch.int32, device=device),
+                 improvable=torch.ones(R, dtype=torch.bool, device=device))
+    penalty = (torch.arange(T + 1, dtype=torch.float64) ** 1.0).float().to(device)
+    options = dict(eos_id=eos_id, max_length=T, early_stopping=0, blocked=-1.0e9, width=width)
+    return (values, tokens, rows, cur_len, cur_len < 5), state, penalty, options
+
+
+def beam_advance_agrees(S):
+    """Runs beam_advance's kernel and reference on copies of one state: whether `done` and every
+    state tensor agree bit for bit. Returns (agrees, kernel_fn, ref_fn) for timing."""
+    def bits(t):
+        return t.view(torch.int32) if t.dtype == torch.float32 else t
+
+    args, state, penalty, options = beam_advance_inputs(S)
+    ours, ref = ({name: t.clone() for name, t in state.items()} for _ in range(2))
+    done = beam_advance_triton(*args, *ours.values(), penalty, **options)
+    ref_done = beam_advance_ref(*args, *ref.values(), penalty, **options)
+    agrees = torch.equal(done, ref_done) and all(torch.equal(bits(ours[n]), bits(ref[n])) for n in state)
+    # Timed calls keep advancing the same state: each step does the same work.
+    return (agrees, lambda: beam_advance_triton(*args, *ours.values(), penalty, **options),
+            lambda: beam_advance_ref(*args, *ref.values(), penalty, **options))
+
+
 def main():
     torch.manual_seed(0)
     rows = []
 
-    def record(kernel, shape, error, kernel_fn, ref_fn):
-        rows.append(dict(kernel=kernel, shape=shape, dtype=str(DTYPE).removeprefix("torch."), rel_error=error,
+    def record(kernel, shape, error, kernel_fn, ref_fn, dtype=DTYPE):
+        rows.append(dict(kernel=kernel, shape=shape, dtype=str(dtype).removeprefix("torch."), rel_error=error,
                          triton_us=median_us(kernel_fn), triton_graph_us=median_us(kernel_fn, graph=True),
                          ref_us=median_us(ref_fn)))
 
@@ -176,6 +217,10 @@ def main():
         logits = argmax_inputs(N)
         assert torch.equal(argmax_triton(logits), argmax_ref(logits)), "argmax: indices differ from torch.argmax"
         record("argmax", f"N={N} V={VOCAB}", 0.0, lambda: argmax_triton(logits), lambda: argmax_ref(logits))
+    for S in (1, 512):  # beam search's bookkeeping: a typed sentence, and a document's 512
+        agrees, kernel_fn, ref_fn = beam_advance_agrees(S)
+        assert agrees, "beam_advance: done or state differs from the reference"
+        record("beam_advance", f"S={S} B={BEAM} width=40 T=1024", 0.0, kernel_fn, ref_fn, dtype=torch.float32)
 
     for K, N in ((1024, 3072), (1024, 1024), (1024, 4096), (2048, 8192), (1024, VOCAB)):
         for M in (4, 16):  # the decode steps that engine.model sends to fused_linear

@@ -2,8 +2,9 @@
 
 `engine/decoding.py` holds the same searches written for one sentence as plain bookkeeping; it is
 the readable reference, and tests/engine/test_batched_search.py checks these against it step by
-step. Here a step of S sentences that share decoding options is a fixed handful of tensor ops,
-whatever S is, so the host's work per step does not grow with the batch.
+step. Here a step of S sentences that share decoding options is a fixed handful of tensor ops
+(for beam search, two kernels: `kernels.logsoftmax_topk` and `kernels.beam_advance`), whatever S
+is, so the host's work per step does not grow with the batch.
 
 Each function takes the sentences' rows (S, B) in `DecoderRows` right after the decoder step that
 fed every row's last token (so `kv_len` of a row is its hypothesis length), the step's logits
@@ -15,6 +16,8 @@ hypotheses, to hand whole histories to `decoding.process_scores`.
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -75,69 +78,35 @@ def beam_step(
     """HF's vectorised `_beam_search`, one step, for sentences of B beams each. rows (S, B).
 
     A sentence starts with B rows holding the same hypothesis and scores (0, -1e9, ...), as in HF.
+    Each row's best 2B + 1 processed log-probs, then `kernels.beam_advance` does the rest (one
+    launch on the GPU): candidates, finished hypotheses with the length penalty, the new beams.
     """
-    S, B = rows.shape
-    k, lp = 2 * B, options.length_penalty
-    flat = rows.reshape(-1)  # (S * B,)
-    lead = rows[:, 0]  # (S,)
-    cur_len = state.kv_len[lead].long()  # (S,) hypothesis length before this step's token
+    k, lp = 2 * rows.shape[1], options.length_penalty
+    cur_len = state.kv_len[rows[:, 0]].long()  # (S,) hypothesis length before this step's token
 
-    # Each row's top k of (processed log-prob + beam score).
+    # Each row's top k + 1, descending; the extra candidate stands in for `</s>` where it is banned.
     if bans_only_eos(options):
-        # Fused log-softmax + top-k; one extra candidate stands in for `</s>` where it is banned.
         values, tokens, _ = kernels.logsoftmax_topk(logits, k + 1)  # (S * B, k + 1)
-        banned = _eos_banned(cur_len, options).repeat_interleave(B)  # (S * B,)
-        values = values.masked_fill(banned[:, None] & (tokens == eos_id), NEG_INF)
-        values, order = values.topk(k, dim=-1)  # (S * B, k): drops the banned `</s>`, or the spare
-        tokens = tokens.gather(1, order)
+        banned = _eos_banned(cur_len, options)  # (S,)
     else:
         log_probs = process_scores(F.log_softmax(logits.float(), dim=-1), _histories(state, rows, lengths), options, eos_id)
-        values, tokens = log_probs.topk(k, dim=-1)  # (S * B, k)
-    values = values + state.score[flat][:, None]
+        values, tokens = log_probs.topk(k + 1, dim=-1)  # (S * B, k + 1)
+        banned = torch.zeros_like(cur_len, dtype=torch.bool)  # process_scores banned `</s>` already
+    # HF's "never" assumes the longest hypothesis only where the length penalty favours length.
+    early_stopping = 1 if options.early_stopping is True else 2 if options.early_stopping == "never" and lp > 0.0 else 0
+    penalty = _length_penalties(lp, max(state.max_length, options.length) + 1, cur_len.device)
+    return kernels.beam_advance(
+        values, tokens, rows, cur_len, banned, state.score, state.hyp, state.kv_slots, state.fin_score, state.fin_hyp,
+        state.fin_len, state.improvable, penalty,
+        eos_id=eos_id, max_length=options.length, early_stopping=early_stopping, blocked=BLOCKED, width=width,
+    )
 
-    # The sentence's top k over all its beams, best first.
-    top, pick = values.view(S, B * k).topk(k, dim=-1)  # (S, k)
-    token = tokens.view(S, B * k).gather(1, pick)  # (S, k)
-    parent = rows.gather(1, pick // k)  # (S, k) the row each candidate extends
-    hits = (token == eos_id) | (cur_len + 1 >= options.length)[:, None]  # (S, k) finishes here
 
-    def extended(parents: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
-        """The parents' hypotheses (S, B, width) with each candidate's token at position cur_len."""
-        hyp = state.hyp[:, :width][parents]  # (S, B, width)
-        return hyp.scatter_(2, cur_len[:, None, None].expand(S, B, 1), new[:, :, None])
-
-    # Finished hypotheses: only the top B candidates may enter, scored with the length penalty.
-    finished = state.fin_score[rows]  # (S, B), best first, -inf where empty
-    full = finished[:, -1] > NEG_INF
-    allowed = state.improvable[lead] & ~(full & (options.early_stopping is True))  # (S,)
-    normalised = top[:, :B] / (cur_len.double() ** lp).float()[:, None]  # (S, B)
-    enter = hits[:, :B] & allowed[:, None] & (normalised > BLOCKED)  # else HF's -1e9 placeholders outrank it
-    merged, keep = torch.cat([finished, normalised.masked_fill(~enter, NEG_INF)], dim=1).topk(B, dim=-1)  # (S, B)
-    candidates = extended(parent[:, :B], token[:, :B])  # (S, B, width)
-    fin_hyp = torch.cat([state.fin_hyp[:, :width][rows], candidates], dim=1)  # (S, 2B, width)
-    fin_len = torch.cat([state.fin_len[rows], (cur_len + 1).int()[:, None].expand(S, B)], dim=1)  # (S, 2B)
-    state.fin_hyp[:, :width][rows] = fin_hyp.gather(1, keep[:, :, None].expand(S, B, width))
-    state.fin_len[rows] = fin_len.gather(1, keep)
-    state.fin_score[rows] = merged
-
-    # The running beams: the best candidates that did not just finish.
-    score, survivor = (top + hits * BLOCKED).topk(B, dim=-1)  # (S, B)
-    survivor_parent = parent.gather(1, survivor)  # (S, B)
-    state.kv_slots[:, :width][rows] = state.kv_slots[:, :width][survivor_parent]
-    state.hyp[:, :width][rows] = extended(survivor_parent, token.gather(1, survivor))
-    state.score[rows] = score
-
-    # Can anything still improve? (HF's heuristic for early_stopping False / "never")
-    if options.early_stopping == "never" and lp > 0.0:
-        best_length = torch.full_like(cur_len, options.length - 1)
-    else:
-        best_length = cur_len
-    best_possible = score[:, 0] / (best_length.double() ** lp).float()
-    full = merged[:, -1] > NEG_INF
-    worst = torch.where(full, merged[:, -1], torch.full_like(merged[:, -1], BLOCKED))
-    improvable = state.improvable[lead] & (best_possible > worst)
-    state.improvable[lead] = improvable
-    return ~improvable | (full & (options.early_stopping is True)) | hits.all(dim=1)
+@functools.cache
+def _length_penalties(length_penalty: float, size: int, device: torch.device) -> torch.Tensor:
+    """(size,) float32: n ** length_penalty for each hypothesis length n, in float64 then rounded.
+    Made once on the device, so that a captured step copies nothing from the host."""
+    return (torch.arange(size, dtype=torch.float64) ** length_penalty).float().to(device)
 
 
 def search_step(options: DecodingOptions):

@@ -9,6 +9,7 @@ submodule imported later would replace the function `kernels.<name>` with the mo
 from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.argmax import argmax_ref, argmax_triton
+from kernels.beam_advance import beam_advance_ref, beam_advance_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
@@ -67,6 +68,22 @@ def logsoftmax_topk(logits, k):
     return fn(logits, k)
 
 
+def beam_advance(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
+                 penalty, *, eos_id, max_length, early_stopping, blocked, width):
+    """One step of HF's beam search after `logsoftmax_topk(logits, 2B + 1)`, for S sentences of B
+    beams in rows (S, B) int64: values, tokens (S * B, 2B + 1) each row's best log-probs, descending,
+    and their tokens; cur_len (S,) int64 the hypotheses' length; banned (S,) bool where `</s>` is
+    not allowed yet. Updates the rows' state in place (score, fin_score (R,) float32; hyp, fin_hyp
+    (R, T) int64 and kv_slots (R, T) int32 over positions [0, width); fin_len (R,) int32;
+    improvable (R,) bool at each sentence's first row) and returns done (S,) bool. penalty (T + 1,)
+    float32: n ** length_penalty; early_stopping 0 (False), 1 (True), 2 ("never" and a positive
+    length penalty); blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked token."""
+    fn = beam_advance_triton if _use_triton(values) else beam_advance_ref
+    return fn(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
+              penalty, eos_id=eos_id, max_length=max_length, early_stopping=early_stopping, blocked=blocked,
+              width=width)
+
+
 def lora(x, y, a, b, scale, slots):
     """Adds each row's LoRA delta to y (M, N) in place and returns it: y[i] += scale[s] *
     (x[i] @ a[s]^T) @ b[s]^T with s = slots[i] (int32, (M,)), rows with s = -1 untouched. x (M, K);
@@ -76,6 +93,6 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "add_layer_norm", "argmax", "fused_linear", "logsoftmax_topk", "lora", "slot_attention",
+    "add_layer_norm", "argmax", "beam_advance", "fused_linear", "logsoftmax_topk", "lora", "slot_attention",
     "source_attention",
 ]

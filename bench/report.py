@@ -1,5 +1,5 @@
 """The README's speed table and throughput plot from a results file of bench/results/:
-`python -m bench.report bench/results/2026-11-29-h200-vectorised.json docs/throughput.svg`.
+`python -m bench.report bench/results/h200-calls.json docs/throughput.svg`.
 
 A results file holds device calls ("calls": {"A": {"what": ..., "dragoman_600M": {...}, "ct2_600M": ...}}).
 For each size the table takes the last call that ran Dragoman and CTranslate2 together, and the

@@ -55,8 +55,13 @@ def _slice_max_kernel(
     # Stage 1: program (row, p) writes the logsumexp of its slices and each slice's largest logit.
     row = tl.program_id(0)
     p = tl.program_id(1)
-    col = p * SLICES_PER_PROGRAM * SLICE + tl.arange(0, SLICES_PER_PROGRAM * SLICE)
-    x = tl.load(logits_ptr + row.to(tl.int64) * stride_row + col, mask=col < V, other=float("-inf"))
+    first = p * SLICES_PER_PROGRAM * SLICE
+    col = first + tl.arange(0, SLICES_PER_PROGRAM * SLICE)
+    at = logits_ptr + row.to(tl.int64) * stride_row + col
+    if first + SLICES_PER_PROGRAM * SLICE <= V:
+        x = tl.load(at)  # unmasked, so the loads are 16 bytes wide (a mask ending at V splits them)
+    else:
+        x = tl.load(at, mask=col < V, other=float("-inf"))
     x = x.to(tl.float32)
 
     m = tl.max(x, axis=0)

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 import kernels
 from engine.decoding import BLOCKED, NEG_INF, DecodingOptions, bans_only_eos, process_scores
+from engine.device import to_device
 from engine.rows import DecoderRows
 
 
@@ -118,10 +119,10 @@ def best_hypotheses(state: DecoderRows, leads: list[int], lengths: list[int], do
     """Each sentence's best hypothesis as a host list: when `done`, its best finished one (or its best
     running one if none finished), else its best running one. `leads`: the sentences' first rows;
     `lengths`: their hypotheses' lengths (no finished hypothesis is longer)."""
-    lead = torch.tensor(leads, device=state.hyp.device)
+    lead = to_device(leads, state.hyp.device)
     width = max(lengths)
     best = state.hyp[:, :width][lead]  # (S, width)
-    length = torch.tensor(lengths, dtype=torch.int32, device=lead.device)
+    length = to_device(lengths, lead.device, torch.int32)
     if done:
         has_finished = state.fin_score[lead] > NEG_INF  # (S,)
         best = torch.where(has_finished[:, None], state.fin_hyp[:, :width][lead], best)

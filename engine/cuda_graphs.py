@@ -143,8 +143,9 @@ class EncoderGraphs:
             slots + [self.scratch_slot] * padding,
             [adapter_slot] * size,
         ])  # (4, size)
-        self.inputs[:, :size].copy_(host)
-        self.starts.copy_(torch.tensor([0, n, size], dtype=torch.int32))
+        # From pinned memory: a copy from pageable memory would wait for the device to drain.
+        self.inputs[:, :size].copy_(host.pin_memory(), non_blocking=True)
+        self.starts.copy_(torch.tensor([0, n, size], dtype=torch.int32).pin_memory(), non_blocking=True)
         with_lora = adapter_slot >= 0
         if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
             self.graphs = {key: graph for key, graph in self.graphs.items() if not key[1]}

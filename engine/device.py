@@ -47,3 +47,15 @@ def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
 def describe(device: torch.device, dtype: torch.dtype, int8: bool = False) -> str:
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     return f"{where}, {'int8' if int8 else str(dtype).removeprefix('torch.')}"
+
+
+def to_device(data, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """`torch.tensor(data, dtype=dtype, device=device)` without waiting for the device.
+
+    `torch.tensor(..., device="cuda")` copies from pageable memory and then waits until the stream
+    has run everything queued before it: the host would idle while the device drains, then the
+    device while the host prepares the next step. A copy from pinned memory just joins the queue."""
+    host = torch.tensor(data, dtype=dtype)
+    if device.type != "cuda":
+        return host if device.type == "cpu" else host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)

@@ -41,6 +41,7 @@ import torch
 from engine.batched_search import best_hypotheses, search_step
 from engine.cuda_graphs import DecodeGraphs, EncoderGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
+from engine.device import to_device
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
 from engine.model import NllbModel
@@ -108,7 +109,7 @@ class Group:
     def rows(self, device: torch.device) -> torch.Tensor:
         """(S, num_beams) row ids, sentence by sentence: the order of the group's rows in a step."""
         if self._rows is None:
-            self._rows = torch.tensor([item.seq.rows for item in self.sentences], device=device)
+            self._rows = to_device([item.seq.rows for item in self.sentences], device)
         return self._rows
 
     def add(self, item: Running) -> None:
@@ -256,12 +257,12 @@ class Generator:
             self.encoder_graphs.run(sources[0], self.cross_cache.slot_list(seq), adapter_slot)
             return [seq]
         # Per token work stays off the host: a document's admission packs tens of thousands of tokens.
-        tokens = torch.tensor(list(itertools.chain.from_iterable(sources)), device=device)  # (T,)
+        tokens = to_device(list(itertools.chain.from_iterable(sources)), device)  # (T,)
         self.model.ensure_positions(max(lengths) + self.pad_id)
         lora = None
         if adapter_slots is not None and max(adapter_slots) >= 0:
-            per_source = torch.tensor(adapter_slots, dtype=torch.int32, device=device)
-            lora = LoraRows(self.lora, per_source.repeat_interleave(torch.tensor(lengths, device=device)))  # (T,)
+            per_source = to_device(adapter_slots, device, torch.int32)
+            lora = LoraRows(self.lora, per_source.repeat_interleave(to_device(lengths, device), output_size=sum(lengths)))  # (T,)
         packed = self.model.encode(tokens, lengths, lora)  # (T, C), sources one after another
         cross = [Sequence() for _ in sources]
         for seq, n in zip(cross, lengths):
@@ -285,10 +286,10 @@ class Generator:
         """One token for each single-row sequence -> logits (N, V); row i belongs to seqs[i]."""
         device = self.model.device
         self._grow(seqs)
-        rows = torch.tensor([s.rows[0] for s in seqs], device=device)
-        positions = torch.tensor([s.cached for s in seqs], device=device)
-        self.rows.hyp[rows, positions] = torch.tensor(tokens, device=device)
-        self.rows.adapter[rows] = torch.tensor([s.adapter_slot for s in seqs], dtype=torch.int32, device=device)
+        rows = to_device([s.rows[0] for s in seqs], device)
+        positions = to_device([s.cached for s in seqs], device)
+        self.rows.hyp[rows, positions] = to_device(tokens, device)
+        self.rows.adapter[rows] = to_device([s.adapter_slot for s in seqs], device, torch.int32)
         logits = self._run(rows, any(s.adapter_slot >= 0 for s in seqs), with_logits=True)
         for s in seqs:
             s.cached += 1
@@ -378,19 +379,19 @@ class Generator:
                 blocks += new
         if rows:
             device = self.model.device
-            self.rows.write_block[torch.tensor(rows, device=device)] = torch.tensor(blocks, dtype=torch.int32, device=device)
+            self.rows.write_block[to_device(rows, device)] = to_device(blocks, device, torch.int32)
 
     def _attach_sources(self, seqs: list[SequenceState]) -> None:
         """Point every row of each sequence at its source's cross-attention slots."""
         device, block_size = self.model.device, self.cross_cache.block_size
         widest = max(len(s.cross_kv.blocks) for s in seqs)
-        blocks = torch.tensor([s.cross_kv.blocks + [0] * (widest - len(s.cross_kv.blocks)) for s in seqs], device=device)
+        blocks = to_device([s.cross_kv.blocks + [0] * (widest - len(s.cross_kv.blocks)) for s in seqs], device)
         position = torch.arange(widest * block_size, device=device)
         slots = blocks[:, position // block_size] * block_size + position % block_size  # (n, widest * block_size)
-        per_row = torch.tensor([len(s.rows) for s in seqs], device=device)
-        rows = torch.tensor([r for s in seqs for r in s.rows], device=device)
+        per_row = to_device([len(s.rows) for s in seqs], device)
+        rows = to_device([r for s in seqs for r in s.rows], device)
         self.rows.cross_slots[rows, : slots.shape[1]] = slots.repeat_interleave(per_row, dim=0).int()
-        lengths = torch.tensor([s.cross_kv.length for s in seqs], dtype=torch.int32, device=device)
+        lengths = to_device([s.cross_kv.length for s in seqs], device, torch.int32)
         self.rows.cross_len[rows] = lengths.repeat_interleave(per_row)
 
     # -- running many sentences ----------------------------------------------------------------------
@@ -521,30 +522,32 @@ class Generator:
         """Set up the new sentences' rows and feed their decoder prefixes but the last token."""
         device, state = self.model.device, self.rows
         seqs = [item.seq for item in items]
-        rows = torch.tensor([r for s in seqs for r in s.rows], device=device)
+        rows = to_device([r for s in seqs for r in s.rows], device)
         widest = max(len(item.request.prefix) for item in items)
         prefixes = [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix)) for item in items]
-        per_row = torch.tensor([len(s.rows) for s in seqs], device=device)
-        state.hyp[rows, :widest] = torch.tensor(prefixes, device=device).repeat_interleave(per_row, dim=0)
+        per_row = to_device([len(s.rows) for s in seqs], device)
+        state.hyp[rows, :widest] = to_device(prefixes, device).repeat_interleave(per_row, dim=0, output_size=rows.numel())
         state.kv_len[rows] = 0
         state.finished[rows] = False
         # As HF: every beam but the first starts out of the race, so the first step picks from one.
-        state.score[rows] = torch.tensor([0.0 if i == 0 else BLOCKED for s in seqs for i in range(len(s.rows))], device=device)
+        state.score[rows] = to_device([0.0 if i == 0 else BLOCKED for s in seqs for i in range(len(s.rows))], device)
         state.fin_score[rows] = float("-inf")
         state.improvable[rows] = True
-        state.adapter[rows] = torch.tensor([s.adapter_slot for s in seqs], dtype=torch.int32, device=device).repeat_interleave(per_row)
+        state.adapter[rows] = to_device([s.adapter_slot for s in seqs], device, torch.int32).repeat_interleave(
+            per_row, output_size=rows.numel()
+        )
         self._attach_sources(seqs)
         for position in range(widest - 1):
             feeding = [s for item, s in zip(items, seqs) if position < len(item.request.prefix) - 1]
             self._grow(feeding)
-            leads = torch.tensor([s.rows[0] for s in feeding], device=device)
+            leads = to_device([s.rows[0] for s in feeding], device)
             self._run(leads, any(s.adapter_slot >= 0 for s in feeding), with_logits=False)
             for s in feeding:
                 s.cached += 1
         others = [r for s in seqs for r in s.rows[1:]]
         if others:  # the other beams take over the first row's slots
-            others_t = torch.tensor(others, device=device)
-            leads = torch.tensor([s.rows[0] for s in seqs for _ in s.rows[1:]], device=device)
+            others_t = to_device(others, device)
+            leads = to_device([s.rows[0] for s in seqs for _ in s.rows[1:]], device)
             state.kv_slots[others_t] = state.kv_slots[leads]
             state.kv_len[others_t] = state.kv_len[leads]
 
@@ -600,7 +603,7 @@ class Generator:
         partial = [i for i, item in enumerate(sentences) if item.request.on_partial is not None]
         tokens = None
         if partial:  # the best hypothesis of each is its first row's, as the search keeps them sorted
-            leads = torch.tensor([sentences[i].seq.rows[0] for i in partial], device=self.model.device)
+            leads = to_device([sentences[i].seq.rows[0] for i in partial], self.model.device)
             tokens = self.rows.hyp[:, : max(lengths)][leads]  # (P, width)
         if self.model.device.type != "cuda":
             return LaunchedStep(sentences, lengths, done, partial, tokens, ready=None)

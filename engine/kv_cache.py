@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from engine.device import to_device
 from engine.packing import packed_positions
 
 
@@ -92,8 +93,8 @@ class PagedKVCache:
 
     def slots_of(self, seqs: list[Sequence], device: torch.device) -> torch.Tensor:
         """The flat slot of every token of `seqs`, sequence after sequence: (sum of lengths,) int64."""
-        blocks = torch.tensor([b for seq in seqs for b in seq.blocks], device=device)  # (all blocks,)
-        counts = torch.tensor([len(seq.blocks) for seq in seqs], device=device)
+        blocks = to_device([b for seq in seqs for b in seq.blocks], device)  # (all blocks,)
+        counts = to_device([len(seq.blocks) for seq in seqs], device)
         first_block = torch.cumsum(counts, 0) - counts  # (S,) each sequence's first entry in `blocks`
         seq, position = packed_positions([seq.length for seq in seqs], device)  # (T,) each
         return blocks[first_block[seq] + position // self.block_size] * self.block_size + position % self.block_size

@@ -19,6 +19,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import kernels
 from engine.config import NllbConfig
+from engine.device import to_device
 from engine.kv_cache import PagedKVCache
 from engine.packing import packed_positions
 
@@ -234,7 +235,7 @@ class NllbModel:
         """
         source, position = packed_positions(lengths, tokens.device)  # (T,) each
         if self.attends_packed():
-            starts = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device=tokens.device)
+            starts = to_device([0, *itertools.accumulate(lengths)], tokens.device, torch.int32)
             attend = self.packed_attention(starts, max(lengths))
         else:
             attend = self._padded_attention(lengths, source, position)

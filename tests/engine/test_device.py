@@ -1,0 +1,27 @@
+import pytest
+import torch
+
+from engine.device import DeviceError, resolve_device, to_device
+
+
+def test_to_device_makes_the_tensor_torch_tensor_would():
+    data = [[1, 2], [3, 4]]
+    out = to_device(data, torch.device("cpu"), torch.int32)
+    assert out.dtype == torch.int32 and out.tolist() == data
+    assert to_device([0.5, -1.0], torch.device("cpu")).dtype == torch.float32
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_to_device_copies_without_waiting_for_the_stream_and_arrives_whole():
+    device = torch.device("cuda")
+    busy = torch.randn(4096, 4096, device=device)
+    for _ in range(20):  # queue work ahead of the copy
+        busy = busy @ busy / 64
+    data = list(range(100_000))
+    out = to_device(data, device)
+    assert out.tolist() == data
+
+
+def test_unknown_devices_are_refused_with_a_message():
+    with pytest.raises(DeviceError, match="unknown device"):
+        resolve_device("tpu")

@@ -221,7 +221,7 @@ class Generator:
     def teardown(self) -> None:
         """Free the caches and the weights; the generator is unusable afterwards."""
         device = self.model.device
-        del self.model, self.self_cache, self.cross_cache, self.graphs, self.lora, self.rows
+        del self.model, self.self_cache, self.cross_cache, self.graphs, self.encoder_graphs, self.lora, self.rows
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.empty_cache()
@@ -390,9 +390,10 @@ class Generator:
         slots = blocks[:, position // block_size] * block_size + position % block_size  # (n, widest * block_size)
         per_row = to_device([len(s.rows) for s in seqs], device)
         rows = to_device([r for s in seqs for r in s.rows], device)
-        self.rows.cross_slots[rows, : slots.shape[1]] = slots.repeat_interleave(per_row, dim=0).int()
+        # output_size: without it repeat_interleave reads the repeats back, waiting for the device.
+        self.rows.cross_slots[rows, : slots.shape[1]] = slots.repeat_interleave(per_row, dim=0, output_size=rows.numel()).int()
         lengths = to_device([s.cross_kv.length for s in seqs], device, torch.int32)
-        self.rows.cross_len[rows] = lengths.repeat_interleave(per_row)
+        self.rows.cross_len[rows] = lengths.repeat_interleave(per_row, output_size=rows.numel())
 
     # -- running many sentences ----------------------------------------------------------------------
 

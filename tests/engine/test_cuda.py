@@ -85,20 +85,24 @@ def test_the_packed_encoder_agrees_with_float32(tiny_checkpoint):
     assert error.mean() < 0.06 and error.max() < 0.25
 
 
-def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(tiny_checkpoint):
+@pytest.mark.parametrize("with_adapter", [False, True])
+def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(tiny_checkpoint, peft_adapters, with_adapter):
     """A lone short source is encoded by a CUDA graph of its length bucket, padded with a second
     source of padding: the cross K/V it stores must be the eager encoder's (to bfloat16 rounding:
-    the padded matmuls may pick other kernels), also when two sources replay one bucket's graph."""
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype="bfloat16")
+    the padded matmuls may pick other kernels), also when two sources replay one bucket's graph,
+    and with a LoRA adapter."""
+    folder, models = peft_adapters
+    gpu = Translator(tiny_checkpoint, device="cuda", dtype="bfloat16", adapters_dir=folder)
     generator = gpu.generator
     graphs = generator.encoder_graphs
     assert graphs is not None
+    slot = generator.lora.slot_for(next(iter(models))) if with_adapter else -1
     sources = [gpu.tokenizer.encode_source(text, "eng_Latn") for text in TEXTS]
 
     def stored_kv():
         out = []
         for source in sources:
-            [seq] = generator.encode_sources([source])
+            [seq] = generator.encode_sources([source], [slot])
             slots = generator.cross_cache.slots_of([seq], torch.device("cuda"))
             out.append(torch.stack([generator.cross_cache.k[:, slots], generator.cross_cache.v[:, slots]]).float())
             generator.cross_cache.free_sequence(seq)

@@ -289,7 +289,7 @@ class NllbModel:
         C, H = self.config.d_model, self.config.encoder_heads
         D = C // H
         device = source.device
-        key_mask = (torch.arange(S, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None])[
+        key_mask = (torch.arange(S, device=device)[None, :] < to_device(lengths, device)[:, None])[
             :, None, None, :
         ]  # (B, 1, 1, S): keys a query may attend to
         real = source * S + position  # (T,) where each token sits in the (B * S,) grid

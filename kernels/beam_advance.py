@@ -61,7 +61,8 @@ from kernels.logsoftmax_topk import _EMPTY_KEY, _sort_key
 NEG_INF = float("-inf")
 _NEG_INF = tl.constexpr(NEG_INF)  # the same, for the kernel
 # Elements (beams x positions) of hyp, kv_slots and fin_hyp copied per iteration, and warps: as
-# compiled for sm_90, no register spills up to B = 16. To be tuned on the GPU.
+# compiled for sm_90, no register spills up to B = 16. Untuned: one step takes 4.4 us at S = 1 and
+# 6.2 us at S = 512 (B = 4, width 40; H200, in CUDA graphs, 2026-11-30).
 COPY_TILE = 512
 NUM_WARPS = 4
 

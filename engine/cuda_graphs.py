@@ -85,7 +85,7 @@ class DecodeGraphs:
         rows = self.rows[:size]
         real = rows.clone()
         rows.fill_(self.scratch_row)
-        _warm_up(lambda: step(rows))
+        _warm_up(lambda: step(rows), rows.device)
         rows.copy_(real)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
@@ -93,9 +93,9 @@ class DecodeGraphs:
         return graph, out
 
 
-def _warm_up(step: Callable[[], object]) -> None:
+def _warm_up(step: Callable[[], object], device: torch.device) -> None:
     """Run `step` once on a side stream before capturing it: Triton compiles, cuBLAS picks its kernels."""
-    side = torch.cuda.Stream()
+    side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         step()
@@ -152,7 +152,7 @@ class EncoderGraphs:
             self.lora_layout = self.lora.layout
         key = (size, with_lora)
         if key not in self.graphs:
-            _warm_up(lambda: self._step(size, with_lora))
+            _warm_up(lambda: self._step(size, with_lora), self.model.device)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=self.pool):
                 self._step(size, with_lora)

@@ -16,3 +16,13 @@ for size in $SIZES; do
    BATCHES=4:64,4:256,1:512 timeout 200 python3 .peers/ct2_baseline.py $size bfloat16 2>&1 | tail -20)
   [ -n "${SKIP_HF:-}" ] || BATCHES=4:64,4:256,1:512 timeout 200 python3 .peers/hf_baseline.py $size bf16 2>&1 | tail -20
 done
+# The device tool returns at most 8 files: every engine's JSON of every size goes back as one,
+# {"dragoman_600M": {...}, "ct2_600M": {...}, ...}, ready to be added to results/h200-calls.json as a call.
+[ -z "${OUT:-}" ] || python3 - <<'PY'
+import json, os, pathlib
+out = pathlib.Path(os.environ["OUT"])
+parts = sorted(p for p in out.glob("*.json") if p.name != "call.json")
+(out / "call.json").write_text(json.dumps({p.stem: json.loads(p.read_text()) for p in parts}, indent=1))
+for p in parts:
+    p.unlink()
+PY

@@ -37,16 +37,51 @@ def bucket_for(rows: int) -> int:
     return 1 << max(0, rows - 1).bit_length()
 
 
-class DecodeGraphs:
-    def __init__(self, max_rows: int, scratch_row: int, device: torch.device, lora: LoraPool):
+class _GraphSet:
+    """Captured graphs by key, (bucket, reads the LoRA stacks, ...), sharing one memory pool. The
+    graphs that read the LoRA pool's stacks are captured again once it reallocates them."""
+
+    def __init__(self, lora: LoraPool, device: torch.device):
         self.lora = lora
+        self.device = device
         self.capture = device.type == "cuda"
+        self.graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, object]] = {}
+        self.pool = torch.cuda.graph_pool_handle() if self.capture else None
+        self.lora_layout = lora.layout
+
+    def _replay(self, key: tuple, step: Callable[[], object], warm_up: Callable[[], object]) -> object:
+        """Replay the graph of `key` and return what its step returned when captured. On the key's
+        first use, `warm_up` runs once on a side stream (Triton compiles, cuBLAS picks its kernels),
+        then `step` is captured."""
+        if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
+            self._keep(lambda key: not key[1])
+            self.lora_layout = self.lora.layout
+        if key not in self.graphs:
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                warm_up()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=self.pool):
+                out = step()
+            self.graphs[key] = (graph, out)
+        graph, out = self.graphs[key]
+        graph.replay()
+        return out
+
+    def _keep(self, wanted: Callable[[tuple], bool]) -> None:
+        self.graphs = {key: value for key, value in self.graphs.items() if wanted(key)}
+        if not self.graphs and self.capture:  # a pool whose graphs are all gone takes no new captures
+            self.pool = torch.cuda.graph_pool_handle()
+
+
+class DecodeGraphs(_GraphSet):
+    def __init__(self, max_rows: int, scratch_row: int, device: torch.device, lora: LoraPool):
+        super().__init__(lora, device)
         self.max_rows = bucket_for(max_rows)
         self.scratch_row = scratch_row
         self.rows = torch.full((self.max_rows,), scratch_row, dtype=torch.int64, device=device)
-        self.graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, torch.Tensor | None]] = {}  # (size, with_lora, ...)
-        self.pool = torch.cuda.graph_pool_handle() if self.capture else None
-        self.lora_layout = lora.layout
 
     def fits(self, rows: int) -> bool:
         return rows <= self.max_rows
@@ -57,56 +92,31 @@ class DecodeGraphs:
         valid until the next run. `key[0]` says whether the step reads the LoRA pool's stacks."""
         n = rows.numel()
         size = bucket_for(n)
+        padded = self.rows[:size]
         self.rows[:n].copy_(rows)
         self.rows[n:size].fill_(self.scratch_row)
         if not self.capture:
-            return step(self.rows[:size])
-        if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
-            self._keep(lambda key: not key[1])
-            self.lora_layout = self.lora.layout
-        full_key = (size, *key)
-        if full_key not in self.graphs:
-            self.graphs[full_key] = self._capture(size, step)
-        graph, out = self.graphs[full_key]
-        graph.replay()
-        return out
+            return step(padded)
+
+        def warm_up() -> None:
+            # It runs for real, so it feeds the scratch row alone: real rows must not advance.
+            real = padded.clone()
+            padded.fill_(self.scratch_row)
+            step(padded)
+            padded.copy_(real)
+
+        return self._replay((size, *key), lambda: step(padded), warm_up)
 
     def drop_larger_than(self, rows: int) -> None:
         """Forget the graphs of buckets above `rows` (their memory goes back to the pool's allocator)."""
         self._keep(lambda key: key[0] <= bucket_for(rows))
-
-    def _keep(self, wanted: Callable[[tuple], bool]) -> None:
-        self.graphs = {key: value for key, value in self.graphs.items() if wanted(key)}
-        if not self.graphs and self.capture:  # a pool whose graphs are all gone takes no new captures
-            self.pool = torch.cuda.graph_pool_handle()
-
-    def _capture(self, size: int, step: Step) -> tuple[torch.cuda.CUDAGraph, torch.Tensor | None]:
-        # The warm-up step runs for real, so it feeds the scratch row alone: real rows must not advance.
-        rows = self.rows[:size]
-        real = rows.clone()
-        rows.fill_(self.scratch_row)
-        _warm_up(lambda: step(rows), rows.device)
-        rows.copy_(real)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
-            out = step(rows)
-        return graph, out
-
-
-def _warm_up(step: Callable[[], object], device: torch.device) -> None:
-    """Run `step` once on a side stream before capturing it: Triton compiles, cuBLAS picks its kernels."""
-    side = torch.cuda.Stream(device)
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        step()
-    torch.cuda.current_stream().wait_stream(side)
 
 
 ENCODER_BUCKET = 16  # a graph per 16 tokens of source length
 ENCODER_GRAPH_MAX_TOKENS = 256  # longer sources, and several at once, are bound by the GPU, not by launches
 
 
-class EncoderGraphs:
+class EncoderGraphs(_GraphSet):
     """The encoder and the store of the cross K/V of one short source, as CUDA graphs, one per bucket
     of ENCODER_BUCKET tokens: for a typed sentence at 600M (H200), ~5 ms of launches from Python.
 
@@ -117,15 +127,12 @@ class EncoderGraphs:
     """
 
     def __init__(self, model: NllbModel, cross_cache: PagedKVCache, lora: LoraPool, scratch_slot: int):
-        self.model, self.cross_cache, self.lora = model, cross_cache, lora
+        super().__init__(lora, model.device)  # graphs by (bucket, with LoRA)
+        self.model, self.cross_cache = model, cross_cache
         self.scratch_slot = scratch_slot
-        device = model.device
         places = ENCODER_GRAPH_MAX_TOKENS + ENCODER_BUCKET
-        self.inputs = torch.zeros(4, places, dtype=torch.int64, device=device)  # tokens, positions, slots, adapter slot
-        self.starts = torch.zeros(3, dtype=torch.int32, device=device)  # the source's and the padding's bounds
-        self.graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}  # (bucket, with LoRA)
-        self.pool = torch.cuda.graph_pool_handle()
-        self.lora_layout = lora.layout
+        self.inputs = torch.zeros(4, places, dtype=torch.int64, device=self.device)  # tokens, positions, slots, adapter slot
+        self.starts = torch.zeros(3, dtype=torch.int32, device=self.device)  # the source's and the padding's bounds
 
     def fits(self, tokens: int) -> bool:
         return tokens <= ENCODER_GRAPH_MAX_TOKENS
@@ -147,17 +154,11 @@ class EncoderGraphs:
         self.inputs[:, :size].copy_(host.pin_memory(), non_blocking=True)
         self.starts.copy_(torch.tensor([0, n, size], dtype=torch.int32).pin_memory(), non_blocking=True)
         with_lora = adapter_slot >= 0
-        if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
-            self.graphs = {key: graph for key, graph in self.graphs.items() if not key[1]}
-            self.lora_layout = self.lora.layout
-        key = (size, with_lora)
-        if key not in self.graphs:
-            _warm_up(lambda: self._step(size, with_lora), self.model.device)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool):
-                self._step(size, with_lora)
-            self.graphs[key] = graph
-        self.graphs[key].replay()
+
+        def step() -> None:
+            self._step(size, with_lora)
+
+        self._replay((size, with_lora), step, warm_up=step)  # the warm-up writes what the replay writes
 
     def _step(self, size: int, with_lora: bool) -> None:
         tokens, positions, slots, adapter = self.inputs[:, :size]  # (size,) each

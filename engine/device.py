@@ -59,3 +59,10 @@ def to_device(data, device: torch.device, dtype: torch.dtype | None = None) -> t
     if device.type != "cuda":
         return host if device.type == "cpu" else host.to(device)
     return host.pin_memory().to(device, non_blocking=True)
+
+
+def to_host(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of a device tensor in pinned host memory, queued on the current stream: valid once the
+    stream gets there (record an event after it and wait on that), while the device runs on."""
+    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    return host.copy_(tensor, non_blocking=True)

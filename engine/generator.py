@@ -41,7 +41,7 @@ import torch
 from engine.batched_search import best_hypotheses, search_step
 from engine.cuda_graphs import DecodeGraphs, EncoderGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
-from engine.device import to_device
+from engine.device import to_device, to_host
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
 from engine.model import NllbModel
@@ -609,8 +609,8 @@ class Generator:
         if self.model.device.type != "cuda":
             return LaunchedStep(sentences, lengths, done, partial, tokens, ready=None)
         # Copies the host can read once the step's event has passed, without waiting for later steps.
-        done = _to_host(done)
-        tokens = None if tokens is None else _to_host(tokens)
+        done = to_host(done)
+        tokens = None if tokens is None else to_host(tokens)
         ready = torch.cuda.Event()
         ready.record()
         return LaunchedStep(sentences, lengths, done, partial, tokens, ready)
@@ -664,9 +664,3 @@ class Generator:
             self.rows.mark_finished(rows, done[-1])
             first += rows.numel()
         return done
-
-
-def _to_host(tensor: torch.Tensor) -> torch.Tensor:
-    """A copy in pinned host memory, queued on the current stream: valid once the stream gets there."""
-    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
-    return host.copy_(tensor, non_blocking=True)

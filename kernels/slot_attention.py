@@ -113,6 +113,18 @@ def _tile_and_warps(num_programs):
     return 64, 8
 
 
+def _check_inputs(q, k, v, slot_table, rows, lens):
+    """Asserts what the attention kernels over slot lists (this one, source_attention) take."""
+    N, H, D = q.shape
+    _, Hk, Dk = k.shape
+    assert (Hk, Dk) == (H, D) and v.shape == k.shape, "q, k, v shapes disagree"
+    assert q.dtype == k.dtype == v.dtype, "q, k, v must share a dtype"
+    assert q.stride(-1) == k.stride(-1) == v.stride(-1) == 1, "head dim must be contiguous"
+    assert slot_table.dtype == lens.dtype == torch.int32, "slot_table and lens must be int32"
+    assert slot_table.dim() == 2 and slot_table.stride(1) == 1
+    assert rows.shape == lens.shape == (N,) and rows.is_contiguous() and lens.is_contiguous()
+
+
 def _check_new_token(q, k, k_new, v_new, write_slots):
     """Asserts the optional new-token arguments are all given or all None, and agree with q, k."""
     given = [x is not None for x in (k_new, v_new, write_slots)]
@@ -130,13 +142,7 @@ def _check_new_token(q, k, k_new, v_new, write_slots):
 def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None):
     """Triton version of `slot_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
-    _, Hk, Dk = k.shape
-    assert (Hk, Dk) == (H, D) and v.shape == k.shape, "q, k, v shapes disagree"
-    assert q.dtype == k.dtype == v.dtype, "q, k, v must share a dtype"
-    assert q.stride(-1) == k.stride(-1) == v.stride(-1) == 1, "head dim must be contiguous"
-    assert slot_table.dtype == lens.dtype == torch.int32, "slot_table and lens must be int32"
-    assert slot_table.dim() == 2 and slot_table.stride(1) == 1
-    assert rows.shape == lens.shape == (N,) and rows.is_contiguous() and lens.is_contiguous()
+    _check_inputs(q, k, v, slot_table, rows, lens)
     write = _check_new_token(q, k, k_new, v_new, write_slots)
     if not write:
         k_new, v_new, write_slots = q, q, lens  # never read: WRITE=False compiles their use out

@@ -21,7 +21,7 @@ tensor-core `tl.dot` takes), as GQA flash-decoding kernels do for the query head
 import torch
 
 from kernels._triton import chained_launch, launch_options, tl, triton
-from kernels.slot_attention import attend, gather_rows
+from kernels.slot_attention import _check_inputs, attend, gather_rows
 
 
 @triton.jit
@@ -92,14 +92,8 @@ def _tile_and_warps(num_programs):
 def source_attention_triton(q, k, v, slot_table, rows, lens, scale, group):
     """Triton version of `source_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
-    _, Hk, Dk = k.shape
-    assert (Hk, Dk) == (H, D) and v.shape == k.shape, "q, k, v shapes disagree"
-    assert q.dtype == k.dtype == v.dtype, "q, k, v must share a dtype"
+    _check_inputs(q, k, v, slot_table, rows, lens)
     assert q.dtype in (torch.float32, torch.float16, torch.bfloat16), "tl.dot takes float32, float16, bfloat16"
-    assert q.stride(-1) == k.stride(-1) == v.stride(-1) == 1, "head dim must be contiguous"
-    assert slot_table.dtype == lens.dtype == torch.int32, "slot_table and lens must be int32"
-    assert slot_table.dim() == 2 and slot_table.stride(1) == 1
-    assert rows.shape == lens.shape == (N,) and rows.is_contiguous() and lens.is_contiguous()
     assert group >= 1 and N % group == 0, "rows must come in whole runs of `group`"
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)

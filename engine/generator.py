@@ -229,8 +229,9 @@ class Generator:
     def alloc_sequence(self) -> SequenceState:
         """One decoder row; `prefill` gives it a source, `decode`/`decode_batch` feed it tokens."""
         seq = SequenceState(self.rows.take_rows(1))
-        self.rows.kv_len[seq.rows] = 0
-        self.rows.finished[seq.rows] = False
+        rows = to_device(seq.rows, self.model.device)
+        self.rows.kv_len.index_fill_(0, rows, 0)
+        self.rows.finished.index_fill_(0, rows, False)
         return seq
 
     def free_sequence(self, seq: SequenceState, with_source: bool = True) -> None:
@@ -528,12 +529,14 @@ class Generator:
         prefixes = [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix)) for item in items]
         per_row = to_device([len(s.rows) for s in seqs], device)
         state.hyp[rows, :widest] = to_device(prefixes, device).repeat_interleave(per_row, dim=0, output_size=rows.numel())
-        state.kv_len[rows] = 0
-        state.finished[rows] = False
+        # index_fill_, not `state.kv_len[rows] = 0`: assigning a Python number through a tensor
+        # index copies it from pageable memory, which waits for the device (the encoder).
+        state.kv_len.index_fill_(0, rows, 0)
+        state.finished.index_fill_(0, rows, False)
         # As HF: every beam but the first starts out of the race, so the first step picks from one.
         state.score[rows] = to_device([0.0 if i == 0 else BLOCKED for s in seqs for i in range(len(s.rows))], device)
-        state.fin_score[rows] = float("-inf")
-        state.improvable[rows] = True
+        state.fin_score.index_fill_(0, rows, float("-inf"))
+        state.improvable.index_fill_(0, rows, True)
         state.adapter[rows] = to_device([s.adapter_slot for s in seqs], device, torch.int32).repeat_interleave(
             per_row, output_size=rows.numel()
         )

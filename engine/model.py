@@ -246,17 +246,23 @@ class NllbModel:
         `attend` the self-attention of their stacked q, k, v (T, 3C) -> (T, C): hidden states (T, C).
         Device work only, so a CUDA graph can hold it (engine/cuda_graphs.py `EncoderGraphs`)."""
         x = self.embed(tokens, position + self.config.pad_id + 1)  # (T, C)
+        h = normalize(self.encoder_layers[0].self_attn_norm, x, lora, "encoder.layers.0.self_attn_layer_norm")
         for i, layer in enumerate(self.encoder_layers):
             p = f"encoder.layers.{i}"
-            h = normalize(layer.self_attn_norm, x, lora, f"{p}.self_attn_layer_norm")
             a = attend(project(layer.qkv, h, lora, f"{p}.self_attn.qkv"))  # (T, 3C) -> (T, C)
-            x = x + project(layer.self_attn_out, a, lora, f"{p}.self_attn.out_proj")
-            h = normalize(layer.ffn_norm, x, lora, f"{p}.final_layer_norm")
-            x = x + project(layer.fc2, project(layer.fc1, h, lora, f"{p}.fc1", relu=True), lora, f"{p}.fc2")  # (T, C)
-            if x.dtype == torch.float16:  # as HF: keep fp16 activations finite
+            a = project(layer.self_attn_out, a, lora, f"{p}.self_attn.out_proj")
+            x, h = add_normalize(layer.ffn_norm, a, x, lora, f"{p}.final_layer_norm")  # (T, C) each
+            last = i + 1 == len(self.encoder_layers)
+            next_norm = self.encoder_norm if last else self.encoder_layers[i + 1].self_attn_norm
+            next_site = "encoder.layer_norm" if last else f"encoder.layers.{i + 1}.self_attn_layer_norm"
+            f = project(layer.fc2, project(layer.fc1, h, lora, f"{p}.fc1", relu=True), lora, f"{p}.fc2")
+            if x.dtype == torch.float16:  # as HF: keep fp16 activations finite, and normalise them clamped
                 limit = torch.finfo(torch.float16).max - 1000
-                x = x.clamp(-limit, limit)
-        return normalize(self.encoder_norm, x, lora, "encoder.layer_norm")
+                x = (x + f).clamp(-limit, limit)
+                h = normalize(next_norm, x, lora, next_site)
+            else:
+                x, h = add_normalize(next_norm, f, x, lora, next_site)
+        return h
 
     def attends_packed(self) -> bool:
         """Whether the encoder's attention runs on packed sources (FlashAttention's variable-length

@@ -21,7 +21,7 @@ tensor-core `tl.dot` takes), as GQA flash-decoding kernels do for the query head
 import torch
 
 from kernels._triton import chained_launch, launch_options, tl, triton
-from kernels.slot_attention import _check_inputs, attend, gather_rows
+from kernels.slot_attention import _check_inputs, attend, gather_rows, load_tile
 
 
 @triton.jit
@@ -33,13 +33,10 @@ def _source_attention_kernel(
     stride_table,
     stride_on, stride_oh,
     TILE: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr,
-    CHAINED: tl.constexpr,
+    CHAINED: tl.constexpr, EARLY: tl.constexpr,
 ):
     # One program per (run of `group` rows, head): online softmax over TILE source tokens at a time,
     # for the run's queries together.
-    if CHAINED:  # started early, it waits for the kernel before: q is its output
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     first = tl.program_id(0) * group
     h = tl.program_id(1)
     n = tl.load(lens_ptr + first)
@@ -47,6 +44,14 @@ def _source_attention_kernel(
     g = tl.arange(0, BLOCK_G)
     d = tl.arange(0, BLOCK_D)
     d_ok = d < D
+    if EARLY:
+        # The source cache is written when a sentence is admitted, never during a step: read the
+        # first tile while the kernel before finishes, and each next tile one step ahead.
+        valid, k, v = load_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, stride_kh, stride_vs,
+                                stride_vh, h, 0, n, TILE, d, d_ok)
+    if CHAINED:  # q is the output of the kernel before
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     # Padding query rows are 0: they score 0 on every token, so their softmax stays finite, and
     # they are never stored.
     q_mask = (g < group)[:, None] & d_ok[None, :]
@@ -55,24 +60,21 @@ def _source_attention_kernel(
     m = tl.full((BLOCK_G,), float("-inf"), tl.float32)  # running max of each query's scores
     l = tl.zeros((BLOCK_G,), tl.float32)  # running sum of exp(score - m)
     acc = tl.zeros((BLOCK_G, BLOCK_D), tl.float32)  # running sum of exp(score - m) * v
-    t = tl.arange(0, TILE)
     for start in range(0, n, TILE):
-        pos = start + t
-        valid = pos < n
-        # int64: slot * stride can pass 2**31 in a large cache.
-        slot = tl.load(table_ptr + row * stride_table + pos, mask=valid, other=0).to(tl.int64)
-        kv_mask = valid[:, None] & d_ok[None, :]
-        k = tl.load(k_ptr + (slot * stride_ks + h * stride_kh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+        if not EARLY:
+            valid, k, v = load_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, stride_kh, stride_vs,
+                                    stride_vh, h, start, n, TILE, d, d_ok)
         s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # (BLOCK_G, TILE) float32
         s = tl.where(valid[None, :], s, float("-inf"))
-
         m_new = tl.maximum(m, tl.max(s, axis=1))
         alpha = tl.exp(m - m_new)
         p = tl.exp(s - m_new[:, None])  # (BLOCK_G, TILE)
-        v = tl.load(v_ptr + (slot * stride_vs + h * stride_vh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
         l = l * alpha + tl.sum(p, axis=1)
         m = m_new
+        if EARLY:
+            valid, k, v = load_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, stride_kh, stride_vs,
+                                    stride_vh, h, start + TILE, n, TILE, d, d_ok)
 
     out = acc / l[:, None]
     o_off = (first + g)[:, None] * stride_on + h * stride_oh + d[None, :]
@@ -80,13 +82,14 @@ def _source_attention_kernel(
 
 
 def _tile_and_warps(num_programs):
-    """Source tokens per step and warps per (run, head) program, as measured on an H200 (beam 4,
-    H=16, sources of ~40 and ~100 tokens): with many programs, one warp each on 16-token steps keeps
-    many resident per SM (2,048 rows: 31 us against 54 for slot_attention at D=64, 56 against 153
-    at D=128); with few, 64-token steps over two warps keep more loads in flight."""
+    """(source tokens per step, warps, early) for each (run, head) program, as measured on an H200
+    (beam 4, H=16, sources of ~40 and ~100 tokens): with many programs, one warp each on 16-token
+    steps keeps many resident per SM (2,048 rows: 31 us against 54 for slot_attention at D=64, 56
+    against 153 at D=128); with few, 32-token steps over four warps, the first step's K/V read before
+    the wait for q (as in slot_attention: one sentence's beams, 1.6 against 2.6 us)."""
     if num_programs >= 1024:
-        return 16, 1
-    return 64, 2
+        return 16, 1, False
+    return 32, 4, True
 
 
 def source_attention_triton(q, k, v, slot_table, rows, lens, scale, group):
@@ -97,7 +100,7 @@ def source_attention_triton(q, k, v, slot_table, rows, lens, scale, group):
     assert group >= 1 and N % group == 0, "rows must come in whole runs of `group`"
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    TILE, num_warps = _tile_and_warps(N // group * H)
+    TILE, num_warps, early = _tile_and_warps(N // group * H)
     chained = chained_launch(q)
     _source_attention_kernel[(N // group, H)](
         q, k, v, slot_table, rows, lens, out, scale, D, group,
@@ -111,7 +114,7 @@ def source_attention_triton(q, k, v, slot_table, rows, lens, scale, group):
         BLOCK_D=max(16, triton.next_power_of_2(D)),
         # Only float32 operands read it: without "ieee" they would round to tf32 on the GPU.
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        CHAINED=chained, num_warps=num_warps, num_stages=2,  # 2 stages measured as good as 3 or better
+        CHAINED=chained, EARLY=early, num_warps=num_warps, num_stages=2,  # 2 stages measured as good as 3 or better
         **launch_options(chained),
     )
     return out

@@ -1,7 +1,11 @@
+import importlib
+
 import pytest
 import torch
 
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
+
+slot_attention_module = importlib.import_module("kernels.slot_attention")
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 
@@ -44,9 +48,16 @@ def make_cache(lens, H, D, group, dtype, seed=0):
     return q, k, v, table, rows, torch.tensor(lens, dtype=torch.int32)
 
 
+@pytest.fixture(params=[(16, 1, False), (32, 4, True)], ids=["tiles in the loop", "tiles one ahead"])
+def config(request, monkeypatch):
+    """Both kinds of (TILE, warps, early) that `_tile_and_warps` chooses between, whatever the row count."""
+    monkeypatch.setattr(slot_attention_module, "_tile_and_warps", lambda num_programs: request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("lens, H, D, group", CASES)
-def test_matches_reference(lens, H, D, group, dtype, poisoned_outputs, check_error):
+def test_matches_reference(lens, H, D, group, dtype, config, poisoned_outputs, check_error):
     q, k, v, table, rows, lens = make_cache(lens, H, D, group, dtype)
     scale = D**-0.5
     out = slot_attention_triton(q, k, v, table, rows, lens, scale)
@@ -100,7 +111,7 @@ def make_new_tokens(lens, H, D, dtype, seed=1):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("lens, H, D", WRITE_CASES)
 @pytest.mark.parametrize("slot_dtype", [torch.int64, torch.int32])
-def test_writes_new_token(lens, H, D, dtype, slot_dtype, poisoned_outputs, check_error):
+def test_writes_new_token(lens, H, D, dtype, slot_dtype, config, poisoned_outputs, check_error):
     q, k, v, table, rows, lens, k_new, v_new, write_slots = make_new_tokens(lens, H, D, dtype)
     write_slots = write_slots.to(slot_dtype)
     scale = D**-0.5

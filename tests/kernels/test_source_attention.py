@@ -50,11 +50,11 @@ def make_cache(run_lens, H, D, group, dtype, seed=0):
     return q, k, v, table, rows, lens
 
 
-@pytest.mark.parametrize("tile", [16, 64])  # the two steps _tile_and_warps chooses between
+@pytest.mark.parametrize("config", [(16, 1, False), (32, 4, True), (64, 1, True)])  # _tile_and_warps's kinds
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("run_lens, H, D, group", CASES)
-def test_matches_reference(run_lens, H, D, group, dtype, tile, monkeypatch, poisoned_outputs, check_error):
-    monkeypatch.setattr(source_attention_module, "_tile_and_warps", lambda num_programs: (tile, 1))
+def test_matches_reference(run_lens, H, D, group, dtype, config, monkeypatch, poisoned_outputs, check_error):
+    monkeypatch.setattr(source_attention_module, "_tile_and_warps", lambda num_programs: config)
     q, k, v, table, rows, lens = make_cache(run_lens, H, D, group, dtype)
     scale = D**-0.5
     out = source_attention_triton(q, k, v, table, rows, lens, scale, group)

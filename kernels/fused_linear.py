@@ -12,7 +12,10 @@ the weight takes ~3.1 us on an H200 (measured inside CUDA graphs). Each program 
 output columns for all rows, reading its weight rows once; the rows' inputs (a few KB) come from
 L2. Tried and dropped (2026-11-29): the layer norm in the prologue and the residual add in the
 epilogue. Every program recomputing the norm's statistics in two serial passes over x made the
-600M interactive step slower (44.9 against 41.1 ms).
+600M interactive step slower (44.9 against 41.1 ms). Dropped again (2026-11-30, chained): the
+residual add in the epilogue and the norm done by the last program to store its columns (one
+launch fewer per sublayer): 23.3-24.0 against 22.9-23.0 ms. One program normalising all rows after
+an atomic takes longer than a chained kernel of one program per row.
 
 Chained (kernels/_triton.py `chained_launch`), a program starts while the kernel before it still
 runs, asks L2 for its weight rows where that pays (`_prefetch`), then waits for x: 600M interactive
@@ -73,7 +76,8 @@ def _fused_linear_kernel(
         tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]  # (BLOCK_M, BLOCK_N)
         partials = partial_ptr + block.to(tl.int64) * SPLIT * BLOCK_M * BLOCK_N + tile
         tl.store(partials + split * BLOCK_M * BLOCK_N, acc)
-        arrived = tl.atomic_add(arrivals_ptr + block, 1, sem="acq_rel")  # publishes the store above
+        tl.debug_barrier()  # every thread's store issued before the count says so
+        arrived = tl.atomic_add(arrivals_ptr + block, 1, sem="acq_rel")  # publishes the stores above
         last = arrived == SPLIT - 1
         if last:
             acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)

@@ -29,11 +29,11 @@ if TYPE_CHECKING:
 LAYER_NORM_EPS = 1e-5
 # Projections of at most FUSED_MAX_ROWS rows and FUSED_MAX_IN inputs (a decode step of a typed
 # sentence) in half precision run through kernels.fused_linear: one pass over the weight, where
-# cuBLAS at 4 rows splits K and reduces in a second kernel (4 rows, H200, in CUDA graphs: 1024 ->
-# 1024 8.2 against 4.0 us, 4096 -> 1024 7.3 against 6.0; 8192 -> 2048 13.4 against 14.6, hence the
-# limit). float32 keeps cuBLAS's exact float32 matmuls, the parity target.
+# cuBLAS at 4 rows splits K and reduces in a second kernel (4 rows, H200, in CUDA graphs, cuBLAS
+# against fused: 1024 -> 1024 8.2 against 4.0 us, 4096 -> 1024 7.3 against 6.0, 8192 -> 2048 13.5
+# against 11.6). float32 keeps cuBLAS's exact float32 matmuls, the parity target.
 FUSED_MAX_ROWS = 16
-FUSED_MAX_IN = 4096
+FUSED_MAX_IN = 8192
 FUSED_DTYPES = (torch.bfloat16, torch.float16)
 
 

@@ -93,12 +93,16 @@ def _fused_linear_kernel(
         tl.store(out_ptr + m.to(tl.int64)[:, None] * stride_o + n[None, :], y, mask=mn_ok)
 
 
-def _blocks(N):
+def _blocks(N, K):
     """(BLOCK_N, BLOCK_K, num_warps), as measured on an H200 at 4 and 16 rows: narrow column blocks
     keep >= 64 programs on the decoder's 1,024- to 4,096-wide layers; wide ones suit the output
-    projection and the 3.3B model's wider layers."""
+    projection and the 3.3B model's wider layers. The 8,192-input layers (fc2 of 1.3B and 3.3B)
+    take 32 columns over 4 warps, split 4 ways: 8,192 -> 2,048 11.6 us against 21.3 for 16 columns
+    over 2 warps and 13.5 for cuBLAS; 8,192 -> 1,024 8.9 against 11.0 and 9.2."""
     if N >= 100_000:
         return 64, 128, 2
+    if K >= 8192:
+        return 32, 256, 4
     if N >= 6144:
         return 64, 256, 4
     return 16, 256, 2
@@ -108,9 +112,10 @@ def _split(programs, K, BLOCK_N):
     """How many programs share each output block's K inputs. Narrow blocks of a long K run long
     chains of loads: splitting them until ~256 programs share the work, each over >= 1,024 inputs,
     took 4 rows of a 4,096 -> 1,024 layer from 11.4 to 6.4 us and 2,048 -> 2,048 from 7.0 to 6.4
-    (H200, in CUDA graphs). Wide blocks (64 columns) and shorter chains only lost by it."""
+    (H200, in CUDA graphs). Wide blocks (64 columns) and shorter chains only lost by it; more than 4
+    splits were not measured to pay."""
     split = 1
-    while BLOCK_N <= 16 and programs * split < 256 and K >= 2 * split * 1024:
+    while BLOCK_N <= 32 and split < 4 and programs * split < 256 and K >= 2 * split * 1024:
         split *= 2
     return split
 
@@ -136,7 +141,7 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None):
     assert weight.shape == (N, K) and weight.dtype == x.dtype and weight.stride(1) == 1 and x.stride(1) == 1
     assert bias is None or (bias.shape == (N,) and bias.is_contiguous())
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    BLOCK_N, BLOCK_K, num_warps = _blocks(N)
+    BLOCK_N, BLOCK_K, num_warps = _blocks(N, K)
     BLOCK_K = min(BLOCK_K, triton.next_power_of_2(K))
     BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
     grid_n, grid_m = triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M)

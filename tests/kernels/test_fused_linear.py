@@ -39,8 +39,8 @@ def test_strided_rows():
     torch.testing.assert_close(fused_linear_triton(x, weight, **args), fused_linear_ref(x, weight, **args))
 
 
-@pytest.mark.parametrize("split", [2, 3, 4])
-@pytest.mark.parametrize("M, K, N", [(4, 1024, 40), (17, 700, 20)])
+@pytest.mark.parametrize("split", [None, 2, 3, 4])  # None: as chosen (8,192 inputs: 32 columns a program, 4 splits)
+@pytest.mark.parametrize("M, K, N", [(4, 1024, 40), (17, 700, 20), (4, 8192, 70)])
 def test_inputs_split_between_programs_add_up_as_one(M, K, N, split, check_error):
     """Programs sharing an output block's inputs: the last to arrive adds the partial sums in split
     order and resets the count, so a second launch (reusing the counts) is right too."""

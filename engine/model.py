@@ -358,6 +358,8 @@ class NllbModel:
             # The attention kernel stores the new token's K/V in the cache as it reads them.
             a = kernels.slot_attention(q, self_cache.k[i], self_cache.v[i], self_slots, rows, self_lens, self.scale,
                                        k_new=k, v_new=v, write_slots=write_slots)
+            if not with_logits and i + 1 == len(self.decoder_layers):
+                return None  # a prefix step only fills the cache: the rest of the last layer feeds the logits alone
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
             x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm")  # (N, C) each
             q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
@@ -372,6 +374,4 @@ class NllbModel:
             next_site = "decoder.layer_norm" if last else f"decoder.layers.{i + 1}.self_attn_layer_norm"
             f = project(layer.fc2, project(layer.fc1, h, lora, f"{p}.fc1", relu=True), lora, f"{p}.fc2")
             x, h = add_normalize(next_norm, f, x, lora, next_site)
-        if not with_logits:
-            return None
         return self.lm_head(h)[:, : self.config.vocab_size]  # (N, V)

@@ -98,13 +98,16 @@ def _blocks(N, K):
     keep >= 64 programs on the decoder's 1,024- to 4,096-wide layers; wide ones suit the output
     projection and the 3.3B model's wider layers. The 8,192-input layers (fc2 of 1.3B and 3.3B)
     take 32 columns over 4 warps, split 4 ways: 8,192 -> 2,048 11.6 us against 21.3 for 16 columns
-    over 2 warps and 13.5 for cuBLAS; 8,192 -> 1,024 8.9 against 11.0 and 9.2."""
+    over 2 warps and 13.5 for cuBLAS; 8,192 -> 1,024 8.9 against 11.0 and 9.2 (4 rows, weights
+    rotating past L2, 2026-11-30)."""
     if N >= 100_000:
         return 64, 128, 2
     if K >= 8192:
         return 32, 256, 4
     if N >= 6144:
         return 64, 256, 4
+    if N >= 2048 and K >= 2048:  # 3.3B's 2,048 -> 2,048 (4 splits): 5.6 against 6.0 us
+        return 32, 128, 4
     return 16, 256, 2
 
 
@@ -113,9 +116,11 @@ def _split(programs, K, BLOCK_N):
     chains of loads: splitting them until ~256 programs share the work, each over >= 1,024 inputs,
     took 4 rows of a 4,096 -> 1,024 layer from 11.4 to 6.4 us and 2,048 -> 2,048 from 7.0 to 6.4
     (H200, in CUDA graphs). Wide blocks (64 columns) and shorter chains only lost by it; more than 4
-    splits were not measured to pay."""
+    splits were not measured to pay. 32-column blocks split down to 512 inputs (2,048 -> 2,048: 4
+    splits 5.6 us, where the best of 16-column blocks, 2 splits, took 6.0)."""
+    least = 1024 if BLOCK_N <= 16 else 512  # inputs per split
     split = 1
-    while BLOCK_N <= 32 and split < 4 and programs * split < 256 and K >= 2 * split * 1024:
+    while BLOCK_N <= 32 and split < 4 and programs * split < 256 and K >= 2 * split * least:
         split *= 2
     return split
 

@@ -29,7 +29,9 @@ when every slot is held, it waits. Its rows carry the slot, so one batch mixes a
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import itertools
 import logging
 from collections import deque
@@ -125,6 +127,23 @@ BLOCK_SIZE = 16
 log = logging.getLogger(__name__)
 
 
+def freeze_heap() -> None:
+    """Keep the garbage collector off every object alive now (torch's, triton's, the model's), which
+    stay as long as the engine does (`gc.freeze`). Why: a full collection walks every tracked object
+    (~220k once torch is imported: ~80-95 ms here), and one fell inside a run every few document
+    runs; on the H200 the GPU sat idle through it (600M greedy over a 512-sentence document: 2,950
+    sent/s in that run against ~5,600 in the others). Frozen, a full collection walks only newer
+    objects (0.2-0.3 ms). Teardown unfreezes them, as does the interpreter's exit."""
+    global _unfreeze_at_exit
+    gc.freeze()
+    if _unfreeze_at_exit:  # so that shutdown can collect them (triton's bindings report leaks otherwise)
+        atexit.register(gc.unfreeze)
+        _unfreeze_at_exit = False
+
+
+_unfreeze_at_exit = True
+
+
 def default_cache_tokens(device: torch.device, bytes_per_token: int) -> int:
     """How many decoder tokens the self-attention cache holds (sources get a quarter of that)."""
     if device.type == "cuda":
@@ -166,6 +185,7 @@ class Generator:
             cross_scratch = generator._prepare_scratch_row()
             if device.type == "cuda" and model.attends_packed():
                 generator.encoder_graphs = EncoderGraphs(model, generator.cross_cache, generator.lora, cross_scratch)
+        freeze_heap()
         return generator
 
     def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int):
@@ -222,6 +242,8 @@ class Generator:
         """Free the caches and the weights; the generator is unusable afterwards."""
         device = self.model.device
         del self.model, self.self_cache, self.cross_cache, self.graphs, self.encoder_graphs, self.lora, self.rows
+        gc.unfreeze()  # weights held only by reference cycles are freed by a collection, which frozen objects escape
+        gc.collect()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.empty_cache()

@@ -40,9 +40,13 @@ def chained_launch(tensor) -> bool:
     Why: a decode step of a typed sentence is ~150 kernels of a few microseconds each, most of them
     bound by their start-up and the latency of their first weight loads, not by bandwidth.
 
-    Rule for every chained kernel: before `gdc_wait` it reads nothing another kernel of the step may
-    write (only weights), and it calls `gdc_wait` in every program before its first such read and
-    before any store, so that waiting is transitive along the chain."""
+    Rule for every chained kernel: it calls `gdc_wait` in every program before any store and before
+    reading anything the kernel before it may write, so that waiting is transitive along the chain.
+    A program only starts once the kernel before it has passed its own wait, so every kernel before
+    that one has finished: what those wrote may be read before waiting. The decode step reads that
+    way its weights, the source cache (written at admission), and the lengths, slot lists and cached
+    K/V written before the step's first chained kernel (by earlier steps, or by the step's unchained
+    opening ops, which a chained kernel does not overtake)."""
     if not (_CHAINED and HAVE_TRITON and tensor.is_cuda):
         return False
     index = tensor.device.index if tensor.device.index is not None else 0

@@ -56,7 +56,7 @@ then a barrier, then the stores, since a row's new contents come from other rows
 import torch
 
 from kernels._triton import tl, triton
-from kernels.logsoftmax_topk import _EMPTY_KEY, _sort_key
+from kernels.logsoftmax_topk import EMPTY_KEY, sort_key
 
 NEG_INF = float("-inf")
 _NEG_INF = tl.constexpr(NEG_INF)  # the same, for the kernel
@@ -108,11 +108,11 @@ def _beam_advance_kernel(
     # best first. Each key also carries its column, to read the candidate back.
     score = tl.load(score_ptr + rows, mask=beam_ok, other=0.0)  # (BLOCK_B,)
     flat = b[:, None] * K + rank
-    key = tl.where(ok & (rank < K), _sort_key(v + score[:, None], flat * BLOCK_C + c[None, :]), _EMPTY_KEY)
+    key = tl.where(ok & (rank < K), sort_key(v + score[:, None], flat * BLOCK_C + c[None, :]), EMPTY_KEY)
     picked = tl.zeros([BLOCK_K], tl.int32)
     for i in range(K):
         best = tl.max(key)
-        key = tl.where(key == best, _EMPTY_KEY, key)  # keys are unique: removes exactly one
+        key = tl.where(key == best, EMPTY_KEY, key)  # keys are unique: removes exactly one
         picked = tl.where(j == i, 0x7FFFFFFF - best.to(tl.int32), picked)  # the key's low 32 bits
     beam = picked // BLOCK_C // K  # (BLOCK_K,)
     at = (s * B + beam) * (K + 1) + picked % BLOCK_C
@@ -133,13 +133,13 @@ def _beam_advance_kernel(
     normalised = tl.math.div_rn(top, tl.broadcast_to(penalty, [BLOCK_K]))
     enter = (j < B) & hits & allowed & (normalised > blocked)  # else HF's -1e9 placeholders outrank it
     normalised = tl.where(enter, normalised, _NEG_INF)
-    old_key = tl.where(beam_ok, _sort_key(finished, b), _EMPTY_KEY)
-    new_key = tl.where(j < B, _sort_key(normalised, B + j), _EMPTY_KEY)
+    old_key = tl.where(beam_ok, sort_key(finished, b), EMPTY_KEY)
+    new_key = tl.where(j < B, sort_key(normalised, B + j), EMPTY_KEY)
     source = tl.zeros([BLOCK_B], tl.int32)
     for i in range(B):
         best = tl.maximum(tl.max(old_key), tl.max(new_key))
-        old_key = tl.where(old_key == best, _EMPTY_KEY, old_key)
-        new_key = tl.where(new_key == best, _EMPTY_KEY, new_key)
+        old_key = tl.where(old_key == best, EMPTY_KEY, old_key)
+        new_key = tl.where(new_key == best, EMPTY_KEY, new_key)
         source = tl.where(b == i, 0x7FFFFFFF - best.to(tl.int32), source)
     from_old = source < B
     old, new = tl.where(from_old, source, 0), tl.where(from_old, 0, source - B)
@@ -150,11 +150,11 @@ def _beam_advance_kernel(
 
     # The running beams: the B best candidates, those that just finished pushed down by `blocked`.
     running = tl.where(hits, top + blocked, top)  # == top + hits * blocked, bit for bit
-    key = tl.where(cand_ok, _sort_key(running, j), _EMPTY_KEY)
+    key = tl.where(cand_ok, sort_key(running, j), EMPTY_KEY)
     survivor = tl.zeros([BLOCK_B], tl.int32)
     for i in range(B):
         best = tl.max(key)
-        key = tl.where(key == best, _EMPTY_KEY, key)
+        key = tl.where(key == best, EMPTY_KEY, key)
         survivor = tl.where(b == i, 0x7FFFFFFF - best.to(tl.int32), survivor)
     new_score = tl.gather(running, survivor, 0)  # (BLOCK_B,)
     survivor_src = tl.gather(parent, survivor, 0)

@@ -27,11 +27,11 @@ import torch
 from kernels._triton import tl, triton
 
 # Below every key of a real column: marks taken or missing candidates.
-_EMPTY_KEY = tl.constexpr(-(2**63))
+EMPTY_KEY = tl.constexpr(-(2**63))
 
 
 @triton.jit
-def _sort_key(x, col):
+def sort_key(x, col):
     """int64 keys that order like (x, -col); x float32, col int32 >= 0 (a column or a slice)."""
     x = tl.where(x == 0.0, 0.0, x)  # -0.0 ties with +0.0
     bits = x.to(tl.int32, bitcast=True)
@@ -41,7 +41,7 @@ def _sort_key(x, col):
 
 @triton.jit
 def _key_value_and_column(key):
-    """Inverse of `_sort_key`."""
+    """Inverse of `sort_key`."""
     ordered = (key >> 32).to(tl.int32)
     bits = tl.where(ordered < 0, ordered ^ 0x7FFFFFFF, ordered)
     return bits.to(tl.float32, bitcast=True), 0x7FFFFFFF - key.to(tl.int32)  # low 32 bits
@@ -92,23 +92,23 @@ def _topk_kernel(
     # The K best slices (-1: fewer than K slices).
     sl = tl.arange(0, BLOCK_SLICES)
     slice_max = tl.load(slice_max_ptr + row * num_slices + sl, mask=sl < num_slices, other=float("-inf"))
-    key = tl.where(sl < num_slices, _sort_key(slice_max, sl), _EMPTY_KEY)
+    key = tl.where(sl < num_slices, sort_key(slice_max, sl), EMPTY_KEY)
     j = tl.arange(0, BLOCK_K)
     chosen = tl.full([BLOCK_K], -1, tl.int32)
     for n in range(K):
         best = tl.max(key, axis=0)
-        key = tl.where(key == best, _EMPTY_KEY, key)  # keys are unique: removes exactly one
+        key = tl.where(key == best, EMPTY_KEY, key)  # keys are unique: removes exactly one
         _, best_slice = _key_value_and_column(best)
-        chosen = tl.where((j == n) & (best != _EMPTY_KEY), best_slice, chosen)
+        chosen = tl.where((j == n) & (best != EMPTY_KEY), best_slice, chosen)
 
     # The K best columns of those slices.
     col = chosen[:, None] * SLICE + tl.arange(0, SLICE)[None, :]  # (BLOCK_K, SLICE)
     col_ok = (chosen[:, None] >= 0) & (col < V)
     x = tl.load(logits_ptr + row.to(tl.int64) * stride_row + col, mask=col_ok, other=float("-inf"))
-    key = tl.where(col_ok, _sort_key(x.to(tl.float32), col), _EMPTY_KEY)
+    key = tl.where(col_ok, sort_key(x.to(tl.float32), col), EMPTY_KEY)
     for n in range(K):
         best = tl.max(tl.max(key, axis=1), axis=0)
-        key = tl.where(key == best, _EMPTY_KEY, key)
+        key = tl.where(key == best, EMPTY_KEY, key)
         value, best_col = _key_value_and_column(best)
         tl.store(values_ptr + row * K + n, value - lse)
         tl.store(indices_ptr + row * K + n, best_col.to(tl.int64))

@@ -26,6 +26,7 @@ from typing import Callable
 
 import torch
 
+from engine.device import copy_to_device
 from engine.kv_cache import PagedKVCache
 from engine.lora import LoraPool, LoraRows
 from engine.model import NllbModel
@@ -144,15 +145,13 @@ class EncoderGraphs(_GraphSet):
         size = (n // ENCODER_BUCKET + 1) * ENCODER_BUCKET
         padding = size - n
         pad_id = self.model.config.pad_id
-        host = torch.tensor([
+        copy_to_device(self.inputs[:, :size], [
             tokens + [pad_id] * padding,
             [*range(n), *range(padding)],
             slots + [self.scratch_slot] * padding,
             [adapter_slot] * size,
         ])  # (4, size)
-        # From pinned memory: a copy from pageable memory would wait for the device to drain.
-        self.inputs[:, :size].copy_(host.pin_memory(), non_blocking=True)
-        self.starts.copy_(torch.tensor([0, n, size], dtype=torch.int32).pin_memory(), non_blocking=True)
+        copy_to_device(self.starts, [0, n, size])
         with_lora = adapter_slot >= 0
 
         def step() -> None:

@@ -61,6 +61,13 @@ def to_device(data, device: torch.device, dtype: torch.dtype | None = None) -> t
     return host.pin_memory().to(device, non_blocking=True)
 
 
+def copy_to_device(target: torch.Tensor, data) -> torch.Tensor:
+    """`target.copy_(torch.tensor(data))` into an existing device tensor (a captured graph's input),
+    without waiting for the device, as `to_device` does."""
+    host = torch.tensor(data, dtype=target.dtype)
+    return target.copy_(host.pin_memory() if target.is_cuda else host, non_blocking=True)
+
+
 def to_host(tensor: torch.Tensor) -> torch.Tensor:
     """A copy of a device tensor in pinned host memory, queued on the current stream: valid once the
     stream gets there (record an event after it and wait on that), while the device runs on."""

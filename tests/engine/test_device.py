@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from engine.device import DeviceError, resolve_device, to_device
+from engine.device import DeviceError, copy_to_device, resolve_device, to_device
 
 
 def test_to_device_makes_the_tensor_torch_tensor_would():
@@ -12,7 +12,7 @@ def test_to_device_makes_the_tensor_torch_tensor_would():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_to_device_copies_without_waiting_for_the_stream_and_arrives_whole():
+def test_to_device_arrives_whole_while_the_stream_is_busy():
     device = torch.device("cuda")
     busy = torch.randn(4096, 4096, device=device)
     for _ in range(20):  # queue work ahead of the copy
@@ -20,6 +20,12 @@ def test_to_device_copies_without_waiting_for_the_stream_and_arrives_whole():
     data = list(range(100_000))
     out = to_device(data, device)
     assert out.tolist() == data
+
+
+def test_copy_to_device_fills_a_tensor_in_place():
+    target = torch.zeros(2, 3, dtype=torch.int64)
+    copy_to_device(target[:, :2], [[1, 2], [3, 4]])
+    assert target.tolist() == [[1, 2, 0], [3, 4, 0]]
 
 
 def test_unknown_devices_are_refused_with_a_message():

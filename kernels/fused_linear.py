@@ -18,8 +18,11 @@ launch fewer per sublayer): 23.3-24.0 against 22.9-23.0 ms. One program normalis
 an atomic takes longer than a chained kernel of one program per row.
 
 Chained (kernels/_triton.py `chained_launch`), a program starts while the kernel before it still
-runs, asks L2 for its weight rows where that pays (`_prefetch`), then waits for x: 600M interactive
-33.4 against 35.6 ms unchained, with the other decode-step kernels chained too (H200, 2026-11-30).
+runs, asks L2 for its weight rows where that pays (`_prefetch`), or loads them into registers
+(`_hold`), then waits for x: 600M interactive 33.4 against 35.6 ms unchained, with the other
+decode-step kernels chained too (H200, 2026-11-30); held weights 22.9 -> 22.1 ms (2026-11-30).
+What a chained program costs beyond the work (H200, in a graph): an empty kernel 0.74 us; a grid
+barrier inside one persistent kernel 1.04 us, so persistent kernels were not pursued.
 Narrow layers with long inputs split them between programs (`_split`); the last program to finish
 an output block adds the partial sums up, so it is still one launch.
 """
@@ -31,41 +34,62 @@ from kernels._triton import chained_launch, launch_options, prefetch_l2, tl, tri
 
 
 @triton.jit
+def _load_tile(row_ptrs, k, row_ok, K, ALL_ROWS: tl.constexpr, EVEN_K: tl.constexpr):
+    """(rows, k) elements from `row_ptrs` (one pointer per row), zeros past the rows and past K:
+    masked only where the shapes need it."""
+    if ALL_ROWS and EVEN_K:
+        tile = tl.load(row_ptrs[:, None] + k[None, :])
+    else:
+        tile = tl.load(row_ptrs[:, None] + k[None, :], mask=row_ok[:, None] & (k < K)[None, :], other=0.0)
+    return tile
+
+
+@triton.jit
 def _fused_linear_kernel(
-    x_ptr, w_ptr, b_ptr, out_ptr, partial_ptr, arrivals_ptr, M, N, K, K_SPLIT, stride_x, stride_w, stride_o,
+    x_ptr, w_ptr, b_ptr, out_ptr, partial_ptr, arrivals_ptr, M, N, K, stride_x, stride_w, stride_o,
     HAS_BIAS: tl.constexpr, RELU: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, IEEE: tl.constexpr,
-    SPLIT: tl.constexpr, CHAINED: tl.constexpr, PREFETCH: tl.constexpr, LINE: tl.constexpr, K_LINES: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, K_SPLIT: tl.constexpr,
+    EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, IEEE: tl.constexpr, SPLIT: tl.constexpr, HOLD: tl.constexpr,
+    CHAINED: tl.constexpr, PREFETCH: tl.constexpr, LINE: tl.constexpr, K_LINES: tl.constexpr,
 ):
-    # Program (column block, row block, split) sums K_SPLIT of the K inputs.
+    # Program (column block, row block, split) sums inputs k_first .. k_first + K_SPLIT (a static
+    # trip count: 4 rows of 1,024 -> 1,024 took 3.7 us with the loop's end a runtime value).
     m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     split = tl.program_id(2)
     m_ok, n_ok = m < M, n < N
     k_first = split * K_SPLIT
-    k_end = tl.minimum(K, k_first + K_SPLIT)
-    x_rows = x_ptr + m.to(tl.int64)[:, None] * stride_x
-    w_rows = w_ptr + n.to(tl.int64)[:, None] * stride_w
+    x_rows = x_ptr + m.to(tl.int64) * stride_x
+    w_rows = w_ptr + n.to(tl.int64) * stride_w
+    if HOLD:
+        # The whole weight block in registers before waiting: after the wait only x is loaded.
+        w_held = _load_tile(w_rows, k_first + tl.arange(0, K_SPLIT), n_ok, K, EVEN_N, EVEN_K)
     if CHAINED:
         if PREFETCH:
             # Started while the kernel before (which writes x) finishes: stream this program's weight
             # block into L2 meanwhile, LINE elements (128 bytes) per request, then wait for x.
             line = k_first + tl.arange(0, K_LINES) * LINE
             w_safe = w_ptr + tl.minimum(n, N - 1).to(tl.int64)[:, None] * stride_w
-            prefetch_l2(w_safe + tl.minimum(line, k_end - 1)[None, :])  # (BLOCK_N, K_LINES) addresses
+            prefetch_l2(w_safe + tl.minimum(line, tl.minimum(K, k_first + K_SPLIT) - 1)[None, :])  # (BLOCK_N, K_LINES) addresses
         tl.extra.cuda.gdc_wait()
         tl.extra.cuda.gdc_launch_dependents()
 
-    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for start in range(k_first, k_end, BLOCK_K):
-        k = start + tl.arange(0, BLOCK_K)
-        k_ok = k < k_end
-        h = tl.load(x_rows + k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-        w = tl.load(w_rows + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+    if HOLD:
+        h = _load_tile(x_rows, k_first + tl.arange(0, K_SPLIT), m_ok, K, False, EVEN_K)
         if IEEE:  # float32 inputs: no TF32 rounding, so float32 results match the reference's
-            acc += tl.dot(h, tl.trans(w), input_precision="ieee")
+            acc = tl.dot(h, tl.trans(w_held), input_precision="ieee")
         else:
-            acc += tl.dot(h, tl.trans(w))
+            acc = tl.dot(h, tl.trans(w_held))
+    else:
+        acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+        for start in range(0, K_SPLIT, BLOCK_K):
+            k = k_first + start + tl.arange(0, BLOCK_K)
+            h = _load_tile(x_rows, k, m_ok, K, False, EVEN_K)
+            w = _load_tile(w_rows, k, n_ok, K, EVEN_N, EVEN_K)
+            if IEEE:
+                acc += tl.dot(h, tl.trans(w), input_precision="ieee")
+            else:
+                acc += tl.dot(h, tl.trans(w))
 
     mn_ok = m_ok[:, None] & n_ok[None, :]
     last = True
@@ -132,15 +156,27 @@ def _prefetch(BLOCK_N, programs):
     return BLOCK_N <= 16 and programs <= 512
 
 
+def _hold(N, BLOCK_N, k_split):
+    """Whether programs load their whole weight block into registers before waiting for x, so
+    that after the wait only x is read: where outputs are narrow (<= 2,048 columns) and a program's
+    block small (<= 16 x 1,024). 4 rows, H200, chained, against the stepped loop: 1,024 -> 1,024
+    2.6 against 3.9 us; 4,096 -> 1,024 (4 splits) 5.5 against 6.2; 2,048 -> 2,048 5.1 against 5.6.
+    Wider layers lost by it (1,024 -> 3,072: 4.6 against 4.3; -> 8,192: 10.4 against 6.3), as did
+    bigger blocks (8,192 inputs in 4 splits of 32 columns: 12.0 against 9.0): their held programs
+    keep the next kernel's from starting early."""
+    return N <= 2048 and BLOCK_N * k_split <= 16 * 1024
+
+
 # Per device: a count of the splits arrived at each output block, back to 0 when its last adds up.
 # Shared by every launch on the device, so split launches must not run concurrently on two streams
 # (the engine's decode steps run on one).
 _arrivals: dict[torch.device, torch.Tensor] = {}
 
 
-def fused_linear_triton(x, weight, bias=None, relu=False, split=None):
+def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None):
     """Triton version of `fused_linear_ref`; same arguments, same result. `split` overrides how many
-    programs share an output block's inputs (tests)."""
+    programs share an output block's inputs, `hold` whether they hold their weights in registers
+    (tests, sweeps)."""
     M, K = x.shape
     N = weight.shape[0]
     assert weight.shape == (N, K) and weight.dtype == x.dtype and weight.stride(1) == 1 and x.stride(1) == 1
@@ -153,6 +189,9 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None):
     split = split or _split(grid_n * grid_m, K, BLOCK_N)
     assert split == 1 or grid_n * grid_m <= 256, "split launches count arrivals in 256 slots"
     k_split = triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K  # inputs per split, whole BLOCK_Ks
+    hold = _hold(N, BLOCK_N, k_split) if hold is None else hold
+    if hold:
+        k_split = triton.next_power_of_2(k_split)  # one tile: past K it is masked
     partial = arrivals = out
     if split > 1:
         partial = torch.empty((grid_n * grid_m, split, BLOCK_M, BLOCK_N), dtype=torch.float32, device=x.device)
@@ -162,11 +201,11 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None):
     chained = chained_launch(x)
     line = 128 // x.element_size()  # elements per cache line
     _fused_linear_kernel[(grid_n, grid_m, split)](
-        x, weight, bias if bias is not None else x, out, partial, arrivals, M, N, K, k_split,
+        x, weight, bias if bias is not None else x, out, partial, arrivals, M, N, K,
         x.stride(0), weight.stride(0), out.stride(0),
-        HAS_BIAS=bias is not None, RELU=relu, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-        IEEE=x.dtype == torch.float32, SPLIT=split, CHAINED=chained,
-        PREFETCH=_prefetch(BLOCK_N, grid_n * grid_m * split),
+        HAS_BIAS=bias is not None, RELU=relu, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, K_SPLIT=k_split,
+        EVEN_N=N % BLOCK_N == 0, EVEN_K=K == split * k_split, IEEE=x.dtype == torch.float32, SPLIT=split,
+        HOLD=hold, CHAINED=chained, PREFETCH=not hold and _prefetch(BLOCK_N, grid_n * grid_m * split),
         LINE=line, K_LINES=triton.next_power_of_2(triton.cdiv(k_split, line)),
         num_warps=num_warps, num_stages=3, **launch_options(chained),
     )

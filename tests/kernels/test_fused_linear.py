@@ -17,12 +17,13 @@ def make_inputs(M, K, N, dtype, bias=True, relu=False, seed=0):
     return x, weight, dict(bias=torch.randn(N, generator=g).to(dtype) if bias else None, relu=relu)
 
 
+@pytest.mark.parametrize("hold", [False, True])  # weights loaded in one tile before the inputs, or in steps
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("M, K, N", SHAPES)
-def test_matches_reference(M, K, N, variant, dtype, poisoned_outputs, check_error):
+def test_matches_reference(M, K, N, variant, dtype, hold, poisoned_outputs, check_error):
     x, weight, args = make_inputs(M, K, N, dtype, **VARIANTS[variant])
-    out = fused_linear_triton(x, weight, **args)
+    out = fused_linear_triton(x, weight, hold=hold, **args)
     ref = fused_linear_ref(x, weight, **args)
     bias = args["bias"]
     truth = fused_linear_ref(x.double(), weight.double(), None if bias is None else bias.double(), args["relu"])
@@ -39,14 +40,15 @@ def test_strided_rows():
     torch.testing.assert_close(fused_linear_triton(x, weight, **args), fused_linear_ref(x, weight, **args))
 
 
+@pytest.mark.parametrize("hold", [False, True])
 @pytest.mark.parametrize("split", [None, 2, 3, 4])  # None: as chosen (8,192 inputs: 32 columns a program, 4 splits)
 @pytest.mark.parametrize("M, K, N", [(4, 1024, 40), (17, 700, 20), (4, 8192, 70)])
-def test_inputs_split_between_programs_add_up_as_one(M, K, N, split, check_error):
+def test_inputs_split_between_programs_add_up_as_one(M, K, N, split, hold, check_error):
     """Programs sharing an output block's inputs: the last to arrive adds the partial sums in split
     order and resets the count, so a second launch (reusing the counts) is right too."""
     for seed in range(2):
         x, weight, args = make_inputs(M, K, N, torch.float32, relu=True, seed=seed)
-        out = fused_linear_triton(x, weight, split=split, **args)
+        out = fused_linear_triton(x, weight, split=split, hold=hold, **args)
         truth = fused_linear_ref(x.double(), weight.double(), args["bias"].double(), True)
         check_error(out, fused_linear_ref(x, weight, **args), truth, slack=1e-5)
 

@@ -26,11 +26,13 @@ from triton.testing import do_bench, do_bench_cudagraph
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton
+from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
+from kernels.step_inputs import step_inputs_ref, step_inputs_triton
 
 ROWS = [1, 4, 64, 256]  # decode rows: beams of all sentences in flight
 BEAM = 4
@@ -204,6 +206,32 @@ def main():
             error = max(rel_error(summed, ref_summed), rel_error(normed, ref_normed))
             record("add_layer_norm", f"N={N} C={C}", error,
                    lambda: add_layer_norm_triton(*args), lambda: add_layer_norm_ref(*args))
+    for C in (1024, 2048):
+        for N in ROWS + [8192]:  # decode rows, and the encoder's tokens
+            table, positions_table = torch.randn(VOCAB, C, dtype=DTYPE).cuda(), torch.randn(1026, C, dtype=DTYPE).cuda()
+            ids, at = torch.randint(0, VOCAB, (N,)).cuda(), torch.randint(0, 1024, (N,)).cuda()
+            args = (ids, at, table, C**0.5, positions_table, 2, *add_layer_norm_inputs(1, C)[2:])
+            (x, normed), (ref_x, ref_normed) = embed_layer_norm_triton(*args), embed_layer_norm_ref(*args)
+            assert torch.equal(x, ref_x), "embed_layer_norm: embeddings differ from the reference"
+            record("embed_layer_norm", f"N={N} C={C}", rel_error(normed, ref_normed),
+                   lambda: embed_layer_norm_triton(*args), lambda: embed_layer_norm_ref(*args))
+            del table
+    for N in ROWS + [2048]:  # a decode step's rows, the last 3 padding (the scratch row)
+        R, T = N + 1, 1024
+        feed = torch.cat([torch.randperm(R - 1)[: max(1, N - 3)], torch.full((min(3, N - 1),), R - 1)]).cuda()
+        kv_len = torch.randint(0, T - 1, (R,), dtype=torch.int32).cuda()
+        kv_len[-1] = 0
+        state = dict(kv_len=kv_len, write_block=torch.randint(0, 10**5, (R,), dtype=torch.int32).cuda(),
+                     kv_slots=torch.randint(0, 10**6, (R, T), dtype=torch.int32).cuda(),
+                     hyp=torch.randint(0, VOCAB, (R, T)).cuda(), cross_len=torch.randint(1, 200, (R,), dtype=torch.int32).cuda())
+        ours, ref = ({name: t.clone() for name, t in state.items()} for _ in range(2))
+        out, ref_out = step_inputs_triton(feed, *ours.values(), R - 1, 16), step_inputs_ref(rows, *ref.values(), R - 1, 16)
+        assert all(torch.equal(a, b) for a, b in zip(out, ref_out)) and all(torch.equal(ours[n], ref[n]) for n in state), \
+            "step_inputs: outputs or state differ from the reference"
+        # Timed on padding rows alone, whose length stays 0: real rows would run past T.
+        padding = torch.full_like(feed, R - 1)
+        record("step_inputs", f"N={N} T={T}", 0.0, lambda: step_inputs_triton(padding, *ours.values(), R - 1, 16),
+               lambda: step_inputs_ref(padding, *ref.values(), R - 1, 16), dtype=torch.int32)
     for k in (2 * BEAM, 16):
         for N in ROWS:
             logits = (torch.randn(N, VOCAB, device="cuda") * 4).to(DTYPE)

@@ -40,6 +40,7 @@ from typing import Callable
 
 import torch
 
+import kernels
 from engine.batched_search import best_hypotheses, search_step
 from engine.cuda_graphs import DecodeGraphs, EncoderGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
@@ -327,24 +328,23 @@ class Generator:
         Everything here is device work on `DecoderRows`, so a CUDA graph captures it whole.
         """
         state = self.rows
-        cached = state.kv_len[rows]  # (N,) int32, the position being fed
-        position = cached.long()
-        write = state.write_block[rows].long() * self.self_cache.block_size + position % self.self_cache.block_size
-        state.kv_slots[rows, position] = write.int()
-        state.kv_len[rows] = cached + 1
-        state.kv_len.narrow(0, state.scratch, 1).zero_()  # padding rows (all the scratch row) start afresh each step
+        # Padding rows (all the scratch row) feed position 0 afresh each step.
+        tokens, positions, write, self_lens, cross_lens = kernels.step_inputs(
+            rows, state.kv_len, state.write_block, state.kv_slots, state.hyp, state.cross_len, state.scratch,
+            self.self_cache.block_size,
+        )  # (N,) each
         lora = LoraRows(self.lora, state.adapter[rows]) if with_lora else None
         return self.model.decode_step(
-            tokens=state.hyp[rows, position],
-            positions=position + self.pad_id + 1,
+            tokens=tokens,
+            positions=positions,
             rows=rows,
             self_cache=self.self_cache,
             write_slots=write,
             self_slots=state.kv_slots,
-            self_lens=cached + 1,
+            self_lens=self_lens,
             cross_cache=self.cross_cache,
             cross_slots=state.cross_slots,
-            cross_lens=state.cross_len[rows],
+            cross_lens=cross_lens,
             with_logits=with_logits,
             lora=lora,
             group=group,

@@ -219,8 +219,14 @@ class NllbModel:
             table = sinusoidal_positions(2 * max_index, self.config.d_model, self.config.pad_id)
             self.positions = table.to(device=self.device, dtype=self.dtype)
 
-    def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        return F.embedding(tokens, self.embed_tokens) * self.embed_scale + F.embedding(positions, self.positions)
+    def embed(
+        self, tokens: torch.Tensor, positions: torch.Tensor, norm: LayerNorm, lora: LoraRows | None, site: str
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The scaled token embeddings plus those of their positions (0 for a sentence's first
+        token), and their first layer norm (`normalize`): (x, h), (N, C) each."""
+        x, h = kernels.embed_layer_norm(tokens, positions, self.embed_tokens, self.embed_scale, self.positions,
+                                        self.config.pad_id + 1, norm.weight, norm.bias, LAYER_NORM_EPS)
+        return x, (h if lora is None else lora.norm(site, x, h))
 
     # -- encoder ---------------------------------------------------------------------------------
 
@@ -245,8 +251,7 @@ class NllbModel:
         """The encoder over packed tokens (T,) at their positions in their sources (T,), with
         `attend` the self-attention of their stacked q, k, v (T, 3C) -> (T, C): hidden states (T, C).
         Device work only, so a CUDA graph can hold it (engine/cuda_graphs.py `EncoderGraphs`)."""
-        x = self.embed(tokens, position + self.config.pad_id + 1)  # (T, C)
-        h = normalize(self.encoder_layers[0].self_attn_norm, x, lora, "encoder.layers.0.self_attn_layer_norm")
+        x, h = self.embed(tokens, position, self.encoder_layers[0].self_attn_norm, lora, "encoder.layers.0.self_attn_layer_norm")
         for i, layer in enumerate(self.encoder_layers):
             p = f"encoder.layers.{i}"
             a = attend(project(layer.qkv, h, lora, f"{p}.self_attn.qkv"))  # (T, 3C) -> (T, C)
@@ -339,7 +344,8 @@ class NllbModel:
         lora: LoraRows | None = None,
         group: int = 1,
     ) -> torch.Tensor | None:
-        """One new token for each of N rows -> logits (N, V).
+        """One new token for each of N rows, row i's at position `positions[i]` of its hypothesis
+        (0 for the first) -> logits (N, V).
 
         Row i writes its K/V at flat slot `write_slots[i]` of the self-attention cache, attends over
         the first `self_lens[i]` slots listed in `self_slots[rows[i]]`, and over the first
@@ -350,8 +356,7 @@ class NllbModel:
         """
         N = tokens.shape[0]
         H, D = self.heads, self.head_dim
-        x = self.embed(tokens, positions)  # (N, C)
-        h = normalize(self.decoder_layers[0].self_attn_norm, x, lora, "decoder.layers.0.self_attn_layer_norm")
+        x, h = self.embed(tokens, positions, self.decoder_layers[0].self_attn_norm, lora, "decoder.layers.0.self_attn_layer_norm")
         for i, layer in enumerate(self.decoder_layers):
             p = f"decoder.layers.{i}"
             q, k, v = project(layer.qkv, h, lora, f"{p}.self_attn.qkv").view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)

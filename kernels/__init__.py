@@ -10,11 +10,13 @@ from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton
+from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
+from kernels.step_inputs import step_inputs_ref, step_inputs_triton
 
 
 def _use_triton(tensor):
@@ -45,6 +47,23 @@ def add_layer_norm(x, residual, weight, bias, eps):
     None), normed = layer_norm(summed) * weight + bias with float32 statistics."""
     fn = add_layer_norm_triton if _use_triton(x) else add_layer_norm_ref
     return fn(x, residual, weight, bias, eps)
+
+
+def embed_layer_norm(tokens, positions, table, scale, position_table, offset, weight, bias, eps):
+    """Returns (x, normed) (N, C): x = table[tokens] * scale + position_table[positions + offset],
+    each rounded to the tables' dtype, and normed = layer_norm(x) * weight + bias with float32
+    statistics. tokens, positions (N,) integer."""
+    fn = embed_layer_norm_triton if _use_triton(table) else embed_layer_norm_ref
+    return fn(tokens, positions, table, scale, position_table, offset, weight, bias, eps)
+
+
+def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size):
+    """Each of the rows (N,) int64 feeds the token at its length n = kv_len[r] and claims its cache
+    slot: kv_slots[r, n] = write_block[r] * block_size + n % block_size; kv_len[r] += 1 but for the
+    `scratch` row (length 0, padding). Returns tokens, positions (= n), write_slots (N,) int64 and
+    self_lens (= n + 1), cross_lens (= cross_len[r]) (N,) int32. State as in engine/rows.py."""
+    fn = step_inputs_triton if _use_triton(rows) else step_inputs_ref
+    return fn(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size)
 
 
 def fused_linear(x, weight, bias=None, relu=False):
@@ -93,6 +112,6 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "add_layer_norm", "argmax", "beam_advance", "fused_linear", "logsoftmax_topk", "lora", "slot_attention",
-    "source_attention",
+    "add_layer_norm", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "logsoftmax_topk", "lora",
+    "slot_attention", "source_attention", "step_inputs",
 ]

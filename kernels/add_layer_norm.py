@@ -39,12 +39,19 @@ def _add_layer_norm_kernel(
         # Round the sum to x's dtype before normalising, as the unfused `x + residual` does.
         x = (x.to(tl.float32) + residual.to(tl.float32)).to(x.dtype)
         tl.store(summed_ptr + row * stride_s + c, x, mask=c_ok)
+    normed = layer_norm_row(x, weight, bias, c_ok, C, eps)
+    tl.store(normed_ptr + row * stride_n + c, normed.to(normed_ptr.dtype.element_ty), mask=c_ok)
+
+
+@triton.jit
+def layer_norm_row(x, weight, bias, c_ok, C, eps):
+    """One row's layer norm in float32: x (BLOCK_C,) in its dtype, zeros past C (c_ok false);
+    weight and bias (BLOCK_C,) float32."""
     s = x.to(tl.float32)
     mean = tl.sum(s, axis=0) / C
     centered = tl.where(c_ok, s - mean, 0.0)
     var = tl.sum(centered * centered, axis=0) / C
-    normed = centered * (1.0 / tl.sqrt(var + eps)) * weight + bias
-    tl.store(normed_ptr + row * stride_n + c, normed.to(normed_ptr.dtype.element_ty), mask=c_ok)
+    return centered * (1.0 / tl.sqrt(var + eps)) * weight + bias
 
 
 def add_layer_norm_triton(x, residual, weight, bias, eps):

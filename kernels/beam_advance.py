@@ -22,7 +22,7 @@ their distinct tokens (logsoftmax_topk's output, or torch.topk's); the state ten
         old = [(fin_score[r[i]], fin_hyp[r[i]], fin_len[r[i]]) for i in range(B)]
         fin_score, fin_hyp, fin_len of rows r := best(old + new, B)             # finished, best first
         running = best([(v + blocked * hit[i], b, t) for i, (v, b, t) in enumerate(top)], B)
-        score, hyp, kv_slots of rows r := (v, hyp[r[b], :n] + [t], kv_slots[r[b]]) for (v, b, t) in running
+        score, hyp, kv_slots of rows r := (v, hyp[r[b], :n] + [t], kv_slots[r[b], :n + 1]) for (v, b, t) in running
         best_length = max_length - 1 if early_stopping == 2 else n
         full = fin_score[r[B-1]] > -inf                  # after the update
         improvable[r[0]] &= running[0].v / penalty[best_length] > (fin_score[r[B-1]] if full else blocked)
@@ -31,8 +31,8 @@ their distinct tokens (logsoftmax_topk's output, or torch.topk's); the state ten
 where `best(items, m)` is the m largest by their first element, equal ones in list order (a stable
 descending sort) — the tie rule of engine/decoding.py's reference search ("equal scores keep row
 order"); -0.0 ties with +0.0. All reads see the state as it was before the call. Only positions
-[0, width) of hyp, kv_slots and fin_hyp are written (a parent's positions past n come along
-unchanged) and n < width must hold. `penalty` (T + 1,) float32 holds n ** length_penalty computed
+[0, n] of hyp, kv_slots and fin_hyp are written (in a row, later positions keep what they held:
+nothing reads them before a later step writes them), and n < width must hold. `penalty` (T + 1,) float32 holds n ** length_penalty computed
 in float64 and rounded, `blocked` is HF's -1e9 placeholder score, `early_stopping` is 0 (HF's
 False), 1 (True) or 2 ("never" with a positive length penalty; "never" otherwise acts as False:
 pass 0). Arithmetic is float32 throughout (sums, IEEE divisions), so the kernel and the reference
@@ -49,7 +49,7 @@ moves behind the row's finite values; a candidate's key index is (beam * K + ran
 column, the reference's flat index with the column along to read the candidate back. The
 sentence's K best, the finished merge and the survivors are picked in registers; a barrier
 separates every read of score, fin_score, fin_len and improvable from their writes. Then the rows'
-hyp, kv_slots and fin_hyp are copied over `width` in chunks: a chunk's source rows are all loaded,
+hyp, kv_slots and fin_hyp are copied over positions [0, n] in chunks: a chunk's source rows are all loaded,
 then a barrier, then the stores, since a row's new contents come from other rows of its sentence.
 """
 
@@ -62,7 +62,8 @@ NEG_INF = float("-inf")
 _NEG_INF = tl.constexpr(NEG_INF)  # the same, for the kernel
 # Elements (beams x positions) of hyp, kv_slots and fin_hyp copied per iteration, and warps: as
 # compiled for sm_90, no register spills up to B = 16. Untuned: one step takes 4.4 us at S = 1 and
-# 6.2 us at S = 512 (B = 4, width 40; H200, in CUDA graphs, 2026-11-30).
+# 6.2 us at S = 512 (B = 4, 40 positions; H200, in CUDA graphs, 2026-11-30). Copying over all of a
+# captured step's `width` (the rows' capacity) instead of [0, n] took 12 us at S = 1.
 COPY_TILE = 512
 NUM_WARPS = 4
 
@@ -182,9 +183,9 @@ def _beam_advance_kernel(
 
     # The rows' hypotheses, slots and finished hypotheses, a chunk of positions at a time.
     from_old = from_old[:, None]
-    for start in range(0, width, CHUNK):
+    for start in range(0, n + 1, CHUNK):
         p = start + tl.arange(0, CHUNK)[None, :]  # (1, CHUNK)
-        m = beam_ok[:, None] & (p < width)
+        m = beam_ok[:, None] & (p <= n)
         at_n = p == n
         h = tl.load(hyp_ptr + survivor_src[:, None] * stride_hyp + p, mask=m)
         h = tl.where(at_n, survivor_token[:, None], h)
@@ -268,6 +269,12 @@ def beam_advance_ref(values, tokens, rows, cur_len, banned, score, hyp, kv_slots
         extended = hyp[:, :width][parents]  # (S, B, width)
         return extended.scatter_(2, cur_len[:, None, None].expand(S, B, 1), new[:, :, None])
 
+    past_n = (torch.arange(width, device=rows.device) > cur_len[:, None])[:, None, :]  # (S, 1, width)
+
+    def write(state: torch.Tensor, new: torch.Tensor) -> None:
+        """Rows' positions [0, n] of `state` := new (S, B, width); later ones keep what they hold."""
+        state[:, :width][rows] = torch.where(past_n, state[:, :width][rows], new)
+
     # Finished hypotheses: only the top B candidates may enter, scored with the length penalty.
     finished = fin_score[rows]  # (S, B), best first, -inf where empty
     full = finished[:, -1] > NEG_INF
@@ -278,15 +285,15 @@ def beam_advance_ref(values, tokens, rows, cur_len, banned, score, hyp, kv_slots
     candidates = extended(parent[:, :B], token[:, :B])  # (S, B, width)
     new_fin_hyp = torch.cat([fin_hyp[:, :width][rows], candidates], dim=1)  # (S, 2B, width)
     new_fin_len = torch.cat([fin_len[rows], (cur_len + 1).int()[:, None].expand(S, B)], dim=1)  # (S, 2B)
-    fin_hyp[:, :width][rows] = new_fin_hyp.gather(1, keep[:, :, None].expand(S, B, width))
+    write(fin_hyp, new_fin_hyp.gather(1, keep[:, :, None].expand(S, B, width)))
     fin_len[rows] = new_fin_len.gather(1, keep)
     fin_score[rows] = merged
 
     # The running beams: the best candidates that did not just finish.
     new_score, survivor = _best(top + hits * blocked, B)  # (S, B)
     survivor_parent = parent.gather(1, survivor)  # (S, B)
-    kv_slots[:, :width][rows] = kv_slots[:, :width][survivor_parent]
-    hyp[:, :width][rows] = extended(survivor_parent, token.gather(1, survivor))
+    write(kv_slots, kv_slots[:, :width][survivor_parent])
+    write(hyp, extended(survivor_parent, token.gather(1, survivor)))
     score[rows] = new_score
 
     # Can anything still improve? (HF's heuristic for early_stopping False / "never")

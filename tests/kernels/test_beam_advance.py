@@ -95,8 +95,12 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
         width = T if step % 2 else int(cur_len.max()) + 1  # a captured step's width, or an eager one's
         args = (values, tokens, rows, cur_len, banned)
         options = dict(eos_id=EOS, max_length=MAX_LENGTH, early_stopping=early_stopping, blocked=BLOCKED, width=width)
+        before = {name: ref_state[name].clone() for name in ("hyp", "kv_slots", "fin_hyp")}
         ref_done = beam_advance_ref(*args, *ref_state.values(), penalty, **options)
         done = beam_advance_triton(*args, *state.values(), penalty, **options)
+        for s, n in enumerate(cur_len[:real].tolist()):  # positions past the new token keep what they held
+            for name, old in before.items():
+                assert torch.equal(ref_state[name][rows[s], n + 1 :], old[rows[s], n + 1 :]), f"{name}, step {step}"
         assert done.dtype == torch.bool and done.shape == (S,)
         assert torch.equal(done[:real], ref_done[:real]), f"step {step}"
         for name in state:  # all but the scratch row, which the padding sentence writes in any order

@@ -36,6 +36,10 @@ def test_cpu_tensors_take_the_reference():
                        kernels.source_attention_ref(q, k, v, table, rows, lens, 0.5, 2))
     weight, bias = torch.randn(5, 8), torch.randn(5)
     assert torch.equal(kernels.fused_linear(x, weight, bias, relu=True), kernels.fused_linear_ref(x, weight, bias, True))
+    ids = torch.tensor([1, 0])
+    for got, want in zip(kernels.embed_layer_norm(ids, ids, x, 2.0, x, 0, w, w, 1e-5),
+                         kernels.embed_layer_norm_ref(ids, ids, x, 2.0, x, 0, w, w, 1e-5)):
+        assert torch.equal(got, want)
 
 
 def test_imports_and_runs_without_triton():

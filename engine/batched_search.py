@@ -38,8 +38,9 @@ def _histories(state: DecoderRows, rows: torch.Tensor, lengths: list[int] | None
 
 
 def _eos_banned(cur_len: torch.Tensor, options: DecodingOptions) -> torch.Tensor:
-    """(S,) bool: min_length / min_new_tokens still forbid `</s>` (as `decoding.eos_banned`)."""
-    return (cur_len < options.min_length) | (cur_len - 1 < options.min_new_tokens)
+    """(S,) bool: min_length / min_new_tokens still forbid `</s>` (as `decoding.eos_banned`):
+    cur_len < min_length or cur_len - 1 < min_new_tokens, as one comparison (one launch)."""
+    return cur_len < max(options.min_length, options.min_new_tokens + 1)
 
 
 def greedy_step(
@@ -83,7 +84,7 @@ def beam_step(
     launch on the GPU): candidates, finished hypotheses with the length penalty, the new beams.
     """
     k, lp = 2 * rows.shape[1], options.length_penalty
-    cur_len = state.kv_len[rows[:, 0]].long()  # (S,) hypothesis length before this step's token
+    cur_len = state.kv_len[rows[:, 0]]  # (S,) int32, hypothesis length before this step's token
 
     # Each row's top k + 1, descending; the extra candidate stands in for `</s>` where it is banned.
     if bans_only_eos(options):

@@ -86,7 +86,7 @@ def _beam_advance_kernel(
 
     rows = tl.load(rows_ptr + s * B + b, mask=beam_ok, other=0)  # (BLOCK_B,) int64
     lead = tl.load(rows_ptr + s * B)
-    n = tl.load(cur_len_ptr + s)  # int64
+    n = tl.load(cur_len_ptr + s)
     banned = tl.load(banned_ptr + s) != 0
     was_improvable = tl.load(improvable_ptr + lead) != 0
     penalty = tl.load(penalty_ptr + n)
@@ -204,7 +204,8 @@ def _check(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_scor
     S, B = rows.shape
     assert values.shape == tokens.shape == (S * B, 2 * B + 1), "values, tokens: (S * B, 2B + 1)"
     assert values.dtype == score.dtype == fin_score.dtype == penalty.dtype == torch.float32
-    assert tokens.dtype == rows.dtype == cur_len.dtype == hyp.dtype == fin_hyp.dtype == torch.int64
+    assert tokens.dtype == rows.dtype == hyp.dtype == fin_hyp.dtype == torch.int64
+    assert cur_len.dtype in (torch.int32, torch.int64)
     assert kv_slots.dtype == fin_len.dtype == torch.int32
     assert banned.dtype == improvable.dtype == torch.bool and banned.shape == cur_len.shape == (S,)
     assert width <= hyp.shape[1] and hyp.shape == fin_hyp.shape == kv_slots.shape
@@ -242,13 +243,14 @@ def _best(x, k):
 def beam_advance_ref(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
                      improvable, penalty, *, eos_id, max_length, early_stopping, blocked, width):
     """See the module's docstring. values, tokens (S * B, 2B + 1) float32 / int64; rows (S, B) int64;
-    cur_len (S,) int64; banned (S,) bool; score, fin_score (R,) float32; hyp, fin_hyp (R, T) int64;
-    kv_slots (R, T) int32; fin_len (R,) int32; improvable (R,) bool; penalty (T + 1,) float32.
-    Updates the state tensors in place and returns done (S,) bool."""
+    cur_len (S,) int32 or int64; banned (S,) bool; score, fin_score (R,) float32; hyp, fin_hyp
+    (R, T) int64; kv_slots (R, T) int32; fin_len (R,) int32; improvable (R,) bool; penalty (T + 1,)
+    float32. Updates the state tensors in place and returns done (S,) bool."""
     _check(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
            penalty, max_length, width)
     S, B = rows.shape
     k = 2 * B
+    cur_len = cur_len.long()
     flat = rows.reshape(-1)  # (S * B,)
     lead = rows[:, 0]  # (S,)
 

@@ -93,7 +93,7 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
         values, tokens = make_candidates(S * B, 2 * B + 1, step, g)
         banned = torch.rand(S, generator=g) < banned_rate
         width = T if step % 2 else int(cur_len.max()) + 1  # a captured step's width, or an eager one's
-        args = (values, tokens, rows, cur_len, banned)
+        args = (values, tokens, rows, cur_len.int() if step % 3 else cur_len, banned)  # the engine passes int32
         options = dict(eos_id=EOS, max_length=MAX_LENGTH, early_stopping=early_stopping, blocked=BLOCKED, width=width)
         before = {name: ref_state[name].clone() for name in ("hyp", "kv_slots", "fin_hyp")}
         ref_done = beam_advance_ref(*args, *ref_state.values(), penalty, **options)

@@ -83,6 +83,7 @@ class DecodeGraphs(_GraphSet):
         self.max_rows = bucket_for(max_rows)
         self.scratch_row = scratch_row
         self.rows = torch.full((self.max_rows,), scratch_row, dtype=torch.int64, device=device)
+        self._held: tuple[torch.Tensor, int, int] | None = None  # the rows `self.rows` holds, their version, bucket
 
     def fits(self, rows: int) -> bool:
         return rows <= self.max_rows
@@ -94,8 +95,12 @@ class DecodeGraphs(_GraphSet):
         n = rows.numel()
         size = bucket_for(n)
         padded = self.rows[:size]
-        self.rows[:n].copy_(rows)
-        self.rows[n:size].fill_(self.scratch_row)
+        if not self._holds(rows, size):
+            # A step whose rows are those of the last one copies nothing: between two graphs every
+            # copy costs ~6 us of idle device (H200).
+            self.rows[:n].copy_(rows)
+            self.rows[n:size].fill_(self.scratch_row)
+            self._held = (rows, rows._version, size)  # the reference keeps their memory from reuse
         if not self.capture:
             return step(padded)
 
@@ -107,6 +112,15 @@ class DecodeGraphs(_GraphSet):
             padded.copy_(real)
 
         return self._replay((size, *key), lambda: step(padded), warm_up)
+
+    def _holds(self, rows: torch.Tensor, size: int) -> bool:
+        """Whether `self.rows[:size]` already holds `rows` (N,) and its padding: the same memory,
+        unchanged since it was copied (tensors' version counts their in-place writes)."""
+        if self._held is None:
+            return False
+        held, version, held_size = self._held
+        return (rows.data_ptr() == held.data_ptr() and rows.shape == held.shape and rows.stride() == held.stride()
+                and rows.dtype == held.dtype and rows._version == version and size == held_size)
 
     def drop_larger_than(self, rows: int) -> None:
         """Forget the graphs of buckets above `rows` (their memory goes back to the pool's allocator)."""

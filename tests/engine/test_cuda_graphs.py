@@ -41,3 +41,25 @@ def test_padding_rows_leave_real_rows_logits_alone(tiny_checkpoint):
     plain = Generator.build(translator.generator.model, max_rows=8, graphs=False)
     # Equal up to the rounding of a 4-row matmul against a 3-row one; a disturbed row would be far off.
     torch.testing.assert_close(three_rows(padded), three_rows(plain), rtol=1e-4, atol=1e-4)
+
+
+def test_a_step_copies_its_rows_only_when_they_change(tiny_checkpoint):
+    model = Translator(tiny_checkpoint, device="cpu", dtype="float32").generator.model
+    graphs = Generator.build(model, max_rows=8, graphs=True).graphs
+    fed = []
+
+    def step(padded):
+        fed.append(padded.tolist())
+
+    group_rows = torch.tensor([[3, 1], [2, 0]])  # (S, B), as a group hands them over step after step
+    graphs.run(group_rows.reshape(-1), ("key",), step)
+    copies = graphs.rows._version
+    graphs.run(group_rows.reshape(-1), ("key",), step)
+    assert graphs.rows._version == copies  # the same rows again: nothing copied
+    group_rows[1, 0] = 5  # changed in place
+    graphs.run(group_rows.reshape(-1), ("key",), step)
+    graphs.run(torch.tensor([3, 1, 5]), ("key",), step)  # other memory, padded to a bucket of 4
+    graphs.run(group_rows.reshape(-1)[:2], ("key",), step)  # a part of the same memory
+    graphs.run(group_rows.t().reshape(-1), ("key",), step)  # the same values in another order
+    scratch = graphs.scratch_row
+    assert fed == [[3, 1, 2, 0], [3, 1, 2, 0], [3, 1, 5, 0], [3, 1, 5, scratch], [3, 1], [3, 5, 1, 0]]

@@ -225,7 +225,7 @@ def main():
                      kv_slots=torch.randint(0, 10**6, (R, T), dtype=torch.int32).cuda(),
                      hyp=torch.randint(0, VOCAB, (R, T)).cuda(), cross_len=torch.randint(1, 200, (R,), dtype=torch.int32).cuda())
         ours, ref = ({name: t.clone() for name, t in state.items()} for _ in range(2))
-        out, ref_out = step_inputs_triton(feed, *ours.values(), R - 1, 16), step_inputs_ref(rows, *ref.values(), R - 1, 16)
+        out, ref_out = step_inputs_triton(feed, *ours.values(), R - 1, 16), step_inputs_ref(feed, *ref.values(), R - 1, 16)
         assert all(torch.equal(a, b) for a, b in zip(out, ref_out)) and all(torch.equal(ours[n], ref[n]) for n in state), \
             "step_inputs: outputs or state differ from the reference"
         # Timed on padding rows alone, whose length stays 0: real rows would run past T.

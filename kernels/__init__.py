@@ -93,8 +93,8 @@ def beam_advance(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fi
     beams in rows (S, B) int64: values, tokens (S * B, 2B + 1) each row's best log-probs, descending,
     and their tokens; cur_len (S,) int32 or int64 the hypotheses' length n; banned (S,) bool where
     `</s>` is not allowed yet. Updates the rows' state in place (score, fin_score (R,) float32; hyp,
-    fin_hyp (R, T) int64 and kv_slots (R, T) int32 over positions [0, n], n < width; fin_len (R,) int32;
-    improvable (R,) bool at each sentence's first row) and returns done (S,) bool. penalty (T + 1,)
+    fin_hyp (R, T) int64 and kv_slots (R, T) int32 over positions [0, n], n < width; fin_len (R,)
+    int32; improvable (R,) bool at each sentence's first row) and returns done (S,) bool. penalty (T + 1,)
     float32: n ** length_penalty; early_stopping 0 (False), 1 (True), 2 ("never" and a positive
     length penalty); blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked token."""
     fn = beam_advance_triton if _use_triton(values) else beam_advance_ref

@@ -28,11 +28,7 @@ def _add_layer_norm_kernel(
     row = tl.program_id(0)
     c = tl.arange(0, BLOCK_C)
     c_ok = c < C
-    weight = tl.load(weight_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
-    bias = tl.load(bias_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
-    if CHAINED:  # the norm's weights are read above, while the kernel before (which writes x) finishes
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    weight, bias = norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED)
     x = tl.load(x_ptr + row * stride_x + c, mask=c_ok, other=0.0)
     if HAS_RESIDUAL:
         residual = tl.load(residual_ptr + row * stride_r + c, mask=c_ok, other=0.0)
@@ -41,6 +37,18 @@ def _add_layer_norm_kernel(
         tl.store(summed_ptr + row * stride_s + c, x, mask=c_ok)
     normed = layer_norm_row(x, weight, bias, c_ok, C, eps)
     tl.store(normed_ptr + row * stride_n + c, normed.to(normed_ptr.dtype.element_ty), mask=c_ok)
+
+
+@triton.jit
+def norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED: tl.constexpr):
+    """The norm's weight and bias (BLOCK_C,) as float32; chained, read while the kernel before
+    finishes, then waits for it."""
+    weight = tl.load(weight_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
+    bias = tl.load(bias_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
+    if CHAINED:
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
+    return weight, bias
 
 
 @triton.jit

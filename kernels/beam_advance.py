@@ -22,7 +22,7 @@ their distinct tokens (logsoftmax_topk's output, or torch.topk's); the state ten
         old = [(fin_score[r[i]], fin_hyp[r[i]], fin_len[r[i]]) for i in range(B)]
         fin_score, fin_hyp, fin_len of rows r := best(old + new, B)             # finished, best first
         running = best([(v + blocked * hit[i], b, t) for i, (v, b, t) in enumerate(top)], B)
-        score, hyp, kv_slots of rows r := (v, hyp[r[b], :n] + [t], kv_slots[r[b], :n + 1]) for (v, b, t) in running
+        score, hyp, kv_slots of rows r := (v, hyp[r[b], :n] + [t], kv_slots[r[b], :n+1]) for (v, b, t) in running
         best_length = max_length - 1 if early_stopping == 2 else n
         full = fin_score[r[B-1]] > -inf                  # after the update
         improvable[r[0]] &= running[0].v / penalty[best_length] > (fin_score[r[B-1]] if full else blocked)
@@ -32,11 +32,11 @@ where `best(items, m)` is the m largest by their first element, equal ones in li
 descending sort) — the tie rule of engine/decoding.py's reference search ("equal scores keep row
 order"); -0.0 ties with +0.0. All reads see the state as it was before the call. Only positions
 [0, n] of hyp, kv_slots and fin_hyp are written (in a row, later positions keep what they held:
-nothing reads them before a later step writes them), and n < width must hold. `penalty` (T + 1,) float32 holds n ** length_penalty computed
-in float64 and rounded, `blocked` is HF's -1e9 placeholder score, `early_stopping` is 0 (HF's
-False), 1 (True) or 2 ("never" with a positive length penalty; "never" otherwise acts as False:
-pass 0). Arithmetic is float32 throughout (sums, IEEE divisions), so the kernel and the reference
-agree bit for bit. Values must not be NaN.
+nothing reads them before a later step writes them), and n < width must hold. `penalty` (T + 1,)
+float32 holds n ** length_penalty computed in float64 and rounded, `blocked` is HF's -1e9
+placeholder score, `early_stopping` is 0 (HF's False), 1 (True) or 2 ("never" with a positive
+length penalty; "never" otherwise acts as False: pass 0). Arithmetic is float32 throughout (sums,
+IEEE divisions), so the kernel and the reference agree bit for bit. Values must not be NaN.
 
 Sentences never share rows, except padding ones made of one scratch row repeated: their program
 writes only that row, in an unspecified order.
@@ -49,8 +49,9 @@ moves behind the row's finite values; a candidate's key index is (beam * K + ran
 column, the reference's flat index with the column along to read the candidate back. The
 sentence's K best, the finished merge and the survivors are picked in registers; a barrier
 separates every read of score, fin_score, fin_len and improvable from their writes. Then the rows'
-hyp, kv_slots and fin_hyp are copied over positions [0, n] in chunks: a chunk's source rows are all loaded,
-then a barrier, then the stores, since a row's new contents come from other rows of its sentence.
+hyp, kv_slots and fin_hyp are copied over positions [0, n] in chunks: a chunk's source rows are all
+loaded, then a barrier, then the stores, since a row's new contents come from other rows of its
+sentence.
 """
 
 import torch

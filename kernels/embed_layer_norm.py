@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from kernels._triton import chained_launch, launch_options, tl, triton
-from kernels.add_layer_norm import layer_norm_row
+from kernels.add_layer_norm import layer_norm_row, norm_params_then_wait
 
 
 @triton.jit
@@ -28,11 +28,7 @@ def _embed_layer_norm_kernel(
     row = tl.program_id(0)
     c = tl.arange(0, BLOCK_C)
     c_ok = c < C
-    weight = tl.load(weight_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
-    bias = tl.load(bias_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
-    if CHAINED:  # the norm's weights are read above, while the kernel before (which writes tokens) finishes
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    weight, bias = norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED)
     token = tl.load(tokens_ptr + row).to(tl.int64)
     position = tl.load(positions_ptr + row).to(tl.int64) + offset
     e = tl.load(table_ptr + token * stride_table + c, mask=c_ok, other=0.0)

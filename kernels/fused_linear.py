@@ -52,8 +52,10 @@ def _fused_linear_kernel(
     EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, IEEE: tl.constexpr, SPLIT: tl.constexpr, HOLD: tl.constexpr,
     CHAINED: tl.constexpr, PREFETCH: tl.constexpr, LINE: tl.constexpr, K_LINES: tl.constexpr,
 ):
-    # Program (column block, row block, split) sums inputs k_first .. k_first + K_SPLIT (a static
-    # trip count: 4 rows of 1,024 -> 1,024 took 3.7 us with the loop's end a runtime value).
+    # Program (column block, row block, split) sums inputs k_first .. k_first + K_SPLIT. A static
+    # trip count and masks only where shapes need them (against a runtime loop end and masks on
+    # every load): 4 rows of the output projection 121.9 against 134.8 us, 2,048 -> 8,192 10.1
+    # against 11.2 (H200, chained, 2026-11-30).
     m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     split = tl.program_id(2)
@@ -68,9 +70,9 @@ def _fused_linear_kernel(
         if PREFETCH:
             # Started while the kernel before (which writes x) finishes: stream this program's weight
             # block into L2 meanwhile, LINE elements (128 bytes) per request, then wait for x.
-            line = k_first + tl.arange(0, K_LINES) * LINE
+            line = tl.minimum(k_first + tl.arange(0, K_LINES) * LINE, tl.minimum(K, k_first + K_SPLIT) - 1)
             w_safe = w_ptr + tl.minimum(n, N - 1).to(tl.int64)[:, None] * stride_w
-            prefetch_l2(w_safe + tl.minimum(line, tl.minimum(K, k_first + K_SPLIT) - 1)[None, :])  # (BLOCK_N, K_LINES) addresses
+            prefetch_l2(w_safe + line[None, :])  # (BLOCK_N, K_LINES) addresses, within this split's inputs
         tl.extra.cuda.gdc_wait()
         tl.extra.cuda.gdc_launch_dependents()
 

@@ -50,9 +50,9 @@ def _step_inputs_kernel(
 
 
 def _outputs(rows):
+    """tokens, positions, write_slots (N,) int64; self_lens, cross_lens (N,) int32."""
     N, device = rows.shape[0], rows.device
-    i64, i32 = dict(dtype=torch.int64, device=device), dict(dtype=torch.int32, device=device)
-    return torch.empty(N, **i64), torch.empty(N, **i64), torch.empty(N, **i64), torch.empty(N, **i32), torch.empty(N, **i32)
+    return tuple(torch.empty(N, dtype=dtype, device=device) for dtype in (torch.int64,) * 3 + (torch.int32,) * 2)
 
 
 def step_inputs_triton(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size):

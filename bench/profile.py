@@ -1,7 +1,10 @@
 """Where a workload's time goes on the GPU: `python -m bench.profile --size 600M --workload document --batch 256`.
 
 Runs the workload once to warm up (graphs captured, kernels compiled), then once under
-torch.profiler, and prints the wall time, the GPU's busy time and the top operations by GPU time.
+torch.profiler, and prints the wall time, the GPU's busy time and the top operations by GPU time;
+then each kernel's share of the device's time line (`incremental_costs`), which is what to read
+for chained kernels: a chained kernel starts while the one before runs and waits for it, so its
+own duration counts that wait too.
 """
 
 from __future__ import annotations
@@ -15,6 +18,25 @@ from torch.profiler import ProfilerActivity, profile
 
 from bench.__main__ import random_model, run, sentence
 from engine.generator import Generator
+
+
+def incremental_costs(kernels: list[tuple[str, float, float]]) -> tuple[dict[str, tuple[float, int]], float]:
+    """kernels: (name, start, end) of every kernel of one stream. Charges each kernel, in order of
+    their ends, with its end minus the later of its start and the end of the kernel before: what
+    it adds to the time line. Returns {name: (charged time, count)} and the idle time between
+    kernels (none of them running), both in the unit of the times given."""
+    costs: dict[str, tuple[float, int]] = {}
+    idle = 0.0
+    ordered = sorted(kernels, key=lambda kernel: kernel[2])
+    last_end = ordered[0][1] if ordered else 0.0
+    for name, start, end in ordered:
+        if start > last_end:
+            idle += start - last_end
+        added = end - max(start, last_end)
+        total, count = costs.get(name, (0.0, 0))
+        costs[name] = (total + added, count + 1)
+        last_end = end
+    return costs, idle
 
 
 def main() -> None:
@@ -46,6 +68,12 @@ def main() -> None:
           f"GPU busy {busy:.1f} ms, {len(sources) / wall:.0f} sentences/s")
     print(events.table(sort_by="self_device_time_total", row_limit=args.rows, max_name_column_width=60))
     print(events.table(sort_by="self_cpu_time_total", row_limit=args.rows, max_name_column_width=60))
+    kernels = [(e.name, e.time_range.start, e.time_range.end) for e in prof.events()
+               if e.device_type == torch.autograd.DeviceType.CUDA]  # times in us
+    costs, idle = incremental_costs(kernels)
+    print(f"Each kernel's share of the time line (us): idle between kernels {idle / 1e3:.2f} ms")
+    for name, (total, count) in sorted(costs.items(), key=lambda item: -item[1][0])[: args.rows]:
+        print(f"{total / 1e3:9.3f} ms {count:7d} x {total / count:8.2f} us  {name[:90]}")
 
 
 if __name__ == "__main__":

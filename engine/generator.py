@@ -404,15 +404,14 @@ class Generator:
         """Point every row of each sequence at its source's cross-attention slots."""
         device, block_size = self.model.device, self.cross_cache.block_size
         widest = max(len(s.cross_kv.blocks) for s in seqs)
-        blocks = to_device([s.cross_kv.blocks + [0] * (widest - len(s.cross_kv.blocks)) for s in seqs], device)
+        # Each row's copy of its source's block list and length, made on the host (a few ints a row).
+        padded = [s.cross_kv.blocks + [0] * (widest - len(s.cross_kv.blocks)) for s in seqs]
+        blocks = to_device([source for source, s in zip(padded, seqs) for _ in s.rows], device)  # (rows, widest)
         position = torch.arange(widest * block_size, device=device)
-        slots = blocks[:, position // block_size] * block_size + position % block_size  # (n, widest * block_size)
-        per_row = to_device([len(s.rows) for s in seqs], device)
+        slots = blocks[:, position // block_size] * block_size + position % block_size  # (rows, widest * block_size)
         rows = to_device([r for s in seqs for r in s.rows], device)
-        # output_size: without it repeat_interleave reads the repeats back, waiting for the device.
-        self.rows.cross_slots[rows, : slots.shape[1]] = slots.repeat_interleave(per_row, dim=0, output_size=rows.numel()).int()
-        lengths = to_device([s.cross_kv.length for s in seqs], device, torch.int32)
-        self.rows.cross_len[rows] = lengths.repeat_interleave(per_row, output_size=rows.numel())
+        self.rows.cross_slots[rows, : slots.shape[1]] = slots.int()
+        self.rows.cross_len[rows] = to_device([s.cross_kv.length for s in seqs for _ in s.rows], device, torch.int32)
 
     # -- running many sentences ----------------------------------------------------------------------
 
@@ -544,9 +543,9 @@ class Generator:
         seqs = [item.seq for item in items]
         rows = to_device([r for s in seqs for r in s.rows], device)
         widest = max(len(item.request.prefix) for item in items)
+        # Per row, made on the host: its sentence's prefix (padded to the widest) and adapter slot.
         prefixes = [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix)) for item in items]
-        per_row = to_device([len(s.rows) for s in seqs], device)
-        state.hyp[rows, :widest] = to_device(prefixes, device).repeat_interleave(per_row, dim=0, output_size=rows.numel())
+        state.hyp[rows, :widest] = to_device([prefix for prefix, s in zip(prefixes, seqs) for _ in s.rows], device)
         # index_fill_, not `state.kv_len[rows] = 0`: assigning a Python number through a tensor
         # index copies it from pageable memory, which waits for the device (the encoder).
         state.kv_len.index_fill_(0, rows, 0)
@@ -555,9 +554,7 @@ class Generator:
         state.score[rows] = to_device([0.0 if i == 0 else BLOCKED for s in seqs for i in range(len(s.rows))], device)
         state.fin_score.index_fill_(0, rows, float("-inf"))
         state.improvable.index_fill_(0, rows, True)
-        state.adapter[rows] = to_device([s.adapter_slot for s in seqs], device, torch.int32).repeat_interleave(
-            per_row, output_size=rows.numel()
-        )
+        state.adapter[rows] = to_device([s.adapter_slot for s in seqs for _ in s.rows], device, torch.int32)
         self._attach_sources(seqs)
         for position in range(widest - 1):
             feeding = [s for item, s in zip(items, seqs) if position < len(item.request.prefix) - 1]

@@ -133,7 +133,7 @@ def _tile_and_warps(num_programs):
     return 32, 4, True
 
 
-def _check_inputs(q, k, v, slot_table, rows, lens):
+def check_inputs(q, k, v, slot_table, rows, lens):
     """Asserts what the attention kernels over slot lists (this one, source_attention) take."""
     N, H, D = q.shape
     _, Hk, Dk = k.shape
@@ -162,7 +162,7 @@ def _check_new_token(q, k, k_new, v_new, write_slots):
 def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None):
     """Triton version of `slot_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
-    _check_inputs(q, k, v, slot_table, rows, lens)
+    check_inputs(q, k, v, slot_table, rows, lens)
     write = _check_new_token(q, k, k_new, v_new, write_slots)
     if not write:
         k_new, v_new, write_slots = q, q, lens  # never read: WRITE=False compiles their use out

@@ -21,7 +21,7 @@ tensor-core `tl.dot` takes), as GQA flash-decoding kernels do for the query head
 import torch
 
 from kernels._triton import chained_launch, launch_options, tl, triton
-from kernels.slot_attention import _check_inputs, attend, gather_rows, load_tile
+from kernels.slot_attention import attend, check_inputs, gather_rows, load_tile
 
 
 @triton.jit
@@ -95,7 +95,7 @@ def _tile_and_warps(num_programs):
 def source_attention_triton(q, k, v, slot_table, rows, lens, scale, group):
     """Triton version of `source_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
-    _check_inputs(q, k, v, slot_table, rows, lens)
+    check_inputs(q, k, v, slot_table, rows, lens)
     assert q.dtype in (torch.float32, torch.float16, torch.bfloat16), "tl.dot takes float32, float16, bfloat16"
     assert group >= 1 and N % group == 0, "rows must come in whole runs of `group`"
 

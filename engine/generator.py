@@ -439,7 +439,12 @@ class Generator:
                 if not running:
                     continue  # every waiting request failed (an unusable adapter)
                 self._make_room(waiting, running, groups)
-                launched = self._launch(groups)
+                # Sentences at their length limit are done whatever the step finds: when the pending
+                # step ends them all, another step would only keep the device busy.
+                if pending is None or any(item.length < item.request.options.length for item in running):
+                    launched = self._launch(groups)
+                else:
+                    launched = None
             except torch.cuda.OutOfMemoryError as e:
                 self._shrink(waiting, running, groups, e)
                 pending = None  # its sentences were requeued

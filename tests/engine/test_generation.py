@@ -95,6 +95,26 @@ def test_forced_length_matches_generate_with_min_and_max_new_tokens(translator, 
     assert len(result) == 21  # the start token, then exactly 20 new ones
 
 
+@pytest.mark.parametrize("beams", [1, 4])
+def test_no_step_runs_once_every_sentence_is_at_its_length_limit(translator, monkeypatch, beams):
+    """Steps are pipelined, but a sentence whose hypotheses reach max_length is done whatever the step
+    finds: once every running one is, no further step is queued (it would only keep the device busy)."""
+    generator, tok = translator.generator, translator.tokenizer
+    steps = []
+    launch = generator._launch
+    monkeypatch.setattr(generator, "_launch", lambda groups: steps.append(launch(groups)) or steps[-1])
+    limits = [9, 14]  # new tokens of two sentences decoding together: the language code, then the rest
+    requests = [
+        Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),
+                DecodingOptions(num_beams=beams, min_new_tokens=n, max_new_tokens=n))
+        for text, n in zip(TEXTS, limits)
+    ]
+    generator.run(requests)
+    assert [len(r.result) for r in requests] == [1 + n for n in limits]
+    assert len(steps) == max(limits) - 1  # the prefix step feeds `</s>`; each step then adds one token
+    assert generator.rows.num_free_rows() == generator.rows.capacity
+
+
 def test_a_small_cache_preempts_and_still_gives_the_same_answers(tiny_checkpoint, translator):
     """With room for about one sentence the scheduler must preempt and requeue; results must not change."""
     options = translator.default_options(num_beams=4, max_length=40)

@@ -44,7 +44,7 @@ import kernels
 from engine.batched_search import best_hypotheses, search_step
 from engine.cuda_graphs import DecodeGraphs, EncoderGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
-from engine.device import to_device, to_host
+from engine.device import to_device, to_host, tokens_to_device
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
 from engine.model import NllbModel
@@ -277,7 +277,7 @@ class Generator:
             self.encoder_graphs.run(sources[0], self.cross_cache.slot_list(seq), adapter_slot)
             return [seq]
         # Per token work stays off the host: a document's admission packs tens of thousands of tokens.
-        tokens = to_device(list(itertools.chain.from_iterable(sources)), device)  # (T,)
+        tokens = tokens_to_device(sources, device)  # (T,)
         self.model.ensure_positions(max(lengths) + self.pad_id)
         lora = None
         if adapter_slots is not None and max(adapter_slots) >= 0:

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from engine.device import DeviceError, copy_to_device, resolve_device, to_device
+from engine.device import DeviceError, copy_to_device, resolve_device, to_device, tokens_to_device
 
 
 def test_to_device_makes_the_tensor_torch_tensor_would():
@@ -20,6 +20,15 @@ def test_to_device_arrives_whole_while_the_stream_is_busy():
     data = list(range(100_000))
     out = to_device(data, device)
     assert out.tolist() == data
+
+
+def test_tokens_to_device_packs_the_sequences_one_after_another():
+    sequences = [[5, 2**40, 7], [], [-1, 0]]
+    out = tokens_to_device(sequences, torch.device("cpu"))
+    assert out.dtype == torch.int64 and out.tolist() == [5, 2**40, 7, -1, 0]
+    assert tokens_to_device([[]], torch.device("cpu")).tolist() == []
+    if torch.cuda.is_available():
+        assert tokens_to_device(sequences, torch.device("cuda")).tolist() == out.tolist()
 
 
 def test_copy_to_device_fills_a_tensor_in_place():

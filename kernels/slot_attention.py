@@ -31,17 +31,19 @@ from kernels._triton import chained_launch, launch_options, tl, triton
 
 
 @triton.jit
-def load_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, stride_kh, stride_vs, stride_vh, h, start, n,
-              TILE: tl.constexpr, d, d_ok):
+def load_heads_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_s, head_off, start, n, TILE: tl.constexpr,
+                    d_ok):
     """Positions start .. start + TILE - 1 of a slot list: which are < n (TILE,), and their K and V
-    (TILE, BLOCK_D) of head h (0 past n)."""
+    (G, TILE, BLOCK_D) of the G heads whose offsets within a slot are `head_off` (G, BLOCK_D); 0 past
+    n. K and V share their layout (one offset tensor)."""
     pos = start + tl.arange(0, TILE)
     valid = pos < n
     # int64: slot * stride can pass 2**31 in a large cache.
     slot = tl.load(table_ptr + row * stride_table + pos, mask=valid, other=0).to(tl.int64)
-    kv_mask = valid[:, None] & d_ok[None, :]
-    k = tl.load(k_ptr + (slot * stride_ks + h * stride_kh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
-    v = tl.load(v_ptr + (slot * stride_vs + h * stride_vh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+    off = slot[None, :, None] * stride_s + head_off[:, None, :]  # (G, TILE, BLOCK_D)
+    mask = valid[None, :, None] & d_ok[None, None, :]
+    k = tl.load(k_ptr + off, mask=mask, other=0.0)
+    v = tl.load(v_ptr + off, mask=mask, other=0.0)
     return valid, k, v
 
 
@@ -51,20 +53,21 @@ def _slot_attention_kernel(
     k_new_ptr, v_new_ptr, write_slots_ptr,
     stride_qn, stride_qh,
     stride_ks, stride_kh,
-    stride_vs, stride_vh,
     stride_table,
     stride_on, stride_oh,
-    stride_kn_n, stride_kn_h,
-    stride_vn_n, stride_vn_h,
-    TILE: tl.constexpr, BLOCK_D: tl.constexpr, WRITE: tl.constexpr, CHAINED: tl.constexpr, EARLY: tl.constexpr,
+    stride_new_n, stride_new_h,
+    HEADS: tl.constexpr, TILE: tl.constexpr, BLOCK_D: tl.constexpr, WRITE: tl.constexpr, CHAINED: tl.constexpr,
+    EARLY: tl.constexpr,
 ):
-    # One program per (row, head): online softmax over TILE cached tokens at a time.
+    # One program per (row, HEADS heads): online softmax over TILE cached tokens at a time, the
+    # heads side by side (a token's K of HEADS heads is one contiguous read).
     i = tl.program_id(0)
-    h = tl.program_id(1)
+    heads = tl.program_id(1) * HEADS + tl.arange(0, HEADS)
     n = tl.load(lens_ptr + i)
     row = tl.load(rows_ptr + i).to(tl.int64)
     d = tl.arange(0, BLOCK_D)
     d_ok = d < D
+    head_off = heads[:, None] * stride_kh + d[None, :]  # (HEADS, BLOCK_D) within a cache slot
     n_cached = n
     if WRITE:
         # The last token is the new one, folded in from registers below: the cache holds it only once
@@ -74,63 +77,70 @@ def _slot_attention_kernel(
         # Lengths, slot lists and cached K/V are written before the step's first chained kernel (or
         # by earlier steps), never by the kernel before this one: read the first tile while that
         # kernel finishes, and each next tile one step ahead.
-        valid, k, v = load_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, stride_kh, stride_vs,
-                                stride_vh, h, 0, n_cached, TILE, d, d_ok)
+        valid, k, v = load_heads_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, head_off, 0, n_cached,
+                                      TILE, d_ok)
     if CHAINED:  # q and the new K/V are the output of the kernel before
         tl.extra.cuda.gdc_wait()
         tl.extra.cuda.gdc_launch_dependents()
-    q = tl.load(q_ptr + i * stride_qn + h * stride_qh + d, mask=d_ok, other=0.0).to(tl.float32) * scale
+    q = tl.load(q_ptr + i * stride_qn + heads[:, None] * stride_qh + d[None, :], mask=d_ok[None, :], other=0.0)
+    q = q.to(tl.float32) * scale  # (HEADS, BLOCK_D)
 
-    m = tl.full((), float("-inf"), tl.float32)  # running max of the scores
-    l = tl.full((), 0.0, tl.float32)  # running sum of exp(score - m)
-    acc = tl.zeros([BLOCK_D], tl.float32)  # running sum of exp(score - m) * v
+    m = tl.full((HEADS,), float("-inf"), tl.float32)  # running max of each head's scores
+    l = tl.zeros((HEADS,), tl.float32)  # running sum of exp(score - m)
+    acc = tl.zeros((HEADS, BLOCK_D), tl.float32)  # running sum of exp(score - m) * v
     for start in range(0, n_cached, TILE):
         if not EARLY:
-            valid, k, v = load_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, stride_kh, stride_vs,
-                                    stride_vh, h, start, n_cached, TILE, d, d_ok)
-        s = tl.sum(k.to(tl.float32) * q[None, :], axis=1)  # (TILE,)
-        s = tl.where(valid, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=0))
+            valid, k, v = load_heads_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, head_off, start,
+                                          n_cached, TILE, d_ok)
+        s = tl.sum(k.to(tl.float32) * q[:, None, :], axis=2)  # (HEADS, TILE)
+        s = tl.where(valid[None, :], s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=1))
         alpha = tl.exp(m - m_new)
-        p = tl.exp(s - m_new)  # (TILE,)
-        acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), axis=0)
-        l = l * alpha + tl.sum(p, axis=0)
+        p = tl.exp(s - m_new[:, None])  # (HEADS, TILE)
+        acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v.to(tl.float32), axis=1)
+        l = l * alpha + tl.sum(p, axis=1)
         m = m_new
         if EARLY:
-            valid, k, v = load_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, stride_kh, stride_vs,
-                                    stride_vh, h, start + TILE, n_cached, TILE, d, d_ok)
+            valid, k, v = load_heads_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, head_off,
+                                          start + TILE, n_cached, TILE, d_ok)
 
     if WRITE:
-        k_off = i * stride_kn_n + h * stride_kn_h + d
-        v_off = i * stride_vn_n + h * stride_vn_h + d
-        k_new = tl.load(k_new_ptr + k_off, mask=d_ok, other=0.0)
-        v_new = tl.load(v_new_ptr + v_off, mask=d_ok, other=0.0)
-        s_new = tl.sum(k_new.to(tl.float32) * q, axis=0)
+        new_off = i * stride_new_n + heads[:, None] * stride_new_h + d[None, :]  # (HEADS, BLOCK_D)
+        k_new = tl.load(k_new_ptr + new_off, mask=d_ok[None, :], other=0.0)
+        v_new = tl.load(v_new_ptr + new_off, mask=d_ok[None, :], other=0.0)
+        s_new = tl.sum(k_new.to(tl.float32) * q, axis=1)  # (HEADS,)
         m_new = tl.maximum(m, s_new)
         alpha = tl.exp(m - m_new)  # 0 when no cached token came before (m = -inf)
         p_new = tl.exp(s_new - m_new)
-        acc = acc * alpha + p_new * v_new.to(tl.float32)
+        acc = acc * alpha[:, None] + p_new[:, None] * v_new.to(tl.float32)
         l = l * alpha + p_new
         # Stored last, after the loop: a stray read of this slot above would then see the caller's
         # old contents (NaN in the tests), not the new token. Padding rows may share one slot; their
         # racing stores leave garbage in a block nobody reads.
         slot = tl.load(write_slots_ptr + i).to(tl.int64)
-        tl.store(k_ptr + slot * stride_ks + h * stride_kh + d, k_new, mask=d_ok)
-        tl.store(v_ptr + slot * stride_vs + h * stride_vh + d, v_new, mask=d_ok)
+        tl.store(k_ptr + slot * stride_ks + head_off, k_new, mask=d_ok[None, :])
+        tl.store(v_ptr + slot * stride_ks + head_off, v_new, mask=d_ok[None, :])
 
-    out = acc / l
-    tl.store(out_ptr + i * stride_on + h * stride_oh + d, out.to(out_ptr.dtype.element_ty), mask=d_ok)
+    out = acc / l[:, None]
+    o_off = i * stride_on + heads[:, None] * stride_oh + d[None, :]
+    tl.store(out_ptr + o_off, out.to(out_ptr.dtype.element_ty), mask=d_ok[None, :])
 
 
-def _tile_and_warps(num_programs):
-    """(tokens per step, warps, early) for each (row, head) program, as measured on an H200. With
-    many programs, one warp each on short steps keeps many resident per SM (2,048 rows: 52 us). With
-    few (a typed sentence's step), the first step's K/V are read before the wait for q, and each next
-    step's one step ahead (`EARLY`): 4 rows of 20 tokens 1.7 against 2.7 us. Early reads cost the many
-    programs of a document ~25% (52 -> 65 us)."""
-    if num_programs >= 1024:
-        return 16, 1, False
-    return 32, 4, True
+def _config(N, H, D):
+    """(heads per program, tokens per step, warps, early), as measured on an H200 (bf16, in CUDA
+    graphs). With many programs: one warp each, two heads side by side, ~1,024 K elements per step
+    (2 heads x 8 tokens at D = 64, x 4 at D = 128). At most 32 programs are resident per SM, so a
+    one-warp program with two heads keeps twice the loads in flight: self-attention at 512 rows
+    (greedy) 15.7 against 17.1 us with one head, 2,048 rows 56.8 against 62.3, and at D = 128
+    99 against 144 (cross-attention at 512 rows: 23.2 against 23.5 at D = 64, 41 against 59 at
+    128). Larger steps, or a program's sums split over several warps, lose 1.5-5x. With few
+    programs (a typed sentence's step), one head per program over four warps, the first step's
+    K/V read before the wait for q, and each next step's one step ahead (`EARLY`): 4 rows of 20
+    tokens 1.7 against 2.7 us."""
+    if N * H >= 1024:
+        heads = 2 if H % 2 == 0 else 1
+        return heads, max(1, 1024 // (heads * triton.next_power_of_2(D))), 1, False
+    return 1, 32, 4, True
 
 
 def check_inputs(q, k, v, slot_table, rows, lens):
@@ -163,24 +173,24 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None,
     """Triton version of `slot_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
     check_inputs(q, k, v, slot_table, rows, lens)
+    assert k.stride() == v.stride(), "k and v must share a layout"
     write = _check_new_token(q, k, k_new, v_new, write_slots)
     if not write:
         k_new, v_new, write_slots = q, q, lens  # never read: WRITE=False compiles their use out
+    assert k_new.stride() == v_new.stride(), "k_new and v_new must share a layout"
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    TILE, num_warps, early = _tile_and_warps(N * H)
+    heads, tile, num_warps, early = _config(N, H, D)
     chained = chained_launch(q)
-    _slot_attention_kernel[(N, H)](
+    _slot_attention_kernel[(N, H // heads)](
         q, k, v, slot_table, rows, lens, out, scale, D,
         k_new, v_new, write_slots,
         q.stride(0), q.stride(1),
         k.stride(0), k.stride(1),
-        v.stride(0), v.stride(1),
         slot_table.stride(0),
         out.stride(0), out.stride(1),
         k_new.stride(0), k_new.stride(1),
-        v_new.stride(0), v_new.stride(1),
-        TILE=TILE, BLOCK_D=triton.next_power_of_2(D), WRITE=write, CHAINED=chained, EARLY=early,
+        HEADS=heads, TILE=tile, BLOCK_D=triton.next_power_of_2(D), WRITE=write, CHAINED=chained, EARLY=early,
         num_warps=num_warps,
         **launch_options(chained),
     )

@@ -21,7 +21,22 @@ tensor-core `tl.dot` takes), as GQA flash-decoding kernels do for the query head
 import torch
 
 from kernels._triton import chained_launch, launch_options, tl, triton
-from kernels.slot_attention import attend, check_inputs, gather_rows, load_tile
+from kernels.slot_attention import attend, check_inputs, gather_rows
+
+
+@triton.jit
+def load_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, stride_kh, stride_vs, stride_vh, h, start, n,
+              TILE: tl.constexpr, d, d_ok):
+    """Positions start .. start + TILE - 1 of a slot list: which are < n (TILE,), and their K and V
+    (TILE, BLOCK_D) of head h (0 past n)."""
+    pos = start + tl.arange(0, TILE)
+    valid = pos < n
+    # int64: slot * stride can pass 2**31 in a large cache.
+    slot = tl.load(table_ptr + row * stride_table + pos, mask=valid, other=0).to(tl.int64)
+    kv_mask = valid[:, None] & d_ok[None, :]
+    k = tl.load(k_ptr + (slot * stride_ks + h * stride_kh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+    v = tl.load(v_ptr + (slot * stride_vs + h * stride_vh)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+    return valid, k, v
 
 
 @triton.jit

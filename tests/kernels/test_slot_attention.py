@@ -48,11 +48,12 @@ def make_cache(lens, H, D, group, dtype, seed=0):
     return q, k, v, table, rows, torch.tensor(lens, dtype=torch.int32)
 
 
-@pytest.fixture(params=[(16, 1, False), (32, 4, True)], ids=["tiles in the loop", "tiles one ahead"])
+@pytest.fixture(params=[4096, 1], ids=["many rows: heads paired, tiles in the loop", "few rows: tiles one ahead"])
 def config(request, monkeypatch):
-    """Both kinds of (TILE, warps, early) that `_tile_and_warps` chooses between, whatever the row count."""
-    monkeypatch.setattr(slot_attention_module, "_tile_and_warps", lambda num_programs: request.param)
-    return request.param
+    """Both kinds of (heads, tile, warps, early) that `_config` chooses between, whatever the row count."""
+    chosen = slot_attention_module._config
+    monkeypatch.setattr(slot_attention_module, "_config", lambda N, H, D: chosen(request.param, H, D))
+    return chosen(request.param, 16, 64)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -44,7 +44,7 @@ import kernels
 from engine.batched_search import best_hypotheses, search_step
 from engine.cuda_graphs import DecodeGraphs, EncoderGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
-from engine.device import to_device, to_host, tokens_to_device
+from engine.device import to_device, to_device_many, to_host, tokens_to_device
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
 from engine.model import NllbModel
@@ -179,9 +179,10 @@ class Generator:
         generator.lora = LoraPool(c, adapter_slots or DEFAULT_SLOTS, device, dtype, adapters_dir)
         if graphs if graphs is not None else device.type == "cuda":
             generator.graphs = DecodeGraphs(rows, generator.rows.scratch, device, generator.lora)
-            cross_scratch = generator._prepare_scratch_row()
             if device.type == "cuda" and model.attends_packed():
-                generator.encoder_graphs = EncoderGraphs(model, generator.cross_cache, generator.lora, cross_scratch)
+                generator.encoder_graphs = EncoderGraphs(
+                    model, generator.cross_cache, generator.lora, generator.scratch_cross_slot
+                )
         freeze_heap()
         return generator
 
@@ -198,10 +199,12 @@ class Generator:
         self.lora = LoraPool(model.config, DEFAULT_SLOTS, model.device, model.dtype)
         self._admissions = itertools.count()
         self._side_stream: torch.cuda.Stream | None = None
+        self.scratch_cross_slot = self._prepare_scratch_row()
 
     def _prepare_scratch_row(self) -> int:
-        """Padding rows write into a block no sequence owns and read one slot of another, the
-        source cache's scratch slot, which it returns (padding sources write there)."""
+        """The scratch row (a captured step's padding, and every row of a sentence sitting a step
+        out, with or without graphs) writes into a block no sequence owns and reads one slot of
+        another, the source cache's scratch slot, which it returns (padding sources write there)."""
         scratch = self.rows.scratch
         self.rows.write_block[scratch] = self.self_cache.reserve_scratch_block()
         cross_slot = self.cross_cache.reserve_scratch_block() * self.cross_cache.block_size
@@ -402,16 +405,29 @@ class Generator:
 
     def _attach_sources(self, seqs: list[SequenceState]) -> None:
         """Point every row of each sequence at its source's cross-attention slots."""
-        device, block_size = self.model.device, self.cross_cache.block_size
+        rows, blocks, lengths = self._source_columns(seqs)
+        self._point_at_sources(*to_device_many([rows, blocks, lengths], self.model.device))
+
+    @staticmethod
+    def _source_columns(seqs: list[SequenceState]) -> tuple[list[int], list[list[int]], list[int]]:
+        """Per row of the sequences, on the host: its id, its source's block list (padded to the
+        widest) and its source's length."""
         widest = max(len(s.cross_kv.blocks) for s in seqs)
-        # Each row's copy of its source's block list and length, made on the host (a few ints a row).
-        padded = [s.cross_kv.blocks + [0] * (widest - len(s.cross_kv.blocks)) for s in seqs]
-        blocks = to_device([source for source, s in zip(padded, seqs) for _ in s.rows], device)  # (rows, widest)
-        position = torch.arange(widest * block_size, device=device)
-        slots = blocks[:, position // block_size] * block_size + position % block_size  # (rows, widest * block_size)
-        rows = to_device([r for s in seqs for r in s.rows], device)
-        self.rows.cross_slots[rows, : slots.shape[1]] = slots.int()
-        self.rows.cross_len[rows] = to_device([s.cross_kv.length for s in seqs for _ in s.rows], device, torch.int32)
+        rows, blocks, lengths = [], [], []
+        for s in seqs:
+            padded = s.cross_kv.blocks + [0] * (widest - len(s.cross_kv.blocks))
+            rows += s.rows
+            blocks += [padded] * len(s.rows)
+            lengths += [s.cross_kv.length] * len(s.rows)
+        return rows, blocks, lengths
+
+    def _point_at_sources(self, rows: torch.Tensor, blocks: torch.Tensor, lengths: torch.Tensor) -> None:
+        """Rows (R,) read the sources in `blocks` (R, W) of the given lengths (R,): all int32, on the device."""
+        block_size = self.cross_cache.block_size
+        offsets = torch.arange(block_size, dtype=torch.int32, device=blocks.device)
+        slots = (blocks[:, :, None] * block_size + offsets).flatten(1)  # (R, W, block) -> (R, W * block)
+        self.rows.cross_slots[rows, : slots.shape[1]] = slots
+        self.rows.cross_len[rows] = lengths
 
     # -- running many sentences ----------------------------------------------------------------------
 
@@ -543,37 +559,57 @@ class Generator:
                 groups.setdefault(item.request.options, Group(item.request.options)).add(item)
 
     def _start(self, items: list[Running]) -> None:
-        """Set up the new sentences' rows and feed their decoder prefixes but the last token."""
+        """Set up the new sentences' rows and feed their decoder prefixes but the last token.
+
+        What each row needs is gathered on the host and goes to the device in one copy: the GPU
+        has finished the encoder by now and waits for this (each copy costs the host ~70 us)."""
         device, state = self.model.device, self.rows
         seqs = [item.seq for item in items]
-        rows = to_device([r for s in seqs for r in s.rows], device)
         widest = max(len(item.request.prefix) for item in items)
-        # Per row, made on the host: its sentence's prefix (padded to the widest) and adapter slot.
-        prefixes = [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix)) for item in items]
-        state.hyp[rows, :widest] = to_device([prefix for prefix, s in zip(prefixes, seqs) for _ in s.rows], device)
-        # index_fill_, not `state.kv_len[rows] = 0`: assigning a Python number through a tensor
-        # index copies it from pageable memory, which waits for the device (the encoder).
-        state.kv_len.index_fill_(0, rows, 0)
-        state.finished.index_fill_(0, rows, False)
+        rows, source_blocks, source_lengths = self._source_columns(seqs)
+        prefixes, beams, adapters, feeding_rows, first_blocks = [], [], [], [], []
+        for item, s in zip(items, seqs):
+            if len(item.request.prefix) > 1:  # it feeds position 0: each row's first block
+                s.blocks = self.self_cache.take_blocks(len(s.rows))
+                feeding_rows += s.rows
+                first_blocks += s.blocks
+            prefixes += [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix))] * len(s.rows)
+            beams += range(len(s.rows))
+            adapters += [s.adapter_slot] * len(s.rows)
+        leads = [s.rows[0] for s in seqs]
+        others = [r for s in seqs for r in s.rows[1:]]
+        others_leads = [s.rows[0] for s in seqs for _ in s.rows[1:]]
+        (rows_t, source_blocks_t, source_lengths_t, prefixes_t, beams_t, adapters_t, feeding_rows_t, first_blocks_t,
+         leads_t, others_t, others_leads_t) = to_device_many(
+            [rows, source_blocks, source_lengths, prefixes, beams, adapters, feeding_rows, first_blocks, leads, others,
+             others_leads],
+            device,
+        )
+        rows_t, leads_t = rows_t.long(), leads_t.long()  # index_fill_ and the step take int64 rows
+        state.hyp[rows_t, :widest] = prefixes_t.long()
+        state.kv_len.index_fill_(0, rows_t, 0)
+        state.finished.index_fill_(0, rows_t, False)
         # As HF: every beam but the first starts out of the race, so the first step picks from one.
-        state.score[rows] = to_device([0.0 if i == 0 else BLOCKED for s in seqs for i in range(len(s.rows))], device)
-        state.fin_score.index_fill_(0, rows, float("-inf"))
-        state.improvable.index_fill_(0, rows, True)
-        state.adapter[rows] = to_device([s.adapter_slot for s in seqs for _ in s.rows], device, torch.int32)
-        self._attach_sources(seqs)
+        state.score[rows_t] = torch.where(beams_t == 0, 0.0, BLOCKED)
+        state.fin_score.index_fill_(0, rows_t, float("-inf"))
+        state.improvable.index_fill_(0, rows_t, True)
+        state.adapter[rows_t] = adapters_t
+        state.write_block[feeding_rows_t] = first_blocks_t
+        self._point_at_sources(rows_t, source_blocks_t, source_lengths_t)
+        with_lora = any(s.adapter_slot >= 0 for s in seqs)
         for position in range(widest - 1):
             feeding = [s for item, s in zip(items, seqs) if position < len(item.request.prefix) - 1]
-            self._grow(feeding)
-            leads = to_device([s.rows[0] for s in feeding], device)
-            self._run(leads, any(s.adapter_slot >= 0 for s in feeding), with_logits=False)
+            if position > 0:  # (blocks for position 0 were taken above)
+                self._grow(feeding)
+            if len(feeding) == len(seqs):
+                self._run(leads_t, with_lora, with_logits=False)
+            else:
+                self._run(to_device([s.rows[0] for s in feeding], device), with_lora, with_logits=False)
             for s in feeding:
                 s.cached += 1
-        others = [r for s in seqs for r in s.rows[1:]]
         if others:  # the other beams take over the first row's slots
-            others_t = to_device(others, device)
-            leads = to_device([s.rows[0] for s in seqs for _ in s.rows[1:]], device)
-            state.kv_slots[others_t] = state.kv_slots[leads]
-            state.kv_len[others_t] = state.kv_len[leads]
+            state.kv_slots[others_t] = state.kv_slots[others_leads_t]
+            state.kv_len[others_t] = state.kv_len[others_leads_t]
 
     def _acquire_adapter(self, request: Request) -> int | None:
         """A reference on the slot of the request's adapter (-1 for the base model), promoting it

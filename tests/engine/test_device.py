@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from engine.device import DeviceError, copy_to_device, resolve_device, to_device, tokens_to_device
+from engine.device import DeviceError, copy_to_device, resolve_device, to_device, to_device_many, tokens_to_device
 
 
 def test_to_device_makes_the_tensor_torch_tensor_would():
@@ -29,6 +29,18 @@ def test_tokens_to_device_packs_the_sequences_one_after_another():
     assert tokens_to_device([[]], torch.device("cpu")).tolist() == []
     if torch.cuda.is_available():
         assert tokens_to_device(sequences, torch.device("cuda")).tolist() == out.tolist()
+
+
+def test_to_device_many_sends_each_list_as_a_view_of_one_copy():
+    lists = [[3, -1, 7], [[1, 2], [3, 4], [5, 6]], [], [2**31 - 1]]
+    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+    for device in devices:
+        out = to_device_many(lists, device)
+        assert [t.tolist() for t in out] == lists
+        assert all(t.dtype == torch.int32 and t.device.type == device.type for t in out)
+        assert out[0].untyped_storage().data_ptr() == out[1].untyped_storage().data_ptr()  # one copy
+    with pytest.raises(ValueError, match="one length"):
+        to_device_many([[[1, 2], [3]]], torch.device("cpu"))
 
 
 def test_copy_to_device_fills_a_tensor_in_place():

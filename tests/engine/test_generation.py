@@ -115,11 +115,54 @@ def test_no_step_runs_once_every_sentence_is_at_its_length_limit(translator, mon
     assert generator.rows.num_free_rows() == generator.rows.capacity
 
 
+@pytest.mark.parametrize("beams", [1, 4])
+def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_them(translator, hf_model, hf_tokenizer, beams):
+    """Admission feeds each sentence's prefix but its last token before the sentence scores; prefixes
+    of different lengths (`</s>` alone, `</s>` and the language code, or more) start in one batch."""
+    tok = translator.tokenizer
+    fra = tok.decoder_prefix("fra_Latn")
+    words = tok.encode_source("Bonjour mes amis", "fra_Latn")[1:4]
+    prefixes = [fra, fra[:1], fra + words, fra + words[:1]]
+    options = dict(num_beams=beams, max_length=16)
+    requests = [Request(tok.encode_source(text, "eng_Latn"), prefix, translator.default_options(**options))
+                for text, prefix in zip(TEXTS, prefixes)]
+    translator.generator.run(requests)
+    hf_tokenizer.src_lang = "eng_Latn"
+    for text, prefix, request in zip(TEXTS, prefixes, requests):
+        inputs = hf_tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            out = hf_model.generate(**inputs, decoder_input_ids=torch.tensor([prefix]), do_sample=False, **options)
+        expected = out[0].tolist()
+        while expected[-1] == hf_tokenizer.pad_token_id:
+            expected.pop()
+        assert request.result == expected, prefix
+    assert translator.generator.num_free_blocks() == translator.generator.num_total_blocks()
+
+
+@pytest.mark.parametrize("beams", [1, 4])
+def test_a_sentence_sitting_a_step_out_leaves_the_others_cache_alone(tiny_checkpoint, translator, beams):
+    """A finished sentence's rows sit the step launched meanwhile out as the scratch row, which writes
+    its K/V into a block of its own. Without graphs (the CPU) that block was never set aside, so the
+    scratch row wrote into block 0: on a fresh engine, the first sentence's, changing its result."""
+    tok = translator.tokenizer
+    fresh = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+
+    def request(text, max_length):
+        options = fresh.default_options(num_beams=beams, max_length=max_length)
+        return Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options)
+
+    first, short = request(TEXTS[0], 20), request(TEXTS[1], 6)  # the first admitted takes the first free block
+    fresh.generator.run([first, short])
+    alone = request(TEXTS[0], 20)
+    translator.generator.run([alone])
+    assert first.result == alone.result
+
+
 def test_a_small_cache_preempts_and_still_gives_the_same_answers(tiny_checkpoint, translator):
     """With room for about one sentence the scheduler must preempt and requeue; results must not change."""
     options = translator.default_options(num_beams=4, max_length=40)
     expected = translator.translate(TEXTS, "eng_Latn", "spa_Latn", options)
-    cramped = Translator(tiny_checkpoint, device="cpu", dtype="float32", cache_tokens=4 * 48)
+    cramped = Translator(tiny_checkpoint, device="cpu", dtype="float32", cache_tokens=4 * 48 + 16)  # + the scratch block
     assert cramped.translate(TEXTS, "eng_Latn", "spa_Latn", options) == expected
     assert cramped.generator.num_free_blocks() == cramped.generator.num_total_blocks()
 

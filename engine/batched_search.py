@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 import kernels
 from engine.decoding import BLOCKED, NEG_INF, DecodingOptions, bans_only_eos, process_scores
-from engine.device import to_device
+from engine.device import to_device_many
 from engine.rows import DecoderRows
 
 
@@ -120,12 +120,14 @@ def best_hypotheses(state: DecoderRows, leads: list[int], lengths: list[int], do
     """Each sentence's best hypothesis as a host list: when `done`, its best finished one (or its best
     running one if none finished), else its best running one. `leads`: the sentences' first rows;
     `lengths`: their hypotheses' lengths (no finished hypothesis is longer)."""
-    lead = to_device(leads, state.hyp.device)
+    lead, length = to_device_many([leads, lengths], state.hyp.device)  # (S,) int32 each
+    lead = lead.long()
     width = max(lengths)
     best = state.hyp[:, :width][lead]  # (S, width)
-    length = to_device(lengths, lead.device, torch.int32)
     if done:
         has_finished = state.fin_score[lead] > NEG_INF  # (S,)
         best = torch.where(has_finished[:, None], state.fin_hyp[:, :width][lead], best)
         length = torch.where(has_finished, state.fin_len[lead], length)
-    return [t[:n] for t, n in zip(best.tolist(), length.tolist())]
+    # One copy to the host, the length in the last column: each copy waits for the device.
+    table = torch.cat([best, length[:, None].long()], dim=1).tolist()  # (S, width + 1)
+    return [row[: row[-1]] for row in table]

@@ -4,10 +4,11 @@ Every live row (a beam, or the one row of a greedy sentence) lives in `DecoderRo
 Each step feeds every row the newest token of its hypothesis through one decoder step (a CUDA
 graph on the GPU), then the searches of all sentences that share decoding options advance
 together as a few tensor operations (engine/batched_search.py). The host does a fixed amount of
-work per options group and a little integer bookkeeping per sentence: nothing per row. Steps are
-pipelined: the host queues step t + 1 before it reads which sentences step t finished, so the
-device never waits for the host; a sentence found done sits step t + 1 out (its rows replaced by
-the scratch row on the device), and its result is read on a side stream.
+work per options group and a little integer bookkeeping per sentence: nothing per row. On the GPU
+steps are pipelined: the host queues step t + 1 before it reads which sentences step t finished,
+so the device never waits for the host; a sentence found done sits step t + 1 out (its rows
+replaced by the scratch row on the device), and its result is read on a side stream. On the CPU,
+where a step has run by the time it is launched, each step is finished at once.
 
 Admission: the sources of new sentences are encoded together; all but the last token of each
 decoder prefix (`</s>` before the language code) is fed to each sentence's first row in a step
@@ -200,6 +201,12 @@ class Generator:
         self._admissions = itertools.count()
         self._side_stream: torch.cuda.Stream | None = None
         self.scratch_cross_slot = self._prepare_scratch_row()
+        # On the GPU steps are pipelined: the host queues step t + 1 before it reads which sentences
+        # step t finished, so the device never waits for the host. On the CPU a step has run by the
+        # time it is launched, so there is nothing to overlap: it is finished at once (no step is
+        # spent on sentences already done, and results come a step sooner). Tests turn it on to run
+        # the GPU's order on the CPU.
+        self.pipelined = model.device.type == "cuda"
 
     def _prepare_scratch_row(self) -> int:
         """The scratch row (a captured step's padding, and every row of a sentence sitting a step
@@ -442,8 +449,8 @@ class Generator:
         waiting = deque(sorted(requests, key=lambda r: r.priority))
         running: list[Running] = []
         groups: dict[DecodingOptions, Group] = {}
-        # The host learns which sentences a step finished while the device runs the next one, so the
-        # device never waits for the host between steps. Sentences found done sit that next step out.
+        # Pipelined (`self.pipelined`), the host learns which sentences a step finished while the
+        # device runs the next one; sentences found done sit that next step out.
         pending: LaunchedStep | None = None
         while waiting or running:
             if should_stop is not None and should_stop():
@@ -465,11 +472,12 @@ class Generator:
                 self._shrink(waiting, running, groups, e)
                 pending = None  # its sentences were requeued
                 continue
-            if pending is not None:
-                for item in self._finish(pending):
-                    running.remove(item)
-                    self._leave(item, groups)
-            pending = launched
+            finishing, pending = ([pending], launched) if self.pipelined else ([pending, launched], None)
+            for step in finishing:
+                if step is not None:
+                    for item in self._finish(step):
+                        running.remove(item)
+                        self._leave(item, groups)
         return requests
 
     def _shrink(

@@ -100,6 +100,7 @@ def test_no_step_runs_once_every_sentence_is_at_its_length_limit(translator, mon
     """Steps are pipelined, but a sentence whose hypotheses reach max_length is done whatever the step
     finds: once every running one is, no further step is queued (it would only keep the device busy)."""
     generator, tok = translator.generator, translator.tokenizer
+    monkeypatch.setattr(generator, "pipelined", True)  # as on the GPU
     steps = []
     launch = generator._launch
     monkeypatch.setattr(generator, "_launch", lambda groups: steps.append(launch(groups)) or steps[-1])
@@ -152,10 +153,38 @@ def test_a_sentence_sitting_a_step_out_leaves_the_others_cache_alone(tiny_checkp
         return Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options)
 
     first, short = request(TEXTS[0], 20), request(TEXTS[1], 6)  # the first admitted takes the first free block
+    fresh.generator.pipelined = True  # as on the GPU: the short one sits a step out
     fresh.generator.run([first, short])
     alone = request(TEXTS[0], 20)
     translator.generator.run([alone])
     assert first.result == alone.result
+
+
+def test_on_the_cpu_each_step_is_finished_before_the_next_is_launched(translator, monkeypatch):
+    """A CPU step has run by the time it is launched, so nothing is pipelined: a finished sentence
+    leaves before the next step instead of sitting it out (the GPU's order), with the same results."""
+    generator, tok = translator.generator, translator.tokenizer
+    assert not generator.pipelined
+    carried = []  # per launched step: whether it carried a sentence already done
+    launch = generator._launch
+
+    def spy(groups):
+        rows = [r for group in groups.values() for item in group.sentences for r in item.seq.rows]
+        carried.append(bool(generator.rows.finished[rows].any()))
+        return launch(groups)
+
+    monkeypatch.setattr(generator, "_launch", spy)
+    results = {}
+    for pipelined in (False, True):
+        monkeypatch.setattr(generator, "pipelined", pipelined)
+        carried.clear()
+        requests = [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),
+                            DecodingOptions(num_beams=4, min_new_tokens=n, max_new_tokens=n))
+                    for text, n in zip(TEXTS, [12, 5])]
+        generator.run(requests)
+        results[pipelined] = [r.result for r in requests]
+        assert any(carried) == pipelined
+    assert results[False] == results[True]
 
 
 def test_a_small_cache_preempts_and_still_gives_the_same_answers(tiny_checkpoint, translator):

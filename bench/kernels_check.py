@@ -189,7 +189,7 @@ def main():
             error = rel_error(source_attention_triton(*args, BEAM), source_attention_ref(*args, BEAM))
             record("source_attention", shape, error,
                    lambda: source_attention_triton(*args, BEAM), lambda: source_attention_ref(*args, BEAM))
-            # The same inputs through slot_attention, whose (row, head) programs each read the source.
+            # The same inputs through slot_attention, whose programs (a row's heads) each read the source.
             error = rel_error(slot_attention_triton(*args), source_attention_ref(*args, BEAM))
             record("slot_attention", shape, error,
                    lambda: slot_attention_triton(*args), lambda: slot_attention_ref(*args))

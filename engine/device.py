@@ -67,8 +67,8 @@ def to_device(data, device: torch.device, dtype: torch.dtype | None = None) -> t
 
 def to_device_many(lists: list[list], device: torch.device) -> list[torch.Tensor]:
     """`to_device` of several lists of ints, each flat or made of equal-length lists, in one copy:
-    int32 views (n,) or (n, m) of one tensor. Why: each copy costs the host ~70 us (pinned staging,
-    the copy's launch), and a typed sentence's admission made a dozen while the GPU waited for them."""
+    int32 views (n,) or (n, m) of one tensor. Why: each copy costs the host ~70 us on the H200
+    machine (pinned staging, the copy's launch), and a sentence's admission made a dozen."""
     flat = array.array("i")
     assert flat.itemsize == 4, "array's C int is not 32 bits here"
     shapes = []

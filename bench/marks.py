@@ -108,8 +108,8 @@ def main() -> None:
     torch.cuda.synchronize()
     timeline = marks.timeline()
     first_launch = next(i for i, (label, _, _) in enumerate(timeline) if label == "_launch in")
-    per_step = 6  # _admit, _launch and _finish, in and out
-    shown = timeline[: first_launch + per_step * args.steps] + [("...", float("nan"), None)] + timeline[-per_step * args.steps :]
+    per_step = 6 * args.steps  # records: _admit, _launch and _finish, in and out
+    shown = timeline[: first_launch + per_step] + [("...", float("nan"), None)] + timeline[-per_step:]
     print(f"{args.workload} {args.size}: host and GPU ms from the run's first mark")
     for label, host, gpu in shown:
         print(f"  host {host:8.2f}  gpu {'' if gpu is None else f'{gpu:8.2f}':>8}  {label}")

@@ -394,7 +394,8 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Loading {Path(s.model_dir).name}…")
         self.model_label.setText("Loading model…")
         self.load_progress.show()
-        self.worker.load(s.model_dir, s.device, s.precision, s.adapters_path(self.paths), s.adapter_slots)
+        self.worker.load(s.model_dir, s.device, s.precision, s.adapters_path(self.paths), s.adapter_slots,
+                         typed_options=self.typed_options())
 
     def _on_loaded(self, description: str) -> None:
         self.model_ready = True
@@ -488,6 +489,11 @@ class MainWindow(QMainWindow):
         target = self.target_picker.code()
         return DocumentJob(path, output_path(path, target), typed.source, target, typed.options, typed.adapter)
 
+    def typed_options(self) -> dict:
+        """The decoding options typed text uses now (overrides of the model's defaults)."""
+        s = self.settings
+        return {"num_beams": s.num_beams, "length_penalty": s.length_penalty, "max_length": s.max_length}
+
     def make_job(self) -> TranslationJob:
         s = self.settings
         source = self.source_picker.code()
@@ -498,7 +504,7 @@ class MainWindow(QMainWindow):
             texts=self.source.toPlainText().split("\n"),
             source=source,
             target=self.target_picker.code(),
-            options={"num_beams": s.num_beams, "length_penalty": s.length_penalty, "max_length": s.max_length},
+            options=self.typed_options(),
             detect=detecting,
             typed=True,
             adapter=s.adapter,

@@ -13,6 +13,7 @@ finished ones kept) so that typing stays instant.
 from __future__ import annotations
 
 import itertools
+import logging
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -43,8 +44,10 @@ class LoadModel:
     dtype: str = "auto"
     adapters_dir: str = ""  # the LoRA adapters folder ("" = none until a job names one)
     adapter_slots: int | None = None  # LoRA adapters resident at once (None: the engine's default)
+    typed_options: dict = field(default_factory=dict)  # what typed text will use: warmed up at load on the GPU
 
 
+log = logging.getLogger(__name__)
 _QUIT = object()
 # Queue ranks: lower is taken first, in submission order within a rank. A model load keeps its place
 # among typed jobs; quitting comes after everything so that each queued job is said to be dropped.
@@ -81,10 +84,13 @@ class EngineWorker(QThread):
 
     def load(
         self, model_dir: str | Path, device: str = "auto", dtype: str = "auto", adapters_dir: str | Path = "",
-        adapter_slots: int | None = None,
+        adapter_slots: int | None = None, typed_options: dict | None = None,
     ) -> None:
-        """Load (or switch to) a model; jobs submitted afterwards use it."""
-        self._put(_FIRST, LoadModel(Path(model_dir), device, dtype, str(adapters_dir), adapter_slots))
+        """Load (or switch to) a model; jobs submitted afterwards use it. On the GPU, a typed
+        sentence with `typed_options` (overrides of the model's default options) is translated
+        while loading, so that the first one typed does not wait for kernels and graphs."""
+        self._put(_FIRST, LoadModel(Path(model_dir), device, dtype, str(adapters_dir), adapter_slots,
+                                    dict(typed_options or {})))
 
     def submit(self, job: TranslationJob | DocumentJob) -> int:
         """Queue a job; returns its id, which every signal about it carries."""
@@ -144,6 +150,11 @@ class EngineWorker(QThread):
         except Exception as e:  # CheckpointError, DeviceError, TokenizerError, out of memory...
             self.load_failed.emit(str(e) or type(e).__name__)
             return
+        if translator.needs_warm_up():
+            try:
+                translator.warm_up(**command.typed_options)
+            except Exception:  # the model works without it: the first sentence just waits longer
+                log.warning("warming up %s failed", command.model_dir, exc_info=True)
         self.translator = translator
         self.loaded.emit(translator.describe())
 

@@ -165,5 +165,22 @@ class Translator:
     def bind_gpu_to_thread(self) -> None:
         self.generator.bind_gpu_to_thread()
 
+    def needs_warm_up(self) -> bool:
+        """Whether a first translation costs more than later ones: on the GPU (kernels compiled,
+        graphs captured on first use); not on the CPU, where it would only delay loading."""
+        return self.device.type == "cuda"
+
+    def warm_up(self, **options) -> None:
+        """Translate one short sentence with these overrides of the default options, and forget it.
+
+        On the GPU the first translation compiles the Triton kernels (seconds on a fresh install,
+        before Triton's disk cache has them) and captures the CUDA graphs of a typed sentence's
+        steps (keyed by the decoding options): done while the model loads, a person's first typed
+        sentence does not wait for it. See `needs_warm_up`."""
+        tok = self.tokenizer
+        request = Request(tok.encode_source("Hello.", "eng_Latn"), tok.decoder_prefix("fra_Latn"),
+                          self.default_options(**options), priority=0)
+        self.generator.run([request])
+
     def teardown(self) -> None:
         self.generator.teardown()

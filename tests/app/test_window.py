@@ -62,6 +62,17 @@ def test_loading_shows_progress_then_the_model(qtbot, open_window, settings):
     assert window.model_label.text().endswith("on CPU, float32")
 
 
+def test_loading_hands_the_worker_the_options_typed_text_will_use(qtbot, open_window, settings, monkeypatch):
+    """The worker warms them up while loading on the GPU (its own test): they must be typed text's."""
+    window = open_window(settings)
+    loads = []
+    monkeypatch.setattr(window.worker, "load", lambda *args, **kwargs: loads.append(kwargs))
+    window.settings.num_beams, window.settings.max_length = 2, 64
+    window.load_model()
+    assert loads == [{"typed_options": window.make_job().options}]
+    assert loads[0]["typed_options"]["num_beams"] == 2 and loads[0]["typed_options"]["max_length"] == 64
+
+
 def test_typing_shows_the_engines_translation(qtbot, open_window, settings, oracle):
     window = open_window(settings)
     assert QApplication.focusWidget() is window.source

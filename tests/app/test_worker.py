@@ -124,6 +124,52 @@ def test_a_folder_that_is_not_a_model_fails_to_load_with_the_reason(qtbot, tmp_p
     shut_down(worker)
 
 
+def test_where_a_first_translation_costs_more_the_typed_options_are_warmed_up_while_loading(
+    qtbot, tiny_checkpoint, oracle, monkeypatch
+):
+    """On the GPU (here the CPU, told it needs it) a typed sentence is translated while the model
+    loads, with the options typed text will use, and nothing of it stays behind."""
+    warmed = []
+    warm_up = Translator.warm_up
+    monkeypatch.setattr(Translator, "needs_warm_up", lambda self: True)
+    monkeypatch.setattr(Translator, "warm_up", lambda self, **options: warmed.append(options) or warm_up(self, **options))
+    worker = EngineWorker()
+    worker.events = Recorder(worker)
+    worker.start()
+    worker.load(tiny_checkpoint, "cpu", "float32", typed_options=OPTIONS)
+    worker.events.wait(qtbot, "loaded")
+    assert warmed == [OPTIONS]
+    generator = worker.translator.generator
+    assert generator.num_free_blocks() == generator.num_total_blocks()
+    assert generator.rows.num_free_rows() == generator.rows.capacity
+    job_id = worker.submit(TranslationJob(["The cat reads a book."], "eng_Latn", "fra_Latn", OPTIONS))
+    assert worker.events.wait(qtbot, "translated", job_id)[2] == expected(oracle, ["The cat reads a book."])
+    shut_down(worker)
+
+
+def test_a_failed_warm_up_still_loads_the_model(qtbot, tiny_checkpoint, monkeypatch, caplog):
+    def fail(self, **options):
+        raise RuntimeError("no warming today")
+
+    monkeypatch.setattr(Translator, "needs_warm_up", lambda self: True)
+    monkeypatch.setattr(Translator, "warm_up", fail)
+    worker = start_worker(qtbot, tiny_checkpoint)
+    worker.events.wait(qtbot, "loaded")
+    assert "warming up" in caplog.text and "no warming today" in caplog.text
+    job_id = worker.submit(TranslationJob(["Hello"], "eng_Latn", "fra_Latn", OPTIONS))
+    worker.events.wait(qtbot, "translated", job_id)
+    shut_down(worker)
+
+
+def test_the_cpu_loads_without_warming_up(qtbot, tiny_checkpoint, monkeypatch):
+    warmed = []
+    monkeypatch.setattr(Translator, "warm_up", lambda self, **options: warmed.append(options))
+    worker = start_worker(qtbot, tiny_checkpoint)
+    worker.events.wait(qtbot, "loaded")
+    assert not worker.translator.needs_warm_up() and warmed == []
+    shut_down(worker)
+
+
 def test_unknown_language_fails_the_job_not_the_worker(qtbot, worker):
     job_id = worker.submit(TranslationJob(["Hello"], "eng_Latn", "xx_Nope"))
     assert "xx_Nope" in worker.events.wait(qtbot, "failed", job_id)[2]

@@ -176,7 +176,8 @@ class Translator:
         On the GPU the first translation compiles the Triton kernels (seconds on a fresh install,
         before Triton's disk cache has them) and captures the CUDA graphs of a typed sentence's
         steps (keyed by the decoding options): done while the model loads, a person's first typed
-        sentence does not wait for it. See `needs_warm_up`."""
+        sentence does not wait for it (H200, tiny checkpoint: 10.2 s on a fresh install and 0.82 s
+        later, against 0.14 s after a warm-up). See `needs_warm_up`."""
         tok = self.tokenizer
         request = Request(tok.encode_source("Hello.", "eng_Latn"), tok.decoder_prefix("fra_Latn"),
                           self.default_options(**options), priority=0)

@@ -73,6 +73,15 @@ def sentence(length: int, rng: random.Random) -> list[int]:
     return [256047] + [rng.randrange(4, 256000) for _ in range(length - 2)] + [EOS]
 
 
+def workload(name: str, sentences: int, rng: random.Random) -> tuple[list[list[int]], int, int]:
+    """(sources, beams, new tokens) of a workload of DESIGN.md: `interactive` (one 32-token sentence,
+    beam 4, 32 tokens), `document` (`sentences` of 10-60 tokens, beam 4, 40 tokens) or `greedy` (the
+    same, one beam)."""
+    if name == "interactive":
+        return [sentence(32, rng)], 4, 32
+    return [sentence(rng.randint(10, 60), rng) for _ in range(sentences)], (4 if name == "document" else 1), 40
+
+
 def run(generator: Generator, sources: list[list[int]], beams: int, new_tokens: int) -> None:
     options = DecodingOptions(num_beams=beams, min_new_tokens=new_tokens, max_new_tokens=new_tokens)
     generator.run([Request(src, [EOS, TARGET_LANG], options) for src in sources])

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.__main__ import random_model, run, sentence
+from bench.__main__ import random_model, run, workload
 from engine.generator import Generator
 
 
@@ -94,12 +94,7 @@ def main() -> None:
 
     device = torch.device("cuda")
     generator = Generator.build(random_model(args.size, device, torch.bfloat16))
-    rng = random.Random(1)
-    if args.workload == "interactive":
-        sources, beams, new_tokens = [sentence(32, rng)], 4, 32
-    else:
-        sources = [sentence(rng.randint(10, 60), rng) for _ in range(512)]
-        beams, new_tokens = (4 if args.workload == "document" else 1), 40
+    sources, beams, new_tokens = workload(args.workload, 512, random.Random(1))
     for _ in range(2):
         run(generator, sources, beams, new_tokens)  # warm-up: graphs captured, kernels compiled
     torch.cuda.synchronize()

@@ -16,7 +16,7 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from bench.__main__ import random_model, run, sentence
+from bench.__main__ import random_model, run, workload
 from engine.generator import Generator
 
 
@@ -49,12 +49,7 @@ def main() -> None:
 
     device = torch.device("cuda")
     generator = Generator.build(random_model(args.size, device, torch.bfloat16))
-    rng = random.Random(1)
-    if args.workload == "interactive":
-        sources, beams, new_tokens = [sentence(32, rng)], 4, 32
-    else:
-        sources = [sentence(rng.randint(10, 60), rng) for _ in range(args.batch)]
-        beams, new_tokens = (4 if args.workload == "document" else 1), 40
+    sources, beams, new_tokens = workload(args.workload, args.batch, random.Random(1))
     run(generator, sources, beams, new_tokens)  # warm-up
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:

@@ -1,0 +1,13 @@
+import random
+
+from bench.__main__ import EOS, workload
+
+
+def test_the_workloads_are_those_of_the_design():
+    [typed], beams, new_tokens = workload("interactive", 512, random.Random(1))
+    assert (len(typed), beams, new_tokens) == (32, 4, 32) and typed[-1] == EOS
+    for name, expected_beams in (("document", 4), ("greedy", 1)):
+        sources, beams, new_tokens = workload(name, 512, random.Random(1))
+        assert (len(sources), beams, new_tokens) == (512, expected_beams, 40)
+        assert all(10 <= len(s) <= 60 and s[-1] == EOS for s in sources)
+    assert workload("greedy", 512, random.Random(1))[0] == workload("document", 512, random.Random(1))[0]

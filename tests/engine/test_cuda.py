@@ -23,6 +23,18 @@ def test_float32_on_the_gpu_equals_the_cpu(tiny_checkpoint, cpu_translator, opti
     assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, **options)) == expected
 
 
+def test_a_warmed_up_gpu_translates_as_the_cpu_and_holds_nothing_back(tiny_checkpoint, cpu_translator):
+    """The warm-up at load (graphs captured for typed text's options) leaves results and memory as they were."""
+    gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32")
+    assert gpu.needs_warm_up()
+    gpu.warm_up(num_beams=4, max_length=40)
+    generator = gpu.generator
+    assert generator.num_free_blocks() == generator.num_total_blocks()
+    assert generator.rows.num_free_rows() == generator.rows.capacity
+    expected = cpu_translator.translate(TEXTS, "eng_Latn", "fra_Latn", cpu_translator.default_options(max_length=40))
+    assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(num_beams=4, max_length=40)) == expected
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_low_precision_runs_and_frees_its_blocks(tiny_checkpoint, dtype):
     gpu = Translator(tiny_checkpoint, device="cuda", dtype=dtype)

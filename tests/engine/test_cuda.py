@@ -27,12 +27,13 @@ def test_a_warmed_up_gpu_translates_as_the_cpu_and_holds_nothing_back(tiny_check
     """The warm-up at load (graphs captured for typed text's options) leaves results and memory as they were."""
     gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32")
     assert gpu.needs_warm_up()
-    gpu.warm_up(num_beams=4, max_length=40)
+    gpu.warm_up(num_beams=4, max_length=40)  # as the worker does with typed text's options
     generator = gpu.generator
     assert generator.num_free_blocks() == generator.num_total_blocks()
     assert generator.rows.num_free_rows() == generator.rows.capacity
-    expected = cpu_translator.translate(TEXTS, "eng_Latn", "fra_Latn", cpu_translator.default_options(max_length=40))
-    assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(num_beams=4, max_length=40)) == expected
+    options = dict(num_beams=4, max_length=40)
+    expected = cpu_translator.translate(TEXTS, "eng_Latn", "fra_Latn", cpu_translator.default_options(**options))
+    assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(**options)) == expected
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])

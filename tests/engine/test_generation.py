@@ -97,7 +97,7 @@ def test_forced_length_matches_generate_with_min_and_max_new_tokens(translator, 
 
 @pytest.mark.parametrize("beams", [1, 4])
 def test_no_step_runs_once_every_sentence_is_at_its_length_limit(translator, monkeypatch, beams):
-    """Steps are pipelined, but a sentence whose hypotheses reach max_length is done whatever the step
+    """Pipelined (as on the GPU), a sentence whose hypotheses reach max_length is done whatever the step
     finds: once every running one is, no further step is queued (it would only keep the device busy)."""
     generator, tok = translator.generator, translator.tokenizer
     monkeypatch.setattr(generator, "pipelined", True)  # as on the GPU
@@ -142,9 +142,10 @@ def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_the
 
 @pytest.mark.parametrize("beams", [1, 4])
 def test_a_sentence_sitting_a_step_out_leaves_the_others_cache_alone(tiny_checkpoint, translator, beams):
-    """A finished sentence's rows sit the step launched meanwhile out as the scratch row, which writes
-    its K/V into a block of its own. Without graphs (the CPU) that block was never set aside, so the
-    scratch row wrote into block 0: on a fresh engine, the first sentence's, changing its result."""
+    """Pipelined, a finished sentence's rows sit the step launched meanwhile out as the scratch row,
+    which writes its K/V into a block of its own. Without CUDA graphs that block was never set aside,
+    so the scratch row wrote into block 0: on a fresh engine, the first sentence's, changing its
+    result (found on the CPU, which pipelined its steps then)."""
     tok = translator.tokenizer
     fresh = Translator(tiny_checkpoint, device="cpu", dtype="float32")
 

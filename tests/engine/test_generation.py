@@ -60,8 +60,11 @@ def hf_generate(hf_model, hf_tokenizer, text, src, tgt, options):
     return ids, hf_tokenizer.decode(out[0], skip_special_tokens=True)
 
 
+@pytest.mark.parametrize("pipelined", [False, True], ids=["steps finished at once", "pipelined as on the GPU"])
 @pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
-def test_batched_translation_equals_generate_one_at_a_time(translator, hf_model, hf_tokenizer, options):
+def test_batched_translation_equals_generate_one_at_a_time(translator, hf_model, hf_tokenizer, options, pipelined,
+                                                           monkeypatch):
+    monkeypatch.setattr(translator.generator, "pipelined", pipelined)  # the CPU's order, and the GPU's
     src, tgt = "eng_Latn", "fra_Latn"
     ours = translator.translate(TEXTS, src, tgt, translator.default_options(**options))
     for text, our in zip(TEXTS, ours):

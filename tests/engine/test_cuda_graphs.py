@@ -17,6 +17,7 @@ def test_padded_steps_translate_exactly_like_unpadded_ones(tiny_checkpoint):
     plain = Translator(tiny_checkpoint, device="cpu", dtype="float32")
     padded = Translator(tiny_checkpoint, device="cpu", dtype="float32")
     padded.generator = Generator.build(padded.generator.model, max_rows=32, graphs=True)
+    padded.generator.pipelined = True  # the GPU's order too: finished sentences sit a step out
     assert padded.generator.graphs is not None
     # 4 beams and greedy: decoder step and search in one padded step, padding sentences of scratch
     # rows among them; 3 beams do not divide a bucket: padded decoder step, search on the real rows.

@@ -78,6 +78,7 @@ def test_every_adapter_changes_the_translation(expected):
 def test_the_padded_graph_path_mixes_adapters_too(tiny_checkpoint, peft_adapters, translator, expected):
     """The decoder step CUDA graphs replay, run eagerly: rows' slots in the static buffer, padding rows -1."""
     generator = Generator.build(translator.generator.model, max_rows=32, graphs=True, adapters_dir=peft_adapters[0])
+    generator.pipelined = True  # the GPU's order too
     cases = [(name, t) for t in range(2) for name in ["attn", None, "decoder-only", "layer1-norms"]]  # 3 beams: odd rows
     results = generator.generate_beam_batch(requests_for(translator, cases, 0))
     assert results == [expected[name, 0, t] for name, t in cases]

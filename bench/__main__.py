@@ -73,13 +73,16 @@ def sentence(length: int, rng: random.Random) -> list[int]:
     return [256047] + [rng.randrange(4, 256000) for _ in range(length - 2)] + [EOS]
 
 
+WORKLOADS = {"interactive": (4, 32), "document": (4, 40), "greedy": (1, 40)}  # DESIGN.md's: (beams, new tokens)
+
+
 def workload(name: str, sentences: int, rng: random.Random) -> tuple[list[list[int]], int, int]:
-    """(sources, beams, new tokens) of a workload of DESIGN.md: `interactive` (one 32-token sentence,
-    beam 4, 32 tokens), `document` (`sentences` of 10-60 tokens, beam 4, 40 tokens) or `greedy` (the
-    same, one beam)."""
+    """(sources, beams, new tokens) of a workload of DESIGN.md: `interactive` (one 32-token
+    sentence), `document` and `greedy` (`sentences` of 10-60 tokens)."""
+    beams, new_tokens = WORKLOADS[name]
     if name == "interactive":
-        return [sentence(32, rng)], 4, 32
-    return [sentence(rng.randint(10, 60), rng) for _ in range(sentences)], (4 if name == "document" else 1), 40
+        return [sentence(32, rng)], beams, new_tokens
+    return [sentence(rng.randint(10, 60), rng) for _ in range(sentences)], beams, new_tokens
 
 
 def run(generator: Generator, sources: list[list[int]], beams: int, new_tokens: int) -> None:
@@ -122,25 +125,28 @@ def main() -> None:
     rng = random.Random(1)
 
     if args.workload in ("interactive", "all"):
-        source = [sentence(32, rng)]
+        typed = workload("interactive", 1, rng)  # (sources, beams, new tokens)
         for _ in range(3):
-            run(generator, source, 4, 32)
-        times = [timed(generator, device, source, 4, 32) for _ in range(args.repeats)]
+            run(generator, *typed)
+        times = [timed(generator, device, *typed) for _ in range(args.repeats)]
         out["interactive_beam4_ms_median"] = statistics.median(times) * 1e3
 
-    document = [sentence(rng.randint(10, 60), rng) for _ in range(512)]
-    for beams, key in ((4, "document"), (1, "greedy")):
+    document, _, _ = workload("document", 512, rng)  # the greedy workload decodes the same sentences
+    for key in ("document", "greedy"):
         if args.workload not in (key, "all"):
             continue
-        run(generator, document, beams, 40)  # warm-up: every batch size's graphs captured
-        seconds = statistics.median(timed(generator, device, document, beams, 40) for _ in range(args.doc_repeats))
+        beams, new_tokens = WORKLOADS[key]
+        run(generator, document, beams, new_tokens)  # warm-up: every batch size's graphs captured
+        seconds = statistics.median(timed(generator, device, document, beams, new_tokens)
+                                    for _ in range(args.doc_repeats))
         out[f"document_beam{beams}_sent_per_s"] = len(document) / seconds
         all_rows = generator.max_rows
         for batch in [int(b) for b in args.batches.split(",") if b]:
             # At most `batch` sentences decode together (within the rows the generator has: 32 on the CPU).
             generator.max_rows = min(batch * beams, generator.rows.capacity)
-            run(generator, document[:batch], beams, 40)  # warm-up: this batch size's graphs
-            seconds = statistics.median(timed(generator, device, document, beams, 40) for _ in range(args.doc_repeats))
+            run(generator, document[:batch], beams, new_tokens)  # warm-up: this batch size's graphs
+            seconds = statistics.median(timed(generator, device, document, beams, new_tokens)
+                                        for _ in range(args.doc_repeats))
             out[f"document_beam{beams}_bs{batch}_sent_per_s"] = len(document) / seconds
         generator.max_rows = all_rows
     emit(out, f"dragoman_{args.size}", device)

@@ -399,6 +399,13 @@ class Generator:
 
     def _grow(self, seqs: list[SequenceState]) -> None:
         """A new block for every row of each sequence whose rows are about to start one."""
+        rows, blocks = self._take_blocks(seqs)
+        if rows:
+            rows_t, blocks_t = to_device_many([rows, blocks], self.model.device)
+            self.rows.write_block[rows_t] = blocks_t
+
+    def _take_blocks(self, seqs: list[SequenceState]) -> tuple[list[int], list[int]]:
+        """`_grow`'s host half: takes the blocks and returns (rows, their new blocks)."""
         rows, blocks = [], []
         for seq in seqs:
             if seq.cached % self.self_cache.block_size == 0:
@@ -406,9 +413,7 @@ class Generator:
                 seq.blocks += new
                 rows += seq.rows
                 blocks += new
-        if rows:
-            device = self.model.device
-            self.rows.write_block[to_device(rows, device)] = to_device(blocks, device, torch.int32)
+        return rows, blocks
 
     def _attach_sources(self, seqs: list[SequenceState]) -> None:
         """Point every row of each sequence at its source's cross-attention slots."""
@@ -578,12 +583,11 @@ class Generator:
         seqs = [item.seq for item in items]
         widest = max(len(item.request.prefix) for item in items)
         rows, source_blocks, source_lengths = self._source_columns(seqs)
-        prefixes, beams, adapters, feeding_rows, first_blocks = [], [], [], [], []
+        # Each row's first block, for the sentences that feed position 0 here.
+        feeding = [s for item, s in zip(items, seqs) if len(item.request.prefix) > 1]
+        feeding_rows, first_blocks = self._take_blocks(feeding)
+        prefixes, beams, adapters = [], [], []
         for item, s in zip(items, seqs):
-            if len(item.request.prefix) > 1:  # it feeds position 0: each row's first block
-                s.blocks = self.self_cache.take_blocks(len(s.rows))
-                feeding_rows += s.rows
-                first_blocks += s.blocks
             prefixes += [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix))] * len(s.rows)
             beams += range(len(s.rows))
             adapters += [s.adapter_slot] * len(s.rows)

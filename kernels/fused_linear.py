@@ -49,7 +49,7 @@ def _fused_linear_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr, partial_ptr, arrivals_ptr, M, N, K, stride_x, stride_w, stride_o,
     HAS_BIAS: tl.constexpr, RELU: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, K_SPLIT: tl.constexpr,
-    EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, IEEE: tl.constexpr, SPLIT: tl.constexpr, HOLD: tl.constexpr,
+    EVEN_N: tl.constexpr, EVEN_K: tl.constexpr, PRECISION: tl.constexpr, SPLIT: tl.constexpr, HOLD: tl.constexpr,
     CHAINED: tl.constexpr, PREFETCH: tl.constexpr, LINE: tl.constexpr, K_LINES: tl.constexpr,
 ):
     # Program (column block, row block, split) sums inputs k_first .. k_first + K_SPLIT. A static
@@ -78,20 +78,14 @@ def _fused_linear_kernel(
 
     if HOLD:
         h = _load_tile(x_rows, k_first + tl.arange(0, K_SPLIT), m_ok, K, False, EVEN_K)
-        if IEEE:  # float32 inputs: no TF32 rounding, so float32 results match the reference's
-            acc = tl.dot(h, tl.trans(w_held), input_precision="ieee")
-        else:
-            acc = tl.dot(h, tl.trans(w_held))
+        acc = tl.dot(h, tl.trans(w_held), input_precision=PRECISION)
     else:
         acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
         for start in range(0, K_SPLIT, BLOCK_K):
             k = k_first + start + tl.arange(0, BLOCK_K)
             h = _load_tile(x_rows, k, m_ok, K, False, EVEN_K)
             w = _load_tile(w_rows, k, n_ok, K, EVEN_N, EVEN_K)
-            if IEEE:
-                acc += tl.dot(h, tl.trans(w), input_precision="ieee")
-            else:
-                acc += tl.dot(h, tl.trans(w))
+            acc += tl.dot(h, tl.trans(w), input_precision=PRECISION)
 
     mn_ok = m_ok[:, None] & n_ok[None, :]
     last = True
@@ -206,7 +200,9 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None)
         x, weight, bias if bias is not None else x, out, partial, arrivals, M, N, K,
         x.stride(0), weight.stride(0), out.stride(0),
         HAS_BIAS=bias is not None, RELU=relu, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, K_SPLIT=k_split,
-        EVEN_N=N % BLOCK_N == 0, EVEN_K=K == split * k_split, IEEE=x.dtype == torch.float32, SPLIT=split,
+        EVEN_N=N % BLOCK_N == 0, EVEN_K=K == split * k_split, SPLIT=split,
+        # Only float32 operands read it: without "ieee" they would round to tf32 and miss the reference.
+        PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
         HOLD=hold, CHAINED=chained, PREFETCH=not hold and _prefetch(BLOCK_N, grid_n * grid_m * split),
         LINE=line, K_LINES=triton.next_power_of_2(triton.cdiv(k_split, line)),
         num_warps=num_warps, num_stages=3, **launch_options(chained),

@@ -10,7 +10,7 @@ from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
 from engine.lora import AdapterError, load_adapter
-from engine.model import NllbModel
+from engine.model import FUSED_MAX_ROWS, NllbModel
 from engine.quantize import int8_supported, quantize_int8
 from engine.tokenizer import NllbTokenizer
 from engine.weights import load_weights
@@ -171,17 +171,24 @@ class Translator:
         return self.device.type == "cuda"
 
     def warm_up(self, **options) -> None:
-        """Translate one short sentence with these overrides of the default options, and forget it.
+        """Translate two typed sentences, one at a time, with these overrides of the default options,
+        and forget them: a short one, and one of more tokens than `FUSED_MAX_ROWS`.
 
         On the GPU the first translation compiles the Triton kernels (seconds on a fresh install,
         before Triton's disk cache has them) and captures the CUDA graphs of a typed sentence's
-        steps (keyed by the decoding options): done while the model loads, a person's first typed
-        sentence does not wait for it (H200, tiny checkpoint: 10.2 s on a fresh install and 0.82 s
-        later, against 0.14 s after a warm-up). See `needs_warm_up`."""
+        steps (keyed by the decoding options); the longer source runs the encoder's projections
+        through cuBLAS, whose first call sets the library up. Done while the model loads, a
+        person's first typed sentence does not wait for it (H200, tiny checkpoint: 10.2 s on a
+        fresh install and 0.82 s later without a warm-up; 0.14 s after warming up on the short
+        sentence alone, 0.12 s of it cuBLAS's set-up). See `needs_warm_up`."""
         tok = self.tokenizer
-        request = Request(tok.encode_source("Hello.", "eng_Latn"), tok.decoder_prefix("fra_Latn"),
-                          self.default_options(**options), priority=0)
-        self.generator.run([request])
+        longer = "Hello."
+        while len(tok.encode_source(longer, "eng_Latn")) <= FUSED_MAX_ROWS:
+            longer += " Hello."
+        for text in ("Hello.", longer):
+            request = Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),
+                              self.default_options(**options), priority=0)
+            self.generator.run([request])
 
     def teardown(self) -> None:
         self.generator.teardown()

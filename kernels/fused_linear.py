@@ -154,13 +154,15 @@ def _prefetch(BLOCK_N, programs):
 
 def _hold(N, BLOCK_N, k_split):
     """Whether programs load their whole weight block into registers before waiting for x, so
-    that after the wait only x is read: where outputs are narrow (<= 2,048 columns) and a program's
+    that after the wait only x is read: where outputs are at most 4,096 columns and a program's
     block small (<= 16 x 1,024). 4 rows, H200, chained, against the stepped loop: 1,024 -> 1,024
-    2.6 against 3.9 us; 4,096 -> 1,024 (4 splits) 5.5 against 6.2; 2,048 -> 2,048 5.1 against 5.6.
-    Wider layers lost by it (1,024 -> 3,072: 4.6 against 4.3; -> 8,192: 10.4 against 6.3), as did
-    bigger blocks (8,192 inputs in 4 splits of 32 columns: 12.0 against 9.0): their held programs
-    keep the next kernel's from starting early."""
-    return N <= 2048 and BLOCK_N * k_split <= 16 * 1024
+    2.6 against 3.9 us; 4,096 -> 1,024 (4 splits) 5.5 against 6.2; 2,048 -> 2,048 5.1 against 5.6;
+    1,024 -> 3,072 2.8 against 4.1 and 1,024 -> 4,096 3.7 against 4.5 (2026-11-30, 2 warps; in
+    an engine A/B in one process 600M interactive 20.42 -> 20.10 ms, 1.3B 36.97 -> 36.41; an
+    earlier A/B had them lose, 4.6 against 4.3 us). Wider layers lose (1,024 -> 8,192: 10.4
+    against 6.3), as do bigger blocks (8,192 inputs in 4 splits of 32 columns: 12.0 against
+    9.0): their held programs keep the next kernel's from starting early."""
+    return N <= 4096 and BLOCK_N * k_split <= 16 * 1024
 
 
 # Per device: a count of the splits arrived at each output block, back to 0 when its last adds up.

@@ -1,5 +1,5 @@
 """When each part of a run starts and ends, on the host and on the GPU:
-`python -m bench.marks --size 600M --workload greedy|document|interactive`.
+`python -m bench.marks --size 600M --workload greedy|document|interactive [--batch 512]`.
 
 Wraps the generator's parts (admission, encoder, row set-up, each step's launch and finish) so
 that every call records the host's clock and, on the GPU, an event on the current stream, at its
@@ -89,12 +89,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.marks")
     parser.add_argument("--size", default="600M")
     parser.add_argument("--workload", choices=["interactive", "document", "greedy"], default="greedy")
+    parser.add_argument("--batch", type=int, default=512, help="sentences of the document workloads")
     parser.add_argument("--steps", type=int, default=6, help="steps to print after admission (and the last few)")
     args = parser.parse_args()
 
     device = torch.device("cuda")
     generator = Generator.build(random_model(args.size, device, torch.bfloat16))
-    sources, beams, new_tokens = workload(args.workload, 512, random.Random(1))
+    sources, beams, new_tokens = workload(args.workload, args.batch, random.Random(1))
     for _ in range(2):
         run(generator, sources, beams, new_tokens)  # warm-up: graphs captured, kernels compiled
     torch.cuda.synchronize()

@@ -133,14 +133,18 @@ def _config(N, H, D):
     one-warp program with two heads keeps twice the loads in flight: self-attention at 512 rows
     (greedy) 15.7 against 17.1 us with one head, 2,048 rows 56.8 against 62.3, and at D = 128
     99 against 144 (cross-attention at 512 rows: 23.2 against 23.5 at D = 64, 41 against 59 at
-    128). Larger steps, or a program's sums split over several warps, lose 1.5-5x. With few
-    programs (a typed sentence's step), one head per program over four warps, the first step's
-    K/V read before the wait for q, and each next step's one step ahead (`EARLY`): 4 rows of 20
-    tokens 1.7 against 2.7 us; early reads cost many programs ~25% (2,048 rows, one head each: 52
-    against 65 us)."""
-    if N * H >= 1024:
+    128). Larger steps, or a program's sums split over several warps, lose 1.5-5x. From 16 to 255
+    rows (a short document's step), one warp and one head each, ~1,024 elements per step: self/cross
+    at 32 rows 3.3/3.1 against 6.2/7.3 us over four warps, at 64 rows 3.7/3.5 against 5.9/5.4 with
+    two heads, at 128 rows 7.1/4.7 against 6.5/6.1 (2026-11-30). With fewer programs (a typed
+    sentence's step), one head per program over four warps, the first step's K/V read before the
+    wait for q, and each next step's one step ahead (`EARLY`): 4 rows of 20 tokens 1.7 against 2.7
+    us; early reads cost many programs ~25% (2,048 rows, one head each: 52 against 65 us)."""
+    if N * H >= 4096:
         heads = 2 if H % 2 == 0 else 1
         return heads, max(1, 1024 // (heads * triton.next_power_of_2(D))), 1, False
+    if N * H >= 256:
+        return 1, max(1, 1024 // triton.next_power_of_2(D)), 1, False
     return 1, 32, 4, True
 
 

@@ -48,12 +48,14 @@ def make_cache(lens, H, D, group, dtype, seed=0):
     return q, k, v, table, rows, torch.tensor(lens, dtype=torch.int32)
 
 
-@pytest.fixture(params=[4096, 1], ids=["many rows: heads paired, tiles in the loop", "few rows: tiles one ahead"])
+@pytest.fixture(params=[4096, 1024, 1], ids=["many rows: heads paired, tiles in the loop", "some rows: one warp a head",
+                                              "few rows: tiles one ahead"])
 def config(request, monkeypatch):
-    """Both kinds of (heads, tile, warps, early) that `_config` chooses between, whatever the row count."""
+    """Each kind of (heads, tile, warps, early) that `_config` chooses between, by rows x heads,
+    whatever the row count."""
     chosen = slot_attention_module._config
-    monkeypatch.setattr(slot_attention_module, "_config", lambda N, H, D: chosen(request.param, H, D))
-    return chosen(request.param, 16, 64)
+    monkeypatch.setattr(slot_attention_module, "_config", lambda N, H, D: chosen(-(-request.param // H), H, D))
+    return chosen(request.param // 16, 16, 64)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -85,6 +85,25 @@ def workload(name: str, sentences: int, rng: random.Random) -> tuple[list[list[i
     return [sentence(rng.randint(10, 60), rng) for _ in range(sentences)], beams, new_tokens
 
 
+def add_workload_arguments(parser: argparse.ArgumentParser, workload: str, batch: int) -> None:
+    """--size, --workload and --batch (sentences of the document workloads), as bench's GPU tools
+    (bench.profile, bench.marks) take them; `prepared` builds what they name."""
+    parser.add_argument("--size", default="600M")
+    parser.add_argument("--workload", choices=list(WORKLOADS), default=workload)
+    parser.add_argument("--batch", type=int, default=batch, help="sentences of the document workloads")
+
+
+def prepared(args: argparse.Namespace, warm_ups: int) -> tuple[Generator, list[list[int]], int, int]:
+    """A generator of the random bf16 model of args.size on the GPU, and args' workload run
+    `warm_ups` times on it (graphs captured, kernels compiled): (generator, sources, beams, new tokens)."""
+    generator = Generator.build(random_model(args.size, torch.device("cuda"), torch.bfloat16))
+    sources, beams, new_tokens = workload(args.workload, args.batch, random.Random(1))
+    for _ in range(warm_ups):
+        run(generator, sources, beams, new_tokens)
+    torch.cuda.synchronize()
+    return generator, sources, beams, new_tokens
+
+
 def run(generator: Generator, sources: list[list[int]], beams: int, new_tokens: int) -> None:
     options = DecodingOptions(num_beams=beams, min_new_tokens=new_tokens, max_new_tokens=new_tokens)
     generator.run([Request(src, [EOS, TARGET_LANG], options) for src in sources])

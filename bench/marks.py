@@ -16,13 +16,12 @@ runs before claiming it (session 7's admission set-up looked like 1 ms and measu
 from __future__ import annotations
 
 import argparse
-import random
 import time
 from dataclasses import dataclass, field
 
 import torch
 
-from bench.__main__ import random_model, run, workload
+from bench.__main__ import add_workload_arguments, prepared, run
 from engine.generator import Generator
 
 
@@ -87,18 +86,11 @@ def generator_parts(generator: Generator) -> list[tuple[object, str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.marks")
-    parser.add_argument("--size", default="600M")
-    parser.add_argument("--workload", choices=["interactive", "document", "greedy"], default="greedy")
-    parser.add_argument("--batch", type=int, default=512, help="sentences of the document workloads")
+    add_workload_arguments(parser, workload="greedy", batch=512)
     parser.add_argument("--steps", type=int, default=6, help="steps to print after admission (and the last few)")
     args = parser.parse_args()
 
-    device = torch.device("cuda")
-    generator = Generator.build(random_model(args.size, device, torch.bfloat16))
-    sources, beams, new_tokens = workload(args.workload, args.batch, random.Random(1))
-    for _ in range(2):
-        run(generator, sources, beams, new_tokens)  # warm-up: graphs captured, kernels compiled
-    torch.cuda.synchronize()
+    generator, sources, beams, new_tokens = prepared(args, warm_ups=2)
     with Marks(generator_parts(generator)) as marks:
         run(generator, sources, beams, new_tokens)
     torch.cuda.synchronize()

@@ -10,14 +10,12 @@ own duration counts that wait too.
 from __future__ import annotations
 
 import argparse
-import random
 import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from bench.__main__ import random_model, run, workload
-from engine.generator import Generator
+from bench.__main__ import add_workload_arguments, prepared, run
 
 
 def incremental_costs(kernels: list[tuple[str, float, float]]) -> tuple[dict[str, tuple[float, int]], float]:
@@ -41,17 +39,11 @@ def incremental_costs(kernels: list[tuple[str, float, float]]) -> tuple[dict[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.profile")
-    parser.add_argument("--size", default="600M")
-    parser.add_argument("--workload", choices=["interactive", "document", "greedy"], default="document")
-    parser.add_argument("--batch", type=int, default=256, help="sentences of the document workloads")
+    add_workload_arguments(parser, workload="document", batch=256)
     parser.add_argument("--rows", type=int, default=20, help="operations to list")
     args = parser.parse_args()
 
-    device = torch.device("cuda")
-    generator = Generator.build(random_model(args.size, device, torch.bfloat16))
-    sources, beams, new_tokens = workload(args.workload, args.batch, random.Random(1))
-    run(generator, sources, beams, new_tokens)  # warm-up
-    torch.cuda.synchronize()
+    generator, sources, beams, new_tokens = prepared(args, warm_ups=1)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         start = time.perf_counter()
         run(generator, sources, beams, new_tokens)

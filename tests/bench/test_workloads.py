@@ -1,6 +1,9 @@
+import argparse
 import random
 
-from bench.__main__ import EOS, workload
+import pytest
+
+from bench.__main__ import EOS, add_workload_arguments, workload
 
 
 def test_the_workloads_are_those_of_the_design():
@@ -11,3 +14,13 @@ def test_the_workloads_are_those_of_the_design():
         assert (len(sources), beams, new_tokens) == (512, expected_beams, 40)
         assert all(10 <= len(s) <= 60 and s[-1] == EOS for s in sources)
     assert workload("greedy", 512, random.Random(1))[0] == workload("document", 512, random.Random(1))[0]
+
+
+def test_the_gpu_tools_take_the_workloads_by_name():
+    parser = argparse.ArgumentParser()
+    add_workload_arguments(parser, workload="greedy", batch=512)
+    args = parser.parse_args([])
+    assert (args.size, args.workload, args.batch) == ("600M", "greedy", 512)
+    assert parser.parse_args(["--workload", "document", "--batch", "64"]).batch == 64
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--workload", "novel"])

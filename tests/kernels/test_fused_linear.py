@@ -17,13 +17,13 @@ def make_inputs(M, K, N, dtype, bias=True, relu=False, seed=0):
     return x, weight, dict(bias=torch.randn(N, generator=g).to(dtype) if bias else None, relu=relu)
 
 
-@pytest.mark.parametrize("hold", [False, True])  # weights loaded in one tile before the inputs, or in steps
+@pytest.mark.parametrize("hold, chains", [(False, None), (True, 1), (True, 4)])  # weights loaded in steps, or in one tile (in 1 or 4 chunks) before the inputs
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("M, K, N", SHAPES)
-def test_matches_reference(M, K, N, variant, dtype, hold, poisoned_outputs, check_error):
+def test_matches_reference(M, K, N, variant, dtype, hold, chains, poisoned_outputs, check_error):
     x, weight, args = make_inputs(M, K, N, dtype, **VARIANTS[variant])
-    out = fused_linear_triton(x, weight, hold=hold, **args)
+    out = fused_linear_triton(x, weight, hold=hold, chains=chains, **args)
     ref = fused_linear_ref(x, weight, **args)
     bias = args["bias"]
     truth = fused_linear_ref(x.double(), weight.double(), None if bias is None else bias.double(), args["relu"])

@@ -29,6 +29,9 @@ except ImportError:
 
 # Chained launches can be turned off (DRAGOMAN_CHAINED=0) to measure what they bring.
 _CHAINED = os.environ.get("DRAGOMAN_CHAINED", "1") != "0"
+# Whether chained layer norms let the kernel after them start before they wait (see chained_launch);
+# read at each launch, for A/Bs.
+NORMS_TRIGGER_EARLY = True
 _capabilities: dict[int, tuple[int, int]] = {}
 
 
@@ -42,11 +45,17 @@ def chained_launch(tensor) -> bool:
 
     Rule for every chained kernel: it calls `gdc_wait` in every program before any store and before
     reading anything the kernel before it may write, so that waiting is transitive along the chain.
-    A program only starts once the kernel before it has passed its own wait, so every kernel before
-    that one has finished: what those wrote may be read before waiting. The decode step reads that
-    way its weights, the source cache (written at admission), and the lengths, slot lists and cached
-    K/V written before the step's first chained kernel (by earlier steps, or by the step's unchained
-    opening ops, which a chained kernel does not overtake)."""
+    A kernel lets the next one start (`gdc_launch_dependents`) once it has waited, so every kernel
+    before the one before has finished: what those wrote may be read before waiting. The decode step
+    reads that way its weights, the source cache (written at admission), and the lengths, slot lists
+    and cached K/V written before the step's first chained kernel (by earlier steps, or by the step's
+    unchained opening ops, which a chained kernel does not overtake).
+
+    The exception: the layer norms (kernels/add_layer_norm.py, embed_layer_norm.py) let the next
+    kernel start before they wait (NORMS_TRIGGER_EARLY), since what follows a norm is a projection
+    that reads only its weights before waiting: it gets the norm's ~1 us plus the kernel before to
+    load them. 600M interactive 19.89 -> 18.66 ms, 1.3B 35.39 -> 34.47 (H200, A/B in one process,
+    2026-11-30). A kernel after a norm must therefore read nothing but weights before waiting."""
     if not (_CHAINED and HAVE_TRITON and tensor.is_cuda):
         return False
     index = tensor.device.index if tensor.device.index is not None else 0

@@ -15,6 +15,7 @@ add, a norm) of ~2 us each; here one program per row does them.
 import torch
 import torch.nn.functional as F
 
+from kernels import _triton
 from kernels._triton import chained_launch, launch_options, tl, triton
 from kernels.add_layer_norm import layer_norm_row, norm_params_then_wait
 
@@ -23,12 +24,12 @@ from kernels.add_layer_norm import layer_norm_row, norm_params_then_wait
 def _embed_layer_norm_kernel(
     tokens_ptr, positions_ptr, table_ptr, position_table_ptr, weight_ptr, bias_ptr, x_ptr, normed_ptr,
     scale, offset, C, eps, stride_table, stride_position_table, stride_x, stride_n,
-    BLOCK_C: tl.constexpr, CHAINED: tl.constexpr,
+    BLOCK_C: tl.constexpr, CHAINED: tl.constexpr, EARLY: tl.constexpr,
 ):
     row = tl.program_id(0)
     c = tl.arange(0, BLOCK_C)
     c_ok = c < C
-    weight, bias = norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED)
+    weight, bias = norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED, EARLY)
     token = tl.load(tokens_ptr + row).to(tl.int64)
     position = tl.load(positions_ptr + row).to(tl.int64) + offset
     e = tl.load(table_ptr + token * stride_table + c, mask=c_ok, other=0.0)
@@ -54,7 +55,7 @@ def embed_layer_norm_triton(tokens, positions, table, scale, position_table, off
     _embed_layer_norm_kernel[(N,)](
         tokens, positions, table, position_table, weight, bias, x, normed,
         scale, offset, C, eps, table.stride(0), position_table.stride(0), x.stride(0), normed.stride(0),
-        BLOCK_C=BLOCK_C, CHAINED=chained, num_warps=min(8, max(1, BLOCK_C // 512)), **launch_options(chained),
+        BLOCK_C=BLOCK_C, CHAINED=chained, EARLY=_triton.NORMS_TRIGGER_EARLY, num_warps=min(8, max(1, BLOCK_C // 512)), **launch_options(chained),
     )
     return x, normed
 

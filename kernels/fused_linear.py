@@ -153,17 +153,22 @@ def _blocks(N, K):
     return 16, 256, 2
 
 
-def _split(programs, K, BLOCK_N):
+def _split(programs, N, K, BLOCK_N):
     """How many programs share each output block's K inputs. Narrow blocks of a long K run long
     chains of loads: splitting them until ~256 programs share the work, each over >= 1,024 inputs,
     took 4 rows of a 4,096 -> 1,024 layer from 11.4 to 6.4 us and 2,048 -> 2,048 from 7.0 to 6.4
-    (H200, in CUDA graphs). Wide blocks (64 columns) and shorter chains only lost by it; more than 4
-    splits were not measured to pay. 32-column blocks split down to 512 inputs (2,048 -> 2,048: 4
-    splits 5.6 us, where the best of 16-column blocks, 2 splits, took 6.0)."""
+    (H200, in CUDA graphs). Wide blocks (64 columns) and shorter chains only lost by it. 32-column
+    blocks split down to 512 inputs (2,048 -> 2,048: 4 splits 5.6 us, where the best of 16-column
+    blocks, 2 splits, took 6.0). The feed-forward's second layer of 600M and 1.3B (1,024 outputs of
+    4,096 or 8,192 inputs) takes 8 splits: in the engine, after the norms let projections start
+    early, 600M interactive 18.08 -> 17.74 ms, 1.3B 34.73 -> 33.61 (H200, A/B in one process,
+    2026-11-30; 4 chains of 4 splits instead: 18.12 ms)."""
     least = 1024 if BLOCK_N <= 16 else 512  # inputs per split
     split = 1
     while BLOCK_N <= 32 and split < 4 and programs * split < 256 and K >= 2 * split * least:
         split *= 2
+    if split == 4 and N <= 1024 and K >= 8 * 512:
+        split = 8
     return split
 
 
@@ -216,7 +221,7 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None,
     BLOCK_K = min(BLOCK_K, triton.next_power_of_2(K))
     BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
     grid_n, grid_m = triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M)
-    split = split or _split(grid_n * grid_m, K, BLOCK_N)
+    split = split or _split(grid_n * grid_m, N, K, BLOCK_N)
     assert split == 1 or grid_n * grid_m <= 256, "split launches count arrivals in 256 slots"
     k_split = triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K  # inputs per split, whole BLOCK_Ks
     hold = _hold(N, BLOCK_N, k_split) if hold is None else hold

@@ -41,7 +41,7 @@ def test_strided_rows():
 
 
 @pytest.mark.parametrize("hold", [False, True])
-@pytest.mark.parametrize("split", [None, 2, 3, 4])  # None: as chosen (8,192 inputs: 32 columns a program, 4 splits)
+@pytest.mark.parametrize("split", [None, 2, 3, 4])  # None: as chosen (8,192 inputs: 32 columns a program, 8 splits)
 @pytest.mark.parametrize("M, K, N", [(4, 1024, 40), (17, 700, 20), (4, 8192, 70)])
 def test_inputs_split_between_programs_add_up_as_one(M, K, N, split, hold, check_error):
     """Programs sharing an output block's inputs: the last to arrive adds the partial sums in split

@@ -62,12 +62,22 @@ class Linear:
 
     def __call__(self, x: torch.Tensor, relu: bool = False) -> torch.Tensor:
         """x @ weight.T + bias, then ReLU if asked."""
-        if x.dim() == 2 and x.shape[0] <= FUSED_MAX_ROWS and x.shape[1] <= FUSED_MAX_IN and x.dtype in FUSED_DTYPES:
+        if x.dim() == 2 and self._fused(x.shape[0], x.dtype):
             return kernels.fused_linear(x, self.weight, self.bias, relu=relu)
         if relu and x.is_cuda and x.dim() == 2 and self.bias is not None and x.dtype in FUSED_DTYPES:
             return torch._addmm_activation(self.bias, x, self.weight.t())  # ReLU in cuBLASLt's epilogue
         y = F.linear(x, self.weight, self.bias)
         return F.relu(y) if relu else y
+
+    def _fused(self, rows: int, dtype: torch.dtype) -> bool:
+        """Whether `rows` rows of `dtype` go through kernels.fused_linear."""
+        return rows <= FUSED_MAX_ROWS and self.weight.shape[1] <= FUSED_MAX_IN and dtype in FUSED_DTYPES
+
+    def holds_weights(self, rows: int) -> bool:
+        """Whether self(x) of `rows` rows loads its weights before it waits for x, on the GPU: a
+        layer norm before it may then let it start early (`lead`, kernels/_triton.py)."""
+        w = self.weight
+        return w.is_cuda and self._fused(rows, w.dtype) and kernels.fused_linear_holds_weights(rows, *w.shape)
 
 
 @dataclass
@@ -78,9 +88,10 @@ class LayerNorm:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, LAYER_NORM_EPS)
 
-    def add(self, delta: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(residual + delta, its layer norm) in one fused pass: the pre-norm residual stream's step."""
-        return kernels.add_layer_norm(delta, residual, self.weight, self.bias, LAYER_NORM_EPS)
+    def add(self, delta: torch.Tensor, residual: torch.Tensor, lead: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """(residual + delta, its layer norm) in one fused pass: the pre-norm residual stream's step.
+        `lead`: what follows is a projection that holds its weights (Linear.holds_weights)."""
+        return kernels.add_layer_norm(delta, residual, self.weight, self.bias, LAYER_NORM_EPS, lead)
 
 
 def project(linear: Linear, x: torch.Tensor, lora: LoraRows | None, site: str, relu: bool = False) -> torch.Tensor:
@@ -100,10 +111,12 @@ def normalize(norm: LayerNorm, x: torch.Tensor, lora: LoraRows | None, site: str
 
 
 def add_normalize(
-    norm: LayerNorm, delta: torch.Tensor, residual: torch.Tensor, lora: LoraRows | None, site: str
+    norm: LayerNorm, delta: torch.Tensor, residual: torch.Tensor, lora: LoraRows | None, site: str,
+    then: Linear | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """norm.add(delta, residual), with the adapters' own copies of the norm as in `normalize`."""
-    x, h = norm.add(delta, residual)
+    """norm.add(delta, residual), with the adapters' own copies of the norm as in `normalize`.
+    `then`: the projection that follows, which may start early where it holds its weights."""
+    x, h = norm.add(delta, residual, lead=then is not None and then.holds_weights(residual.shape[0]))
     return x, (h if lora is None else lora.norm(site, x, h))
 
 
@@ -220,12 +233,14 @@ class NllbModel:
             self.positions = table.to(device=self.device, dtype=self.dtype)
 
     def embed(
-        self, tokens: torch.Tensor, positions: torch.Tensor, norm: LayerNorm, lora: LoraRows | None, site: str
+        self, tokens: torch.Tensor, positions: torch.Tensor, norm: LayerNorm, lora: LoraRows | None, site: str,
+        lead: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The scaled token embeddings plus those of their positions (0 for a sentence's first
-        token), and their first layer norm (`normalize`): (x, h), (N, C) each."""
+        token), and their first layer norm (`normalize`): (x, h), (N, C) each. `lead` as in
+        LayerNorm.add."""
         x, h = kernels.embed_layer_norm(tokens, positions, self.embed_tokens, self.embed_scale, self.positions,
-                                        self.config.pad_id + 1, norm.weight, norm.bias, LAYER_NORM_EPS)
+                                        self.config.pad_id + 1, norm.weight, norm.bias, LAYER_NORM_EPS, lead)
         return x, (h if lora is None else lora.norm(site, x, h))
 
     # -- encoder ---------------------------------------------------------------------------------
@@ -356,8 +371,11 @@ class NllbModel:
         """
         N = tokens.shape[0]
         H, D = self.heads, self.head_dim
-        x, h = self.embed(tokens, positions, self.decoder_layers[0].self_attn_norm, lora, "decoder.layers.0.self_attn_layer_norm")
-        for i, layer in enumerate(self.decoder_layers):
+        layers = self.decoder_layers
+        # Each norm names the projection after it, which may then start early (Linear.holds_weights).
+        x, h = self.embed(tokens, positions, layers[0].self_attn_norm, lora, "decoder.layers.0.self_attn_layer_norm",
+                          lead=layers[0].qkv.holds_weights(N))
+        for i, layer in enumerate(layers):
             p = f"decoder.layers.{i}"
             q, k, v = project(layer.qkv, h, lora, f"{p}.self_attn.qkv").view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
             # The attention kernel stores the new token's K/V in the cache as it reads them.
@@ -366,17 +384,17 @@ class NllbModel:
             if not with_logits and i + 1 == len(self.decoder_layers):
                 return None  # a prefix step only fills the cache: the rest of the last layer feeds the logits alone
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
-            x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm")  # (N, C) each
+            x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm", layer.cross_q)  # (N, C) each
             q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
             if group > 1:
                 a = kernels.source_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale, group)
             else:
                 a = kernels.slot_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale)
             a = project(layer.cross_out, a.reshape(N, H * D), lora, f"{p}.encoder_attn.out_proj")
-            x, h = add_normalize(layer.ffn_norm, a, x, lora, f"{p}.final_layer_norm")
-            last = i + 1 == len(self.decoder_layers)
-            next_norm = self.decoder_norm if last else self.decoder_layers[i + 1].self_attn_norm
+            x, h = add_normalize(layer.ffn_norm, a, x, lora, f"{p}.final_layer_norm", layer.fc1)
+            last = i + 1 == len(layers)
+            next_norm = self.decoder_norm if last else layers[i + 1].self_attn_norm
             next_site = "decoder.layer_norm" if last else f"decoder.layers.{i + 1}.self_attn_layer_norm"
             f = project(layer.fc2, project(layer.fc1, h, lora, f"{p}.fc1", relu=True), lora, f"{p}.fc2")
-            x, h = add_normalize(next_norm, f, x, lora, next_site)
+            x, h = add_normalize(next_norm, f, x, lora, next_site, None if last else layers[i + 1].qkv)
         return self.lm_head(h)[:, : self.config.vocab_size]  # (N, V)

@@ -11,7 +11,7 @@ from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton
 from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
-from kernels.fused_linear import fused_linear_ref, fused_linear_triton
+from kernels.fused_linear import fused_linear_ref, fused_linear_triton, holds_weights
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
@@ -42,19 +42,22 @@ def source_attention(q, k, v, slot_table, rows, lens, scale, group):
     return fn(q, k, v, slot_table, rows, lens, scale, group)
 
 
-def add_layer_norm(x, residual, weight, bias, eps):
+def add_layer_norm(x, residual, weight, bias, eps, lead=False):
     """Returns (summed, normed): summed = x + residual in x's dtype (x itself when residual is
-    None), normed = layer_norm(summed) * weight + bias with float32 statistics."""
-    fn = add_layer_norm_triton if _use_triton(x) else add_layer_norm_ref
-    return fn(x, residual, weight, bias, eps)
+    None), normed = layer_norm(summed) * weight + bias with float32 statistics. `lead`: the kernel
+    after reads nothing but weights before waiting, so may start first (kernels/_triton.py)."""
+    if _use_triton(x):
+        return add_layer_norm_triton(x, residual, weight, bias, eps, lead)
+    return add_layer_norm_ref(x, residual, weight, bias, eps)
 
 
-def embed_layer_norm(tokens, positions, table, scale, position_table, offset, weight, bias, eps):
+def embed_layer_norm(tokens, positions, table, scale, position_table, offset, weight, bias, eps, lead=False):
     """Returns (x, normed) (N, C): x = table[tokens] * scale + position_table[positions + offset],
     each rounded to the tables' dtype, and normed = layer_norm(x) * weight + bias with float32
-    statistics. tokens, positions (N,) integer."""
-    fn = embed_layer_norm_triton if _use_triton(table) else embed_layer_norm_ref
-    return fn(tokens, positions, table, scale, position_table, offset, weight, bias, eps)
+    statistics. tokens, positions (N,) integer. `lead` as in add_layer_norm."""
+    if _use_triton(table):
+        return embed_layer_norm_triton(tokens, positions, table, scale, position_table, offset, weight, bias, eps, lead)
+    return embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset, weight, bias, eps)
 
 
 def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size):
@@ -64,6 +67,12 @@ def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, bl
     self_lens (= n + 1), cross_lens (= cross_len[r]) (N,) int32. State as in engine/rows.py."""
     fn = step_inputs_triton if _use_triton(rows) else step_inputs_ref
     return fn(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size)
+
+
+def fused_linear_holds_weights(M, N, K):
+    """Whether `fused_linear` of x (M, K) and weight (N, K) on CUDA reads only its weights before
+    waiting for the kernel before it (so a norm before it may launch with `lead`)."""
+    return HAVE_TRITON and holds_weights(M, N, K)
 
 
 def fused_linear(x, weight, bias=None, relu=False):
@@ -112,6 +121,7 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "add_layer_norm", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "logsoftmax_topk", "lora",
+    "add_layer_norm", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "fused_linear_holds_weights",
+    "logsoftmax_topk", "lora",
     "slot_attention", "source_attention", "step_inputs",
 ]

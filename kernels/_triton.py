@@ -29,9 +29,6 @@ except ImportError:
 
 # Chained launches can be turned off (DRAGOMAN_CHAINED=0) to measure what they bring.
 _CHAINED = os.environ.get("DRAGOMAN_CHAINED", "1") != "0"
-# Whether chained layer norms let the kernel after them start before they wait (see chained_launch);
-# read at each launch, for A/Bs.
-NORMS_TRIGGER_EARLY = True
 _capabilities: dict[int, tuple[int, int]] = {}
 
 
@@ -51,11 +48,14 @@ def chained_launch(tensor) -> bool:
     and cached K/V written before the step's first chained kernel (by earlier steps, or by the step's
     unchained opening ops, which a chained kernel does not overtake).
 
-    The exception: the layer norms (kernels/add_layer_norm.py, embed_layer_norm.py) let the next
-    kernel start before they wait (NORMS_TRIGGER_EARLY), since what follows a norm is a projection
-    that reads only its weights before waiting: it gets the norm's ~1 us plus the kernel before to
-    load them. 600M interactive 19.89 -> 18.66 ms, 1.3B 35.39 -> 34.47 (H200, A/B in one process,
-    2026-11-30). A kernel after a norm must therefore read nothing but weights before waiting."""
+    The exception: a layer norm (kernels/add_layer_norm.py, embed_layer_norm.py) launched with
+    `lead` lets the next kernel start before it waits. The engine asks for it where the next kernel
+    is a projection that holds its weights (`fused_linear.holds_weights`): it reads only weights
+    before waiting, and gets the norm's ~1 us plus the kernel before to load them. 600M interactive
+    19.89 -> 18.66 ms, 1.3B 35.39 -> 34.47; for every projection after a norm, held or not, 3.3B
+    lost (56.66 -> 59.88: its qkv and fc1 do not hold their weights) (H200, A/Bs in one process,
+    2026-11-30). A kernel after a norm launched with `lead` must read nothing but weights before
+    waiting."""
     if not (_CHAINED and HAVE_TRITON and tensor.is_cuda):
         return False
     index = tensor.device.index if tensor.device.index is not None else 0

@@ -15,7 +15,6 @@ With `residual=None` there is nothing to add: `summed` is `x` itself and only `n
 import torch
 import torch.nn.functional as F
 
-from kernels import _triton
 from kernels._triton import chained_launch, launch_options, tl, triton
 
 
@@ -23,13 +22,13 @@ from kernels._triton import chained_launch, launch_options, tl, triton
 def _add_layer_norm_kernel(
     x_ptr, residual_ptr, weight_ptr, bias_ptr, summed_ptr, normed_ptr, C, eps,
     stride_x, stride_r, stride_s, stride_n,
-    HAS_RESIDUAL: tl.constexpr, BLOCK_C: tl.constexpr, CHAINED: tl.constexpr, EARLY: tl.constexpr,
+    HAS_RESIDUAL: tl.constexpr, BLOCK_C: tl.constexpr, CHAINED: tl.constexpr, LEAD: tl.constexpr,
 ):
     # One program per row; the whole row stays in registers.
     row = tl.program_id(0)
     c = tl.arange(0, BLOCK_C)
     c_ok = c < C
-    weight, bias = norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED, EARLY)
+    weight, bias = norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED, LEAD)
     x = tl.load(x_ptr + row * stride_x + c, mask=c_ok, other=0.0)
     if HAS_RESIDUAL:
         residual = tl.load(residual_ptr + row * stride_r + c, mask=c_ok, other=0.0)
@@ -41,18 +40,17 @@ def _add_layer_norm_kernel(
 
 
 @triton.jit
-def norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED: tl.constexpr, EARLY: tl.constexpr):
+def norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED: tl.constexpr, LEAD: tl.constexpr):
     """The norm's weight and bias (BLOCK_C,) as float32; chained, read while the kernel before
-    finishes, then waits for it. With EARLY the kernel after starts at once: a projection that
-    reads only its weights before waiting, which gets a norm's ~1 us plus the kernel before it to
-    load them (kernels/_triton.py)."""
-    if CHAINED and EARLY:
+    finishes, then waits for it. With LEAD the kernel after may start at once, not only once this
+    one has waited (kernels/_triton.py)."""
+    if CHAINED and LEAD:
         tl.extra.cuda.gdc_launch_dependents()
     weight = tl.load(weight_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
     bias = tl.load(bias_ptr + c, mask=c_ok, other=0.0).to(tl.float32)
     if CHAINED:
         tl.extra.cuda.gdc_wait()
-        if not EARLY:
+        if not LEAD:
             tl.extra.cuda.gdc_launch_dependents()
     return weight, bias
 
@@ -68,8 +66,9 @@ def layer_norm_row(x, weight, bias, c_ok, C, eps):
     return centered * (1.0 / tl.sqrt(var + eps)) * weight + bias
 
 
-def add_layer_norm_triton(x, residual, weight, bias, eps):
-    """Triton version of `add_layer_norm_ref`; same arguments, same result."""
+def add_layer_norm_triton(x, residual, weight, bias, eps, lead=False):
+    """Triton version of `add_layer_norm_ref`; same arguments, same result. `lead`: the kernel after
+    reads only weights before waiting, so may start before this one waits (kernels/_triton.py)."""
     C = x.shape[-1]
     assert weight.shape == bias.shape == (C,) and weight.is_contiguous() and bias.is_contiguous()
     assert residual is None or (residual.shape == x.shape and residual.dtype == x.dtype), \
@@ -89,7 +88,7 @@ def add_layer_norm_triton(x, residual, weight, bias, eps):
     _add_layer_norm_kernel[(N,)](
         x2, r2, weight, bias, summed, normed, C, eps,
         x2.stride(0), r2.stride(0), summed.stride(0), normed.stride(0),
-        HAS_RESIDUAL=residual is not None, BLOCK_C=BLOCK_C, CHAINED=chained, EARLY=_triton.NORMS_TRIGGER_EARLY,
+        HAS_RESIDUAL=residual is not None, BLOCK_C=BLOCK_C, CHAINED=chained, LEAD=lead,
         num_warps=min(8, max(1, BLOCK_C // 512)), **launch_options(chained),
     )
     if residual is None:

@@ -15,7 +15,6 @@ add, a norm) of ~2 us each; here one program per row does them.
 import torch
 import torch.nn.functional as F
 
-from kernels import _triton
 from kernels._triton import chained_launch, launch_options, tl, triton
 from kernels.add_layer_norm import layer_norm_row, norm_params_then_wait
 
@@ -24,12 +23,12 @@ from kernels.add_layer_norm import layer_norm_row, norm_params_then_wait
 def _embed_layer_norm_kernel(
     tokens_ptr, positions_ptr, table_ptr, position_table_ptr, weight_ptr, bias_ptr, x_ptr, normed_ptr,
     scale, offset, C, eps, stride_table, stride_position_table, stride_x, stride_n,
-    BLOCK_C: tl.constexpr, CHAINED: tl.constexpr, EARLY: tl.constexpr,
+    BLOCK_C: tl.constexpr, CHAINED: tl.constexpr, LEAD: tl.constexpr,
 ):
     row = tl.program_id(0)
     c = tl.arange(0, BLOCK_C)
     c_ok = c < C
-    weight, bias = norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED, EARLY)
+    weight, bias = norm_params_then_wait(weight_ptr, bias_ptr, c, c_ok, CHAINED, LEAD)
     token = tl.load(tokens_ptr + row).to(tl.int64)
     position = tl.load(positions_ptr + row).to(tl.int64) + offset
     e = tl.load(table_ptr + token * stride_table + c, mask=c_ok, other=0.0)
@@ -41,8 +40,9 @@ def _embed_layer_norm_kernel(
     tl.store(normed_ptr + row * stride_n + c, normed.to(normed_ptr.dtype.element_ty), mask=c_ok)
 
 
-def embed_layer_norm_triton(tokens, positions, table, scale, position_table, offset, weight, bias, eps):
-    """Triton version of `embed_layer_norm_ref`; same arguments, same result."""
+def embed_layer_norm_triton(tokens, positions, table, scale, position_table, offset, weight, bias, eps, lead=False):
+    """Triton version of `embed_layer_norm_ref`; same arguments, same result; `lead` as in
+    add_layer_norm_triton."""
     (N,), C = tokens.shape, table.shape[1]
     assert positions.shape == (N,) and position_table.shape[1] == C and position_table.dtype == table.dtype
     assert table.stride(1) == position_table.stride(1) == 1 and weight.is_contiguous() and bias.is_contiguous()
@@ -55,7 +55,7 @@ def embed_layer_norm_triton(tokens, positions, table, scale, position_table, off
     _embed_layer_norm_kernel[(N,)](
         tokens, positions, table, position_table, weight, bias, x, normed,
         scale, offset, C, eps, table.stride(0), position_table.stride(0), x.stride(0), normed.stride(0),
-        BLOCK_C=BLOCK_C, CHAINED=chained, EARLY=_triton.NORMS_TRIGGER_EARLY, num_warps=min(8, max(1, BLOCK_C // 512)), **launch_options(chained),
+        BLOCK_C=BLOCK_C, CHAINED=chained, LEAD=lead, num_warps=min(8, max(1, BLOCK_C // 512)), **launch_options(chained),
     )
     return x, normed
 

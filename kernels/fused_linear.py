@@ -202,10 +202,31 @@ def _chains(N, split):
     """(chains, num_warps) of a held program, or None to keep _blocks's warps and one chain: its
     inputs split into chains whose products do not wait on each other (a 16 x 1,024 by 1,024 x 16
     product in one chain is 64 tensor-core steps each waiting for the last). Measured at 4 rows
-    (H200, chained, CUDA graphs, 2026-12-01): 1,024 -> 1,024 in 4 chains over 4 warps 1.83 against
+    (H200, chained, CUDA graphs, 2026-11-30): 1,024 -> 1,024 in 4 chains over 4 warps 1.83 against
     2.10 us; wider or split layers gained nothing or lost (1,024 -> 3,072 3.04 against 2.67;
     4,096 -> 1,024 in 4 splits 4.86 against 4.29; 1,024 -> 4,096 3.61 against 3.66)."""
     return (4, 4) if N <= 1024 and split == 1 else None
+
+
+BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
+
+
+def _plan(M, N, K, split=None, hold=None):
+    """(BLOCK_N, BLOCK_K, num_warps, split, k_split, hold) of a launch for x (M, K) and weight
+    (N, K); `split` and `hold` as given, where given."""
+    BLOCK_N, BLOCK_K, num_warps = _blocks(N, K)
+    BLOCK_K = min(BLOCK_K, triton.next_power_of_2(K))
+    programs = triton.cdiv(N, BLOCK_N) * triton.cdiv(M, BLOCK_M)
+    split = split or _split(programs, N, K, BLOCK_N)
+    k_split = triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K  # inputs per split, whole BLOCK_Ks
+    hold = _hold(N, BLOCK_N, k_split) if hold is None else hold
+    return BLOCK_N, BLOCK_K, num_warps, split, k_split, hold
+
+
+def holds_weights(M, N, K):
+    """Whether a launch for x (M, K) and weight (N, K) loads its weights before it waits for x: a
+    layer norm before it may then let it start early (kernels/_triton.py)."""
+    return _plan(M, N, K)[5]
 
 
 def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None, chains=None):
@@ -217,14 +238,9 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None,
     assert weight.shape == (N, K) and weight.dtype == x.dtype and weight.stride(1) == 1 and x.stride(1) == 1
     assert bias is None or (bias.shape == (N,) and bias.is_contiguous())
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    BLOCK_N, BLOCK_K, num_warps = _blocks(N, K)
-    BLOCK_K = min(BLOCK_K, triton.next_power_of_2(K))
-    BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
+    BLOCK_N, BLOCK_K, num_warps, split, k_split, hold = _plan(M, N, K, split, hold)
     grid_n, grid_m = triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M)
-    split = split or _split(grid_n * grid_m, N, K, BLOCK_N)
     assert split == 1 or grid_n * grid_m <= 256, "split launches count arrivals in 256 slots"
-    k_split = triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K  # inputs per split, whole BLOCK_Ks
-    hold = _hold(N, BLOCK_N, k_split) if hold is None else hold
     if hold:
         k_split = triton.next_power_of_2(k_split)  # one tile: past K it is masked
         chosen = _chains(N, split)

@@ -87,9 +87,14 @@ class PagedKVCache:
         seq.blocks += self.take_blocks(self.blocks_for(seq.length + tokens) - len(seq.blocks))
         seq.length += tokens
 
+    def slot(self, block, position):
+        """The flat slot of the token at `position` of a sequence whose block for it is `block`
+        (ints or tensors alike; kernels/step_inputs.py computes it the same way)."""
+        return block * self.block_size + position % self.block_size
+
     def slot_list(self, seq: Sequence) -> list[int]:
         """The flat slot of every token of `seq`, on the host (for a short sequence)."""
-        return [seq.blocks[p // self.block_size] * self.block_size + p % self.block_size for p in range(seq.length)]
+        return [self.slot(seq.blocks[p // self.block_size], p) for p in range(seq.length)]
 
     def slots_of(self, seqs: list[Sequence], device: torch.device) -> torch.Tensor:
         """The flat slot of every token of `seqs`, sequence after sequence: (sum of lengths,) int64."""
@@ -97,7 +102,7 @@ class PagedKVCache:
         counts = to_device([len(seq.blocks) for seq in seqs], device)
         first_block = torch.cumsum(counts, 0) - counts  # (S,) each sequence's first entry in `blocks`
         seq, position = packed_positions([seq.length for seq in seqs], device)  # (T,) each
-        return blocks[first_block[seq] + position // self.block_size] * self.block_size + position % self.block_size
+        return self.slot(blocks[first_block[seq] + position // self.block_size], position)
 
     def free_sequence(self, seq: Sequence) -> None:
         self.give_back(seq.blocks)

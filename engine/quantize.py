@@ -93,6 +93,10 @@ class Int8Linear:
             out.relu_()
         return out.view(*x.shape[:-1], -1)  # (..., out)
 
+    def holds_weights(self, rows: int) -> bool:
+        """As Linear.holds_weights: never, int8 weights run on the CPU."""
+        return False
+
 
 def quantize_int8(model: NllbModel) -> None:
     """Replace every Linear of the model (projections, feed-forward, output layer) by its int8 version, in place."""

@@ -435,9 +435,8 @@ class Generator:
 
     def _point_at_sources(self, rows: torch.Tensor, blocks: torch.Tensor, lengths: torch.Tensor) -> None:
         """Rows (R,) read the sources in `blocks` (R, W) of the given lengths (R,): all int32, on the device."""
-        block_size = self.cross_cache.block_size
-        offsets = torch.arange(block_size, dtype=torch.int32, device=blocks.device)
-        slots = (blocks[:, :, None] * block_size + offsets).flatten(1)  # (R, W, block) -> (R, W * block)
+        offsets = torch.arange(self.cross_cache.block_size, dtype=torch.int32, device=blocks.device)
+        slots = self.cross_cache.slot(blocks[:, :, None], offsets).flatten(1)  # (R, W, block) -> (R, W * block)
         self.rows.cross_slots[rows, : slots.shape[1]] = slots
         self.rows.cross_len[rows] = lengths
 

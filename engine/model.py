@@ -234,11 +234,12 @@ class NllbModel:
 
     def embed(
         self, tokens: torch.Tensor, positions: torch.Tensor, norm: LayerNorm, lora: LoraRows | None, site: str,
-        lead: bool = False,
+        then: Linear | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The scaled token embeddings plus those of their positions (0 for a sentence's first
-        token), and their first layer norm (`normalize`): (x, h), (N, C) each. `lead` as in
-        LayerNorm.add."""
+        token), and their first layer norm (`normalize`): (x, h), (N, C) each. `then` as in
+        `add_normalize`."""
+        lead = then is not None and then.holds_weights(tokens.shape[0])
         x, h = kernels.embed_layer_norm(tokens, positions, self.embed_tokens, self.embed_scale, self.positions,
                                         self.config.pad_id + 1, norm.weight, norm.bias, LAYER_NORM_EPS, lead)
         return x, (h if lora is None else lora.norm(site, x, h))
@@ -374,14 +375,14 @@ class NllbModel:
         layers = self.decoder_layers
         # Each norm names the projection after it, which may then start early (Linear.holds_weights).
         x, h = self.embed(tokens, positions, layers[0].self_attn_norm, lora, "decoder.layers.0.self_attn_layer_norm",
-                          lead=layers[0].qkv.holds_weights(N))
+                          layers[0].qkv)
         for i, layer in enumerate(layers):
             p = f"decoder.layers.{i}"
             q, k, v = project(layer.qkv, h, lora, f"{p}.self_attn.qkv").view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
             # The attention kernel stores the new token's K/V in the cache as it reads them.
             a = kernels.slot_attention(q, self_cache.k[i], self_cache.v[i], self_slots, rows, self_lens, self.scale,
                                        k_new=k, v_new=v, write_slots=write_slots)
-            if not with_logits and i + 1 == len(self.decoder_layers):
+            if not with_logits and i + 1 == len(layers):
                 return None  # a prefix step only fills the cache: the rest of the last layer feeds the logits alone
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
             x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm", layer.cross_q)  # (N, C) each

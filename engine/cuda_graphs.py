@@ -31,7 +31,7 @@ from engine.kv_cache import PagedKVCache
 from engine.lora import LoraPool, LoraRows
 from engine.model import NllbModel
 
-Step = Callable[[torch.Tensor], "torch.Tensor | None"]  # padded rows (size,) -> output
+Step = Callable[[torch.Tensor], object]  # padded rows (size,) -> output: tensors, in any structure
 
 
 def bucket_for(rows: int) -> int:
@@ -88,7 +88,7 @@ class DecodeGraphs(_GraphSet):
     def fits(self, rows: int) -> bool:
         return rows <= self.max_rows
 
-    def run(self, rows: torch.Tensor, key: tuple, step: Step) -> torch.Tensor | None:
+    def run(self, rows: torch.Tensor, key: tuple, step: Step) -> object:
         """`step` over the rows (N,) padded to their bucket with the scratch row, replayed from the
         graph captured for (bucket, *key) on its first use; returns its output for the padded batch,
         valid until the next run. `key[0]` says whether the step reads the LoRA pool's stacks."""

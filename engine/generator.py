@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import gc
 import itertools
 import logging
@@ -98,8 +99,8 @@ class LaunchedStep:
     lengths: list[int]  # their hypotheses' lengths after the step
     done: torch.Tensor  # (S,) bool, host memory filled by the device
     partial: list[int]  # the sentences that stream partial results, as indices into `sentences`
-    partial_tokens: torch.Tensor | None  # (P, width) int64, host memory filled by the device
-    ready: torch.cuda.Event | None  # recorded after the copies; None on the CPU
+    best: torch.Tensor | None  # (S, >= max(lengths)) int64: each one's best hypothesis, if any is in `partial`
+    ready: torch.cuda.Event | None  # recorded after the step and its copies; None on the CPU
 
 
 class Group:
@@ -200,6 +201,9 @@ class Generator:
         self.lora = LoraPool(model.config, DEFAULT_SLOTS, model.device, model.dtype)
         self._admissions = itertools.count()
         self._side_stream: torch.cuda.Stream | None = None
+        # Pinned host memory the graphed steps report into (`_search_in_graph`), by graph key.
+        self._reports: dict[tuple, tuple[torch.Tensor, torch.Tensor | None]] = {}
+        self._parity = 0
         self.scratch_cross_slot = self._prepare_scratch_row()
         # On the GPU steps are pipelined: the host queues step t + 1 before it reads which sentences
         # step t finished, so the device never waits for the host. On the CPU a step has run by the
@@ -249,6 +253,7 @@ class Generator:
         """Free the caches and the weights; the generator is unusable afterwards."""
         device = self.model.device
         del self.model, self.self_cache, self.cross_cache, self.graphs, self.encoder_graphs, self.lora, self.rows
+        self._reports.clear()
         gc.unfreeze()  # weights held only by reference cycles are freed by a collection, which frozen objects escape
         gc.collect()
         if device.type == "cuda":
@@ -320,7 +325,7 @@ class Generator:
         positions = to_device([s.cached for s in seqs], device)
         self.rows.hyp[rows, positions] = to_device(tokens, device)
         self.rows.adapter[rows] = to_device([s.adapter_slot for s in seqs], device, torch.int32)
-        logits = self._run(rows, any(s.adapter_slot >= 0 for s in seqs), with_logits=True)
+        _, logits = self._run(rows, any(s.adapter_slot >= 0 for s in seqs), with_logits=True)
         for s in seqs:
             s.cached += 1
         return logits
@@ -331,20 +336,25 @@ class Generator:
 
     # -- the decoder step ----------------------------------------------------------------------------
 
-    def _forward(self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1) -> torch.Tensor | None:
-        """Feed each row (N,) the token of its hypothesis at its cache length; logits (N, V) if asked.
-        `group` > 1: the rows come in runs of that many beams of one sentence.
+    def _forward(
+        self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Feed each row (N,) the token of its hypothesis at its cache length: the rows fed (N,), with
+        the scratch row for those of finished sentences, and logits (N, V) if asked. `group` > 1: the
+        rows come in runs of that many beams of one sentence.
 
         Everything here is device work on `DecoderRows`, so a CUDA graph captures it whole.
         """
         state = self.rows
-        # Padding rows (all the scratch row) feed position 0 afresh each step.
-        tokens, positions, write, self_lens, cross_lens = kernels.step_inputs(
-            rows, state.kv_len, state.write_block, state.kv_slots, state.hyp, state.cross_len, state.scratch,
-            self.self_cache.block_size,
+        # Padding rows (all the scratch row) feed position 0 afresh each step, as do the rows of a
+        # sentence the last step found done: the host learns of it one step late, and its rows must
+        # not move meanwhile.
+        rows, tokens, positions, write, self_lens, cross_lens = kernels.step_inputs(
+            rows, state.kv_len, state.write_block, state.kv_slots, state.hyp, state.cross_len, state.finished,
+            state.scratch, self.self_cache.block_size,
         )  # (N,) each
         lora = LoraRows(self.lora, state.adapter[rows]) if with_lora else None
-        return self.model.decode_step(
+        return rows, self.model.decode_step(
             tokens=tokens,
             positions=positions,
             rows=rows,
@@ -360,42 +370,59 @@ class Generator:
             group=group,
         )
 
-    def _run(self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1) -> torch.Tensor | None:
-        """The decoder step over `rows` (N,), through a graph where there is one; `group` as in `_forward`."""
+    def _run(
+        self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The decoder step over `rows` (N,), through a graph where there is one; what `_forward`
+        returns, for these rows. `group` as in `_forward`."""
         if self.graphs is None or not self.graphs.fits(rows.numel()):
             return self._forward(rows, with_lora, with_logits, group)
         if bucket_for(rows.numel()) % group:
             group = 1  # the padding would split a run
 
-        def step(padded: torch.Tensor) -> torch.Tensor | None:
+        def step(padded: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
             return self._forward(padded, with_lora, with_logits, group)
 
-        logits = self.graphs.run(rows, (with_lora, with_logits, group), step)
-        return None if logits is None else logits[: rows.numel()]
+        fed, logits = self.graphs.run(rows, (with_lora, with_logits, group), step)
+        n = rows.numel()
+        return fed[:n], None if logits is None else logits[:n]
 
-    def _search_in_graph(self, group: Group, with_lora: bool) -> torch.Tensor | None:
-        """The decoder step and the group's search as one graph replay: done (S,) bool, or None when
-        the step cannot be one graph (no graphs, score processors that need the host, or a beam
-        count that does not divide the padded batch)."""
+    def _search_in_graph(
+        self, group: Group, with_lora: bool, with_best: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        """The decoder step and the group's search as one graph replay, which also stores in pinned
+        host memory what the host reads of it: done (S,) bool and, `with_best`, each sentence's best
+        hypothesis (S, T) int64 (kernels.step_report), valid once the step's event has passed and
+        until the step after next. None when the step cannot be one graph (no graphs, score
+        processors that need the host, or a beam count that does not divide the padded batch)."""
         rows = group.rows(self.model.device)  # (S, B)
         beams = group.options.num_beams
         if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(group.options):
             return None
-        if bucket_for(rows.numel()) % beams:
+        size = bucket_for(rows.numel())
+        if size % beams:
             return None
+        # Two graphs per step, reporting into memory of their own in turn: the host reads a step's
+        # report while the next step runs, and queues the one after only once it has read it.
+        self._parity ^= 1
+        key = (with_lora, group.options, with_best, self._parity)
+        if (size, *key) not in self._reports:
+            host = functools.partial(torch.empty, pin_memory=self.model.device.type == "cuda")
+            best = host((size // beams, self.rows.max_length), dtype=torch.int64) if with_best else None
+            self._reports[size, *key] = (host(size // beams, dtype=torch.bool), best)
+        done_host, best_host = self._reports[size, *key]
 
-        def step(padded: torch.Tensor) -> torch.Tensor:
-            padded = self.rows.sitting_out(padded)
-            logits = self._forward(padded, with_lora, with_logits=True, group=beams)
+        def step(padded: torch.Tensor) -> None:
+            fed, logits = self._forward(padded, with_lora, with_logits=True, group=beams)
             # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
             search = search_step(group.options)
-            sentences = padded.view(-1, beams)  # (S, B)
+            sentences = fed.view(-1, beams)  # (S, B)
             done = search(self.rows, sentences, logits, group.options, self.eos_id, self.rows.max_length)
-            self.rows.mark_finished(sentences, done)
-            return done
+            kernels.step_report(done, sentences, self.rows.kv_len, self.rows.hyp, done_host, best_host)
 
-        done = self.graphs.run(rows.reshape(-1), (with_lora, group.options), step)
-        return done[: rows.shape[0]]
+        self.graphs.run(rows.reshape(-1), key, step)
+        S = rows.shape[0]
+        return done_host[:S], None if best_host is None else best_host[:S]
 
     def _grow(self, seqs: list[SequenceState]) -> None:
         """A new block for every row of each sequence whose rows are about to start one."""
@@ -670,25 +697,28 @@ class Generator:
         sentences = [item for group in live for item in group.sentences]
         self._grow([item.seq for item in sentences])
         with_lora = any(item.seq.adapter_slot >= 0 for item in sentences)
-        done = self._search_in_graph(live[0], with_lora) if len(live) == 1 else None
-        done = done if done is not None else torch.cat(self._search_eagerly(live, with_lora))
+        partial = [i for i, item in enumerate(sentences) if item.request.on_partial is not None]
+        reported = self._search_in_graph(live[0], with_lora, bool(partial)) if len(live) == 1 else None
+        if reported is None:
+            done = torch.cat(self._search_eagerly(live, with_lora))
         for item in sentences:
             item.seq.cached += 1
             item.length += 1
         lengths = [item.length for item in sentences]
-        partial = [i for i, item in enumerate(sentences) if item.request.on_partial is not None]
-        tokens = None
-        if partial:  # the best hypothesis of each is its first row's, as the search keeps them sorted
-            leads = to_device([sentences[i].seq.rows[0] for i in partial], self.model.device)
-            tokens = self.rows.hyp[:, : max(lengths)][leads]  # (P, width)
+        if reported is not None:
+            done, best = reported
+        else:
+            best = None
+            if partial:  # the best hypothesis of each is its first row's, as the search keeps them sorted
+                leads = to_device([item.seq.rows[0] for item in sentences], self.model.device)
+                best = self.rows.hyp[:, : max(lengths)][leads]  # (S, width)
+            if self.model.device.type == "cuda":  # copies the host can read once the step's event has passed
+                done, best = to_host(done), None if best is None else to_host(best)
         if self.model.device.type != "cuda":
-            return LaunchedStep(sentences, lengths, done, partial, tokens, ready=None)
-        # Copies the host can read once the step's event has passed, without waiting for later steps.
-        done = to_host(done)
-        tokens = None if tokens is None else to_host(tokens)
+            return LaunchedStep(sentences, lengths, done, partial, best, ready=None)
         ready = torch.cuda.Event()
         ready.record()
-        return LaunchedStep(sentences, lengths, done, partial, tokens, ready)
+        return LaunchedStep(sentences, lengths, done, partial, best, ready)
 
     def _finish(self, step: LaunchedStep) -> list[Running]:
         """Wait for a launched step; report its finished sentences' results and the partial results
@@ -705,11 +735,12 @@ class Generator:
                 results = best_hypotheses(self.rows, leads, [step.lengths[i] for i in finished], done=True)
             for i, tokens in zip(finished, results):
                 step.sentences[i].request.result = tokens
-        if step.partial_tokens is not None:
-            for i, tokens in zip(step.partial, step.partial_tokens.tolist()):
+        if step.partial:
+            table = step.best[:, : max(step.lengths)].tolist()  # (S, width): one conversion, not one per row
+            for i in step.partial:
                 item = step.sentences[i]
                 if item.live and item.request.result is None:
-                    item.request.on_partial(tokens[: step.lengths[i]])
+                    item.request.on_partial(table[i][: step.lengths[i]])
         return [step.sentences[i] for i in finished]
 
     def _side_stream_after(self, event: torch.cuda.Event | None):
@@ -724,18 +755,18 @@ class Generator:
     def _search_eagerly(self, live: list[Group], with_lora: bool) -> list[torch.Tensor]:
         """One decoder step over every group's rows, then each group's search: done (S,) per group."""
         device = self.model.device
-        group_rows = [self.rows.sitting_out(group.rows(device)) for group in live]  # (S, B) each
+        group_rows = [group.rows(device) for group in live]  # (S, B) each
         beams = live[0].options.num_beams if len(live) == 1 else 1  # the rows' runs of one sentence each
         step_rows = torch.cat([rows.reshape(-1) for rows in group_rows])  # (N,)
-        logits = self._run(step_rows, with_lora, with_logits=True, group=beams)  # (N, V)
+        fed, logits = self._run(step_rows, with_lora, with_logits=True, group=beams)  # (N,), (N, V)
         done, first = [], 0
         for group, rows in zip(live, group_rows):
             lengths = [item.length for item in group.sentences]
-            group_logits = logits[first : first + rows.numel()]
+            n = rows.numel()
             search = search_step(group.options)
             # A sentence sitting this step out (done at the last one) counts its length one too far.
             width = min(max(lengths) + 1, self.rows.max_length)
-            done.append(search(self.rows, rows, group_logits, group.options, self.eos_id, width, lengths))
-            self.rows.mark_finished(rows, done[-1])
-            first += rows.numel()
+            done.append(search(self.rows, fed[first : first + n].view(rows.shape), logits[first : first + n],
+                               group.options, self.eos_id, width, lengths))
+            first += n
         return done

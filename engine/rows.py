@@ -14,7 +14,9 @@ i-th best finished hypothesis of a sentence whose rows are `rows` sits at row `r
 `fin_*` tensors, and sentence-wide flags at its first row.
 
 The last row is scratch: padding rows of a captured step are all this row, and so are, for one
-step, the rows of a sentence that has just finished (see `sitting_out`).
+step, the rows of a sentence that has just finished (`finished`: the host learns that a sentence is
+done one step late, and meanwhile its rows must not move; kernels.step_inputs feeds the scratch row
+in their place).
 """
 
 from __future__ import annotations
@@ -46,11 +48,6 @@ class DecoderRows:
         self.improvable = torch.ones(R, dtype=torch.bool, device=device)  # HF's early-stop heuristic, per sentence
         self.finished = torch.zeros(R, dtype=torch.bool, device=device)  # its sentence is done: it sits steps out
         self.free_rows = list(range(capacity - 1, -1, -1))  # pop() hands out low ids first
-
-    def sitting_out(self, rows: torch.Tensor) -> torch.Tensor:
-        """`rows` with those of finished sentences replaced by the scratch row. The host learns that a
-        sentence is done one step late; meanwhile its rows must not move, so they sit the step out."""
-        return torch.where(self.finished[rows], self.scratch, rows)
 
     def mark_finished(self, rows: torch.Tensor, done: torch.Tensor) -> None:
         """Flag the rows (S, B) of the sentences whose `done` (S,) is true after a step."""

@@ -17,6 +17,7 @@ from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
 from kernels.step_inputs import step_inputs_ref, step_inputs_triton
+from kernels.step_report import step_report_ref, step_report_triton
 
 
 def _use_triton(tensor):
@@ -60,13 +61,22 @@ def embed_layer_norm(tokens, positions, table, scale, position_table, offset, we
     return embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset, weight, bias, eps)
 
 
-def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size):
-    """Each of the rows (N,) int64 feeds the token at its length n = kv_len[r] and claims its cache
-    slot: kv_slots[r, n] = write_block[r] * block_size + n % block_size; kv_len[r] += 1 but for the
-    `scratch` row (length 0, padding). Returns tokens, positions (= n), write_slots (N,) int64 and
-    self_lens (= n + 1), cross_lens (= cross_len[r]) (N,) int32. State as in engine/rows.py."""
+def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size):
+    """Each of the rows (N,) int64, or `scratch` where its sentence is `finished`, feeds the token at
+    its length n = kv_len[r] and claims its cache slot: kv_slots[r, n] = write_block[r] * block_size
+    + n % block_size; kv_len[r] += 1 but for the `scratch` row (length 0, padding). Returns the rows
+    fed r, tokens, positions (= n), write_slots (N,) int64 and self_lens (= n + 1), cross_lens
+    (= cross_len[r]) (N,) int32. State as in engine/rows.py."""
     fn = step_inputs_triton if _use_triton(rows) else step_inputs_ref
-    return fn(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size)
+    return fn(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size)
+
+
+def step_report(done, rows, kv_len, hyp, done_host, best_host=None):
+    """After a step's search over rows (S, B): done_host[s] = done[s] and, if `best_host` is given,
+    each sentence's best hypothesis so far, best_host[s, :n] = hyp[rows[s, 0], :n] with n =
+    kv_len[rows[s, 0]] + 1; done_host and best_host in pinned host memory, stored by the device."""
+    fn = step_report_triton if _use_triton(done) else step_report_ref
+    fn(done, rows, kv_len, hyp, done_host, best_host)
 
 
 def fused_linear_holds_weights(M, N, K):
@@ -96,20 +106,21 @@ def logsoftmax_topk(logits, k):
     return fn(logits, k)
 
 
-def beam_advance(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
-                 penalty, *, eos_id, max_length, early_stopping, blocked, width):
+def beam_advance(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
+                 improvable, finished, penalty, *, eos_id, max_length, early_stopping, blocked, width):
     """One step of HF's beam search after `logsoftmax_topk(logits, 2B + 1)`, for S sentences of B
     beams in rows (S, B) int64: values, tokens (S * B, 2B + 1) each row's best log-probs, descending,
-    and their tokens; cur_len (S,) int32 or int64 the hypotheses' length n; banned (S,) bool where
-    `</s>` is not allowed yet. Updates the rows' state in place (score, fin_score (R,) float32; hyp,
-    fin_hyp (R, T) int64 and kv_slots (R, T) int32 over positions [0, n], n < width; fin_len (R,)
-    int32; improvable (R,) bool at each sentence's first row) and returns done (S,) bool. penalty (T + 1,)
-    float32: n ** length_penalty; early_stopping 0 (False), 1 (True), 2 ("never" and a positive
-    length penalty); blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked token."""
+    and their tokens. A sentence's hypotheses' length n is kv_len[its first row] (R,) int32; `</s>`
+    is not allowed while n < eos_from. Updates the rows' state in place (score, fin_score (R,)
+    float32; hyp, fin_hyp (R, T) int64 and kv_slots (R, T) int32 over positions [0, n], n < width;
+    fin_len (R,) int32; improvable (R,) bool at each sentence's first row; finished (R,) bool, every
+    row of a sentence done) and returns done (S,) bool. penalty (T + 1,) float32: n **
+    length_penalty; early_stopping 0 (False), 1 (True), 2 ("never" and a positive length penalty);
+    blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked token."""
     fn = beam_advance_triton if _use_triton(values) else beam_advance_ref
-    return fn(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
-              penalty, eos_id=eos_id, max_length=max_length, early_stopping=early_stopping, blocked=blocked,
-              width=width)
+    return fn(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
+              finished, penalty, eos_id=eos_id, max_length=max_length, early_stopping=early_stopping,
+              blocked=blocked, width=width)
 
 
 def lora(x, y, a, b, scale, slots):
@@ -123,5 +134,5 @@ def lora(x, y, a, b, scale, slots):
 __all__ = [
     "add_layer_norm", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "fused_linear_holds_weights",
     "logsoftmax_topk", "lora",
-    "slot_attention", "source_attention", "step_inputs",
+    "slot_attention", "source_attention", "step_inputs", "step_report",
 ]

@@ -2,17 +2,19 @@
 `_beam_search` step for S sentences of B beams each, as one launch (one program per sentence)
 instead of ~50 small kernels.
 
-`beam_advance(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp,
-fin_len, improvable, penalty, *, eos_id, max_length, early_stopping, blocked, width) -> done`.
+`beam_advance(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp,
+fin_len, improvable, finished, penalty, *, eos_id, max_length, early_stopping, blocked, width) -> done`.
 K = 2B; `values`, `tokens` (S * B, K + 1) are each row's best log-probabilities, descending, and
 their distinct tokens (logsoftmax_topk's output, or torch.topk's); the state tensors (score, hyp,
 ...) are indexed by the row ids in `rows` (S, B) and updated in place. Meaning, as a plain loop:
 
     for s in range(S):
-        r, n = rows[s], cur_len[s]                       # the sentence's rows; its hypotheses' length
+        r = rows[s]                                      # the sentence's rows
+        n = kv_len[r[0]]                                 # its hypotheses' length
+        banned = n < eos_from                            # `</s>` not allowed yet
         cands = []
         for b in range(B):                               # each row's K best, `</s>` dropped if banned
-            row = [(-inf if banned[s] and t == eos_id else v, t) for v, t in zip(values[s*B + b], tokens[s*B + b])]
+            row = [(-inf if banned and t == eos_id else v, t) for v, t in zip(values[s*B + b], tokens[s*B + b])]
             cands += [(v + score[r[b]], b, t) for v, t in best(row, K)]
         top = best(cands, K)                             # the sentence's K best: (value, beam, token)
         hit = [t == eos_id or n + 1 >= max_length for _, _, t in top]
@@ -27,6 +29,7 @@ their distinct tokens (logsoftmax_topk's output, or torch.topk's); the state ten
         full = fin_score[r[B-1]] > -inf                  # after the update
         improvable[r[0]] &= running[0].v / penalty[best_length] > (fin_score[r[B-1]] if full else blocked)
         done[s] = not improvable[r[0]] or (full and early_stopping == 1) or all(hit)
+        finished[r] := done[s]                           # its rows sit the next step out if done
 
 where `best(items, m)` is the m largest by their first element, equal ones in list order (a stable
 descending sort) — the tie rule of engine/decoding.py's reference search ("equal scores keep row
@@ -71,9 +74,9 @@ NUM_WARPS = 4
 
 @triton.jit
 def _beam_advance_kernel(
-    values_ptr, tokens_ptr, rows_ptr, cur_len_ptr, banned_ptr, score_ptr, hyp_ptr, kv_slots_ptr,
-    fin_score_ptr, fin_hyp_ptr, fin_len_ptr, improvable_ptr, penalty_ptr, done_ptr,
-    eos_id, max_length, blocked, width, stride_hyp, stride_kv_slots, stride_fin_hyp,
+    values_ptr, tokens_ptr, rows_ptr, kv_len_ptr, score_ptr, hyp_ptr, kv_slots_ptr,
+    fin_score_ptr, fin_hyp_ptr, fin_len_ptr, improvable_ptr, finished_ptr, penalty_ptr, done_ptr,
+    eos_from, eos_id, max_length, blocked, width, stride_hyp, stride_kv_slots, stride_fin_hyp,
     B: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr,
     EARLY_STOPPING: tl.constexpr, CHUNK: tl.constexpr,
 ):
@@ -87,8 +90,8 @@ def _beam_advance_kernel(
 
     rows = tl.load(rows_ptr + s * B + b, mask=beam_ok, other=0)  # (BLOCK_B,) int64
     lead = tl.load(rows_ptr + s * B)
-    n = tl.load(cur_len_ptr + s)
-    banned = tl.load(banned_ptr + s) != 0
+    n = tl.load(kv_len_ptr + lead)
+    banned = n < eos_from
     was_improvable = tl.load(improvable_ptr + lead) != 0
     penalty = tl.load(penalty_ptr + n)
 
@@ -127,15 +130,15 @@ def _beam_advance_kernel(
 
     # Finished hypotheses: the B best of the old ones (slots 0..B-1) and of the top B candidates
     # that finish here (B + j), the old ones first on ties.
-    finished = tl.load(fin_score_ptr + rows, mask=beam_ok, other=_NEG_INF)  # (BLOCK_B,)
-    finished_len = tl.load(fin_len_ptr + rows, mask=beam_ok, other=0)
+    old_scores = tl.load(fin_score_ptr + rows, mask=beam_ok, other=_NEG_INF)  # (BLOCK_B,)
+    old_lens = tl.load(fin_len_ptr + rows, mask=beam_ok, other=0)
     allowed = was_improvable
     if EARLY_STOPPING == 1:
         allowed = allowed & ~(tl.load(fin_score_ptr + tl.load(rows_ptr + s * B + B - 1)) > _NEG_INF)  # not full
     normalised = tl.math.div_rn(top, tl.broadcast_to(penalty, [BLOCK_K]))
     enter = (j < B) & hits & allowed & (normalised > blocked)  # else HF's -1e9 placeholders outrank it
     normalised = tl.where(enter, normalised, _NEG_INF)
-    old_key = tl.where(beam_ok, sort_key(finished, b), EMPTY_KEY)
+    old_key = tl.where(beam_ok, sort_key(old_scores, b), EMPTY_KEY)
     new_key = tl.where(j < B, sort_key(normalised, B + j), EMPTY_KEY)
     source = tl.zeros([BLOCK_B], tl.int32)
     for i in range(B):
@@ -145,8 +148,8 @@ def _beam_advance_kernel(
         source = tl.where(b == i, 0x7FFFFFFF - best.to(tl.int32), source)
     from_old = source < B
     old, new = tl.where(from_old, source, 0), tl.where(from_old, 0, source - B)
-    merged = tl.where(from_old, tl.gather(finished, old, 0), tl.gather(normalised, new, 0))  # (BLOCK_B,)
-    merged_len = tl.where(from_old, tl.gather(finished_len, old, 0), (n + 1).to(tl.int32))
+    merged = tl.where(from_old, tl.gather(old_scores, old, 0), tl.gather(normalised, new, 0))  # (BLOCK_B,)
+    merged_len = tl.where(from_old, tl.gather(old_lens, old, 0), (n + 1).to(tl.int32))
     merged_src = tl.where(from_old, tl.gather(rows, old, 0), tl.gather(parent, new, 0))  # fin_hyp's or hyp's row
     merged_token = tl.gather(token, new, 0)
 
@@ -180,6 +183,7 @@ def _beam_advance_kernel(
     tl.store(fin_score_ptr + rows, merged, mask=beam_ok)
     tl.store(fin_len_ptr + rows, merged_len, mask=beam_ok)
     tl.store(improvable_ptr + lead, improvable.to(tl.uint8))
+    tl.store(finished_ptr + rows, tl.broadcast_to(done.to(tl.uint8), [BLOCK_B]), mask=beam_ok)
     tl.store(done_ptr + s, done.to(tl.uint8))
 
     # The rows' hypotheses, slots and finished hypotheses, a chunk of positions at a time.
@@ -200,23 +204,22 @@ def _beam_advance_kernel(
         tl.store(fin_hyp_ptr + rows[:, None] * stride_fin_hyp + p, f, mask=m)
 
 
-def _check(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
+def _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable, finished,
            penalty, max_length, width):
     S, B = rows.shape
     assert values.shape == tokens.shape == (S * B, 2 * B + 1), "values, tokens: (S * B, 2B + 1)"
     assert values.dtype == score.dtype == fin_score.dtype == penalty.dtype == torch.float32
     assert tokens.dtype == rows.dtype == hyp.dtype == fin_hyp.dtype == torch.int64
-    assert cur_len.dtype in (torch.int32, torch.int64)
-    assert kv_slots.dtype == fin_len.dtype == torch.int32
-    assert banned.dtype == improvable.dtype == torch.bool and banned.shape == cur_len.shape == (S,)
+    assert kv_slots.dtype == fin_len.dtype == kv_len.dtype == torch.int32
+    assert improvable.dtype == finished.dtype == torch.bool and kv_len.shape == finished.shape == improvable.shape
     assert width <= hyp.shape[1] and hyp.shape == fin_hyp.shape == kv_slots.shape
     assert max_length <= penalty.shape[0] and hyp.shape[1] < penalty.shape[0], "penalty: a value for every length"
 
 
-def beam_advance_triton(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
-                        improvable, penalty, *, eos_id, max_length, early_stopping, blocked, width):
+def beam_advance_triton(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
+                        improvable, finished, penalty, *, eos_id, max_length, early_stopping, blocked, width):
     """Triton version of `beam_advance_ref`; same arguments, same result, same state afterwards."""
-    _check(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
+    _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable, finished,
            penalty, max_length, width)
     assert values.is_contiguous() and tokens.is_contiguous() and rows.is_contiguous()
     assert hyp.stride(1) == kv_slots.stride(1) == fin_hyp.stride(1) == 1
@@ -226,9 +229,9 @@ def beam_advance_triton(values, tokens, rows, cur_len, banned, score, hyp, kv_sl
         return done
     BLOCK_B = triton.next_power_of_2(B)
     _beam_advance_kernel[(S,)](
-        values, tokens, rows, cur_len, banned.view(torch.uint8), score, hyp, kv_slots,
-        fin_score, fin_hyp, fin_len, improvable.view(torch.uint8), penalty, done.view(torch.uint8),
-        eos_id, max_length, blocked, width, hyp.stride(0), kv_slots.stride(0), fin_hyp.stride(0),
+        values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable.view(torch.uint8),
+        finished.view(torch.uint8), penalty, done.view(torch.uint8),
+        eos_from, eos_id, max_length, blocked, width, hyp.stride(0), kv_slots.stride(0), fin_hyp.stride(0),
         B=B, BLOCK_B=BLOCK_B, BLOCK_C=triton.next_power_of_2(2 * B + 1), BLOCK_K=triton.next_power_of_2(2 * B),
         EARLY_STOPPING=early_stopping, CHUNK=max(32, COPY_TILE // BLOCK_B), num_warps=NUM_WARPS,
     )
@@ -241,19 +244,20 @@ def _best(x, k):
     return values[..., :k], indices[..., :k]
 
 
-def beam_advance_ref(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
-                     improvable, penalty, *, eos_id, max_length, early_stopping, blocked, width):
+def beam_advance_ref(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
+                     improvable, finished, penalty, *, eos_id, max_length, early_stopping, blocked, width):
     """See the module's docstring. values, tokens (S * B, 2B + 1) float32 / int64; rows (S, B) int64;
-    cur_len (S,) int32 or int64; banned (S,) bool; score, fin_score (R,) float32; hyp, fin_hyp
-    (R, T) int64; kv_slots (R, T) int32; fin_len (R,) int32; improvable (R,) bool; penalty (T + 1,)
+    kv_len (R,) int32; eos_from an int; score, fin_score (R,) float32; hyp, fin_hyp (R, T) int64;
+    kv_slots (R, T) int32; fin_len (R,) int32; improvable, finished (R,) bool; penalty (T + 1,)
     float32. Updates the state tensors in place and returns done (S,) bool."""
-    _check(values, tokens, rows, cur_len, banned, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
+    _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable, finished,
            penalty, max_length, width)
     S, B = rows.shape
     k = 2 * B
-    cur_len = cur_len.long()
     flat = rows.reshape(-1)  # (S * B,)
     lead = rows[:, 0]  # (S,)
+    cur_len = kv_len[lead].long()  # (S,)
+    banned = cur_len < eos_from
 
     # Each row's top k of (log-prob + beam score): drops the banned `</s>`, or the spare.
     values = values.masked_fill(banned.repeat_interleave(B)[:, None] & (tokens == eos_id), NEG_INF)
@@ -279,12 +283,12 @@ def beam_advance_ref(values, tokens, rows, cur_len, banned, score, hyp, kv_slots
         state[:, :width][rows] = torch.where(past_n, state[:, :width][rows], new)
 
     # Finished hypotheses: only the top B candidates may enter, scored with the length penalty.
-    finished = fin_score[rows]  # (S, B), best first, -inf where empty
-    full = finished[:, -1] > NEG_INF
+    old_scores = fin_score[rows]  # (S, B), best first, -inf where empty
+    full = old_scores[:, -1] > NEG_INF
     allowed = improvable[lead] & ~(full & (early_stopping == 1))  # (S,)
     normalised = top[:, :B] / penalty[cur_len][:, None]  # (S, B)
     enter = hits[:, :B] & allowed[:, None] & (normalised > blocked)  # else HF's -1e9 placeholders outrank it
-    merged, keep = _best(torch.cat([finished, normalised.masked_fill(~enter, NEG_INF)], dim=1), B)  # (S, B)
+    merged, keep = _best(torch.cat([old_scores, normalised.masked_fill(~enter, NEG_INF)], dim=1), B)  # (S, B)
     candidates = extended(parent[:, :B], token[:, :B])  # (S, B, width)
     new_fin_hyp = torch.cat([fin_hyp[:, :width][rows], candidates], dim=1)  # (S, 2B, width)
     new_fin_len = torch.cat([fin_len[rows], (cur_len + 1).int()[:, None].expand(S, B)], dim=1)  # (S, 2B)
@@ -306,4 +310,6 @@ def beam_advance_ref(values, tokens, rows, cur_len, banned, score, hyp, kv_slots
     worst = torch.where(full, merged[:, -1], torch.full_like(merged[:, -1], blocked))
     still = improvable[lead] & (best_possible > worst)
     improvable[lead] = still
-    return ~still | (full & (early_stopping == 1)) | hits.all(dim=1)
+    done = ~still | (full & (early_stopping == 1)) | hits.all(dim=1)
+    finished[rows] = done[:, None].expand(S, B)
+    return done

@@ -1,10 +1,13 @@
 """What each decoder row feeds into a decode step, and the cache bookkeeping that goes with it.
 
-`step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size) -> (tokens,
-positions, write_slots, self_lens, cross_lens)`, over the rows' state of engine/rows.py. Meaning,
-as a plain loop:
+`step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size) ->
+(fed_rows, tokens, positions, write_slots, self_lens, cross_lens)`, over the rows' state of
+engine/rows.py. Meaning, as a plain loop:
 
     for i, r in enumerate(rows):
+        if finished[r]:                        # its sentence is done: it sits the step out as scratch
+            r = scratch
+        fed_rows[i] = r
         n = kv_len[r]                          # the position row r feeds: its hypothesis' length so far
         tokens[i], positions[i] = hyp[r, n], n
         write_slots[i] = write_block[r] * block_size + n % block_size     # where its K/V go
@@ -16,7 +19,7 @@ as a plain loop:
 Rows are distinct but for the scratch row, which pads a step: its length must be 0 and stays 0, so
 every padding row feeds position 0 afresh. All reads see the state as it was before the call.
 
-Why: done with tensor indexing this is ~15 small launches of ~1.5 us each at the start of every
+Why: done with tensor indexing this is ~17 small launches of ~1.5 us each at the start of every
 step; one program per row does it in one.
 """
 
@@ -27,8 +30,8 @@ from kernels._triton import chained_launch, launch_options, tl, triton
 
 @triton.jit
 def _step_inputs_kernel(
-    rows_ptr, kv_len_ptr, write_block_ptr, kv_slots_ptr, hyp_ptr, cross_len_ptr,
-    tokens_ptr, positions_ptr, write_slots_ptr, self_lens_ptr, cross_lens_ptr,
+    rows_ptr, kv_len_ptr, write_block_ptr, kv_slots_ptr, hyp_ptr, cross_len_ptr, finished_ptr,
+    fed_rows_ptr, tokens_ptr, positions_ptr, write_slots_ptr, self_lens_ptr, cross_lens_ptr,
     N, scratch, block_size, stride_kv_slots, stride_hyp, BLOCK: tl.constexpr, CHAINED: tl.constexpr,
 ):
     if CHAINED:  # everything read here may be what the step before wrote
@@ -37,6 +40,8 @@ def _step_inputs_kernel(
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = i < N
     r = tl.load(rows_ptr + i, mask=ok, other=0).to(tl.int64)
+    r = tl.where(tl.load(finished_ptr + r, mask=ok, other=0) != 0, scratch, r)
+    tl.store(fed_rows_ptr + i, r, mask=ok)
     n = tl.load(kv_len_ptr + r, mask=ok, other=0)  # int32
     token = tl.load(hyp_ptr + r * stride_hyp + n, mask=ok, other=0)
     write = tl.load(write_block_ptr + r, mask=ok, other=0).to(tl.int64) * block_size + n % block_size
@@ -50,34 +55,35 @@ def _step_inputs_kernel(
 
 
 def _outputs(rows):
-    """tokens, positions, write_slots (N,) int64; self_lens, cross_lens (N,) int32."""
+    """fed_rows, tokens, positions, write_slots (N,) int64; self_lens, cross_lens (N,) int32."""
     N, device = rows.shape[0], rows.device
-    return tuple(torch.empty(N, dtype=dtype, device=device) for dtype in (torch.int64,) * 3 + (torch.int32,) * 2)
+    return tuple(torch.empty(N, dtype=dtype, device=device) for dtype in (torch.int64,) * 4 + (torch.int32,) * 2)
 
 
-def step_inputs_triton(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size):
+def step_inputs_triton(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size):
     """Triton version of `step_inputs_ref`; same arguments, same result, same state afterwards."""
-    assert kv_slots.stride(1) == hyp.stride(1) == 1 and rows.is_contiguous()
-    tokens, positions, write_slots, self_lens, cross_lens = out = _outputs(rows)
+    assert kv_slots.stride(1) == hyp.stride(1) == 1 and rows.is_contiguous() and finished.dtype == torch.bool
+    out = _outputs(rows)
     N = rows.shape[0]
     BLOCK = 128
     chained = chained_launch(rows)
     _step_inputs_kernel[(triton.cdiv(N, BLOCK),)](
-        rows, kv_len, write_block, kv_slots, hyp, cross_len, tokens, positions, write_slots, self_lens, cross_lens,
+        rows, kv_len, write_block, kv_slots, hyp, cross_len, finished.view(torch.uint8), *out,
         N, scratch, block_size, kv_slots.stride(0), hyp.stride(0), BLOCK=BLOCK, CHAINED=chained,
         num_warps=4, **launch_options(chained),
     )
     return out
 
 
-def step_inputs_ref(rows, kv_len, write_block, kv_slots, hyp, cross_len, scratch, block_size):
+def step_inputs_ref(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size):
     """`rows` (N,) int64 row ids; the rows' state: kv_len, write_block, cross_len (R,) int32,
-    kv_slots (R, T) int32, hyp (R, T) int64; `scratch` the padding row. Updates kv_len and kv_slots
-    in place and returns tokens, positions, write_slots (N,) int64 and self_lens, cross_lens (N,)
-    int32."""
+    kv_slots (R, T) int32, hyp (R, T) int64, finished (R,) bool; `scratch` the padding row. Updates
+    kv_len and kv_slots in place and returns the rows fed (finished ones replaced by scratch),
+    tokens, positions, write_slots (N,) int64 and self_lens, cross_lens (N,) int32."""
+    rows = torch.where(finished[rows], scratch, rows)  # (N,)
     n = kv_len[rows]  # (N,) int32
     position = n.long()
     write = write_block[rows].long() * block_size + position % block_size
     kv_slots[rows, position] = write.int()
     kv_len[rows] = torch.where(rows == scratch, n, n + 1)
-    return hyp[rows, position], position, write, n + 1, cross_len[rows]
+    return rows, hyp[rows, position], position, write, n + 1, cross_len[rows]

@@ -27,6 +27,28 @@ def test_padded_steps_translate_exactly_like_unpadded_ones(tiny_checkpoint):
     assert padded.generator.num_free_blocks() == padded.generator.num_total_blocks()  # scratch is not capacity
 
 
+def test_partial_results_of_graphed_steps_are_those_of_eager_ones(tiny_checkpoint):
+    """A graphed step stores its done flags and each sentence's best hypothesis for the host itself
+    (kernels.step_report), into one of two buffers in turn, as the host reads one step's while the
+    next runs: the partial results streamed must be the eager steps', in the same order."""
+    plain = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    padded = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    padded.generator = Generator.build(padded.generator.model, max_rows=32, graphs=True)
+    padded.generator.pipelined = True
+
+    def streamed(translator, options):
+        seen = []
+        out = translator.translate(TEXTS, "eng_Latn", "fra_Latn", translator.default_options(**options),
+                                   on_partial=lambda i, text: seen.append((i, text)))
+        return out, seen
+
+    for options in (dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30)):
+        expected, expected_seen = streamed(plain, options)
+        assert len(expected_seen) > 2 * len(TEXTS)
+        assert streamed(padded, options) == (expected, expected_seen)
+    assert len(padded.generator._reports) == 4  # (beams, greedy) x the two buffers
+
+
 def test_padding_rows_leave_real_rows_logits_alone(tiny_checkpoint):
     translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
     tok = translator.tokenizer

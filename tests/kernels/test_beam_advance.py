@@ -37,6 +37,7 @@ def start(B, g):
         fin_hyp=torch.randint(0, 50, (R, T), generator=g),
         fin_len=torch.randint(0, T, (R,), generator=g, dtype=torch.int32),
         improvable=torch.ones(R, dtype=torch.bool),
+        finished=torch.zeros(R, dtype=torch.bool),
     )
     padding = torch.full((1, B), R - 1)  # a padding sentence: the scratch row B times
     return torch.cat([rows, padding]), state
@@ -91,9 +92,12 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
     step = 0
     while int(cur_len.max()) < T:
         values, tokens = make_candidates(S * B, 2 * B + 1, step, g)
-        banned = torch.rand(S, generator=g) < banned_rate
+        kv_len = torch.zeros(ref_state["score"].shape, dtype=torch.int32)
+        kv_len[rows] = cur_len[:, None].int()  # every row of a sentence holds its length
+        # `</s>` banned for no sentence, the shorter ones, or all
+        eos_from = 0 if torch.rand(1, generator=g) >= banned_rate else int(cur_len[:real].median()) + 1 + T * (step % 2)
         width = T if step % 2 else int(cur_len.max()) + 1  # a captured step's width, or an eager one's
-        args = (values, tokens, rows, cur_len.int() if step % 3 else cur_len, banned)  # the engine passes int32
+        args = (values, tokens, rows, kv_len, eos_from)
         options = dict(eos_id=EOS, max_length=MAX_LENGTH, early_stopping=early_stopping, blocked=BLOCKED, width=width)
         before = {name: ref_state[name].clone() for name in ("hyp", "kv_slots", "fin_hyp")}
         ref_done = beam_advance_ref(*args, *ref_state.values(), penalty, **options)
@@ -103,6 +107,7 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
                 assert torch.equal(ref_state[name][rows[s], n + 1 :], old[rows[s], n + 1 :]), f"{name}, step {step}"
         assert done.dtype == torch.bool and done.shape == (S,)
         assert torch.equal(done[:real], ref_done[:real]), f"step {step}"
+        assert torch.equal(ref_state["finished"][rows[:real]], ref_done[:real, None].expand(real, B))
         for name in state:  # all but the scratch row, which the padding sentence writes in any order
             assert torch.equal(bits(state[name][:-1]), bits(ref_state[name][:-1])), f"{name}, step {step}"
         history.append(({name: t[:-1].clone() for name, t in ref_state.items()}, ref_done[:real]))
@@ -134,7 +139,11 @@ def two_beams(beam_scores):
     return dict(score=torch.tensor(beam_scores[::-1] + [0.0]), hyp=torch.tensor([[0, 1, 0], [0, 3, 0], [0, 0, 0]]),
                 kv_slots=torch.tensor([[10, 11, 0], [20, 21, 0], [0, 0, 0]], dtype=torch.int32),
                 fin_score=torch.full((3,), float("-inf")), fin_hyp=torch.zeros(3, 3, dtype=torch.int64),
-                fin_len=torch.zeros(3, dtype=torch.int32), improvable=torch.ones(3, dtype=torch.bool))
+                fin_len=torch.zeros(3, dtype=torch.int32), improvable=torch.ones(3, dtype=torch.bool),
+                finished=torch.zeros(3, dtype=torch.bool))
+
+
+LENGTH_2 = torch.tensor([2, 2, 0], dtype=torch.int32)  # two_beams' kv_len: its rows hold hypotheses of length 2
 
 
 @pytest.mark.parametrize("fn", [beam_advance_ref, beam_advance_triton])
@@ -144,7 +153,7 @@ def test_ties_go_to_the_lower_index(fn):
     values = torch.tensor([[-1.0, -1.0, -2.0, -3.0, -4.0]]).repeat(2, 1)
     tokens = torch.tensor([[5, EOS, 7, 4, 9]]).repeat(2, 1)
     state = two_beams([0.0, 0.0])
-    done = fn(values, tokens, torch.tensor([[1, 0]]), torch.tensor([2]), torch.tensor([True]), *state.values(),
+    done = fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 3, *state.values(),
               penalties(1.0), eos_id=EOS, max_length=10, early_stopping=0, blocked=BLOCKED, width=3)
     assert not done.item()
     # Survivors: token 5 of beam 0 (row 1), then token 5 of beam 1 (row 0).
@@ -160,7 +169,7 @@ def test_banned_eos_keeps_its_place_among_minus_inf(fn):
     values = torch.full((2, 5), float("-inf"))
     tokens = torch.tensor([[5, 6, EOS, 7, 8], [9, EOS, 10, 11, 12]])
     state = two_beams([0.0, BLOCKED])
-    fn(values, tokens, torch.tensor([[1, 0]]), torch.tensor([2]), torch.tensor([True]), *state.values(),
+    fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 3, *state.values(),
        penalties(1.0), eos_id=EOS, max_length=10, early_stopping=0, blocked=BLOCKED, width=3)
     assert state["hyp"][[1, 0]].tolist() == [[0, 3, 5], [0, 3, 6]]
 
@@ -172,7 +181,7 @@ def test_minus_inf_beam_ranks_its_candidates_as_sorted(fn):
     values = torch.tensor([[-1.0, -2.0, -3.0, -4.0, -5.0]]).repeat(2, 1)
     tokens = torch.tensor([[EOS, 5, 6, 7, 8], [9, 10, 11, 12, 13]])
     state = two_beams([float("-inf"), float("-inf")])
-    fn(values, tokens, torch.tensor([[1, 0]]), torch.tensor([2]), torch.tensor([True]), *state.values(),
+    fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 3, *state.values(),
        penalties(1.0), eos_id=EOS, max_length=10, early_stopping=0, blocked=BLOCKED, width=3)
     assert state["hyp"][[1, 0]].tolist() == [[0, 3, 5], [0, 3, 6]]
 
@@ -184,8 +193,8 @@ def test_max_length_ends_the_sentence(fn):
     values = torch.tensor([[-1.0] + [float("-inf")] * 4, [float("-inf")] * 5])
     tokens = torch.tensor([[5, 6, 7, 8, 9], [10, 11, 12, 13, 14]])
     state = two_beams([0.0, BLOCKED])
-    done = fn(values, tokens, torch.tensor([[1, 0]]), torch.tensor([2]), torch.tensor([False]), *state.values(),
+    done = fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 0, *state.values(),
               penalties(1.0), eos_id=EOS, max_length=3, early_stopping=0, blocked=BLOCKED, width=3)
-    assert done.tolist() == [True] and state["improvable"][1]
+    assert done.tolist() == [True] and state["improvable"][1] and state["finished"][[1, 0]].all()
     assert state["fin_score"][[1, 0]].tolist() == [-0.5, float("-inf")]
     assert state["fin_hyp"][1].tolist() == [0, 3, 5] and state["fin_len"][1] == 3

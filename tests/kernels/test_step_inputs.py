@@ -5,26 +5,30 @@ from kernels.step_inputs import step_inputs_ref, step_inputs_triton
 BLOCK_SIZE = 4
 
 
-def make_state(R, T, seed=0):
-    """The rows' state of engine/rows.py for R rows, the last one scratch (length 0)."""
+def make_state(R, T, seed=0, finished=()):
+    """The rows' state of engine/rows.py for R rows, the last one scratch (length 0; its flag
+    `finished` set, as a padding sentence's search may leave it), and the rows `finished`."""
     g = torch.Generator().manual_seed(seed)
     kv_len = torch.randint(0, T - 1, (R,), generator=g, dtype=torch.int32)
     kv_len[-1] = 0
+    done = torch.zeros(R, dtype=torch.bool)
+    done[[*finished, R - 1]] = True
     return dict(
         kv_len=kv_len,
         write_block=torch.randint(0, 100, (R,), generator=g, dtype=torch.int32),
         kv_slots=torch.randint(0, 400, (R, T), generator=g, dtype=torch.int32),
         hyp=torch.randint(0, 1000, (R, T), generator=g),
         cross_len=torch.randint(1, 30, (R,), generator=g, dtype=torch.int32),
+        finished=done,
     )
 
 
-def run_both(rows, R, T, seed=0):
-    state = make_state(R, T, seed)
+def run_both(rows, R, T, seed=0, finished=()):
+    state = make_state(R, T, seed, finished)
     ref_state = {name: t.clone() for name, t in state.items()}
     out = step_inputs_triton(rows, *state.values(), R - 1, BLOCK_SIZE)
     ref = step_inputs_ref(rows, *ref_state.values(), R - 1, BLOCK_SIZE)
-    return make_state(R, T, seed), state, out, ref_state, ref
+    return make_state(R, T, seed, finished), state, out, ref_state, ref
 
 
 def test_matches_reference_with_padding_rows(poisoned_outputs):
@@ -35,7 +39,8 @@ def test_matches_reference_with_padding_rows(poisoned_outputs):
         assert got.dtype == want.dtype and torch.equal(got, want)
     for name in state:
         assert torch.equal(state[name], ref_state[name]), name
-    tokens, positions, write_slots, self_lens, cross_lens = out
+    fed, tokens, positions, write_slots, self_lens, cross_lens = out
+    assert torch.equal(fed, rows)
     n = before["kv_len"][rows].long()
     assert torch.equal(tokens, before["hyp"][rows, n]) and torch.equal(positions, n)
     assert torch.equal(write_slots, before["write_block"][rows].long() * BLOCK_SIZE + n % BLOCK_SIZE)
@@ -57,3 +62,20 @@ def test_more_rows_than_one_program():
         assert torch.equal(got, want)
     for name in state:
         assert torch.equal(state[name], ref_state[name]), name
+
+
+def test_rows_of_finished_sentences_sit_the_step_out_as_scratch(poisoned_outputs):
+    """A sentence found done by the last step feeds nothing: its rows become the scratch row, whose
+    length stays 0, and keep their own state."""
+    R, T = 9, 12
+    rows = torch.tensor([3, 0, 5, 1, 8, 8])
+    before, state, out, ref_state, ref = run_both(rows, R, T, finished=[0, 1])
+    for got, want in zip(out, ref):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+    for name in state:
+        assert torch.equal(state[name], ref_state[name]), name
+    fed, tokens, positions = out[:3]
+    assert fed.tolist() == [3, 8, 5, 8, 8, 8]
+    assert positions.tolist() == [before["kv_len"][3], 0, before["kv_len"][5], 0, 0, 0]
+    for r in (0, 1):
+        assert state["kv_len"][r] == before["kv_len"][r] and torch.equal(state["kv_slots"][r], before["kv_slots"][r])

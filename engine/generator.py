@@ -705,6 +705,7 @@ class Generator:
             item.seq.cached += 1
             item.length += 1
         lengths = [item.length for item in sentences]
+        cuda = self.model.device.type == "cuda"
         if reported is not None:
             done, best = reported
         else:
@@ -712,12 +713,12 @@ class Generator:
             if partial:  # the best hypothesis of each is its first row's, as the search keeps them sorted
                 leads = to_device([item.seq.rows[0] for item in sentences], self.model.device)
                 best = self.rows.hyp[:, : max(lengths)][leads]  # (S, width)
-            if self.model.device.type == "cuda":  # copies the host can read once the step's event has passed
+            if cuda:  # copies the host can read once the step's event has passed
                 done, best = to_host(done), None if best is None else to_host(best)
-        if self.model.device.type != "cuda":
-            return LaunchedStep(sentences, lengths, done, partial, best, ready=None)
-        ready = torch.cuda.Event()
-        ready.record()
+        ready = None
+        if cuda:
+            ready = torch.cuda.Event()
+            ready.record()
         return LaunchedStep(sentences, lengths, done, partial, best, ready)
 
     def _finish(self, step: LaunchedStep) -> list[Running]:

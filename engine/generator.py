@@ -406,7 +406,7 @@ class Generator:
         # report while the next step runs, and queues the one after only once it has read it.
         self._parity ^= 1
         key = (with_lora, group.options, with_best, self._parity)
-        if (size, *key) not in self._reports:
+        if (size, *key) not in self._reports:  # keyed as the graph is
             host = functools.partial(torch.empty, pin_memory=self.model.device.type == "cuda")
             best = host((size // beams, self.rows.max_length), dtype=torch.int64) if with_best else None
             self._reports[size, *key] = (host(size // beams, dtype=torch.bool), best)

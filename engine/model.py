@@ -110,13 +110,19 @@ def normalize(norm: LayerNorm, x: torch.Tensor, lora: LoraRows | None, site: str
     return h if lora is None else lora.norm(site, x, h)
 
 
+def leads_into(then: Linear | None, rows: int) -> bool:
+    """Whether a layer norm of `rows` rows may let `then`, the projection after it, start before it
+    waits (`lead`): where that projection holds its weights."""
+    return then is not None and then.holds_weights(rows)
+
+
 def add_normalize(
     norm: LayerNorm, delta: torch.Tensor, residual: torch.Tensor, lora: LoraRows | None, site: str,
     then: Linear | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """norm.add(delta, residual), with the adapters' own copies of the norm as in `normalize`.
     `then`: the projection that follows, which may start early where it holds its weights."""
-    x, h = norm.add(delta, residual, lead=then is not None and then.holds_weights(residual.shape[0]))
+    x, h = norm.add(delta, residual, lead=leads_into(then, residual.shape[0]))
     return x, (h if lora is None else lora.norm(site, x, h))
 
 
@@ -239,9 +245,9 @@ class NllbModel:
         """The scaled token embeddings plus those of their positions (0 for a sentence's first
         token), and their first layer norm (`normalize`): (x, h), (N, C) each. `then` as in
         `add_normalize`."""
-        lead = then is not None and then.holds_weights(tokens.shape[0])
         x, h = kernels.embed_layer_norm(tokens, positions, self.embed_tokens, self.embed_scale, self.positions,
-                                        self.config.pad_id + 1, norm.weight, norm.bias, LAYER_NORM_EPS, lead)
+                                        self.config.pad_id + 1, norm.weight, norm.bias, LAYER_NORM_EPS,
+                                        leads_into(then, tokens.shape[0]))
         return x, (h if lora is None else lora.norm(site, x, h))
 
     # -- encoder ---------------------------------------------------------------------------------

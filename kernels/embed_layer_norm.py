@@ -55,7 +55,8 @@ def embed_layer_norm_triton(tokens, positions, table, scale, position_table, off
     _embed_layer_norm_kernel[(N,)](
         tokens, positions, table, position_table, weight, bias, x, normed,
         scale, offset, C, eps, table.stride(0), position_table.stride(0), x.stride(0), normed.stride(0),
-        BLOCK_C=BLOCK_C, CHAINED=chained, LEAD=lead, num_warps=min(8, max(1, BLOCK_C // 512)), **launch_options(chained),
+        BLOCK_C=BLOCK_C, CHAINED=chained, LEAD=lead, num_warps=min(8, max(1, BLOCK_C // 512)),
+        **launch_options(chained),
     )
     return x, normed
 

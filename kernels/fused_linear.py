@@ -186,9 +186,10 @@ def _hold(N, BLOCK_N, k_split):
     2.6 against 3.9 us; 4,096 -> 1,024 (4 splits) 5.5 against 6.2; 2,048 -> 2,048 5.1 against 5.6;
     1,024 -> 3,072 2.8 against 4.1 and 1,024 -> 4,096 3.7 against 4.5 (2026-11-30, 2 warps; in
     an engine A/B in one process 600M interactive 20.42 -> 20.10 ms, 1.3B 36.97 -> 36.41; an
-    earlier sweep, weights rotating past L2, had 1,024 -> 3,072 lose, 4.6 against 4.3 us). Wider layers lose (1,024 -> 8,192: 10.4
-    against 6.3), as do bigger blocks (8,192 inputs in 4 splits of 32 columns: 12.0 against
-    9.0): their held programs keep the next kernel's from starting early."""
+    earlier sweep, weights rotating past L2, had 1,024 -> 3,072 lose, 4.6 against 4.3 us). Wider
+    layers lose (1,024 -> 8,192: 10.4 against 6.3), as do bigger blocks (8,192 inputs in 4 splits
+    of 32 columns: 12.0 against 9.0): their held programs keep the next kernel's from starting
+    early."""
     return N <= 4096 and BLOCK_N * k_split <= 16 * 1024
 
 

@@ -71,12 +71,13 @@ def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, s
     return fn(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size)
 
 
-def step_report(done, rows, kv_len, hyp, done_host, best_host=None):
-    """After a step's search over rows (S, B): done_host[s] = done[s] and, if `best_host` is given,
-    each sentence's best hypothesis so far, best_host[s, :n] = hyp[rows[s, 0], :n] with n =
-    kv_len[rows[s, 0]] + 1; done_host and best_host in pinned host memory, stored by the device."""
+def step_report(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every):
+    """After a step's search over rows (S, B), into pinned host memory: done_host[s] = done[s] and,
+    for each sentence done (or every one, with `every`), its best hypothesis, best_host[s, :n] and
+    length_host[s] = n: its best finished one where it is done and has one (fin_hyp, fin_len of its
+    first row), else its best running one (hyp[rows[s, 0], :kv_len[rows[s, 0]] + 1])."""
     fn = step_report_triton if _use_triton(done) else step_report_ref
-    fn(done, rows, kv_len, hyp, done_host, best_host)
+    fn(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every)
 
 
 def fused_linear_holds_weights(M, N, K):

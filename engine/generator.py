@@ -617,9 +617,10 @@ class Generator:
         seqs = [item.seq for item in items]
         widest = max(len(item.request.prefix) for item in items)
         rows, source_blocks, source_lengths = self._source_columns(seqs)
-        # Each row's first block, for the sentences that feed position 0 here.
+        # Each row's first block, for the sentences that feed position 0 here (-1: none yet).
         feeding = [s for item, s in zip(items, seqs) if len(item.request.prefix) > 1]
-        feeding_rows, first_blocks = self._take_blocks(feeding)
+        first_block = dict(zip(*self._take_blocks(feeding)))
+        first_blocks = [first_block.get(r, -1) for r in rows]
         prefixes, beams, adapters = [], [], []
         for item, s in zip(items, seqs):
             prefixes += [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix))] * len(s.rows)
@@ -628,25 +629,18 @@ class Generator:
         leads = [s.rows[0] for s in seqs]
         others = [r for s in seqs for r in s.rows[1:]]
         others_leads = [s.rows[0] for s in seqs for _ in s.rows[1:]]
-        (rows_t, source_blocks_t, source_lengths_t, prefixes_t, beams_t, adapters_t, feeding_rows_t, first_blocks_t,
+        (rows_t, source_blocks_t, source_lengths_t, prefixes_t, beams_t, adapters_t, first_blocks_t,
          leads_t, others_t, others_leads_t) = to_device_many(
-            [rows, source_blocks, source_lengths, prefixes, beams, adapters, feeding_rows, first_blocks, leads, others,
-             others_leads],
+            [rows, source_blocks, source_lengths, prefixes, beams, adapters, first_blocks, leads, others, others_leads],
             device,
         )
-        rows_t, leads_t = rows_t.long(), leads_t.long()  # index_fill_ and the step take int64 rows
-        state.hyp[rows_t, :widest] = prefixes_t.long()
-        # index_fill_, not `state.kv_len[rows] = 0`: assigning a Python number through a tensor
-        # index copies it from pageable memory, which waits for the device (the encoder).
-        state.kv_len.index_fill_(0, rows_t, 0)
-        state.finished.index_fill_(0, rows_t, False)
-        # As HF: every beam but the first starts out of the race, so the first step picks from one.
-        state.score[rows_t] = torch.where(beams_t == 0, 0.0, BLOCKED)
-        state.fin_score.index_fill_(0, rows_t, float("-inf"))
-        state.improvable.index_fill_(0, rows_t, True)
-        state.adapter[rows_t] = adapters_t
-        state.write_block[feeding_rows_t] = first_blocks_t
-        self._point_at_sources(rows_t, source_blocks_t, source_lengths_t)
+        # One launch: as ~16 tensor ops the host took longer than a typed sentence's encoder.
+        kernels.admit_rows(
+            rows_t, prefixes_t, beams_t, adapters_t, first_blocks_t, source_blocks_t, source_lengths_t, state.hyp,
+            state.kv_len, state.finished, state.score, state.fin_score, state.improvable, state.adapter,
+            state.write_block, state.cross_slots, state.cross_len, self.cross_cache.block_size, BLOCKED,
+        )
+        leads_t = leads_t.long()  # the step takes int64 rows
         with_lora = any(s.adapter_slot >= 0 for s in seqs)
         for position in range(widest - 1):
             feeding = [s for item, s in zip(items, seqs) if position < len(item.request.prefix) - 1]

@@ -8,6 +8,7 @@ submodule imported later would replace the function `kernels.<name>` with the mo
 
 from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from kernels.admit_rows import admit_rows_ref, admit_rows_triton
 from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton
 from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
@@ -60,6 +61,18 @@ def embed_layer_norm(tokens, positions, table, scale, position_table, offset, we
     if _use_triton(table):
         return embed_layer_norm_triton(tokens, positions, table, scale, position_table, offset, weight, bias, eps, lead)
     return embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset, weight, bias, eps)
+
+
+def admit_rows(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len, finished,
+               score, fin_score, improvable, adapter, write_block, cross_slots, cross_len, block_size, blocked):
+    """Sets up the rows (n,) of newly admitted sentences: each one's decoder prefix (prefixes (n, W)),
+    an empty cache, HF's starting beam score (0 for beam 0, else `blocked`), no finished hypothesis,
+    its adapter, its first block where first_blocks >= 0, and the cross-attention slots of its
+    source (its blocks (n, P) of `block_size` slots, its length). Per-row inputs int32; state as in
+    engine/rows.py, updated in place."""
+    fn = admit_rows_triton if _use_triton(rows) else admit_rows_ref
+    fn(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len, finished, score,
+       fin_score, improvable, adapter, write_block, cross_slots, cross_len, block_size, blocked)
 
 
 def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size):
@@ -134,7 +147,7 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "add_layer_norm", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "fused_linear_holds_weights",
+    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "fused_linear_holds_weights",
     "l2_prefetch", "logsoftmax_topk", "lora",
     "slot_attention", "source_attention", "step_inputs", "step_report",
 ]

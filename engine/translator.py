@@ -186,8 +186,10 @@ class Translator:
         while len(tok.encode_source(longer, "eng_Latn")) <= FUSED_MAX_ROWS:
             longer += " Hello."
         for text in ("Hello.", longer):
+            # Streaming partial results, as the window asks: a graphed step that reports them is
+            # captured apart from one that does not.
             request = Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),
-                              self.default_options(**options), priority=0)
+                              self.default_options(**options), priority=0, on_partial=lambda tokens: None)
             self.generator.run([request])
 
     def teardown(self) -> None:

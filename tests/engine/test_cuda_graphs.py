@@ -49,6 +49,21 @@ def test_partial_results_of_graphed_steps_are_those_of_eager_ones(tiny_checkpoin
     assert len(padded.generator._reports) == 4  # (beams, greedy) x the two buffers
 
 
+def test_the_warm_up_prepares_the_steps_of_a_typed_sentence_in_the_window(tiny_checkpoint):
+    """Translator.warm_up runs the steps the window's typed text runs (its options, its partial
+    results), so that the first sentence a person types captures no graph: here, no new report
+    buffers (they are keyed as the graphs are)."""
+    translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    translator.generator = Generator.build(translator.generator.model, max_rows=32, graphs=True)
+    options = dict(num_beams=4, max_length=40)
+    translator.warm_up(**options)
+    keys = set(translator.generator._reports)
+    assert keys
+    translator.translate([TEXTS[0]], "eng_Latn", "deu_Latn", translator.default_options(**options),
+                         on_partial=lambda i, text: None)
+    assert set(translator.generator._reports) == keys
+
+
 def test_padding_rows_leave_real_rows_logits_alone(tiny_checkpoint):
     translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
     tok = translator.tokenizer

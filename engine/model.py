@@ -142,33 +142,6 @@ class DecoderLayer:
     fc1: Linear
     fc2: Linear
 
-    def weights(self) -> list[torch.Tensor]:
-        """The layer's projection weights, in the order a step reads them."""
-        return [self.qkv.weight, self.self_attn_out.weight, self.cross_q.weight, self.cross_out.weight,
-                self.fc1.weight, self.fc2.weight]
-
-
-class AheadOfUse:
-    """Asks L2 for weights the decode step reads later (kernels.l2_prefetch), from a stream of its
-    own: a fetch starts once what the current stream has been given so far has run, and runs beside
-    what it is given next. `join` before the step ends: a CUDA graph's capture needs every stream it
-    forked joined back."""
-
-    def __init__(self, device: torch.device):
-        self.stream = torch.cuda.Stream(device)
-        self.forked = False
-
-    def fetch(self, tensors: list[torch.Tensor]) -> None:
-        self.stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(self.stream):
-            kernels.l2_prefetch(tensors)
-        self.forked = True
-
-    def join(self) -> None:
-        if self.forked:
-            torch.cuda.current_stream().wait_stream(self.stream)
-            self.forked = False
-
 
 class NllbModel:
     def __init__(self, config: NllbConfig, weights: dict[str, torch.Tensor], max_positions: int):
@@ -244,10 +217,6 @@ class NllbModel:
         self.heads = config.decoder_heads
         self.head_dim = config.d_model // config.decoder_heads
         self.scale = self.head_dim**-0.5
-        # Experiment, unmeasured: a typed sentence's step asks L2 for each next layer's weights
-        # (`AheadOfUse`); off to measure what it brings.
-        self.prefetch_weights = True
-        self._prefetcher: AheadOfUse | None = None
 
     @property
     def device(self) -> torch.device:
@@ -402,39 +371,14 @@ class NllbModel:
         source once per run.
         """
         N = tokens.shape[0]
+        H, D = self.heads, self.head_dim
         layers = self.decoder_layers
         # Each norm names the projection after it, which may then start early (Linear.holds_weights).
         x, h = self.embed(tokens, positions, layers[0].self_attn_norm, lora, "decoder.layers.0.self_attn_layer_norm",
                           layers[0].qkv)
-        ahead = self._ahead(N, tokens.device)
-        try:
-            return self._decode_layers(x, h, rows, self_cache, write_slots, self_slots, self_lens, cross_cache,
-                                       cross_slots, cross_lens, with_logits, lora, group, ahead)
-        finally:
-            if ahead is not None:
-                ahead.join()
-
-    def _ahead(self, rows: int, device: torch.device) -> AheadOfUse | None:
-        """The L2 prefetcher of a typed sentence's decode step on the GPU (`prefetch_weights`)."""
-        if not (self.prefetch_weights and device.type == "cuda" and rows <= FUSED_MAX_ROWS):
-            return None
-        if self._prefetcher is None:
-            self._prefetcher = AheadOfUse(device)
-        return self._prefetcher
-
-    def _decode_layers(
-        self, x, h, rows, self_cache, write_slots, self_slots, self_lens, cross_cache, cross_slots, cross_lens,
-        with_logits, lora, group, ahead,
-    ) -> torch.Tensor | None:
-        """decode_step's decoder layers and output projection, from the embeddings x and their norm h."""
-        N = x.shape[0]
-        H, D = self.heads, self.head_dim
-        layers = self.decoder_layers
         for i, layer in enumerate(layers):
             p = f"decoder.layers.{i}"
             q, k, v = project(layer.qkv, h, lora, f"{p}.self_attn.qkv").view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
-            if ahead is not None and i + 1 < len(layers):  # the next layer's weights, while this one runs
-                ahead.fetch(layers[i + 1].weights())
             # The attention kernel stores the new token's K/V in the cache as it reads them.
             a = kernels.slot_attention(q, self_cache.k[i], self_cache.v[i], self_slots, rows, self_lens, self.scale,
                                        k_new=k, v_new=v, write_slots=write_slots)

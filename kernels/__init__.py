@@ -13,7 +13,6 @@ from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton
 from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton, holds_weights
-from kernels.l2_prefetch import l2_prefetch
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
@@ -148,6 +147,6 @@ def lora(x, y, a, b, scale, slots):
 
 __all__ = [
     "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "fused_linear_holds_weights",
-    "l2_prefetch", "logsoftmax_topk", "lora",
+    "logsoftmax_topk", "lora",
     "slot_attention", "source_attention", "step_inputs", "step_report",
 ]

@@ -79,19 +79,6 @@ def test_chained_kernel_launches_give_the_same_tokens_as_plain_ones(tiny_checkpo
     assert translate() == chained
 
 
-def test_weights_asked_of_l2_ahead_change_no_token(tiny_checkpoint):
-    """A typed sentence's step forks a stream that asks L2 for the next layer's weights (inside the
-    captured graph, joined before the step ends): the tokens must be those of a step without it."""
-
-    def translate(prefetch):
-        gpu = Translator(tiny_checkpoint, device="cuda", dtype="bfloat16")
-        gpu.generator.model.prefetch_weights = prefetch
-        return [gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, num_beams=beams))
-                for beams in (1, 4)]
-
-    assert translate(True) == translate(False)
-
-
 def test_the_packed_encoder_agrees_with_float32(tiny_checkpoint):
     """In half precision the encoder attends over packed sources (FlashAttention's variable-length
     kernel); a source that attended across its neighbours would be far off."""

@@ -100,6 +100,9 @@ class LaunchedStep:
     done: torch.Tensor  # (S,) bool, host memory filled by the device
     partial: list[int]  # the sentences that stream partial results, as indices into `sentences`
     best: torch.Tensor | None  # (S, >= max(lengths)) int64: each one's best hypothesis, if any is in `partial`
+    # (S,) int32: the lengths of `best`'s hypotheses as the step reported them, the results of the
+    # sentences it finished among them (kernels.step_report); None: results are gathered afterwards.
+    best_lengths: torch.Tensor | None
     ready: torch.cuda.Event | None  # recorded after the step and its copies; None on the CPU
 
 
@@ -202,7 +205,7 @@ class Generator:
         self._admissions = itertools.count()
         self._side_stream: torch.cuda.Stream | None = None
         # Pinned host memory the graphed steps report into (`_search_in_graph`), by graph key.
-        self._reports: dict[tuple, tuple[torch.Tensor, torch.Tensor | None]] = {}
+        self._reports: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self._parity = 0
         self.scratch_cross_slot = self._prepare_scratch_row()
         # On the GPU steps are pipelined: the host queues step t + 1 before it reads which sentences
@@ -389,12 +392,13 @@ class Generator:
 
     def _search_in_graph(
         self, group: Group, with_lora: bool, with_best: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """The decoder step and the group's search as one graph replay, which also stores in pinned
-        host memory what the host reads of it: done (S,) bool and, `with_best`, each sentence's best
-        hypothesis (S, T) int64 (kernels.step_report), valid once the step's event has passed and
-        until the step after next. None when the step cannot be one graph (no graphs, score
-        processors that need the host, or a beam count that does not divide the padded batch)."""
+        host memory what the host reads of it (kernels.step_report): done (S,) bool, and the best
+        hypotheses (S, T) int64 and their lengths (S,) int32 of the sentences done (their results)
+        or, `with_best`, of all; valid once the step's event has passed and until the step after
+        next. None when the step cannot be one graph (no graphs, score processors that need the
+        host, or a beam count that does not divide the padded batch)."""
         rows = group.rows(self.model.device)  # (S, B)
         beams = group.options.num_beams
         if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(group.options):
@@ -408,9 +412,11 @@ class Generator:
         key = (with_lora, group.options, with_best, self._parity)
         if (size, *key) not in self._reports:  # keyed as the graph is
             host = functools.partial(torch.empty, pin_memory=self.model.device.type == "cuda")
-            best = host((size // beams, self.rows.max_length), dtype=torch.int64) if with_best else None
-            self._reports[size, *key] = (host(size // beams, dtype=torch.bool), best)
-        done_host, best_host = self._reports[size, *key]
+            sentences = size // beams
+            self._reports[size, *key] = (host(sentences, dtype=torch.bool),
+                                         host((sentences, self.rows.max_length), dtype=torch.int64),
+                                         host(sentences, dtype=torch.int32))
+        report = self._reports[size, *key]
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self._forward(padded, with_lora, with_logits=True, group=beams)
@@ -418,11 +424,13 @@ class Generator:
             search = search_step(group.options)
             sentences = fed.view(-1, beams)  # (S, B)
             done = search(self.rows, sentences, logits, group.options, self.eos_id, self.rows.max_length)
-            kernels.step_report(done, sentences, self.rows.kv_len, self.rows.hyp, done_host, best_host)
+            state = self.rows
+            kernels.step_report(done, sentences, state.kv_len, state.hyp, state.fin_score, state.fin_hyp,
+                                state.fin_len, *report, with_best)
 
         self.graphs.run(rows.reshape(-1), key, step)
         S = rows.shape[0]
-        return done_host[:S], None if best_host is None else best_host[:S]
+        return tuple(t[:S] for t in report)
 
     def _grow(self, seqs: list[SequenceState]) -> None:
         """A new block for every row of each sequence whose rows are about to start one."""
@@ -609,9 +617,10 @@ class Generator:
         seqs = [item.seq for item in items]
         widest = max(len(item.request.prefix) for item in items)
         rows, source_blocks, source_lengths = self._source_columns(seqs)
-        # Each row's first block, for the sentences that feed position 0 here.
+        # Each row's first block, for the sentences that feed position 0 here (-1: none yet).
         feeding = [s for item, s in zip(items, seqs) if len(item.request.prefix) > 1]
-        feeding_rows, first_blocks = self._take_blocks(feeding)
+        first_block = dict(zip(*self._take_blocks(feeding)))
+        first_blocks = [first_block.get(r, -1) for r in rows]
         prefixes, beams, adapters = [], [], []
         for item, s in zip(items, seqs):
             prefixes += [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix))] * len(s.rows)
@@ -620,25 +629,18 @@ class Generator:
         leads = [s.rows[0] for s in seqs]
         others = [r for s in seqs for r in s.rows[1:]]
         others_leads = [s.rows[0] for s in seqs for _ in s.rows[1:]]
-        (rows_t, source_blocks_t, source_lengths_t, prefixes_t, beams_t, adapters_t, feeding_rows_t, first_blocks_t,
+        (rows_t, source_blocks_t, source_lengths_t, prefixes_t, beams_t, adapters_t, first_blocks_t,
          leads_t, others_t, others_leads_t) = to_device_many(
-            [rows, source_blocks, source_lengths, prefixes, beams, adapters, feeding_rows, first_blocks, leads, others,
-             others_leads],
+            [rows, source_blocks, source_lengths, prefixes, beams, adapters, first_blocks, leads, others, others_leads],
             device,
         )
-        rows_t, leads_t = rows_t.long(), leads_t.long()  # index_fill_ and the step take int64 rows
-        state.hyp[rows_t, :widest] = prefixes_t.long()
-        # index_fill_, not `state.kv_len[rows] = 0`: assigning a Python number through a tensor
-        # index copies it from pageable memory, which waits for the device (the encoder).
-        state.kv_len.index_fill_(0, rows_t, 0)
-        state.finished.index_fill_(0, rows_t, False)
-        # As HF: every beam but the first starts out of the race, so the first step picks from one.
-        state.score[rows_t] = torch.where(beams_t == 0, 0.0, BLOCKED)
-        state.fin_score.index_fill_(0, rows_t, float("-inf"))
-        state.improvable.index_fill_(0, rows_t, True)
-        state.adapter[rows_t] = adapters_t
-        state.write_block[feeding_rows_t] = first_blocks_t
-        self._point_at_sources(rows_t, source_blocks_t, source_lengths_t)
+        # One launch: as ~16 tensor ops the host took longer than a typed sentence's encoder.
+        kernels.admit_rows(
+            rows_t, prefixes_t, beams_t, adapters_t, first_blocks_t, source_blocks_t, source_lengths_t, state.hyp,
+            state.kv_len, state.finished, state.score, state.fin_score, state.improvable, state.adapter,
+            state.write_block, state.cross_slots, state.cross_len, self.cross_cache.block_size, BLOCKED,
+        )
+        leads_t = leads_t.long()  # the step takes int64 rows
         with_lora = any(s.adapter_slot >= 0 for s in seqs)
         for position in range(widest - 1):
             feeding = [s for item, s in zip(items, seqs) if position < len(item.request.prefix) - 1]
@@ -707,9 +709,9 @@ class Generator:
         lengths = [item.length for item in sentences]
         cuda = self.model.device.type == "cuda"
         if reported is not None:
-            done, best = reported
+            done, best, best_lengths = reported
         else:
-            best = None
+            best = best_lengths = None
             if partial:  # the best hypothesis of each is its first row's, as the search keeps them sorted
                 leads = to_device([item.seq.rows[0] for item in sentences], self.model.device)
                 best = self.rows.hyp[:, : max(lengths)][leads]  # (S, width)
@@ -719,7 +721,7 @@ class Generator:
         if cuda:
             ready = torch.cuda.Event()
             ready.record()
-        return LaunchedStep(sentences, lengths, done, partial, best, ready)
+        return LaunchedStep(sentences, lengths, done, partial, best, best_lengths, ready)
 
     def _finish(self, step: LaunchedStep) -> list[Running]:
         """Wait for a launched step; report its finished sentences' results and the partial results
@@ -729,11 +731,16 @@ class Generator:
         done = step.done.tolist()
         finished = [i for i, item in enumerate(step.sentences) if done[i] and item.live]
         if finished:
-            # The device may be running the next step already; it leaves these sentences' rows
-            # alone, so a side stream reads their results without waiting for it.
-            leads = [step.sentences[i].seq.rows[0] for i in finished]
-            with self._side_stream_after(step.ready):
-                results = best_hypotheses(self.rows, leads, [step.lengths[i] for i in finished], done=True)
+            if step.best_lengths is not None:  # the step reported their results
+                lengths = step.best_lengths.tolist()
+                table = step.best[:, : max(lengths[i] for i in finished)].tolist()
+                results = [table[i][: lengths[i]] for i in finished]
+            else:
+                # The device may be running the next step already; it leaves these sentences' rows
+                # alone, so a side stream reads their results without waiting for it.
+                leads = [step.sentences[i].seq.rows[0] for i in finished]
+                with self._side_stream_after(step.ready):
+                    results = best_hypotheses(self.rows, leads, [step.lengths[i] for i in finished], done=True)
             for i, tokens in zip(finished, results):
                 step.sentences[i].request.result = tokens
         if step.partial:

@@ -8,6 +8,7 @@ submodule imported later would replace the function `kernels.<name>` with the mo
 
 from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from kernels.admit_rows import admit_rows_ref, admit_rows_triton
 from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton
 from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
@@ -61,6 +62,18 @@ def embed_layer_norm(tokens, positions, table, scale, position_table, offset, we
     return embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset, weight, bias, eps)
 
 
+def admit_rows(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len, finished,
+               score, fin_score, improvable, adapter, write_block, cross_slots, cross_len, block_size, blocked):
+    """Sets up the rows (n,) of newly admitted sentences: each one's decoder prefix (prefixes (n, W)),
+    an empty cache, HF's starting beam score (0 for beam 0, else `blocked`), no finished hypothesis,
+    its adapter, its first block where first_blocks >= 0, and the cross-attention slots of its
+    source (its blocks (n, P) of `block_size` slots, its length). Per-row inputs int32; state as in
+    engine/rows.py, updated in place."""
+    fn = admit_rows_triton if _use_triton(rows) else admit_rows_ref
+    fn(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len, finished, score,
+       fin_score, improvable, adapter, write_block, cross_slots, cross_len, block_size, blocked)
+
+
 def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size):
     """Each of the rows (N,) int64, or `scratch` where its sentence is `finished`, feeds the token at
     its length n = kv_len[r] and claims its cache slot: kv_slots[r, n] = write_block[r] * block_size
@@ -71,12 +84,13 @@ def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, s
     return fn(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size)
 
 
-def step_report(done, rows, kv_len, hyp, done_host, best_host=None):
-    """After a step's search over rows (S, B): done_host[s] = done[s] and, if `best_host` is given,
-    each sentence's best hypothesis so far, best_host[s, :n] = hyp[rows[s, 0], :n] with n =
-    kv_len[rows[s, 0]] + 1; done_host and best_host in pinned host memory, stored by the device."""
+def step_report(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every):
+    """After a step's search over rows (S, B), into pinned host memory: done_host[s] = done[s] and,
+    for each sentence done (or every one, with `every`), its best hypothesis, best_host[s, :n] and
+    length_host[s] = n: its best finished one where it is done and has one (fin_hyp, fin_len of its
+    first row), else its best running one (hyp[rows[s, 0], :kv_len[rows[s, 0]] + 1])."""
     fn = step_report_triton if _use_triton(done) else step_report_ref
-    fn(done, rows, kv_len, hyp, done_host, best_host)
+    fn(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every)
 
 
 def fused_linear_holds_weights(M, N, K):
@@ -132,7 +146,7 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "add_layer_norm", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "fused_linear_holds_weights",
+    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "fused_linear_holds_weights",
     "logsoftmax_topk", "lora",
     "slot_attention", "source_attention", "step_inputs", "step_report",
 ]

@@ -3,28 +3,44 @@ import torch
 
 from kernels.step_report import step_report_ref, step_report_triton
 
+R, T = 9, 10
 
-def make_state(R=7, T=10, seed=0):
+
+def make_state(seed=0):
+    """Rows' state: lengths (one filling every position), hypotheses, and finished hypotheses for
+    rows 4 and 6 only (-inf scores elsewhere, as a greedy search leaves them)."""
     g = torch.Generator().manual_seed(seed)
     kv_len = torch.randint(0, T, (R,), generator=g, dtype=torch.int32)
-    kv_len[2] = T - 1  # a hypothesis filling every position: its length is capped at T
+    kv_len[2] = T - 1  # its hypothesis is T long
     kv_len[-1] = 0  # the scratch row
-    return kv_len, torch.randint(0, 1000, (R, T), generator=g)
+    fin_score = torch.full((R,), float("-inf"))
+    fin_score[[4, 6]] = torch.tensor([-1.5, -2.0])
+    return dict(kv_len=kv_len, hyp=torch.randint(0, 1000, (R, T), generator=g), fin_score=fin_score,
+                fin_hyp=torch.randint(0, 1000, (R, T), generator=g), fin_len=torch.tensor([3, 5, 2, 7, 4, 6, 10, 1, 1], dtype=torch.int32))
 
 
-@pytest.mark.parametrize("with_best", [False, True])
+@pytest.mark.parametrize("every", [False, True])
 @pytest.mark.parametrize("fn", [step_report_ref, step_report_triton])
-def test_reports_done_and_each_sentences_best_hypothesis(fn, with_best):
-    kv_len, hyp = make_state()
-    rows = torch.tensor([[4, 1], [2, 0], [6, 6]])  # two sentences of two beams, then padding (scratch)
-    done = torch.tensor([True, False, True])
-    done_host = torch.zeros(5, dtype=torch.bool)  # room for more sentences than this step has
-    best_host = torch.full((5, 12), -7) if with_best else None
-    fn(done, rows, kv_len, hyp, done_host, best_host)
-    assert done_host.tolist() == [True, False, True, False, False]
-    if with_best:
-        for s, lead in enumerate([4, 2]):
-            n = min(int(kv_len[lead]) + 1, 10)
-            assert best_host[s, :n].tolist() == hyp[lead, :n].tolist()
+def test_reports_done_and_the_best_hypotheses(fn, every):
+    state = make_state()
+    # Sentences of two rows: done with a finished hypothesis (lead 4); done without one (lead 2,
+    # greedy-like); not done though it has one (lead 6); not done (lead 3); padding (scratch).
+    rows = torch.tensor([[4, 1], [2, 0], [6, 7], [3, 5], [8, 8]])
+    done = torch.tensor([True, True, False, False, True])
+    done_host = torch.zeros(6, dtype=torch.bool)  # room for more sentences than this step has
+    best_host = torch.full((6, 12), -7)
+    length_host = torch.full((6,), -7, dtype=torch.int32)
+    fn(done, rows, *state.values(), done_host, best_host, length_host, every)
+    assert done_host.tolist() == [True, True, False, False, True, False]
+    running = lambda lead: (int(state["kv_len"][lead]) + 1, state["hyp"][lead])  # noqa: E731
+    expected = {0: (int(state["fin_len"][4]), state["fin_hyp"][4]), 1: running(2)}
+    if every:
+        expected |= {2: running(6), 3: running(3)}
+    for s in range(6):
+        if s in expected:
+            n, tokens = expected[s]
+            n = min(n, T)
+            assert length_host[s] == n and best_host[s, :n].tolist() == tokens[:n].tolist()
             assert (best_host[s, n:] == -7).all()  # past the hypothesis: untouched
-        assert (best_host[3:] == -7).all()
+        elif s != 4:  # (the padding sentence, done, reports the scratch row)
+            assert length_host[s] == -7 and (best_host[s] == -7).all()

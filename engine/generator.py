@@ -13,7 +13,8 @@ where a step has run by the time it is launched, each step is finished at once.
 Admission: the sources of new sentences are encoded together; all but the last token of each
 decoder prefix (`</s>` before the language code) is fed to each sentence's first row in a step
 without logits, and its other beams take over that row's slots. From then on the sentence scores
-at every step.
+at every step. A sentence of several beams with the usual prefix skips that step: in its first
+step one beam feeds `</s>` for all while the others feed the language code (engine/rows.py).
 
 Memory: sentences are admitted while free KV blocks and rows allow; when a step would run out of
 blocks, the most recently admitted sentence is preempted (its blocks freed, the sentence requeued
@@ -192,6 +193,7 @@ class Generator:
         return generator
 
     def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, max_rows: int):
+        assert self_cache.block_size == cross_cache.block_size, "admission sets up both caches' slots with one size"
         self.model = model
         self.self_cache = self_cache
         self.cross_cache = cross_cache
@@ -352,9 +354,9 @@ class Generator:
         # Padding rows (all the scratch row) feed position 0 afresh each step, as do the rows of a
         # sentence the last step found done: the host learns of it one step late, and its rows must
         # not move meanwhile.
-        rows, tokens, positions, write, self_lens, cross_lens = kernels.step_inputs(
+        rows, tokens, positions, write, self_lens, cross_lens, priors = kernels.step_inputs(
             rows, state.kv_len, state.write_block, state.kv_slots, state.hyp, state.cross_len, state.finished,
-            state.scratch, self.self_cache.block_size,
+            state.prior_offset, state.scratch, self.self_cache.block_size,
         )  # (N,) each
         lora = LoraRows(self.lora, state.adapter[rows]) if with_lora else None
         return rows, self.model.decode_step(
@@ -365,6 +367,7 @@ class Generator:
             write_slots=write,
             self_slots=state.kv_slots,
             self_lens=self_lens,
+            self_priors=priors,
             cross_cache=self.cross_cache,
             cross_slots=state.cross_slots,
             cross_lens=cross_lens,
@@ -611,42 +614,51 @@ class Generator:
     def _start(self, items: list[Running]) -> None:
         """Set up the new sentences' rows and feed their decoder prefixes but the last token.
 
-        What each row needs is gathered on the host and goes to the device in one copy (each copy
-        costs the host ~70 us on the H200 machine; this made ~11)."""
+        A sentence of several beams whose prefix is `</s>` and the language code feeds nothing here:
+        its beam 1 feeds `</s>` in the sentence's first step (engine/rows.py). What each row needs is
+        gathered on the host and goes to the device in one copy (each copy costs the host ~70 us on
+        the H200 machine; this made ~11)."""
         device, state = self.model.device, self.rows
         seqs = [item.seq for item in items]
         widest = max(len(item.request.prefix) for item in items)
         rows, source_blocks, source_lengths = self._source_columns(seqs)
-        # Each row's first block, for the sentences that feed position 0 here (-1: none yet).
-        feeding = [s for item, s in zip(items, seqs) if len(item.request.prefix) > 1]
-        first_block = dict(zip(*self._take_blocks(feeding)))
+        # Each row's first block, for the sentences that feed position 0 here or in their first step.
+        first_block = dict(zip(*self._take_blocks([s for item, s in zip(items, seqs) if len(item.request.prefix) > 1])))
         first_blocks = [first_block.get(r, -1) for r in rows]
-        prefixes, beams, adapters = [], [], []
-        for item, s in zip(items, seqs):
+        opening = [len(item.request.prefix) == 2 and len(s.rows) > 1 for item, s in zip(items, seqs)]
+        prefixes, beams, adapters, prior_offsets = [], [], [], []
+        for item, s, opens in zip(items, seqs, opening):
             prefixes += [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix))] * len(s.rows)
             beams += range(len(s.rows))
             adapters += [s.adapter_slot] * len(s.rows)
-        leads = [s.rows[0] for s in seqs]
-        others = [r for s in seqs for r in s.rows[1:]]
-        others_leads = [s.rows[0] for s in seqs for _ in s.rows[1:]]
-        (rows_t, source_blocks_t, source_lengths_t, prefixes_t, beams_t, adapters_t, first_blocks_t,
+            prior_offsets += [1 - b if opens and b != 1 else 0 for b in range(len(s.rows))]  # to beam 1's place
+        # The sentences fed here: the first row of each feeds all but the last token of its prefix.
+        fed = [(item, s) for item, s, opens in zip(items, seqs, opening) if not opens]
+        leads = [s.rows[0] for _, s in fed]
+        others = [r for _, s in fed for r in s.rows[1:]]
+        others_leads = [s.rows[0] for _, s in fed for _ in s.rows[1:]]
+        (rows_t, source_blocks_t, source_lengths_t, prefixes_t, beams_t, adapters_t, first_blocks_t, prior_offsets_t,
          leads_t, others_t, others_leads_t) = to_device_many(
-            [rows, source_blocks, source_lengths, prefixes, beams, adapters, first_blocks, leads, others, others_leads],
+            [rows, source_blocks, source_lengths, prefixes, beams, adapters, first_blocks, prior_offsets, leads, others,
+             others_leads],
             device,
         )
         # One launch: as ~16 tensor ops the host took longer than a typed sentence's encoder.
         kernels.admit_rows(
-            rows_t, prefixes_t, beams_t, adapters_t, first_blocks_t, source_blocks_t, source_lengths_t, state.hyp,
-            state.kv_len, state.finished, state.score, state.fin_score, state.improvable, state.adapter,
-            state.write_block, state.cross_slots, state.cross_len, self.cross_cache.block_size, BLOCKED,
+            rows_t, prefixes_t, beams_t, adapters_t, first_blocks_t, prior_offsets_t, source_blocks_t, source_lengths_t,
+            state.hyp, state.kv_len, state.kv_slots, state.finished, state.score, state.fin_score, state.improvable,
+            state.adapter, state.write_block, state.prior_offset, state.cross_slots, state.cross_len,
+            self.self_cache.block_size, BLOCKED,
         )
         leads_t = leads_t.long()  # the step takes int64 rows
-        with_lora = any(s.adapter_slot >= 0 for s in seqs)
+        with_lora = any(s.adapter_slot >= 0 for _, s in fed)
         for position in range(widest - 1):
-            feeding = [s for item, s in zip(items, seqs) if position < len(item.request.prefix) - 1]
+            feeding = [s for item, s in fed if position < len(item.request.prefix) - 1]
+            if not feeding:
+                break
             if position > 0:  # (blocks for position 0 were taken above)
                 self._grow(feeding)
-            if len(feeding) == len(seqs):
+            if len(feeding) == len(fed):
                 self._run(leads_t, with_lora, with_logits=False)
             else:
                 self._run(to_device([s.rows[0] for s in feeding], device), with_lora, with_logits=False)
@@ -655,6 +667,9 @@ class Generator:
         if others:  # the other beams take over the first row's slots
             state.kv_slots[others_t] = state.kv_slots[others_leads_t]
             state.kv_len[others_t] = state.kv_len[others_leads_t]
+        for s, opens in zip(seqs, opening):
+            if opens:
+                s.cached = 1  # as the host counts blocks: `</s>` is in its first blocks' slots already
 
     def _acquire_adapter(self, request: Request) -> int | None:
         """A reference on the slot of the request's adapter (-1 for the base model), promoting it

@@ -13,6 +13,12 @@ Beam search keeps a sentence's finished hypotheses (HF's BeamHypotheses) in its 
 i-th best finished hypothesis of a sentence whose rows are `rows` sits at row `rows[i]` of the
 `fin_*` tensors, and sentence-wide flags at its first row.
 
+A sentence of several beams whose decoder prefix is `</s>` and the language code starts without a
+step of its own for `</s>`: in its first step beam 1 feeds position 0 while the other beams feed
+position 1 and read position 0 from beam 1's new K/V (`prior_offset`, from admission to that
+step: the offset from a row's place in the step to beam 1's). Beam 1's scores of that step are
+HF's -1e9 placeholders, so nothing it finds survives the search; after it, every row holds both.
+
 The last row is scratch: padding rows of a captured step are all this row, and so are, for one
 step, the rows of a sentence that has just finished (`finished`: the host learns that a sentence is
 done one step late, and meanwhile its rows must not move; kernels.step_inputs feeds the scratch row
@@ -38,6 +44,7 @@ class DecoderRows:
         self.kv_slots = torch.zeros(R, T, **i32)  # self-attention slot of each position
         self.kv_len = torch.zeros(R, **i32)  # positions in the cache
         self.write_block = torch.zeros(R, **i32)  # the block the row's next positions go into
+        self.prior_offset = torch.zeros(R, **i32)  # see above; 0: none
         self.cross_slots = torch.zeros(R, max_source, **i32)  # its source's cross-attention slots
         self.cross_len = torch.ones(R, **i32)
         self.adapter = torch.full((R,), -1, **i32)  # LoRA slot, -1 for the base model

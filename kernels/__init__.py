@@ -25,14 +25,15 @@ def _use_triton(tensor):
     return HAVE_TRITON and tensor.is_cuda
 
 
-def slot_attention(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None):
+def slot_attention(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None, priors=None):
     """Decode attention over one layer's cache of token slots. q (N, H, D); k, v (slots, H, D); row
     i reads the first lens[i] slots of slot_table[rows[i]] (slot_table (R, T) int32, rows (N,),
     lens (N,) int32, current token included). Given k_new, v_new (N, H, D) and write_slots (N,)
     int32/int64, first stores row i's new token in the cache at write_slots[i] (in place), which
-    must be row i's last slot. Returns (N, H, D) in q's dtype."""
+    must be row i's last slot; then `priors` (N,) int32 may name the row j whose new token is row
+    i's position before last (-1: none). Returns (N, H, D) in q's dtype."""
     fn = slot_attention_triton if _use_triton(q) else slot_attention_ref
-    return fn(q, k, v, slot_table, rows, lens, scale, k_new=k_new, v_new=v_new, write_slots=write_slots)
+    return fn(q, k, v, slot_table, rows, lens, scale, k_new=k_new, v_new=v_new, write_slots=write_slots, priors=priors)
 
 
 def source_attention(q, k, v, slot_table, rows, lens, scale, group):
@@ -62,26 +63,31 @@ def embed_layer_norm(tokens, positions, table, scale, position_table, offset, we
     return embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset, weight, bias, eps)
 
 
-def admit_rows(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len, finished,
-               score, fin_score, improvable, adapter, write_block, cross_slots, cross_len, block_size, blocked):
+def admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp,
+               kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset,
+               cross_slots, cross_len, block_size, blocked):
     """Sets up the rows (n,) of newly admitted sentences: each one's decoder prefix (prefixes (n, W)),
-    an empty cache, HF's starting beam score (0 for beam 0, else `blocked`), no finished hypothesis,
-    its adapter, its first block where first_blocks >= 0, and the cross-attention slots of its
-    source (its blocks (n, P) of `block_size` slots, its length). Per-row inputs int32; state as in
-    engine/rows.py, updated in place."""
+    an empty cache (or, where prior_offsets[i] != 0, position 0 in the first block of row
+    rows[i + prior_offsets[i]], which feeds it in the sentence's first step), HF's starting beam
+    score (0 for beam 0, else `blocked`), no finished hypothesis, its adapter, its first block where
+    first_blocks >= 0, and the cross-attention slots of its source (its blocks (n, P) of
+    `block_size` slots, its length). Per-row inputs int32; state as in engine/rows.py, updated in
+    place."""
     fn = admit_rows_triton if _use_triton(rows) else admit_rows_ref
-    fn(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len, finished, score,
-       fin_score, improvable, adapter, write_block, cross_slots, cross_len, block_size, blocked)
+    fn(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
+       kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots, cross_len,
+       block_size, blocked)
 
 
-def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size):
+def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch, block_size):
     """Each of the rows (N,) int64, or `scratch` where its sentence is `finished`, feeds the token at
     its length n = kv_len[r] and claims its cache slot: kv_slots[r, n] = write_block[r] * block_size
     + n % block_size; kv_len[r] += 1 but for the `scratch` row (length 0, padding). Returns the rows
     fed r, tokens, positions (= n), write_slots (N,) int64 and self_lens (= n + 1), cross_lens
-    (= cross_len[r]) (N,) int32. State as in engine/rows.py."""
+    (= cross_len[r]), priors (= i + prior_offset[r] where that is nonzero, else -1; the offset is
+    spent) (N,) int32. State as in engine/rows.py."""
     fn = step_inputs_triton if _use_triton(rows) else step_inputs_ref
-    return fn(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, scratch, block_size)
+    return fn(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch, block_size)
 
 
 def step_report(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every):
@@ -122,15 +128,15 @@ def logsoftmax_topk(logits, k):
 
 def beam_advance(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
                  improvable, finished, penalty, *, eos_id, max_length, early_stopping, blocked, width):
-    """One step of HF's beam search after `logsoftmax_topk(logits, 2B + 1)`, for S sentences of B
-    beams in rows (S, B) int64: values, tokens (S * B, 2B + 1) each row's best log-probs, descending,
-    and their tokens. A sentence's hypotheses' length n is kv_len[its first row] (R,) int32; `</s>`
-    is not allowed while n < eos_from. Updates the rows' state in place (score, fin_score (R,)
-    float32; hyp, fin_hyp (R, T) int64 and kv_slots (R, T) int32 over positions [0, n], n < width;
-    fin_len (R,) int32; improvable (R,) bool at each sentence's first row; finished (R,) bool, every
-    row of a sentence done) and returns done (S,) bool. penalty (T + 1,) float32: n **
-    length_penalty; early_stopping 0 (False), 1 (True), 2 ("never" and a positive length penalty);
-    blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked token."""
+    """One step of HF's beam search after `logsoftmax_topk(logits, 2B + 1)`, for S sentences of B beams in
+    rows (S, B) int64: values, tokens (S * B, 2B + 1) each row's best log-probs, descending, and their
+    tokens. A sentence's hypotheses' length n is kv_len[its first row] (R,) int32, and becomes every one of
+    its rows'; `</s>` is not allowed while n < eos_from. Updates the rows' state in place (score, fin_score
+    (R,) float32; hyp, fin_hyp (R, T) int64 and kv_slots (R, T) int32 over positions [0, n], n < width;
+    fin_len (R,) int32; improvable (R,) bool at each sentence's first row; finished (R,) bool, every row of
+    a sentence done) and returns done (S,) bool. penalty (T + 1,) float32: n ** length_penalty;
+    early_stopping 0 (False), 1 (True), 2 ("never" and a positive length penalty); blocked: HF's -1e9. Ties
+    go to the lower beam, then the better-ranked token."""
     fn = beam_advance_triton if _use_triton(values) else beam_advance_ref
     return fn(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
               finished, penalty, eos_id=eos_id, max_length=max_length, early_stopping=early_stopping,

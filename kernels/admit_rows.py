@@ -1,12 +1,17 @@
 """The decoder rows of newly admitted sentences, set up in one launch.
 
-`admit_rows(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len,
-finished, score, fin_score, improvable, adapter, write_block, cross_slots, cross_len, block_size,
-blocked)`, over the rows' state of engine/rows.py. Meaning, as a plain loop:
+`admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp,
+kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
+cross_len, block_size, blocked)`, over the rows' state of engine/rows.py. Meaning, as a plain loop:
 
     for i, r in enumerate(rows):
         hyp[r, :W] = prefixes[i]                           # the decoder prefix, padded to W
-        kv_len[r], finished[r] = 0, False
+        finished[r], prior_offset[r] = False, prior_offsets[i]
+        if prior_offsets[i] == 0:
+            kv_len[r] = 0                                  # an empty cache
+        else:                                              # position 0 comes from row rows[i + offset], fed
+            kv_len[r] = 1                                  # in the same first step (into its first block)
+            kv_slots[r, 0] = first_blocks[i + prior_offsets[i]] * block_size
         score[r] = 0.0 if beams[i] == 0 else blocked       # as HF: every beam but the first out of the race
         fin_score[r], improvable[r] = -inf, True
         adapter[r] = adapters[i]
@@ -16,7 +21,8 @@ blocked)`, over the rows' state of engine/rows.py. Meaning, as a plain loop:
         cross_len[r] = source_lengths[i]
 
 with P = source_blocks.shape[1] (block lists padded to the widest); later entries of a row keep
-what they held. The per-row inputs are int32; rows are distinct.
+what they held. The per-row inputs are int32; rows are distinct. A row with a prior offset feeds
+position 1 in its sentence's first step while the row it names feeds position 0 (engine/generator.py).
 
 Why: as tensor operations this was ~16 small launches (index writes, fills), ~0.3 ms of host time
 per admission, and with a typed sentence the device finished its encoder first and waited
@@ -30,16 +36,21 @@ from kernels._triton import tl, triton
 
 @triton.jit
 def _admit_rows_kernel(
-    rows_ptr, prefixes_ptr, beams_ptr, adapters_ptr, first_blocks_ptr, source_blocks_ptr, source_lengths_ptr,
-    hyp_ptr, kv_len_ptr, finished_ptr, score_ptr, fin_score_ptr, improvable_ptr, adapter_ptr, write_block_ptr,
-    cross_slots_ptr, cross_len_ptr, W, P, stride_hyp, stride_cross, block_size, blocked,
+    rows_ptr, prefixes_ptr, beams_ptr, adapters_ptr, first_blocks_ptr, prior_offsets_ptr, source_blocks_ptr,
+    source_lengths_ptr, hyp_ptr, kv_len_ptr, kv_slots_ptr, finished_ptr, score_ptr, fin_score_ptr, improvable_ptr,
+    adapter_ptr, write_block_ptr, prior_offset_ptr, cross_slots_ptr, cross_len_ptr, W, P, stride_hyp,
+    stride_kv_slots, stride_cross, block_size, blocked,
     BLOCK_W: tl.constexpr, BLOCK_SLOTS: tl.constexpr,
 ):
     i = tl.program_id(0)
     r = tl.load(rows_ptr + i).to(tl.int64)
     w = tl.arange(0, BLOCK_W)
     tl.store(hyp_ptr + r * stride_hyp + w, tl.load(prefixes_ptr + i * W + w, mask=w < W).to(tl.int64), mask=w < W)
-    tl.store(kv_len_ptr + r, 0)
+    offset = tl.load(prior_offsets_ptr + i)
+    tl.store(prior_offset_ptr + r, offset)
+    tl.store(kv_len_ptr + r, (offset != 0).to(tl.int32))
+    if offset != 0:
+        tl.store(kv_slots_ptr + r * stride_kv_slots, tl.load(first_blocks_ptr + i + offset) * block_size)
     tl.store(finished_ptr + r, 0)
     tl.store(score_ptr + r, tl.where(tl.load(beams_ptr + i) == 0, 0.0, blocked))
     tl.store(fin_score_ptr + r, float("-inf"))
@@ -55,50 +66,57 @@ def _admit_rows_kernel(
         tl.store(cross_slots_ptr + r * stride_cross + j, block * block_size + j % block_size, mask=ok)
 
 
-def _check(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len, finished,
-           score, fin_score, improvable, adapter, write_block, cross_slots, cross_len):
+def _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
+           kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
+           cross_len):
     n = rows.shape[0]
-    for t in (rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths):
+    for t in (rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths):
         assert t.dtype == torch.int32 and t.shape[0] == n and t.is_contiguous(), "per-row inputs: int32, one row each"
     assert hyp.dtype == torch.int64 and finished.dtype == improvable.dtype == torch.bool
-    assert kv_len.dtype == adapter.dtype == write_block.dtype == cross_slots.dtype == cross_len.dtype == torch.int32
+    for t in (kv_len, kv_slots, adapter, write_block, prior_offset, cross_slots, cross_len):
+        assert t.dtype == torch.int32
     assert score.dtype == fin_score.dtype == torch.float32
 
 
-def admit_rows_triton(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len,
-                      finished, score, fin_score, improvable, adapter, write_block, cross_slots, cross_len,
-                      block_size, blocked):
+def admit_rows_triton(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths,
+                      hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block,
+                      prior_offset, cross_slots, cross_len, block_size, blocked):
     """Triton version of `admit_rows_ref`; same arguments, same state afterwards."""
-    args = (rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len, finished,
-            score, fin_score, improvable, adapter, write_block, cross_slots, cross_len)
-    _check(*args)
-    assert hyp.stride(1) == cross_slots.stride(1) == 1
+    _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
+           kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots, cross_len)
+    assert hyp.stride(1) == kv_slots.stride(1) == cross_slots.stride(1) == 1
     n, W = prefixes.shape
     P = source_blocks.shape[1]
     if n == 0:
         return
     _admit_rows_kernel[(n,)](
-        rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len,
-        finished.view(torch.uint8), score, fin_score, improvable.view(torch.uint8), adapter, write_block,
-        cross_slots, cross_len, W, P, hyp.stride(0), cross_slots.stride(0), block_size, blocked,
+        rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
+        kv_slots, finished.view(torch.uint8), score, fin_score, improvable.view(torch.uint8), adapter, write_block,
+        prior_offset, cross_slots, cross_len, W, P, hyp.stride(0), kv_slots.stride(0), cross_slots.stride(0),
+        block_size, blocked,
         BLOCK_W=triton.next_power_of_2(W), BLOCK_SLOTS=256, num_warps=1,
     )
 
 
-def admit_rows_ref(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len,
-                   finished, score, fin_score, improvable, adapter, write_block, cross_slots, cross_len,
-                   block_size, blocked):
+def admit_rows_ref(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths,
+                   hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block,
+                   prior_offset, cross_slots, cross_len, block_size, blocked):
     """Per row i of `rows` (n,): prefixes (n, W), beams, adapters, first_blocks (-1: none),
-    source_lengths (n,) and source_blocks (n, P), all int32; the rows' state of engine/rows.py,
-    updated in place; the cross cache's block_size; HF's `blocked` beam score."""
-    _check(rows, prefixes, beams, adapters, first_blocks, source_blocks, source_lengths, hyp, kv_len, finished,
-           score, fin_score, improvable, adapter, write_block, cross_slots, cross_len)
+    prior_offsets (0: none), source_lengths (n,) and source_blocks (n, P), all int32; the rows'
+    state of engine/rows.py, updated in place; the self-attention cache's block_size (the cross
+    cache's too); HF's `blocked` beam score."""
+    _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
+           kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots, cross_len)
     r = rows.long()  # (n,)
     hyp[r, : prefixes.shape[1]] = prefixes.long()
-    # index_fill_, not `kv_len[r] = 0`: assigning a Python number through a tensor index copies it
-    # from pageable memory, which waits for the device.
-    kv_len.index_fill_(0, r, 0)
+    # index_fill_, not `finished[r] = False`: assigning a Python number through a tensor index copies
+    # it from pageable memory, which waits for the device.
     finished.index_fill_(0, r, False)
+    prior_offset[r] = prior_offsets
+    fed_later = prior_offsets != 0  # (n,)
+    kv_len[r] = fed_later.int()
+    at = torch.arange(r.shape[0], device=r.device) + prior_offsets  # (n,) where position 0 comes from
+    kv_slots[r[fed_later], 0] = first_blocks[at[fed_later]] * block_size
     score[r] = torch.where(beams == 0, 0.0, blocked)
     fin_score.index_fill_(0, r, float("-inf"))
     improvable.index_fill_(0, r, True)

@@ -30,6 +30,7 @@ their distinct tokens (logsoftmax_topk's output, or torch.topk's); the state ten
         improvable[r[0]] &= running[0].v / penalty[best_length] > (fin_score[r[B-1]] if full else blocked)
         done[s] = not improvable[r[0]] or (full and early_stopping == 1) or all(hit)
         finished[r] := done[s]                           # its rows sit the next step out if done
+        kv_len[r] := n                                   # a sentence's first step: one row fed position 0
 
 where `best(items, m)` is the m largest by their first element, equal ones in list order (a stable
 descending sort) — the tie rule of engine/decoding.py's reference search ("equal scores keep row
@@ -185,6 +186,7 @@ def _beam_advance_kernel(
     tl.store(improvable_ptr + lead, improvable.to(tl.uint8))
     tl.store(finished_ptr + rows, tl.broadcast_to(done.to(tl.uint8), [BLOCK_B]), mask=beam_ok)
     tl.store(done_ptr + s, done.to(tl.uint8))
+    tl.store(kv_len_ptr + rows, tl.broadcast_to(n, [BLOCK_B]), mask=beam_ok)
 
     # The rows' hypotheses, slots and finished hypotheses, a chunk of positions at a time.
     from_old = from_old[:, None]
@@ -312,4 +314,5 @@ def beam_advance_ref(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slot
     improvable[lead] = still
     done = ~still | (full & (early_stopping == 1)) | hits.all(dim=1)
     finished[rows] = done[:, None].expand(S, B)
+    kv_len[rows] = cur_len.int()[:, None].expand(S, B)
     return done

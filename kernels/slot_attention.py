@@ -22,6 +22,12 @@ past the row's length are never read, so they may hold anything.
 Given `k_new`, `v_new`, `write_slots`, the op also stores each row's new token in the cache (in
 place), sparing the decode step two scatter kernels per layer; the caller guarantees the row's last
 slot, slot_table[rows[i], lens[i] - 1], is write_slots[i].
+
+With them, `priors` (N,) int32 may name for row i another row j = priors[i] of the same call whose
+new token is row i's position before last (slot_table[rows[i], lens[i] - 2] is write_slots[j]), or
+-1: a sentence's first step feeds its position 0 through one beam and position 1 through the others
+(engine/generator.py). The plain loop above means the same; the kernel, which stores a row's new
+token only as it reads it, folds row j's in from registers too.
 """
 
 import torch
@@ -48,16 +54,32 @@ def load_heads_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_s, head_o
 
 
 @triton.jit
+def fold_new_token(q, m, l, acc, k_new_ptr, v_new_ptr, j, stride_new_n, stride_new_h, heads, d, d_ok):
+    """The online softmax (m, l, acc) with row j's new token added, read from the step's new K/V;
+    returns it and that token's K and V (HEADS, BLOCK_D)."""
+    new_off = j * stride_new_n + heads[:, None] * stride_new_h + d[None, :]  # (HEADS, BLOCK_D)
+    k_new = tl.load(k_new_ptr + new_off, mask=d_ok[None, :], other=0.0)
+    v_new = tl.load(v_new_ptr + new_off, mask=d_ok[None, :], other=0.0)
+    s_new = tl.sum(k_new.to(tl.float32) * q, axis=1)  # (HEADS,)
+    m_new = tl.maximum(m, s_new)
+    alpha = tl.exp(m - m_new)  # 0 when no token came before (m = -inf)
+    p_new = tl.exp(s_new - m_new)
+    acc = acc * alpha[:, None] + p_new[:, None] * v_new.to(tl.float32)
+    l = l * alpha + p_new
+    return m_new, l, acc, k_new, v_new
+
+
+@triton.jit
 def _slot_attention_kernel(
     q_ptr, k_ptr, v_ptr, table_ptr, rows_ptr, lens_ptr, out_ptr, scale, D,
-    k_new_ptr, v_new_ptr, write_slots_ptr,
+    k_new_ptr, v_new_ptr, write_slots_ptr, priors_ptr,
     stride_qn, stride_qh,
     stride_ks, stride_kh,
     stride_table,
     stride_on, stride_oh,
     stride_new_n, stride_new_h,
     HEADS: tl.constexpr, TILE: tl.constexpr, BLOCK_D: tl.constexpr, WRITE: tl.constexpr, CHAINED: tl.constexpr,
-    EARLY: tl.constexpr,
+    EARLY: tl.constexpr, PRIORS: tl.constexpr,
 ):
     # One program per (row, HEADS heads): online softmax over TILE cached tokens at a time, the
     # heads side by side (a token's K of HEADS heads is one contiguous read).
@@ -73,6 +95,10 @@ def _slot_attention_kernel(
         # The last token is the new one, folded in from registers below: the cache holds it only once
         # this program stores it, and a load would need a barrier to see that store from other threads.
         n_cached = n - 1
+    prior = -1
+    if PRIORS:
+        prior = tl.load(priors_ptr + i)  # written with the lengths, before the step's first chained kernel
+        n_cached -= (prior >= 0).to(tl.int32)  # that token too comes from registers, another row's
     if EARLY:
         # Lengths, slot lists and cached K/V are written before the step's first chained kernel (or
         # by earlier steps), never by the kernel before this one: read the first tile while that
@@ -105,15 +131,11 @@ def _slot_attention_kernel(
                                           start + TILE, n_cached, TILE, d_ok)
 
     if WRITE:
-        new_off = i * stride_new_n + heads[:, None] * stride_new_h + d[None, :]  # (HEADS, BLOCK_D)
-        k_new = tl.load(k_new_ptr + new_off, mask=d_ok[None, :], other=0.0)
-        v_new = tl.load(v_new_ptr + new_off, mask=d_ok[None, :], other=0.0)
-        s_new = tl.sum(k_new.to(tl.float32) * q, axis=1)  # (HEADS,)
-        m_new = tl.maximum(m, s_new)
-        alpha = tl.exp(m - m_new)  # 0 when no cached token came before (m = -inf)
-        p_new = tl.exp(s_new - m_new)
-        acc = acc * alpha[:, None] + p_new[:, None] * v_new.to(tl.float32)
-        l = l * alpha + p_new
+        if prior >= 0:
+            m, l, acc, _, _ = fold_new_token(q, m, l, acc, k_new_ptr, v_new_ptr, prior, stride_new_n, stride_new_h,
+                                             heads, d, d_ok)
+        m, l, acc, k_new, v_new = fold_new_token(q, m, l, acc, k_new_ptr, v_new_ptr, i, stride_new_n, stride_new_h,
+                                                 heads, d, d_ok)
         # Stored last, after the loop: a stray read of this slot above would then see the caller's
         # old contents (NaN in the tests), not the new token. Padding rows may share one slot; their
         # racing stores leave garbage in a block nobody reads.
@@ -160,12 +182,16 @@ def check_inputs(q, k, v, slot_table, rows, lens):
     assert rows.shape == lens.shape == (N,) and rows.is_contiguous() and lens.is_contiguous()
 
 
-def _check_new_token(q, k, k_new, v_new, write_slots):
-    """Asserts the optional new-token arguments are all given or all None, and agree with q, k."""
+def _check_new_token(q, k, k_new, v_new, write_slots, priors=None):
+    """Asserts the optional new-token arguments are all given or all None (priors only with them),
+    and agree with q, k."""
     given = [x is not None for x in (k_new, v_new, write_slots)]
     assert all(given) or not any(given), "k_new, v_new and write_slots go together"
     if write_slots is None:
+        assert priors is None, "priors name other rows' new tokens: they need k_new, v_new, write_slots"
         return False
+    if priors is not None:
+        assert priors.dtype == torch.int32 and priors.shape == (q.shape[0],) and priors.is_contiguous()
     assert k_new.shape == v_new.shape == q.shape, "k_new, v_new must be (N, H, D) like q"
     assert k_new.dtype == v_new.dtype == k.dtype, "k_new, v_new must have the cache's dtype"
     assert k_new.stride(-1) == v_new.stride(-1) == 1, "head dim must be contiguous"
@@ -174,12 +200,13 @@ def _check_new_token(q, k, k_new, v_new, write_slots):
     return True
 
 
-def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None):
+def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None,
+                          priors=None):
     """Triton version of `slot_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
     check_inputs(q, k, v, slot_table, rows, lens)
     assert k.stride() == v.stride(), "k and v must share a layout"
-    write = _check_new_token(q, k, k_new, v_new, write_slots)
+    write = _check_new_token(q, k, k_new, v_new, write_slots, priors)
     if not write:
         k_new, v_new, write_slots = q, q, lens  # never read: WRITE=False compiles their use out
     assert k_new.stride() == v_new.stride(), "k_new and v_new must share a layout"
@@ -189,20 +216,21 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None,
     chained = chained_launch(q)
     _slot_attention_kernel[(N, H // heads)](
         q, k, v, slot_table, rows, lens, out, scale, D,
-        k_new, v_new, write_slots,
+        k_new, v_new, write_slots, lens if priors is None else priors,  # (lens: never read)
         q.stride(0), q.stride(1),
         k.stride(0), k.stride(1),
         slot_table.stride(0),
         out.stride(0), out.stride(1),
         k_new.stride(0), k_new.stride(1),
         HEADS=heads, TILE=tile, BLOCK_D=triton.next_power_of_2(D), WRITE=write, CHAINED=chained, EARLY=early,
-        num_warps=num_warps,
+        PRIORS=priors is not None, num_warps=num_warps,
         **launch_options(chained),
     )
     return out
 
 
-def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None):
+def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None,
+                       priors=None):
     """Decode attention of `q` (N, H, D) over the cache `k`, `v` (slots, H, D): row i reads the
     `lens[i]` (>= 1, current token included) slots listed in `slot_table[rows[i]]`, slot_table
     (R, T) int32. Softmax and sums in float32 (float64 for float64 inputs); returns (N, H, D) in

@@ -120,6 +120,24 @@ def test_no_step_runs_once_every_sentence_is_at_its_length_limit(translator, mon
 
 
 @pytest.mark.parametrize("beams", [1, 4])
+def test_a_beam_sentence_feeds_its_start_token_in_its_first_step(translator, monkeypatch, beams):
+    """Sentences of several beams with the usual prefix run no step without logits at admission: beam
+    1 feeds `</s>` in the first step while the others feed the language code (the translations are
+    checked against generate above); a greedy sentence still feeds `</s>` in a step of its own."""
+    generator, tok = translator.generator, translator.tokenizer
+    runs = []
+    run = generator._run
+    monkeypatch.setattr(generator, "_run", lambda *args, **kwargs: runs.append(kwargs) or run(*args, **kwargs))
+    options = translator.default_options(num_beams=beams, max_length=12)
+    fra = tok.decoder_prefix("fra_Latn")
+    requests = [Request(tok.encode_source(text, "eng_Latn"), fra, options) for text in TEXTS[:3]]
+    generator.run(requests)
+    assert [kwargs["with_logits"] for kwargs in runs].count(False) == (1 if beams == 1 else 0)
+    assert all(len(r.result) > 2 for r in requests)
+    assert (generator.rows.prior_offset == 0).all()
+
+
+@pytest.mark.parametrize("beams", [1, 4])
 def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_them(translator, hf_model, hf_tokenizer, beams):
     """Admission feeds each sentence's prefix but its last token before the sentence scores; prefixes
     of different lengths (`</s>` alone, `</s>` and the language code, or more) start in one batch."""

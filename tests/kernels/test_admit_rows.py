@@ -14,20 +14,23 @@ def make_state(seed=0):
     return dict(
         hyp=torch.randint(0, 100, (R, T), generator=g),
         kv_len=torch.randint(0, T, (R,), **i32),
+        kv_slots=torch.randint(0, 500, (R, T), **i32),
         finished=torch.rand(R, generator=g) < 0.5,
         score=torch.randn(R, generator=g),
         fin_score=torch.randn(R, generator=g),
         improvable=torch.rand(R, generator=g) < 0.5,
         adapter=torch.randint(-1, 3, (R,), **i32),
         write_block=torch.randint(0, 50, (R,), **i32),
+        prior_offset=torch.randint(-2, 3, (R,), **i32),
         cross_slots=torch.randint(0, 500, (R, SOURCE), **i32),
         cross_len=torch.randint(1, SOURCE, (R,), **i32),
     )
 
 
 def admitted():
-    """Two sentences: one of 3 beams (rows 7, 2, 9) taking first blocks, its source 3 blocks long;
-    one of 1 row (row 4) taking none, its source 2 blocks long (its block list padded)."""
+    """Two sentences: one of 3 beams (rows 7, 2, 9) taking first blocks, its source 3 blocks long,
+    whose beam 1 feeds position 0 in its first step; one of 1 row (row 4) taking none, its source 2
+    blocks long (its block list padded)."""
     i32 = dict(dtype=torch.int32)
     return dict(
         rows=torch.tensor([7, 2, 9, 4], **i32),
@@ -35,6 +38,7 @@ def admitted():
         beams=torch.tensor([0, 1, 2, 0], **i32),
         adapters=torch.tensor([1, 1, 1, -1], **i32),
         first_blocks=torch.tensor([5, 6, 8, -1], **i32),
+        prior_offsets=torch.tensor([1, 0, -1, 0], **i32),
         source_blocks=torch.tensor([[3, 0, 7], [3, 0, 7], [3, 0, 7], [9, 1, 0]], **i32),
         source_lengths=torch.tensor([11, 11, 11, 6], **i32),
     )
@@ -47,7 +51,11 @@ def test_sets_up_the_rows_and_leaves_the_others(fn):
     rows = new["rows"].long()
     assert state["hyp"][rows, :2].tolist() == new["prefixes"].tolist()
     assert torch.equal(state["hyp"][rows, 2:], before["hyp"][rows, 2:])
-    assert (state["kv_len"][rows] == 0).all() and not state["finished"][rows].any()
+    assert state["kv_len"][rows].tolist() == [1, 0, 1, 0] and not state["finished"][rows].any()
+    assert state["prior_offset"][rows].tolist() == [1, 0, -1, 0]
+    assert state["kv_slots"][[7, 9], 0].tolist() == [6 * BLOCK] * 2  # row 2 writes position 0 into block 6
+    assert torch.equal(state["kv_slots"][[2, 4]], before["kv_slots"][[2, 4]])
+    assert torch.equal(state["kv_slots"][[7, 9], 1:], before["kv_slots"][[7, 9], 1:])
     assert state["score"][rows].tolist() == [0.0, BLOCKED, BLOCKED, 0.0]
     assert (state["fin_score"][rows] == float("-inf")).all() and state["improvable"][rows].all()
     assert state["adapter"][rows].tolist() == [1, 1, 1, -1]

@@ -94,14 +94,19 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
         values, tokens = make_candidates(S * B, 2 * B + 1, step, g)
         kv_len = torch.zeros(ref_state["score"].shape, dtype=torch.int32)
         kv_len[rows] = cur_len[:, None].int()  # every row of a sentence holds its length
+        if step == 0:  # but for its beam 1, which fed position 0 for all in the first step
+            kv_len[rows[:real, 1]] -= 1
+        ref_kv_len = kv_len.clone()
         # `</s>` banned for no sentence, the shorter ones, or all
         eos_from = 0 if torch.rand(1, generator=g) >= banned_rate else int(cur_len[:real].median()) + 1 + T * (step % 2)
         width = T if step % 2 else int(cur_len.max()) + 1  # a captured step's width, or an eager one's
-        args = (values, tokens, rows, kv_len, eos_from)
+        args = (values, tokens, rows, ref_kv_len, eos_from)
         options = dict(eos_id=EOS, max_length=MAX_LENGTH, early_stopping=early_stopping, blocked=BLOCKED, width=width)
         before = {name: ref_state[name].clone() for name in ("hyp", "kv_slots", "fin_hyp")}
         ref_done = beam_advance_ref(*args, *ref_state.values(), penalty, **options)
-        done = beam_advance_triton(*args, *state.values(), penalty, **options)
+        done = beam_advance_triton(values, tokens, rows, kv_len, eos_from, *state.values(), penalty, **options)
+        assert torch.equal(kv_len, ref_kv_len)  # every row of a sentence holds its length again
+        assert torch.equal(kv_len[rows[:real]], cur_len[:real, None].int().expand(real, B))
         for s, n in enumerate(cur_len[:real].tolist()):  # positions past the new token keep what they held
             for name, old in before.items():
                 assert torch.equal(ref_state[name][rows[s], n + 1 :], old[rows[s], n + 1 :]), f"{name}, step {step}"

@@ -149,3 +149,26 @@ def test_padding_rows_share_a_write_slot():
     for h in range(2):
         assert any(torch.equal(k[scratch, h], k_new[i, h]) and torch.equal(v[scratch, h], v_new[i, h])
                    for i in range(2, 5))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reads_another_rows_new_token(dtype, config, poisoned_outputs, check_error):
+    # A sentence's first step: row 1 feeds position 0 while rows 0, 2, 3 feed position 1 and attend
+    # over both (priors); row 5 reads row 4's new token after 4 cached ones; the others have no prior.
+    lens, priors = [2, 1, 2, 2, 5, 6, 18], [1, -1, 1, 1, -1, 4, -1]
+    q, k, v, table, rows, lens, k_new, v_new, write_slots = make_new_tokens(lens, 2, 16, dtype)
+    for i, j in enumerate(priors):
+        if j >= 0:  # the slot the prior row writes is this row's position before last (NaN until written)
+            table[rows[i], lens[i] - 2] = write_slots[j]
+    scale = 0.25
+    k_ref, v_ref = k.clone(), v.clone()
+    new = dict(k_new=k_new, v_new=v_new, write_slots=write_slots, priors=torch.tensor(priors, dtype=torch.int32))
+    out = slot_attention_triton(q, k, v, table, rows, lens, scale, **new)
+    ref = slot_attention_ref(q, k_ref, v_ref, table, rows, lens, scale, **new)
+    truth = slot_attention_ref(q.double(), k.double(), v.double(), table, rows, lens, scale)  # the cache as written
+    check_error(out, ref, truth)
+    torch.testing.assert_close(k, k_ref, rtol=0, atol=0, equal_nan=True)
+    # Without priors the kernel reads those slots from the cache, where they do not hold the tokens yet.
+    k[write_slots], v[write_slots] = float("nan"), float("nan")
+    new.pop("priors")
+    assert slot_attention_triton(q, k, v, table, rows, lens, scale, **new)[[0, 2, 3, 5]].isnan().any()

@@ -5,9 +5,10 @@ from kernels.step_inputs import step_inputs_ref, step_inputs_triton
 BLOCK_SIZE = 4
 
 
-def make_state(R, T, seed=0, finished=()):
+def make_state(R, T, seed=0, finished=(), prior_offsets=None):
     """The rows' state of engine/rows.py for R rows, the last one scratch (length 0; its flag
-    `finished` set, as a padding sentence's search may leave it), and the rows `finished`."""
+    `finished` set, as a padding sentence's search may leave it), the rows `finished`, and
+    `prior_offsets` {row: offset} (none by default)."""
     g = torch.Generator().manual_seed(seed)
     kv_len = torch.randint(0, T - 1, (R,), generator=g, dtype=torch.int32)
     kv_len[-1] = 0
@@ -20,15 +21,18 @@ def make_state(R, T, seed=0, finished=()):
         hyp=torch.randint(0, 1000, (R, T), generator=g),
         cross_len=torch.randint(1, 30, (R,), generator=g, dtype=torch.int32),
         finished=done,
+        prior_offset=torch.zeros(R, dtype=torch.int32).index_put_(
+            (torch.tensor(list((prior_offsets or {}).keys()), dtype=torch.long),),
+            torch.tensor(list((prior_offsets or {}).values()), dtype=torch.int32)),
     )
 
 
-def run_both(rows, R, T, seed=0, finished=()):
-    state = make_state(R, T, seed, finished)
+def run_both(rows, R, T, seed=0, finished=(), prior_offsets=None):
+    state = make_state(R, T, seed, finished, prior_offsets)
     ref_state = {name: t.clone() for name, t in state.items()}
     out = step_inputs_triton(rows, *state.values(), R - 1, BLOCK_SIZE)
     ref = step_inputs_ref(rows, *ref_state.values(), R - 1, BLOCK_SIZE)
-    return make_state(R, T, seed, finished), state, out, ref_state, ref
+    return make_state(R, T, seed, finished, prior_offsets), state, out, ref_state, ref
 
 
 def test_matches_reference_with_padding_rows(poisoned_outputs):
@@ -39,8 +43,8 @@ def test_matches_reference_with_padding_rows(poisoned_outputs):
         assert got.dtype == want.dtype and torch.equal(got, want)
     for name in state:
         assert torch.equal(state[name], ref_state[name]), name
-    fed, tokens, positions, write_slots, self_lens, cross_lens = out
-    assert torch.equal(fed, rows)
+    fed, tokens, positions, write_slots, self_lens, cross_lens, priors = out
+    assert torch.equal(fed, rows) and (priors == -1).all()
     n = before["kv_len"][rows].long()
     assert torch.equal(tokens, before["hyp"][rows, n]) and torch.equal(positions, n)
     assert torch.equal(write_slots, before["write_block"][rows].long() * BLOCK_SIZE + n % BLOCK_SIZE)
@@ -79,3 +83,18 @@ def test_rows_of_finished_sentences_sit_the_step_out_as_scratch(poisoned_outputs
     assert positions.tolist() == [before["kv_len"][3], 0, before["kv_len"][5], 0, 0, 0]
     for r in (0, 1):
         assert state["kv_len"][r] == before["kv_len"][r] and torch.equal(state["kv_slots"][r], before["kv_slots"][r])
+
+
+def test_first_step_of_a_sentence_names_the_beam_feeding_position_0(poisoned_outputs):
+    """Rows 4, 6, 7 (beams 0, 2, 3 of a sentence whose beam 1, row 5, feeds position 0 in its first
+    step) learn that row's place in the step; their offsets are spent, other rows have no prior."""
+    R, T = 9, 12
+    rows = torch.tensor([3, 4, 5, 6, 7, 8])
+    offsets = {4: 1, 6: -1, 7: -2}
+    before, state, out, ref_state, ref = run_both(rows, R, T, prior_offsets=offsets)
+    for got, want in zip(out, ref):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+    for name in state:
+        assert torch.equal(state[name], ref_state[name]), name
+    assert out[-1].tolist() == [-1, 2, -1, 2, 2, -1]
+    assert (state["prior_offset"] == 0).all()

@@ -25,7 +25,6 @@ import torch.nn.functional as F
 
 import kernels
 from engine.decoding import BLOCKED, NEG_INF, DecodingOptions, bans_only_eos, process_scores
-from engine.device import to_device_many
 from engine.rows import DecoderRows
 
 
@@ -118,20 +117,3 @@ def _length_penalties(length_penalty: float, size: int, device: torch.device) ->
 def search_step(options: DecodingOptions):
     """The step function for these options: beam search, or greedy for one beam."""
     return beam_step if options.num_beams > 1 else greedy_step
-
-
-def best_hypotheses(state: DecoderRows, leads: list[int], lengths: list[int], done: bool) -> list[list[int]]:
-    """Each sentence's best hypothesis as a host list: when `done`, its best finished one (or its best
-    running one if none finished), else its best running one. `leads`: the sentences' first rows;
-    `lengths`: their hypotheses' lengths (no finished hypothesis is longer)."""
-    lead, length = to_device_many([leads, lengths], state.hyp.device)  # (S,) int32 each
-    lead = lead.long()
-    width = max(lengths)
-    best = state.hyp[:, :width][lead]  # (S, width)
-    if done:
-        has_finished = state.fin_score[lead] > NEG_INF  # (S,)
-        best = torch.where(has_finished[:, None], state.fin_hyp[:, :width][lead], best)
-        length = torch.where(has_finished, state.fin_len[lead], length)
-    # One copy to the host, the length in the last column: each copy waits for the device.
-    table = torch.cat([best, length[:, None].long()], dim=1).tolist()  # (S, width + 1)
-    return [row[: row[-1]] for row in table]

@@ -106,10 +106,3 @@ def copy_to_device(target: torch.Tensor, data) -> torch.Tensor:
     without waiting for the device, as `to_device` does."""
     host = torch.tensor(data, dtype=target.dtype)
     return target.copy_(host.pin_memory() if target.is_cuda else host, non_blocking=True)
-
-
-def to_host(tensor: torch.Tensor) -> torch.Tensor:
-    """A copy of a device tensor in pinned host memory, queued on the current stream: valid once the
-    stream gets there (record an event after it and wait on that), while the device runs on."""
-    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
-    return host.copy_(tensor, non_blocking=True)

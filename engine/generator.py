@@ -7,8 +7,10 @@ together as a few tensor operations (engine/batched_search.py). The host does a 
 work per options group and a little integer bookkeeping per sentence: nothing per row. On the GPU
 steps are pipelined: the host queues step t + 1 before it reads which sentences step t finished,
 so the device never waits for the host; a sentence found done sits step t + 1 out (its rows
-replaced by the scratch row on the device), and its result is read on a side stream. On the CPU,
-where a step has run by the time it is launched, each step is finished at once.
+replaced by the scratch row on the device). Each step ends by storing what the host reads of it in
+host memory (kernels.step_report): which sentences are done, their results, and the best
+hypotheses of those that stream partial results. On the CPU, where a step has run by the time it
+is launched, each step is finished at once.
 
 Admission: the sources of new sentences are encoded together; all but the last token of each
 decoder prefix (`</s>` before the language code) is fed to each sentence's first row in a step
@@ -32,7 +34,6 @@ when every slot is held, it waits. Its rows carry the slot, so one batch mixes a
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import gc
 import itertools
@@ -44,10 +45,10 @@ from typing import Callable
 import torch
 
 import kernels
-from engine.batched_search import best_hypotheses, search_step
+from engine.batched_search import search_step
 from engine.cuda_graphs import DecodeGraphs, EncoderGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
-from engine.device import to_device, to_device_many, to_host, tokens_to_device
+from engine.device import to_device, to_device_many, tokens_to_device
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
 from engine.model import NllbModel
@@ -98,13 +99,14 @@ class LaunchedStep:
 
     sentences: list[Running]
     lengths: list[int]  # their hypotheses' lengths after the step
-    done: torch.Tensor  # (S,) bool, host memory filled by the device
+    # The step's report (kernels.step_report), host memory the device fills: done (S,) bool, and best
+    # (S, >= max(lengths)) int64 with best_lengths (S,) int32, the best hypotheses of the sentences
+    # it finished (their results) and, if any sentence is in `partial`, of all.
+    done: torch.Tensor
+    best: torch.Tensor
+    best_lengths: torch.Tensor
     partial: list[int]  # the sentences that stream partial results, as indices into `sentences`
-    best: torch.Tensor | None  # (S, >= max(lengths)) int64: each one's best hypothesis, if any is in `partial`
-    # (S,) int32: the lengths of `best`'s hypotheses as the step reported them, the results of the
-    # sentences it finished among them (kernels.step_report); None: results are gathered afterwards.
-    best_lengths: torch.Tensor | None
-    ready: torch.cuda.Event | None  # recorded after the step and its copies; None on the CPU
+    ready: torch.cuda.Event | None  # recorded after the step; None on the CPU
 
 
 class Group:
@@ -205,8 +207,8 @@ class Generator:
         self.encoder_graphs: EncoderGraphs | None = None
         self.lora = LoraPool(model.config, DEFAULT_SLOTS, model.device, model.dtype)
         self._admissions = itertools.count()
-        self._side_stream: torch.cuda.Stream | None = None
-        # Pinned host memory the graphed steps report into (`_search_in_graph`), by graph key.
+        # Host memory the steps report into (`_report_memory`), by graph key, or for steps that are not
+        # one graph by ("eager", bucket, parity).
         self._reports: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self._parity = 0
         self.scratch_cross_slot = self._prepare_scratch_row()
@@ -409,17 +411,9 @@ class Generator:
         size = bucket_for(rows.numel())
         if size % beams:
             return None
-        # Two graphs per step, reporting into memory of their own in turn: the host reads a step's
-        # report while the next step runs, and queues the one after only once it has read it.
-        self._parity ^= 1
+        # Two graphs per step key, each reporting into memory of its own (`_report_memory`).
         key = (with_lora, group.options, with_best, self._parity)
-        if (size, *key) not in self._reports:  # keyed as the graph is
-            host = functools.partial(torch.empty, pin_memory=self.model.device.type == "cuda")
-            sentences = size // beams
-            self._reports[size, *key] = (host(sentences, dtype=torch.bool),
-                                         host((sentences, self.rows.max_length), dtype=torch.int64),
-                                         host(sentences, dtype=torch.int32))
-        report = self._reports[size, *key]
+        report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self._forward(padded, with_lora, with_logits=True, group=beams)
@@ -434,6 +428,17 @@ class Generator:
         self.graphs.run(rows.reshape(-1), key, step)
         S = rows.shape[0]
         return tuple(t[:S] for t in report)
+
+    def _report_memory(self, key: tuple, sentences: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Host memory (pinned on the GPU) for the report of a step of `sentences`, by `key`: done (S,)
+        bool, best hypotheses (S, max_length) int64, their lengths (S,) int32. Keys carry the step's
+        parity, so a step never writes where the host may still be reading the step before."""
+        if key not in self._reports:
+            host = functools.partial(torch.empty, pin_memory=self.model.device.type == "cuda")
+            self._reports[key] = (host(sentences, dtype=torch.bool),
+                                  host((sentences, self.rows.max_length), dtype=torch.int64),
+                                  host(sentences, dtype=torch.int32))
+        return self._reports[key]
 
     def _grow(self, seqs: list[SequenceState]) -> None:
         """A new block for every row of each sequence whose rows are about to start one."""
@@ -623,7 +628,8 @@ class Generator:
         widest = max(len(item.request.prefix) for item in items)
         rows, source_blocks, source_lengths = self._source_columns(seqs)
         # Each row's first block, for the sentences that feed position 0 here or in their first step.
-        first_block = dict(zip(*self._take_blocks([s for item, s in zip(items, seqs) if len(item.request.prefix) > 1])))
+        with_start = [s for item, s in zip(items, seqs) if len(item.request.prefix) > 1]
+        first_block = dict(zip(*self._take_blocks(with_start)))
         first_blocks = [first_block.get(r, -1) for r in rows]
         opening = [len(item.request.prefix) == 2 and len(s.rows) > 1 for item, s in zip(items, seqs)]
         prefixes, beams, adapters, prior_offsets = [], [], [], []
@@ -715,28 +721,20 @@ class Generator:
         self._grow([item.seq for item in sentences])
         with_lora = any(item.seq.adapter_slot >= 0 for item in sentences)
         partial = [i for i, item in enumerate(sentences) if item.request.on_partial is not None]
+        # The host reads a step's report while the next step runs, and queues the one after only once
+        # it has read it: steps report into two sets of memory in turn.
+        self._parity ^= 1
         reported = self._search_in_graph(live[0], with_lora, bool(partial)) if len(live) == 1 else None
         if reported is None:
-            done = torch.cat(self._search_eagerly(live, with_lora))
+            reported = self._search_eagerly(live, with_lora, bool(partial))
         for item in sentences:
             item.seq.cached += 1
             item.length += 1
-        lengths = [item.length for item in sentences]
-        cuda = self.model.device.type == "cuda"
-        if reported is not None:
-            done, best, best_lengths = reported
-        else:
-            best = best_lengths = None
-            if partial:  # the best hypothesis of each is its first row's, as the search keeps them sorted
-                leads = to_device([item.seq.rows[0] for item in sentences], self.model.device)
-                best = self.rows.hyp[:, : max(lengths)][leads]  # (S, width)
-            if cuda:  # copies the host can read once the step's event has passed
-                done, best = to_host(done), None if best is None else to_host(best)
         ready = None
-        if cuda:
+        if self.model.device.type == "cuda":
             ready = torch.cuda.Event()
             ready.record()
-        return LaunchedStep(sentences, lengths, done, partial, best, best_lengths, ready)
+        return LaunchedStep(sentences, [item.length for item in sentences], *reported, partial, ready)
 
     def _finish(self, step: LaunchedStep) -> list[Running]:
         """Wait for a launched step; report its finished sentences' results and the partial results
@@ -745,19 +743,11 @@ class Generator:
             step.ready.synchronize()
         done = step.done.tolist()
         finished = [i for i, item in enumerate(step.sentences) if done[i] and item.live]
-        if finished:
-            if step.best_lengths is not None:  # the step reported their results
-                lengths = step.best_lengths.tolist()
-                table = step.best[:, : max(lengths[i] for i in finished)].tolist()
-                results = [table[i][: lengths[i]] for i in finished]
-            else:
-                # The device may be running the next step already; it leaves these sentences' rows
-                # alone, so a side stream reads their results without waiting for it.
-                leads = [step.sentences[i].seq.rows[0] for i in finished]
-                with self._side_stream_after(step.ready):
-                    results = best_hypotheses(self.rows, leads, [step.lengths[i] for i in finished], done=True)
-            for i, tokens in zip(finished, results):
-                step.sentences[i].request.result = tokens
+        if finished:  # the step reported their results
+            lengths = step.best_lengths.tolist()
+            table = step.best[:, : max(lengths[i] for i in finished)].tolist()
+            for i in finished:
+                step.sentences[i].request.result = table[i][: lengths[i]]
         if step.partial:
             table = step.best[:, : max(step.lengths)].tolist()  # (S, width): one conversion, not one per row
             for i in step.partial:
@@ -766,30 +756,29 @@ class Generator:
                     item.request.on_partial(table[i][: step.lengths[i]])
         return [step.sentences[i] for i in finished]
 
-    def _side_stream_after(self, event: torch.cuda.Event | None):
-        """A context running on a stream of its own that starts once `event` has passed (on the CPU, nothing)."""
-        if event is None:
-            return contextlib.nullcontext()
-        if self._side_stream is None:
-            self._side_stream = torch.cuda.Stream(self.model.device)
-        self._side_stream.wait_event(event)
-        return torch.cuda.stream(self._side_stream)
-
-    def _search_eagerly(self, live: list[Group], with_lora: bool) -> list[torch.Tensor]:
-        """One decoder step over every group's rows, then each group's search: done (S,) per group."""
-        device = self.model.device
+    def _search_eagerly(
+        self, live: list[Group], with_lora: bool, with_best: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One decoder step over every group's rows, then each group's search and report: what
+        `_search_in_graph` returns, for the groups' sentences in order."""
+        device, state = self.model.device, self.rows
         group_rows = [group.rows(device) for group in live]  # (S, B) each
         beams = live[0].options.num_beams if len(live) == 1 else 1  # the rows' runs of one sentence each
         step_rows = torch.cat([rows.reshape(-1) for rows in group_rows])  # (N,)
         fed, logits = self._run(step_rows, with_lora, with_logits=True, group=beams)  # (N,), (N, V)
-        done, first = [], 0
+        S = sum(rows.shape[0] for rows in group_rows)
+        report = self._report_memory(("eager", bucket_for(S), self._parity), bucket_for(S))
+        first_row = first_sentence = 0
         for group, rows in zip(live, group_rows):
             lengths = [item.length for item in group.sentences]
-            n = rows.numel()
+            n, s = rows.numel(), rows.shape[0]
             search = search_step(group.options)
             # A sentence sitting this step out (done at the last one) counts its length one too far.
-            width = min(max(lengths) + 1, self.rows.max_length)
-            done.append(search(self.rows, fed[first : first + n].view(rows.shape), logits[first : first + n],
-                               group.options, self.eos_id, width, lengths))
-            first += n
-        return done
+            width = min(max(lengths) + 1, state.max_length)
+            sentences = fed[first_row : first_row + n].view(rows.shape)  # (s, B)
+            logits_of_group = logits[first_row : first_row + n]  # (n, V)
+            done = search(state, sentences, logits_of_group, group.options, self.eos_id, width, lengths)
+            kernels.step_report(done, sentences, state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len,
+                                *(t[first_sentence : first_sentence + s] for t in report), with_best)
+            first_row, first_sentence = first_row + n, first_sentence + s
+        return tuple(t[:S] for t in report)

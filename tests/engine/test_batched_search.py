@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.batched_search import beam_step, best_hypotheses, greedy_step
+import kernels
+from engine.batched_search import beam_step, greedy_step
 from engine.decoding import BLOCKED, BeamSearch, DecodingOptions, GreedySearch, process_scores
 from engine.rows import DecoderRows
 
@@ -63,6 +64,12 @@ def test_beam_step_follows_the_reference_search(options):
         batch = rows[active]  # (S, B)
         done = beam_step(state, batch, logits[active].reshape(-1, VOCAB).clone(), options, EOS, T,
                          [lengths[s] for s in active])
+        # What the host reads of the step, as the generator has it report: the done sentences' results.
+        report = (torch.empty(len(active), dtype=torch.bool), torch.empty(len(active), T, dtype=torch.int64),
+                  torch.empty(len(active), dtype=torch.int32))
+        kernels.step_report(done, batch, state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len,
+                            *report, False)
+        results.update((s, report[1][i, : report[2][i]].tolist()) for i, s in enumerate(active) if done[i])
         for s in active:
             ref = references[s]
             ref.advance(*reference_candidates(ref, logits[s], options))
@@ -78,10 +85,6 @@ def test_beam_step_follows_the_reference_search(options):
             assert state.score[rows[s]].tolist() == pytest.approx([b.score for b in ref.beams], rel=1e-5, abs=1e-5)
             finished = state.fin_score[rows[s]]
             assert finished[finished > float("-inf")].tolist() == pytest.approx([f[0] for f in ref.finished], rel=1e-5, abs=1e-5)
-        finishing = [s for s in active if references[s].done]
-        if finishing:
-            best = best_hypotheses(state, [int(rows[s, 0]) for s in finishing], [lengths[s] for s in finishing], done=True)
-            results.update(zip(finishing, best))
         active = [s for s in active if not references[s].done]
     assert not active, "every sentence ends by max_length"
     assert [results[s] for s in range(len(PREFIXES))] == [ref.best() for ref in references]

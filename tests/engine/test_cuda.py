@@ -4,6 +4,7 @@ batched GPU paths must give the reference's tokens in float32, and run in the lo
 import pytest
 import torch
 
+from engine.generator import Request
 from engine.translator import Translator
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -21,6 +22,23 @@ def test_float32_on_the_gpu_equals_the_cpu(tiny_checkpoint, cpu_translator, opti
     gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32")
     expected = cpu_translator.translate(TEXTS, "eng_Latn", "fra_Latn", cpu_translator.default_options(max_length=40, **options))
     assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, **options)) == expected
+
+
+def test_sentences_of_several_option_groups_in_one_step_on_the_gpu_equal_the_cpu(tiny_checkpoint, cpu_translator):
+    """Beam and greedy sentences, some streaming partial results, decode in the same steps (not one
+    graph: each group searches and reports after the step) and end as on the CPU."""
+    gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32")
+    results = []
+    for translator in (cpu_translator, gpu):
+        tok, partials = translator.tokenizer, []
+        requests = [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),
+                            translator.default_options(num_beams=4 if i % 2 else 1, max_length=30),
+                            on_partial=partials.append if i < 2 else None)
+                    for i, text in enumerate(TEXTS)]
+        translator.generator.run(requests)
+        results.append(([r.result for r in requests], partials))
+    assert results[1] == results[0]
+    assert results[1][1], "partial results streamed"
 
 
 def test_a_warmed_up_gpu_translates_as_the_cpu_and_holds_nothing_back(tiny_checkpoint, cpu_translator):

@@ -273,6 +273,7 @@ class Generator:
         rows = to_device(seq.rows, self.model.device)
         self.rows.kv_len.index_fill_(0, rows, 0)
         self.rows.finished.index_fill_(0, rows, False)
+        self.rows.prior_offset.index_fill_(0, rows, 0)  # a sentence preempted before its first step leaves one
         return seq
 
     def free_sequence(self, seq: SequenceState, with_source: bool = True) -> None:

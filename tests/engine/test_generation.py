@@ -137,6 +137,20 @@ def test_a_beam_sentence_feeds_its_start_token_in_its_first_step(translator, mon
     assert (generator.rows.prior_offset == 0).all()
 
 
+def test_a_row_the_contract_primitives_take_names_no_prior_row(translator):
+    """A sentence preempted before its first step leaves its rows' prior offsets set (admission sets
+    them again); a row taken by alloc_sequence must not keep one, or the GPU's attention would read
+    another row's new token in its next step."""
+    generator = translator.generator
+    generator.rows.prior_offset.fill_(1)
+    seq = generator.alloc_sequence()
+    try:
+        assert generator.rows.prior_offset[seq.rows].tolist() == [0]
+    finally:
+        generator.free_sequence(seq, with_source=False)
+        generator.rows.prior_offset.zero_()
+
+
 @pytest.mark.parametrize("beams", [1, 4])
 def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_them(translator, hf_model, hf_tokenizer, beams):
     """Admission feeds each sentence's prefix but its last token before the sentence scores; prefixes

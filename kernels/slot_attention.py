@@ -97,7 +97,7 @@ def _slot_attention_kernel(
         n_cached = n - 1
     prior = -1
     if PRIORS:
-        prior = tl.load(priors_ptr + i)  # written with the lengths, before the step's first chained kernel
+        prior = tl.load(priors_ptr + i)  # written with the lengths, never by the kernel before this one
         n_cached -= (prior >= 0).to(tl.int32)  # that token too comes from registers, another row's
     if EARLY:
         # Lengths, slot lists and cached K/V are written before the step's first chained kernel (or

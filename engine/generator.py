@@ -632,7 +632,10 @@ class Generator:
         with_start = [s for item, s in zip(items, seqs) if len(item.request.prefix) > 1]
         first_block = dict(zip(*self._take_blocks(with_start)))
         first_blocks = [first_block.get(r, -1) for r in rows]
-        opening = [len(item.request.prefix) == 2 and len(s.rows) > 1 for item, s in zip(items, seqs)]
+        # Beam 1's candidates stay out of the first search only while beam 0 alone has the 2B + 1 it
+        # keeps: any real vocabulary.
+        opening = [len(item.request.prefix) == 2 and 1 < len(s.rows) and 2 * len(s.rows) + 1 < self.vocab_size
+                   for item, s in zip(items, seqs)]
         prefixes, beams, adapters, prior_offsets = [], [], [], []
         for item, s, opens in zip(items, seqs, opening):
             prefixes += [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix))] * len(s.rows)

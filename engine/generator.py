@@ -419,16 +419,23 @@ class Generator:
         def step(padded: torch.Tensor) -> None:
             fed, logits = self._forward(padded, with_lora, with_logits=True, group=beams)
             # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
-            search = search_step(group.options)
-            sentences = fed.view(-1, beams)  # (S, B)
-            done = search(self.rows, sentences, logits, group.options, self.eos_id, self.rows.max_length)
-            state = self.rows
-            kernels.step_report(done, sentences, state.kv_len, state.hyp, state.fin_score, state.fin_hyp,
-                                state.fin_len, *report, with_best)
+            self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
+                                    report, with_best)
 
         self.graphs.run(rows.reshape(-1), key, step)
         S = rows.shape[0]
         return tuple(t[:S] for t in report)
+
+    def _search_and_report(
+        self, options: DecodingOptions, sentences: torch.Tensor, logits: torch.Tensor, width: int,
+        lengths: list[int] | None, report: tuple[torch.Tensor, torch.Tensor, torch.Tensor], with_best: bool,
+    ) -> None:
+        """One group's search over its rows `sentences` (S, B) as fed and their logits (S * B, V),
+        then its report into `report` (`_report_memory`'s, sliced to the S sentences)."""
+        state = self.rows
+        done = search_step(options)(state, sentences, logits, options, self.eos_id, width, lengths)
+        kernels.step_report(done, sentences, state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len,
+                            *report, with_best)
 
     def _report_memory(self, key: tuple, sentences: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Host memory (pinned on the GPU) for the report of a step of `sentences`, by `key`: done (S,)
@@ -747,17 +754,19 @@ class Generator:
             step.ready.synchronize()
         done = step.done.tolist()
         finished = [i for i, item in enumerate(step.sentences) if done[i] and item.live]
-        if finished:  # the step reported their results
-            lengths = step.best_lengths.tolist()
-            table = step.best[:, : max(lengths[i] for i in finished)].tolist()
-            for i in finished:
-                step.sentences[i].request.result = table[i][: lengths[i]]
-        if step.partial:
-            table = step.best[:, : max(step.lengths)].tolist()  # (S, width): one conversion, not one per row
-            for i in step.partial:
-                item = step.sentences[i]
-                if item.live and item.request.result is None:
-                    item.request.on_partial(table[i][: step.lengths[i]])
+        if not finished and not step.partial:
+            return []
+        # The step reported the finished sentences' results and, if any streams them, every one's
+        # best hypothesis: one conversion of what is needed, not one per sentence.
+        lengths = step.best_lengths.tolist()
+        width = max([lengths[i] for i in finished] + [step.lengths[i] for i in step.partial])
+        table = step.best[:, :width].tolist()  # (S, width)
+        for i in finished:
+            step.sentences[i].request.result = table[i][: lengths[i]]
+        for i in step.partial:
+            item = step.sentences[i]
+            if item.live and item.request.result is None:
+                item.request.on_partial(table[i][: step.lengths[i]])
         return [step.sentences[i] for i in finished]
 
     def _search_eagerly(
@@ -765,7 +774,7 @@ class Generator:
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decoder step over every group's rows, then each group's search and report: what
         `_search_in_graph` returns, for the groups' sentences in order."""
-        device, state = self.model.device, self.rows
+        device = self.model.device
         group_rows = [group.rows(device) for group in live]  # (S, B) each
         beams = live[0].options.num_beams if len(live) == 1 else 1  # the rows' runs of one sentence each
         step_rows = torch.cat([rows.reshape(-1) for rows in group_rows])  # (N,)
@@ -776,13 +785,10 @@ class Generator:
         for group, rows in zip(live, group_rows):
             lengths = [item.length for item in group.sentences]
             n, s = rows.numel(), rows.shape[0]
-            search = search_step(group.options)
             # A sentence sitting this step out (done at the last one) counts its length one too far.
-            width = min(max(lengths) + 1, state.max_length)
-            sentences = fed[first_row : first_row + n].view(rows.shape)  # (s, B)
-            logits_of_group = logits[first_row : first_row + n]  # (n, V)
-            done = search(state, sentences, logits_of_group, group.options, self.eos_id, width, lengths)
-            kernels.step_report(done, sentences, state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len,
-                                *(t[first_sentence : first_sentence + s] for t in report), with_best)
+            width = min(max(lengths) + 1, self.rows.max_length)
+            self._search_and_report(group.options, fed[first_row : first_row + n].view(rows.shape),  # (s, B)
+                                    logits[first_row : first_row + n], width, lengths,
+                                    tuple(t[first_sentence : first_sentence + s] for t in report), with_best)
             first_row, first_sentence = first_row + n, first_sentence + s
         return tuple(t[:S] for t in report)

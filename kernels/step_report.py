@@ -15,8 +15,8 @@ rows each (rows (S, B)). Meaning, as a plain loop:
             n = min(n, T)                                         # positions fed, the new token
             best_host[s, :n], length_host[s] = tokens[:n], n      # later positions keep what they held
 
-That is engine/batched_search.py's `best_hypotheses`. done_host, best_host and length_host are
-pinned host tensors, readable once the step's event has passed.
+done_host, best_host and length_host are pinned host tensors, readable once the step's event has
+passed (engine/generator.py reads a step's results and partial results from them).
 
 Why: a copy of the step's `done` to the host after its CUDA graph kept the device idle ~9.5 us per
 step (the copy engine's start and the graph's launch behind it); a kernel in the graph storing to

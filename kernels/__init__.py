@@ -152,7 +152,7 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fused_linear", "fused_linear_holds_weights",
-    "logsoftmax_topk", "lora",
-    "slot_attention", "source_attention", "step_inputs", "step_report",
+    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fused_linear",
+    "fused_linear_holds_weights", "logsoftmax_topk", "lora", "slot_attention", "source_attention", "step_inputs",
+    "step_report",
 ]

@@ -15,8 +15,9 @@ def make_state(seed=0):
     kv_len[-1] = 0  # the scratch row
     fin_score = torch.full((R,), float("-inf"))
     fin_score[[4, 6]] = torch.tensor([-1.5, -2.0])
+    fin_len = torch.tensor([3, 5, 2, 7, 4, 6, 10, 1, 1], dtype=torch.int32)
     return dict(kv_len=kv_len, hyp=torch.randint(0, 1000, (R, T), generator=g), fin_score=fin_score,
-                fin_hyp=torch.randint(0, 1000, (R, T), generator=g), fin_len=torch.tensor([3, 5, 2, 7, 4, 6, 10, 1, 1], dtype=torch.int32))
+                fin_hyp=torch.randint(0, 1000, (R, T), generator=g), fin_len=fin_len)
 
 
 @pytest.mark.parametrize("every", [False, True])

@@ -35,6 +35,9 @@ LAYER_NORM_EPS = 1e-5
 FUSED_MAX_ROWS = 16
 FUSED_MAX_IN = 8192
 FUSED_DTYPES = (torch.bfloat16, torch.float16)
+# Timing probe (issue 3), results wrong: a one-sentence step's cross-attention as
+# kernels.source_scores then one projection, over random per-layer K' and V' of 32 slots a head.
+ASSOC_PROBE = False
 
 
 def sinusoidal_positions(num_positions: int, dim: int, padding_idx: int) -> torch.Tensor:
@@ -214,6 +217,12 @@ class NllbModel:
             for i in range(config.decoder_layers)
         ]
         self.decoder_norm = norm("decoder.layer_norm")
+        if ASSOC_PROBE:
+            C, HS = config.d_model, 32 * config.decoder_heads
+            self.probe_a = [torch.randn(HS, C, device=device, dtype=dtype) / C**0.5 for _ in range(config.decoder_layers)]
+            self.probe_c = [torch.randn(HS, device=device) for _ in range(config.decoder_layers)]
+            self.probe_b = [torch.randn(C, HS, device=device, dtype=dtype) / HS**0.5 for _ in range(config.decoder_layers)]
+            self.probe_len = torch.tensor([30], dtype=torch.int32, device=device)
         # K and V of every decoder layer's cross-attention in one matrix: the encoder output is
         # projected for all layers with a single matmul when a sentence is admitted.
         kv_names = [f"decoder.layers.{i}.encoder_attn.{p}" for i in range(config.decoder_layers) for p in ("k_proj", "v_proj")]
@@ -394,12 +403,16 @@ class NllbModel:
                 return None  # a prefix step only fills the cache: the rest of the last layer feeds the logits alone
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
             x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm", layer.cross_q)  # (N, C) each
-            q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
-            if group > 1:
-                a = kernels.source_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale, group)
+            if ASSOC_PROBE:
+                probs = kernels.source_scores(h, self.probe_a[i], self.probe_c[i], self.probe_len, self.scale, 32)
+                a = kernels.fused_linear(probs, self.probe_b[i], layer.cross_out.bias)
             else:
-                a = kernels.slot_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale)
-            a = project(layer.cross_out, a.reshape(N, H * D), lora, f"{p}.encoder_attn.out_proj")
+                q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
+                if group > 1:
+                    a = kernels.source_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale, group)
+                else:
+                    a = kernels.slot_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale)
+                a = project(layer.cross_out, a.reshape(N, H * D), lora, f"{p}.encoder_attn.out_proj")
             x, h = add_normalize(layer.ffn_norm, a, x, lora, f"{p}.final_layer_norm", layer.fc1)
             last = i + 1 == len(layers)
             next_norm = self.decoder_norm if last else layers[i + 1].self_attn_norm

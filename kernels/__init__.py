@@ -17,6 +17,7 @@ from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
+from kernels.source_scores import source_scores_ref, source_scores_triton
 from kernels.step_inputs import step_inputs_ref, step_inputs_triton
 from kernels.step_report import step_report_ref, step_report_triton
 
@@ -43,6 +44,14 @@ def source_attention(q, k, v, slot_table, rows, lens, scale, group):
     k, v (slots, H, D). Returns (N, H, D) in q's dtype."""
     fn = source_attention_triton if _use_triton(q) else source_attention_ref
     return fn(q, k, v, slot_table, rows, lens, scale, group)
+
+
+def source_scores(x, a, c, length, scale, S):
+    """One sentence's cross-attention probabilities (M, H * S) from the normed hidden state x (M, C)
+    by associativity: a (H * S, C) = each head's W_q^T k_t, c (H * S,) float32 = b_q . k_t, the
+    first `length` (1,) of each head's S slots valid (kernels/source_scores.py)."""
+    fn = source_scores_triton if _use_triton(x) else source_scores_ref
+    return fn(x, a, c, length, scale, S)
 
 
 def add_layer_norm(x, residual, weight, bias, eps, lead=False):
@@ -153,6 +162,6 @@ def lora(x, y, a, b, scale, slots):
 
 __all__ = [
     "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fused_linear",
-    "fused_linear_holds_weights", "logsoftmax_topk", "lora", "slot_attention", "source_attention", "step_inputs",
-    "step_report",
+    "fused_linear_holds_weights", "logsoftmax_topk", "lora", "slot_attention", "source_attention", "source_scores",
+    "step_inputs", "step_report",
 ]

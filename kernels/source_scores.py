@@ -1,0 +1,82 @@
+"""One sentence's cross-attention probabilities by associativity. Experiment (issue 3): measured
+only as a timing probe (bench/NOTES.md, session 12).
+
+`source_scores(x, a, c, length, scale, S) -> p`. Meaning, as a plain loop, with S source slots a head:
+
+    for m in range(M):
+        for h in range(H):
+            cols = range(h * S, (h + 1) * S)
+            s = (x[m] @ a[cols].T + c[cols]) * scale        # float32, (S,)
+            s[length:] = -inf                               # source tokens past the sentence's length
+            p[m, cols] = softmax(s)                         # rounded to x's dtype
+
+Why: with a[h * S + t] = W_q,h^T k_t and c[h * S + t] = b_q,h . k_t (k_t head h's key of source
+token t), the scores of the normed hidden state x come without q: cross q and the attention
+kernel become this one projection over H x S rows (1 MB at 600M with S = 32, against W_q's 2 MB),
+and the attention output times W_o becomes one projection of p by V_h W_o,h^T. One program per
+head: it holds the head's S scores for every row, so the softmax is its epilogue.
+"""
+
+import torch
+
+from kernels._triton import chained_launch, launch_options, tl, triton
+
+BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
+
+
+@triton.jit
+def _source_scores_kernel(
+    x_ptr, a_ptr, c_ptr, length_ptr, p_ptr, M, C, scale, stride_x, stride_a, stride_p,
+    S: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr, CHAINED: tl.constexpr,
+):
+    h = tl.program_id(0)
+    m = tl.arange(0, BLOCK_M)
+    m_ok = m < M
+    t = tl.arange(0, S)
+    cols = h * S + t
+    if CHAINED:  # a, c and length are written before the step: only x waits
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
+    acc = tl.zeros([BLOCK_M, S], tl.float32)
+    for k0 in range(0, C, BLOCK_K):
+        k = k0 + tl.arange(0, BLOCK_K)
+        k_ok = k < C
+        x = tl.load(x_ptr + m[:, None].to(tl.int64) * stride_x + k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+        a = tl.load(a_ptr + cols[:, None].to(tl.int64) * stride_a + k[None, :], mask=k_ok[None, :], other=0.0)
+        acc += tl.dot(x, tl.trans(a), input_precision=PRECISION)
+    c = tl.load(c_ptr + cols).to(tl.float32)
+    s = (acc + c[None, :]) * scale
+    s = tl.where((t < tl.load(length_ptr))[None, :], s, float("-inf"))
+    e = tl.exp(s - tl.max(s, axis=1)[:, None])
+    p = e / tl.sum(e, axis=1)[:, None]
+    tl.store(p_ptr + m[:, None].to(tl.int64) * stride_p + cols[None, :], p.to(p_ptr.dtype.element_ty), mask=m_ok[:, None])
+
+
+def source_scores_triton(x, a, c, length, scale, S):
+    """Triton version of `source_scores_ref`; same arguments, same result."""
+    M, C = x.shape
+    HS = a.shape[0]
+    assert S >= 16 and S & (S - 1) == 0 and HS % S == 0, "S: a power of two >= 16 (tl.dot's smallest tile)"
+    assert M <= BLOCK_M and a.shape == (HS, C) and a.dtype == x.dtype and c.shape == (HS,) and c.dtype == torch.float32
+    assert x.stride(1) == 1 and a.stride(1) == 1 and length.numel() == 1
+    p = torch.empty((M, HS), dtype=x.dtype, device=x.device)
+    chained = chained_launch(x)
+    _source_scores_kernel[(HS // S,)](
+        x, a, c, length, p, M, C, scale, x.stride(0), a.stride(0), p.stride(0),
+        S=S, BLOCK_M=BLOCK_M, BLOCK_K=min(128, triton.next_power_of_2(C)),
+        PRECISION="ieee" if x.dtype == torch.float32 else "tf32", CHAINED=chained,
+        num_warps=4, num_stages=3, **launch_options(chained),
+    )
+    return p
+
+
+def source_scores_ref(x, a, c, length, scale, S):
+    """`x` (M, C), M <= 16; `a` (H * S, C) in x's dtype; `c` (H * S,) float32; `length` (1,) int32
+    on x's device, 1 <= length <= S; S source slots a head. Returns p (M, H * S) in x's dtype: per
+    row and head the softmax over the first `length` slots of (x @ a.T + c) * scale, 0 past it."""
+    M, HS = x.shape[0], a.shape[0]
+    compute = torch.promote_types(x.dtype, torch.float32)
+    s = (x.to(compute) @ a.to(compute).T + c.to(compute)) * scale  # (M, H * S)
+    s = s.view(M, HS // S, S)  # (M, H, S)
+    s = s.masked_fill(torch.arange(S, device=x.device) >= length.to(x.device), float("-inf"))
+    return torch.softmax(s, dim=-1).reshape(M, HS).to(x.dtype)  # (M, H * S)

@@ -1,0 +1,38 @@
+import pytest
+import torch
+
+from kernels.source_scores import source_scores_ref, source_scores_triton
+
+DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
+
+
+def folded_inputs(M, H, S, D, length, dtype, seed=0):
+    """x, and a, c from random q weights and source keys (a[h * S + t] = W_q,h^T k_t, c[...] = b_q,h .
+    k_t, zero past the sentence), with the unfolded scores' ingredients for the truth."""
+    g = torch.Generator().manual_seed(seed)
+    C = H * D
+    x = torch.randn(M, C, generator=g).to(dtype)
+    wq, bq = torch.randn(C, C, generator=g) / C**0.5, torch.randn(C, generator=g)
+    keys = torch.randn(S, H, D, generator=g)
+    keys[length:] = 0
+    a = torch.einsum("shd,hdc->hsc", keys, wq.view(H, D, C)).reshape(H * S, C)  # (H * S, C)
+    c = torch.einsum("shd,hd->hs", keys, bq.view(H, D)).reshape(H * S)  # (H * S,)
+    return x, a.to(dtype), c.float(), (wq, bq, keys)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("M, H, S, D, length", [(4, 2, 16, 32, 16), (3, 4, 32, 16, 5), (16, 2, 32, 48, 1)])
+def test_matches_reference_and_attention(M, H, S, D, length, dtype, poisoned_outputs, check_error):
+    x, a, c, (wq, bq, keys) = folded_inputs(M, H, S, D, length, dtype)
+    scale = D**-0.5
+    n = torch.tensor([length], dtype=torch.int32)
+    p = source_scores_triton(x, a, c, n, scale, S)
+    ref = source_scores_ref(x, a, c, n, scale, S)
+    # The truth: attention probabilities of q = x W_q^T + b_q against the keys, in float64.
+    q = (x.double() @ wq.double().T + bq.double()).view(M, H, D)
+    scores = torch.einsum("mhd,shd->mhs", q, keys.double()) * scale  # (M, H, S)
+    scores[..., length:] = float("-inf")
+    truth = torch.softmax(scores, dim=-1).reshape(M, H * S)
+    assert p.shape == (M, H * S) and p.dtype == dtype
+    assert (p.view(M, H, S)[..., length:] == 0).all()
+    check_error(p, ref, truth, slack=1e-5)

@@ -13,8 +13,10 @@ only as a timing probe (bench/NOTES.md, session 12).
 Why: with a[h * S + t] = W_q,h^T k_t and c[h * S + t] = b_q,h . k_t (k_t head h's key of source
 token t), the scores of the normed hidden state x come without q: cross q and the attention
 kernel become this one projection over H x S rows (1 MB at 600M with S = 32, against W_q's 2 MB),
-and the attention output times W_o becomes one projection of p by V_h W_o,h^T. One program per
-head: it holds the head's S scores for every row, so the softmax is its epilogue.
+and the attention output times W_o becomes one projection of p by V_h W_o,h^T. A head's inputs
+are split between programs that hold their part of `a` in registers before waiting for x; the
+last to finish adds the partial scores up (as fused_linear's splits do) and takes the softmax.
+(One program a head, looping over all inputs: slower than q + attention in the engine.)
 """
 
 import torch
@@ -26,46 +28,78 @@ BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
 
 @triton.jit
 def _source_scores_kernel(
-    x_ptr, a_ptr, c_ptr, length_ptr, p_ptr, M, C, scale, stride_x, stride_a, stride_p,
-    S: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr, CHAINED: tl.constexpr,
+    x_ptr, a_ptr, c_ptr, length_ptr, p_ptr, partial_ptr, arrivals_ptr, M, C, scale, stride_x, stride_a, stride_p,
+    S: tl.constexpr, BLOCK_M: tl.constexpr, K_SPLIT: tl.constexpr, SPLIT: tl.constexpr, PRECISION: tl.constexpr,
+    CHAINED: tl.constexpr,
 ):
+    # Program (head, split): the head's S rows of `a` over inputs split * K_SPLIT.. in registers
+    # before the wait (a is written before the step), then x's; the last split to arrive sums the
+    # partial scores in split order and takes the softmax.
     h = tl.program_id(0)
+    split = tl.program_id(1)
     m = tl.arange(0, BLOCK_M)
     m_ok = m < M
     t = tl.arange(0, S)
     cols = h * S + t
-    if CHAINED:  # a, c and length are written before the step: only x waits
+    k = split * K_SPLIT + tl.arange(0, K_SPLIT)
+    k_ok = k < C
+    a = tl.load(a_ptr + cols[:, None].to(tl.int64) * stride_a + k[None, :], mask=k_ok[None, :], other=0.0)  # (S, K_SPLIT)
+    if CHAINED:
         tl.extra.cuda.gdc_wait()
         tl.extra.cuda.gdc_launch_dependents()
-    acc = tl.zeros([BLOCK_M, S], tl.float32)
-    for k0 in range(0, C, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        k_ok = k < C
-        x = tl.load(x_ptr + m[:, None].to(tl.int64) * stride_x + k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-        a = tl.load(a_ptr + cols[:, None].to(tl.int64) * stride_a + k[None, :], mask=k_ok[None, :], other=0.0)
-        acc += tl.dot(x, tl.trans(a), input_precision=PRECISION)
-    c = tl.load(c_ptr + cols).to(tl.float32)
-    s = (acc + c[None, :]) * scale
-    s = tl.where((t < tl.load(length_ptr))[None, :], s, float("-inf"))
-    e = tl.exp(s - tl.max(s, axis=1)[:, None])
-    p = e / tl.sum(e, axis=1)[:, None]
-    tl.store(p_ptr + m[:, None].to(tl.int64) * stride_p + cols[None, :], p.to(p_ptr.dtype.element_ty), mask=m_ok[:, None])
+    x = tl.load(x_ptr + m[:, None].to(tl.int64) * stride_x + k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+    acc = tl.dot(x, tl.trans(a), input_precision=PRECISION)  # (BLOCK_M, S)
+    last = True
+    if SPLIT > 1:
+        tile = tl.arange(0, BLOCK_M)[:, None] * S + t[None, :]  # (BLOCK_M, S)
+        partials = partial_ptr + h.to(tl.int64) * SPLIT * BLOCK_M * S + tile
+        tl.store(partials + split * BLOCK_M * S, acc)
+        tl.debug_barrier()  # every thread's store issued before the count says so
+        arrived = tl.atomic_add(arrivals_ptr + h, 1, sem="acq_rel")  # publishes the stores above
+        last = arrived == SPLIT - 1
+        if last:
+            acc = tl.zeros([BLOCK_M, S], tl.float32)
+            for other in range(SPLIT):
+                acc += tl.load(partials + other * BLOCK_M * S, cache_modifier=".cg")
+            tl.atomic_xchg(arrivals_ptr + h, 0)
+    if last:
+        c = tl.load(c_ptr + cols).to(tl.float32)
+        s = (acc + c[None, :]) * scale
+        s = tl.where((t < tl.load(length_ptr))[None, :], s, float("-inf"))
+        e = tl.exp(s - tl.max(s, axis=1)[:, None])
+        p = e / tl.sum(e, axis=1)[:, None]
+        tl.store(p_ptr + m[:, None].to(tl.int64) * stride_p + cols[None, :], p.to(p_ptr.dtype.element_ty),
+                 mask=m_ok[:, None])
 
 
-def source_scores_triton(x, a, c, length, scale, S):
-    """Triton version of `source_scores_ref`; same arguments, same result."""
+_arrivals: dict[torch.device, torch.Tensor] = {}  # per device: splits arrived at each head, 0 between launches
+
+
+def source_scores_triton(x, a, c, length, scale, S, split=None):
+    """Triton version of `source_scores_ref`; same arguments, same result. `split`: how many
+    programs share a head's inputs (default: ~256 inputs each)."""
     M, C = x.shape
     HS = a.shape[0]
     assert S >= 16 and S & (S - 1) == 0 and HS % S == 0, "S: a power of two >= 16 (tl.dot's smallest tile)"
     assert M <= BLOCK_M and a.shape == (HS, C) and a.dtype == x.dtype and c.shape == (HS,) and c.dtype == torch.float32
     assert x.stride(1) == 1 and a.stride(1) == 1 and length.numel() == 1
+    heads = HS // S
+    split = split or max(1, C // 256)
+    k_split = triton.next_power_of_2(triton.cdiv(C, split))
+    split = triton.cdiv(C, k_split)
     p = torch.empty((M, HS), dtype=x.dtype, device=x.device)
+    partial = arrivals = p
+    if split > 1:
+        partial = torch.empty((heads, split, BLOCK_M, S), dtype=torch.float32, device=x.device)
+        if x.device not in _arrivals or _arrivals[x.device].numel() < heads:
+            _arrivals[x.device] = torch.zeros(max(heads, 64), dtype=torch.int32, device=x.device)
+        arrivals = _arrivals[x.device]
     chained = chained_launch(x)
-    _source_scores_kernel[(HS // S,)](
-        x, a, c, length, p, M, C, scale, x.stride(0), a.stride(0), p.stride(0),
-        S=S, BLOCK_M=BLOCK_M, BLOCK_K=min(128, triton.next_power_of_2(C)),
+    _source_scores_kernel[(heads, split)](
+        x, a, c, length, p, partial, arrivals, M, C, scale, x.stride(0), a.stride(0), p.stride(0),
+        S=S, BLOCK_M=BLOCK_M, K_SPLIT=k_split, SPLIT=split,
         PRECISION="ieee" if x.dtype == torch.float32 else "tf32", CHAINED=chained,
-        num_warps=4, num_stages=3, **launch_options(chained),
+        num_warps=4, **launch_options(chained),
     )
     return p
 

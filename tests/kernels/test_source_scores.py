@@ -20,13 +20,15 @@ def folded_inputs(M, H, S, D, length, dtype, seed=0):
     return x, a.to(dtype), c.float(), (wq, bq, keys)
 
 
+@pytest.mark.parametrize("split", [None, 1, 3])  # None: ~256 inputs a program; 3 splits of 64 inputs and a shorter last
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("M, H, S, D, length", [(4, 2, 16, 32, 16), (3, 4, 32, 16, 5), (16, 2, 32, 48, 1)])
-def test_matches_reference_and_attention(M, H, S, D, length, dtype, poisoned_outputs, check_error):
+@pytest.mark.parametrize("M, H, S, D, length", [(4, 2, 16, 32, 16), (3, 4, 32, 16, 5), (16, 2, 32, 48, 1), (4, 4, 16, 128, 9)])
+def test_matches_reference_and_attention(M, H, S, D, length, dtype, split, poisoned_outputs, check_error):
     x, a, c, (wq, bq, keys) = folded_inputs(M, H, S, D, length, dtype)
     scale = D**-0.5
     n = torch.tensor([length], dtype=torch.int32)
-    p = source_scores_triton(x, a, c, n, scale, S)
+    p = source_scores_triton(x, a, c, n, scale, S, split)
+    assert torch.equal(source_scores_triton(x, a, c, n, scale, S, split), p)  # the split counts were reset
     ref = source_scores_ref(x, a, c, n, scale, S)
     # The truth: attention probabilities of q = x W_q^T + b_q against the keys, in float64.
     q = (x.double() @ wq.double().T + bq.double()).view(M, H, D)

@@ -35,8 +35,8 @@ LAYER_NORM_EPS = 1e-5
 FUSED_MAX_ROWS = 16
 FUSED_MAX_IN = 8192
 FUSED_DTYPES = (torch.bfloat16, torch.float16)
-# Timing probe (issue 3), results wrong: a one-sentence step's cross-attention as
-# kernels.source_scores then one projection, over random per-layer K' and V' of 32 slots a head.
+# Timing probe (issue 3), results wrong: every step's cross-attention by associativity
+# (cross_attention_folded) over one random 30-token source a layer, 32 slots a head.
 ASSOC_PROBE = False
 
 
@@ -140,6 +140,46 @@ class EncoderLayer:
 
 
 @dataclass
+class FoldedSource:
+    """One decoder layer's cross-attention for one sentence by associativity: a (H * S, C), each
+    head's source keys times its q weights (K_h W_q,h); c (H * S,) float32, the keys times q's bias;
+    b (C, H * S), each head's values times its slice of the output projection (V_h W_o,h^T); S
+    slots a head, the first `length` (1,) int32 the sentence's. Scores come from the normed hidden
+    state directly (kernels.source_scores) and the output from the probabilities (p @ b.T + b_o)."""
+    a: torch.Tensor
+    c: torch.Tensor
+    b: torch.Tensor
+    length: torch.Tensor
+    slots: int
+
+
+def fold_source(cross_q: Linear, cross_out: Linear, k: torch.Tensor, v: torch.Tensor, slots: int) -> FoldedSource:
+    """The FoldedSource of a sentence's cross-attention keys and values k, v (T, H, D), T <= slots,
+    for the layer whose q and output projections are given; products in float32, stored in the
+    weights' dtype (c in float32)."""
+    T, H, D = k.shape
+    C = cross_q.weight.shape[1]
+    compute = torch.promote_types(k.dtype, torch.float32)
+    keys = k.new_zeros((slots, H, D), dtype=compute)
+    values = keys.clone()
+    keys[:T], values[:T] = k.to(compute), v.to(compute)  # (slots, H, D) each, zero past T
+    wq = cross_q.weight.to(compute).view(H, D, C)  # (H, D, C): head h's rows of W_q
+    a = torch.einsum("shd,hdc->hsc", keys, wq).reshape(H * slots, C)  # (H * slots, C)
+    c = torch.einsum("shd,hd->hs", keys, cross_q.bias.to(compute).view(H, D)).reshape(H * slots)  # (H * slots,)
+    wo = cross_out.weight.to(compute).view(C, H, D)  # (C, H, D): head h's columns of W_o
+    b = torch.einsum("shd,chd->chs", values, wo).reshape(C, H * slots)  # (C, H * slots)
+    length = torch.tensor([T], dtype=torch.int32, device=k.device)
+    return FoldedSource(a.to(k.dtype), c.float(), b.to(k.dtype), length, slots)
+
+
+def cross_attention_folded(h: torch.Tensor, source: FoldedSource, cross_out: Linear, scale: float) -> torch.Tensor:
+    """A layer's cross-attention output (its output projection included) for rows h (N, C) of one
+    sentence, normed: softmax((h W_q^T + b_q) K^T * scale) V W_o^T + b_o, by way of `source`."""
+    probs = kernels.source_scores(h, source.a, source.c, source.length, scale, source.slots)  # (N, H * S)
+    return kernels.fused_linear(probs, source.b, cross_out.bias)  # (N, C)
+
+
+@dataclass
 class DecoderLayer:
     self_attn_norm: LayerNorm
     qkv: Linear
@@ -218,11 +258,12 @@ class NllbModel:
         ]
         self.decoder_norm = norm("decoder.layer_norm")
         if ASSOC_PROBE:
-            C, HS = config.d_model, 32 * config.decoder_heads
-            self.probe_a = [torch.randn(HS, C, device=device, dtype=dtype) / C**0.5 for _ in range(config.decoder_layers)]
-            self.probe_c = [torch.randn(HS, device=device) for _ in range(config.decoder_layers)]
-            self.probe_b = [torch.randn(C, HS, device=device, dtype=dtype) / HS**0.5 for _ in range(config.decoder_layers)]
-            self.probe_len = torch.tensor([30], dtype=torch.int32, device=device)
+            H, D = config.decoder_heads, config.d_model // config.decoder_heads
+            self.probe_sources = [
+                fold_source(layer.cross_q, layer.cross_out, torch.randn(30, H, D, device=device, dtype=dtype),
+                            torch.randn(30, H, D, device=device, dtype=dtype), 32)
+                for layer in self.decoder_layers
+            ]
         # K and V of every decoder layer's cross-attention in one matrix: the encoder output is
         # projected for all layers with a single matmul when a sentence is admitted.
         kv_names = [f"decoder.layers.{i}.encoder_attn.{p}" for i in range(config.decoder_layers) for p in ("k_proj", "v_proj")]
@@ -404,8 +445,7 @@ class NllbModel:
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
             x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm", layer.cross_q)  # (N, C) each
             if ASSOC_PROBE:
-                probs = kernels.source_scores(h, self.probe_a[i], self.probe_c[i], self.probe_len, self.scale, 32)
-                a = kernels.fused_linear(probs, self.probe_b[i], layer.cross_out.bias)
+                a = cross_attention_folded(h, self.probe_sources[i], layer.cross_out, self.scale)
             else:
                 q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
                 if group > 1:

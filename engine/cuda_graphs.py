@@ -17,7 +17,8 @@ stacks (its `layout` changes), the graphs that read them are captured again.
 On the CPU the same padded path runs eagerly: that is how CI tests the padding.
 
 `EncoderGraphs` does the same for the admission of one short source (a typed sentence): its
-encoder and the store of its cross-attention K/V, ~100 kernels launched from Python otherwise.
+encoder, the store of its cross-attention K/V and, where asked, their fold into the cross-attention
+(`FoldedSources`), ~100 kernels launched from Python otherwise.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import torch
 from engine.device import copy_to_device
 from engine.kv_cache import PagedKVCache
 from engine.lora import LoraPool, LoraRows
-from engine.model import NllbModel
+from engine.model import FoldedSources, NllbModel
 
 Step = Callable[[torch.Tensor], object]  # padded rows (size,) -> output: tensors, in any structure
 
@@ -141,9 +142,12 @@ class EncoderGraphs(_GraphSet):
     over packed sources (`NllbModel.attends_packed`).
     """
 
-    def __init__(self, model: NllbModel, cross_cache: PagedKVCache, lora: LoraPool, scratch_slot: int):
-        super().__init__(lora, model.device)  # graphs by (bucket, with LoRA)
-        self.model, self.cross_cache = model, cross_cache
+    def __init__(
+        self, model: NllbModel, cross_cache: PagedKVCache, lora: LoraPool, scratch_slot: int,
+        folded: FoldedSources | None = None,
+    ):
+        super().__init__(lora, model.device)  # graphs by (bucket, with LoRA, S of the fold)
+        self.model, self.cross_cache, self.folded = model, cross_cache, folded
         self.scratch_slot = scratch_slot
         places = ENCODER_GRAPH_MAX_TOKENS + ENCODER_BUCKET
         self.inputs = torch.zeros(4, places, dtype=torch.int64, device=self.device)  # tokens, positions, slots, adapter slot
@@ -152,9 +156,10 @@ class EncoderGraphs(_GraphSet):
     def fits(self, tokens: int) -> bool:
         return tokens <= ENCODER_GRAPH_MAX_TOKENS
 
-    def run(self, tokens: list[int], slots: list[int], adapter_slot: int) -> None:
+    def run(self, tokens: list[int], slots: list[int], adapter_slot: int, fold: int = 0) -> None:
         """Encode one source and store its cross K/V at `slots` (one per token), with the LoRA
-        adapter in `adapter_slot` (-1: the base model)."""
+        adapter in `adapter_slot` (-1: the base model); `fold` > 0: and fold them into `folded`
+        at S = fold."""
         n = len(tokens)
         size = (n // ENCODER_BUCKET + 1) * ENCODER_BUCKET
         padding = size - n
@@ -169,12 +174,16 @@ class EncoderGraphs(_GraphSet):
         with_lora = adapter_slot >= 0
 
         def step() -> None:
-            self._step(size, with_lora)
+            self._step(size, with_lora, fold)
 
-        self._replay((size, with_lora), step, warm_up=step)  # the warm-up writes what the replay writes
+        self._replay((size, with_lora, fold), step, warm_up=step)  # the warm-up writes what the replay writes
+        if fold:
+            self.folded.slots = fold  # as `fold` sets it, on the host, which a replay does not run
 
-    def _step(self, size: int, with_lora: bool) -> None:
+    def _step(self, size: int, with_lora: bool, fold: int) -> None:
         tokens, positions, slots, adapter = self.inputs[:, :size]  # (size,) each
         lora = LoraRows(self.lora, adapter.int()) if with_lora else None
         hidden = self.model.encode_packed(tokens, positions, self.model.packed_attention(self.starts, size), lora)
-        self.model.write_cross_kv(hidden, self.cross_cache, slots, lora)
+        kv = self.model.write_cross_kv(hidden, self.cross_cache, slots, lora)  # (size, L, 2, H, D)
+        if fold:  # (a bucket holds more places than the source's S: see `FoldedSources.slots_for`)
+            self.folded.fold(kv[:fold, :, 0].transpose(0, 1), kv[:fold, :, 1].transpose(0, 1), self.starts[1:2], fold)

@@ -51,7 +51,7 @@ from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
 from engine.device import to_device, to_device_many, tokens_to_device
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
-from engine.model import NllbModel
+from engine.model import FOLD_MAX_ROWS, FoldedSources, NllbModel
 from engine.rows import DecoderRows
 
 
@@ -167,12 +167,15 @@ class Generator:
         graphs: bool | None = None,
         adapters_dir: str | None = None,
         adapter_slots: int | None = None,
+        fold_sources: bool | None = None,
     ) -> "Generator":
         """A generator with caches sized for the model's device: most of the free GPU memory, or a few MB on the CPU.
 
         `graphs` (default: on CUDA) runs decoder steps through DecodeGraphs; on the CPU that path
         runs eagerly, padded as on the GPU. Adapters come from `adapters_dir`, with
-        `adapter_slots` of them resident at once (default 4).
+        `adapter_slots` of them resident at once (default 4). `fold_sources` (default: graphed
+        half-precision steps on the GPU) runs a lone short sentence's cross-attention by
+        associativity (`FoldedSources`).
         """
         c, device, dtype = model.config, model.device, model.dtype
         bytes_per_token = c.decoder_layers * 2 * c.d_model * torch.finfo(dtype).bits // 8
@@ -187,9 +190,11 @@ class Generator:
         generator.lora = LoraPool(c, adapter_slots or DEFAULT_SLOTS, device, dtype, adapters_dir)
         if graphs if graphs is not None else device.type == "cuda":
             generator.graphs = DecodeGraphs(rows, generator.rows.scratch, device, generator.lora)
+            if fold_sources if fold_sources is not None else device.type == "cuda" and model.dtype != torch.float32:
+                generator.folded = FoldedSources(model)
             if device.type == "cuda" and model.attends_packed():
                 generator.encoder_graphs = EncoderGraphs(
-                    model, generator.cross_cache, generator.lora, generator.scratch_cross_slot
+                    model, generator.cross_cache, generator.lora, generator.scratch_cross_slot, generator.folded
                 )
         freeze_heap()
         return generator
@@ -205,6 +210,9 @@ class Generator:
         self.pad_id = model.config.pad_id
         self.graphs: DecodeGraphs | None = None
         self.encoder_graphs: EncoderGraphs | None = None
+        # A lone short sentence's source folded into the cross-attention (`_fold_slots`), and that sentence.
+        self.folded: FoldedSources | None = None
+        self._folded_item: Running | None = None
         self.lora = LoraPool(model.config, DEFAULT_SLOTS, model.device, model.dtype)
         self._admissions = itertools.count()
         # Host memory the steps report into (`_report_memory`), by graph key, or for steps that are not
@@ -260,6 +268,7 @@ class Generator:
         """Free the caches and the weights; the generator is unusable afterwards."""
         device = self.model.device
         del self.model, self.self_cache, self.cross_cache, self.graphs, self.encoder_graphs, self.lora, self.rows
+        self.folded = self._folded_item = None
         self._reports.clear()
         gc.unfreeze()  # weights held only by reference cycles are freed by a collection, which frozen objects escape
         gc.collect()
@@ -283,10 +292,13 @@ class Generator:
         if with_source:
             self.cross_cache.free_sequence(seq.cross_kv)
 
-    def encode_sources(self, sources: list[list[int]], adapter_slots: list[int] | None = None) -> list[Sequence]:
+    def encode_sources(
+        self, sources: list[list[int]], adapter_slots: list[int] | None = None, fold: int = 0
+    ) -> list[Sequence]:
         """Run the encoder once over the sources and store every decoder layer's cross K/V for each.
 
         Source i is encoded with the LoRA adapter in `adapter_slots[i]` (-1 or no list: the base model).
+        `fold` > 0: the one source's K/V are also folded into `self.folded` at S = fold (`_fold_slots`).
         """
         device = self.model.device
         lengths = [len(s) for s in sources]
@@ -297,7 +309,7 @@ class Generator:
             seq = Sequence()  # a typed sentence: one graph replay
             self.cross_cache.extend(seq, lengths[0])
             adapter_slot = adapter_slots[0] if adapter_slots is not None else -1
-            self.encoder_graphs.run(sources[0], self.cross_cache.slot_list(seq), adapter_slot)
+            self.encoder_graphs.run(sources[0], self.cross_cache.slot_list(seq), adapter_slot, fold)
             return [seq]
         # Per token work stays off the host: a document's admission packs tens of thousands of tokens.
         tokens = tokens_to_device(sources, device)  # (T,)
@@ -310,7 +322,10 @@ class Generator:
         cross = [Sequence() for _ in sources]
         for seq, n in zip(cross, lengths):
             self.cross_cache.extend(seq, n)
-        self.model.write_cross_kv(packed, self.cross_cache, self.cross_cache.slots_of(cross, device), lora)
+        kv = self.model.write_cross_kv(packed, self.cross_cache, self.cross_cache.slots_of(cross, device), lora)
+        if fold:  # kv (T, L, 2, H, D) of the one source
+            self.folded.fold(kv[:, :, 0].transpose(0, 1), kv[:, :, 1].transpose(0, 1),
+                             torch.tensor(lengths, dtype=torch.int32, device=device), fold)
         return cross
 
     def prefill(self, src_ids: list[int], prefix: list[int], seq: SequenceState) -> torch.Tensor:
@@ -345,11 +360,12 @@ class Generator:
     # -- the decoder step ----------------------------------------------------------------------------
 
     def _forward(
-        self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1
+        self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1, folded: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Feed each row (N,) the token of its hypothesis at its cache length: the rows fed (N,), with
         the scratch row for those of finished sentences, and logits (N, V) if asked. `group` > 1: the
-        rows come in runs of that many beams of one sentence.
+        rows come in runs of that many beams of one sentence. `folded`: they are all the folded
+        sentence's (`_fold_slots`).
 
         Everything here is device work on `DecoderRows`, so a CUDA graph captures it whole.
         """
@@ -377,6 +393,7 @@ class Generator:
             with_logits=with_logits,
             lora=lora,
             group=group,
+            folded=self.folded if folded else None,
         )
 
     def _run(
@@ -412,12 +429,15 @@ class Generator:
         size = bucket_for(rows.numel())
         if size % beams:
             return None
+        # The folded sentence's steps read buffers of its S: a graph per S.
+        alone = len(group.sentences) == 1 and group.sentences[0] is self._folded_item
+        folded = self.folded.slots if alone else 0
         # Two graphs per step key, each reporting into memory of its own (`_report_memory`).
-        key = (with_lora, group.options, with_best, self._parity)
+        key = (with_lora, group.options, with_best, self._parity, folded)
         report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
 
         def step(padded: torch.Tensor) -> None:
-            fed, logits = self._forward(padded, with_lora, with_logits=True, group=beams)
+            fed, logits = self._forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
             # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
             self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
                                     report, with_best)
@@ -596,8 +616,9 @@ class Generator:
             free_cross -= cross_blocks
         if not admitted:
             return
+        fold = 0 if running else self._fold_slots(admitted)
         try:
-            crosses = self.encode_sources([r.src_ids for r, _ in admitted], [slot for _, slot in admitted])
+            crosses = self.encode_sources([r.src_ids for r, _ in admitted], [slot for _, slot in admitted], fold)
         except torch.cuda.OutOfMemoryError:
             for request, adapter_slot in reversed(admitted):  # back in the queue, as they were
                 self.lora.release_adapter_slot(adapter_slot)
@@ -623,6 +644,8 @@ class Generator:
             for item in items:
                 running.append(item)
                 groups.setdefault(item.request.options, Group(item.request.options)).add(item)
+            if fold:
+                self._folded_item = items[0]
 
     def _start(self, items: list[Running]) -> None:
         """Set up the new sentences' rows and feed their decoder prefixes but the last token.
@@ -688,6 +711,18 @@ class Generator:
             if opens:
                 s.cached = 1  # as the host counts blocks: `</s>` is in its first blocks' slots already
 
+    def _fold_slots(self, admitted: list[tuple[Request, int]]) -> int:
+        """The S at which to fold the source of the sentences admitted, (request, adapter slot) each,
+        into the cross-attention (FoldedSources), 0 for none: only for one sentence that runs alone
+        (its steps read the fold while it does, `_search_in_graph`), with a short source, the base
+        model, and few enough rows for one tile of the scores kernel."""
+        if self.folded is None or len(admitted) != 1:
+            return 0
+        request, adapter_slot = admitted[0]
+        if adapter_slot >= 0 or bucket_for(request.options.num_beams) > FOLD_MAX_ROWS:
+            return 0
+        return FoldedSources.slots_for(len(request.src_ids))
+
     def _acquire_adapter(self, request: Request) -> int | None:
         """A reference on the slot of the request's adapter (-1 for the base model), promoting it
         from disk if needed; None when no slot can be had now."""
@@ -721,6 +756,8 @@ class Generator:
 
     def _release(self, item: Running) -> None:
         item.live = False
+        if item is self._folded_item:
+            self._folded_item = None
         self.free_sequence(item.seq)
         self.lora.release_adapter_slot(item.seq.adapter_slot)
         item.seq.adapter_slot = -1

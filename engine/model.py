@@ -35,9 +35,11 @@ LAYER_NORM_EPS = 1e-5
 FUSED_MAX_ROWS = 16
 FUSED_MAX_IN = 8192
 FUSED_DTYPES = (torch.bfloat16, torch.float16)
-# Timing probe (issue 3), results wrong: every step's cross-attention by associativity
-# (cross_attention_folded) over one random 30-token source a layer, 32 slots a head.
-ASSOC_PROBE = False
+# A typed sentence's source of at most FOLD_SLOTS[-1] tokens is folded into the cross-attention
+# (FoldedSources), padded to the first of these that holds it: past ~head_dim tokens a head's folded
+# keys and values would outweigh W_q and W_o themselves.
+FOLD_SLOTS = (16, 32)
+FOLD_MAX_ROWS = 16  # the rows kernels.source_scores scores in one tile
 
 
 def sinusoidal_positions(num_positions: int, dim: int, padding_idx: int) -> torch.Tensor:
@@ -140,46 +142,6 @@ class EncoderLayer:
 
 
 @dataclass
-class FoldedSource:
-    """One decoder layer's cross-attention for one sentence by associativity: a (H * S, C), each
-    head's source keys times its q weights (K_h W_q,h); c (H * S,) float32, the keys times q's bias;
-    b (C, H * S), each head's values times its slice of the output projection (V_h W_o,h^T); S
-    slots a head, the first `length` (1,) int32 the sentence's. Scores come from the normed hidden
-    state directly (kernels.source_scores) and the output from the probabilities (p @ b.T + b_o)."""
-    a: torch.Tensor
-    c: torch.Tensor
-    b: torch.Tensor
-    length: torch.Tensor
-    slots: int
-
-
-def fold_source(cross_q: Linear, cross_out: Linear, k: torch.Tensor, v: torch.Tensor, slots: int) -> FoldedSource:
-    """The FoldedSource of a sentence's cross-attention keys and values k, v (T, H, D), T <= slots,
-    for the layer whose q and output projections are given; products in float32, stored in the
-    weights' dtype (c in float32)."""
-    T, H, D = k.shape
-    C = cross_q.weight.shape[1]
-    compute = torch.promote_types(k.dtype, torch.float32)
-    keys = k.new_zeros((slots, H, D), dtype=compute)
-    values = keys.clone()
-    keys[:T], values[:T] = k.to(compute), v.to(compute)  # (slots, H, D) each, zero past T
-    wq = cross_q.weight.to(compute).view(H, D, C)  # (H, D, C): head h's rows of W_q
-    a = torch.einsum("shd,hdc->hsc", keys, wq).reshape(H * slots, C)  # (H * slots, C)
-    c = torch.einsum("shd,hd->hs", keys, cross_q.bias.to(compute).view(H, D)).reshape(H * slots)  # (H * slots,)
-    wo = cross_out.weight.to(compute).view(C, H, D)  # (C, H, D): head h's columns of W_o
-    b = torch.einsum("shd,chd->chs", values, wo).reshape(C, H * slots)  # (C, H * slots)
-    length = torch.tensor([T], dtype=torch.int32, device=k.device)
-    return FoldedSource(a.to(k.dtype), c.float(), b.to(k.dtype), length, slots)
-
-
-def cross_attention_folded(h: torch.Tensor, source: FoldedSource, cross_out: Linear, scale: float) -> torch.Tensor:
-    """A layer's cross-attention output (its output projection included) for rows h (N, C) of one
-    sentence, normed: softmax((h W_q^T + b_q) K^T * scale) V W_o^T + b_o, by way of `source`."""
-    probs = kernels.source_scores(h, source.a, source.c, source.length, scale, source.slots)  # (N, H * S)
-    return kernels.fused_linear(probs, source.b, cross_out.bias)  # (N, C)
-
-
-@dataclass
 class DecoderLayer:
     self_attn_norm: LayerNorm
     qkv: Linear
@@ -257,22 +219,30 @@ class NllbModel:
             for i in range(config.decoder_layers)
         ]
         self.decoder_norm = norm("decoder.layer_norm")
-        if ASSOC_PROBE:
-            H, D = config.decoder_heads, config.d_model // config.decoder_heads
-            self.probe_sources = [
-                fold_source(layer.cross_q, layer.cross_out, torch.randn(30, H, D, device=device, dtype=dtype),
-                            torch.randn(30, H, D, device=device, dtype=dtype), 32)
-                for layer in self.decoder_layers
-            ]
         # K and V of every decoder layer's cross-attention in one matrix: the encoder output is
         # projected for all layers with a single matmul when a sentence is admitted.
         kv_names = [f"decoder.layers.{i}.encoder_attn.{p}" for i in range(config.decoder_layers) for p in ("k_proj", "v_proj")]
         self.cross_kv = Linear(
             torch.cat([w[f"{n}.weight"] for n in kv_names]), torch.cat([w[f"{n}.bias"] for n in kv_names])
         )
+        self._cross_projections: tuple[torch.Tensor, ...] | None = None  # (cross_projections)
         self.heads = config.decoder_heads
         self.head_dim = config.d_model // config.decoder_heads
         self.scale = self.head_dim**-0.5
+
+    def cross_projections(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every decoder layer's cross-attention q and output projections stacked: W_q (L, C, C), b_q
+        (L, C), W_o (L, C, C), b_o (L, C). Stacked on the first call, after which the layers'
+        own weights are views of the stacks (no second copy)."""
+        if self._cross_projections is None:
+            q = [layer.cross_q for layer in self.decoder_layers]
+            out = [layer.cross_out for layer in self.decoder_layers]
+            self._cross_projections = tuple(
+                torch.stack([getattr(linear, part) for linear in linears]) for linears in (q, out) for part in ("weight", "bias")
+            )  # W_q, b_q, W_o, b_o
+            for i, (q_i, out_i) in enumerate(zip(q, out)):
+                q_i.weight, q_i.bias, out_i.weight, out_i.bias = (stack[i] for stack in self._cross_projections)
+        return self._cross_projections
 
     @property
     def device(self) -> torch.device:
@@ -388,8 +358,9 @@ class NllbModel:
 
     def write_cross_kv(
         self, hidden: torch.Tensor, cache: PagedKVCache, slots: torch.Tensor, lora: LoraRows | None = None
-    ) -> None:
-        """Project packed encoder states (T, C) to every decoder layer's cross K/V and store them at `slots` (T,).
+    ) -> torch.Tensor:
+        """Project packed encoder states (T, C) to every decoder layer's cross K/V and store them at
+        `slots` (T,); returns them, (T, L, 2, H, D).
 
         `lora` gives each of the T tokens its source's adapter slot.
         """
@@ -397,6 +368,7 @@ class NllbModel:
         L, H, D = self.config.decoder_layers, self.heads, self.head_dim
         kv = project(self.cross_kv, hidden, lora, "decoder.cross_kv").view(T, L, 2, H, D)  # (T, L, 2, H, D)
         cache.write(slots, kv[:, :, 0].transpose(0, 1), kv[:, :, 1].transpose(0, 1))  # (L, T, H, D) each
+        return kv
 
     # -- decoder ---------------------------------------------------------------------------------
 
@@ -416,6 +388,7 @@ class NllbModel:
         with_logits: bool = True,
         lora: LoraRows | None = None,
         group: int = 1,
+        folded: FoldedSources | None = None,
     ) -> torch.Tensor | None:
         """One new token for each of N rows, row i's at position `positions[i]` of its hypothesis
         (0 for the first) -> logits (N, V).
@@ -426,7 +399,8 @@ class NllbModel:
         `cross_lens[i]` source slots in `cross_slots[rows[i]]` (beams of one sentence list the same
         source slots). `lora` gives each row its adapter slot. With `group` > 1 the rows come in
         runs of `group` that share a source (a sentence's beams), and cross-attention reads each
-        source once per run.
+        source once per run. With `folded`, every row belongs to the sentence it holds (padding
+        rows aside), and cross-attention reads that instead of the source cache.
         """
         N = tokens.shape[0]
         H, D = self.heads, self.head_dim
@@ -443,9 +417,11 @@ class NllbModel:
             if not with_logits and i + 1 == len(layers):
                 return None  # a prefix step only fills the cache: the rest of the last layer feeds the logits alone
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
+            # (Folded, the scores kernel holds its part of the folded keys before it waits, as cross_q
+            # would its weights: the norm may lead into it alike.)
             x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm", layer.cross_q)  # (N, C) each
-            if ASSOC_PROBE:
-                a = cross_attention_folded(h, self.probe_sources[i], layer.cross_out, self.scale)
+            if folded is not None:
+                a = folded.attend(i, h, self.scale)
             else:
                 q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
                 if group > 1:
@@ -460,3 +436,66 @@ class NllbModel:
             f = project(layer.fc2, project(layer.fc1, h, lora, f"{p}.fc1", relu=True), lora, f"{p}.fc2")
             x, h = add_normalize(next_norm, f, x, lora, next_site, None if last else layers[i + 1].qkv)
         return self.lm_head(h)[:, : self.config.vocab_size]  # (N, V)
+
+
+class FoldedSources:
+    """One sentence's source folded into every decoder layer's cross-attention (its attention by
+    associativity), for the steps whose rows all belong to that sentence: a typed sentence's.
+
+    With K_h, V_h (S, D) head h's source keys and values, padded with zeros to S slots, layer i holds
+        a[i] (H * S, C): K_h W_q,h, head by head (W_q,h: the head's D rows of W_q),
+        c[i] (H * S,) float32: K_h b_q,h,
+        b[i] (C, H * S): W_o,h V_h^T, head by head (W_o,h: the head's D columns of W_o),
+    so that the scores of the normed hidden state x are x a^T + c, with no q (kernels.source_scores
+    masks the slots past `length` and takes the softmax), and the sublayer's output is p b^T + b_o.
+    Two small projections replace three kernels (q projection, attention, output projection) and
+    read 2 H S C values where those read W_q and W_o, 2 C^2: half at 600M with S = 32. It rounds
+    otherwise than the plain path (a and b are stored in the weights' dtype), so it is for half
+    precision on the GPU; float32 keeps the plain path, the parity target.
+
+    Buffers for S = FOLD_SLOTS[-1], viewed at the `slots` of the sentence held (a step that reads
+    them is captured per S).
+    """
+
+    def __init__(self, model: NllbModel):
+        config = model.config
+        L, H, C, S = config.decoder_layers, model.heads, config.d_model, FOLD_SLOTS[-1]
+        self.wq, self.bq, self.wo, self.bo = model.cross_projections()  # one batched product folds every layer
+        device, dtype = model.device, model.dtype
+        self.a = torch.zeros(L, H * S * C, device=device, dtype=dtype)
+        self.c = torch.zeros(L, H * S, device=device, dtype=torch.float32)
+        self.b = torch.zeros(L, C * H * S, device=device, dtype=dtype)
+        self.length = torch.ones(1, dtype=torch.int32, device=device)
+        self.heads, self.head_dim, self.d_model = H, model.head_dim, C
+        self.slots = 0  # S of the sentence held
+
+    @staticmethod
+    def slots_for(length: int) -> int:
+        """The S a source of `length` tokens is folded at; 0: too long to fold."""
+        return next((S for S in FOLD_SLOTS if length <= S), 0)
+
+    def fold(self, k: torch.Tensor, v: torch.Tensor, length: torch.Tensor, S: int) -> None:
+        """Hold the sentence of cross K and V k, v (L, T, H, D) at S slots a head: its source tokens
+        are the first `length` (1,) int32 of the T <= S (the others may hold anything)."""
+        L, T, H, D = k.shape
+        C = self.d_model
+        valid = (torch.arange(S, device=k.device) < length)[None, :, None, None]  # (1, S, 1, 1)
+        k = torch.where(valid, F.pad(k, (0, 0, 0, 0, 0, S - T)), 0)  # (L, S, H, D), zero past the sentence
+        v = torch.where(valid, F.pad(v, (0, 0, 0, 0, 0, S - T)), 0)
+        a = torch.matmul(k.transpose(1, 2), self.wq.view(L, H, D, C))  # (L, H, S, D) @ (L, H, D, C) -> (L, H, S, C)
+        self.a[:, : H * S * C].view(L, H, S, C).copy_(a)
+        c = torch.einsum("lshd,lhd->lhs", k.float(), self.bq.float().view(L, H, D))  # (L, H, S)
+        self.c[:, : H * S].view(L, H, S).copy_(c)
+        wo = self.wo.view(L, C, H, D).transpose(1, 2)  # (L, H, C, D)
+        b = torch.matmul(wo, v.permute(0, 2, 3, 1))  # (L, H, C, D) @ (L, H, D, S) -> (L, H, C, S)
+        self.b[:, : C * H * S].view(L, C, H, S).copy_(b.transpose(1, 2))
+        self.length.copy_(length)
+        self.slots = S
+
+    def attend(self, i: int, h: torch.Tensor, scale: float) -> torch.Tensor:
+        """Layer i's cross-attention sublayer, its output projection included, for rows h (N, C) of
+        the sentence held, normed."""
+        HS, C = self.heads * self.slots, self.d_model
+        a = self.a[i, : HS * C].view(HS, C)  # (H * S, C)
+        p = kernels.source_scores(h, a, self.c[i, :HS], self.length, scale, self.slots)  # (N, H * S)
+        return Linear(self.b[i, : C * HS].view(C, HS), self.bo[i])(p)  # (N, C)

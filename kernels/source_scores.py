@@ -1,5 +1,5 @@
-"""One sentence's cross-attention probabilities by associativity. Experiment (issue 3): measured
-only as a timing probe (bench/NOTES.md, session 12).
+"""One sentence's cross-attention probabilities by associativity (engine.model.FoldedSources: a
+typed sentence's steps).
 
 `source_scores(x, a, c, length, scale, S) -> p`. Meaning, as a plain loop, with S source slots a head:
 
@@ -16,7 +16,7 @@ kernel become this one projection over H x S rows (1 MB at 600M with S = 32, aga
 and the attention output times W_o becomes one projection of p by V_h W_o,h^T. A head's inputs
 are split between programs that hold their part of `a` in registers before waiting for x; the
 last to finish adds the partial scores up (as fused_linear's splits do) and takes the softmax.
-(One program a head, looping over all inputs: slower than q + attention in the engine.)
+(One program a head, looping over all inputs, was slower than q + attention in the engine.)
 """
 
 import torch

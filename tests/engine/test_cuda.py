@@ -4,7 +4,7 @@ batched GPU paths must give the reference's tokens in float32, and run in the lo
 import pytest
 import torch
 
-from engine.generator import Request
+from engine.generator import Generator, Request
 from engine.translator import Translator
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -64,8 +64,6 @@ def test_low_precision_runs_and_frees_its_blocks(tiny_checkpoint, dtype):
 
 def test_mixed_lora_adapters_on_the_gpu_equal_the_cpu(tiny_checkpoint, peft_adapters):
     """The LoRA kernel in CUDA graphs: every adapter and the base model in one batch, float32."""
-    from engine.generator import Request
-
     folder, models = peft_adapters
     cpu = Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=folder)
     gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32", adapters_dir=folder)
@@ -91,6 +89,63 @@ def test_chained_kernel_launches_give_the_same_tokens_as_plain_ones(tiny_checkpo
         gpu = Translator(tiny_checkpoint, device="cuda", dtype="bfloat16")
         return [gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, num_beams=beams))
                 for beams in (1, 4)]
+
+    chained = translate()
+    monkeypatch.setattr(kernels._triton, "_CHAINED", False)
+    assert translate() == chained
+
+
+def test_a_folded_source_on_the_gpu_translates_as_the_cpu_in_float32(tiny_checkpoint, cpu_translator):
+    """A typed sentence's steps through its folded source (engine.model.FoldedSources, with
+    kernels.source_scores compiled), at S 16 and 32, in float32: the CPU's tokens."""
+    gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32")
+    gpu.generator = Generator.build(gpu.generator.model, fold_sources=True)
+    for text, S in (("Привет, как дела?", 16), ("The quick brown fox jumps.", 32)):  # 15 and 25 tokens
+        for beams in (4, 1):
+            expected = cpu_translator.translate([text], "eng_Latn", "fra_Latn",
+                                                cpu_translator.default_options(max_length=40, num_beams=beams))
+            assert gpu.translate([text], "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, num_beams=beams)) == expected
+            assert gpu.generator.folded.slots == S
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(tiny_checkpoint, dtype, monkeypatch):
+    """Half precision folds a typed sentence's source by default, in the encoder's graph; the folded
+    keys and values are rounded to it, so each layer's cross-attention sublayer must agree with the
+    plain one in float32 to that rounding; and its steps, chained or not, give the same tokens."""
+    import kernels._triton
+
+    gpu = Translator(tiny_checkpoint, device="cuda", dtype=dtype)
+    generator, model, folded, cache = gpu.generator, gpu.generator.model, gpu.generator.folded, gpu.generator.cross_cache
+    assert folded is not None and generator.encoder_graphs is not None
+    source = gpu.tokenizer.encode_source("The quick brown fox jumps.", "eng_Latn")  # 25 tokens: S = 32, 7 padded
+    H, D, C = model.heads, model.head_dim, model.config.d_model
+    held = []
+    for graphs in (generator.encoder_graphs, None):  # the graph's fold, then the eager encoder's
+        generator.encoder_graphs = graphs
+        [seq] = generator.encode_sources([source], fold=32)
+        held.append([t.float() for t in (folded.a[:, : H * 32 * C], folded.c[:, : H * 32], folded.b[:, : H * 32 * C])])
+        assert folded.slots == 32 and int(folded.length) == 25
+        if graphs is not None:
+            cache.free_sequence(seq)
+    for graphed, eager in zip(*held):
+        assert (graphed - eager).norm() / eager.norm() < 2e-2  # the padded matmuls may pick other kernels
+    slots = cache.slots_of([seq], torch.device("cuda"))  # (25,)
+    h = torch.randn(4, C, generator=torch.Generator().manual_seed(0)).to("cuda", getattr(torch, dtype))  # (N, C)
+    for i, layer in enumerate(model.decoder_layers):
+        q = (h.float() @ layer.cross_q.weight.float().T + layer.cross_q.bias.float()).view(4, H, D)  # (N, H, D)
+        k, v = cache.k[i, slots].float(), cache.v[i, slots].float()  # (25, H, D) each
+        attended = torch.einsum("nhs,shd->nhd", (torch.einsum("nhd,shd->nhs", q, k) * model.scale).softmax(-1), v)
+        expected = attended.reshape(4, C) @ layer.cross_out.weight.float().T + layer.cross_out.bias.float()  # (N, C)
+        error = (folded.attend(i, h, model.scale).float() - expected).norm(dim=-1) / expected.norm(dim=-1)  # (N,)
+        assert error.max() < 0.03  # bfloat16 itself: ~0.4% a value
+
+    def translate():
+        translator = Translator(tiny_checkpoint, device="cuda", dtype=dtype)
+        out = [translator.translate([text], "eng_Latn", "fra_Latn", translator.default_options(max_length=40, num_beams=beams))
+               for text in ("Привет, как дела?", "The quick brown fox jumps.") for beams in (4, 1)]
+        assert translator.generator.folded.slots == 32
+        return out
 
     chained = translate()
     monkeypatch.setattr(kernels._triton, "_CHAINED", False)

@@ -101,3 +101,31 @@ def test_a_step_copies_its_rows_only_when_they_change(tiny_checkpoint):
     graphs.run(group_rows.t().reshape(-1), ("key",), step)  # the same values in another order
     scratch = graphs.scratch_row
     assert fed == [[3, 1, 2, 0], [3, 1, 2, 0], [3, 1, 5, 0], [3, 1, 5, scratch], [3, 1], [3, 5, 1, 0]]
+
+
+def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through_the_cache(tiny_checkpoint, monkeypatch):
+    """A sentence admitted alone with a source of at most 32 tokens decodes through its folded
+    source (FoldedSources: kernels.source_scores), at S 16 or 32; a longer one, and sentences
+    admitted together, through the source cache. Same translations either way (float32)."""
+    import kernels
+
+    plain = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    plain.generator = Generator.build(plain.generator.model, max_rows=32, graphs=True, fold_sources=False)
+    folded = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    folded.generator = Generator.build(folded.generator.model, max_rows=32, graphs=True, fold_sources=True)
+    folded.generator.pipelined = True
+    scored_at = []  # the S of each source_scores call
+    source_scores = kernels.source_scores
+    monkeypatch.setattr(kernels, "source_scores", lambda *args: scored_at.append(args[-1]) or source_scores(*args))
+    texts = {"Hi": 16, "Привет, как дела?": 16, "The quick brown fox jumps.": 32, TEXTS[0]: None}  # 4, 15, 25, 36 tokens
+    for options in (dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30)):
+        for text, S in texts.items():
+            scored_at.clear()
+            expected = plain.translate([text], "eng_Latn", "fra_Latn", plain.default_options(**options))
+            assert folded.translate([text], "eng_Latn", "fra_Latn", folded.default_options(**options)) == expected
+            assert set(scored_at) == ({S} if S else set())
+        scored_at.clear()
+        expected = plain.translate(TEXTS[1:], "eng_Latn", "fra_Latn", plain.default_options(**options))
+        assert folded.translate(TEXTS[1:], "eng_Latn", "fra_Latn", folded.default_options(**options)) == expected
+        assert not scored_at
+    assert folded.generator._folded_item is None  # let go once its sentence left

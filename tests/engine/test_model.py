@@ -2,27 +2,43 @@
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-from engine.model import Linear, cross_attention_folded, fold_source
+from engine.kv_cache import PagedKVCache
+from engine.model import FoldedSources
+from engine.translator import Translator
 
 
-@pytest.mark.parametrize("length", [1, 7, 16])
-def test_cross_attention_by_associativity_equals_q_attention_and_output(length):
-    """fold_source + cross_attention_folded (kernels' references on the CPU) against the plain
-    sublayer: q projection, attention over the sentence's keys and values, output projection."""
+@pytest.mark.parametrize("length", [1, 7, 16, 17, 32])
+def test_a_folded_source_gives_the_cross_attention_sublayer(tiny_checkpoint, length):
+    """FoldedSources (kernels' references on the CPU) against the plain sublayer: q projection,
+    attention over the sentence's keys and values in the cache, output projection; every layer,
+    at both S (16 and 32), with the K/V it is handed past the sentence's length another's."""
+    model = Translator(tiny_checkpoint, device="cpu", dtype="float32").generator.model
+    L, H, D, C = model.config.decoder_layers, model.heads, model.head_dim, model.config.d_model
     g = torch.Generator().manual_seed(length)
-    N, H, D, slots = 4, 4, 8, 16
-    C = H * D
-    cross_q = Linear(torch.randn(C, C, generator=g) / C**0.5, torch.randn(C, generator=g))
-    cross_out = Linear(torch.randn(C, C, generator=g) / C**0.5, torch.randn(C, generator=g))
-    k, v = torch.randn(length, H, D, generator=g), torch.randn(length, H, D, generator=g)
-    h = torch.randn(N, C, generator=g)
-    scale = D**-0.5
-    q = F.linear(h, cross_q.weight, cross_q.bias).view(N, H, D)  # (N, H, D)
-    scores = torch.einsum("nhd,shd->nhs", q, k) * scale  # (N, H, length)
-    attended = torch.einsum("nhs,shd->nhd", scores.softmax(-1), v).reshape(N, C)  # (N, C)
-    expected = F.linear(attended, cross_out.weight, cross_out.bias)
-    folded = fold_source(cross_q, cross_out, k, v, slots)
-    assert folded.a.shape == (H * slots, C) and folded.b.shape == (C, H * slots) and int(folded.length) == length
-    torch.testing.assert_close(cross_attention_folded(h, folded, cross_out, scale), expected, rtol=1e-5, atol=1e-5)
+    cache = PagedKVCache(L, 8, 16, H, D, torch.float32, torch.device("cpu"))
+    cache.k.normal_(generator=g)
+    cache.v.normal_(generator=g)
+    S = FoldedSources.slots_for(length)
+    slots = torch.randperm(cache.k.shape[1], generator=g)[:S].int()  # (S,): the sentence's first, scattered
+    folded = FoldedSources(model)
+    folded.fold(cache.k[:, slots], cache.v[:, slots], torch.tensor([length], dtype=torch.int32), S)
+    assert folded.slots == S == (16 if length <= 16 else 32)
+    h = torch.randn(4, C, generator=g)  # (N, C)
+    own = slots[:length].long()
+    for i, layer in enumerate(model.decoder_layers):
+        q = layer.cross_q(h).view(4, H, D)  # (N, H, D)
+        scores = torch.einsum("nhd,shd->nhs", q, cache.k[i, own]) * model.scale  # (N, H, length)
+        attended = torch.einsum("nhs,shd->nhd", scores.softmax(-1), cache.v[i, own]).reshape(4, C)  # (N, C)
+        torch.testing.assert_close(folded.attend(i, h, model.scale), layer.cross_out(attended), rtol=1e-5, atol=1e-5)
+
+
+def test_the_stacked_cross_projections_are_the_layers_own_weights(tiny_checkpoint):
+    model = Translator(tiny_checkpoint, device="cpu", dtype="float32").generator.model
+    before = [(layer.cross_q.weight.clone(), layer.cross_out.bias.clone()) for layer in model.decoder_layers]
+    wq, bq, wo, bo = model.cross_projections()
+    assert model.cross_projections()[0] is wq  # stacked once
+    for i, (layer, (q_weight, out_bias)) in enumerate(zip(model.decoder_layers, before)):
+        assert torch.equal(wq[i], q_weight) and torch.equal(bo[i], out_bias)
+        # Views of the stacks: no second copy of the weights is kept.
+        assert layer.cross_q.weight.data_ptr() == wq[i].data_ptr() and layer.cross_out.weight.data_ptr() == wo[i].data_ptr()

@@ -36,9 +36,12 @@ FUSED_MAX_ROWS = 16
 FUSED_MAX_IN = 8192
 FUSED_DTYPES = (torch.bfloat16, torch.float16)
 # A typed sentence's source of at most FOLD_SLOTS[-1] tokens is folded into the cross-attention
-# (FoldedSources), padded to the first of these that holds it: past ~head_dim tokens a head's folded
-# keys and values would outweigh W_q and W_o themselves.
-FOLD_SLOTS = (16, 32)
+# (FoldedSources), padded to the first of these that holds it. Past ~head_dim tokens a head's folded
+# keys and values outweigh W_q and W_o, yet the fold still saves a kernel a layer: at 60 tokens
+# (S = 64) 600M 15.99 against 16.68 ms, 1.3B 30.99 against 32.31, 3.3B 50.53 against 55.43; at 120
+# (S = 128) 17.50 / 18.21, 34.34 / 34.94, 54.58 / 58.18, for buffers twice as large (H200, bf16,
+# one process alternating, 2026-11-30). 64 holds most typed sentences.
+FOLD_SLOTS = (16, 32, 64)
 FOLD_MAX_ROWS = 16  # the rows kernels.source_scores scores in one tile
 
 

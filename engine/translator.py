@@ -10,7 +10,7 @@ from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
 from engine.lora import AdapterError, load_adapter
-from engine.model import FUSED_MAX_ROWS, NllbModel
+from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from engine.quantize import int8_supported, quantize_int8
 from engine.tokenizer import NllbTokenizer
 from engine.weights import load_weights
@@ -171,8 +171,10 @@ class Translator:
         return self.device.type == "cuda"
 
     def warm_up(self, **options) -> None:
-        """Translate two typed sentences, one at a time, with these overrides of the default options,
-        and forget them: a short one, and one of more tokens than `FUSED_MAX_ROWS`.
+        """Translate typed sentences, one at a time, with these overrides of the default options,
+        and forget them: a short one, one of more tokens than `FUSED_MAX_ROWS`, and one past each
+        source length up to which a typed sentence is folded at one S (`FOLD_SLOTS`: its steps are
+        graphs of their own).
 
         On the GPU the first translation compiles the Triton kernels (seconds on a fresh install,
         before Triton's disk cache has them) and captures the CUDA graphs of a typed sentence's
@@ -182,10 +184,12 @@ class Translator:
         fresh install and 0.82 s later without a warm-up; 0.14 s after warming up on the short
         sentence alone, 0.12 s of it cuBLAS's set-up). See `needs_warm_up`."""
         tok = self.tokenizer
-        longer = "Hello."
-        while len(tok.encode_source(longer, "eng_Latn")) <= FUSED_MAX_ROWS:
-            longer += " Hello."
-        for text in ("Hello.", longer):
+        texts, text = [], "Hello."
+        for bound in sorted({0, FUSED_MAX_ROWS, *FOLD_SLOTS[:-1]}):  # a source just past each
+            while len(tok.encode_source(text, "eng_Latn")) <= bound:
+                text += " Hello."
+            texts.append(text)
+        for text in texts:
             # Streaming partial results, as the window asks: a graphed step that reports them is
             # captured apart from one that does not.
             request = Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),

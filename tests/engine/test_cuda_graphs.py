@@ -104,8 +104,8 @@ def test_a_step_copies_its_rows_only_when_they_change(tiny_checkpoint):
 
 
 def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through_the_cache(tiny_checkpoint, monkeypatch):
-    """A sentence admitted alone with a source of at most 32 tokens decodes through its folded
-    source (FoldedSources: kernels.source_scores), at S 16 or 32; a longer one, and sentences
+    """A sentence admitted alone with a source of at most 64 tokens decodes through its folded
+    source (FoldedSources: kernels.source_scores), at S 16, 32 or 64; a longer one, and sentences
     admitted together, through the source cache. Same translations either way (float32)."""
     import kernels
 
@@ -117,7 +117,8 @@ def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through
     scored_at = []  # the S of each source_scores call
     source_scores = kernels.source_scores
     monkeypatch.setattr(kernels, "source_scores", lambda *args: scored_at.append(args[-1]) or source_scores(*args))
-    texts = {"Hi": 16, "Привет, как дела?": 16, "The quick brown fox jumps.": 32, TEXTS[0]: None}  # 4, 15, 25, 36 tokens
+    texts = {"Hi": 16, "Привет, как дела?": 16, "The quick brown fox jumps.": 32, TEXTS[0]: 64,  # 4, 15, 25, 36 tokens
+             "The quick brown fox jumps over the lazy dog, and then it runs far away into the woods.": None}  # 66
     for options in (dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30)):
         for text, S in texts.items():
             scored_at.clear()

@@ -8,22 +8,22 @@ from engine.model import FoldedSources
 from engine.translator import Translator
 
 
-@pytest.mark.parametrize("length", [1, 7, 16, 17, 32])
-def test_a_folded_source_gives_the_cross_attention_sublayer(tiny_checkpoint, length):
+@pytest.mark.parametrize("length, S", [(1, 16), (7, 16), (16, 16), (17, 32), (32, 32), (33, 64), (64, 64)])
+def test_a_folded_source_gives_the_cross_attention_sublayer(tiny_checkpoint, length, S):
     """FoldedSources (kernels' references on the CPU) against the plain sublayer: q projection,
     attention over the sentence's keys and values in the cache, output projection; every layer,
-    at both S (16 and 32), with the K/V it is handed past the sentence's length another's."""
+    at every S, with the K/V it is handed past the sentence's length another's."""
     model = Translator(tiny_checkpoint, device="cpu", dtype="float32").generator.model
     L, H, D, C = model.config.decoder_layers, model.heads, model.head_dim, model.config.d_model
     g = torch.Generator().manual_seed(length)
     cache = PagedKVCache(L, 8, 16, H, D, torch.float32, torch.device("cpu"))
     cache.k.normal_(generator=g)
     cache.v.normal_(generator=g)
-    S = FoldedSources.slots_for(length)
+    assert FoldedSources.slots_for(length) == S
     slots = torch.randperm(cache.k.shape[1], generator=g)[:S].int()  # (S,): the sentence's first, scattered
     folded = FoldedSources(model)
     folded.fold(cache.k[:, slots], cache.v[:, slots], torch.tensor([length], dtype=torch.int32), S)
-    assert folded.slots == S == (16 if length <= 16 else 32)
+    assert folded.slots == S
     h = torch.randn(4, C, generator=g)  # (N, C)
     own = slots[:length].long()
     for i, layer in enumerate(model.decoder_layers):

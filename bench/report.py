@@ -68,7 +68,7 @@ def table(results: dict) -> str:
                 continue
             ratio = (ours / ct2 if higher else ct2 / ours) if ct2 else None
             cells = [
-                size, f"{name} ({unit})", f"**{ours:,.0f}** ({pair_label})", f"{ct2:,.0f}" if ct2 else "–",
+                size, f"{name} ({unit})", f"**{ours:,.{0 if higher else 1}f}** ({pair_label})", f"{ct2:,.0f}" if ct2 else "–",
                 f"{ratio:.1f}× {'faster' if ratio >= 1 else 'slower'}" if ratio else "–",
                 f"{theirs:,.0f} ({hf_label})" if theirs else "–",
                 FLOORS.get((size, i), "–"), GOALS.get((size, i), "–"),

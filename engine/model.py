@@ -463,13 +463,14 @@ class FoldedSources:
     def __init__(self, model: NllbModel):
         config = model.config
         L, H, C, S = config.decoder_layers, model.heads, config.d_model, FOLD_SLOTS[-1]
-        self.wq, self.bq, self.wo, self.bo = model.cross_projections()  # one batched product folds every layer
+        self.wq, self.bq, self.wo, self.bo = model.cross_projections()  # stacked: one launch folds every layer
         device, dtype = model.device, model.dtype
-        self.a = torch.zeros(L, H * S * C, device=device, dtype=dtype)
-        self.c = torch.zeros(L, H * S, device=device, dtype=torch.float32)
-        self.b = torch.zeros(L, C * H * S, device=device, dtype=dtype)
+        # Flat, so that the sentence's a (L, H * S, C), c and b at its S are the leading elements (`_at`).
+        self.a = torch.zeros(L * H * S * C, device=device, dtype=dtype)
+        self.c = torch.zeros(L * H * S, device=device, dtype=torch.float32)
+        self.b = torch.zeros(L * C * H * S, device=device, dtype=dtype)
         self.length = torch.ones(1, dtype=torch.int32, device=device)
-        self.heads, self.head_dim, self.d_model = H, model.head_dim, C
+        self.layers, self.heads, self.d_model = L, H, C
         self.slots = 0  # S of the sentence held
 
     @staticmethod
@@ -477,28 +478,21 @@ class FoldedSources:
         """The S a source of `length` tokens is folded at; 0: too long to fold."""
         return next((S for S in FOLD_SLOTS if length <= S), 0)
 
+    def _at(self, S: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The buffers at S slots a head: a (L, H * S, C), c (L, H * S), b (L, C, H * S)."""
+        L, HS, C = self.layers, self.heads * S, self.d_model
+        return self.a[: L * HS * C].view(L, HS, C), self.c[: L * HS].view(L, HS), self.b[: L * C * HS].view(L, C, HS)
+
     def fold(self, k: torch.Tensor, v: torch.Tensor, length: torch.Tensor, S: int) -> None:
         """Hold the sentence of cross K and V k, v (L, T, H, D) at S slots a head: its source tokens
         are the first `length` (1,) int32 of the T <= S (the others may hold anything)."""
-        L, T, H, D = k.shape
-        C = self.d_model
-        valid = (torch.arange(S, device=k.device) < length)[None, :, None, None]  # (1, S, 1, 1)
-        k = torch.where(valid, F.pad(k, (0, 0, 0, 0, 0, S - T)), 0)  # (L, S, H, D), zero past the sentence
-        v = torch.where(valid, F.pad(v, (0, 0, 0, 0, 0, S - T)), 0)
-        a = torch.matmul(k.transpose(1, 2), self.wq.view(L, H, D, C))  # (L, H, S, D) @ (L, H, D, C) -> (L, H, S, C)
-        self.a[:, : H * S * C].view(L, H, S, C).copy_(a)
-        c = torch.einsum("lshd,lhd->lhs", k.float(), self.bq.float().view(L, H, D))  # (L, H, S)
-        self.c[:, : H * S].view(L, H, S).copy_(c)
-        wo = self.wo.view(L, C, H, D).transpose(1, 2)  # (L, H, C, D)
-        b = torch.matmul(wo, v.permute(0, 2, 3, 1))  # (L, H, C, D) @ (L, H, D, S) -> (L, H, C, S)
-        self.b[:, : C * H * S].view(L, C, H, S).copy_(b.transpose(1, 2))
+        kernels.fold_source(k, v, self.wq, self.bq, self.wo, length, *self._at(S))
         self.length.copy_(length)
         self.slots = S
 
     def attend(self, i: int, h: torch.Tensor, scale: float) -> torch.Tensor:
         """Layer i's cross-attention sublayer, its output projection included, for rows h (N, C) of
         the sentence held, normed."""
-        HS, C = self.heads * self.slots, self.d_model
-        a = self.a[i, : HS * C].view(HS, C)  # (H * S, C)
-        p = kernels.source_scores(h, a, self.c[i, :HS], self.length, scale, self.slots)  # (N, H * S)
-        return Linear(self.b[i, : C * HS].view(C, HS), self.bo[i])(p)  # (N, C)
+        a, c, b = (t[i] for t in self._at(self.slots))  # (H * S, C), (H * S,), (C, H * S)
+        p = kernels.source_scores(h, a, c, self.length, scale, self.slots)  # (N, H * S)
+        return Linear(b, self.bo[i])(p)  # (N, C)

@@ -12,6 +12,7 @@ from kernels.admit_rows import admit_rows_ref, admit_rows_triton
 from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton
 from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
+from kernels.fold_source import fold_source_ref, fold_source_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton, holds_weights
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
@@ -52,6 +53,15 @@ def source_scores(x, a, c, length, scale, S):
     first `length` (1,) of each head's S slots valid (kernels/source_scores.py)."""
     fn = source_scores_triton if _use_triton(x) else source_scores_ref
     return fn(x, a, c, length, scale, S)
+
+
+def fold_source(k, v, wq, bq, wo, length, a, c, b):
+    """One sentence's cross K/V k, v (L, T, H, D), the first `length` (1,) int32 of T its tokens,
+    folded into every layer's q weights and bias wq (L, C, C), bq (L, C) and output weights wo:
+    writes a (L, H * S, C), c (L, H * S) float32 and b (L, C, H * S) in place, S >= T slots a head
+    (kernels/fold_source.py)."""
+    fn = fold_source_triton if _use_triton(k) else fold_source_ref
+    fn(k, v, wq, bq, wo, length, a, c, b)
 
 
 def add_layer_norm(x, residual, weight, bias, eps, lead=False):
@@ -161,7 +171,7 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fused_linear",
+    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fold_source", "fused_linear",
     "fused_linear_holds_weights", "logsoftmax_topk", "lora", "slot_attention", "source_attention", "source_scores",
     "step_inputs", "step_report",
 ]

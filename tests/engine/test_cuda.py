@@ -124,7 +124,7 @@ def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(tiny_che
     for graphs in (generator.encoder_graphs, None):  # the graph's fold, then the eager encoder's
         generator.encoder_graphs = graphs
         [seq] = generator.encode_sources([source], fold=32)
-        held.append([t.float() for t in (folded.a[:, : H * 32 * C], folded.c[:, : H * 32], folded.b[:, : H * 32 * C])])
+        held.append([t.float() for t in folded._at(32)])  # a, c, b
         assert folded.slots == 32 and int(folded.length) == 25
         if graphs is not None:
             cache.free_sequence(seq)

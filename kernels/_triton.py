@@ -1,7 +1,8 @@
 """`triton` and `triton.language`, or stand-ins where triton is not installed (Windows, CPU-only
 installs), so that every kernel module still imports and its `*_ref` still runs there.
 
-Also what the decode step's kernels share for chained launches (`chained_launch`, `prefetch_l2`).
+Also what the decode step's kernels share: chained launches (`chained_launch`, `prefetch_l2`) and
+the sums of inputs split between programs (`sum_splits`).
 """
 
 import os
@@ -81,4 +82,26 @@ def prefetch_l2(pointers):
     )
 
 
-__all__ = ["HAVE_TRITON", "chained_launch", "launch_options", "prefetch_l2", "tl", "triton"]
+@triton.jit
+def sum_splits(acc, partial_ptr, arrivals_ptr, block, split, SPLIT: tl.constexpr, ROWS: tl.constexpr,
+               COLS: tl.constexpr):
+    """For a block of outputs whose inputs SPLIT programs share: this program (`split`) leaves its
+    partial sums `acc` (ROWS, COLS) float32; the last to arrive at the block adds them all up in
+    split order (the result does not depend on who came last) and resets the block's count in
+    `arrivals_ptr`. Returns (the sums, or this program's part; whether this program came last).
+    `partial_ptr`: room for (blocks, SPLIT, ROWS, COLS) float32."""
+    tile = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]  # (ROWS, COLS)
+    partials = partial_ptr + block.to(tl.int64) * SPLIT * ROWS * COLS + tile
+    tl.store(partials + split * ROWS * COLS, acc)
+    tl.debug_barrier()  # every thread's store issued before the count says so
+    arrived = tl.atomic_add(arrivals_ptr + block, 1, sem="acq_rel")  # publishes the stores above
+    last = arrived == SPLIT - 1
+    if last:
+        acc = tl.zeros([ROWS, COLS], tl.float32)
+        for other in range(SPLIT):
+            acc += tl.load(partials + other * ROWS * COLS, cache_modifier=".cg")  # from L2, not a stale L1
+        tl.atomic_xchg(arrivals_ptr + block, 0)
+    return acc, last
+
+
+__all__ = ["HAVE_TRITON", "chained_launch", "launch_options", "prefetch_l2", "sum_splits", "tl", "triton"]

@@ -30,7 +30,7 @@ an output block adds the partial sums up, so it is still one launch.
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import chained_launch, launch_options, prefetch_l2, tl, triton
+from kernels._triton import chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton
 
 
 @triton.jit
@@ -111,21 +111,9 @@ def _fused_linear_kernel(
 
     mn_ok = m_ok[:, None] & n_ok[None, :]
     last = True
-    if SPLIT > 1:
-        # Each split leaves its partial sums; the last to arrive at this output block adds them up,
-        # in split order (the result does not depend on who came last), and resets the count.
+    if SPLIT > 1:  # the last split to arrive at this output block adds the partial sums up
         block = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
-        tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]  # (BLOCK_M, BLOCK_N)
-        partials = partial_ptr + block.to(tl.int64) * SPLIT * BLOCK_M * BLOCK_N + tile
-        tl.store(partials + split * BLOCK_M * BLOCK_N, acc)
-        tl.debug_barrier()  # every thread's store issued before the count says so
-        arrived = tl.atomic_add(arrivals_ptr + block, 1, sem="acq_rel")  # publishes the stores above
-        last = arrived == SPLIT - 1
-        if last:
-            acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-            for other in range(SPLIT):
-                acc += tl.load(partials + other * BLOCK_M * BLOCK_N, cache_modifier=".cg")  # from L2, not a stale L1
-            tl.atomic_xchg(arrivals_ptr + block, 0)
+        acc, last = sum_splits(acc, partial_ptr, arrivals_ptr, block, split, SPLIT, BLOCK_M, BLOCK_N)
     if last:
         if HAS_BIAS:
             acc += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)[None, :]

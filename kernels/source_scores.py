@@ -21,7 +21,7 @@ last to finish adds the partial scores up (as fused_linear's splits do) and take
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton
+from kernels._triton import chained_launch, launch_options, sum_splits, tl, triton
 
 BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
 
@@ -50,18 +50,8 @@ def _source_scores_kernel(
     x = tl.load(x_ptr + m[:, None].to(tl.int64) * stride_x + k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
     acc = tl.dot(x, tl.trans(a), input_precision=PRECISION)  # (BLOCK_M, S)
     last = True
-    if SPLIT > 1:
-        tile = tl.arange(0, BLOCK_M)[:, None] * S + t[None, :]  # (BLOCK_M, S)
-        partials = partial_ptr + h.to(tl.int64) * SPLIT * BLOCK_M * S + tile
-        tl.store(partials + split * BLOCK_M * S, acc)
-        tl.debug_barrier()  # every thread's store issued before the count says so
-        arrived = tl.atomic_add(arrivals_ptr + h, 1, sem="acq_rel")  # publishes the stores above
-        last = arrived == SPLIT - 1
-        if last:
-            acc = tl.zeros([BLOCK_M, S], tl.float32)
-            for other in range(SPLIT):
-                acc += tl.load(partials + other * BLOCK_M * S, cache_modifier=".cg")
-            tl.atomic_xchg(arrivals_ptr + h, 0)
+    if SPLIT > 1:  # the last split to arrive at this head adds the partial scores up
+        acc, last = sum_splits(acc, partial_ptr, arrivals_ptr, h, split, SPLIT, BLOCK_M, S)
     if last:
         c = tl.load(c_ptr + cols).to(tl.float32)
         s = (acc + c[None, :]) * scale

@@ -325,7 +325,7 @@ class Generator:
         kv = self.model.write_cross_kv(packed, self.cross_cache, self.cross_cache.slots_of(cross, device), lora)
         if fold:  # kv (T, L, 2, H, D) of the one source
             self.folded.fold(kv[:, :, 0].transpose(0, 1), kv[:, :, 1].transpose(0, 1),
-                             torch.tensor(lengths, dtype=torch.int32, device=device), fold)
+                             to_device(lengths, device, torch.int32), fold)
         return cross
 
     def prefill(self, src_ids: list[int], prefix: list[int], seq: SequenceState) -> torch.Tensor:

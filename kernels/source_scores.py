@@ -15,7 +15,7 @@ token t), the scores of the normed hidden state x come without q: cross q and th
 kernel become this one projection over H x S rows (1 MB at 600M with S = 32, against W_q's 2 MB),
 and the attention output times W_o becomes one projection of p by V_h W_o,h^T. A head's inputs
 are split between programs that hold their part of `a` in registers before waiting for x; the
-last to finish adds the partial scores up (as fused_linear's splits do) and takes the softmax.
+last to finish adds the partial scores up (`sum_splits`, as fused_linear's splits) and takes the softmax.
 (One program a head, looping over all inputs, was slower than q + attention in the engine.)
 """
 

@@ -178,6 +178,12 @@ class Generator:
         associativity (`FoldedSources`).
         """
         c, device, dtype = model.config, model.device, model.dtype
+        graphed = graphs if graphs is not None else device.type == "cuda"
+        folded = None
+        if graphed and (fold_sources if fold_sources is not None else device.type == "cuda" and dtype != torch.float32):
+            folded = FoldedSources(model)  # before the caches, which take a share of what memory is left
+            if device.type == "cuda":
+                torch.cuda.empty_cache()  # the layers' weights it stacked
         bytes_per_token = c.decoder_layers * 2 * c.d_model * torch.finfo(dtype).bits // 8
         tokens = cache_tokens or default_cache_tokens(device, bytes_per_token)
 
@@ -188,13 +194,12 @@ class Generator:
         rows = max_rows or (2048 if device.type == "cuda" else 32)
         generator = cls(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
         generator.lora = LoraPool(c, adapter_slots or DEFAULT_SLOTS, device, dtype, adapters_dir)
-        if graphs if graphs is not None else device.type == "cuda":
+        generator.folded = folded
+        if graphed:
             generator.graphs = DecodeGraphs(rows, generator.rows.scratch, device, generator.lora)
-            if fold_sources if fold_sources is not None else device.type == "cuda" and model.dtype != torch.float32:
-                generator.folded = FoldedSources(model)
             if device.type == "cuda" and model.attends_packed():
                 generator.encoder_graphs = EncoderGraphs(
-                    model, generator.cross_cache, generator.lora, generator.scratch_cross_slot, generator.folded
+                    model, generator.cross_cache, generator.lora, generator.scratch_cross_slot, folded
                 )
         freeze_heap()
         return generator

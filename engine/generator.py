@@ -18,6 +18,11 @@ without logits, and its other beams take over that row's slots. From then on the
 at every step. A sentence of several beams with the usual prefix skips that step: in its first
 step one beam feeds `</s>` for all while the others feed the language code (engine/rows.py).
 
+A typed sentence (admitted alone, a short source, the base model, half precision on the GPU) has
+its source folded into every layer's cross-attention as the encoder's graph ends
+(engine.model.FoldedSources), and its steps score against that instead of reading the source cache,
+while no other sentence runs beside it (`_fold_slots`, `_search_in_graph`).
+
 Memory: sentences are admitted while free KV blocks and rows allow; when a step would run out of
 blocks, the most recently admitted sentence is preempted (its blocks freed, the sentence requeued
 from scratch). The search is deterministic, so a restarted sentence ends exactly as it would have.

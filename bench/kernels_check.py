@@ -27,11 +27,13 @@ from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton
 from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
+from kernels.fold_source import fold_source_ref, fold_source_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
+from kernels.source_scores import source_scores_ref, source_scores_triton
 from kernels.step_inputs import step_inputs_ref, step_inputs_triton
 
 ROWS = [1, 4, 64, 256]  # decode rows: beams of all sentences in flight
@@ -257,6 +259,27 @@ def main():
             error = rel_error(fused_linear_triton(x, weight, bias, True), fused_linear_ref(x, weight, bias, True))
             record("fused_linear", f"M={M} K={K} N={N} relu", error,
                    lambda: fused_linear_triton(x, weight, bias, True), lambda: fused_linear_ref(x, weight, bias, True))
+
+    for L, C in ((12, 1024), (24, 1024), (24, 2048)):  # a typed sentence's folded cross-attention: 600M, 1.3B, 3.3B
+        S, D = 32, C // H
+        kv = torch.randn(S, L, 2, H, D, dtype=DTYPE).cuda()  # as the encoder's cross K/V projection leaves them
+        k, v = kv[:, :, 0].transpose(0, 1), kv[:, :, 1].transpose(0, 1)  # (L, S, H, D) each
+        wq, wo = ((torch.randn(L, C, C) / C**0.5).to(DTYPE).cuda() for _ in range(2))
+        bq, length = torch.randn(L, C, dtype=DTYPE).cuda(), torch.tensor([S - 2], dtype=torch.int32).cuda()
+        ours, ref = ((torch.empty(L, H * S, C, dtype=DTYPE).cuda(), torch.empty(L, H * S).cuda(),
+                      torch.empty(L, C, H * S, dtype=DTYPE).cuda()) for _ in range(2))
+        fold_source_triton(k, v, wq, bq, wo, length, *ours)
+        fold_source_ref(k, v, wq, bq, wo, length, *ref)
+        record("fold_source", f"L={L} C={C} S={S}", max(rel_error(o, r) for o, r in zip(ours, ref)),
+               lambda: fold_source_triton(k, v, wq, bq, wo, length, *ours),
+               lambda: fold_source_ref(k, v, wq, bq, wo, length, *ref))
+        for S in (16, 32, 64):
+            x, a = torch.randn(BEAM, C, dtype=DTYPE).cuda(), (torch.randn(H * S, C) / C**0.5).to(DTYPE).cuda()
+            c, length = torch.randn(H * S).cuda(), torch.tensor([S - 2], dtype=torch.int32).cuda()
+            args = (x, a, c, length, D**-0.5, S)
+            error = rel_error(source_scores_triton(*args), source_scores_ref(*args))
+            record("source_scores", f"M={BEAM} C={C} S={S}", error,
+                   lambda: source_scores_triton(*args), lambda: source_scores_ref(*args))
 
     for K, N in ((1024, 1024), (1024, 4096), (4096, 1024), (1024, 3072)):
         for M in ROWS + [8192]:  # decode rows, and the encoder's tokens

@@ -294,3 +294,21 @@ def test_unusable_names_are_refused(translator):
     for name in ["", "../attn", ".hidden", "no-such-adapter"]:
         with pytest.raises(AdapterError):
             translator.translate(TEXTS[:1], SRC, TGT, adapter=name or "x/y")
+
+
+def test_a_sentence_alone_with_an_adapter_keeps_the_source_cache(peft_adapters, translator, expected, monkeypatch):
+    """A sentence admitted alone is folded (FoldedSources) only with the base model: the fold knows
+    no adapter's q or output projection deltas. Alone, each adapter's translation is still PEFT's."""
+    import kernels
+
+    generator = Generator.build(translator.generator.model, max_rows=32, graphs=True, fold_sources=True,
+                                adapters_dir=peft_adapters[0])
+    generator.pipelined = True
+    folded_steps = []
+    source_scores = kernels.source_scores
+    monkeypatch.setattr(kernels, "source_scores", lambda *args: folded_steps.append(1) or source_scores(*args))
+    for name in [None] + NAMES:
+        folded_steps.clear()
+        [alone] = generator.generate_beam_batch(requests_for(translator, [(name, 1)], 0))
+        assert alone == expected[name, 0, 1], name
+        assert bool(folded_steps) == (name is None), name

@@ -8,6 +8,10 @@ supersedes it, or when the worker is asked to quit.
 Document jobs (app.jobs.DocumentJob) go through the same queue, after any typed text that is
 waiting; while one runs, typed text that arrives pauses it (the sentences in flight are put back,
 finished ones kept) so that typing stays instant.
+
+Typed text keeps its recent line translations in memory (`RecentTranslations`): a pause in typing
+decodes only the lines that changed, and the line being edited decodes alone (on the GPU, the path
+of a lone sentence: engine.model.FoldedSources).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import itertools
 import logging
 import queue
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +50,45 @@ class LoadModel:
     adapters_dir: str = ""  # the LoRA adapters folder ("" = none until a job names one)
     adapter_slots: int | None = None  # LoRA adapters resident at once (None: the engine's default)
     typed_options: dict = field(default_factory=dict)  # what typed text will use: warmed up at load on the GPU
+
+
+class RecentTranslations:
+    """The translations of recently typed lines, by everything they depend on, least recently used
+    dropped past `capacity`. Kept in memory only: typed text is not written to disk."""
+
+    def __init__(self, capacity: int = 4096):
+        self.capacity = capacity
+        self._found: OrderedDict[tuple, str] = OrderedDict()
+
+    def translate(self, translator, texts, source, target, options, adapter, on_partial, should_stop) -> list:
+        """translator.translate(texts, ...) for typed text, decoding only the lines not seen with the
+        same languages, options and adapter: the others are reported at once through `on_partial`."""
+        context = (translator.adapter_identity(adapter), source, target, options)
+        results: list[str | None] = [None] * len(texts)
+        missing = []
+        for i, text in enumerate(texts):
+            found = self._found.get((context, text))
+            if found is None:
+                missing.append(i)
+            else:
+                self._found.move_to_end((context, text))
+                results[i] = found
+                on_partial(i, found)
+        if missing:
+            done = translator.translate(
+                [texts[i] for i in missing], source, target, options, priority=0,
+                on_partial=lambda j, text: on_partial(missing[j], text), should_stop=should_stop, adapter=adapter,
+            )
+            for i, result in zip(missing, done):
+                results[i] = result
+                if result is not None:  # not stopped before it finished
+                    self._found[context, texts[i]] = result
+            while len(self._found) > self.capacity:
+                self._found.popitem(last=False)
+        return results
+
+    def clear(self) -> None:
+        self._found.clear()
 
 
 log = logging.getLogger(__name__)
@@ -79,6 +123,7 @@ class EngineWorker(QThread):
         self._latest_typed = 0
         self._quitting = False
         self.translator = None  # owned by this thread: only run() and what it calls use it
+        self._recent = RecentTranslations()  # typed lines' translations by the loaded model
 
     # -- called from the GUI thread ------------------------------------------------------------------
 
@@ -159,6 +204,7 @@ class EngineWorker(QThread):
         self.loaded.emit(translator.describe())
 
     def _unload(self) -> None:
+        self._recent.clear()  # they were the old model's
         if self.translator is not None:
             self.translator.teardown()
             self.translator = None
@@ -199,10 +245,14 @@ class EngineWorker(QThread):
             options = self.translator.default_options(**job.options)
             if job.adapters_dir:
                 self.translator.set_adapters_dir(job.adapters_dir)
-            results = self.translator.translate(
-                job.texts, source, job.target, options,
-                priority=0 if job.typed else 1, on_partial=on_partial, should_stop=should_stop, adapter=job.adapter,
-            )
+            if job.typed:
+                results = self._recent.translate(self.translator, job.texts, source, job.target, options, job.adapter,
+                                                 on_partial, should_stop)
+            else:
+                results = self.translator.translate(
+                    job.texts, source, job.target, options, priority=1, on_partial=on_partial, should_stop=should_stop,
+                    adapter=job.adapter,
+                )
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)
             return

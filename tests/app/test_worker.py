@@ -211,3 +211,43 @@ def test_the_adapters_folder_and_slots_come_with_the_model(qtbot, tiny_checkpoin
         assert worker.events.wait(qtbot, "translated", job_id)[2][0]
     finally:
         shut_down(worker)
+
+
+def test_a_pause_in_typing_decodes_only_the_lines_that_changed(qtbot, worker, oracle, monkeypatch):
+    """Typed text keeps its recent lines' translations: the next job decodes the edited line alone,
+    the others come back at once (as partials, then in the final texts), all as the engine gives
+    them; other options decode everything again."""
+    lines = ["The cat reads a book.", "The small dog sees the river.", "Hello world."]
+    first = worker.submit(TranslationJob(lines, "eng_Latn", "fra_Latn", OPTIONS))
+    worker.events.wait(qtbot, "translated", first)
+    decoded = []
+    translate = worker.translator.translate
+    monkeypatch.setattr(worker.translator, "translate",
+                        lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
+    edited = [lines[0], "The small dog sees the green river.", lines[2]]
+    second = worker.submit(TranslationJob(edited, "eng_Latn", "fra_Latn", OPTIONS))
+    assert worker.events.wait(qtbot, "translated", second)[2] == expected(oracle, edited)
+    assert decoded == [[edited[1]]]
+    at_once = {event[2] for event in worker.events.of(second) if event[0] == "partial"}
+    assert {0, 2} <= at_once
+    third = worker.submit(TranslationJob(edited, "eng_Latn", "fra_Latn", {**OPTIONS, "num_beams": 2}))
+    worker.events.wait(qtbot, "translated", third)
+    assert decoded[1] == edited
+
+
+def test_recent_translations_forget_the_least_recently_used(oracle, monkeypatch):
+    from app.worker import RecentTranslations
+
+    recent, decoded = RecentTranslations(capacity=2), []
+    translate = oracle.translate
+    monkeypatch.setattr(oracle, "translate",
+                        lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
+    options = oracle.default_options(**OPTIONS)
+
+    def run(texts):
+        return recent.translate(oracle, texts, "eng_Latn", "fra_Latn", options, "", lambda i, text: None, None)
+
+    assert run(["One.", "Two."]) == translate(["One.", "Two."], "eng_Latn", "fra_Latn", options)
+    run(["Two.", "Three."])  # "One." is now the least recently used of three: dropped
+    assert run(["One.", "Two.", "Three."]) == translate(["One.", "Two.", "Three."], "eng_Latn", "fra_Latn", options)
+    assert decoded == [["One.", "Two."], ["Three."], ["One."]]

@@ -456,8 +456,9 @@ class FoldedSources:
     otherwise than the plain path (a and b are stored in the weights' dtype), so it is for half
     precision on the GPU; float32 keeps the plain path, the parity target.
 
-    Buffers for S = FOLD_SLOTS[-1], viewed at the `slots` of the sentence held (a step that reads
-    them is captured per S).
+    `fold` fills them in one launch (kernels.fold_source), inside the typed sentence's encoder
+    graph. Buffers for S = FOLD_SLOTS[-1], viewed at the `slots` of the sentence held (a step that
+    reads them is captured per S).
     """
 
     def __init__(self, model: NllbModel):

@@ -20,7 +20,8 @@ Why: torch's batched products over (layer, head) need W_o's head blocks contiguo
 them (and the products into the buffers' layout) took three quarters of the fold's 125 us at 600M
 (H200, inside the typed sentence's encoder graph, on its critical path). Here program (layer x
 head, column block, part) reads its block of W_q or W_o once and writes its block of a (with c)
-or b straight into place.
+or b straight into place: the encoder graph +17 us where the torch products took +100 (600M),
++41 against +205 (1.3B).
 """
 
 import torch

@@ -626,7 +626,7 @@ class Generator:
             free_cross -= cross_blocks
         if not admitted:
             return
-        fold = 0 if running else self._fold_slots(admitted)
+        fold = self._fold_slots(admitted, running)
         try:
             crosses = self.encode_sources([r.src_ids for r, _ in admitted], [slot for _, slot in admitted], fold)
         except torch.cuda.OutOfMemoryError:
@@ -721,12 +721,12 @@ class Generator:
             if opens:
                 s.cached = 1  # as the host counts blocks: `</s>` is in its first blocks' slots already
 
-    def _fold_slots(self, admitted: list[tuple[Request, int]]) -> int:
+    def _fold_slots(self, admitted: list[tuple[Request, int]], running: list[Running]) -> int:
         """The S at which to fold the source of the sentences admitted, (request, adapter slot) each,
         into the cross-attention (FoldedSources), 0 for none: only for one sentence that runs alone
-        (its steps read the fold while it does, `_search_in_graph`), with a short source, the base
-        model, and few enough rows for one tile of the scores kernel."""
-        if self.folded is None or len(admitted) != 1:
+        (nothing `running` already; its steps read the fold while it is alone, `_search_in_graph`),
+        with a short source, the base model, and few enough rows for one tile of the scores kernel."""
+        if self.folded is None or running or len(admitted) != 1:
             return 0
         request, adapter_slot = admitted[0]
         if adapter_slot >= 0 or bucket_for(request.options.num_beams) > FOLD_MAX_ROWS:

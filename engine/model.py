@@ -22,6 +22,7 @@ from engine.config import NllbConfig
 from engine.device import to_device
 from engine.kv_cache import PagedKVCache
 from engine.packing import packed_positions
+from kernels.source_scores import BLOCK_M as SOURCE_SCORES_ROWS
 
 if TYPE_CHECKING:
     from engine.lora import LoraRows
@@ -42,7 +43,7 @@ FUSED_DTYPES = (torch.bfloat16, torch.float16)
 # (S = 128) 17.50 / 18.21, 34.34 / 34.94, 54.58 / 58.18, for buffers twice as large (H200, bf16,
 # one process alternating, 2026-11-30). 64 holds most typed sentences.
 FOLD_SLOTS = (16, 32, 64)
-FOLD_MAX_ROWS = 16  # the rows kernels.source_scores scores in one tile
+FOLD_MAX_ROWS = SOURCE_SCORES_ROWS  # the rows kernels.source_scores scores in one tile
 
 
 def sinusoidal_positions(num_positions: int, dim: int, padding_idx: int) -> torch.Tensor:

@@ -198,18 +198,24 @@ def _chains(N, split):
 
 
 BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
+# Experiment (branch exp/encoder-fused): 17 to 64 rows (a typed sentence's encoder, 48 padded rows)
+# in one row block, weights not held (64 rows of x in registers would spill), planned as one block
+# of few rows is: three 16-row blocks split less and read each weight block three times.
+WIDE_BLOCK_M = 64
 
 
 def _plan(M, N, K, split=None, hold=None):
-    """(BLOCK_N, BLOCK_K, num_warps, split, k_split, hold) of a launch for x (M, K) and weight
-    (N, K); `split` and `hold` as given, where given."""
+    """(BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m) of a launch for x (M, K) and
+    weight (N, K); `split` and `hold` as given, where given."""
     BLOCK_N, BLOCK_K, num_warps = _blocks(N, K)
     BLOCK_K = min(BLOCK_K, triton.next_power_of_2(K))
-    programs = triton.cdiv(N, BLOCK_N) * triton.cdiv(M, BLOCK_M)
+    block_m = BLOCK_M if M <= BLOCK_M else WIDE_BLOCK_M
+    programs = triton.cdiv(N, BLOCK_N) * triton.cdiv(M, block_m)
     split = split or _split(programs, N, K, BLOCK_N)
     k_split = triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K  # inputs per split, whole BLOCK_Ks
-    hold = _hold(N, BLOCK_N, k_split) if hold is None else hold
-    return BLOCK_N, BLOCK_K, num_warps, split, k_split, hold
+    if hold is None:
+        hold = block_m == BLOCK_M and _hold(N, BLOCK_N, k_split)
+    return BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m
 
 
 def holds_weights(M, N, K):
@@ -227,8 +233,8 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None,
     assert weight.shape == (N, K) and weight.dtype == x.dtype and weight.stride(1) == 1 and x.stride(1) == 1
     assert bias is None or (bias.shape == (N,) and bias.is_contiguous())
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    BLOCK_N, BLOCK_K, num_warps, split, k_split, hold = _plan(M, N, K, split, hold)
-    grid_n, grid_m = triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M)
+    BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m = _plan(M, N, K, split, hold)
+    grid_n, grid_m = triton.cdiv(N, BLOCK_N), triton.cdiv(M, block_m)
     assert split == 1 or grid_n * grid_m <= 256, "split launches count arrivals in 256 slots"
     if hold:
         k_split = triton.next_power_of_2(k_split)  # one tile: past K it is masked
@@ -240,7 +246,7 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None,
         chains = 1
     partial = arrivals = out
     if split > 1:
-        partial = torch.empty((grid_n * grid_m, split, BLOCK_M, BLOCK_N), dtype=torch.float32, device=x.device)
+        partial = torch.empty((grid_n * grid_m, split, block_m, BLOCK_N), dtype=torch.float32, device=x.device)
         if x.device not in _arrivals:  # a split is only chosen below 256 output blocks
             _arrivals[x.device] = torch.zeros(256, dtype=torch.int32, device=x.device)
         arrivals = _arrivals[x.device]
@@ -249,7 +255,7 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None,
     _fused_linear_kernel[(grid_n, grid_m, split)](
         x, weight, bias if bias is not None else x, out, partial, arrivals, M, N, K,
         x.stride(0), weight.stride(0), out.stride(0),
-        HAS_BIAS=bias is not None, RELU=relu, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, K_SPLIT=k_split,
+        HAS_BIAS=bias is not None, RELU=relu, BLOCK_M=block_m, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, K_SPLIT=k_split,
         EVEN_N=N % BLOCK_N == 0, EVEN_K=K == split * k_split, SPLIT=split,
         # Only float32 operands read it: without "ieee" they would round to tf32 and miss the reference.
         PRECISION="ieee" if x.dtype == torch.float32 else "tf32",

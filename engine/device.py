@@ -103,6 +103,6 @@ def tokens_to_device(sequences: list[list[int]], device: torch.device) -> torch.
 
 def copy_to_device(target: torch.Tensor, data) -> torch.Tensor:
     """`target.copy_(torch.tensor(data))` into an existing device tensor (a captured graph's input),
-    without waiting for the device, as `to_device` does."""
-    host = torch.tensor(data, dtype=target.dtype)
+    without waiting for the device, as `to_device` does. `data`: nested lists, or a host tensor."""
+    host = data if isinstance(data, torch.Tensor) else torch.tensor(data, dtype=target.dtype)
     return target.copy_(host.pin_memory() if target.is_cuda else host, non_blocking=True)

@@ -16,6 +16,7 @@ from kernels.fold_source import fold_source_ref, fold_source_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton, holds_weights
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
+from kernels.packed_attention import packed_attention_ref, packed_attention_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
 from kernels.source_scores import source_scores_ref, source_scores_triton
@@ -62,6 +63,14 @@ def fold_source(k, v, wq, bq, wo, length, a, c, b):
     (kernels/fold_source.py)."""
     fn = fold_source_triton if _use_triton(k) else fold_source_ref
     fn(k, v, wq, bq, wo, length, a, c, b)
+
+
+def packed_attention(qkv, starts, scale, heads):
+    """Self-attention within each source of qkv (T, 3C) packed one after another, source b its
+    tokens starts[b] .. starts[b + 1] - 1 (starts (B + 1,) int32): (T, C). For a few short sources
+    (kernels/packed_attention.py)."""
+    fn = packed_attention_triton if _use_triton(qkv) else packed_attention_ref
+    return fn(qkv, starts, scale, heads)
 
 
 def add_layer_norm(x, residual, weight, bias, eps, lead=False):
@@ -172,6 +181,7 @@ def lora(x, y, a, b, scale, slots):
 
 __all__ = [
     "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fold_source", "fused_linear",
-    "fused_linear_holds_weights", "logsoftmax_topk", "lora", "slot_attention", "source_attention", "source_scores",
+    "fused_linear_holds_weights", "logsoftmax_topk", "lora", "packed_attention",
+    "slot_attention", "source_attention", "source_scores",
     "step_inputs", "step_report",
 ]

@@ -198,16 +198,17 @@ def _chains(N, split):
 
 
 BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
-# Experiment (branch exp/encoder-fused): 17 to 64 rows (a typed sentence's encoder, 48 padded rows)
-# in one row block, weights not held (64 rows of x in registers would spill), planned as one block
-# of few rows is: three 16-row blocks split less and read each weight block three times.
+# 17 to 64 rows (a typed sentence's encoder, 48 padded rows; a few sentences' beams) in one row
+# block, weights not held (64 rows of x in registers would spill), planned as one block of few rows
+# is: three 16-row blocks split less and read each weight block three times (600M interactive 16.12
+# against 15.80 ms, H200, 2026-11-30).
 WIDE_BLOCK_M = 64
 
 
-def _plan(M, N, K, split=None, hold=None):
+def _plan(M, N, K, split=None, hold=None, blocks=None):
     """(BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m) of a launch for x (M, K) and
-    weight (N, K); `split` and `hold` as given, where given."""
-    BLOCK_N, BLOCK_K, num_warps = _blocks(N, K)
+    weight (N, K); `split`, `hold` and `blocks` (BLOCK_N, BLOCK_K, num_warps) as given, where given."""
+    BLOCK_N, BLOCK_K, num_warps = blocks or _blocks(N, K)
     BLOCK_K = min(BLOCK_K, triton.next_power_of_2(K))
     block_m = BLOCK_M if M <= BLOCK_M else WIDE_BLOCK_M
     programs = triton.cdiv(N, BLOCK_N) * triton.cdiv(M, block_m)
@@ -224,16 +225,17 @@ def holds_weights(M, N, K):
     return _plan(M, N, K)[5]
 
 
-def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None, chains=None):
+def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None, chains=None, blocks=None):
     """Triton version of `fused_linear_ref`; same arguments, same result. `split` overrides how many
     programs share an output block's inputs, `hold` whether they hold their weights in registers,
-    `chains` how many chains a held program's inputs are split into (tests, sweeps)."""
+    `chains` how many chains a held program's inputs are split into, `blocks` (BLOCK_N, BLOCK_K,
+    num_warps) the tiles (tests, sweeps)."""
     M, K = x.shape
     N = weight.shape[0]
     assert weight.shape == (N, K) and weight.dtype == x.dtype and weight.stride(1) == 1 and x.stride(1) == 1
     assert bias is None or (bias.shape == (N,) and bias.is_contiguous())
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m = _plan(M, N, K, split, hold)
+    BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m = _plan(M, N, K, split, hold, blocks)
     grid_n, grid_m = triton.cdiv(N, BLOCK_N), triton.cdiv(M, block_m)
     assert split == 1 or grid_n * grid_m <= 256, "split launches count arrivals in 256 slots"
     if hold:

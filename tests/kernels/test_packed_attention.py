@@ -1,0 +1,26 @@
+import pytest
+import torch
+
+from kernels.packed_attention import packed_attention_ref, packed_attention_triton
+
+DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lengths, H, D", [([25, 7], 2, 16), ([32, 16], 4, 16), ([1, 40, 3, 9], 2, 32), ([5], 3, 8),
+                                           ([70, 2], 2, 16)])  # D = 8: tiles padded to 16; 70: keys past one block
+def test_matches_reference_and_the_definition(lengths, H, D, dtype, poisoned_outputs, check_error):
+    g = torch.Generator().manual_seed(len(lengths) + H)
+    C, T = H * D, sum(lengths)
+    qkv = torch.randn(T, 3 * C, generator=g).to(dtype)
+    starts = torch.tensor([0] + torch.tensor(lengths).cumsum(0).tolist(), dtype=torch.int32)
+    scale = D**-0.5
+    out = packed_attention_triton(qkv, starts, scale, H)
+    ref = packed_attention_ref(qkv, starts, scale, H)
+    truth = packed_attention_ref(qkv.double(), starts, scale, H)
+    assert out.shape == (T, C) and out.dtype == dtype
+    check_error(out, ref, truth, slack=1e-5)
+    # A source attends to its own tokens only: changing another source's keys changes nothing of it.
+    changed = qkv.clone()
+    changed[lengths[0]:, C:] += 1
+    assert torch.equal(packed_attention_triton(changed, starts, scale, H)[: lengths[0]], out[: lengths[0]])

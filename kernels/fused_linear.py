@@ -205,12 +205,33 @@ BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
 WIDE_BLOCK_M = 64
 
 
+def _wide_plan(N, K):
+    """((BLOCK_N, BLOCK_K, num_warps), split) of a 64-row block, or None where `_blocks` and `_split`
+    plan it (the output projection). Measured at 48 and 32 rows (H200, bf16, chained, CUDA graphs,
+    weights rotating past L2, `_blocks`' plan against this, us, 2026-11-30): 1,024 -> 1,024 4.37
+    against 3.76; -> 3,072 6.04 / 5.00; -> 4,096 6.19 / 5.25; 4,096 -> 1,024 (8 splits) 11.14 /
+    7.16; 8,192 -> 1,024 12.65 / 9.77; the cross K/V of all layers, 1,024 -> 24,576 19.94 / 16.35,
+    -> 49,152 37.16 / 30.97 (cuBLAS 16.5, 30.6); 1,024 -> 8,192 as `_blocks` (7.1)."""
+    if N >= 100_000:
+        return None
+    if N >= 16384:
+        return (32, 64, 4), 1
+    if N >= 8192:
+        return (64, 256, 4), 1
+    if K >= 4096:
+        return (32, 256, 4), 4
+    return (32 if N > 1024 else 16, 256, 4), 1
+
+
 def _plan(M, N, K, split=None, hold=None, blocks=None):
     """(BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m) of a launch for x (M, K) and
     weight (N, K); `split`, `hold` and `blocks` (BLOCK_N, BLOCK_K, num_warps) as given, where given."""
+    block_m = BLOCK_M if M <= BLOCK_M else WIDE_BLOCK_M
+    wide = _wide_plan(N, K) if block_m == WIDE_BLOCK_M else None
+    if wide is not None:
+        blocks, split = blocks or wide[0], split or wide[1]
     BLOCK_N, BLOCK_K, num_warps = blocks or _blocks(N, K)
     BLOCK_K = min(BLOCK_K, triton.next_power_of_2(K))
-    block_m = BLOCK_M if M <= BLOCK_M else WIDE_BLOCK_M
     programs = triton.cdiv(N, BLOCK_N) * triton.cdiv(M, block_m)
     split = split or _split(programs, N, K, BLOCK_N)
     k_split = triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K  # inputs per split, whole BLOCK_Ks

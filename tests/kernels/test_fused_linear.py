@@ -6,8 +6,8 @@ from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 
 # (M, K, N): one row to one wide row block (17-64 rows) and two, K past one BLOCK_K and not a power
-# of two, N not a multiple of BLOCK_N
-SHAPES = [(1, 64, 16), (4, 100, 50), (17, 512, 33), (48, 300, 40), (65, 64, 16)]
+# of two, N not a multiple of BLOCK_N; a wide block whose long inputs are split between programs
+SHAPES = [(1, 64, 16), (4, 100, 50), (17, 512, 33), (48, 300, 40), (65, 64, 16), (33, 4096, 48)]
 VARIANTS = {"bias": dict(), "no bias": dict(bias=False), "relu": dict(relu=True)}
 
 

@@ -28,7 +28,7 @@ from typing import Callable
 
 import torch
 
-from engine.device import copy_to_device
+from engine.device import copy_many_to_device, copy_to_device
 from engine.kv_cache import PagedKVCache
 from engine.lora import LoraPool, LoraRows
 from engine.model import FoldedSources, NllbModel
@@ -127,6 +127,29 @@ class DecodeGraphs(_GraphSet):
     def drop_larger_than(self, rows: int) -> None:
         """Forget the graphs of buckets above `rows` (their memory goes back to the pool's allocator)."""
         self._keep(lambda key: key[0] <= bucket_for(rows))
+
+
+class AdmissionGraphs(_GraphSet):
+    """The set-up of one admitted sentence's rows (kernels.admit_rows) as CUDA graphs, one per shape of
+    its inputs, which one copy puts in a static buffer. Why: between a typed sentence's encoder
+    launch and its first step's, the host's work is what the GPU waits for at 600M, and launching
+    admit_rows through Triton's Python launcher took it ~225 us there (a replay ~5; H200 machine)."""
+
+    def __init__(self, lora: LoraPool, device: torch.device, capacity: int):
+        super().__init__(lora, device)  # graphs by (rows, False, the inputs' shapes)
+        self.staged = torch.zeros(capacity, dtype=torch.int32, device=device)
+
+    def run(self, lists: list[list], set_up: Callable[..., None]) -> list[torch.Tensor]:
+        """Copies `lists` (as `engine.device.to_device_many` takes them) to the device in one copy and
+        runs `set_up(*their views)`, replayed from the graph of their shapes; returns the views,
+        valid until the next run (a later copy into the buffer is queued after what reads them)."""
+        views = copy_many_to_device(self.staged, lists)
+        if not self.capture:
+            set_up(*views)
+            return views
+        key = (views[0].shape[0], False, tuple(v.shape for v in views))
+        self._replay(key, lambda: set_up(*views), warm_up=lambda: set_up(*views))  # it writes what the replay writes
+        return views
 
 
 ENCODER_BUCKET = 16  # a graph per 16 tokens of source length

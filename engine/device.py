@@ -73,6 +73,22 @@ def to_device_many(lists: list[list], device: torch.device) -> list[torch.Tensor
     """`to_device` of several lists of ints, each flat or made of equal-length lists, in one copy:
     int32 views (n,) or (n, m) of one tensor. Why: each copy costs the host ~70 us on the H200
     machine (pinned staging, the copy's launch), and a sentence's admission made a dozen."""
+    host, shapes = _pack(lists)
+    return _views(_send(host, device), shapes)
+
+
+def copy_many_to_device(target: torch.Tensor, lists: list[list]) -> list[torch.Tensor]:
+    """`to_device_many` into the front of an existing int32 device tensor (a captured graph's
+    inputs): the same views, of `target`; lists of the same shapes get the same views."""
+    host, shapes = _pack(lists)
+    if host.numel() > target.numel():
+        raise ValueError(f"{host.numel()} ints do not fit a buffer of {target.numel()}")
+    copy_to_device(target[: host.numel()], host)
+    return _views(target, shapes)
+
+
+def _pack(lists: list[list]) -> tuple[torch.Tensor, list[tuple[int, ...]]]:
+    """The ints of `lists` one list after another, as a host int32 tensor, and each list's shape."""
     flat = array.array("i")
     assert flat.itemsize == 4, "array's C int is not 32 bits here"
     shapes = []
@@ -84,10 +100,13 @@ def to_device_many(lists: list[list], device: torch.device) -> list[torch.Tensor
             flat.extend(part)
         if len(flat) - before != math.prod(shapes[-1]):
             raise ValueError("the lists of a nested list must have one length")
-    staged = _send(torch.frombuffer(flat, dtype=torch.int32) if flat else torch.zeros(0, dtype=torch.int32), device)
+    return torch.frombuffer(flat, dtype=torch.int32) if flat else torch.zeros(0, dtype=torch.int32), shapes
+
+
+def _views(flat: torch.Tensor, shapes: list[tuple[int, ...]]) -> list[torch.Tensor]:
     views, start = [], 0
     for shape in shapes:
-        views.append(staged[start : start + math.prod(shape)].view(shape))
+        views.append(flat[start : start + math.prod(shape)].view(shape))
         start += math.prod(shape)
     return views
 

@@ -51,7 +51,7 @@ import torch
 
 import kernels
 from engine.batched_search import search_step
-from engine.cuda_graphs import DecodeGraphs, EncoderGraphs, bucket_for
+from engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
 from engine.device import to_device, to_device_many, tokens_to_device
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
@@ -128,6 +128,10 @@ class Group:
             self._rows = to_device([item.seq.rows for item in self.sentences], device)
         return self._rows
 
+    def set_rows(self, rows: torch.Tensor) -> None:
+        """`rows()` as on the device already (S * num_beams,) (any integer dtype)."""
+        self._rows = rows.view(len(self.sentences), -1).long()  # (S * B,) -> (S, B); a copy, its own memory
+
     def add(self, item: Running) -> None:
         self.sentences.append(item)
         self._rows = None
@@ -138,6 +142,7 @@ class Group:
 
 
 BLOCK_SIZE = 16
+ADMISSION_GRAPH_ROWS = 16  # a sentence admitted alone with at most this many beams sets its rows up by a graph
 log = logging.getLogger(__name__)
 
 
@@ -202,6 +207,9 @@ class Generator:
         generator.folded = folded
         if graphed:
             generator.graphs = DecodeGraphs(rows, generator.rows.scratch, device, generator.lora)
+            # A sentence's inputs: per row 9 ints, its prefix and its source's block list, each at most max_positions.
+            per_row = 9 + model.max_positions + -(-model.max_positions // BLOCK_SIZE)
+            generator.admission_graphs = AdmissionGraphs(generator.lora, device, ADMISSION_GRAPH_ROWS * per_row)
             if device.type == "cuda" and model.attends_packed():
                 generator.encoder_graphs = EncoderGraphs(
                     model, generator.cross_cache, generator.lora, generator.scratch_cross_slot, folded
@@ -220,6 +228,7 @@ class Generator:
         self.pad_id = model.config.pad_id
         self.graphs: DecodeGraphs | None = None
         self.encoder_graphs: EncoderGraphs | None = None
+        self.admission_graphs: AdmissionGraphs | None = None
         # A lone short sentence's source folded into the cross-attention (`_fold_slots`), and that sentence.
         self.folded: FoldedSources | None = None
         self._folded_item: Running | None = None
@@ -277,7 +286,8 @@ class Generator:
     def teardown(self) -> None:
         """Free the caches and the weights; the generator is unusable afterwards."""
         device = self.model.device
-        del self.model, self.self_cache, self.cross_cache, self.graphs, self.encoder_graphs, self.lora, self.rows
+        del self.model, self.self_cache, self.cross_cache, self.graphs, self.encoder_graphs, self.admission_graphs
+        del self.lora, self.rows
         self.folded = self._folded_item = None
         self._reports.clear()
         gc.unfreeze()  # weights held only by reference cycles are freed by a collection, which frozen objects escape
@@ -645,7 +655,7 @@ class Generator:
                 items.append(item)
         if items:
             try:
-                self._start(items)
+                rows_t = self._start(items)
             except torch.cuda.OutOfMemoryError:
                 for item in reversed(items):
                     self._release(item)
@@ -654,11 +664,15 @@ class Generator:
             for item in items:
                 running.append(item)
                 groups.setdefault(item.request.options, Group(item.request.options)).add(item)
+            group = groups[items[0].request.options]
+            if len(items) == 1 and len(group.sentences) == 1:  # a sentence alone: no copy of its rows again
+                group.set_rows(rows_t)
             if fold:
                 self._folded_item = items[0]
 
-    def _start(self, items: list[Running]) -> None:
-        """Set up the new sentences' rows and feed their decoder prefixes but the last token.
+    def _start(self, items: list[Running]) -> torch.Tensor:
+        """Set up the new sentences' rows and feed their decoder prefixes but the last token; returns
+        their rows (R,) int32 on the device, sentence by sentence.
 
         A sentence of several beams whose prefix is `</s>` and the language code feeds nothing here:
         its beam 1 feeds `</s>` in the sentence's first step (engine/rows.py). What each row needs is
@@ -687,19 +701,23 @@ class Generator:
         leads = [s.rows[0] for _, s in fed]
         others = [r for _, s in fed for r in s.rows[1:]]
         others_leads = [s.rows[0] for _, s in fed for _ in s.rows[1:]]
-        (rows_t, source_blocks_t, source_lengths_t, prefixes_t, beams_t, adapters_t, first_blocks_t, prior_offsets_t,
-         leads_t, others_t, others_leads_t) = to_device_many(
-            [rows, source_blocks, source_lengths, prefixes, beams, adapters, first_blocks, prior_offsets, leads, others,
-             others_leads],
-            device,
-        )
-        # One launch: as ~16 tensor ops the host took longer than a typed sentence's encoder.
-        kernels.admit_rows(
-            rows_t, prefixes_t, beams_t, adapters_t, first_blocks_t, prior_offsets_t, source_blocks_t, source_lengths_t,
-            state.hyp, state.kv_len, state.kv_slots, state.finished, state.score, state.fin_score, state.improvable,
-            state.adapter, state.write_block, state.prior_offset, state.cross_slots, state.cross_len,
-            self.self_cache.block_size, BLOCKED,
-        )
+        lists = [rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, leads, others,
+                 others_leads]
+
+        def set_up(*inputs: torch.Tensor) -> None:
+            # One launch: as ~16 tensor ops the host took longer than a typed sentence's encoder.
+            kernels.admit_rows(
+                *inputs[:8], state.hyp, state.kv_len, state.kv_slots, state.finished, state.score, state.fin_score,
+                state.improvable, state.adapter, state.write_block, state.prior_offset, state.cross_slots,
+                state.cross_len, self.self_cache.block_size, BLOCKED,
+            )
+
+        if self.admission_graphs is not None and len(items) == 1 and len(rows) <= ADMISSION_GRAPH_ROWS:
+            inputs = self.admission_graphs.run(lists, set_up)  # a typed sentence
+        else:
+            inputs = to_device_many(lists, device)
+            set_up(*inputs)
+        rows_t, leads_t, others_t, others_leads_t = inputs[0], *inputs[8:]
         leads_t = leads_t.long()  # the step takes int64 rows
         with_lora = any(s.adapter_slot >= 0 for _, s in fed)
         for position in range(widest - 1):
@@ -720,6 +738,7 @@ class Generator:
         for s, opens in zip(seqs, opening):
             if opens:
                 s.cached = 1  # as the host counts blocks: `</s>` is in its first blocks' slots already
+        return rows_t
 
     def _fold_slots(self, admitted: list[tuple[Request, int]], running: list[Running]) -> int:
         """The S at which to fold the source of the sentences admitted, (request, adapter slot) each,

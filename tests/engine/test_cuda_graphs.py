@@ -130,3 +130,30 @@ def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through
         assert folded.translate(TEXTS[1:], "eng_Latn", "fra_Latn", folded.default_options(**options)) == expected
         assert not scored_at
     assert folded.generator._folded_item is None  # let go once its sentence left
+
+
+def test_a_sentence_admitted_alone_sets_its_rows_up_from_one_buffer(tiny_checkpoint, monkeypatch):
+    """A sentence admitted alone (typed text) copies what its rows need into AdmissionGraphs' buffer
+    and sets them up from there (a graph replay on the GPU; eagerly here), also while others run;
+    sentences admitted together do not. Same translations as without graphs, beam and greedy."""
+    plain = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    staged = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    staged.generator = Generator.build(staged.generator.model, max_rows=8, graphs=True)
+    staged.generator.pipelined = True
+    admissions = staged.generator.admission_graphs
+    runs = []
+    run = admissions.run
+    monkeypatch.setattr(admissions, "run", lambda lists, set_up: runs.append(len(lists[0])) or run(lists, set_up))
+    for options in (dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30)):
+        beams = options["num_beams"]
+        for text in TEXTS[:3]:  # sources of other lengths: other shapes of the buffer's views
+            runs.clear()
+            expected = plain.translate([text], "eng_Latn", "fra_Latn", plain.default_options(**options))
+            assert staged.translate([text], "eng_Latn", "fra_Latn", staged.default_options(**options)) == expected
+            assert runs == [beams]
+        # 8 rows: beam 4 admits two sentences together, later some alone while another runs; greedy all at once
+        runs.clear()
+        expected = plain.translate(TEXTS, "eng_Latn", "fra_Latn", plain.default_options(**options))
+        assert staged.translate(TEXTS, "eng_Latn", "fra_Latn", staged.default_options(**options)) == expected
+        assert (0 < len(runs) < len(TEXTS) - 1 and set(runs) == {4}) if beams == 4 else runs == []
+    assert staged.generator.num_free_blocks() == staged.generator.num_total_blocks()

@@ -1,7 +1,9 @@
 import pytest
 import torch
 
-from engine.device import DeviceError, copy_to_device, resolve_device, to_device, to_device_many, tokens_to_device
+from engine.device import (
+    DeviceError, copy_many_to_device, copy_to_device, resolve_device, to_device, to_device_many, tokens_to_device,
+)
 
 
 def test_to_device_makes_the_tensor_torch_tensor_would():
@@ -52,3 +54,16 @@ def test_copy_to_device_fills_a_tensor_in_place():
 def test_unknown_devices_are_refused_with_a_message():
     with pytest.raises(DeviceError, match="unknown device"):
         resolve_device("tpu")
+
+
+def test_copy_many_to_device_gives_the_views_to_device_many_gives_in_one_buffer():
+    lists = [[1, 2, 3], [[4, 5], [6, 7], [8, 9]], []]
+    buffer = torch.full((16,), -1, dtype=torch.int32)
+    views = copy_many_to_device(buffer, lists)
+    assert [v.tolist() for v in views] == [v.tolist() for v in to_device_many(lists, torch.device("cpu"))]
+    assert all(v.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr() for v in views)
+    assert buffer[9:].tolist() == [-1] * 7  # only what the lists hold is written
+    again = copy_many_to_device(buffer, [[7, 7, 7], [[0, 0]] * 3, []])  # same shapes: the same views, new values
+    assert [v.data_ptr() for v in again] == [v.data_ptr() for v in views] and views[0].tolist() == [7, 7, 7]
+    with pytest.raises(ValueError, match="do not fit"):
+        copy_many_to_device(buffer, [list(range(17))])

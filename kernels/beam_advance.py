@@ -60,7 +60,7 @@ sentence.
 
 import torch
 
-from kernels._triton import tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton
 from kernels.logsoftmax_topk import EMPTY_KEY, sort_key
 
 NEG_INF = float("-inf")
@@ -79,9 +79,12 @@ def _beam_advance_kernel(
     fin_score_ptr, fin_hyp_ptr, fin_len_ptr, improvable_ptr, finished_ptr, penalty_ptr, done_ptr,
     eos_from, eos_id, max_length, blocked, width, stride_hyp, stride_kv_slots, stride_fin_hyp,
     B: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr,
-    EARLY_STOPPING: tl.constexpr, CHUNK: tl.constexpr,
+    EARLY_STOPPING: tl.constexpr, CHUNK: tl.constexpr, CHAINED: tl.constexpr,
 ):
     K: tl.constexpr = 2 * B
+    if CHAINED:  # everything read here may be what the kernel before wrote
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     s = tl.program_id(0)
     b = tl.arange(0, BLOCK_B)  # beams, and the B slots of the finished and running hypotheses
     c = tl.arange(0, BLOCK_C)  # a row's K + 1 candidates
@@ -230,12 +233,14 @@ def beam_advance_triton(values, tokens, rows, kv_len, eos_from, score, hyp, kv_s
     if S == 0:
         return done
     BLOCK_B = triton.next_power_of_2(B)
+    chained = chained_launch(rows)
     _beam_advance_kernel[(S,)](
         values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable.view(torch.uint8),
         finished.view(torch.uint8), penalty, done.view(torch.uint8),
         eos_from, eos_id, max_length, blocked, width, hyp.stride(0), kv_slots.stride(0), fin_hyp.stride(0),
         B=B, BLOCK_B=BLOCK_B, BLOCK_C=triton.next_power_of_2(2 * B + 1), BLOCK_K=triton.next_power_of_2(2 * B),
-        EARLY_STOPPING=early_stopping, CHUNK=max(32, COPY_TILE // BLOCK_B), num_warps=NUM_WARPS,
+        EARLY_STOPPING=early_stopping, CHUNK=max(32, COPY_TILE // BLOCK_B), CHAINED=chained, num_warps=NUM_WARPS,
+        **launch_options(chained),
     )
     return done
 

@@ -24,7 +24,7 @@ so one max-reduction picks the larger value, and on a tie the lower column (or s
 
 import torch
 
-from kernels._triton import tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton
 
 # Below every key of a real column: marks taken or missing candidates.
 EMPTY_KEY = tl.constexpr(-(2**63))
@@ -50,9 +50,12 @@ def _key_value_and_column(key):
 @triton.jit
 def _slice_max_kernel(
     logits_ptr, slice_max_ptr, program_lse_ptr, V, stride_row, num_slices, num_programs,
-    SLICE: tl.constexpr, SLICES_PER_PROGRAM: tl.constexpr,
+    SLICE: tl.constexpr, SLICES_PER_PROGRAM: tl.constexpr, CHAINED: tl.constexpr,
 ):
     # Stage 1: program (row, p) writes the logsumexp of its slices and each slice's largest logit.
+    if CHAINED:  # everything read here may be what the kernel before wrote
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     row = tl.program_id(0)
     p = tl.program_id(1)
     first = p * SLICES_PER_PROGRAM * SLICE
@@ -78,9 +81,12 @@ def _topk_kernel(
     logits_ptr, slice_max_ptr, program_lse_ptr, values_ptr, indices_ptr, lse_ptr,
     V, stride_row, num_slices, num_programs,
     K: tl.constexpr, BLOCK_K: tl.constexpr, SLICE: tl.constexpr,
-    BLOCK_SLICES: tl.constexpr, BLOCK_PROGRAMS: tl.constexpr,
+    BLOCK_SLICES: tl.constexpr, BLOCK_PROGRAMS: tl.constexpr, CHAINED: tl.constexpr,
 ):
     # Stage 2: program `row` writes the row's logsumexp and its K best columns.
+    if CHAINED:  # everything read here may be what the kernel before wrote
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     row = tl.program_id(0)
     i = tl.arange(0, BLOCK_PROGRAMS)
     program_lse = tl.load(program_lse_ptr + row * num_programs + i, mask=i < num_programs, other=float("-inf"))
@@ -125,10 +131,11 @@ def logsoftmax_topk_triton(logits, k):
     SLICES_PER_PROGRAM = min(8, triton.next_power_of_2(num_slices))
     num_programs = triton.cdiv(num_slices, SLICES_PER_PROGRAM)
     slice_max = torch.empty((N, num_slices), dtype=torch.float32, device=logits.device)
+    chained = chained_launch(logits)
     program_lse = torch.empty((N, num_programs), dtype=torch.float32, device=logits.device)
     _slice_max_kernel[(N, num_programs)](
         logits, slice_max, program_lse, V, logits.stride(0), num_slices, num_programs,
-        SLICE=SLICE, SLICES_PER_PROGRAM=SLICES_PER_PROGRAM, num_warps=1,
+        SLICE=SLICE, SLICES_PER_PROGRAM=SLICES_PER_PROGRAM, CHAINED=chained, num_warps=1, **launch_options(chained),
     )
     values = torch.empty((N, k), dtype=torch.float32, device=logits.device)
     indices = torch.empty((N, k), dtype=torch.int64, device=logits.device)
@@ -136,7 +143,7 @@ def logsoftmax_topk_triton(logits, k):
     _topk_kernel[(N,)](
         logits, slice_max, program_lse, values, indices, lse, V, logits.stride(0), num_slices, num_programs,
         K=k, BLOCK_K=triton.next_power_of_2(k), SLICE=SLICE, BLOCK_SLICES=triton.next_power_of_2(num_slices),
-        BLOCK_PROGRAMS=triton.next_power_of_2(num_programs), num_warps=4,
+        BLOCK_PROGRAMS=triton.next_power_of_2(num_programs), CHAINED=chained, num_warps=4, **launch_options(chained),
     )
     return values, indices, lse
 

@@ -28,7 +28,7 @@ hypothesis on a side stream, then a copy that waits).
 
 import torch
 
-from kernels._triton import tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton
 
 NEG_INF = float("-inf")
 
@@ -37,8 +37,11 @@ NEG_INF = float("-inf")
 def _step_report_kernel(
     done_ptr, rows_ptr, kv_len_ptr, hyp_ptr, fin_score_ptr, fin_hyp_ptr, fin_len_ptr,
     done_host_ptr, best_host_ptr, length_host_ptr, B, T, stride_hyp, stride_fin_hyp, stride_best,
-    EVERY: tl.constexpr, BLOCK: tl.constexpr,
+    EVERY: tl.constexpr, BLOCK: tl.constexpr, CHAINED: tl.constexpr,
 ):
+    if CHAINED:  # everything read here may be what the kernel before wrote
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     s = tl.program_id(0)
     done = tl.load(done_ptr + s)
     tl.store(done_host_ptr + s, done)
@@ -72,10 +75,12 @@ def step_report_triton(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, don
     S, B = rows.shape
     if S == 0:
         return
+    chained = chained_launch(rows)
     _step_report_kernel[(S,)](
         done.view(torch.uint8), rows, kv_len, hyp, fin_score, fin_hyp, fin_len,
         done_host.view(torch.uint8), best_host, length_host, B, min(hyp.shape[1], best_host.shape[1]),
-        hyp.stride(0), fin_hyp.stride(0), best_host.stride(0), EVERY=every, BLOCK=256, num_warps=1,
+        hyp.stride(0), fin_hyp.stride(0), best_host.stride(0), EVERY=every, BLOCK=256, CHAINED=chained, num_warps=1,
+        **launch_options(chained),
     )
 
 

@@ -664,9 +664,8 @@ class Generator:
             for item in items:
                 running.append(item)
                 groups.setdefault(item.request.options, Group(item.request.options)).add(item)
-            group = groups[items[0].request.options]
-            if len(items) == 1 and len(group.sentences) == 1:  # a sentence alone: no copy of its rows again
-                group.set_rows(rows_t)
+            if len(items) == 1 and len(groups[items[0].request.options].sentences) == 1:
+                groups[items[0].request.options].set_rows(rows_t)  # a sentence alone: no second copy of its rows
             if fold:
                 self._folded_item = items[0]
 

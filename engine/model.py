@@ -33,10 +33,10 @@ LAYER_NORM_EPS = 1e-5
 # cuBLAS at 4 rows splits K and reduces in a second kernel (4 rows, H200, in CUDA graphs, cuBLAS
 # against fused: 1024 -> 1024 8.2 against 4.0 us, 4096 -> 1024 7.3 against 6.0, 8192 -> 2048 13.5
 # against 11.6). Up to 64 rows (a typed sentence's encoder, a few sentences' beams) fused_linear
-# reads each weight block once for all of them (kernels.fused_linear's wide row block): the typed
-# sentence's encoder graph 578 -> 542 us with packed_attention below, a document of 8 sentences
-# (32-row steps) 36.3 -> 34.4 ms at 600M, 68.1 -> 62.7 at 1.3B (H200, one process alternating,
-# 2026-11-30). float32 keeps cuBLAS's exact float32 matmuls, the parity target.
+# reads each weight block once for all of them (kernels.fused_linear's wide row block): a beam-4
+# document of 8 sentences (32-row steps) 36.3 -> 31.6 ms at 600M against cuBLAS, 68.1 -> 64.3 at
+# 1.3B; with kernels.packed_attention, the typed sentence's encoder graph 578 -> 542 us (H200, one
+# process alternating, 2026-11-30). float32 keeps cuBLAS's exact float32 matmuls, the parity target.
 FUSED_MAX_ROWS = 64
 FUSED_MAX_IN = 8192
 FUSED_DTYPES = (torch.bfloat16, torch.float16)

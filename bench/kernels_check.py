@@ -31,6 +31,7 @@ from kernels.fold_source import fold_source_ref, fold_source_triton
 from kernels.fused_linear import fused_linear_ref, fused_linear_triton
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
+from kernels.packed_attention import packed_attention_ref, packed_attention_triton
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
 from kernels.source_scores import source_scores_ref, source_scores_triton
@@ -259,6 +260,19 @@ def main():
             error = rel_error(fused_linear_triton(x, weight, bias, True), fused_linear_ref(x, weight, bias, True))
             record("fused_linear", f"M={M} K={K} N={N} relu", error,
                    lambda: fused_linear_triton(x, weight, bias, True), lambda: fused_linear_ref(x, weight, bias, True))
+    for K, N in ((1024, 3072), (4096, 1024), (8192, 1024), (1024, 24576)):
+        M = 48  # one 64-row block: a typed sentence's encoder (its bucket of 48), a few sentences' steps
+        x, weight = torch.randn(M, K, dtype=DTYPE).cuda(), (torch.randn(N, K) / K**0.5).to(DTYPE).cuda()
+        bias = torch.randn(N, dtype=DTYPE).cuda()
+        error = rel_error(fused_linear_triton(x, weight, bias), fused_linear_ref(x, weight, bias))
+        record("fused_linear", f"M={M} K={K} N={N}", error,
+               lambda: fused_linear_triton(x, weight, bias), lambda: fused_linear_ref(x, weight, bias))
+    for C in (1024, 2048):  # a typed sentence's encoder self-attention: its 34 tokens and the bucket's 14 of padding
+        D = C // H
+        qkv, starts = torch.randn(48, 3 * C, dtype=DTYPE).cuda(), torch.tensor([0, 34, 48], dtype=torch.int32).cuda()
+        error = rel_error(packed_attention_triton(qkv, starts, D**-0.5, H), packed_attention_ref(qkv, starts, D**-0.5, H))
+        record("packed_attention", f"T=34+14 H={H} D={D}", error,
+               lambda: packed_attention_triton(qkv, starts, D**-0.5, H), lambda: packed_attention_ref(qkv, starts, D**-0.5, H))
 
     for L, C in ((12, 1024), (24, 1024), (24, 2048)):  # a typed sentence's folded cross-attention: 600M, 1.3B, 3.3B
         S, D = 32, C // H

@@ -1,0 +1,81 @@
+"""The host's time in the calls on a typed sentence's path to its first step, in place:
+`python -m bench.host --size 600M` (CUDA).
+
+Runs the interactive workload (one 32-token sentence, beam 4, 32 tokens) to capture its graphs,
+then 20 more with a plain timer around each call below (no events, no sync), and prints each
+call's median host µs and how often a run makes it. Why in place: code that runs once a request
+finds the host's caches cold after the steps, and measured 3-8 times its cost in a loop (session
+14: admit_rows' launch 225 against 38 µs, a pinned copy 100 against 12; bench/NOTES.md). At 600M
+the GPU's typed-sentence encoder takes ~0.45 ms: the host's work between its launch and the first
+step's is what the first step waits for once it takes longer than that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+import torch
+
+import engine.cuda_graphs as cuda_graphs
+import engine.generator as generator_module
+import kernels
+from bench.__main__ import random_model, run, sentence
+from engine.generator import Generator
+
+
+def timed_calls(owner: object, name: str, label: str, spent: dict[str, list[float]]) -> None:
+    """Wrap owner.name so that each call adds its host seconds to spent[label]."""
+    call = getattr(owner, name)
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            spent.setdefault(label, []).append(time.perf_counter() - start)
+
+    setattr(owner, name, timed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.host")
+    parser.add_argument("--size", default="600M")
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    generator = Generator.build(random_model(args.size, device, torch.bfloat16), cache_tokens=1 << 15)
+    source = [sentence(32, random.Random(1))]
+    for _ in range(3):
+        run(generator, source, 4, 32)
+    torch.cuda.synchronize()
+
+    spent: dict[str, list[float]] = {}
+    for owner, name, label in [
+        (generator, "encode_sources", "encode_sources"),
+        (generator, "_start", "_start"),
+        (generator, "_launch", "_launch"),
+        (generator, "_finish", "_finish (waits for the step)"),
+        (kernels, "admit_rows", "  admit_rows' launch"),
+        (generator_module, "to_device", "  to_device"),
+        (generator_module, "to_device_many", "  to_device_many"),
+        (cuda_graphs, "copy_to_device", "  copy_to_device"),
+        (cuda_graphs, "copy_many_to_device", "  copy_many_to_device"),
+    ]:
+        timed_calls(owner, name, label, spent)
+    firsts = []
+    for _ in range(args.runs):
+        launched = len(spent.get("_launch", []))
+        run(generator, source, 4, 32)
+        torch.cuda.synchronize()
+        firsts.append(spent["_launch"][launched])
+    print(f"{args.size} typed sentence, host us in place (median of {args.runs} runs; calls a run):")
+    for label, times in spent.items():
+        print(f"  {label:<30} {statistics.median(times) * 1e6:8.1f}   x{len(times) // args.runs}")
+    print(f"  {'the first _launch of a run':<30} {statistics.median(firsts) * 1e6:8.1f}")
+
+
+if __name__ == "__main__":
+    main()

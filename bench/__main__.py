@@ -104,6 +104,19 @@ def prepared(args: argparse.Namespace, warm_ups: int) -> tuple[Generator, list[l
     return generator, sources, beams, new_tokens
 
 
+def typed_generator(size: str, warm_ups: int = 3) -> tuple[Generator, list[list[int]]]:
+    """A generator of the random bf16 model of `size` on the GPU and the interactive workload's one
+    32-token sentence, translated `warm_ups` times (kernels compiled, graphs captured), as the
+    tools that take a typed sentence apart use them (bench.steps, bench.host)."""
+    device = torch.device("cuda")
+    generator = Generator.build(random_model(size, device, torch.bfloat16), cache_tokens=1 << 15)
+    source = [sentence(32, random.Random(1))]
+    for _ in range(warm_ups):
+        run(generator, source, 4, 32)
+    torch.cuda.synchronize()
+    return generator, source
+
+
 def run(generator: Generator, sources: list[list[int]], beams: int, new_tokens: int) -> None:
     options = DecodingOptions(num_beams=beams, min_new_tokens=new_tokens, max_new_tokens=new_tokens)
     generator.run([Request(src, [EOS, TARGET_LANG], options) for src in sources])

@@ -13,7 +13,6 @@ step's is what the first step waits for once it takes longer than that.
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import time
 
@@ -22,8 +21,7 @@ import torch
 import engine.cuda_graphs as cuda_graphs
 import engine.generator as generator_module
 import kernels
-from bench.__main__ import random_model, run, sentence
-from engine.generator import Generator
+from bench.__main__ import run, typed_generator
 
 
 def timed_calls(owner: object, name: str, label: str, spent: dict[str, list[float]]) -> None:
@@ -45,12 +43,7 @@ def main() -> None:
     parser.add_argument("--size", default="600M")
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
-    device = torch.device("cuda")
-    generator = Generator.build(random_model(args.size, device, torch.bfloat16), cache_tokens=1 << 15)
-    source = [sentence(32, random.Random(1))]
-    for _ in range(3):
-        run(generator, source, 4, 32)
-    torch.cuda.synchronize()
+    generator, source = typed_generator(args.size)
 
     spent: dict[str, list[float]] = {}
     for owner, name, label in [

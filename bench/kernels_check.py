@@ -253,20 +253,16 @@ def main():
         assert agrees, "beam_advance: done or state differs from the reference"
         record("beam_advance", f"S={S} B={BEAM} width=40 T=1024", 0.0, kernel_fn, ref_fn, dtype=torch.float32)
 
-    for K, N in ((1024, 3072), (1024, 1024), (1024, 4096), (2048, 8192), (1024, VOCAB)):
-        for M in (4, 16):  # the decode steps that engine.model sends to fused_linear
-            x, weight = torch.randn(M, K, dtype=DTYPE).cuda(), (torch.randn(N, K) / K**0.5).to(DTYPE).cuda()
-            bias = torch.randn(N, dtype=DTYPE).cuda()
-            error = rel_error(fused_linear_triton(x, weight, bias, True), fused_linear_ref(x, weight, bias, True))
-            record("fused_linear", f"M={M} K={K} N={N} relu", error,
-                   lambda: fused_linear_triton(x, weight, bias, True), lambda: fused_linear_ref(x, weight, bias, True))
-    for K, N in ((1024, 3072), (4096, 1024), (8192, 1024), (1024, 24576)):
-        M = 48  # one 64-row block: a typed sentence's encoder (its bucket of 48), a few sentences' steps
+    # The decode steps that engine.model sends to fused_linear (4 and 16 rows), and its 64-row block
+    # (48 rows: a typed sentence's encoder bucket, a few sentences' steps).
+    few = [(M, K, N) for K, N in ((1024, 3072), (1024, 1024), (1024, 4096), (2048, 8192), (1024, VOCAB)) for M in (4, 16)]
+    wide = [(48, K, N) for K, N in ((1024, 3072), (4096, 1024), (8192, 1024), (1024, 24576))]
+    for M, K, N in few + wide:
         x, weight = torch.randn(M, K, dtype=DTYPE).cuda(), (torch.randn(N, K) / K**0.5).to(DTYPE).cuda()
         bias = torch.randn(N, dtype=DTYPE).cuda()
-        error = rel_error(fused_linear_triton(x, weight, bias), fused_linear_ref(x, weight, bias))
-        record("fused_linear", f"M={M} K={K} N={N}", error,
-               lambda: fused_linear_triton(x, weight, bias), lambda: fused_linear_ref(x, weight, bias))
+        error = rel_error(fused_linear_triton(x, weight, bias, True), fused_linear_ref(x, weight, bias, True))
+        record("fused_linear", f"M={M} K={K} N={N} relu", error,
+               lambda: fused_linear_triton(x, weight, bias, True), lambda: fused_linear_ref(x, weight, bias, True))
     for C in (1024, 2048):  # a typed sentence's encoder self-attention: its 34 tokens and the bucket's 14 of padding
         D = C // H
         qkv, starts = torch.randn(48, 3 * C, dtype=DTYPE).cuda(), torch.tensor([0, 34, 48], dtype=torch.int32).cuda()

@@ -10,14 +10,12 @@ Replays advance the rows' lengths, so a replay reads a few more cached tokens th
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import time
 
 import torch
 
-from bench.__main__ import random_model, run, sentence, timed
-from engine.generator import Generator
+from bench.__main__ import run, timed, typed_generator
 
 
 def replay_us(graph: torch.cuda.CUDAGraph, replays: int = 40) -> float:
@@ -36,10 +34,7 @@ def main() -> None:
     parser.add_argument("--size", default="600M")
     args = parser.parse_args()
     device = torch.device("cuda")
-    generator = Generator.build(random_model(args.size, device, torch.bfloat16), cache_tokens=1 << 15)
-    source = [sentence(32, random.Random(1))]
-    for _ in range(3):
-        run(generator, source, 4, 32)
+    generator, source = typed_generator(args.size)
     whole = statistics.median(timed(generator, device, source, 4, 32) for _ in range(7))
 
     # Admission's pieces, each with the device drained before and after it.

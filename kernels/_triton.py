@@ -82,14 +82,31 @@ def prefetch_l2(pointers):
     )
 
 
+ARRIVAL_SLOTS = 256  # output blocks a split launch may have: one arrival count each
+# Per device: a count of the splits arrived at each output block, back to 0 when its last adds up.
+# Shared by every split launch on the device (fused_linear, source_scores), so split launches must
+# not run concurrently on two streams (the engine's decode steps run on one).
+_arrivals: dict = {}
+
+
+def arrivals_on(device):
+    """The device's ARRIVAL_SLOTS arrival counts for `sum_splits` (int32, allocated once: captured
+    graphs keep its address)."""
+    if device not in _arrivals:
+        import torch
+
+        _arrivals[device] = torch.zeros(ARRIVAL_SLOTS, dtype=torch.int32, device=device)
+    return _arrivals[device]
+
+
 @triton.jit
 def sum_splits(acc, partial_ptr, arrivals_ptr, block, split, SPLIT: tl.constexpr, ROWS: tl.constexpr,
                COLS: tl.constexpr):
     """For a block of outputs whose inputs SPLIT programs share: this program (`split`) leaves its
     partial sums `acc` (ROWS, COLS) float32; the last to arrive at the block adds them all up in
     split order (the result does not depend on who came last) and resets the block's count in
-    `arrivals_ptr`. Returns (the sums, or this program's part; whether this program came last).
-    `partial_ptr`: room for (blocks, SPLIT, ROWS, COLS) float32."""
+    `arrivals_ptr` (`arrivals_on`). Returns (the sums, or this program's part; whether this program
+    came last). `partial_ptr`: room for (blocks, SPLIT, ROWS, COLS) float32."""
     tile = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]  # (ROWS, COLS)
     partials = partial_ptr + block.to(tl.int64) * SPLIT * ROWS * COLS + tile
     tl.store(partials + split * ROWS * COLS, acc)
@@ -104,4 +121,7 @@ def sum_splits(acc, partial_ptr, arrivals_ptr, block, split, SPLIT: tl.constexpr
     return acc, last
 
 
-__all__ = ["HAVE_TRITON", "chained_launch", "launch_options", "prefetch_l2", "sum_splits", "tl", "triton"]
+__all__ = [
+    "ARRIVAL_SLOTS", "HAVE_TRITON", "arrivals_on", "chained_launch", "launch_options", "prefetch_l2", "sum_splits", "tl",
+    "triton",
+]

@@ -30,7 +30,7 @@ an output block adds the partial sums up, so it is still one launch.
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton
+from kernels._triton import ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton
 
 
 @triton.jit
@@ -181,12 +181,6 @@ def _hold(N, BLOCK_N, k_split):
     return N <= 4096 and BLOCK_N * k_split <= 16 * 1024
 
 
-# Per device: a count of the splits arrived at each output block, back to 0 when its last adds up.
-# Shared by every launch on the device, so split launches must not run concurrently on two streams
-# (the engine's decode steps run on one).
-_arrivals: dict[torch.device, torch.Tensor] = {}
-
-
 def _chains(N, split):
     """(chains, num_warps) of a held program, or None to keep _blocks's warps and one chain: its
     inputs split into chains whose products do not wait on each other (a 16 x 1,024 by 1,024 x 16
@@ -258,7 +252,7 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None,
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m = _plan(M, N, K, split, hold, blocks)
     grid_n, grid_m = triton.cdiv(N, BLOCK_N), triton.cdiv(M, block_m)
-    assert split == 1 or grid_n * grid_m <= 256, "split launches count arrivals in 256 slots"
+    assert split == 1 or grid_n * grid_m <= ARRIVAL_SLOTS, "split launches count arrivals in 256 slots"
     if hold:
         k_split = triton.next_power_of_2(k_split)  # one tile: past K it is masked
         chosen = _chains(N, split)
@@ -270,9 +264,7 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None,
     partial = arrivals = out
     if split > 1:
         partial = torch.empty((grid_n * grid_m, split, block_m, BLOCK_N), dtype=torch.float32, device=x.device)
-        if x.device not in _arrivals:  # a split is only chosen below 256 output blocks
-            _arrivals[x.device] = torch.zeros(256, dtype=torch.int32, device=x.device)
-        arrivals = _arrivals[x.device]
+        arrivals = arrivals_on(x.device)  # a split is only chosen below 256 output blocks
     chained = chained_launch(x)
     line = 128 // x.element_size()  # elements per cache line
     _fused_linear_kernel[(grid_n, grid_m, split)](

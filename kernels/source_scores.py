@@ -21,7 +21,7 @@ last to finish adds the partial scores up (`sum_splits`, as fused_linear's split
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, sum_splits, tl, triton
+from kernels._triton import ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, sum_splits, tl, triton
 
 BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
 
@@ -62,9 +62,6 @@ def _source_scores_kernel(
                  mask=m_ok[:, None])
 
 
-_arrivals: dict[torch.device, torch.Tensor] = {}  # per device: splits arrived at each head, 0 between launches
-
-
 def source_scores_triton(x, a, c, length, scale, S, split=None):
     """Triton version of `source_scores_ref`; same arguments, same result. `split`: how many
     programs share a head's inputs (default: ~256 inputs each)."""
@@ -81,9 +78,8 @@ def source_scores_triton(x, a, c, length, scale, S, split=None):
     partial = arrivals = p
     if split > 1:
         partial = torch.empty((heads, split, BLOCK_M, S), dtype=torch.float32, device=x.device)
-        if x.device not in _arrivals or _arrivals[x.device].numel() < heads:
-            _arrivals[x.device] = torch.zeros(max(heads, 64), dtype=torch.int32, device=x.device)
-        arrivals = _arrivals[x.device]
+        assert heads <= ARRIVAL_SLOTS, "split launches count arrivals in 256 slots"
+        arrivals = arrivals_on(x.device)  # one count per head
     chained = chained_launch(x)
     _source_scores_kernel[(heads, split)](
         x, a, c, length, p, partial, arrivals, M, C, scale, x.stride(0), a.stride(0), p.stride(0),

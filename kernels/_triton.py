@@ -1,8 +1,8 @@
 """`triton` and `triton.language`, or stand-ins where triton is not installed (Windows, CPU-only
 installs), so that every kernel module still imports and its `*_ref` still runs there.
 
-Also what the decode step's kernels share: chained launches (`chained_launch`, `prefetch_l2`) and
-the sums of inputs split between programs (`sum_splits`).
+Also what the decode step's kernels share: chained launches (`chained_launch`, `wait_for_inputs`,
+`prefetch_l2`) and the sums of inputs split between programs (`sum_splits`).
 """
 
 import os
@@ -70,6 +70,15 @@ def chained_launch(tensor) -> bool:
 def launch_options(chained: bool) -> dict:
     """Extra launch arguments of a chained kernel (none otherwise: the interpreter knows no such option)."""
     return {"launch_pdl": True} if chained else {}
+
+
+@triton.jit
+def wait_for_inputs(CHAINED: tl.constexpr):
+    """A chained kernel's wait for the kernel before it, then its leave to the next kernel to start
+    (`chained_launch`'s rule); nothing when not chained."""
+    if CHAINED:
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
 
 
 @triton.jit

@@ -60,7 +60,7 @@ sentence.
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 from kernels.logsoftmax_topk import EMPTY_KEY, sort_key
 
 NEG_INF = float("-inf")
@@ -82,9 +82,7 @@ def _beam_advance_kernel(
     EARLY_STOPPING: tl.constexpr, CHUNK: tl.constexpr, CHAINED: tl.constexpr,
 ):
     K: tl.constexpr = 2 * B
-    if CHAINED:  # everything read here may be what the kernel before wrote
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    wait_for_inputs(CHAINED)  # everything read here may be what the kernel before wrote
     s = tl.program_id(0)
     b = tl.arange(0, BLOCK_B)  # beams, and the B slots of the finished and running hypotheses
     c = tl.arange(0, BLOCK_C)  # a row's K + 1 candidates

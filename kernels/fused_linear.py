@@ -30,7 +30,7 @@ an output block adds the partial sums up, so it is still one launch.
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton
+from kernels._triton import ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton, wait_for_inputs
 
 
 @triton.jit
@@ -84,15 +84,13 @@ def _fused_linear_kernel(
             k_chunks = k_first + (tl.arange(0, CHAINS) * (K_SPLIT // CHAINS))[:, None, None] \
                 + tl.arange(0, K_SPLIT // CHAINS)[None, None, :]  # (CHAINS, 1, K_SPLIT // CHAINS)
             w_held = _load_chunks(w_rows, k_chunks, n_ok, K, EVEN_N, EVEN_K)  # (CHAINS, BLOCK_N, K_SPLIT // CHAINS)
-    if CHAINED:
-        if PREFETCH:
-            # Started while the kernel before (which writes x) finishes: stream this program's weight
-            # block into L2 meanwhile, LINE elements (128 bytes) per request, then wait for x.
-            line = tl.minimum(k_first + tl.arange(0, K_LINES) * LINE, tl.minimum(K, k_first + K_SPLIT) - 1)
-            w_safe = w_ptr + tl.minimum(n, N - 1).to(tl.int64)[:, None] * stride_w
-            prefetch_l2(w_safe + line[None, :])  # (BLOCK_N, K_LINES) addresses, within this split's inputs
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    if CHAINED and PREFETCH:
+        # Started while the kernel before (which writes x) finishes: stream this program's weight
+        # block into L2 meanwhile, LINE elements (128 bytes) per request, then wait for x.
+        line = tl.minimum(k_first + tl.arange(0, K_LINES) * LINE, tl.minimum(K, k_first + K_SPLIT) - 1)
+        w_safe = w_ptr + tl.minimum(n, N - 1).to(tl.int64)[:, None] * stride_w
+        prefetch_l2(w_safe + line[None, :])  # (BLOCK_N, K_LINES) addresses, within this split's inputs
+    wait_for_inputs(CHAINED)
 
     if HOLD:
         if CHAINS == 1:

@@ -24,7 +24,7 @@ so one max-reduction picks the larger value, and on a tie the lower column (or s
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 # Below every key of a real column: marks taken or missing candidates.
 EMPTY_KEY = tl.constexpr(-(2**63))
@@ -53,9 +53,7 @@ def _slice_max_kernel(
     SLICE: tl.constexpr, SLICES_PER_PROGRAM: tl.constexpr, CHAINED: tl.constexpr,
 ):
     # Stage 1: program (row, p) writes the logsumexp of its slices and each slice's largest logit.
-    if CHAINED:  # everything read here may be what the kernel before wrote
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    wait_for_inputs(CHAINED)  # everything read here may be what the kernel before wrote
     row = tl.program_id(0)
     p = tl.program_id(1)
     first = p * SLICES_PER_PROGRAM * SLICE
@@ -84,9 +82,7 @@ def _topk_kernel(
     BLOCK_SLICES: tl.constexpr, BLOCK_PROGRAMS: tl.constexpr, CHAINED: tl.constexpr,
 ):
     # Stage 2: program `row` writes the row's logsumexp and its K best columns.
-    if CHAINED:  # everything read here may be what the kernel before wrote
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    wait_for_inputs(CHAINED)  # everything read here may be what the kernel before wrote
     row = tl.program_id(0)
     i = tl.arange(0, BLOCK_PROGRAMS)
     program_lse = tl.load(program_lse_ptr + row * num_programs + i, mask=i < num_programs, other=float("-inf"))

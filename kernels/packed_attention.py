@@ -18,7 +18,7 @@ streams the keys of the block's sources with an online softmax.
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 BLOCK_Q = 32  # queries a program
 BLOCK_KEYS = 32  # keys an iteration
@@ -35,9 +35,7 @@ def _packed_attention_kernel(
     row_ok = rows < T
     d = tl.arange(0, BLOCK_D)
     d_ok = d < D
-    if CHAINED:
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    wait_for_inputs(CHAINED)
     # Each query's source: [lo, hi), from the boundaries starts[1..B-1] (starts[0] = 0, starts[B] = T).
     lo = tl.zeros([BLOCK_Q], tl.int32)
     hi = tl.full([BLOCK_Q], T, tl.int32)

@@ -33,7 +33,7 @@ token only as it reads it, folds row j's in from registers too.
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import chained_launch, launch_options, tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 
 @triton.jit
@@ -105,9 +105,7 @@ def _slot_attention_kernel(
         # kernel finishes, and each next tile one step ahead.
         valid, k, v = load_heads_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, head_off, 0, n_cached,
                                       TILE, d_ok)
-    if CHAINED:  # q and the new K/V are the output of the kernel before
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    wait_for_inputs(CHAINED)  # q and the new K/V are the output of the kernel before
     q = tl.load(q_ptr + i * stride_qn + heads[:, None] * stride_qh + d[None, :], mask=d_ok[None, :], other=0.0)
     q = q.to(tl.float32) * scale  # (HEADS, BLOCK_D)
 

@@ -20,7 +20,7 @@ tensor-core `tl.dot` takes), as GQA flash-decoding kernels do for the query head
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 from kernels.slot_attention import attend, check_inputs, gather_rows
 
 
@@ -64,9 +64,7 @@ def _source_attention_kernel(
         # first tile while the kernel before finishes, and each next tile one step ahead.
         valid, k, v = load_tile(table_ptr, row, stride_table, k_ptr, v_ptr, stride_ks, stride_kh, stride_vs,
                                 stride_vh, h, 0, n, TILE, d, d_ok)
-    if CHAINED:  # q is the output of the kernel before
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    wait_for_inputs(CHAINED)  # q is the output of the kernel before
     # Padding query rows are 0: they score 0 on every token, so their softmax stays finite, and
     # they are never stored.
     q_mask = (g < group)[:, None] & d_ok[None, :]

@@ -21,7 +21,7 @@ last to finish adds the partial scores up (`sum_splits`, as fused_linear's split
 
 import torch
 
-from kernels._triton import ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, sum_splits, tl, triton
+from kernels._triton import ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, sum_splits, tl, triton, wait_for_inputs
 
 BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
 
@@ -44,9 +44,7 @@ def _source_scores_kernel(
     k = split * K_SPLIT + tl.arange(0, K_SPLIT)
     k_ok = k < C
     a = tl.load(a_ptr + cols[:, None].to(tl.int64) * stride_a + k[None, :], mask=k_ok[None, :], other=0.0)  # (S, K_SPLIT)
-    if CHAINED:
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    wait_for_inputs(CHAINED)
     x = tl.load(x_ptr + m[:, None].to(tl.int64) * stride_x + k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0)
     acc = tl.dot(x, tl.trans(a), input_precision=PRECISION)  # (BLOCK_M, S)
     last = True

@@ -28,7 +28,7 @@ step; one program per row does it in one.
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 
 @triton.jit
@@ -37,9 +37,7 @@ def _step_inputs_kernel(
     fed_rows_ptr, tokens_ptr, positions_ptr, write_slots_ptr, self_lens_ptr, cross_lens_ptr, priors_ptr,
     N, scratch, block_size, stride_kv_slots, stride_hyp, BLOCK: tl.constexpr, CHAINED: tl.constexpr,
 ):
-    if CHAINED:  # everything read here may be what the step before wrote
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    wait_for_inputs(CHAINED)  # everything read here may be what the step before wrote
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = i < N
     r = tl.load(rows_ptr + i, mask=ok, other=0).to(tl.int64)

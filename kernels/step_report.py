@@ -28,7 +28,7 @@ hypothesis on a side stream, then a copy that waits).
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton
+from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 NEG_INF = float("-inf")
 
@@ -39,9 +39,7 @@ def _step_report_kernel(
     done_host_ptr, best_host_ptr, length_host_ptr, B, T, stride_hyp, stride_fin_hyp, stride_best,
     EVERY: tl.constexpr, BLOCK: tl.constexpr, CHAINED: tl.constexpr,
 ):
-    if CHAINED:  # everything read here may be what the kernel before wrote
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+    wait_for_inputs(CHAINED)  # everything read here may be what the kernel before wrote
     s = tl.program_id(0)
     done = tl.load(done_ptr + s)
     tl.store(done_host_ptr + s, done)

@@ -146,23 +146,30 @@ def _slot_attention_kernel(
     tl.store(out_ptr + o_off, out.to(out_ptr.dtype.element_ty), mask=d_ok[None, :])
 
 
-def _config(N, H, D):
+def _config(N, H, D, write=False):
     """(heads per program, tokens per step, warps, early), as measured on an H200 (bf16, in CUDA
     graphs). With many programs: one warp each, two heads side by side, ~1,024 K elements per step
     (2 heads x 8 tokens at D = 64, x 4 at D = 128). At most 32 programs are resident per SM, so a
     one-warp program with two heads keeps twice the loads in flight: self-attention at 512 rows
     (greedy) 15.7 against 17.1 us with one head, 2,048 rows 56.8 against 62.3, and at D = 128
     99 against 144 (cross-attention at 512 rows: 23.2 against 23.5 at D = 64, 41 against 59 at
-    128). Larger steps, or a program's sums split over several warps, lose 1.5-5x. From 16 to 255
-    rows (a short document's step), one warp and one head each, ~1,024 elements per step: self/cross
-    at 32 rows 3.3/3.1 against 6.2/7.3 us over four warps, at 64 rows 3.7/3.5 against 5.9/5.4 with
-    two heads, at 128 rows 7.1/4.7 against 6.5/6.1 (2026-11-30). With fewer programs (a typed
-    sentence's step), one head per program over four warps, the first step's K/V read before the
-    wait for q, and each next step's one step ahead (`EARLY`): 4 rows of 20 tokens 1.7 against 2.7
-    us; early reads cost many programs ~25% (2,048 rows, one head each: 52 against 65 us)."""
+    128). Larger steps, or a program's sums split over several warps, lose 1.5-5x. Self-attention
+    (`write`: the new token stored) takes half those steps, each next one read one step ahead
+    (`EARLY`): at 512 / 1,024 / 2,048 rows of 20 tokens 13.0 / 25.5 / 48.1 against 14.7 / 27.7 /
+    51.2 us, of 40 tokens 23.4 / 45.5 / 87.3 against 24.8 / 47.4 / 90.1; cross-attention no better
+    (22.9 / 43.4 / 80.4 against 23.1 / 43.1 / 80.0; D = 64, session 15, 112 configs swept at 512
+    rows). From 16 to 255 rows (a short document's step), one warp and one head each, ~1,024
+    elements per step: self/cross at 32 rows 3.3/3.1 against 6.2/7.3 us over four warps, at 64 rows
+    3.7/3.5 against 5.9/5.4 with two heads, at 128 rows 7.1/4.7 against 6.5/6.1 (2026-11-30). With
+    fewer programs (a typed sentence's step), one head per program over four warps, the first step's
+    K/V read before the wait for q, and each next step's one step ahead: 4 rows of 20 tokens 1.7 against
+    2.7 us; early reads cost one-head programs at many rows ~25% (2,048 rows: 52 against 65 us)."""
     if N * H >= 4096:
         heads = 2 if H % 2 == 0 else 1
-        return heads, max(1, 1024 // (heads * triton.next_power_of_2(D))), 1, False
+        tile = max(1, 1024 // (heads * triton.next_power_of_2(D)))
+        if write and D <= 64:  # measured at D = 64 (600M, 1.3B); 3.3B's 128 keeps the plain steps
+            return heads, tile // 2, 1, True
+        return heads, tile, 1, False
     if N * H >= 256:
         return 1, max(1, 1024 // triton.next_power_of_2(D)), 1, False
     return 1, 32, 4, True
@@ -210,7 +217,7 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None,
     assert k_new.stride() == v_new.stride(), "k_new and v_new must share a layout"
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    heads, tile, num_warps, early = _config(N, H, D)
+    heads, tile, num_warps, early = _config(N, H, D, write)
     chained = chained_launch(q)
     _slot_attention_kernel[(N, H // heads)](
         q, k, v, slot_table, rows, lens, out, scale, D,

@@ -54,7 +54,8 @@ def config(request, monkeypatch):
     """Each kind of (heads, tile, warps, early) that `_config` chooses between, by rows x heads,
     whatever the row count."""
     chosen = slot_attention_module._config
-    monkeypatch.setattr(slot_attention_module, "_config", lambda N, H, D: chosen(-(-request.param // H), H, D))
+    monkeypatch.setattr(slot_attention_module, "_config",
+                        lambda N, H, D, write=False: chosen(-(-request.param // H), H, D, write))
     return chosen(request.param // 16, 16, 64)
 
 

@@ -214,7 +214,7 @@ class EncoderGraphs(_GraphSet):
         inputs, starts = self._inputs(size)
         tokens, positions, slots, adapter = inputs  # (size,) each
         lora = LoraRows(self.lora, adapter.int()) if with_lora else None
-        attend = self.model.packed_attention(starts, size, few=True)
+        attend = self.model.packed_attention(starts)
         hidden = self.model.encode_packed(tokens, positions, attend, lora)
         kv = self.model.write_cross_kv(hidden, self.cross_cache, slots, lora)  # (size, L, 2, H, D)
         if fold:  # (a bucket holds more places than the source's S: see `FoldedSources.slots_for`)

@@ -285,14 +285,14 @@ class NllbModel:
         final hidden states (T, C) in the same order.
 
         Everything runs on the T real tokens, with no padding (a document's sentences vary in
-        length, and padding was ~40% of the encoder's work), but attention where FlashAttention's
-        variable-length kernel cannot run, which runs on a padded grid. `lora` gives each token its
-        source's adapter slot.
+        length, and padding was ~40% of the encoder's work), but attention where
+        kernels.packed_attention cannot run, which runs on a padded grid. `lora` gives each token
+        its source's adapter slot.
         """
         source, position = packed_positions(lengths, tokens.device)  # (T,) each
         if self.attends_packed():
             starts = to_device([0, *itertools.accumulate(lengths)], tokens.device, torch.int32)
-            attend = self.packed_attention(starts, max(lengths))
+            attend = self.packed_attention(starts, source.to(torch.int32))
         else:
             attend = self._padded_attention(lengths, source, position)
         return self.encode_packed(tokens, position, attend, lora)
@@ -320,31 +320,19 @@ class NllbModel:
         return h
 
     def attends_packed(self) -> bool:
-        """Whether the encoder's attention runs on packed sources (FlashAttention's variable-length
-        kernel: half precision on the GPU); elsewhere (float32, the parity target, and the CPU) it
-        runs on a padded grid."""
-        D = self.config.d_model // self.config.encoder_heads
-        return self.device.type == "cuda" and self.dtype in (torch.float16, torch.bfloat16) and D % 8 == 0 and D <= 256
+        """Whether the encoder's attention runs on packed sources (kernels.packed_attention: half
+        precision on a GPU with Triton); elsewhere (float32, the parity target, and the CPU) it runs
+        on a padded grid."""
+        return self.device.type == "cuda" and self.dtype in (torch.float16, torch.bfloat16) and kernels.HAVE_TRITON
 
-    def packed_attention(self, starts: torch.Tensor, longest: int, few: bool = False):
+    def packed_attention(self, starts: torch.Tensor, sources: torch.Tensor | None = None):
         """Self-attention within each packed source: a function of stacked q, k, v (T, 3C) -> (T, C).
         Source i holds tokens starts[i] .. starts[i + 1] - 1 (starts (B + 1,) int32 on the device);
-        `longest` bounds their lengths. `few`: a few short sources (a typed sentence's encoder
-        graph), through kernels.packed_attention."""
-        C, H = self.config.d_model, self.config.encoder_heads
-        D = C // H
-        if few:
-            return lambda qkv: kernels.packed_attention(qkv, starts, D**-0.5, H)
-
-        def attend(qkv: torch.Tensor) -> torch.Tensor:
-            T = qkv.shape[0]
-            q, k, v = qkv.view(T, 3, H, D).unbind(1)  # 3 x (T, H, D)
-            out = torch.ops.aten._flash_attention_forward(
-                q, k, v, starts, starts, longest, longest, 0.0, False, False, scale=D**-0.5
-            )[0]  # (T, H, D)
-            return out.reshape(T, C)
-
-        return attend
+        `sources` (T,) int32, each token's source, where there are many (a document's; a typed
+        sentence's encoder graph has two: the sentence and its bucket's padding)."""
+        H = self.config.encoder_heads
+        scale = (self.config.d_model // H) ** -0.5
+        return lambda qkv: kernels.packed_attention(qkv, starts, scale, H, sources)
 
     def _padded_attention(self, lengths: list[int], source: torch.Tensor, position: torch.Tensor):
         """`packed_attention`'s meaning on a padded (B, S) grid through SDPA. Token i is at

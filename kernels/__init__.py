@@ -65,12 +65,12 @@ def fold_source(k, v, wq, bq, wo, length, a, c, b):
     fn(k, v, wq, bq, wo, length, a, c, b)
 
 
-def packed_attention(qkv, starts, scale, heads):
+def packed_attention(qkv, starts, scale, heads, sources=None):
     """Self-attention within each source of qkv (T, 3C) packed one after another, source b its
-    tokens starts[b] .. starts[b + 1] - 1 (starts (B + 1,) int32): (T, C). For a few short sources
-    (kernels/packed_attention.py)."""
+    tokens starts[b] .. starts[b + 1] - 1 (starts (B + 1,) int32): (T, C). `sources` (T,) int32:
+    each token's source, for many sources (kernels/packed_attention.py)."""
     fn = packed_attention_triton if _use_triton(qkv) else packed_attention_ref
-    return fn(qkv, starts, scale, heads)
+    return fn(qkv, starts, scale, heads, sources)
 
 
 def add_layer_norm(x, residual, weight, bias, eps, lead=False):

@@ -153,8 +153,8 @@ def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(tiny_che
 
 
 def test_the_packed_encoder_agrees_with_float32(tiny_checkpoint):
-    """In half precision the encoder attends over packed sources (FlashAttention's variable-length
-    kernel); a source that attended across its neighbours would be far off."""
+    """In half precision the encoder attends over packed sources (kernels.packed_attention, each
+    token's source given); a source that attended across its neighbours would be far off."""
     low = Translator(tiny_checkpoint, device="cuda", dtype="bfloat16").generator.model
     exact = Translator(tiny_checkpoint, device="cuda", dtype="float32").generator.model
     generator = torch.Generator().manual_seed(0)

@@ -6,16 +6,18 @@ from kernels.packed_attention import packed_attention_ref, packed_attention_trit
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 
 
+@pytest.mark.parametrize("by_source", [False, True])  # bounds scanned, or each token's source given
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("lengths, H, D", [([25, 7], 2, 16), ([32, 16], 4, 16), ([1, 40, 3, 9], 2, 32), ([5], 3, 8),
                                            ([70, 2], 2, 16)])  # D = 8: tiles padded to 16; 70: keys past one block
-def test_matches_reference_and_the_definition(lengths, H, D, dtype, poisoned_outputs, check_error):
+def test_matches_reference_and_the_definition(lengths, H, D, dtype, by_source, poisoned_outputs, check_error):
     g = torch.Generator().manual_seed(len(lengths) + H)
     C, T = H * D, sum(lengths)
     qkv = torch.randn(T, 3 * C, generator=g).to(dtype)
     starts = torch.tensor([0] + torch.tensor(lengths).cumsum(0).tolist(), dtype=torch.int32)
     scale = D**-0.5
-    out = packed_attention_triton(qkv, starts, scale, H)
+    sources = torch.repeat_interleave(torch.arange(len(lengths), dtype=torch.int32), torch.tensor(lengths)) if by_source else None
+    out = packed_attention_triton(qkv, starts, scale, H, sources)
     ref = packed_attention_ref(qkv, starts, scale, H)
     truth = packed_attention_ref(qkv.double(), starts, scale, H)
     assert out.shape == (T, C) and out.dtype == dtype
@@ -23,4 +25,4 @@ def test_matches_reference_and_the_definition(lengths, H, D, dtype, poisoned_out
     # A source attends to its own tokens only: changing another source's keys changes nothing of it.
     changed = qkv.clone()
     changed[lengths[0]:, C:] += 1
-    assert torch.equal(packed_attention_triton(changed, starts, scale, H)[: lengths[0]], out[: lengths[0]])
+    assert torch.equal(packed_attention_triton(changed, starts, scale, H, sources)[: lengths[0]], out[: lengths[0]])

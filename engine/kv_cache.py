@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+import kernels
 from engine.device import to_device
 from engine.packing import packed_positions
 
@@ -110,7 +111,6 @@ class PagedKVCache:
 
     # -- tensors -----------------------------------------------------------------------------------
 
-    def write(self, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Store k, v (L, T, H, D) of every layer at flat slots (T,): one copy each, not one per layer."""
-        self.k.index_copy_(1, slots, k)
-        self.v.index_copy_(1, slots, v)
+    def write(self, slots: torch.Tensor, kv: torch.Tensor) -> None:
+        """Store kv (T, L, 2, H, D), every layer's K and V of T tokens, at flat slots (T,): one launch."""
+        kernels.store_kv(kv, slots, self.k, self.v)

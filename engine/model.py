@@ -366,7 +366,7 @@ class NllbModel:
         T = hidden.shape[0]
         L, H, D = self.config.decoder_layers, self.heads, self.head_dim
         kv = project(self.cross_kv, hidden, lora, "decoder.cross_kv").view(T, L, 2, H, D)  # (T, L, 2, H, D)
-        cache.write(slots, kv[:, :, 0].transpose(0, 1), kv[:, :, 1].transpose(0, 1))  # (L, T, H, D) each
+        cache.write(slots, kv)
         return kv
 
     # -- decoder ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
 from kernels.source_scores import source_scores_ref, source_scores_triton
 from kernels.step_inputs import step_inputs_ref, step_inputs_triton
+from kernels.store_kv import store_kv_ref, store_kv_triton
 from kernels.step_report import step_report_ref, step_report_triton
 
 
@@ -140,6 +141,13 @@ def fused_linear(x, weight, bias=None, relu=False):
     return fn(x, weight, bias, relu)
 
 
+def store_kv(kv, slots, k, v):
+    """Store kv (T, L, 2, H, D), every layer's K and V of T tokens, at flat slots (T,) of the cache
+    k, v (L, slots, H, D), in place (kernels/store_kv.py)."""
+    fn = store_kv_triton if _use_triton(kv) else store_kv_ref
+    fn(kv, slots, k, v)
+
+
 def argmax(logits):
     """logits (N, V), last dim contiguous: (N,) int64, each row's column of its largest value,
     lowest column on ties, first NaN where there is one (torch.argmax's rule)."""
@@ -183,5 +191,5 @@ __all__ = [
     "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fold_source", "fused_linear",
     "fused_linear_holds_weights", "logsoftmax_topk", "lora", "packed_attention",
     "slot_attention", "source_attention", "source_scores",
-    "step_inputs", "step_report",
+    "step_inputs", "step_report", "store_kv",
 ]

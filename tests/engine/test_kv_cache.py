@@ -13,8 +13,8 @@ def write_tokens(cache, seq, values):
     for value in values:
         cache.extend(seq, 1)
         slot = cache.slots_of([seq], torch.device("cpu"))[-1:]  # (1,) the new token's
-        filled = torch.full((cache.k.shape[0], 1, 2, 3), float(value))  # (L, 1, H, D)
-        cache.write(slot, filled, -filled)
+        filled = torch.full((1, cache.k.shape[0], 1, 2, 3), float(value))  # (1, L, 1, H, D)
+        cache.write(slot, torch.cat([filled, -filled], dim=2))  # (1, L, 2, H, D): K, then V
 
 
 def read_tokens(cache, seq):

@@ -26,7 +26,7 @@ if importlib.util.find_spec("triton") is None:
                       "test_slot_attention.py", "test_source_attention.py", "test_lora_kernel.py",
                       "test_embed_layer_norm.py", "test_step_inputs.py", "test_step_report.py",
                       "test_admit_rows.py", "test_source_scores.py", "test_fold_source.py",
-                      "test_packed_attention.py"]
+                      "test_packed_attention.py", "test_store_kv.py"]
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ bf16, session 15): 600M greedy 82.57 -> 81.75 ms a document. Program (block of t
 V) copies its tokens' rows, each C = H * D contiguous elements on both sides.
 """
 
-
 from kernels._triton import tl, triton
 
 BLOCK_T = 16  # tokens a program

@@ -21,8 +21,8 @@ from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
 from kernels.source_scores import source_scores_ref, source_scores_triton
 from kernels.step_inputs import step_inputs_ref, step_inputs_triton
-from kernels.store_kv import store_kv_ref, store_kv_triton
 from kernels.step_report import step_report_ref, step_report_triton
+from kernels.store_kv import store_kv_ref, store_kv_triton
 
 
 def _use_triton(tensor):

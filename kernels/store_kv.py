@@ -42,6 +42,7 @@ def _store_kv_kernel(
 
 
 def check_inputs(kv, slots, k, v):
+    """Asserts the shapes and layouts both versions take."""
     T, L, two, H, D = kv.shape
     assert two == 2 and k.shape[0] == L and k.shape[2:] == (H, D) and v.shape == k.shape
     assert slots.shape == (T,) and kv.dtype == k.dtype == v.dtype
@@ -64,7 +65,8 @@ def store_kv_triton(kv, slots, k, v):
 
 def store_kv_ref(kv, slots, k, v):
     """`kv` (T, L, 2, H, D): each token's K and V of every layer; `slots` (T,) int32 or int64,
-    distinct; `k`, `v` (L, slots, H, D) in kv's dtype. Stores token t's layer-l K and V at
+    distinct but for a scratch slot nobody reads (a graph bucket's padding tokens share one); `k`,
+    `v` (L, slots, H, D) in kv's dtype. Stores token t's layer-l K and V at
     k[l, slots[t]], v[l, slots[t]], in place."""
     check_inputs(kv, slots, k, v)
     k.index_copy_(1, slots.long(), kv[:, :, 0].transpose(0, 1))  # (L, T, H, D)

@@ -141,6 +141,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10, help="timed runs of the interactive workload")
     parser.add_argument("--doc-repeats", type=int, default=3, help="timed runs of each document workload (median)")
     parser.add_argument("--batches", default="", help="sentences per batch to sweep for the document workloads, e.g. 64,128,512")
+    parser.add_argument("--sentences", type=int, default=512, help="sentences of the document workloads (fewer on a CPU)")
     args = parser.parse_args()
 
     device = resolve_device(args.device)
@@ -163,7 +164,7 @@ def main() -> None:
         times = [timed(generator, device, *typed) for _ in range(args.repeats)]
         out["interactive_beam4_ms_median"] = statistics.median(times) * 1e3
 
-    document, _, _ = workload("document", 512, rng)  # the greedy workload decodes the same sentences
+    document, _, _ = workload("document", args.sentences, rng)  # the greedy workload decodes the same sentences
     for key in ("document", "greedy"):
         if args.workload not in (key, "all"):
             continue

@@ -132,5 +132,5 @@ def sum_splits(acc, partial_ptr, arrivals_ptr, block, split, SPLIT: tl.constexpr
 
 __all__ = [
     "ARRIVAL_SLOTS", "HAVE_TRITON", "arrivals_on", "chained_launch", "launch_options", "prefetch_l2", "sum_splits", "tl",
-    "triton",
+    "triton", "wait_for_inputs",
 ]

@@ -30,7 +30,9 @@ an output block adds the partial sums up, so it is still one launch.
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton, wait_for_inputs
+from kernels._triton import (
+    ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton, wait_for_inputs,
+)
 
 
 @triton.jit

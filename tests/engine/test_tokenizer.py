@@ -11,7 +11,7 @@ import sentencepiece as spm
 from nllb_checkpoint import training_sentences
 
 from engine.languages import LANGUAGE_CODES, UnknownLanguageError
-from engine.tokenizer import SENTENCEPIECE_FILE, NllbTokenizer, TokenizerError
+from engine.tokenizer import SENTENCEPIECE_FILE, NllbTokenizer, TokenizerError, _grapheme_clusters
 
 SOURCE_LANGUAGES = ["eng_Latn", "fra_Latn", "zho_Hans", "ace_Arab", "zul_Latn"]
 
@@ -116,6 +116,16 @@ def test_encode_many_texts_matches_transformers(tokenizer, hf_tokenizer):
     ours = tokenizer.encode_source_batch(texts, "rus_Cyrl")
     mismatches = [text for text, ids in zip(texts, ours) if ids != hf_encode(hf_tokenizer, text, "rus_Cyrl")]
     assert mismatches == []
+
+
+def test_plain_text_shortcut_normalizes_as_the_cluster_walk(tokenizer):
+    """Text whose every character stays as it is skips the walk over grapheme clusters
+    (CharacterMap._all_plain); whatever the mix of characters, the result is the walk's."""
+    character_map = tokenizer._character_map
+    texts = TEXTS + training_sentences(300, seed=3) + random_texts(3000, seed=4)
+    walked = ["".join(map(character_map._normalize_cluster, _grapheme_clusters(text))) for text in texts]
+    assert [character_map.normalize(text) for text in texts] == walked
+    assert {"a", "e", " ", "."} <= character_map._plain and not {"\u0301", "\uff21", "\t"} & character_map._plain
 
 
 def test_encode_source_batch(tokenizer):

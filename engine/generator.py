@@ -70,6 +70,7 @@ class Request:
     priority: int = 1  # lower runs first: 0 for typed text, 1 for documents
     on_partial: Callable[[list[int]], None] | None = None
     adapter: str | None = None  # a LoRA adapter of the pool's folder; None: the active one (the base model by default)
+    on_done: Callable[[Request], None] | None = None  # called with the request once its result is set
     result: list[int] | None = None
     error: str | None = None  # why it did not run (its adapter is unusable); result stays None
 
@@ -237,6 +238,7 @@ class Generator:
         # Host memory the steps report into (`_report_memory`), by graph key, or for steps that are not
         # one graph by ("eager", bucket, parity).
         self._reports: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        self._finished: list[Request] = []  # finished requests whose `on_done` has yet to run
         self._parity = 0
         self.scratch_cross_slot = self._prepare_scratch_row()
         # On the GPU steps are pipelined: the host queues step t + 1 before it reads which sentences
@@ -537,21 +539,57 @@ class Generator:
         """Each request's winning hypothesis: `</s>`, language code, tokens, and `</s>` unless cut by max_length."""
         return [r.result for r in self.run(requests)]
 
-    def run(self, requests: list[Request], should_stop: Callable[[], bool] | None = None) -> list[Request]:
-        """Translate all requests to completion (each gets `.result`), admitting them as memory allows."""
+    def run(
+        self,
+        requests: list[Request],
+        should_stop: Callable[[], bool] | None = None,
+        feed: Callable[[], list[Request] | None] | None = None,
+    ) -> list[Request]:
+        """Translate all requests to completion (each gets `.result`), admitting them as memory
+        allows; returns them, and those `feed` gave, in that order.
+
+        `feed()`, where given, is asked for more requests while the device runs a step and fewer
+        than `max_rows` wait: a list (maybe empty; they queue after the others), or None once it has
+        no more. So the caller prepares a document's later sentences (tokenizes them) in the host's
+        idle time instead of between calls while the device waits. Each request's `on_done` runs
+        likewise while the device works, once its result is set."""
         for request in requests:
             self._check_lengths(request)
+        everything = list(requests)
         waiting = deque(sorted(requests, key=lambda r: r.priority))
         running: list[Running] = []
         groups: dict[DecodingOptions, Group] = {}
         # Pipelined (`self.pipelined`), the host learns which sentences a step finished while the
         # device runs the next one; sentences found done sit that next step out.
         pending: LaunchedStep | None = None
-        while waiting or running:
+
+        def pull() -> None:
+            """Report finished requests (`on_done`), and take what `feed` has while few wait."""
+            nonlocal feed
+            self._report_finished()
+            if feed is None or len(waiting) >= self.max_rows:
+                return
+            more = feed()
+            if more is None:
+                feed = None
+                return
+            for request in more:
+                try:
+                    self._check_lengths(request)
+                except ValueError as e:  # raising here would leave the running sentences behind
+                    request.error = str(e)
+                    continue
+                waiting.append(request)
+            everything.extend(more)
+
+        while waiting or running or feed is not None or self._finished:
             if should_stop is not None and should_stop():
                 for item in running:
                     self._release(item)
-                return requests
+                self._report_finished()
+                return everything
+            if not running:
+                pull()  # the device is idle: nothing to overlap
             try:
                 self._admit(waiting, running, groups)
                 if not running:
@@ -569,6 +607,7 @@ class Generator:
                 continue
             if self.pipelined:  # `launched` runs while the host finishes the step before it
                 finishing, pending = [pending], launched
+                pull()
             else:
                 finishing, pending = [pending, launched], None
             for step in finishing:
@@ -576,7 +615,14 @@ class Generator:
                     for item in self._finish(step):
                         running.remove(item)
                         self._leave(item, groups)
-        return requests
+            if not self.pipelined:
+                pull()
+        return everything
+
+    def _report_finished(self) -> None:
+        finished, self._finished = self._finished, []
+        for request in finished:
+            request.on_done(request)
 
     def _shrink(
         self, waiting: deque[Request], running: list[Running], groups: dict[DecodingOptions, Group], error: Exception
@@ -650,6 +696,8 @@ class Generator:
             item = Running(request, seq, len(request.prefix), next(self._admissions))
             if item.length >= request.options.length:  # max_length leaves no room to generate
                 request.result = list(request.prefix)
+                if request.on_done is not None:
+                    self._finished.append(request)
                 self._release(item)
             else:
                 items.append(item)
@@ -827,7 +875,10 @@ class Generator:
         width = max([lengths[i] for i in finished] + [step.lengths[i] for i in step.partial])
         table = step.best[:, :width].tolist()  # (S, width)
         for i in finished:
-            step.sentences[i].request.result = table[i][: lengths[i]]
+            request = step.sentences[i].request
+            request.result = table[i][: lengths[i]]
+            if request.on_done is not None:
+                self._finished.append(request)  # reported while the device runs the next step (`run`)
         for i in step.partial:
             item = step.sentences[i]
             if item.live and item.request.result is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 from pathlib import Path
 from typing import Callable
 
@@ -14,6 +16,10 @@ from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from engine.quantize import int8_supported, quantize_int8
 from engine.tokenizer import NllbTokenizer
 from engine.weights import load_weights
+
+# Texts tokenized a step while a document decodes (Translator.translate): ~1 ms of host time for
+# sentences of plain text, within the few ms a step of hundreds of sentences keeps the device busy.
+FEED_TEXTS = 32
 
 
 class Translator:
@@ -105,28 +111,47 @@ class Translator:
         adapter = adapter or None
         if adapter is not None:
             self.generator.lora.slot_for(adapter)  # raises AdapterError before any work starts
-        requests: dict[int, list[Request]] = {}  # a text's pieces: one, unless it is too long to read at once
-        for i, text in enumerate(texts):
-            if not text.strip():
-                continue
+        # A text's pieces (one, unless it is too long to read at once), their requests and their
+        # translations, decoded as each finishes (while the device works: Generator.run's on_done).
+        requests: dict[int, list[Request]] = {}
+        decoded: dict[int, list[str | None]] = {}
+
+        def prepare(i: int, text: str) -> list[Request]:
             sources = self._sources(text, src_lang)
             partial = None
             if on_partial is not None and len(sources) == 1:
                 partial = lambda ids, i=i: on_partial(i, self.tokenizer.decode(ids))  # noqa: E731
-            requests[i] = [Request(source, prefix, options, priority, partial, adapter=adapter) for source in sources]
-        self.generator.run([r for pieces in requests.values() for r in pieces], should_stop)
+            decoded[i] = [None] * len(sources)
+            requests[i] = [Request(source, prefix, options, priority, partial, adapter=adapter,
+                                   on_done=functools.partial(done, i, piece))
+                           for piece, source in enumerate(sources)]
+            return requests[i]
+
+        def done(i: int, piece: int, request: Request) -> None:
+            decoded[i][piece] = self.tokenizer.decode(request.result)
+
+        # The sentences that decode together are tokenized before the first step; the rest in
+        # FEED_TEXTS-text portions while steps run (Generator.run's `feed`).
+        texts_left = ((i, text) for i, text in enumerate(texts) if text.strip())
+        first = [r for i, text in itertools.islice(texts_left, max(1, self.generator.max_rows // options.num_beams))
+                 for r in prepare(i, text)]
+
+        def feed() -> list[Request] | None:
+            portion = list(itertools.islice(texts_left, FEED_TEXTS))
+            return [r for i, text in portion for r in prepare(i, text)] if portion else None
+
+        self.generator.run(first, should_stop, feed)
         for request in (r for pieces in requests.values() for r in pieces):
             if request.error is not None:  # its files changed for the worse since the check above
                 raise AdapterError(request.error)
         results = []
         for i, text in enumerate(texts):
-            pieces = requests.get(i)
-            if pieces is None:
+            if not text.strip():
                 results.append("")
-            elif any(r.result is None for r in pieces):
-                results.append(None)
+            elif i not in decoded or None in decoded[i]:
+                results.append(None)  # stopped before it was done (or before it was read)
             else:
-                results.append(" ".join(self.tokenizer.decode(r.result) for r in pieces))
+                results.append(" ".join(decoded[i]))
         return results
 
     def _sources(self, text: str, src_lang: str) -> list[list[int]]:

@@ -232,6 +232,38 @@ def test_a_small_cache_preempts_and_still_gives_the_same_answers(tiny_checkpoint
     assert cramped.generator.num_free_blocks() == cramped.generator.num_total_blocks()
 
 
+@pytest.mark.parametrize("pipelined", [False, True], ids=["steps finished at once", "pipelined as on the GPU"])
+def test_texts_past_those_that_decode_together_are_fed_while_steps_run(tiny_checkpoint, hf_model, hf_tokenizer,
+                                                                       pipelined, monkeypatch):
+    """Texts past the sentences that decode together are tokenized in portions while steps run
+    (Generator.run's `feed`), and each translation is decoded once its request is done (`on_done`):
+    the answers are generate's, blank texts stay blank, and nothing is fed twice."""
+    import engine.translator
+
+    small = Translator(tiny_checkpoint, device="cpu", dtype="float32", max_rows=8)  # 2 sentences of 4 beams at once
+    monkeypatch.setattr(small.generator, "pipelined", pipelined)
+    monkeypatch.setattr(engine.translator, "FEED_TEXTS", 2)
+    portions = []
+    run = small.generator.run
+
+    def counting_portions(requests, should_stop=None, feed=None):
+        def counted():
+            more = feed()
+            portions.append(None if more is None else len(more))
+            return more
+
+        return run(requests, should_stop, counted)
+
+    monkeypatch.setattr(small.generator, "run", counting_portions)
+    options = dict(num_beams=4, max_length=30)
+    texts = TEXTS[:4] + ["", "  "] + TEXTS[4:] + TEXTS[:3]
+    ours = small.translate(texts, "eng_Latn", "deu_Latn", small.default_options(**options))
+    assert ours == [hf_generate(hf_model, hf_tokenizer, text, "eng_Latn", "deu_Latn", options)[1] if text.strip() else ""
+                    for text in texts]
+    assert portions == [2, 2, 2, 2, 1, None]  # 11 texts: 2 before the first step, then 9 fed
+    assert small.generator.num_free_blocks() == small.generator.num_total_blocks()
+
+
 def test_partial_hypotheses_stream_before_the_result(translator):
     seen: list[tuple[int, str]] = []
     options = translator.default_options(num_beams=4, min_length=12, max_length=20)

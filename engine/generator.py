@@ -563,10 +563,11 @@ class Generator:
         # device runs the next one; sentences found done sit that next step out.
         pending: LaunchedStep | None = None
 
-        def pull() -> None:
+        def pull(report: bool = True) -> None:
             """Report finished requests (`on_done`), and take what `feed` has while few wait."""
             nonlocal feed
-            self._report_finished()
+            if report:
+                self._report_finished()
             if feed is None or len(waiting) >= self.max_rows:
                 return
             more = feed()
@@ -589,11 +590,12 @@ class Generator:
                 self._report_finished()
                 return everything
             if not running:
-                pull()  # the device is idle: nothing to overlap
+                pull(report=False)  # the device is idle: what is finished is reported once it works again
             try:
                 self._admit(waiting, running, groups)
                 if not running:
-                    continue  # every waiting request failed (an unusable adapter)
+                    self._report_finished()
+                    continue  # nothing left, or every waiting request failed (an unusable adapter)
                 self._make_room(waiting, running, groups)
                 # Sentences at their length limit are done whatever the step finds: when the pending
                 # step ends them all, another step would only keep the device busy.

@@ -48,6 +48,7 @@ class NllbTokenizer:
     def __init__(self, sentencepiece: spm.SentencePieceProcessor, character_map: CharacterMap):
         """`sentencepiece` must not normalize (see from_dir); `character_map` is its model's."""
         self._sp = sentencepiece
+        self._sentencepiece_unk = sentencepiece.unk_id()
         self._character_map = character_map
         pieces = sentencepiece.get_piece_size()
         self._first_language_id = pieces + 1
@@ -99,13 +100,13 @@ class NllbTokenizer:
     def decode(self, ids: Iterable[int]) -> str:
         """The text of `ids`, as Hugging Face's decode(ids, skip_special_tokens=True): specials
         (<unk> included), language codes, <mask> and ids past the vocabulary are dropped."""
-        ids = [i for i in map(int, ids) if self.unk_id < i < self._first_language_id]
-        pieces = [self._sp.id_to_piece(i - 1) for i in ids]
+        ids = [i - 1 for i in map(int, ids) if self.unk_id < i < self._first_language_id]
+        pieces = self._sp.id_to_piece(ids) if ids else []  # one call for all: 3 against 10 us for 40 ids
         # Every "▁" is a space; only the first piece's leading one goes (Metaspace decoder).
         return "".join(pieces).replace(SPACE_PIECE, " ").removeprefix(" ")
 
     def _piece_id(self, sentencepiece_id: int) -> int:
-        return self.unk_id if sentencepiece_id == self._sp.unk_id() else sentencepiece_id + 1
+        return self.unk_id if sentencepiece_id == self._sentencepiece_unk else sentencepiece_id + 1
 
     def _text_ids(self, text: str) -> list[int]:
         ids = []

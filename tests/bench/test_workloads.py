@@ -24,3 +24,12 @@ def test_the_gpu_tools_take_the_workloads_by_name():
     assert parser.parse_args(["--workload", "document", "--batch", "64"]).batch == 64
     with pytest.raises(SystemExit):
         parser.parse_args(["--workload", "novel"])
+
+
+def test_the_app_path_benchmark_writes_distinct_sentences_of_words():
+    from bench.documents import document_sentences
+
+    sentences = document_sentences(500, seed=3)
+    assert len(set(sentences)) == 500  # the app translates each distinct sentence once
+    assert all(s[0].isupper() and s.endswith(".") and 4 <= len(s.split()) <= 10 for s in sentences)
+    assert document_sentences(500, seed=3) == sentences != document_sentences(500, seed=4)

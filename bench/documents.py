@@ -1,0 +1,101 @@
+"""A document through the app's whole path against the engine alone on the same sentences:
+`python -m bench.documents [--size 600M] [--beams 4] [--sentences 8192] [--rounds 2] [--checkpoint DIR]`.
+
+`python -m bench` times the engine on sentences tokenized beforehand; a user's document also goes
+through reading and splitting, the translation cache's batching, tokenizing, decoding and writing
+on the host. This writes a .txt of distinct sentences of made-up words, translates it with
+`app.jobs.run_document_job` (no translation cache, so every round translates every sentence) and
+with `Generator.run` over the same sentences, output length forced, and prints one JSON object
+with both rates. The checkpoint is `bench.checkpoint`'s random one of that shape (NLLB's
+256,206-row vocabulary), written to a temporary folder unless --checkpoint names one to reuse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from bench import emit
+from bench.__main__ import SHAPES
+from bench.checkpoint import write_checkpoint
+
+NEW_TOKENS = 40  # as the document workloads of DESIGN.md
+
+
+def document_sentences(count: int, seed: int = 0) -> list[str]:
+    """`count` distinct sentences of 4-10 made-up lowercase words (~18 tokens each with the
+    checkpoint's sentencepiece model), capitalised and ending with a full stop."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 9))) for _ in range(5000)]
+    sentences: dict[str, None] = {}
+    while len(sentences) < count:
+        sentences[" ".join(rng.choice(words) for _ in range(rng.randint(4, 10))).capitalize() + "."] = None
+    return list(sentences)
+
+
+def main() -> None:
+    from app.jobs import DocumentJob, run_document_job  # the app's side, only where it is measured
+    from engine.generator import Request
+    from engine.translator import Translator
+
+    parser = argparse.ArgumentParser(prog="python -m bench.documents")
+    parser.add_argument("--size", choices=SHAPES, default="600M")
+    parser.add_argument("--beams", type=int, default=4)
+    parser.add_argument("--sentences", type=int, default=8192)
+    parser.add_argument("--rounds", type=int, default=2, help="timed runs of each path (median)")
+    parser.add_argument("--checkpoint", type=Path, help="a bench.checkpoint folder to reuse (written if missing)")
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="dragoman-bench-"))
+    checkpoint = args.checkpoint or work / "checkpoint"
+    if not (checkpoint / "config.json").exists():
+        write_checkpoint(checkpoint, args.size)
+    sentences = document_sentences(args.sentences)
+    document = work / "document.txt"
+    document.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+
+    translator = Translator(checkpoint, device=args.device)
+    forced = {"num_beams": args.beams, "min_new_tokens": NEW_TOKENS, "max_new_tokens": NEW_TOKENS}
+    job = DocumentJob(document, work / "translated.txt", "eng_Latn", "fra_Latn", options=forced, overwrite=True)
+    options = translator.default_options(**forced)
+    prefix = translator.tokenizer.decoder_prefix("fra_Latn")
+    sources = [translator.tokenizer.encode_source(s, "eng_Latn") for s in sentences]
+    device = translator.device
+
+    def app() -> None:
+        run_document_job(job, translator, None)
+
+    def engine() -> None:
+        translator.generator.run([Request(source, prefix, options) for source in sources])
+
+    def timed(path) -> float:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        path()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter() - start
+
+    app(), engine()  # warm-up: kernels compiled, graphs captured
+    seconds = {"app": [], "engine": []}
+    for _ in range(args.rounds):  # alternating, so that both see the same machine
+        seconds["app"].append(timed(app))
+        seconds["engine"].append(timed(engine))
+    out = {"size": args.size, "device": translator.describe(), "beams": args.beams, "sentences": len(sentences),
+           "source_tokens_mean": statistics.mean(len(s) for s in sources), "new_tokens": NEW_TOKENS}
+    for path, times in seconds.items():
+        out[f"{path}_sent_per_s"] = len(sentences) / statistics.median(times)
+    emit(out, f"documents_{args.size}_beam{args.beams}", device)
+
+
+if __name__ == "__main__":
+    main()

@@ -29,7 +29,7 @@ NEW_TOKENS = 40  # as the document workloads of DESIGN.md
 
 
 def document_sentences(count: int, seed: int = 0) -> list[str]:
-    """`count` distinct sentences of 4-10 made-up lowercase words (~18 tokens each with the
+    """`count` distinct sentences of 4-10 made-up lowercase words (~29 tokens each with the
     checkpoint's sentencepiece model), capitalised and ending with a full stop."""
     rng = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"

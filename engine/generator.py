@@ -562,6 +562,7 @@ class Generator:
         # Pipelined (`self.pipelined`), the host learns which sentences a step finished while the
         # device runs the next one; sentences found done sit that next step out.
         pending: LaunchedStep | None = None
+        self._finished = []  # none of a run that raised
 
         def pull(report: bool = True) -> None:
             """Report finished requests (`on_done`), and take what `feed` has while few wait."""

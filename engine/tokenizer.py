@@ -110,8 +110,11 @@ class NllbTokenizer:
 
     def _text_ids(self, text: str) -> list[int]:
         ids = []
-        # re.split with a group: odd chunks are the special tokens found in the text.
-        for index, chunk in enumerate(self._special_in_text.split(text)):
+        # re.split with a group: odd chunks are the special tokens found in the text. Each holds
+        # "<" or "_", which most text has not: the search over ~200 alternatives took half of a
+        # plain sentence's ~25 us.
+        chunks = self._special_in_text.split(text) if "<" in text or "_" in text else [text]
+        for index, chunk in enumerate(chunks):
             if index % 2:
                 ids.append(self._special_ids[chunk])
                 continue
@@ -125,7 +128,8 @@ class NllbTokenizer:
     def _normalized_text_ids(self, normalized: str) -> list[int]:
         # Each part gets its own leading "▁" (Metaspace, prepend_scheme="always"), as
         # sentencepiece's dummy prefix does.
-        ids = [self._piece_id(i) for i in self._sp.encode(normalized)]
+        unk, sentencepiece_unk = self.unk_id, self._sentencepiece_unk  # `_piece_id`, inlined: ~3 us a sentence
+        ids = [unk if i == sentencepiece_unk else i + 1 for i in self._sp.encode(normalized)]
         # sentencepiece drops a trailing space; Hugging Face's Metaspace keeps it as a lone "▁".
         if normalized.endswith(" "):
             ids.append(self._space_id)

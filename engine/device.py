@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import array
-import itertools
 import math
 
 import torch
@@ -115,8 +114,13 @@ def tokens_to_device(sequences: list[list[int]], device: torch.device) -> torch.
     """The token ids of all `sequences`, one after another, as an int64 tensor (T,) on `device`
     (queued like `to_device`). Why not `to_device`: `torch.tensor` reads a Python list at ~110 ns an
     element, 3 ms on the H200 machine's host for a 512-sentence document's ~18k tokens, while the GPU
-    waited for them; through `array` it is ~4 times faster."""
-    ids = array.array("q", itertools.chain.from_iterable(sequences))
+    waited for them; through `array` it is ~4 times faster, and ~2 times more from a flat list
+    (lists joined by `+=`, then read in one go: 302 against 597 us for those tokens on the CI
+    machine's CPU, where `array` read them through `itertools.chain`)."""
+    flat: list[int] = []
+    for sequence in sequences:
+        flat += sequence
+    ids = array.array("q", flat)
     return _send(torch.frombuffer(ids, dtype=torch.int64) if ids else torch.zeros(0, dtype=torch.int64), device)
 
 

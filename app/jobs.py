@@ -88,5 +88,4 @@ def sentences_a_call(translator, job: DocumentJob) -> int:
     600M, ~3-5 s at 3.3B (how often progress moves, and what a crash would lose)."""
     if translator.device.type != "cuda":
         return segments.BATCH_SENTENCES  # read here, so that tests can make it small
-    beams = translator.default_options(**job.options).num_beams
-    return 4 * max(1, translator.generator.max_rows // beams)
+    return 4 * translator.generator.sentences_at_once(translator.default_options(**job.options).num_beams)

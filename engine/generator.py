@@ -248,6 +248,11 @@ class Generator:
         # the GPU's order on the CPU.
         self.pipelined = model.device.type == "cuda"
 
+    def sentences_at_once(self, num_beams: int) -> int:
+        """How many sentences of `num_beams` beams decode together (a wave): max_rows // num_beams,
+        at least one."""
+        return max(1, self.max_rows // num_beams)
+
     def _prepare_scratch_row(self) -> int:
         """The scratch row (a captured step's padding, and every row of a sentence sitting a step
         out, with or without graphs) writes into a block no sequence owns and reads one slot of

@@ -118,6 +118,9 @@ class Translator:
         requests: dict[int, list[Request]] = {}
         decoded: dict[int, list[str | None]] = {}
 
+        def done(i: int, piece: int, request: Request) -> None:
+            decoded[i][piece] = self.tokenizer.decode(request.result)
+
         def prepare(i: int, text: str) -> list[Request]:
             sources = self._sources(text, src_lang)
             partial = None
@@ -129,14 +132,11 @@ class Translator:
                            for piece, source in enumerate(sources)]
             return requests[i]
 
-        def done(i: int, piece: int, request: Request) -> None:
-            decoded[i][piece] = self.tokenizer.decode(request.result)
-
         # The sentences that decode together (a wave) are tokenized before the first step, the rest
         # in portions while steps run (Generator.run's `feed`): a wave's worth in 32 steps, so that
         # the next wave is ready when one ends (a 40-token wave takes 40 steps).
         texts_left = ((i, text) for i, text in enumerate(texts) if text.strip())
-        wave = max(1, self.generator.max_rows // options.num_beams)
+        wave = self.generator.sentences_at_once(options.num_beams)
         first = [r for i, text in itertools.islice(texts_left, wave) for r in prepare(i, text)]
 
         def feed() -> list[Request] | None:

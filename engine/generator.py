@@ -72,7 +72,7 @@ class Request:
     adapter: str | None = None  # a LoRA adapter of the pool's folder; None: the active one (the base model by default)
     on_done: Callable[[Request], None] | None = None  # called with the request once its result is set
     result: list[int] | None = None
-    error: str | None = None  # why it did not run (its adapter is unusable); result stays None
+    error: str | None = None  # why it did not run (an unusable adapter; a request `feed` gave too long): no result
 
 
 @dataclass

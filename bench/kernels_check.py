@@ -133,23 +133,27 @@ def beam_advance_inputs(S, B=BEAM, width=40, T=1024, eos_id=2, device="cuda"):
     """One beam-search step of S sentences in mid-search, hypotheses of 2 to width - 1 tokens:
     (args, state, penalty, options) for beam_advance. Candidates come from random log-probs over
     1,000 tokens, `</s>` often among them; some sentences have finished hypotheses, the shortest
-    still ban `</s>`."""
+    still ban `</s>`, some reach their own max_length."""
     R, k = S * B + 1, 2 * B
     logits = torch.randn(S * B, 1000, device=device) * 3
     logits[:, eos_id] += 2
     values, tokens = logits.log_softmax(dim=-1).topk(k + 1, dim=-1)  # (S * B, k + 1)
     rows = torch.randperm(R - 1, device=device).view(S, B)  # (S, B)
-    cur_len = torch.randint(2, width, (S,), device=device)
+    kv_len = torch.zeros(R, dtype=torch.int32, device=device)
+    kv_len[rows] = torch.randint(2, width - 1, (S, 1), dtype=torch.int32, device=device)  # a length per sentence
+    limit = torch.full((R,), T, dtype=torch.int32, device=device)
+    limit[rows] = torch.randint(width // 2, width, (S, 1), dtype=torch.int32, device=device)  # some reached
     fin_score = torch.full((R,), float("-inf"), device=device)
     fin_score[rows[:, :2]] = -torch.rand(S, 2, device=device).sort(dim=1).values * 10  # two finished each
     state = dict(score=-torch.rand(R, device=device) * 20, hyp=torch.randint(0, 1000, (R, T), device=device),
                  kv_slots=torch.randint(0, 10**6, (R, T), dtype=torch.int32, device=device), fin_score=fin_score,
                  fin_hyp=torch.randint(0, 1000, (R, T), device=device),
                  fin_len=torch.randint(2, width, (R,), dtype=torch.int32, device=device),
-                 improvable=torch.ones(R, dtype=torch.bool, device=device))
+                 improvable=torch.ones(R, dtype=torch.bool, device=device),
+                 finished=torch.zeros(R, dtype=torch.bool, device=device))
     penalty = (torch.arange(T + 1, dtype=torch.float64) ** 1.0).float().to(device)
-    options = dict(eos_id=eos_id, max_length=T, early_stopping=0, blocked=-1.0e9, width=width)
-    return (values, tokens, rows, cur_len, cur_len < 5), state, penalty, options
+    options = dict(eos_id=eos_id, limit=limit, early_stopping=0, blocked=-1.0e9, width=width)
+    return (values, tokens, rows, kv_len, 5), state, penalty, options
 
 
 def beam_advance_agrees(S):

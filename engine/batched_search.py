@@ -65,7 +65,7 @@ def greedy_step(
         scores = process_scores(logits.float(), _histories(state, rows, lengths), options, eos_id)
         token = scores.argmax(dim=-1)  # (S,)
     state.hyp[row, cur_len] = token
-    done = (token == eos_id) | (cur_len + 1 >= options.length)
+    done = (token == eos_id) | (cur_len + 1 >= state.limit[row])
     state.mark_finished(rows, done)
     return done
 
@@ -99,11 +99,11 @@ def beam_step(
         eos_from = 0  # process_scores banned `</s>` already
     # HF's "never" assumes the longest hypothesis only where the length penalty favours length.
     early_stopping = 1 if options.early_stopping is True else 2 if options.early_stopping == "never" and lp > 0.0 else 0
-    penalty = _length_penalties(lp, max(state.max_length, options.length) + 1, rows.device)
+    penalty = _length_penalties(lp, state.max_length + 1, rows.device)
     return kernels.beam_advance(
         values, tokens, rows, state.kv_len, eos_from, state.score, state.hyp, state.kv_slots, state.fin_score,
         state.fin_hyp, state.fin_len, state.improvable, state.finished, penalty,
-        eos_id=eos_id, max_length=options.length, early_stopping=early_stopping, blocked=BLOCKED, width=width,
+        eos_id=eos_id, limit=state.limit, early_stopping=early_stopping, blocked=BLOCKED, width=width,
     )
 
 

@@ -71,8 +71,25 @@ class Request:
     on_partial: Callable[[list[int]], None] | None = None
     adapter: str | None = None  # a LoRA adapter of the pool's folder; None: the active one (the base model by default)
     on_done: Callable[[Request], None] | None = None  # called with the request once its result is set
+    # This sentence's own max_length (HF's: `</s>`, the language code and the tokens), where it is
+    # below the options': sentences of one batch may stop at different lengths and still share a search.
+    max_length: int | None = None
     result: list[int] | None = None
     error: str | None = None  # why it did not run (an unusable adapter; a request `feed` gave too long): no result
+
+    @property
+    def limit(self) -> int:
+        """The longest its hypotheses may grow: its max_length, or the options'."""
+        own = self.max_length if self.max_length is not None else self.options.length
+        return min(own, self.options.length)
+
+    @property
+    def search_options(self) -> DecodingOptions:
+        """The options of the search it shares with others: its options, with its own max_length
+        where a score processor reads that (forced `</s>`), so that every sentence of a search agrees."""
+        if self.options.forced_eos_id is None or self.limit == self.options.length:
+            return self.options
+        return self.options.with_changes(max_length=self.limit, max_new_tokens=None)
 
 
 @dataclass
@@ -605,7 +622,7 @@ class Generator:
                 self._make_room(waiting, running, groups)
                 # Sentences at their length limit are done whatever the step finds: when the pending
                 # step ends them all, another step would only keep the device busy.
-                if pending is None or any(item.length < item.request.options.length for item in running):
+                if pending is None or any(item.length < item.request.limit for item in running):
                     launched = self._launch(groups)
                 else:
                     launched = None
@@ -658,6 +675,8 @@ class Generator:
             raise ValueError(f"a source of {len(request.src_ids)} tokens is longer than the {limit} the model reads")
         if request.options.length > limit:
             raise ValueError(f"max_length {request.options.length} is more than the model's {limit} positions")
+        if request.max_length is not None and request.max_length < 2:
+            raise ValueError(f"max length must be at least 2 (the start token and the language code), got {request.max_length}")
 
     def _admit(self, waiting: deque[Request], running: list[Running], groups: dict[DecodingOptions, Group]) -> None:
         rows = sum(len(item.seq.rows) for item in running)
@@ -702,7 +721,7 @@ class Generator:
         for (request, adapter_slot), cross in zip(admitted, crosses):
             seq = SequenceState(self.rows.take_rows(request.options.num_beams), cross, adapter_slot)
             item = Running(request, seq, len(request.prefix), next(self._admissions))
-            if item.length >= request.options.length:  # max_length leaves no room to generate
+            if item.length >= request.limit:  # max_length leaves no room to generate
                 request.result = list(request.prefix)
                 if request.on_done is not None:
                     self._finished.append(request)
@@ -719,9 +738,11 @@ class Generator:
                 raise
             for item in items:
                 running.append(item)
-                groups.setdefault(item.request.options, Group(item.request.options)).add(item)
-            if len(items) == 1 and len(groups[items[0].request.options].sentences) == 1:
-                groups[items[0].request.options].set_rows(rows_t)  # a sentence alone: no second copy of its rows
+                options = item.request.search_options
+                groups.setdefault(options, Group(options)).add(item)
+            alone = groups[items[0].request.search_options]
+            if len(items) == 1 and len(alone.sentences) == 1:
+                alone.set_rows(rows_t)  # a sentence alone: no second copy of its rows
             if fold:
                 self._folded_item = items[0]
 
@@ -745,26 +766,27 @@ class Generator:
         # keeps: any real vocabulary.
         opening = [len(item.request.prefix) == 2 and 1 < len(s.rows) and 2 * len(s.rows) + 1 < self.vocab_size
                    for item, s in zip(items, seqs)]
-        prefixes, beams, adapters, prior_offsets = [], [], [], []
+        prefixes, beams, adapters, prior_offsets, limits = [], [], [], [], []
         for item, s, opens in zip(items, seqs, opening):
             prefixes += [item.request.prefix + [self.pad_id] * (widest - len(item.request.prefix))] * len(s.rows)
             beams += range(len(s.rows))
             adapters += [s.adapter_slot] * len(s.rows)
+            limits += [item.request.limit] * len(s.rows)
             prior_offsets += [1 - b if opens and b != 1 else 0 for b in range(len(s.rows))]  # to beam 1's place
         # The sentences fed here: the first row of each feeds all but the last token of its prefix.
         fed = [(item, s) for item, s, opens in zip(items, seqs, opening) if not opens]
         leads = [s.rows[0] for _, s in fed]
         others = [r for _, s in fed for r in s.rows[1:]]
         others_leads = [s.rows[0] for _, s in fed for _ in s.rows[1:]]
-        lists = [rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, leads, others,
-                 others_leads]
+        lists = [rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, leads,
+                 others, others_leads]
 
         def set_up(*inputs: torch.Tensor) -> None:
             # One launch: as ~16 tensor ops the host took longer than a typed sentence's encoder.
             kernels.admit_rows(
-                *inputs[:8], state.hyp, state.kv_len, state.kv_slots, state.finished, state.score, state.fin_score,
+                *inputs[:9], state.hyp, state.kv_len, state.kv_slots, state.finished, state.score, state.fin_score,
                 state.improvable, state.adapter, state.write_block, state.prior_offset, state.cross_slots,
-                state.cross_len, self.self_cache.block_size, BLOCKED,
+                state.cross_len, state.limit, self.self_cache.block_size, BLOCKED,
             )
 
         if self.admission_graphs is not None and len(items) == 1 and len(rows) <= ADMISSION_GRAPH_ROWS:
@@ -772,7 +794,7 @@ class Generator:
         else:
             inputs = to_device_many(lists, device)
             set_up(*inputs)
-        rows_t, leads_t, others_t, others_leads_t = inputs[0], *inputs[8:]
+        rows_t, leads_t, others_t, others_leads_t = inputs[0], *inputs[9:]
         leads_t = leads_t.long()  # the step takes int64 rows
         with_lora = any(s.adapter_slot >= 0 for _, s in fed)
         for position in range(widest - 1):
@@ -832,10 +854,11 @@ class Generator:
             waiting.appendleft(victim.request)
 
     def _leave(self, item: Running, groups: dict[DecodingOptions, Group]) -> None:
-        group = groups[item.request.options]
+        options = item.request.search_options
+        group = groups[options]
         group.remove(item)
         if not group.sentences:
-            del groups[item.request.options]
+            del groups[options]
         self._release(item)
 
     def _release(self, item: Running) -> None:

@@ -47,6 +47,7 @@ class DecoderRows:
         self.prior_offset = torch.zeros(R, **i32)  # see above; 0: none
         self.cross_slots = torch.zeros(R, max_source, **i32)  # its source's cross-attention slots
         self.cross_len = torch.ones(R, **i32)
+        self.limit = torch.full((R,), T, **i32)  # its sentence's max_length (HF's: the whole decoder input)
         self.adapter = torch.full((R,), -1, **i32)  # LoRA slot, -1 for the base model
         self.score = torch.zeros(R, dtype=torch.float32, device=device)  # sum of log-probabilities
         self.fin_score = torch.full((R,), NEG_INF, dtype=torch.float32, device=device)  # -inf: empty

@@ -92,20 +92,20 @@ def embed_layer_norm(tokens, positions, table, scale, position_table, offset, we
     return embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset, weight, bias, eps)
 
 
-def admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp,
-               kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset,
-               cross_slots, cross_len, block_size, blocked):
+def admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits,
+               hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset,
+               cross_slots, cross_len, limit, block_size, blocked):
     """Sets up the rows (n,) of newly admitted sentences: each one's decoder prefix (prefixes (n, W)),
     an empty cache (or, where prior_offsets[i] != 0, position 0 in the first block of row
     rows[i + prior_offsets[i]], which feeds it in the sentence's first step), HF's starting beam
     score (0 for beam 0, else `blocked`), no finished hypothesis, its adapter, its first block where
     first_blocks >= 0, and the cross-attention slots of its source (its blocks (n, P) of
-    `block_size` slots, its length). Per-row inputs int32; state as in engine/rows.py, updated in
-    place."""
+    `block_size` slots, its length), and its sentence's max_length (limits). Per-row inputs int32; state as
+    in engine/rows.py, updated in place."""
     fn = admit_rows_triton if _use_triton(rows) else admit_rows_ref
-    fn(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
-       kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots, cross_len,
-       block_size, blocked)
+    fn(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp,
+       kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
+       cross_len, limit, block_size, blocked)
 
 
 def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch, block_size):
@@ -163,19 +163,20 @@ def logsoftmax_topk(logits, k):
 
 
 def beam_advance(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
-                 improvable, finished, penalty, *, eos_id, max_length, early_stopping, blocked, width):
+                 improvable, finished, penalty, *, eos_id, limit, early_stopping, blocked, width):
     """One step of HF's beam search after `logsoftmax_topk(logits, 2B + 1)`, for S sentences of B beams in
     rows (S, B) int64: values, tokens (S * B, 2B + 1) each row's best log-probs, descending, and their
     tokens. A sentence's hypotheses' length n is kv_len[its first row] (R,) int32, and becomes every one of
     its rows'; `</s>` is not allowed while n < eos_from. Updates the rows' state in place (score, fin_score
     (R,) float32; hyp, fin_hyp (R, T) int64 and kv_slots (R, T) int32 over positions [0, n], n < width;
     fin_len (R,) int32; improvable (R,) bool at each sentence's first row; finished (R,) bool, every row of
-    a sentence done) and returns done (S,) bool. penalty (T + 1,) float32: n ** length_penalty;
-    early_stopping 0 (False), 1 (True), 2 ("never" and a positive length penalty); blocked: HF's -1e9. Ties
-    go to the lower beam, then the better-ranked token."""
+    a sentence done) and returns done (S,) bool. penalty (T + 1,) float32: n ** length_penalty; limit (R,)
+    int32: a sentence's max_length (<= T) at its first row; early_stopping 0 (False), 1 (True), 2 ("never"
+    and a positive length penalty); blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked
+    token."""
     fn = beam_advance_triton if _use_triton(values) else beam_advance_ref
     return fn(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
-              finished, penalty, eos_id=eos_id, max_length=max_length, early_stopping=early_stopping,
+              finished, penalty, eos_id=eos_id, limit=limit, early_stopping=early_stopping,
               blocked=blocked, width=width)
 
 

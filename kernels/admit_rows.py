@@ -1,8 +1,8 @@
 """The decoder rows of newly admitted sentences, set up in one launch.
 
-`admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp,
-kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
-cross_len, block_size, blocked)`, over the rows' state of engine/rows.py. Meaning, as a plain loop:
+`admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits,
+hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
+cross_len, limit, block_size, blocked)`, over the rows' state of engine/rows.py. Meaning, as a plain loop:
 
     for i, r in enumerate(rows):
         hyp[r, :W] = prefixes[i]                           # the decoder prefix, padded to W
@@ -19,6 +19,7 @@ cross_len, block_size, blocked)`, over the rows' state of engine/rows.py. Meanin
             write_block[r] = first_blocks[i]               # the block its first positions go into
         cross_slots[r, :P * block_size] = [b * block_size + o for b in source_blocks[i] for o in range(block_size)]
         cross_len[r] = source_lengths[i]
+        limit[r] = limits[i]                               # its sentence's max_length
 
 with P = source_blocks.shape[1] (block lists padded to the widest); later entries of a row keep
 what they held. The per-row inputs are int32; rows are distinct. A row with a prior offset feeds
@@ -37,9 +38,9 @@ from kernels._triton import tl, triton
 @triton.jit
 def _admit_rows_kernel(
     rows_ptr, prefixes_ptr, beams_ptr, adapters_ptr, first_blocks_ptr, prior_offsets_ptr, source_blocks_ptr,
-    source_lengths_ptr, hyp_ptr, kv_len_ptr, kv_slots_ptr, finished_ptr, score_ptr, fin_score_ptr, improvable_ptr,
-    adapter_ptr, write_block_ptr, prior_offset_ptr, cross_slots_ptr, cross_len_ptr, W, P, stride_hyp,
-    stride_kv_slots, stride_cross, block_size, blocked,
+    source_lengths_ptr, limits_ptr, hyp_ptr, kv_len_ptr, kv_slots_ptr, finished_ptr, score_ptr, fin_score_ptr,
+    improvable_ptr, adapter_ptr, write_block_ptr, prior_offset_ptr, cross_slots_ptr, cross_len_ptr, limit_ptr, W, P,
+    stride_hyp, stride_kv_slots, stride_cross, block_size, blocked,
     BLOCK_W: tl.constexpr, BLOCK_SLOTS: tl.constexpr,
 ):
     i = tl.program_id(0)
@@ -59,6 +60,7 @@ def _admit_rows_kernel(
     first = tl.load(first_blocks_ptr + i)
     tl.store(write_block_ptr + r, first, mask=first >= 0)
     tl.store(cross_len_ptr + r, tl.load(source_lengths_ptr + i))
+    tl.store(limit_ptr + r, tl.load(limits_ptr + i))
     for start in range(0, P * block_size, BLOCK_SLOTS):
         j = start + tl.arange(0, BLOCK_SLOTS)
         ok = j < P * block_size
@@ -66,47 +68,49 @@ def _admit_rows_kernel(
         tl.store(cross_slots_ptr + r * stride_cross + j, block * block_size + j % block_size, mask=ok)
 
 
-def _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
-           kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
-           cross_len):
+def _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp,
+           kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
+           cross_len, limit):
     n = rows.shape[0]
-    for t in (rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths):
+    for t in (rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits):
         assert t.dtype == torch.int32 and t.shape[0] == n and t.is_contiguous(), "per-row inputs: int32, one row each"
     assert hyp.dtype == torch.int64 and finished.dtype == improvable.dtype == torch.bool
-    for t in (kv_len, kv_slots, adapter, write_block, prior_offset, cross_slots, cross_len):
+    for t in (kv_len, kv_slots, adapter, write_block, prior_offset, cross_slots, cross_len, limit):
         assert t.dtype == torch.int32
     assert score.dtype == fin_score.dtype == torch.float32
 
 
 def admit_rows_triton(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths,
-                      hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block,
-                      prior_offset, cross_slots, cross_len, block_size, blocked):
+                      limits, hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block,
+                      prior_offset, cross_slots, cross_len, limit, block_size, blocked):
     """Triton version of `admit_rows_ref`; same arguments, same state afterwards."""
-    _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
-           kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots, cross_len)
+    _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp,
+           kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
+           cross_len, limit)
     assert hyp.stride(1) == kv_slots.stride(1) == cross_slots.stride(1) == 1
     n, W = prefixes.shape
     P = source_blocks.shape[1]
     if n == 0:
         return
     _admit_rows_kernel[(n,)](
-        rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
+        rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp, kv_len,
         kv_slots, finished.view(torch.uint8), score, fin_score, improvable.view(torch.uint8), adapter, write_block,
-        prior_offset, cross_slots, cross_len, W, P, hyp.stride(0), kv_slots.stride(0), cross_slots.stride(0),
+        prior_offset, cross_slots, cross_len, limit, W, P, hyp.stride(0), kv_slots.stride(0), cross_slots.stride(0),
         block_size, blocked,
         BLOCK_W=triton.next_power_of_2(W), BLOCK_SLOTS=256, num_warps=1,
     )
 
 
 def admit_rows_ref(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths,
-                   hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block,
-                   prior_offset, cross_slots, cross_len, block_size, blocked):
+                   limits, hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block,
+                   prior_offset, cross_slots, cross_len, limit, block_size, blocked):
     """Per row i of `rows` (n,): prefixes (n, W), beams, adapters, first_blocks (-1: none),
-    prior_offsets (0: none), source_lengths (n,) and source_blocks (n, P), all int32; the rows'
+    prior_offsets (0: none), source_lengths, limits (n,) and source_blocks (n, P), all int32; the rows'
     state of engine/rows.py, updated in place; the self-attention cache's block_size (the cross
     cache's too); HF's `blocked` beam score."""
-    _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, hyp, kv_len,
-           kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots, cross_len)
+    _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp,
+           kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
+           cross_len, limit)
     r = rows.long()  # (n,)
     hyp[r, : prefixes.shape[1]] = prefixes.long()
     # index_fill_, not `finished[r] = False`: assigning a Python number through a tensor index copies
@@ -127,3 +131,4 @@ def admit_rows_ref(rows, prefixes, beams, adapters, first_blocks, prior_offsets,
     slots = (source_blocks[:, :, None] * block_size + offsets).flatten(1)  # (n, P, block) -> (n, P * block)
     cross_slots[r, : slots.shape[1]] = slots
     cross_len[r] = source_lengths
+    limit[r] = limits

@@ -3,7 +3,7 @@
 instead of ~50 small kernels.
 
 `beam_advance(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp,
-fin_len, improvable, finished, penalty, *, eos_id, max_length, early_stopping, blocked, width) -> done`.
+fin_len, improvable, finished, penalty, *, eos_id, limit, early_stopping, blocked, width) -> done`.
 K = 2B; `values`, `tokens` (S * B, K + 1) are each row's best log-probabilities, descending, and
 their distinct tokens (logsoftmax_topk's output, or torch.topk's); the state tensors (score, hyp,
 ...) are indexed by the row ids in `rows` (S, B) and updated in place. Meaning, as a plain loop:
@@ -11,6 +11,7 @@ their distinct tokens (logsoftmax_topk's output, or torch.topk's); the state ten
     for s in range(S):
         r = rows[s]                                      # the sentence's rows
         n = kv_len[r[0]]                                 # its hypotheses' length
+        max_length = limit[r[0]]                         # its own (HF's max_length)
         banned = n < eos_from                            # `</s>` not allowed yet
         cands = []
         for b in range(B):                               # each row's K best, `</s>` dropped if banned
@@ -39,8 +40,10 @@ order"); -0.0 ties with +0.0. All reads see the state as it was before the call.
 nothing reads them before a later step writes them), and n < width must hold. `penalty` (T + 1,)
 float32 holds n ** length_penalty computed in float64 and rounded, `blocked` is HF's -1e9
 placeholder score, `early_stopping` is 0 (HF's False), 1 (True) or 2 ("never" with a positive
-length penalty; "never" otherwise acts as False: pass 0). Arithmetic is float32 throughout (sums,
-IEEE divisions), so the kernel and the reference agree bit for bit. Values must not be NaN.
+length penalty; "never" otherwise acts as False: pass 0). `limit` (R,) int32 holds each sentence's
+max_length at its first row: sentences of one step may stop at different lengths. Arithmetic is
+float32 throughout (sums, IEEE divisions), so the kernel and the reference agree bit for bit.
+Values must not be NaN.
 
 Sentences never share rows, except padding ones made of one scratch row repeated: their program
 writes only that row, in an unspecified order.
@@ -77,7 +80,7 @@ NUM_WARPS = 4
 def _beam_advance_kernel(
     values_ptr, tokens_ptr, rows_ptr, kv_len_ptr, score_ptr, hyp_ptr, kv_slots_ptr,
     fin_score_ptr, fin_hyp_ptr, fin_len_ptr, improvable_ptr, finished_ptr, penalty_ptr, done_ptr,
-    eos_from, eos_id, max_length, blocked, width, stride_hyp, stride_kv_slots, stride_fin_hyp,
+    limit_ptr, eos_from, eos_id, blocked, width, stride_hyp, stride_kv_slots, stride_fin_hyp,
     B: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_K: tl.constexpr,
     EARLY_STOPPING: tl.constexpr, CHUNK: tl.constexpr, CHAINED: tl.constexpr,
 ):
@@ -93,6 +96,7 @@ def _beam_advance_kernel(
     rows = tl.load(rows_ptr + s * B + b, mask=beam_ok, other=0)  # (BLOCK_B,) int64
     lead = tl.load(rows_ptr + s * B)
     n = tl.load(kv_len_ptr + lead)
+    max_length = tl.load(limit_ptr + lead)
     banned = n < eos_from
     was_improvable = tl.load(improvable_ptr + lead) != 0
     penalty = tl.load(penalty_ptr + n)
@@ -208,7 +212,7 @@ def _beam_advance_kernel(
 
 
 def _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable, finished,
-           penalty, max_length, width):
+           penalty, limit, width):
     S, B = rows.shape
     assert values.shape == tokens.shape == (S * B, 2 * B + 1), "values, tokens: (S * B, 2B + 1)"
     assert values.dtype == score.dtype == fin_score.dtype == penalty.dtype == torch.float32
@@ -216,14 +220,15 @@ def _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hy
     assert kv_slots.dtype == fin_len.dtype == kv_len.dtype == torch.int32
     assert improvable.dtype == finished.dtype == torch.bool and kv_len.shape == finished.shape == improvable.shape
     assert width <= hyp.shape[1] and hyp.shape == fin_hyp.shape == kv_slots.shape
-    assert max_length <= penalty.shape[0] and hyp.shape[1] < penalty.shape[0], "penalty: a value for every length"
+    assert limit.dtype == torch.int32 and limit.shape == kv_len.shape
+    assert hyp.shape[1] < penalty.shape[0], "penalty: a value for every length"
 
 
 def beam_advance_triton(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
-                        improvable, finished, penalty, *, eos_id, max_length, early_stopping, blocked, width):
+                        improvable, finished, penalty, *, eos_id, limit, early_stopping, blocked, width):
     """Triton version of `beam_advance_ref`; same arguments, same result, same state afterwards."""
     _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable, finished,
-           penalty, max_length, width)
+           penalty, limit, width)
     assert values.is_contiguous() and tokens.is_contiguous() and rows.is_contiguous()
     assert hyp.stride(1) == kv_slots.stride(1) == fin_hyp.stride(1) == 1
     S, B = rows.shape
@@ -235,7 +240,7 @@ def beam_advance_triton(values, tokens, rows, kv_len, eos_from, score, hyp, kv_s
     _beam_advance_kernel[(S,)](
         values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable.view(torch.uint8),
         finished.view(torch.uint8), penalty, done.view(torch.uint8),
-        eos_from, eos_id, max_length, blocked, width, hyp.stride(0), kv_slots.stride(0), fin_hyp.stride(0),
+        limit, eos_from, eos_id, blocked, width, hyp.stride(0), kv_slots.stride(0), fin_hyp.stride(0),
         B=B, BLOCK_B=BLOCK_B, BLOCK_C=triton.next_power_of_2(2 * B + 1), BLOCK_K=triton.next_power_of_2(2 * B),
         EARLY_STOPPING=early_stopping, CHUNK=max(32, COPY_TILE // BLOCK_B), CHAINED=chained, num_warps=NUM_WARPS,
         **launch_options(chained),
@@ -250,13 +255,14 @@ def _best(x, k):
 
 
 def beam_advance_ref(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
-                     improvable, finished, penalty, *, eos_id, max_length, early_stopping, blocked, width):
+                     improvable, finished, penalty, *, eos_id, limit, early_stopping, blocked, width):
     """See the module's docstring. values, tokens (S * B, 2B + 1) float32 / int64; rows (S, B) int64;
     kv_len (R,) int32; eos_from an int; score, fin_score (R,) float32; hyp, fin_hyp (R, T) int64;
     kv_slots (R, T) int32; fin_len (R,) int32; improvable, finished (R,) bool; penalty (T + 1,)
-    float32. Updates the state tensors in place and returns done (S,) bool."""
+    float32; limit (R,) int32, each sentence's max_length (<= T) at its first row. Updates the state
+    tensors in place and returns done (S,) bool."""
     _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable, finished,
-           penalty, max_length, width)
+           penalty, limit, width)
     S, B = rows.shape
     k = 2 * B
     flat = rows.reshape(-1)  # (S * B,)
@@ -274,6 +280,7 @@ def beam_advance_ref(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slot
     top, pick = _best(values.view(S, B * k), k)  # (S, k)
     token = tokens.view(S, B * k).gather(1, pick)  # (S, k)
     parent = rows.gather(1, pick // k)  # (S, k) the row each candidate extends
+    max_length = limit[lead].long()  # (S,) each sentence's own
     hits = (token == eos_id) | (cur_len + 1 >= max_length)[:, None]  # (S, k) finishes here
 
     def extended(parents: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
@@ -309,7 +316,7 @@ def beam_advance_ref(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slot
     score[rows] = new_score
 
     # Can anything still improve? (HF's heuristic for early_stopping False / "never")
-    best_penalty = penalty[max_length - 1].expand(S) if early_stopping == 2 else penalty[cur_len]
+    best_penalty = penalty[max_length - 1] if early_stopping == 2 else penalty[cur_len]
     best_possible = new_score[:, 0] / best_penalty
     full = merged[:, -1] > NEG_INF
     worst = torch.where(full, merged[:, -1], torch.full_like(merged[:, -1], blocked))

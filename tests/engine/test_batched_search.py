@@ -1,6 +1,7 @@
 """The device-side searches (engine/batched_search.py) against the per-sentence reference searches
 (engine/decoding.py), step by step on random scores: same beams, same scores, same finished
-hypotheses, same results."""
+hypotheses, same results. The sentences of a batch share options but each has its own max_length
+(engine.generator.Request.max_length)."""
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from engine.rows import DecoderRows
 
 EOS, VOCAB, T = 2, 60, 32
 PREFIXES = [[2, 7], [2, 9, 11, 13], [2, 8, 5]]  # sentences at different lengths in one batch
+SHORTER_BY = [0, 4, 2]  # their max_lengths: the options' less these
 
 OPTIONS = [
     DecodingOptions(num_beams=3, max_length=14),
@@ -22,14 +24,20 @@ OPTIONS = [
 ]
 
 
+def own_options(options):
+    """Each sentence's options as the reference searches one sentence: with its own max_length."""
+    return [options.with_changes(max_length=options.length - less, max_new_tokens=None) for less in SHORTER_BY]
+
+
 def start(options):
     B = options.num_beams
     state = DecoderRows(len(PREFIXES) * B, T, 4, torch.device("cpu"))
     rows = torch.arange(len(PREFIXES) * B).view(-1, B)  # (S, B)
-    for s, prefix in enumerate(PREFIXES):
+    for s, (prefix, own) in enumerate(zip(PREFIXES, own_options(options))):
         state.hyp[rows[s], : len(prefix)] = torch.tensor(prefix)
         state.kv_len[rows[s]] = len(prefix)  # as after the step that fed the prefix's last token
         state.score[rows[s]] = torch.tensor([0.0] + [BLOCKED] * (B - 1))
+        state.limit[rows[s]] = own.length  # as admission sets it
     return state, rows
 
 
@@ -53,7 +61,7 @@ def reference_candidates(search, logits, options):
 def test_beam_step_follows_the_reference_search(options):
     B = options.num_beams
     state, rows = start(options)
-    references = [BeamSearch(prefix, options, EOS) for prefix in PREFIXES]
+    references = [BeamSearch(prefix, own, EOS) for prefix, own in zip(PREFIXES, own_options(options))]
     active = list(range(len(PREFIXES)))
     lengths = [len(p) for p in PREFIXES]
     results = {}
@@ -95,7 +103,7 @@ def test_beam_step_follows_the_reference_search(options):
                                      DecodingOptions(num_beams=1, max_length=12, repetition_penalty=1.5)])
 def test_greedy_step_follows_the_reference_search(options):
     state, rows = start(options)
-    references = [GreedySearch(prefix, options, EOS) for prefix in PREFIXES]
+    references = [GreedySearch(prefix, own, EOS) for prefix, own in zip(PREFIXES, own_options(options))]
     lengths = [len(p) for p in PREFIXES]
     for step in range(12):
         active = [s for s in range(len(PREFIXES)) if not references[s].done]

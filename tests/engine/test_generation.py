@@ -98,6 +98,32 @@ def test_forced_length_matches_generate_with_min_and_max_new_tokens(translator, 
     assert len(result) == 21  # the start token, then exactly 20 new ones
 
 
+@pytest.mark.parametrize("forced_eos", [False, True], ids=["", "forced </s>"])
+@pytest.mark.parametrize("beams", [1, 4])
+def test_sentences_of_one_search_stop_at_their_own_max_length(translator, hf_model, hf_tokenizer, monkeypatch, beams,
+                                                             forced_eos):
+    """`Request.max_length` caps one sentence below its options' without a search of its own: each
+    result is generate's with that max_length. With forced `</s>` (a processor that reads
+    max_length) sentences of different caps search apart."""
+    generator, tok = translator.generator, translator.tokenizer
+    monkeypatch.setattr(generator, "pipelined", True)  # as on the GPU
+    searches = []
+    eager = generator._search_eagerly
+    monkeypatch.setattr(generator, "_search_eagerly", lambda live, *a: searches.append(len(live)) or eager(live, *a))
+    eos = tok.eos_id
+    ours = translator.default_options(num_beams=beams, max_length=30, forced_eos_id=eos if forced_eos else None)
+    caps = [None, 7, 12, 40, 3]  # 40: above the options', which then hold
+    requests = [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), ours, max_length=cap)
+                for text, cap in zip(TEXTS, caps)]
+    generator.run(requests)
+    for text, cap, request in zip(TEXTS, caps, requests):
+        theirs = dict(num_beams=beams, max_length=min(cap or 30, 30)) | (dict(forced_eos_token_id=eos) if forced_eos else {})
+        expected, _ = hf_generate(hf_model, hf_tokenizer, text, "eng_Latn", "fra_Latn", theirs)
+        assert request.result == expected, cap
+    assert (max(searches) > 1) == forced_eos
+    assert generator.rows.num_free_rows() == generator.rows.capacity
+
+
 @pytest.mark.parametrize("beams", [1, 4])
 def test_no_step_runs_once_every_sentence_is_at_its_length_limit(translator, monkeypatch, beams):
     """Pipelined (as on the GPU), a sentence whose hypotheses reach max_length is done whatever the step

@@ -24,6 +24,7 @@ def make_state(seed=0):
         prior_offset=torch.randint(-2, 3, (R,), **i32),
         cross_slots=torch.randint(0, 500, (R, SOURCE), **i32),
         cross_len=torch.randint(1, SOURCE, (R,), **i32),
+        limit=torch.randint(2, T, (R,), **i32),
     )
 
 
@@ -41,6 +42,7 @@ def admitted():
         prior_offsets=torch.tensor([1, 0, -1, 0], **i32),
         source_blocks=torch.tensor([[3, 0, 7], [3, 0, 7], [3, 0, 7], [9, 1, 0]], **i32),
         source_lengths=torch.tensor([11, 11, 11, 6], **i32),
+        limits=torch.tensor([7, 7, 7, 5], **i32),
     )
 
 
@@ -65,6 +67,7 @@ def test_sets_up_the_rows_and_leaves_the_others(fn):
     assert state["cross_slots"][4, :8].tolist() == [b * BLOCK + o for b in (9, 1) for o in range(BLOCK)]
     assert torch.equal(state["cross_slots"][rows, 12:], before["cross_slots"][rows, 12:])
     assert state["cross_len"][rows].tolist() == [11, 11, 11, 6]
+    assert state["limit"][rows].tolist() == [7, 7, 7, 5]
     others = torch.ones(R, dtype=torch.bool)
     others[rows] = False
     for name in state:

@@ -1,7 +1,7 @@
 """beam_advance's kernel against its reference, bit for bit, over multi-step runs of random candidates:
 equal candidate scores (values on a coarse grid, HF's -1e9 beams at the first step), `</s>` among
-the candidates of most rows, banned `</s>`, hypotheses reaching max_length, rows in no particular
-order, and a padding sentence made of the scratch row."""
+the candidates of most rows, banned `</s>`, hypotheses reaching max_length (each sentence its own),
+rows in no particular order, and a padding sentence made of the scratch row."""
 
 import pytest
 import torch
@@ -14,8 +14,9 @@ from kernels.beam_advance import beam_advance_ref, beam_advance_triton  # noqa: 
 pytestmark = pytest.mark.filterwarnings("ignore:divide by zero encountered in divide:RuntimeWarning",
                                         "ignore:invalid value encountered in divide:RuntimeWarning")
 
-EOS, T, MAX_LENGTH, BLOCKED = 2, 12, 10, -1.0e9
+EOS, T, BLOCKED = 2, 12, -1.0e9
 PREFIX_LENGTHS = [2, 3, 4]  # the real sentences' hypothesis lengths at the first step
+MAX_LENGTHS = [10, 6, T]  # theirs: one stops early, one runs to the rows' capacity
 
 
 def penalties(length_penalty):
@@ -40,7 +41,9 @@ def start(B, g):
         finished=torch.zeros(R, dtype=torch.bool),
     )
     padding = torch.full((1, B), R - 1)  # a padding sentence: the scratch row B times
-    return torch.cat([rows, padding]), state
+    limit = torch.full((R,), T, dtype=torch.int32)
+    limit[rows] = torch.tensor(MAX_LENGTHS, dtype=torch.int32)[:, None]  # every row of a sentence holds its own
+    return torch.cat([rows, padding]), state, limit
 
 
 def candidates(N, k, step, g):
@@ -82,7 +85,7 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
     hypothesis fills T, checking after each step that they agree; returns the real sentences' rows
     (S, B) and the reference's states and `done`s, step by step."""
     g = torch.Generator().manual_seed(seed)
-    rows, ref_state = start(B, g)
+    rows, ref_state, limit = start(B, g)
     state = {name: t.clone() for name, t in ref_state.items()}
     S = rows.shape[0]
     real = S - 1
@@ -101,7 +104,7 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
         eos_from = 0 if torch.rand(1, generator=g) >= banned_rate else int(cur_len[:real].median()) + 1 + T * (step % 2)
         width = T if step % 2 else int(cur_len.max()) + 1  # a captured step's width, or an eager one's
         args = (values, tokens, rows, ref_kv_len, eos_from)
-        options = dict(eos_id=EOS, max_length=MAX_LENGTH, early_stopping=early_stopping, blocked=BLOCKED, width=width)
+        options = dict(eos_id=EOS, limit=limit, early_stopping=early_stopping, blocked=BLOCKED, width=width)
         before = {name: ref_state[name].clone() for name in ("hyp", "kv_slots", "fin_hyp")}
         ref_done = beam_advance_ref(*args, *ref_state.values(), penalty, **options)
         done = beam_advance_triton(values, tokens, rows, kv_len, eos_from, *state.values(), penalty, **options)
@@ -132,6 +135,13 @@ def test_matches_reference_step_by_step(B, early_stopping, length_penalty):
     assert any(done.any() for _, done in history) and not all(done.all() for _, done in history)
 
 
+def test_each_sentence_stops_at_its_own_max_length():
+    _, history = advance_both(3, 0, 1.0, candidates, 0.0, seed=5)
+    for s, (prefix, limit) in enumerate(zip(PREFIX_LENGTHS, MAX_LENGTHS)):
+        step = limit - 1 - prefix  # the step whose new token reaches max_length
+        assert history[step][1][s], f"sentence {s} not done at its max_length {limit}"
+
+
 @pytest.mark.parametrize("B, length_penalty", [(2, 1.0), (4, 0.0)])
 def test_few_allowed_tokens(B, length_penalty):
     _, history = advance_both(B, 0, length_penalty, few_allowed, 0.7, seed=B)
@@ -149,6 +159,7 @@ def two_beams(beam_scores):
 
 
 LENGTH_2 = torch.tensor([2, 2, 0], dtype=torch.int32)  # two_beams' kv_len: its rows hold hypotheses of length 2
+LIMIT_10 = torch.full((3,), 10, dtype=torch.int32)  # two_beams' max_length: far off
 
 
 @pytest.mark.parametrize("fn", [beam_advance_ref, beam_advance_triton])
@@ -159,7 +170,7 @@ def test_ties_go_to_the_lower_index(fn):
     tokens = torch.tensor([[5, EOS, 7, 4, 9]]).repeat(2, 1)
     state = two_beams([0.0, 0.0])
     done = fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 3, *state.values(),
-              penalties(1.0), eos_id=EOS, max_length=10, early_stopping=0, blocked=BLOCKED, width=3)
+              penalties(1.0), eos_id=EOS, limit=LIMIT_10, early_stopping=0, blocked=BLOCKED, width=3)
     assert not done.item()
     # Survivors: token 5 of beam 0 (row 1), then token 5 of beam 1 (row 0).
     assert state["hyp"][[1, 0]].tolist() == [[0, 3, 5], [0, 1, 5]]
@@ -175,7 +186,7 @@ def test_banned_eos_keeps_its_place_among_minus_inf(fn):
     tokens = torch.tensor([[5, 6, EOS, 7, 8], [9, EOS, 10, 11, 12]])
     state = two_beams([0.0, BLOCKED])
     fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 3, *state.values(),
-       penalties(1.0), eos_id=EOS, max_length=10, early_stopping=0, blocked=BLOCKED, width=3)
+       penalties(1.0), eos_id=EOS, limit=LIMIT_10, early_stopping=0, blocked=BLOCKED, width=3)
     assert state["hyp"][[1, 0]].tolist() == [[0, 3, 5], [0, 3, 6]]
 
 
@@ -187,19 +198,20 @@ def test_minus_inf_beam_ranks_its_candidates_as_sorted(fn):
     tokens = torch.tensor([[EOS, 5, 6, 7, 8], [9, 10, 11, 12, 13]])
     state = two_beams([float("-inf"), float("-inf")])
     fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 3, *state.values(),
-       penalties(1.0), eos_id=EOS, max_length=10, early_stopping=0, blocked=BLOCKED, width=3)
+       penalties(1.0), eos_id=EOS, limit=LIMIT_10, early_stopping=0, blocked=BLOCKED, width=3)
     assert state["hyp"][[1, 0]].tolist() == [[0, 3, 5], [0, 3, 6]]
 
 
 @pytest.mark.parametrize("fn", [beam_advance_ref, beam_advance_triton])
 def test_max_length_ends_the_sentence(fn):
     # At max_length every candidate finishes: one finite candidate enters the finished hypotheses,
-    # the -inf one cannot, and the sentence is done although the heuristic would go on.
+    # the -inf one cannot, and the sentence is done although the heuristic would go on. The
+    # sentence's max_length is its first row's (row 1).
     values = torch.tensor([[-1.0] + [float("-inf")] * 4, [float("-inf")] * 5])
     tokens = torch.tensor([[5, 6, 7, 8, 9], [10, 11, 12, 13, 14]])
     state = two_beams([0.0, BLOCKED])
     done = fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 0, *state.values(),
-              penalties(1.0), eos_id=EOS, max_length=3, early_stopping=0, blocked=BLOCKED, width=3)
+              penalties(1.0), eos_id=EOS, limit=torch.tensor([10, 3, 10], dtype=torch.int32), early_stopping=0, blocked=BLOCKED, width=3)
     assert done.tolist() == [True] and state["improvable"][1] and state["finished"][[1, 0]].all()
     assert state["fin_score"][[1, 0]].tolist() == [-0.5, float("-inf")]
     assert state["fin_hyp"][1].tolist() == [0, 3, 5] and state["fin_len"][1] == 3

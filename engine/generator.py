@@ -23,6 +23,11 @@ its source folded into every layer's cross-attention as the encoder's graph ends
 (engine.model.FoldedSources), and its steps score against that instead of reading the source cache,
 while no other sentence runs beside it (`_fold_slots`, `_search_in_graph`).
 
+Documents join in bulk: while sentences run, waiting ones of priority 1 or more are admitted only
+once `admit_share` of the rows is free (or all of them fit), since each admission costs an encoder
+pass, and for greedy a prefix step, that a few sentences use poorly. Typed text (priority 0) never
+waits for that.
+
 Memory: sentences are admitted while free KV blocks and rows allow; when a step would run out of
 blocks, the most recently admitted sentence is preempted (its blocks freed, the sentence requeued
 from scratch). The search is deterministic, so a restarted sentence ends exactly as it would have.
@@ -160,8 +165,19 @@ class Group:
 
 
 BLOCK_SIZE = 16
+ADMIT_SHARE = 0.25  # see "Documents join in bulk" above; measured in bench/NOTES.md (session 17)
 ADMISSION_GRAPH_ROWS = 16  # a sentence admitted alone with at most this many beams sets its rows up by a graph
 log = logging.getLogger(__name__)
+
+
+def queue_by_priority(waiting: deque[Request], request: Request) -> None:
+    """Queue `request` behind the waiting requests of its priority or a more urgent one, ahead of
+    the others: typed text fed while a document waits goes first."""
+    if not waiting or waiting[-1].priority <= request.priority:
+        waiting.append(request)  # the usual case, without a walk over the queue
+        return
+    at = next(i for i, other in enumerate(waiting) if other.priority > request.priority)
+    waiting.insert(at, request)
 
 
 def freeze_heap() -> None:
@@ -241,6 +257,7 @@ class Generator:
         self.self_cache = self_cache
         self.cross_cache = cross_cache
         self.max_rows = max_rows  # rows admitted at once; at most the capacity of `rows`
+        self.admit_share = ADMIT_SHARE  # of max_rows free before waiting documents join running sentences
         self.rows = DecoderRows(max_rows, model.max_positions, model.max_positions, model.device)
         self.eos_id = model.config.eos_id
         self.pad_id = model.config.pad_id
@@ -603,7 +620,7 @@ class Generator:
                 except ValueError as e:  # raising here would leave the running sentences behind
                     request.error = str(e)
                     continue
-                waiting.append(request)
+                queue_by_priority(waiting, request)
             everything.extend(more)
 
         while waiting or running or feed is not None or self._finished:
@@ -678,8 +695,25 @@ class Generator:
         if request.max_length is not None and request.max_length < 2:
             raise ValueError(f"max length must be at least 2 (the start token and the language code), got {request.max_length}")
 
+    def _worth_admitting(self, waiting: deque[Request], rows: int) -> bool:
+        """Whether waiting sentences should join running ones that take `rows` rows now: typed text
+        always; documents once `admit_share` of the rows is free, or all that wait fit."""
+        if not rows or waiting[0].priority == 0:
+            return True
+        free = self.max_rows - rows
+        if free >= self.admit_share * self.max_rows:
+            return True
+        wanted = 0
+        for request in waiting:
+            wanted += request.options.num_beams
+            if wanted > free:
+                return False
+        return True
+
     def _admit(self, waiting: deque[Request], running: list[Running], groups: dict[DecodingOptions, Group]) -> None:
         rows = sum(len(item.seq.rows) for item in running)
+        if not waiting or not self._worth_admitting(waiting, rows):
+            return
         admitted: list[tuple[Request, int]] = []
         free_self = self.self_cache.num_free_blocks() - rows  # one block of headroom per live row
         free_cross = self.cross_cache.num_free_blocks()

@@ -124,6 +124,68 @@ def test_sentences_of_one_search_stop_at_their_own_max_length(translator, hf_mod
     assert generator.rows.num_free_rows() == generator.rows.capacity
 
 
+def admissions(generator, monkeypatch, requests, feed=None):
+    """Runs the requests; returns, for each admission, (rows free before it, the requests it admitted)."""
+    seen = []
+    start = generator._start
+
+    def recording(items):
+        taken = sum(len(item.seq.rows) for item in items)
+        seen.append((generator.rows.num_free_rows() + taken - (generator.rows.capacity - generator.max_rows),
+                     [item.request for item in items]))
+        return start(items)
+
+    monkeypatch.setattr(generator, "_start", recording)
+    generator.run(requests, feed=feed)
+    return seen
+
+
+def capped(tok, texts, caps, priority=1):
+    options = DecodingOptions(num_beams=1, min_new_tokens=100, max_new_tokens=100)  # each ends at its cap
+    return [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options, priority,
+                    max_length=cap) for text, cap in zip(texts, caps)]
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
+def test_document_sentences_join_running_ones_once_a_share_of_the_rows_is_free(translator, monkeypatch, share):
+    """Sentences that finish a few at a time free rows a few at a time: waiting document sentences
+    join only once `admit_share` of the rows is free (0: as soon as one fits; 1: the batch drains),
+    or when all that wait fit; results are the same either way."""
+    generator, tok = translator.generator, translator.tokenizer
+    monkeypatch.setattr(generator, "max_rows", 8)
+    monkeypatch.setattr(generator, "admit_share", share)
+    caps = [4 + (3 * i) % 11 for i in range(24)]  # sentences of 3-13 new tokens, finishing at different steps
+    requests = capped(tok, (TEXTS * 3)[:24], caps)
+    seen = admissions(generator, monkeypatch, requests)
+    assert [len(r.result) for r in requests] == caps
+    later = seen[1:-1]  # the first fills the batch; the last takes whatever still waits
+    assert all(free >= share * 8 for free, _ in later)
+    assert any(free < 8 for free, _ in later) == (share < 1)
+    if share == 0:
+        assert any(len(admitted) == 1 for _, admitted in later)
+    alone = capped(tok, (TEXTS * 3)[:24], caps)
+    monkeypatch.setattr(generator, "max_rows", 32)
+    generator.run(alone)
+    assert [r.result for r in requests] == [r.result for r in alone]
+
+
+def test_typed_text_joins_a_running_document_at_once(translator, monkeypatch):
+    generator, tok = translator.generator, translator.tokenizer
+    monkeypatch.setattr(generator, "max_rows", 8)
+    monkeypatch.setattr(generator, "admit_share", 1.0)  # documents wait for the batch to drain
+    document = capped(tok, (TEXTS * 2)[:12], [20 - i for i in range(12)])
+    typed = capped(tok, TEXTS[:1], [6], priority=0)
+    portions = [[], [], [], typed]  # arrives a few steps in, while all 8 rows are taken
+
+    def feed():
+        return portions.pop(0) if portions else None
+
+    seen = admissions(generator, monkeypatch, document, feed)
+    at = next(i for i, (_, admitted) in enumerate(seen) if typed[0] in admitted)
+    assert seen[at][1] == typed and at == 1  # alone, before the document's next sentences
+    assert len(typed[0].result) == 6 and all(len(r.result) == 20 - i for i, r in enumerate(document))
+
+
 @pytest.mark.parametrize("beams", [1, 4])
 def test_no_step_runs_once_every_sentence_is_at_its_length_limit(translator, monkeypatch, beams):
     """Pipelined (as on the GPU), a sentence whose hypotheses reach max_length is done whatever the step

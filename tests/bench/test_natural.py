@@ -1,0 +1,39 @@
+import random
+
+import torch
+
+from bench.__main__ import sentence
+from bench.natural import measure, natural_lengths
+from engine.config import NllbConfig
+from engine.generator import Generator
+from engine.model import NllbModel
+from engine.weights import expected_shapes
+
+
+def tiny_generator(max_rows):
+    """A one-layer random model with the bench's vocabulary (its sentences' ids), on the CPU."""
+    config = NllbConfig(vocab_size=256206, d_model=16, encoder_layers=1, decoder_layers=1, encoder_heads=2,
+                        decoder_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=1024)
+    g = torch.Generator().manual_seed(0)
+    weights = {name: torch.randn(dims, generator=g) * 0.02 for name, dims in expected_shapes(config).items()}
+    weights["embed_tokens.weight"] = weights["lm_head.weight"] = torch.randn(config.vocab_size, 16, generator=g) * 0.02
+    return Generator.build(NllbModel(config, weights, max_positions=1024), max_rows=max_rows)
+
+
+def test_translations_end_at_lengths_that_follow_their_sources():
+    rng = random.Random(2)
+    sources = [sentence(rng.randint(10, 60), rng) for _ in range(500)]
+    lengths = natural_lengths(sources, rng)
+    assert all(0.8 * len(s) - 1 <= n <= 1.25 * len(s) + 1 for s, n in zip(sources, lengths))
+    assert len(set(lengths)) > 30  # spread, so sentences of a batch finish at different steps
+
+
+def test_draining_the_batch_takes_more_steps_than_admitting_at_once():
+    generator = tiny_generator(max_rows=8)
+    rng = random.Random(1)
+    sources = [sentence(rng.randint(10, 60), rng) for _ in range(16)]
+    lengths = natural_lengths(sources, rng)
+    results = measure(generator, sources, lengths, beams=1, shares=[0.0, 0.5, 1.0], rounds=1)  # asserts the lengths
+    steps = [results[share][1] for share in (0.0, 0.5, 1.0)]
+    assert steps[0] <= steps[1] <= steps[2] and steps[0] < steps[2]
+    assert steps[0] >= max(lengths)  # one token a step

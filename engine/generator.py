@@ -241,8 +241,8 @@ class Generator:
         generator.folded = folded
         if graphed:
             generator.graphs = DecodeGraphs(rows, generator.rows.scratch, device, generator.lora)
-            # A sentence's inputs: per row 9 ints, its prefix and its source's block list, each at most max_positions.
-            per_row = 9 + model.max_positions + -(-model.max_positions // BLOCK_SIZE)
+            # A sentence's inputs: per row 10 ints, its prefix and its source's block list, each at most max_positions.
+            per_row = 10 + model.max_positions + -(-model.max_positions // BLOCK_SIZE)
             generator.admission_graphs = AdmissionGraphs(generator.lora, device, ADMISSION_GRAPH_ROWS * per_row)
             if device.type == "cuda" and model.attends_packed():
                 generator.encoder_graphs = EncoderGraphs(

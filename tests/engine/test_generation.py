@@ -141,6 +141,7 @@ def admissions(generator, monkeypatch, requests, feed=None):
 
 
 def capped(tok, texts, caps, priority=1):
+    """Greedy requests that each end exactly at their cap (decoder length), `</s>` banned before."""
     options = DecodingOptions(num_beams=1, min_new_tokens=100, max_new_tokens=100)  # each ends at its cap
     return [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options, priority,
                     max_length=cap) for text, cap in zip(texts, caps)]
@@ -170,6 +171,8 @@ def test_document_sentences_join_running_ones_once_a_share_of_the_rows_is_free(t
 
 
 def test_typed_text_joins_a_running_document_at_once(translator, monkeypatch):
+    """Typed text (priority 0) that `feed` gives while a document waits for rows to free up goes
+    ahead of the document's waiting sentences and joins as soon as it fits."""
     generator, tok = translator.generator, translator.tokenizer
     monkeypatch.setattr(generator, "max_rows", 8)
     monkeypatch.setattr(generator, "admit_share", 1.0)  # documents wait for the batch to drain

@@ -64,13 +64,15 @@ def measure(generator: Generator, sources: list[list[int]], lengths: list[int], 
         assert all(len(r.result) == 1 + n for r, n in zip(batch, lengths)), "a sentence ended before its cap"
         return time.perf_counter() - start, steps[0]
 
-    for share in shares:  # warm-up: kernels compiled, graphs captured
-        timed(share)
-    runs = {share: [] for share in shares}
-    for _ in range(rounds):  # alternating, so that every share sees the same machine
-        for share in shares:
-            runs[share].append(timed(share))
-    del generator._launch
+    try:
+        for share in shares:  # warm-up: kernels compiled, graphs captured
+            timed(share)
+        runs = {share: [] for share in shares}
+        for _ in range(rounds):  # alternating, so that every share sees the same machine
+            for share in shares:
+                runs[share].append(timed(share))
+    finally:
+        del generator._launch  # the class's again
     return {share: (statistics.median(t for t, _ in times), times[0][1]) for share, times in runs.items()}
 
 

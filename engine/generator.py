@@ -591,7 +591,8 @@ class Generator:
         allows; returns them, and those `feed` gave, in that order.
 
         `feed()`, where given, is asked for more requests while the device runs a step and fewer
-        than `max_rows` wait: a list (maybe empty; they queue after the others), or None once it has
+        than `max_rows` wait: a list (maybe empty; each queues behind the waiting ones of its
+        priority, ahead of less urgent ones: `queue_by_priority`), or None once it has
         no more. So the caller prepares a document's later sentences (tokenizes them) in the host's
         idle time instead of between calls while the device waits. Each request's `on_done` runs
         likewise while the device works, once its result is set."""
@@ -714,7 +715,9 @@ class Generator:
         return True
 
     def _admit(self, waiting: deque[Request], running: list[Running], groups: dict[DecodingOptions, Group]) -> None:
-        rows = self.rows.capacity - self.rows.num_free_rows()  # the running sentences', without a walk over them
+        # The rows taken, without a walk over the running sentences (theirs, and any a caller holds
+        # through alloc_sequence, which are taken all the same).
+        rows = self.rows.capacity - self.rows.num_free_rows()
         if not waiting or not self._worth_admitting(waiting, rows):
             return
         admitted: list[tuple[Request, int]] = []

@@ -2,21 +2,18 @@ import random
 
 import torch
 
-from bench.__main__ import sentence
+from bench.__main__ import VOCAB, random_weights, sentence
 from bench.natural import measure, natural_lengths
 from engine.config import NllbConfig
 from engine.generator import Generator
 from engine.model import NllbModel
-from engine.weights import expected_shapes
 
 
 def tiny_generator(max_rows):
     """A one-layer random model with the bench's vocabulary (its sentences' ids), on the CPU."""
-    config = NllbConfig(vocab_size=256206, d_model=16, encoder_layers=1, decoder_layers=1, encoder_heads=2,
+    config = NllbConfig(vocab_size=VOCAB, d_model=16, encoder_layers=1, decoder_layers=1, encoder_heads=2,
                         decoder_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=1024)
-    g = torch.Generator().manual_seed(0)
-    weights = {name: torch.randn(dims, generator=g) * 0.02 for name, dims in expected_shapes(config).items()}
-    weights["embed_tokens.weight"] = weights["lm_head.weight"] = torch.randn(config.vocab_size, 16, generator=g) * 0.02
+    weights = random_weights(config, torch.device("cpu"), torch.float32)
     return Generator.build(NllbModel(config, weights, max_positions=1024), max_rows=max_rows)
 
 

@@ -2,22 +2,26 @@
 out, through the translation cache and the engine.
 
 `cached_translate_batch` wraps the engine so that sentences already in the cache are not
-translated again and each finished batch is stored at once: a job stopped by a crash or a quit
-resumes, on its next run, where it was.
+translated again and finished translations are stored as they come: a job stopped by a crash or a
+quit resumes, on its next run, where it was.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from app.documents import segments, translate_document
+from app.documents import translate_document
 from app.settings import AppPaths
 from engine.languages import get_language
 from engine.translation_cache import TranslationCache, model_identity
 
 CACHE_FILE = "translations.sqlite3"
+# While a document decodes, its translations are stored at most this often (what a crash can lose):
+# each write commits (an fsync), and a GPU finishes thousands of sentences a second.
+CACHE_SECONDS = 2.0
 
 
 def open_cache(paths: AppPaths | None = None) -> TranslationCache:
@@ -36,8 +40,13 @@ class DocumentJob:
 
 
 def cached_translate_batch(
-    translator, cache: TranslationCache | None, job: DocumentJob, should_stop: Callable[[], bool] | None = None
+    translator, cache: TranslationCache | None, job: DocumentJob, should_stop: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Callable[[list[str]], list[str | None]]:
+    """`translate_batch(texts)` for `translate_document`: the texts the cache holds come from it, the
+    rest from the engine in one call. Translations are stored as they come, every CACHE_SECONDS, and
+    whatever came before a stop (or an error) is stored before the call returns. `progress(done,
+    len(texts))` follows the results, at most every ~0.5%."""
     options = translator.default_options(**job.options)
     # The adapter's identity, not just its name: replacing its files invalidates its entries.
     adapter = translator.adapter_identity(job.adapter)
@@ -46,14 +55,38 @@ def cached_translate_batch(
     def translate_batch(texts: list[str]) -> list[str | None]:
         found = cache.get_many(context, texts) if cache is not None else {}
         missing = [t for t in texts if t not in found]
+        unstored: dict[str, str] = {}
+        store_by = time.monotonic() + CACHE_SECONDS
+        reported = len(found)
+        step = max(1, len(texts) // 200)
+        if progress:
+            progress(reported, len(texts))
+
+        def store() -> None:
+            nonlocal store_by
+            if cache is not None and unstored:
+                cache.put_many(context, unstored)
+            unstored.clear()
+            store_by = time.monotonic() + CACHE_SECONDS
+
+        def on_result(i: int, translation: str) -> None:
+            nonlocal reported
+            found[missing[i]] = unstored[missing[i]] = translation
+            if time.monotonic() >= store_by:
+                store()
+            if progress and (len(found) - reported >= step or len(found) == len(texts)):
+                reported = len(found)
+                progress(reported, len(texts))
+
         if missing:
-            results = translator.translate(
-                missing, job.source, job.target, options, priority=1, should_stop=should_stop, adapter=job.adapter
-            )
-            done = {t: r for t, r in zip(missing, results) if r is not None}
-            if cache is not None and done:
-                cache.put_many(context, done)
-            found.update(done)
+            try:
+                results = translator.translate(missing, job.source, job.target, options, priority=1,
+                                               should_stop=should_stop, adapter=job.adapter, on_result=on_result)
+                for text, result in zip(missing, results):
+                    if result is not None and text not in found:  # from a translator that does not report
+                        found[text] = unstored[text] = result
+            finally:
+                store()
         return [found.get(t) for t in texts]
 
     return translate_batch
@@ -66,26 +99,18 @@ def run_document_job(
     progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> Path:
+    """Translate `job`'s file. Its distinct sentences go to the engine in one call (batch_sentences
+    None), so `cached_translate_batch`'s progress counts the document's: one call keeps a GPU's
+    rows full from the document's first sentence to its last, where calls of a few thousand
+    sentences each decoded their last ones with rows left empty and tokenized the next call's
+    first ones with the device idle."""
     return translate_document(
         job.source_path,
         job.output_path,
-        cached_translate_batch(translator, cache, job, should_stop),
+        cached_translate_batch(translator, cache, job, should_stop, progress),
         source_script=get_language(job.source).script,
         target_script=get_language(job.target).script,
         progress=progress,
         overwrite=job.overwrite,
-        batch_sentences=sentences_a_call(translator, job),
+        batch_sentences=None,
     )
-
-
-def sentences_a_call(translator, job: DocumentJob) -> int:
-    """How many sentences a document job hands the engine at once: on a GPU, four waves of the
-    sentences that decode together (its 2,048 rows: 512 with 4 beams, 2,048 greedy). A GPU only
-    reaches its speed with hundreds of sentences decoding together, and keeps it only if the next
-    ones are ready when a wave ends: within a call the engine tokenizes later sentences while
-    earlier ones decode, but each call tokenizes its first wave and decodes its last with the GPU
-    idle. Four waves keep that to a quarter of the host's work, and a call to ~1 s of decoding at
-    600M, ~3-5 s at 3.3B (how often progress moves, and what a crash would lose)."""
-    if translator.device.type != "cuda":
-        return segments.BATCH_SENTENCES  # read here, so that tests can make it small
-    return 4 * translator.generator.sentences_at_once(translator.default_options(**job.options).num_beams)

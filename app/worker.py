@@ -309,14 +309,19 @@ class _YieldingToTypedText:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate(self, texts: list[str], *args, should_stop=None, **kwargs) -> list[str | None]:
+    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, **kwargs) -> list[str | None]:
         def stop_for_now() -> bool:
             return (should_stop is not None and should_stop()) or self._worker._typed_waiting()
+
+        def reported(pending: list[int]):
+            """on_result for a call over texts[pending]: its indices are the pending list's."""
+            return None if on_result is None else lambda j, translation: on_result(pending[j], translation)
 
         results: list[str | None] = [None] * len(texts)
         pending = list(range(len(texts)))
         while pending:
-            found = self._translator.translate([texts[i] for i in pending], *args, should_stop=stop_for_now, **kwargs)
+            found = self._translator.translate([texts[i] for i in pending], *args, should_stop=stop_for_now,
+                                               on_result=reported(pending), **kwargs)
             for i, result in zip(pending, found):
                 results[i] = result
             pending = [i for i in pending if results[i] is None]

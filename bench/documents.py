@@ -1,5 +1,5 @@
 """A document through the app's whole path against the engine alone on the same sentences:
-`python -m bench.documents [--size 600M] [--beams 4] [--sentences 8192] [--rounds 2] [--checkpoint DIR]`.
+`python -m bench.documents [--size 600M] [--beams 4] [--sentences 8192] [--rounds 2] [--checkpoint DIR] [--cache]`.
 
 `python -m bench` times the engine on sentences tokenized beforehand; a user's document also goes
 through reading and splitting, the translation cache's batching, tokenizing, decoding and writing
@@ -13,6 +13,7 @@ with both rates. The checkpoint is `bench.checkpoint`'s random one of that shape
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import statistics
 import tempfile
@@ -43,6 +44,7 @@ def document_sentences(count: int, seed: int = 0) -> list[str]:
 def main() -> None:
     from app.jobs import DocumentJob, run_document_job  # the app's side, only where it is measured
     from engine.generator import Request
+    from engine.translation_cache import TranslationCache
     from engine.translator import Translator
 
     parser = argparse.ArgumentParser(prog="python -m bench.documents")
@@ -52,6 +54,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="timed runs of each path (median)")
     parser.add_argument("--checkpoint", type=Path, help="a bench.checkpoint folder to reuse (written if missing)")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--cache", action="store_true", help="store translations in a new translation cache each round")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="dragoman-bench-"))
@@ -70,8 +73,13 @@ def main() -> None:
     sources = [translator.tokenizer.encode_source(s, "eng_Latn") for s in sentences]
     device = translator.device
 
+    rounds = itertools.count()
+
     def app() -> None:
-        run_document_job(job, translator, None)
+        cache = TranslationCache(work / f"cache-{next(rounds)}.sqlite3") if args.cache else None
+        run_document_job(job, translator, cache)
+        if cache is not None:
+            cache.close()
 
     def engine() -> None:
         translator.generator.run([Request(source, prefix, options) for source in sources])
@@ -91,6 +99,7 @@ def main() -> None:
         seconds["app"].append(timed(app))
         seconds["engine"].append(timed(engine))
     out = {"size": args.size, "device": translator.describe(), "beams": args.beams, "sentences": len(sentences),
+           "cache": args.cache,
            "source_tokens_mean": statistics.mean(len(s) for s in sources), "new_tokens": NEW_TOKENS}
     for path, times in seconds.items():
         out[f"{path}_sent_per_s"] = len(sentences) / statistics.median(times)

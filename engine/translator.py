@@ -99,10 +99,14 @@ class Translator:
         on_partial: Callable[[int, str], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
         adapter: str | None = None,
+        on_result: Callable[[int, str], None] | None = None,
     ) -> list[str]:
         """Translate each text (one segment each; one too long for the model goes in pieces); blank texts stay empty.
 
-        `on_partial(i, text)` receives the current best hypothesis of text i while it decodes.
+        `on_partial(i, text)` receives the current best hypothesis of text i while it decodes;
+        `on_result(i, translation)` text i's translation as soon as it is whole (blank texts at once),
+        on this thread while the device works on the others: a caller can store or count results
+        of a long call as they come instead of waiting for the call's end.
         When `should_stop()` turns true the call returns early, unfinished texts as None.
         `adapter` names a LoRA adapter of the adapters folder (None or "": the base model); one
         that cannot be used raises AdapterError, naming the file and the problem.
@@ -120,6 +124,8 @@ class Translator:
 
         def done(i: int, piece: int, request: Request) -> None:
             decoded[i][piece] = self.tokenizer.decode(request.result)
+            if on_result is not None and None not in decoded[i]:
+                on_result(i, " ".join(decoded[i]))
 
         def prepare(i: int, text: str) -> list[Request]:
             sources = self._sources(text, src_lang)
@@ -136,6 +142,9 @@ class Translator:
         # in portions while steps run (Generator.run's `feed`): a wave's worth in 32 steps, so that
         # the next wave is ready when one ends (a 40-token wave takes 40 steps).
         texts_left = ((i, text) for i, text in enumerate(texts) if text.strip())
+        if on_result is not None:
+            for i in (i for i, text in enumerate(texts) if not text.strip()):
+                on_result(i, "")
         wave = self.generator.sentences_at_once(options.num_beams)
         first = [r for i, text in itertools.islice(texts_left, wave) for r in prepare(i, text)]
 

@@ -53,9 +53,10 @@ def translate_document(
     target_script: str = "Latn",
     progress: Callable[[int, int], None] | None = None,
     overwrite: bool = False,
-    batch_sentences: int = BATCH_SENTENCES,
+    batch_sentences: int | None = BATCH_SENTENCES,
 ) -> Path:
-    """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop."""
+    """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop.
+    `batch_sentences`: distinct sentences per `translate_batch` call (None: all in one)."""
     path, out_path = Path(path), Path(out_path)
     if out_path.resolve() == path.resolve():
         raise DocumentError("the output would replace the input")

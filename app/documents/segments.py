@@ -33,7 +33,10 @@ from typing import Callable, Hashable
 
 from app.documents.sentences import NO_SPACE_SCRIPTS, is_translatable, sentence_gap, split_sentences
 
-BATCH_SENTENCES = 32  # sentences per translate_batch call: progress granularity, and what a crash can lose
+# Sentences per translate_batch call where the caller does not say: progress moves, and a crash
+# loses, a call at a time. (The app's document jobs hand the engine a whole document in one call
+# that reports results as they come: app/jobs.py.)
+BATCH_SENTENCES = 32
 _TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)
 
 
@@ -209,18 +212,20 @@ def translate_segments(
     source_script: str,
     target_script: str,
     progress: Callable[[int, int], None] | None = None,
-    batch_sentences: int = BATCH_SENTENCES,
+    batch_sentences: int | None = BATCH_SENTENCES,
 ) -> list[list[Run]]:
     """The translated runs of each segment. Each distinct sentence is translated once.
 
-    `translate_batch(texts)` returns one translation per text (None: stopped, raises Cancelled);
-    `progress(done, total)` counts distinct sentences.
+    `translate_batch(texts)` returns one translation per text (None: stopped, raises Cancelled),
+    called on `batch_sentences` texts at a time (None: all in one call); `progress(done, total)`
+    counts distinct sentences, before the first call and after each.
     """
     plans = [_plan(segment, source_script) for segment in segments]
     unique = list(dict.fromkeys(p.key for plan in plans for p in plan if isinstance(p, _Sentence) and is_translatable(p.key)))
     translations: dict[str, str] = {}
     if progress:
         progress(0, len(unique))
+    batch_sentences = batch_sentences or max(1, len(unique))
     for i in range(0, len(unique), batch_sentences):
         batch = unique[i : i + batch_sentences]
         results = translate_batch(batch)

@@ -9,19 +9,12 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
-import app.documents.segments
 import engine.translator
 from app.jobs_panel import CANCELLED, DONE, FAILED, PENDING_FILE, RUNNING
 from app.settings import Settings
 from recorder import WAIT_MS
 
 SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(40)]
-
-
-@pytest.fixture(autouse=True)
-def small_batches(monkeypatch):
-    """Four sentences per engine call: progress, cancel and resume show on small documents."""
-    monkeypatch.setattr(app.documents.segments, "BATCH_SENTENCES", 4)
 
 
 @pytest.fixture

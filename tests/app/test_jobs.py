@@ -1,24 +1,84 @@
-"""app/jobs.py: how a document job feeds the engine."""
+"""app/jobs.py: how a document job feeds the engine and the translation cache."""
 
-from dataclasses import replace
-from pathlib import Path
-from types import SimpleNamespace
+import pytest
 
-import torch
-
-from app.documents import segments
-from app.jobs import DocumentJob, sentences_a_call
+import app.jobs
+from app.documents import Cancelled
+from app.jobs import DocumentJob, run_document_job
+from engine.translation_cache import TranslationCache
 from engine.translator import Translator
 
+SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(24)]
 
-def test_a_document_job_hands_a_gpu_four_waves_of_sentences_a_call(tiny_checkpoint, monkeypatch):
-    cpu = Translator(tiny_checkpoint, device="cpu", dtype="float32")
-    job = DocumentJob(Path("in.txt"), Path("out.txt"), "eng_Latn", "fra_Latn", options={"num_beams": 4})
-    monkeypatch.setattr(segments, "BATCH_SENTENCES", 7)
-    assert sentences_a_call(cpu, job) == 7
-    # No GPU here: what the rule reads of a GPU translator, its generator's rows as Translator gives them there.
-    monkeypatch.setattr(cpu.generator, "max_rows", 2048)
-    gpu = SimpleNamespace(device=torch.device("cuda"), default_options=cpu.default_options, generator=cpu.generator)
-    assert sentences_a_call(gpu, job) == 4 * 512
-    assert sentences_a_call(gpu, replace(job, options={"num_beams": 1})) == 4 * 2048
-    assert sentences_a_call(gpu, replace(job, options={})) == 4 * 2048 // cpu.default_options().num_beams
+
+@pytest.fixture
+def translator(tiny_checkpoint):
+    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
+
+
+@pytest.fixture
+def job(tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("\n\n".join(SENTENCES + SENTENCES[:3]), encoding="utf-8")  # three repeated: 24 distinct
+    return DocumentJob(source, tmp_path / "out.txt", "eng_Latn", "fra_Latn",
+                       options={"num_beams": 2, "max_length": 16}, overwrite=True)
+
+
+def engine_calls(translator, monkeypatch) -> list[int]:
+    """The number of texts of each call into the engine from now on."""
+    calls = []
+    original = translator.translate
+    monkeypatch.setattr(translator, "translate", lambda texts, *a, **k: calls.append(len(texts)) or original(texts, *a, **k))
+    return calls
+
+
+def test_a_document_goes_to_the_engine_in_one_call_whose_results_are_counted_and_stored_as_they_come(
+        translator, job, tmp_path, monkeypatch):
+    monkeypatch.setattr(app.jobs, "CACHE_SECONDS", 0.0)
+    calls = engine_calls(translator, monkeypatch)
+    cache = TranslationCache(tmp_path / "cache.sqlite3")
+    stored_while_decoding = []
+    put_many = cache.put_many
+    monkeypatch.setattr(cache, "put_many", lambda *a: stored_while_decoding.append(len(calls) == 1) or put_many(*a))
+    progress = []
+    run_document_job(job, translator, cache, progress=lambda done, total: progress.append((done, total)))
+
+    assert calls == [len(SENTENCES)]
+    assert {total for _, total in progress} == {len(SENTENCES)}
+    done = [d for d, _ in progress]
+    assert done == sorted(done) and done[-1] == len(SENTENCES)
+    assert len([d for d in done if 0 < d < len(SENTENCES)]) >= 3, "progress moved only at the call's ends"
+    assert len(stored_while_decoding) >= 4 and all(stored_while_decoding)
+    assert len(cache) == len(SENTENCES)
+    # The output is the engine's translation of each sentence.
+    lines = [line for line in job.output_path.read_text(encoding="utf-8").splitlines() if line]
+    expected = translator.translate(SENTENCES, "eng_Latn", "fra_Latn", translator.default_options(**job.options))
+    assert lines == expected + expected[:3]
+
+
+def test_a_stopped_document_keeps_what_finished_and_its_next_run_translates_only_the_rest(
+        translator, job, tmp_path, monkeypatch):
+    cache = TranslationCache(tmp_path / "cache.sqlite3")
+    counted = []
+    with pytest.raises(Cancelled):
+        run_document_job(job, translator, cache, progress=lambda done, total: counted.append(done),
+                         should_stop=lambda: max(counted, default=0) >= 6)
+    assert not job.output_path.exists()
+    kept = len(cache)
+    assert 6 <= kept < len(SENTENCES), "what finished before the stop was not stored"
+
+    calls = engine_calls(translator, monkeypatch)
+    run_document_job(job, translator, cache)
+    assert calls == [len(SENTENCES) - kept]
+    lines = [line for line in job.output_path.read_text(encoding="utf-8").splitlines() if line]
+    expected = translator.translate(SENTENCES, "eng_Latn", "fra_Latn", translator.default_options(**job.options))
+    assert lines == expected + expected[:3]
+
+
+def test_blank_texts_are_reported_at_once_and_each_text_once(translator):
+    reported = []
+    texts = ["Hello world.", "  ", "The cat reads a book.", ""]
+    results = translator.translate(texts, "eng_Latn", "fra_Latn", translator.default_options(max_length=12),
+                                   on_result=lambda i, text: reported.append((i, text)))
+    assert sorted(reported) == sorted(enumerate(results))
+    assert reported[:2] == [(1, ""), (3, "")]

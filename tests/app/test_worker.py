@@ -251,3 +251,26 @@ def test_recent_translations_forget_the_least_recently_used(oracle, monkeypatch)
     run(["Two.", "Three."])  # "One." is now the least recently used of three: dropped
     assert run(["One.", "Two.", "Three."]) == translate(["One.", "Two.", "Three."], "eng_Latn", "fra_Latn", options)
     assert decoded == [["One.", "Two."], ["Three."], ["One."]]
+
+
+def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_index(oracle):
+    from app.worker import _YieldingToTypedText
+
+    class Worker:  # typed text "arrives" once three of the document's sentences have finished
+        paused = 0
+
+        def _typed_waiting(self):
+            return self.paused == 0 and len(reported) >= 3
+
+        def _run_waiting_typed(self):
+            self.paused += 1
+
+    reported = {}
+    worker = Worker()
+    document = _YieldingToTypedText(worker, oracle)
+    options = oracle.default_options(**OPTIONS)
+    results = document.translate(MANY_LINES, "eng_Latn", "fra_Latn", options,
+                                 on_result=lambda i, text: reported.setdefault(i, text))
+    assert worker.paused == 1
+    assert results == expected(oracle, MANY_LINES)
+    assert reported == dict(enumerate(results))

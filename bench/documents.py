@@ -1,18 +1,22 @@
 """A document through the app's whole path against the engine alone on the same sentences:
-`python -m bench.documents [--size 600M] [--beams 4] [--sentences 8192] [--rounds 2] [--checkpoint DIR] [--cache]`.
+`python -m bench.documents [--size 600M] [--beams 4] [--sentences 8192] [--rounds 2] [--checkpoint DIR] [--cache]
+[--natural]`.
 
 `python -m bench` times the engine on sentences tokenized beforehand; a user's document also goes
 through reading and splitting, the translation cache's batching, tokenizing, decoding and writing
 on the host. This writes a .txt of distinct sentences of made-up words, translates it with
 `app.jobs.run_document_job` (no translation cache, so every round translates every sentence) and
 with `Generator.run` over the same sentences, output length forced, and prints one JSON object
-with both rates. The checkpoint is `bench.checkpoint`'s random one of that shape (NLLB's
+with both rates. Every translation is forced to 40 tokens, or with --natural capped at its own
+length as in `bench.natural` (the source's length times 0.8-1.25, `</s>` banned before it), so
+that sentences finish a few at a time as real ones do. The checkpoint is `bench.checkpoint`'s random one of that shape (NLLB's
 256,206-row vocabulary), written to a temporary folder unless --checkpoint names one to reuse.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import random
 import statistics
@@ -24,9 +28,16 @@ import torch
 
 from bench import emit
 from bench.__main__ import SHAPES
+from bench.natural import BANNED
 from bench.checkpoint import write_checkpoint
 
 NEW_TOKENS = 40  # as the document workloads of DESIGN.md
+
+
+def natural_length(source: list[int]) -> int:
+    """New tokens of a sentence's translation with --natural: its source's length times 0.8-1.25,
+    the ratio drawn from the source itself so that the app's path and the engine's agree."""
+    return max(3, round(len(source) * random.Random(hash(tuple(source))).uniform(0.8, 1.25)))
 
 
 def document_sentences(count: int, seed: int = 0) -> list[str]:
@@ -41,8 +52,14 @@ def document_sentences(count: int, seed: int = 0) -> list[str]:
     return list(sentences)
 
 
+def capped_request(request_type, source: list[int], *args, **kwargs):
+    """request_type(source, ...) capped at the source's natural length (1 + new tokens: the prefix's `</s>`)."""
+    return request_type(source, *args, max_length=1 + natural_length(source), **kwargs)
+
+
 def main() -> None:
     from app.jobs import DocumentJob, run_document_job  # the app's side, only where it is measured
+    import engine.translator as translator_module
     from engine.generator import Request
     from engine.translation_cache import TranslationCache
     from engine.translator import Translator
@@ -55,6 +72,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, help="a bench.checkpoint folder to reuse (written if missing)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--cache", action="store_true", help="store translations in a new translation cache each round")
+    parser.add_argument("--natural", action="store_true", help="each translation capped at its own length, not forced to 40")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="dragoman-bench-"))
@@ -66,11 +84,15 @@ def main() -> None:
     document.write_text("\n".join(sentences) + "\n", encoding="utf-8")
 
     translator = Translator(checkpoint, device=args.device)
+    sources = [translator.tokenizer.encode_source(s, "eng_Latn") for s in sentences]
     forced = {"num_beams": args.beams, "min_new_tokens": NEW_TOKENS, "max_new_tokens": NEW_TOKENS}
+    if args.natural:
+        # `</s>` banned throughout, each request capped: the requests the app's translator makes too.
+        forced.update(min_new_tokens=BANNED, max_new_tokens=max(natural_length(s) for s in sources))
+        translator_module.Request = functools.partial(capped_request, Request)
     job = DocumentJob(document, work / "translated.txt", "eng_Latn", "fra_Latn", options=forced, overwrite=True)
     options = translator.default_options(**forced)
     prefix = translator.tokenizer.decoder_prefix("fra_Latn")
-    sources = [translator.tokenizer.encode_source(s, "eng_Latn") for s in sentences]
     device = translator.device
 
     rounds = itertools.count()
@@ -82,7 +104,8 @@ def main() -> None:
             cache.close()
 
     def engine() -> None:
-        translator.generator.run([Request(source, prefix, options) for source in sources])
+        make = functools.partial(capped_request, Request) if args.natural else Request
+        translator.generator.run([make(source, prefix, options) for source in sources])
 
     def timed(path) -> float:
         if device.type == "cuda":
@@ -100,7 +123,8 @@ def main() -> None:
         seconds["engine"].append(timed(engine))
     out = {"size": args.size, "device": translator.describe(), "beams": args.beams, "sentences": len(sentences),
            "cache": args.cache,
-           "source_tokens_mean": statistics.mean(len(s) for s in sources), "new_tokens": NEW_TOKENS}
+           "source_tokens_mean": statistics.mean(len(s) for s in sources),
+           "new_tokens": "natural" if args.natural else NEW_TOKENS}
     for path, times in seconds.items():
         out[f"{path}_sent_per_s"] = len(sentences) / statistics.median(times)
     emit(out, f"documents_{args.size}_beam{args.beams}", device)

@@ -627,42 +627,51 @@ class Generator:
                 queue_by_priority(waiting, request)
             everything.extend(more)
 
-        while waiting or running or feed is not None or self._finished:
-            if should_stop is not None and should_stop():
-                for item in running:
-                    self._release(item)
-                self._report_finished()
-                return everything
-            if not running:
-                pull(report=False)  # the device is idle: what is finished is reported once it works again
-            try:
-                self._admit(waiting, running, groups)
-                if not running:
+        try:
+            while waiting or running or feed is not None or self._finished:
+                if should_stop is not None and should_stop():
+                    for item in running:
+                        self._release(item)
                     self._report_finished()
-                    continue  # nothing left, or every waiting request failed (an unusable adapter)
-                self._make_room(waiting, running, groups)
-                # Sentences at their length limit are done whatever the step finds: when the pending
-                # step ends them all, another step would only keep the device busy.
-                if pending is None or any(item.length < item.request.limit for item in running):
-                    launched = self._launch(groups)
+                    return everything
+                if not running:
+                    pull(report=False)  # the device is idle: what is finished is reported once it works again
+                try:
+                    self._admit(waiting, running, groups)
+                    if not running:
+                        self._report_finished()
+                        continue  # nothing left, or every waiting request failed (an unusable adapter)
+                    self._make_room(waiting, running, groups)
+                    # Sentences at their length limit are done whatever the step finds: when the pending
+                    # step ends them all, another step would only keep the device busy.
+                    if pending is None or any(item.length < item.request.limit for item in running):
+                        launched = self._launch(groups)
+                    else:
+                        launched = None
+                except torch.cuda.OutOfMemoryError as e:
+                    self._shrink(waiting, running, groups, e)
+                    pending = None  # its sentences were requeued
+                    continue
+                if self.pipelined:  # `launched` runs while the host finishes the step before it
+                    finishing, pending = [pending], launched
+                    pull()
                 else:
-                    launched = None
-            except torch.cuda.OutOfMemoryError as e:
-                self._shrink(waiting, running, groups, e)
-                pending = None  # its sentences were requeued
-                continue
-            if self.pipelined:  # `launched` runs while the host finishes the step before it
-                finishing, pending = [pending], launched
-                pull()
-            else:
-                finishing, pending = [pending, launched], None
-            left = [item for step in finishing if step is not None for item in self._finish(step)]
-            for item in left:
-                self._leave(item, groups)
-            if left:  # one pass, not a list removal per sentence
-                running[:] = [item for item in running if item.live]
-            if not self.pipelined:
-                pull()
+                    finishing, pending = [pending, launched], None
+                left = [item for step in finishing if step is not None for item in self._finish(step)]
+                for item in left:
+                    self._leave(item, groups)
+                if left:  # one pass, not a list removal per sentence
+                    running[:] = [item for item in running if item.live]
+                if not self.pipelined:
+                    pull()
+        except BaseException:
+            # An error from the caller's feed or on_done (a full disk under the translation cache),
+            # or any other, ends the run: the sentences still decoding give their rows and blocks
+            # back, or the engine would keep them for good (and, with nothing running, never admit).
+            for item in running:
+                if item.live:
+                    self._release(item)
+            raise
         return everything
 
     def _report_finished(self) -> None:
@@ -718,7 +727,7 @@ class Generator:
         # The rows taken, without a walk over the running sentences (theirs, and any a caller holds
         # through alloc_sequence, which are taken all the same).
         rows = self.rows.capacity - self.rows.num_free_rows()
-        if not waiting or not self._worth_admitting(waiting, rows):
+        if not waiting or (running and not self._worth_admitting(waiting, rows)):  # nothing running: admit
             return
         admitted: list[tuple[Request, int]] = []
         free_self = self.self_cache.num_free_blocks() - rows  # one block of headroom per live row

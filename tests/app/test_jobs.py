@@ -82,3 +82,23 @@ def test_blank_texts_are_reported_at_once_and_each_text_once(translator):
                                    on_result=lambda i, text: reported.append((i, text)))
     assert sorted(reported) == sorted(enumerate(results))
     assert reported[:2] == [(1, ""), (3, "")]
+
+
+def test_a_cache_that_cannot_be_written_fails_the_job_and_the_next_one_runs(translator, job, tmp_path, monkeypatch):
+    import sqlite3
+
+    monkeypatch.setattr(app.jobs, "CACHE_SECONDS", 0.0)  # stores while sentences still decode
+    full = TranslationCache(tmp_path / "full.sqlite3")
+
+    def no_room(*_):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(full, "put_many", no_room)
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        run_document_job(job, translator, full)
+    assert not job.output_path.exists()
+    generator = translator.generator
+    assert generator.rows.num_free_rows() == generator.rows.capacity
+    assert generator.num_free_blocks() == generator.num_total_blocks()
+    run_document_job(job, translator, TranslationCache(tmp_path / "cache.sqlite3"))
+    assert job.output_path.is_file()

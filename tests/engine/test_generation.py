@@ -484,3 +484,39 @@ def test_the_engine_keeps_the_garbage_collector_off_its_heap_until_teardown(tiny
     assert tensor() is not None  # frozen with the rest: no collection walks it
     engine.teardown()
     assert gc.get_freeze_count() == 0 and tensor() is None
+
+
+@pytest.mark.parametrize("pipelined", [False, True])
+@pytest.mark.parametrize("raises_in", ["on_done", "feed"])
+def test_an_error_in_the_callers_callback_reaches_it_and_the_sentences_give_their_rows_back(
+        translator, monkeypatch, pipelined, raises_in):
+    """A document job's on_done stores translations (a full disk raises there) and its feed
+    tokenizes texts: an error in either reaches the caller, and the sentences still decoding give
+    their rows and cache blocks back, so the next run translates as before."""
+    generator, tok = translator.generator, translator.tokenizer
+    monkeypatch.setattr(generator, "pipelined", pipelined)
+    options = translator.default_options(num_beams=2, max_length=30)
+
+    def make(on_done=None):  # sentences capped at different lengths: they finish at different steps
+        return [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options,
+                        on_done=on_done, max_length=6 + 4 * i) for i, text in enumerate(TEXTS)]
+
+    expected = [request.result for request in generator.run(make())]
+    running_at_error = []
+
+    def fail(*_):
+        running_at_error.append(generator.num_total_blocks() - generator.num_free_blocks())
+        if raises_in == "on_done" or len(running_at_error) > 1:  # feed: its first call comes before any step
+            raise OSError("No space left on device")
+        return make()[1:]
+
+    requests = make(fail if raises_in == "on_done" else None)
+    with pytest.raises(OSError, match="No space left"):
+        if raises_in == "on_done":
+            generator.run(requests)
+        else:
+            generator.run(requests[:1], feed=fail)
+    assert running_at_error[-1] > 0, "nothing was decoding when the callback raised: the test would prove nothing"
+    assert generator.rows.num_free_rows() == generator.rows.capacity
+    assert generator.num_free_blocks() == generator.num_total_blocks()
+    assert [request.result for request in generator.run(make())] == expected

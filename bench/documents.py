@@ -1,16 +1,18 @@
 """A document through the app's whole path against the engine alone on the same sentences:
-`python -m bench.documents [--size 600M] [--beams 4] [--sentences 8192] [--rounds 2] [--checkpoint DIR] [--cache]
-[--natural]`.
+`python -m bench.documents [--size 600M] [--beams 4] [--sentences 8192] [--rounds 2]
+[--checkpoint DIR] [--cache] [--natural]`.
 
 `python -m bench` times the engine on sentences tokenized beforehand; a user's document also goes
-through reading and splitting, the translation cache's batching, tokenizing, decoding and writing
-on the host. This writes a .txt of distinct sentences of made-up words, translates it with
-`app.jobs.run_document_job` (no translation cache, so every round translates every sentence) and
-with `Generator.run` over the same sentences, output length forced, and prints one JSON object
-with both rates. Every translation is forced to 40 tokens, or with --natural capped at its own
-length as in `bench.natural` (the source's length times 0.8-1.25, `</s>` banned before it), so
-that sentences finish a few at a time as real ones do. The checkpoint is `bench.checkpoint`'s random one of that shape (NLLB's
-256,206-row vocabulary), written to a temporary folder unless --checkpoint names one to reuse.
+through reading and splitting, the translation cache, tokenizing, decoding and writing on the
+host. This writes a .txt of distinct sentences of made-up words, translates it with
+`app.jobs.run_document_job` (with --cache through a new translation cache each round, as the app's
+jobs are; without, none: every round translates every sentence either way) and with
+`Generator.run` over the same sentences, and prints one JSON object with both rates. Every
+translation is forced to 40 tokens, or with --natural capped at its own length as in
+`bench.natural` (the source's length times 0.8-1.25, `</s>` banned before it), so that sentences
+finish a few at a time as real ones do. The checkpoint is `bench.checkpoint`'s random one of that
+shape (NLLB's 256,206-row vocabulary), written to a temporary folder unless --checkpoint names one
+to reuse.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, help="a bench.checkpoint folder to reuse (written if missing)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--cache", action="store_true", help="store translations in a new translation cache each round")
-    parser.add_argument("--natural", action="store_true", help="each translation capped at its own length, not forced to 40")
+    parser.add_argument("--natural", action="store_true", help="each translation capped at its own length, not 40")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="dragoman-bench-"))

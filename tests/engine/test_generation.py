@@ -502,11 +502,11 @@ def test_an_error_in_the_callers_callback_reaches_it_and_the_sentences_give_thei
                         on_done=on_done, max_length=6 + 4 * i) for i, text in enumerate(TEXTS)]
 
     expected = [request.result for request in generator.run(make())]
-    running_at_error = []
+    taken_at_error = []
 
     def fail(*_):
-        running_at_error.append(generator.num_total_blocks() - generator.num_free_blocks())
-        if raises_in == "on_done" or len(running_at_error) > 1:  # feed: its first call comes before any step
+        taken_at_error.append(generator.num_total_blocks() - generator.num_free_blocks())
+        if raises_in == "on_done" or len(taken_at_error) > 1:  # feed: its first call comes before any step
             raise OSError("No space left on device")
         return make()[1:]
 
@@ -516,7 +516,7 @@ def test_an_error_in_the_callers_callback_reaches_it_and_the_sentences_give_thei
             generator.run(requests)
         else:
             generator.run(requests[:1], feed=fail)
-    assert running_at_error[-1] > 0, "nothing was decoding when the callback raised: the test would prove nothing"
+    assert taken_at_error[-1] > 0, "nothing was decoding when the callback raised: the test would prove nothing"
     assert generator.rows.num_free_rows() == generator.rows.capacity
     assert generator.num_free_blocks() == generator.num_total_blocks()
     assert [request.result for request in generator.run(make())] == expected

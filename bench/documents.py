@@ -30,16 +30,16 @@ import torch
 
 from bench import emit
 from bench.__main__ import SHAPES
-from bench.natural import BANNED
+from bench import natural
 from bench.checkpoint import write_checkpoint
 
 NEW_TOKENS = 40  # as the document workloads of DESIGN.md
 
 
 def natural_length(source: list[int]) -> int:
-    """New tokens of a sentence's translation with --natural: its source's length times 0.8-1.25,
-    the ratio drawn from the source itself so that the app's path and the engine's agree."""
-    return max(3, round(len(source) * random.Random(hash(tuple(source))).uniform(0.8, 1.25)))
+    """New tokens of a sentence's translation with --natural: bench.natural's, the ratio drawn from
+    the source itself so that the app's path and the engine's agree."""
+    return natural.natural_length(source, random.Random(hash(tuple(source))))
 
 
 def document_sentences(count: int, seed: int = 0) -> list[str]:
@@ -90,7 +90,7 @@ def main() -> None:
     forced = {"num_beams": args.beams, "min_new_tokens": NEW_TOKENS, "max_new_tokens": NEW_TOKENS}
     if args.natural:
         # `</s>` banned throughout, each request capped: the requests the app's translator makes too.
-        forced.update(min_new_tokens=BANNED, max_new_tokens=max(natural_length(s) for s in sources))
+        forced.update(min_new_tokens=natural.BANNED, max_new_tokens=max(natural_length(s) for s in sources))
         translator_module.Request = functools.partial(capped_request, Request)
     job = DocumentJob(document, work / "translated.txt", "eng_Latn", "fra_Latn", options=forced, overwrite=True)
     options = translator.default_options(**forced)

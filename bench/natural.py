@@ -28,9 +28,13 @@ from engine.generator import Generator, Request
 BANNED = 1000  # min_new_tokens past every cap: `</s>` never ends a sentence before its cap
 
 
+def natural_length(source: list[int], rng: random.Random) -> int:
+    """New tokens of a sentence's translation: its source's length times 0.8-1.25 (from `rng`), at least 3."""
+    return max(3, round(len(source) * rng.uniform(0.8, 1.25)))
+
+
 def natural_lengths(sources: list[list[int]], rng: random.Random) -> list[int]:
-    """New tokens of each sentence's translation: its source's length times 0.8-1.25, at least 3."""
-    return [max(3, round(len(source) * rng.uniform(0.8, 1.25))) for source in sources]
+    return [natural_length(source, rng) for source in sources]
 
 
 def requests(sources: list[list[int]], lengths: list[int], beams: int) -> list[Request]:

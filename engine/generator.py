@@ -630,8 +630,7 @@ class Generator:
         try:
             while waiting or running or feed is not None or self._finished:
                 if should_stop is not None and should_stop():
-                    for item in running:
-                        self._release(item)
+                    self._release_running(running)
                     self._report_finished()
                     return everything
                 if not running:
@@ -667,10 +666,8 @@ class Generator:
         except BaseException:
             # An error from the caller's feed or on_done (a full disk under the translation cache),
             # or any other, ends the run: the sentences still decoding give their rows and blocks
-            # back, or the engine would keep them for good (and, with nothing running, never admit).
-            for item in running:
-                if item.live:
-                    self._release(item)
+            # back, or the engine would keep them for good.
+            self._release_running(running)
             raise
         return everything
 
@@ -708,10 +705,11 @@ class Generator:
         if request.max_length is not None and request.max_length < 2:
             raise ValueError(f"max length must be at least 2 (the start token and the language code), got {request.max_length}")
 
-    def _worth_admitting(self, waiting: deque[Request], rows: int) -> bool:
-        """Whether waiting sentences should join running ones that take `rows` rows now: typed text
-        always; documents once `admit_share` of the rows is free, or all that wait fit."""
-        if not rows or waiting[0].priority == 0:
+    def _worth_admitting(self, waiting: deque[Request], running: list[Running], rows: int) -> bool:
+        """Whether waiting sentences should join the running ones, `rows` rows taken now: with none
+        running, and for typed text, always; documents once `admit_share` of the rows is free, or
+        all that wait fit. (Taken rows with none running are a caller's, held through alloc_sequence.)"""
+        if not running or waiting[0].priority == 0:
             return True
         free = self.max_rows - rows
         if free >= self.admit_share * self.max_rows:
@@ -727,7 +725,7 @@ class Generator:
         # The rows taken, without a walk over the running sentences (theirs, and any a caller holds
         # through alloc_sequence, which are taken all the same).
         rows = self.rows.capacity - self.rows.num_free_rows()
-        if not waiting or (running and not self._worth_admitting(waiting, rows)):  # nothing running: admit
+        if not waiting or not self._worth_admitting(waiting, running, rows):
             return
         admitted: list[tuple[Request, int]] = []
         free_self = self.self_cache.num_free_blocks() - rows  # one block of headroom per live row
@@ -909,6 +907,12 @@ class Generator:
         if not group.sentences:
             del groups[options]
         self._release(item)
+
+    def _release_running(self, running: list[Running]) -> None:
+        """A run that ends early (stopped, or an error) gives back the rows of its running sentences."""
+        for item in running:
+            if item.live:
+                self._release(item)
 
     def _release(self, item: Running) -> None:
         item.live = False

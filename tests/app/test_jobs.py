@@ -32,6 +32,13 @@ def engine_calls(translator, monkeypatch) -> list[int]:
     return calls
 
 
+def assert_translated(job, translator) -> None:
+    """The job's output holds the engine's translation of each of its sentences, in order."""
+    lines = [line for line in job.output_path.read_text(encoding="utf-8").splitlines() if line]
+    expected = translator.translate(SENTENCES, "eng_Latn", "fra_Latn", translator.default_options(**job.options))
+    assert lines == expected + expected[:3]
+
+
 def test_a_document_goes_to_the_engine_in_one_call_whose_results_are_counted_and_stored_as_they_come(
         translator, job, tmp_path, monkeypatch):
     monkeypatch.setattr(app.jobs, "CACHE_SECONDS", 0.0)
@@ -50,10 +57,7 @@ def test_a_document_goes_to_the_engine_in_one_call_whose_results_are_counted_and
     assert len([d for d in done if 0 < d < len(SENTENCES)]) >= 3, "progress moved only at the call's ends"
     assert len(stored_while_decoding) >= 4 and all(stored_while_decoding)
     assert len(cache) == len(SENTENCES)
-    # The output is the engine's translation of each sentence.
-    lines = [line for line in job.output_path.read_text(encoding="utf-8").splitlines() if line]
-    expected = translator.translate(SENTENCES, "eng_Latn", "fra_Latn", translator.default_options(**job.options))
-    assert lines == expected + expected[:3]
+    assert_translated(job, translator)
 
 
 def test_a_stopped_document_keeps_what_finished_and_its_next_run_translates_only_the_rest(
@@ -70,9 +74,7 @@ def test_a_stopped_document_keeps_what_finished_and_its_next_run_translates_only
     calls = engine_calls(translator, monkeypatch)
     run_document_job(job, translator, cache)
     assert calls == [len(SENTENCES) - kept]
-    lines = [line for line in job.output_path.read_text(encoding="utf-8").splitlines() if line]
-    expected = translator.translate(SENTENCES, "eng_Latn", "fra_Latn", translator.default_options(**job.options))
-    assert lines == expected + expected[:3]
+    assert_translated(job, translator)
 
 
 def test_blank_texts_are_reported_at_once_and_each_text_once(translator):

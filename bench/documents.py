@@ -28,9 +28,8 @@ from pathlib import Path
 
 import torch
 
-from bench import emit
+from bench import emit, natural
 from bench.__main__ import SHAPES
-from bench import natural
 from bench.checkpoint import write_checkpoint
 
 NEW_TOKENS = 40  # as the document workloads of DESIGN.md
@@ -88,10 +87,11 @@ def main() -> None:
     translator = Translator(checkpoint, device=args.device)
     sources = [translator.tokenizer.encode_source(s, "eng_Latn") for s in sentences]
     forced = {"num_beams": args.beams, "min_new_tokens": NEW_TOKENS, "max_new_tokens": NEW_TOKENS}
+    make_request = Request
     if args.natural:
         # `</s>` banned throughout, each request capped: the requests the app's translator makes too.
         forced.update(min_new_tokens=natural.BANNED, max_new_tokens=max(natural_length(s) for s in sources))
-        translator_module.Request = functools.partial(capped_request, Request)
+        make_request = translator_module.Request = functools.partial(capped_request, Request)
     job = DocumentJob(document, work / "translated.txt", "eng_Latn", "fra_Latn", options=forced, overwrite=True)
     options = translator.default_options(**forced)
     prefix = translator.tokenizer.decoder_prefix("fra_Latn")
@@ -106,8 +106,7 @@ def main() -> None:
             cache.close()
 
     def engine() -> None:
-        make = functools.partial(capped_request, Request) if args.natural else Request
-        translator.generator.run([make(source, prefix, options) for source in sources])
+        translator.generator.run([make_request(source, prefix, options) for source in sources])
 
     def timed(path) -> float:
         if device.type == "cuda":

@@ -142,8 +142,8 @@ class Translator:
         # in portions while steps run (Generator.run's `feed`): a wave's worth in 32 steps, so that
         # the next wave is ready when one ends (a 40-token wave takes 40 steps).
         texts_left = ((i, text) for i, text in enumerate(texts) if text.strip())
-        if on_result is not None:
-            for i in (i for i, text in enumerate(texts) if not text.strip()):
+        for i, text in enumerate(texts):
+            if on_result is not None and not text.strip():
                 on_result(i, "")
         wave = self.generator.sentences_at_once(options.num_beams)
         first = [r for i, text in itertools.islice(texts_left, wave) for r in prepare(i, text)]

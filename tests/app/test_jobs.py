@@ -1,5 +1,7 @@
 """app/jobs.py: how a document job feeds the engine and the translation cache."""
 
+import sqlite3
+
 import pytest
 
 import app.jobs
@@ -87,8 +89,6 @@ def test_blank_texts_are_reported_at_once_and_each_text_once(translator):
 
 
 def test_a_cache_that_cannot_be_written_fails_the_job_and_the_next_one_runs(translator, job, tmp_path, monkeypatch):
-    import sqlite3
-
     monkeypatch.setattr(app.jobs, "CACHE_SECONDS", 0.0)  # stores while sentences still decode
     full = TranslationCache(tmp_path / "full.sqlite3")
 

@@ -7,6 +7,8 @@ import math
 
 import torch
 
+from kernels import DeviceProfile, device_profile, profile_name
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -30,10 +32,12 @@ def resolve_device(name: str = "auto") -> torch.device:
 
 
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
-    """The activations' dtype. ("int8" means int8 weights with float32 activations, CPU only.)"""
+    """The activations' dtype. ("int8" means int8 weights with float32 activations, CPU only.) On a
+    GPU, "auto" is bfloat16 where its tensor cores have it (compute capability 8.0 and later) and
+    float16 below (Turing), where bfloat16 is refused."""
     if name == "auto":
         if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+            return torch.bfloat16 if gpu_profile(device).has_bfloat16 else torch.float16
         return torch.float32
     if name == "int8":
         if device.type != "cpu":
@@ -44,11 +48,30 @@ def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     dtype = DTYPES[name]
     if device.type == "cpu" and dtype == torch.float16:
         raise DeviceError("float16 is not supported on the CPU (use float32 or bfloat16)")
+    if device.type == "cuda" and dtype == torch.bfloat16 and not gpu_profile(device).has_bfloat16:
+        major, minor = gpu_profile(device).capability
+        raise DeviceError(f"bfloat16 needs a GPU of compute capability 8.0 or later (this one is {major}.{minor}): "
+                          "use float16")
     return dtype
+
+
+def gpu_profile(device: torch.device) -> DeviceProfile:
+    """What the kernels may ask of the GPU `device` (kernels/gpu_profile.py; DRAGOMAN_GPU_PROFILE
+    emulates a smaller card's limits)."""
+    return device_profile(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def sum_in_float32(dtype: torch.dtype) -> None:
+    """Make cuBLAS sum float16 products in float32: by default torch lets it round partial sums to
+    float16, where long sums of NLLB's activations lose digits and can overflow."""
+    if dtype == torch.float16:
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
 
 
 def describe(device: torch.device, dtype: torch.dtype, int8: bool = False) -> str:
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    if device.type == "cuda" and profile_name():
+        where += f" as {profile_name()}"
     return f"{where}, {'int8' if int8 else str(dtype).removeprefix('torch.')}"
 
 

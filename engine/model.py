@@ -90,7 +90,7 @@ class Linear:
         """Whether self(x) of `rows` rows loads its weights before it waits for x, on the GPU: a
         layer norm before it may then let it start early (`lead`, kernels/_triton.py)."""
         w = self.weight
-        return w.is_cuda and self._fused(rows, w.dtype) and kernels.fused_linear_holds_weights(rows, *w.shape)
+        return w.is_cuda and self._fused(rows, w.dtype) and kernels.fused_linear_holds_weights(w, rows)
 
 
 @dataclass

@@ -6,6 +6,8 @@ The kernel modules are imported here, before the functions of the same names are
 submodule imported later would replace the function `kernels.<name>` with the module.
 """
 
+import logging
+
 from kernels._triton import HAVE_TRITON
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.admit_rows import admit_rows_ref, admit_rows_triton
@@ -17,6 +19,7 @@ from kernels.fused_linear import fused_linear_ref, fused_linear_triton, holds_we
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.packed_attention import packed_attention_ref, packed_attention_triton
+from kernels.gpu_profile import PROFILES, DeviceProfile, device_profile, profile_name
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
 from kernels.source_scores import source_scores_ref, source_scores_triton
@@ -25,8 +28,50 @@ from kernels.step_report import step_report_ref, step_report_triton
 from kernels.store_kv import store_kv_ref, store_kv_triton
 
 
-def _use_triton(tensor):
-    return HAVE_TRITON and tensor.is_cuda
+log = logging.getLogger(__name__)
+# Why the Triton kernels stopped being used in this process (None while they are): the first kernel
+# that failed to compile or launch. Every kernel has a reference, so the work goes on without them.
+_unavailable: str | None = None
+
+
+def _on_gpu(tensor) -> bool:
+    return tensor.is_cuda
+
+
+def _use_triton(tensor) -> bool:
+    return HAVE_TRITON and _unavailable is None and _on_gpu(tensor)
+
+
+def _dispatch(kernel, reference, tensor, *args, **kwargs):
+    """kernel(*args, **kwargs) where `tensor` is on a GPU that runs Triton, else reference(...).
+    A kernel that fails to compile or launch (no C compiler for Triton's launchers, a GPU or
+    driver Triton cannot build for, out of shared memory) turns the kernels off for the rest of
+    the process, with one log line, and its reference does the work: a failed compile or load
+    happens before the kernel writes anything. A failed assertion is a caller's mistake: it is
+    raised."""
+    if _use_triton(tensor):
+        try:
+            return kernel(*args, **kwargs)
+        except AssertionError:
+            raise
+        except Exception as e:
+            _turn_off(e)
+    return reference(*args, **kwargs)
+
+
+def _turn_off(error: Exception) -> None:
+    global _unavailable
+    lines = str(error).strip().splitlines()
+    _unavailable = f"{type(error).__name__}: {lines[0][:200]}" if lines else type(error).__name__
+    log.warning("%s", unavailable_message())
+
+
+def unavailable_message() -> str | None:
+    """"GPU kernels unavailable: <reason>; using the slower PyTorch path" once a kernel has failed
+    in this process, else None."""
+    if _unavailable is None:
+        return None
+    return f"GPU kernels unavailable: {_unavailable}; using the slower PyTorch path"
 
 
 def slot_attention(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None, priors=None):
@@ -36,8 +81,8 @@ def slot_attention(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=
     int32/int64, first stores row i's new token in the cache at write_slots[i] (in place), which
     must be row i's last slot; then `priors` (N,) int32 may name the row j whose new token is row
     i's position before last (-1: none). Returns (N, H, D) in q's dtype."""
-    fn = slot_attention_triton if _use_triton(q) else slot_attention_ref
-    return fn(q, k, v, slot_table, rows, lens, scale, k_new=k_new, v_new=v_new, write_slots=write_slots, priors=priors)
+    return _dispatch(slot_attention_triton, slot_attention_ref, q, q, k, v, slot_table, rows, lens, scale,
+                     k_new=k_new, v_new=v_new, write_slots=write_slots, priors=priors)
 
 
 def source_attention(q, k, v, slot_table, rows, lens, scale, group):
@@ -45,16 +90,14 @@ def source_attention(q, k, v, slot_table, rows, lens, scale, group):
     same source slots: row i reads the first lens[f] slots of slot_table[rows[f]], f = i - i % group
     the first row of its run, each slot's K/V read once per run. q (N, H, D) with N % group == 0;
     k, v (slots, H, D). Returns (N, H, D) in q's dtype."""
-    fn = source_attention_triton if _use_triton(q) else source_attention_ref
-    return fn(q, k, v, slot_table, rows, lens, scale, group)
+    return _dispatch(source_attention_triton, source_attention_ref, q, q, k, v, slot_table, rows, lens, scale, group)
 
 
 def source_scores(x, a, c, length, scale, S):
     """One sentence's cross-attention probabilities (M, H * S) from the normed hidden state x (M, C)
     by associativity: a (H * S, C) = each head's W_q^T k_t, c (H * S,) float32 = b_q . k_t, the
     first `length` (1,) of each head's S slots valid (kernels/source_scores.py)."""
-    fn = source_scores_triton if _use_triton(x) else source_scores_ref
-    return fn(x, a, c, length, scale, S)
+    return _dispatch(source_scores_triton, source_scores_ref, x, x, a, c, length, scale, S)
 
 
 def fold_source(k, v, wq, bq, wo, length, a, c, b):
@@ -62,34 +105,34 @@ def fold_source(k, v, wq, bq, wo, length, a, c, b):
     folded into every layer's q weights and bias wq (L, C, C), bq (L, C) and output weights wo:
     writes a (L, H * S, C), c (L, H * S) float32 and b (L, C, H * S) in place, S >= T slots a head
     (kernels/fold_source.py)."""
-    fn = fold_source_triton if _use_triton(k) else fold_source_ref
-    fn(k, v, wq, bq, wo, length, a, c, b)
+    _dispatch(fold_source_triton, fold_source_ref, k, k, v, wq, bq, wo, length, a, c, b)
 
 
 def packed_attention(qkv, starts, scale, heads, sources=None):
     """Self-attention within each source of qkv (T, 3C) packed one after another, source b its
     tokens starts[b] .. starts[b + 1] - 1 (starts (B + 1,) int32): (T, C). `sources` (T,) int32:
     each token's source, for many sources (kernels/packed_attention.py)."""
-    fn = packed_attention_triton if _use_triton(qkv) else packed_attention_ref
-    return fn(qkv, starts, scale, heads, sources)
+    return _dispatch(packed_attention_triton, packed_attention_ref, qkv, qkv, starts, scale, heads, sources)
 
 
 def add_layer_norm(x, residual, weight, bias, eps, lead=False):
     """Returns (summed, normed): summed = x + residual in x's dtype (x itself when residual is
     None), normed = layer_norm(summed) * weight + bias with float32 statistics. `lead`: the kernel
     after reads nothing but weights before waiting, so may start first (kernels/_triton.py)."""
-    if _use_triton(x):
-        return add_layer_norm_triton(x, residual, weight, bias, eps, lead)
-    return add_layer_norm_ref(x, residual, weight, bias, eps)
+    return _dispatch(lambda: add_layer_norm_triton(x, residual, weight, bias, eps, lead),
+                     lambda: add_layer_norm_ref(x, residual, weight, bias, eps), x)
 
 
 def embed_layer_norm(tokens, positions, table, scale, position_table, offset, weight, bias, eps, lead=False):
     """Returns (x, normed) (N, C): x = table[tokens] * scale + position_table[positions + offset],
     each rounded to the tables' dtype, and normed = layer_norm(x) * weight + bias with float32
     statistics. tokens, positions (N,) integer. `lead` as in add_layer_norm."""
-    if _use_triton(table):
-        return embed_layer_norm_triton(tokens, positions, table, scale, position_table, offset, weight, bias, eps, lead)
-    return embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset, weight, bias, eps)
+    return _dispatch(
+        lambda: embed_layer_norm_triton(tokens, positions, table, scale, position_table, offset, weight, bias, eps,
+                                        lead),
+        lambda: embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset, weight, bias, eps),
+        table,
+    )
 
 
 def admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits,
@@ -102,10 +145,10 @@ def admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, sou
     first_blocks >= 0, and the cross-attention slots of its source (its blocks (n, P) of
     `block_size` slots, its length), and its sentence's max_length (limits). Per-row inputs int32; state as
     in engine/rows.py, updated in place."""
-    fn = admit_rows_triton if _use_triton(rows) else admit_rows_ref
-    fn(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp,
-       kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
-       cross_len, limit, block_size, blocked)
+    _dispatch(admit_rows_triton, admit_rows_ref, rows,
+              rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp,
+              kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
+              cross_len, limit, block_size, blocked)
 
 
 def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch, block_size):
@@ -115,8 +158,8 @@ def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, p
     fed r, tokens, positions (= n), write_slots (N,) int64 and self_lens (= n + 1), cross_lens
     (= cross_len[r]), priors (= i + prior_offset[r] where that is nonzero, else -1; the offset is
     spent) (N,) int32. State as in engine/rows.py."""
-    fn = step_inputs_triton if _use_triton(rows) else step_inputs_ref
-    return fn(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch, block_size)
+    return _dispatch(step_inputs_triton, step_inputs_ref, rows,
+                     rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch, block_size)
 
 
 def step_report(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every):
@@ -124,42 +167,43 @@ def step_report(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host,
     for each sentence done (or every one, with `every`), its best hypothesis, best_host[s, :n] and
     length_host[s] = n: its best finished one where it is done and has one (fin_hyp, fin_len of its
     first row), else its best running one (hyp[rows[s, 0], :kv_len[rows[s, 0]] + 1])."""
-    fn = step_report_triton if _use_triton(done) else step_report_ref
-    fn(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every)
+    _dispatch(step_report_triton, step_report_ref, done,
+              done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every)
 
 
-def fused_linear_holds_weights(M, N, K):
-    """Whether `fused_linear` of x (M, K) and weight (N, K) on CUDA reads only its weights before
-    waiting for the kernel before it (so a norm before it may launch with `lead`)."""
-    return HAVE_TRITON and holds_weights(M, N, K)
+def fused_linear_holds_weights(weight, M):
+    """Whether `fused_linear` of x (M, K) and `weight` (N, K) reads only its weights before waiting
+    for the kernel before it (so a norm before it may launch with `lead`)."""
+    return _use_triton(weight) and holds_weights(weight, M)
+
+
+def triton_failed() -> bool:
+    """Whether a kernel failed in this process, so that only the references run."""
+    return _unavailable is not None
 
 
 def fused_linear(x, weight, bias=None, relu=False):
     """x (M, K) @ weight (N, K)^T + bias, then ReLU if `relu`: (M, N) in x's dtype. For few rows:
     at hundreds of rows cuBLAS is faster."""
-    fn = fused_linear_triton if _use_triton(x) else fused_linear_ref
-    return fn(x, weight, bias, relu)
+    return _dispatch(fused_linear_triton, fused_linear_ref, x, x, weight, bias, relu)
 
 
 def store_kv(kv, slots, k, v):
     """Store kv (T, L, 2, H, D), every layer's K and V of T tokens, at flat slots (T,) of the cache
     k, v (L, slots, H, D), in place (kernels/store_kv.py)."""
-    fn = store_kv_triton if _use_triton(kv) else store_kv_ref
-    fn(kv, slots, k, v)
+    _dispatch(store_kv_triton, store_kv_ref, kv, kv, slots, k, v)
 
 
 def argmax(logits):
     """logits (N, V), last dim contiguous: (N,) int64, each row's column of its largest value,
     lowest column on ties, first NaN where there is one (torch.argmax's rule)."""
-    fn = argmax_triton if _use_triton(logits) else argmax_ref
-    return fn(logits)
+    return _dispatch(argmax_triton, argmax_ref, logits, logits)
 
 
 def logsoftmax_topk(logits, k):
     """Returns (values (N, k) float32, indices (N, k) int64, lse (N,) float32): each row's k
     largest log-softmax values, descending, equal logits lowest index first."""
-    fn = logsoftmax_topk_triton if _use_triton(logits) else logsoftmax_topk_ref
-    return fn(logits, k)
+    return _dispatch(logsoftmax_topk_triton, logsoftmax_topk_ref, logits, logits, k)
 
 
 def beam_advance(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
@@ -174,23 +218,22 @@ def beam_advance(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, f
     int32: a sentence's max_length (<= T) at its first row; early_stopping 0 (False), 1 (True), 2 ("never"
     and a positive length penalty); blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked
     token."""
-    fn = beam_advance_triton if _use_triton(values) else beam_advance_ref
-    return fn(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable,
-              finished, penalty, eos_id=eos_id, limit=limit, early_stopping=early_stopping,
-              blocked=blocked, width=width)
+    return _dispatch(beam_advance_triton, beam_advance_ref, values,
+                     values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
+                     improvable, finished, penalty, eos_id=eos_id, limit=limit, early_stopping=early_stopping,
+                     blocked=blocked, width=width)
 
 
 def lora(x, y, a, b, scale, slots):
     """Adds each row's LoRA delta to y (M, N) in place and returns it: y[i] += scale[s] *
     (x[i] @ a[s]^T) @ b[s]^T with s = slots[i] (int32, (M,)), rows with s = -1 untouched. x (M, K);
     a (S, R, K) and b (S, N, R) the slots' stacked matrices, in x's dtype; scale (S,) float32."""
-    fn = lora_triton if _use_triton(x) else lora_ref
-    return fn(x, y, a, b, scale, slots)
+    return _dispatch(lora_triton, lora_ref, x, x, y, a, b, scale, slots)
 
 
 __all__ = [
-    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "embed_layer_norm", "fold_source", "fused_linear",
-    "fused_linear_holds_weights", "logsoftmax_topk", "lora", "packed_attention",
-    "slot_attention", "source_attention", "source_scores",
-    "step_inputs", "step_report", "store_kv",
+    "PROFILES", "DeviceProfile", "add_layer_norm", "admit_rows", "argmax", "beam_advance", "device_profile",
+    "embed_layer_norm", "fold_source", "fused_linear", "fused_linear_holds_weights", "logsoftmax_topk", "lora",
+    "packed_attention", "profile_name", "slot_attention", "source_attention", "source_scores",
+    "step_inputs", "step_report", "store_kv", "triton_failed", "unavailable_message",
 ]

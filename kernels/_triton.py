@@ -7,6 +7,8 @@ Also what the decode step's kernels share: chained launches (`chained_launch`, `
 
 import os
 
+from kernels.gpu_profile import profile_of
+
 try:
     import triton
     import triton.language as tl
@@ -30,7 +32,6 @@ except ImportError:
 
 # Chained launches can be turned off (DRAGOMAN_CHAINED=0) to measure what they bring.
 _CHAINED = os.environ.get("DRAGOMAN_CHAINED", "1") != "0"
-_capabilities: dict[int, tuple[int, int]] = {}
 
 
 def chained_launch(tensor) -> bool:
@@ -56,15 +57,10 @@ def chained_launch(tensor) -> bool:
     19.89 -> 18.66 ms, 1.3B 35.39 -> 34.47; for every projection after a norm, held or not, 3.3B
     lost (56.66 -> 59.88: its qkv and fc1 do not hold their weights) (H200, A/Bs in one process,
     2026-11-30). A kernel after a norm launched with `lead` must read nothing but weights before
-    waiting."""
+    waiting. Hopper and later only (kernels/gpu_profile.py)."""
     if not (_CHAINED and HAVE_TRITON and tensor.is_cuda):
         return False
-    index = tensor.device.index if tensor.device.index is not None else 0
-    if index not in _capabilities:
-        import torch
-
-        _capabilities[index] = torch.cuda.get_device_capability(index)
-    return _capabilities[index] >= (9, 0)
+    return profile_of(tensor).chained
 
 
 def launch_options(chained: bool) -> dict:

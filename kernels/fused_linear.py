@@ -27,12 +27,15 @@ Narrow layers with long inputs split them between programs (`_split`); the last 
 an output block adds the partial sums up, so it is still one launch.
 """
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 
 from kernels._triton import (
     ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton, wait_for_inputs,
 )
+from kernels.gpu_profile import DeviceProfile, profile_of
 
 
 @triton.jit
@@ -141,7 +144,7 @@ def _blocks(N, K):
     return 16, 256, 2
 
 
-def _split(programs, N, K, BLOCK_N):
+def _split(programs, N, K, BLOCK_N, multiprocessors):
     """How many programs share each output block's K inputs. Narrow blocks of a long K run long
     chains of loads: splitting them until ~256 programs share the work, each over >= 1,024 inputs,
     took 4 rows of a 4,096 -> 1,024 layer from 11.4 to 6.4 us and 2,048 -> 2,048 from 7.0 to 6.4
@@ -150,10 +153,13 @@ def _split(programs, N, K, BLOCK_N):
     blocks, 2 splits, took 6.0). The feed-forward's second layer of 600M and 1.3B (1,024 outputs of
     4,096 or 8,192 inputs) takes 8 splits: in the engine, after the norms let projections start
     early, 600M interactive 18.08 -> 17.74 ms, 1.3B 34.73 -> 33.61 (H200, A/B in one process,
-    2026-11-30; 4 chains of 4 splits instead: 18.12 ms)."""
+    2026-11-30; 4 chains of 4 splits instead: 18.12 ms). The ~256 programs are two per
+    multiprocessor of the H200's 132, rounded down to a power of two: a card of fewer
+    multiprocessors splits less."""
     least = 1024 if BLOCK_N <= 16 else 512  # inputs per split
+    target = 1 << (2 * multiprocessors).bit_length() - 1
     split = 1
-    while BLOCK_N <= 32 and split < 4 and programs * split < 256 and K >= 2 * split * least:
+    while BLOCK_N <= 32 and split < 4 and programs * split < target and K >= 2 * split * least:
         split *= 2
     if split == 4 and N <= 1024 and K >= 8 * 512:
         split = 8
@@ -217,9 +223,33 @@ def _wide_plan(N, K):
     return (32 if N > 1024 else 16, 256, 4), 1
 
 
-def _plan(M, N, K, split=None, hold=None, blocks=None):
-    """(BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m) of a launch for x (M, K) and
-    weight (N, K); `split`, `hold` and `blocks` (BLOCK_N, BLOCK_K, num_warps) as given, where given."""
+STAGES = 3  # how deep the loop's loads are pipelined, where shared memory allows
+
+
+class Plan(NamedTuple):
+    BLOCK_N: int
+    BLOCK_K: int
+    num_warps: int
+    split: int
+    k_split: int  # inputs per split, whole BLOCK_Ks
+    hold: bool
+    block_m: int
+    stages: int
+
+
+def shared_bytes(block_m, BLOCK_N, BLOCK_K, k_split, hold, stages, element_size):
+    """The shared memory a program's tiles take, counted generously: a held block and its inputs
+    staged once, or each pipelined step's tiles of x and the weight, plus the float32 output tile."""
+    tiles = (block_m + BLOCK_N) * (k_split if hold else stages * BLOCK_K)
+    return tiles * element_size + block_m * BLOCK_N * 4
+
+
+def _plan(M, N, K, profile: DeviceProfile, element_size, split=None, hold=None, blocks=None) -> Plan:
+    """The launch for x (M, K) and weight (N, K) of `element_size` bytes on a device of `profile`;
+    `split`, `hold` and `blocks` (BLOCK_N, BLOCK_K, num_warps) as given, where given. The tiles
+    measured on the H200 shrink until they fit the device's shared memory: holding the weights
+    gives way to the loop, then the loop's depth to 2 stages, then BLOCK_K halves (GeForce cards
+    have 99 KB a block, Turing 64, where the H200's 64-row plans take up to 144)."""
     block_m = BLOCK_M if M <= BLOCK_M else WIDE_BLOCK_M
     wide = _wide_plan(N, K) if block_m == WIDE_BLOCK_M else None
     if wide is not None:
@@ -227,17 +257,33 @@ def _plan(M, N, K, split=None, hold=None, blocks=None):
     BLOCK_N, BLOCK_K, num_warps = blocks or _blocks(N, K)
     BLOCK_K = min(BLOCK_K, triton.next_power_of_2(K))
     programs = triton.cdiv(N, BLOCK_N) * triton.cdiv(M, block_m)
-    split = split or _split(programs, N, K, BLOCK_N)
-    k_split = triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K  # inputs per split, whole BLOCK_Ks
+    split = split or _split(programs, N, K, BLOCK_N, profile.multiprocessors)
+
+    def k_split_of(BLOCK_K):
+        return triton.cdiv(triton.cdiv(K, split), BLOCK_K) * BLOCK_K
+
+    k_split, stages = k_split_of(BLOCK_K), STAGES
     if hold is None:
         hold = block_m == BLOCK_M and _hold(N, BLOCK_N, k_split)
-    return BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m
+    limit = profile.shared_memory
+    if hold and shared_bytes(block_m, BLOCK_N, BLOCK_K, triton.next_power_of_2(k_split), True, 1, element_size) > limit:
+        hold = False
+    while not hold and shared_bytes(block_m, BLOCK_N, BLOCK_K, k_split, False, stages, element_size) > limit:
+        if stages > 2:
+            stages -= 1
+        elif BLOCK_K > 16:
+            BLOCK_K //= 2
+            k_split = k_split_of(BLOCK_K)
+        else:
+            break
+    return Plan(BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m, stages)
 
 
-def holds_weights(M, N, K):
-    """Whether a launch for x (M, K) and weight (N, K) loads its weights before it waits for x: a
+def holds_weights(weight, M):
+    """Whether a launch for x (M, K) and `weight` (N, K) loads its weights before it waits for x: a
     layer norm before it may then let it start early (kernels/_triton.py)."""
-    return _plan(M, N, K)[5]
+    N, K = weight.shape
+    return _plan(M, N, K, profile_of(weight), weight.element_size()).hold
 
 
 def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None, chains=None, blocks=None):
@@ -250,7 +296,9 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None,
     assert weight.shape == (N, K) and weight.dtype == x.dtype and weight.stride(1) == 1 and x.stride(1) == 1
     assert bias is None or (bias.shape == (N,) and bias.is_contiguous())
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m = _plan(M, N, K, split, hold, blocks)
+    BLOCK_N, BLOCK_K, num_warps, split, k_split, hold, block_m, stages = _plan(
+        M, N, K, profile_of(x), x.element_size(), split, hold, blocks
+    )
     grid_n, grid_m = triton.cdiv(N, BLOCK_N), triton.cdiv(M, block_m)
     assert split == 1 or grid_n * grid_m <= ARRIVAL_SLOTS, "split launches count arrivals in 256 slots"
     if hold:
@@ -276,7 +324,7 @@ def fused_linear_triton(x, weight, bias=None, relu=False, split=None, hold=None,
         PRECISION="ieee" if x.dtype == torch.float32 else "tf32",
         HOLD=hold, CHAINS=chains, CHAINED=chained, PREFETCH=not hold and _prefetch(BLOCK_N, grid_n * grid_m * split),
         LINE=line, K_LINES=triton.next_power_of_2(triton.cdiv(k_split, line)),
-        num_warps=num_warps, num_stages=3, **launch_options(chained),
+        num_warps=num_warps, num_stages=stages, **launch_options(chained),
     )
     return out
 

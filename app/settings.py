@@ -20,6 +20,10 @@ DEVICES = ("auto", "cpu")  # plus "cuda:N" for each GPU found
 PRECISIONS = ("auto", "float32", "bfloat16", "float16", "int8")
 THEMES = ("system", "light", "dark")
 AUTO_DETECT = "auto"  # the source language "detect it"
+# "GPU memory for translation": the engine's default (engine.generator.DEFAULT_GPU_MEMORY), enough
+# for an 8 GB card beside the display.
+DEFAULT_GPU_MEMORY_MB = 2048
+MIN_GPU_MEMORY_MB = 256
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class Settings:
     adapter_slots: int = 4  # LoRA adapters kept resident on the device at once
     device: str = "auto"
     precision: str = "auto"
+    gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB  # GPU memory for translation beyond the model's weights
     num_beams: int = 4
     length_penalty: float = 1.0
     max_length: int = 200
@@ -106,6 +111,8 @@ class Settings:
             settings.precision = "auto"
         if settings.adapter_slots < 1:
             settings.adapter_slots = cls.adapter_slots
+        if settings.gpu_memory_mb < MIN_GPU_MEMORY_MB:
+            settings.gpu_memory_mb = cls.gpu_memory_mb
         return settings
 
     def save(self, path: Path) -> None:

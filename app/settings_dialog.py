@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from app import models
 from app.models_dialog import ModelsDialog
-from app.settings import PRECISIONS, THEMES, AppPaths, Settings
+from app.settings import MIN_GPU_MEMORY_MB, PRECISIONS, THEMES, AppPaths, Settings
 
 
 def device_choices() -> list[tuple[str, str]]:
@@ -64,9 +64,15 @@ class SettingsDialog(QDialog):
         for value, label in choices:
             self.device.addItem(label, value)
         self.device.setCurrentIndex(self.device.findData(settings.device))
+        self.gpu_memory = QSpinBox(minimum=MIN_GPU_MEMORY_MB, maximum=1 << 20, singleStep=256, suffix=" MB",
+                                   value=settings.gpu_memory_mb)
+        self.gpu_memory.setToolTip(
+            "GPU memory the translator may take beyond the model itself (its caches and working memory); "
+            "more translates long documents faster, less leaves more for other programs"
+        )
         self.precision = QComboBox()
         for value in PRECISIONS:
-            self.precision.addItem("Automatic (bfloat16 on GPU, int8 on CPU)" if value == "auto" else value, value)
+            self.precision.addItem("Automatic (bfloat16 on GPU, float16 before RTX 30, int8 on CPU)" if value == "auto" else value, value)
         self.precision.setCurrentIndex(self.precision.findData(settings.precision))
         self.beams = QSpinBox(minimum=1, maximum=16, value=settings.num_beams)
         self.beams.setToolTip("More beams: slightly better translations, slower (1 = greedy)")
@@ -87,6 +93,7 @@ class SettingsDialog(QDialog):
         form.addRow("Adapters folder", _row(self.adapters, browse_adapters))
         form.addRow("Resident adapters", self.adapter_slots)
         form.addRow("Device", self.device)
+        form.addRow("GPU memory for translation", self.gpu_memory)
         form.addRow("Precision", self.precision)
         form.addRow("Beam size", self.beams)
         form.addRow("Length penalty", self.length_penalty)
@@ -144,6 +151,7 @@ class SettingsDialog(QDialog):
             adapter_slots=self.adapter_slots.value(),
             device=self.device.currentData(),
             precision=self.precision.currentData(),
+            gpu_memory_mb=self.gpu_memory.value(),
             num_beams=self.beams.value(),
             length_penalty=self.length_penalty.value(),
             max_length=self.max_length.value(),

@@ -293,10 +293,13 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.pages)
 
         self.model_label = QLabel(objectName="modelInfo")
+        self.kernels_label = QLabel(objectName="kernelsInfo")  # shown once the GPU kernels have failed
+        self.kernels_label.hide()
         self.load_progress = QProgressBar(textVisible=False, maximumWidth=120)
         self.load_progress.setRange(0, 0)
         self.load_progress.hide()
         self.statusBar().addPermanentWidget(self.load_progress)
+        self.statusBar().addPermanentWidget(self.kernels_label)
         self.statusBar().addPermanentWidget(self.model_label)
         self.statusBar().setSizeGripEnabled(False)
 
@@ -333,6 +336,8 @@ class MainWindow(QMainWindow):
         w = self.worker
         w.loaded.connect(self._on_loaded)
         w.load_failed.connect(self._on_load_failed)
+        w.holding.connect(self.model_label.setText)
+        w.kernels_unavailable.connect(self._on_kernels_unavailable)
         w.detected.connect(self._on_detected)
         w.partial.connect(self._on_partial)
         w.translated.connect(self._on_translated)
@@ -395,7 +400,7 @@ class MainWindow(QMainWindow):
         self.model_label.setText("Loading model…")
         self.load_progress.show()
         self.worker.load(s.model_dir, s.device, s.precision, s.adapters_path(self.paths), s.adapter_slots,
-                         typed_options=self.typed_options())
+                         typed_options=self.typed_options(), gpu_memory=s.gpu_memory_mb << 20)
 
     def _on_loaded(self, description: str) -> None:
         self.model_ready = True
@@ -405,6 +410,10 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Ready", 4000)
         if self.source.toPlainText().strip() and not self.job_id:
             self.translate_now()
+
+    def _on_kernels_unavailable(self, message: str) -> None:
+        self.kernels_label.setText(message)
+        self.kernels_label.show()
 
     def _on_load_failed(self, message: str) -> None:
         self.load_progress.hide()
@@ -656,8 +665,8 @@ class MainWindow(QMainWindow):
             self.apply_theme()
         if new.adapters_path(self.paths) != old.adapters_path(self.paths):
             self.adapter_picker.rescan(new.adapters_path(self.paths), new.adapter)
-        if (new.model_dir, new.device, new.precision, new.adapter_slots) != (
-            old.model_dir, old.device, old.precision, old.adapter_slots
+        if (new.model_dir, new.device, new.precision, new.adapter_slots, new.gpu_memory_mb) != (
+            old.model_dir, old.device, old.precision, old.adapter_slots, old.gpu_memory_mb
         ):
             self._start_model()
         elif (new.num_beams, new.length_penalty, new.max_length) != (old.num_beams, old.length_penalty, old.max_length):

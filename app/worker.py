@@ -49,6 +49,7 @@ class LoadModel:
     dtype: str = "auto"
     adapters_dir: str = ""  # the LoRA adapters folder ("" = none until a job names one)
     adapter_slots: int | None = None  # LoRA adapters resident at once (None: the engine's default)
+    gpu_memory: int | None = None  # bytes of GPU memory for translation beyond the weights (None: the engine's default)
     typed_options: dict = field(default_factory=dict)  # what typed text will use: warmed up at load on the GPU
 
 
@@ -100,6 +101,8 @@ _FIRST, _DOCUMENTS, _LAST = 0, 1, 2
 
 class EngineWorker(QThread):
     loaded = Signal(str)  # what runs now: Translator.describe()
+    holding = Signal(str)  # Translator.describe() after a job: what the engine holds now
+    kernels_unavailable = Signal(str)  # once: the GPU kernels failed and the slower PyTorch path runs
     load_failed = Signal(str)  # why the model could not be loaded
     detected = Signal(int, str)  # job id, detected FLORES-200 code ("" when unsure)
     partial = Signal(int, int, str)  # job id, segment index, current best hypothesis of that segment
@@ -124,17 +127,18 @@ class EngineWorker(QThread):
         self._quitting = False
         self.translator = None  # owned by this thread: only run() and what it calls use it
         self._recent = RecentTranslations()  # typed lines' translations by the loaded model
+        self._kernels_reported = False  # the kernels' failure is for the whole process: said once
 
     # -- called from the GUI thread ------------------------------------------------------------------
 
     def load(
         self, model_dir: str | Path, device: str = "auto", dtype: str = "auto", adapters_dir: str | Path = "",
-        adapter_slots: int | None = None, typed_options: dict | None = None,
+        adapter_slots: int | None = None, typed_options: dict | None = None, gpu_memory: int | None = None,
     ) -> None:
         """Load (or switch to) a model; jobs submitted afterwards use it. On the GPU, a typed
         sentence with `typed_options` (overrides of the model's default options) is translated
         while loading, so that the first one typed does not wait for kernels and graphs."""
-        self._put(_FIRST, LoadModel(Path(model_dir), device, dtype, str(adapters_dir), adapter_slots,
+        self._put(_FIRST, LoadModel(Path(model_dir), device, dtype, str(adapters_dir), adapter_slots, gpu_memory,
                                     dict(typed_options or {})))
 
     def submit(self, job: TranslationJob | DocumentJob) -> int:
@@ -190,6 +194,7 @@ class EngineWorker(QThread):
             translator = Translator(
                 command.model_dir, device=command.device, dtype=command.dtype,
                 adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
+                gpu_memory=command.gpu_memory,
             )
             translator.bind_gpu_to_thread()
         except Exception as e:  # CheckpointError, DeviceError, TokenizerError, out of memory...
@@ -202,6 +207,14 @@ class EngineWorker(QThread):
                 log.warning("warming up %s failed", command.model_dir, exc_info=True)
         self.translator = translator
         self.loaded.emit(translator.describe())
+        self._report_kernels()
+
+    def _report_kernels(self) -> None:
+        """Say once, if the GPU kernels failed (at the warm-up, or in a job), that the slower path runs."""
+        message = self.translator.kernels_unavailable() if self.translator is not None else None
+        if message and not self._kernels_reported:
+            self._kernels_reported = True
+            self.kernels_unavailable.emit(message)
 
     def _unload(self) -> None:
         self._recent.clear()  # they were the old model's
@@ -218,6 +231,9 @@ class EngineWorker(QThread):
         finally:
             with self._lock:
                 self._cancelled.discard(job_id)
+        if self.translator is not None:
+            self._report_kernels()
+            self.holding.emit(self.translator.describe())
 
     def _translate(self, job_id: int, job: TranslationJob) -> None:
         def should_stop() -> bool:

@@ -19,7 +19,7 @@ from bench import emit
 from engine.config import NllbConfig
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
-from engine.generator import Generator, Request
+from engine.generator import DEFAULT_GPU_MEMORY, Generator, Request
 from engine.model import NllbModel
 from engine.quantize import int8_supported, quantize_int8
 from engine.weights import expected_shapes
@@ -142,6 +142,8 @@ def main() -> None:
     parser.add_argument("--doc-repeats", type=int, default=3, help="timed runs of each document workload (median)")
     parser.add_argument("--batches", default="", help="sentences per batch to sweep for the document workloads, e.g. 64,128,512")
     parser.add_argument("--sentences", type=int, default=512, help="sentences of the document workloads (fewer on a CPU)")
+    parser.add_argument("--gpu-memory", type=float, default=DEFAULT_GPU_MEMORY / 2**30,
+                        help="GB of GPU memory for rows and caches beyond the weights (the app's default)")
     args = parser.parse_args()
 
     device = resolve_device(args.device)
@@ -152,9 +154,12 @@ def main() -> None:
     model = random_model(args.size, device, dtype)
     if int8:
         quantize_int8(model)
-    generator = Generator.build(model)
+    generator = Generator.build(model, gpu_memory=int(args.gpu_memory * 2**30))
     out = {"size": args.size, "device": describe(device, dtype, int8), "torch": torch.__version__,
-           "document_runs": args.doc_repeats}  # each document figure: the median of that many timed runs
+           "document_runs": args.doc_repeats,  # each document figure: the median of that many timed runs
+           "rows": generator.max_rows, "cache_tokens": generator.num_total_blocks() * generator.kv_block_size()}
+    if device.type == "cuda":
+        out["gpu_memory_GB"] = args.gpu_memory
     rng = random.Random(1)
 
     if args.workload in ("interactive", "all"):

@@ -28,6 +28,7 @@ from typing import Callable
 
 import torch
 
+import kernels
 from engine.device import copy_many_to_device, copy_to_device
 from engine.kv_cache import PagedKVCache
 from engine.lora import LoraPool, LoraRows
@@ -55,7 +56,9 @@ class _GraphSet:
     def _replay(self, key: tuple, step: Callable[[], object], warm_up: Callable[[], object]) -> object:
         """Replay the graph of `key` and return what its step returned when captured. On the key's
         first use, `warm_up` runs once on a side stream (Triton compiles, cuBLAS picks its kernels),
-        then `step` is captured."""
+        then `step` is captured. Once the Triton kernels have failed, `step` runs uncaptured."""
+        if not self.capture:
+            return step()
         if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
             self._keep(lambda key: not key[1])
             self.lora_layout = self.lora.layout
@@ -65,6 +68,11 @@ class _GraphSet:
             with torch.cuda.stream(side):
                 warm_up()
             torch.cuda.current_stream().wait_stream(side)
+            if kernels.triton_failed():
+                # The kernels' references run instead, and some wait for the host, which a capture
+                # forbids: from now on steps run as on the CPU.
+                self.capture = False
+                return step()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=self.pool):
                 out = step()

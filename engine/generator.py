@@ -58,7 +58,7 @@ import kernels
 from engine.batched_search import search_step
 from engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
-from engine.device import to_device, to_device_many, tokens_to_device
+from engine.device import sum_in_float32, to_device, to_device_many, tokens_to_device
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
 from engine.model import FOLD_MAX_ROWS, FoldedSources, NllbModel
@@ -196,12 +196,40 @@ def freeze_heap() -> None:
 atexit.register(gc.unfreeze)  # so that shutdown collects what was frozen (triton's bindings report leaks otherwise)
 
 
-def default_cache_tokens(device: torch.device, bytes_per_token: int) -> int:
-    """How many decoder tokens the self-attention cache holds (sources get a quarter of that)."""
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return max(4096, min(int(0.5 * free) // bytes_per_token, 1 << 20))
-    return 4096  # a few sentences with 4 beams at full length; the scheduler preempts beyond that
+# What the engine takes of a GPU's memory beyond the model's weights, unless told otherwise (the
+# app's setting "GPU memory for translation"): enough for an 8 GB card beside the display.
+DEFAULT_GPU_MEMORY = 2 << 30
+GPU_ROWS = 2048  # the most rows a step may have on a GPU
+CPU_CACHE_TOKENS = 4096  # a few sentences with 4 beams at full length; the scheduler preempts beyond that
+CPU_ROWS = 32
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """How much a generator takes: rows a step may have, and tokens of the self-attention cache (the
+    source cache holds a quarter of that, at least 2,048)."""
+
+    rows: int
+    cache_tokens: int
+
+    def cache_bytes(self, bytes_per_token: int) -> int:
+        return (self.cache_tokens + max(self.cache_tokens // 4, 2048)) * bytes_per_token
+
+
+def plan_memory(budget: int, bytes_per_token: int, logits_per_row: int, max_positions: int,
+                free: int | None = None) -> MemoryPlan:
+    """Rows and cache tokens within `budget` bytes (and half the `free` memory, where given): a
+    step's logits (`logits_per_row` bytes a row) take at most a quarter, in a power of two of rows
+    (the graphs' largest bucket), and the caches what is left, never more than the rows can fill
+    at `max_positions` tokens each. The scheduler admits what the blocks allow and preempts
+    beyond that, so a smaller budget costs speed on long documents, not translations."""
+    if free is not None:
+        budget = min(budget, free // 2)
+    rows = max(1, min(GPU_ROWS, budget // 4 // logits_per_row))
+    rows = 1 << rows.bit_length() - 1
+    cache = budget - rows * logits_per_row
+    tokens = min(cache * 4 // (5 * bytes_per_token), rows * max_positions)
+    return MemoryPlan(rows, max(tokens, 4 * BLOCK_SIZE))
 
 
 class Generator:
@@ -215,8 +243,11 @@ class Generator:
         adapters_dir: str | None = None,
         adapter_slots: int | None = None,
         fold_sources: bool | None = None,
+        gpu_memory: int | None = None,
     ) -> "Generator":
-        """A generator with caches sized for the model's device: most of the free GPU memory, or a few MB on the CPU.
+        """A generator with caches sized for the model's device: on a GPU `gpu_memory` bytes
+        (default DEFAULT_GPU_MEMORY) of rows and caches (`plan_memory`), a few MB on the CPU;
+        `max_rows` and `cache_tokens` override the plan.
 
         `graphs` (default: on CUDA) runs decoder steps through DecodeGraphs; on the CPU that path
         runs eagerly, padded as on the GPU. Adapters come from `adapters_dir`, with
@@ -232,13 +263,21 @@ class Generator:
             if device.type == "cuda":
                 torch.cuda.empty_cache()  # the layers' weights it stacked
         bytes_per_token = c.decoder_layers * 2 * c.d_model * torch.finfo(dtype).bits // 8
-        tokens = cache_tokens or default_cache_tokens(device, bytes_per_token)
+        if device.type == "cuda":
+            sum_in_float32(dtype)
+            free, _ = torch.cuda.mem_get_info(device)
+            logits_per_row = c.vocab_size * torch.finfo(dtype).bits // 8
+            plan = plan_memory(gpu_memory or DEFAULT_GPU_MEMORY, bytes_per_token, logits_per_row, model.max_positions,
+                               free)
+        else:
+            plan = MemoryPlan(CPU_ROWS, CPU_CACHE_TOKENS)
+        tokens = cache_tokens or plan.cache_tokens
 
         def cache(tokens: int) -> PagedKVCache:
             blocks = -(-tokens // BLOCK_SIZE)
             return PagedKVCache(c.decoder_layers, blocks, BLOCK_SIZE, c.decoder_heads, c.head_dim, dtype, device)
 
-        rows = max_rows or (2048 if device.type == "cuda" else 32)
+        rows = max_rows or plan.rows
         generator = cls(model, cache(tokens), cache(max(tokens // 4, 2048)), rows)
         generator.lora = LoraPool(c, adapter_slots or DEFAULT_SLOTS, device, dtype, adapters_dir)
         generator.folded = folded

@@ -7,6 +7,9 @@ import itertools
 from pathlib import Path
 from typing import Callable
 
+import torch
+
+import kernels
 from engine.config import CheckpointError, load_config, load_generation_defaults
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
@@ -35,9 +38,11 @@ class Translator:
         cache_tokens: int | None = None,
         adapters_dir: str | Path | None = None,
         adapter_slots: int | None = None,
+        gpu_memory: int | None = None,
     ):
         """`adapters_dir`: the folder of LoRA adapters that `translate(adapter=...)` names; up to
-        `adapter_slots` (default 4) of them stay resident on the device."""
+        `adapter_slots` (default 4) of them stay resident on the device. `gpu_memory`: bytes of GPU
+        memory for the work beyond the weights (engine.generator.DEFAULT_GPU_MEMORY by default)."""
         model_dir = Path(model_dir)
         if not model_dir.is_dir():
             raise CheckpointError(f"{model_dir}: not a folder")
@@ -61,7 +66,7 @@ class Translator:
         if self.int8:
             quantize_int8(model)
         self.generator = Generator.build(
-            model, max_rows, cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots
+            model, max_rows, cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots, gpu_memory=gpu_memory
         )
 
     def describe(self) -> str:
@@ -71,7 +76,18 @@ class Translator:
         decoder = c.decoder_layers * (8 * C * C + 2 * C * c.decoder_ffn_dim)
         params = c.vocab_size * C + encoder + decoder
         size = f"{params / 1e9:.1f}B" if params >= 1e9 else f"{params / 1e6:.0f}M" if params >= 1e6 else f"{params / 1e3:.0f}k"
-        return f"{self.model_dir.name} ({size} parameters) on {describe(self.device, self.dtype, self.int8)}"
+        held = f", {self.gpu_memory_held() / 2**30:.1f} GB held" if self.device.type == "cuda" else ""
+        return f"{self.model_dir.name} ({size} parameters) on {describe(self.device, self.dtype, self.int8)}{held}"
+
+    def gpu_memory_held(self) -> int:
+        """Bytes of GPU memory the engine holds now (weights, caches, graphs, what torch keeps for reuse)."""
+        return torch.cuda.memory_reserved(self.device) if self.device.type == "cuda" else 0
+
+    @staticmethod
+    def kernels_unavailable() -> str | None:
+        """"GPU kernels unavailable: <reason>; using the slower PyTorch path" once a GPU kernel
+        failed to compile or launch in this process (translation goes on without them), else None."""
+        return kernels.unavailable_message()
 
     def default_options(self, **overrides) -> DecodingOptions:
         """Decoding options from the checkpoint's generation config, then `overrides` (None = keep)."""

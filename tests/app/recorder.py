@@ -9,7 +9,7 @@ recorder stays connected until the worker has stopped and its queue is flushed.
 from __future__ import annotations
 
 SIGNALS = ("loaded", "load_failed", "detected", "partial", "translated", "failed", "cancelled",
-           "document_progress", "document_done", "document_failed")
+           "document_progress", "document_done", "document_failed", "holding", "kernels_unavailable")
 WAIT_MS = 30_000
 
 
@@ -21,7 +21,8 @@ class Recorder:
 
     def of(self, job_id: int) -> list[tuple]:
         """The events about one job (every job signal carries its id first)."""
-        return [e for e in self.events if e[0] not in ("loaded", "load_failed") and e[1] == job_id]
+        return [e for e in self.events if e[0] not in ("loaded", "load_failed", "holding", "kernels_unavailable")
+                and e[1] == job_id]
 
     def kinds(self, job_id: int) -> list[str]:
         return [e[0] for e in self.of(job_id)]

@@ -17,7 +17,7 @@ def test_dragoman_home_holds_every_folder(paths, tmp_path):
 def test_settings_round_trip(paths):
     settings = Settings(model_dir="/m", device="cpu", precision="bfloat16", num_beams=2, length_penalty=1.5,
                         max_length=64, theme="dark", source_language=AUTO_DETECT, target_language="deu_Latn",
-                        recent_languages=["deu_Latn", "fra_Latn"], adapter="legal", adapter_slots=2)
+                        recent_languages=["deu_Latn", "fra_Latn"], adapter="legal", adapter_slots=2, gpu_memory_mb=4096)
     settings.save(paths.settings_file)
     assert Settings.load(paths.settings_file) == settings
     assert not paths.settings_file.with_name("settings.json.tmp").exists()
@@ -35,6 +35,7 @@ def test_mistyped_or_unknown_values_are_ignored(paths):
     paths.settings_file.write_text(json.dumps({
         "num_beams": "four", "length_penalty": 2, "theme": "purple", "precision": "int3",
         "recent_languages": ["fra_Latn", 7], "surprise": True, "max_length": 128, "adapter_slots": 0,
+        "gpu_memory_mb": 12,
     }))
     settings = Settings.load(paths.settings_file)
     assert settings.num_beams == Settings().num_beams
@@ -43,6 +44,7 @@ def test_mistyped_or_unknown_values_are_ignored(paths):
     assert settings.recent_languages == ["fra_Latn"]
     assert settings.max_length == 128
     assert settings.adapter_slots == Settings().adapter_slots
+    assert settings.gpu_memory_mb == Settings().gpu_memory_mb
 
 
 def test_recent_languages_most_recent_first_and_capped():
@@ -69,3 +71,9 @@ def test_command_line_choices_override_saved_ones(paths, tmp_path):
 def test_command_line_unknown_language_is_refused_with_suggestions(paths):
     with pytest.raises(UnknownLanguageError, match="fra_Latn"):
         startup_settings(paths, tgt="fr")
+
+
+def test_the_gpu_memory_default_is_the_engine_s():
+    from engine.generator import DEFAULT_GPU_MEMORY
+
+    assert Settings().gpu_memory_mb << 20 == DEFAULT_GPU_MEMORY

@@ -69,7 +69,7 @@ def test_loading_hands_the_worker_the_options_typed_text_will_use(qtbot, open_wi
     monkeypatch.setattr(window.worker, "load", lambda *args, **kwargs: loads.append(kwargs))
     window.settings.num_beams, window.settings.max_length = 2, 64
     window.load_model()
-    assert loads == [{"typed_options": window.make_job().options}]
+    assert loads == [{"typed_options": window.make_job().options, "gpu_memory": window.settings.gpu_memory_mb << 20}]
     assert loads[0]["typed_options"]["num_beams"] == 2 and loads[0]["typed_options"]["max_length"] == 64
 
 
@@ -186,6 +186,7 @@ def test_settings_persist_across_restarts(qtbot, open_window, settings, paths):
     dialog.beams.setValue(2)
     dialog.length_penalty.setValue(1.3)
     dialog.max_length.setValue(77)
+    dialog.gpu_memory.setValue(1024)
     dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
     window.apply_settings(dialog.result_settings())
     assert QApplication.instance().palette().base().color().name() == "#25272b"
@@ -194,7 +195,7 @@ def test_settings_persist_across_restarts(qtbot, open_window, settings, paths):
 
     again = open_window()
     s = again.settings
-    assert (s.num_beams, s.length_penalty, s.max_length, s.theme) == (2, 1.3, 77, "dark")
+    assert (s.num_beams, s.length_penalty, s.max_length, s.theme, s.gpu_memory_mb) == (2, 1.3, 77, "dark", 1024)
     assert s.model_dir == settings.model_dir and s.device == "cpu"
     assert again.target_picker.code() == "jpn_Jpan" and s.recent_languages[0] == "jpn_Jpan"
     assert again.make_job().options == {"num_beams": 2, "length_penalty": 1.3, "max_length": 77}
@@ -280,3 +281,14 @@ def test_closing_during_a_job_stops_cleanly(qtbot, open_window, settings):
     window.close()
     assert window.worker.isFinished() and time.monotonic() - started < 5
     assert window.worker.translator is None
+
+
+def test_a_gpu_kernel_failure_stays_in_the_status_bar(qtbot, open_window, settings):
+    window = open_window(settings)
+    assert not window.kernels_label.isVisible()
+    message = "GPU kernels unavailable: RuntimeError: no C compiler; using the slower PyTorch path"
+    window.worker.kernels_unavailable.emit(message)
+    qtbot.waitUntil(window.kernels_label.isVisible, timeout=WAIT_MS)
+    assert window.kernels_label.text() == message
+    window.worker.holding.emit("model (1M parameters) on GPU, bfloat16, 2.1 GB held")
+    qtbot.waitUntil(lambda: window.model_label.text().endswith("2.1 GB held"), timeout=WAIT_MS)

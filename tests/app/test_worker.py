@@ -51,6 +51,19 @@ def test_translation_equals_the_engine(qtbot, worker, oracle):
     assert results[1] == "" and results[0]
 
 
+def test_a_gpu_kernel_failure_is_reported_once_and_what_the_engine_holds_after_each_job(qtbot, worker, monkeypatch):
+    import kernels
+
+    monkeypatch.setattr(kernels, "_unavailable", "RuntimeError: no C compiler")
+    ids = [worker.submit(TranslationJob([f"Hello {i}."], "eng_Latn", "fra_Latn", OPTIONS)) for i in range(2)]
+    worker.events.wait(qtbot, "translated", ids[1])
+    qtbot.waitUntil(lambda: sum(e[0] == "holding" for e in worker.events.events) == 2, timeout=WAIT_MS)
+    assert [e for e in worker.events.events if e[0] == "kernels_unavailable"] == [
+        ("kernels_unavailable", "GPU kernels unavailable: RuntimeError: no C compiler; using the slower PyTorch path")
+    ]
+    assert all(e[1].endswith("on CPU, float32") for e in worker.events.events if e[0] == "holding")
+
+
 def test_partial_hypotheses_arrive_before_the_final_text(qtbot, worker, oracle):
     text = ["The small dog sees the river."]
     job_id = worker.submit(TranslationJob(text, "eng_Latn", "deu_Latn", OPTIONS))

@@ -18,3 +18,37 @@ def test_the_warm_up_translates_a_sentence_of_each_kind_alone_and_keeps_nothing(
     assert all(r.result and r.options.num_beams == 4 and r.options.max_length == 20 for [r] in runs)
     assert generator.num_free_blocks() == generator.num_total_blocks()
     assert generator.rows.num_free_rows() == generator.rows.capacity
+
+
+def test_when_the_gpu_kernels_fail_translation_goes_on_with_the_same_tokens(tiny_checkpoint, monkeypatch, caplog):
+    """Every kernel call taken as on a GPU, and the first Triton launch failing as without a C
+    compiler: the references carry on, the tokens are float32's, and it is said once."""
+    import triton.runtime.interpreter
+    import triton.runtime.jit
+
+    import kernels
+
+    translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    texts = ["The quick brown fox jumps over the lazy dog.", "Ein kurzer Satz"]
+    options = translator.default_options(num_beams=4, max_length=30)
+    expected = translator.translate(texts, "eng_Latn", "fra_Latn", options)
+    assert translator.kernels_unavailable() is None
+
+    tried = []
+
+    def fail(self, *args, **kwargs):
+        tried.append(self)
+        raise RuntimeError("Failed to find C compiler. Please specify via CC environment variable.")
+
+    monkeypatch.setattr(kernels, "_on_gpu", lambda tensor: True)
+    monkeypatch.setattr(kernels, "_unavailable", None)
+    for kind in (triton.runtime.jit.JITFunction, triton.runtime.interpreter.InterpretedFunction):
+        monkeypatch.setattr(kind, "run", fail)
+    with caplog.at_level("WARNING", logger="kernels"):
+        assert translator.translate(texts, "eng_Latn", "fra_Latn", options) == expected
+        assert translator.translate(texts[:1], "eng_Latn", "fra_Latn", options) == expected[:1]
+    assert len(tried) == 1
+    message = translator.kernels_unavailable()
+    assert message.startswith("GPU kernels unavailable: RuntimeError: Failed to find C compiler")
+    assert message.endswith("; using the slower PyTorch path")
+    assert [r.getMessage() for r in caplog.records] == [message]

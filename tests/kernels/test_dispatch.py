@@ -2,6 +2,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import kernels
@@ -56,3 +57,59 @@ def test_imports_and_runs_without_triton():
         "kernels.fused_linear(x, torch.randn(4, 16), None, relu=True)\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+@pytest.fixture
+def as_on_a_gpu(monkeypatch):
+    """CPU tensors take the Triton path (run by the interpreter, tests/kernels/conftest.py), with
+    the kernels' failure state as at the start of a process."""
+    monkeypatch.setattr(kernels, "_on_gpu", lambda tensor: True)
+    monkeypatch.setattr(kernels, "_unavailable", None)
+
+
+@pytest.fixture
+def failing_launches(monkeypatch):
+    """Every Triton launch fails as where Triton finds no C compiler to build its launchers with;
+    returns the list of launches tried."""
+    import triton.runtime.interpreter
+    import triton.runtime.jit
+
+    tried = []
+
+    def fail(self, *args, **kwargs):
+        tried.append(self)
+        raise RuntimeError("Failed to find C compiler. Please specify via CC environment variable.\nmore detail")
+
+    for kind in (triton.runtime.jit.JITFunction, triton.runtime.interpreter.InterpretedFunction):
+        monkeypatch.setattr(kind, "run", fail)
+    return tried
+
+
+def test_on_a_gpu_the_triton_kernel_runs(as_on_a_gpu):
+    x, weight = torch.randn(2, 64), torch.randn(16, 64)
+    out = kernels.fused_linear(x, weight)
+    torch.testing.assert_close(out, kernels.fused_linear_ref(x, weight))
+    assert kernels.unavailable_message() is None and not kernels.triton_failed()
+
+
+def test_a_kernel_that_fails_falls_back_to_its_reference_for_good_saying_so_once(as_on_a_gpu, failing_launches,
+                                                                                    caplog):
+    q, k, v, table, rows, lens, x = small_inputs()
+    weight, bias = torch.randn(5, 8), torch.randn(5)
+    with caplog.at_level("WARNING", logger="kernels"):
+        assert torch.equal(kernels.fused_linear(x, weight, bias), kernels.fused_linear_ref(x, weight, bias))
+        assert torch.equal(kernels.slot_attention(q, k, v, table, rows, lens, 0.5),
+                           kernels.slot_attention_ref(q, k, v, table, rows, lens, 0.5))
+        kernels.fused_linear(x, weight, bias)
+    assert len(failing_launches) == 1  # the kernels after the first failure are not tried
+    message = "GPU kernels unavailable: RuntimeError: Failed to find C compiler. Please specify via CC environment " \
+              "variable.; using the slower PyTorch path"
+    assert kernels.unavailable_message() == message and kernels.triton_failed()
+    assert [r.getMessage() for r in caplog.records] == [message]
+
+
+def test_a_failed_assertion_is_the_caller_s_and_is_raised(as_on_a_gpu):
+    x = torch.randn(2, 64)
+    with pytest.raises(AssertionError):
+        kernels.fused_linear(x, torch.randn(16, 64).half())  # K differs: a mistake, not a Triton failure
+    assert kernels.unavailable_message() is None

@@ -13,6 +13,7 @@ def emit(out: dict, name: str, device: torch.device) -> None:
     when $OUT is set, as on the device machine."""
     if device.type == "cuda":
         out["max_mem_GB"] = torch.cuda.max_memory_allocated(device) / 1e9
+        out["max_reserved_GB"] = torch.cuda.max_memory_reserved(device) / 1e9  # what the process held at most
     print(json.dumps(out, indent=1))
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], f"{name}.json"), "w") as f:

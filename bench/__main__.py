@@ -16,9 +16,10 @@ import time
 import torch
 
 from bench import emit
+from bench.shared_memory import compiled_kernels, over_limit, report
 from engine.config import NllbConfig
 from engine.decoding import DecodingOptions
-from engine.device import describe, resolve_device, resolve_dtype
+from engine.device import describe, gpu_profile, resolve_device, resolve_dtype
 from engine.generator import DEFAULT_GPU_MEMORY, Generator, Request
 from engine.model import NllbModel
 from engine.quantize import int8_supported, quantize_int8
@@ -187,6 +188,11 @@ def main() -> None:
                                         for _ in range(args.doc_repeats))
             out[f"document_beam{beams}_bs{batch}_sent_per_s"] = len(document) / seconds
         generator.max_rows = all_rows
+    if device.type == "cuda":
+        limit = gpu_profile(device).shared_memory
+        out["kernel_shared_memory_max_B"] = max((c.shared for c in compiled_kernels()), default=0)
+        out["kernels_over_shared_memory"] = len(over_limit(limit))
+        print(report(limit))
     emit(out, f"dragoman_{args.size}", device)
 
 if __name__ == "__main__":

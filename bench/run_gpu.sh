@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda.py 2>&1 | tail -5
 [ -z "${KERNELS:-}" ] || timeout 400 python3 -m bench.kernels_check 2>&1 | tail -80  # KERNELS=1: each kernel against its reference in bf16
 for size in $SIZES; do
-  timeout 200 python3 -m bench --size $size --batches 64,256 2>&1 | tail -20
+  timeout 200 python3 -m bench --size $size --batches 64,256 --gpu-memory 64 2>&1 | tail -20  # the memory the speed table was measured with
   (export PYTHONPATH=$PWD/.ct2 LD_LIBRARY_PATH=$PWD/.cb12:$L:${LD_LIBRARY_PATH:-}; \
    BATCHES=4:64,4:256,1:512 timeout 200 python3 .peers/ct2_baseline.py $size bfloat16 2>&1 | tail -20)
   [ -n "${SKIP_HF:-}" ] || BATCHES=4:64,4:256,1:512 timeout 200 python3 .peers/hf_baseline.py $size bf16 2>&1 | tail -20

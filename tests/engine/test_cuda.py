@@ -1,15 +1,41 @@
 """The engine on a CUDA GPU (skipped where there is none, as in CI): the Triton kernels and the
-batched GPU paths must give the reference's tokens in float32, and run in the low precisions."""
+batched GPU paths must give the reference's tokens in float32, and run in the low precisions.
+
+
+The GPU may stand for a smaller card (DRAGOMAN_GPU_PROFILE, kernels/gpu_profile.py): its half precision
+is then the card's, and the last test checks that no kernel compiled here needs more shared memory
+than that card has."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 import torch
 
+import kernels
+from bench.shared_memory import over_limit, report
+from engine.device import gpu_profile
 from engine.generator import Generator, Request
 from engine.translator import Translator
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
+REPO = Path(__file__).resolve().parents[2]
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz"]
+BFLOAT16 = torch.cuda.is_available() and gpu_profile(torch.device("cuda", 0)).has_bfloat16
+HALF = "bfloat16" if BFLOAT16 else "float16"  # the card's own: the automatic precision
+HALVES = ["bfloat16", "float16"] if BFLOAT16 else ["float16"]
+
+
+@pytest.fixture(autouse=True)
+def kernels_ran():
+    """A kernel that failed would leave its reference doing the work unseen: none may, here."""
+    yield
+    assert kernels.unavailable_message() is None
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +80,7 @@ def test_a_warmed_up_gpu_translates_as_the_cpu_and_holds_nothing_back(tiny_check
     assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(**options)) == expected
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("dtype", HALVES)
 def test_low_precision_runs_and_frees_its_blocks(tiny_checkpoint, dtype):
     gpu = Translator(tiny_checkpoint, device="cuda", dtype=dtype)
     out = gpu.translate(TEXTS, "eng_Latn", "deu_Latn", gpu.default_options(max_length=40))
@@ -86,7 +112,7 @@ def test_chained_kernel_launches_give_the_same_tokens_as_plain_ones(tiny_checkpo
     import kernels._triton
 
     def translate():
-        gpu = Translator(tiny_checkpoint, device="cuda", dtype="bfloat16")
+        gpu = Translator(tiny_checkpoint, device="cuda", dtype=HALF)
         return [gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, num_beams=beams))
                 for beams in (1, 4)]
 
@@ -108,7 +134,7 @@ def test_a_folded_source_on_the_gpu_translates_as_the_cpu_in_float32(tiny_checkp
             assert gpu.generator.folded.slots == S
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("dtype", HALVES)
 def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(tiny_checkpoint, dtype, monkeypatch):
     """Half precision folds a typed sentence's source by default, in the encoder's graph; the folded
     keys and values are rounded to it, so each layer's cross-attention sublayer must agree with the
@@ -155,7 +181,7 @@ def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(tiny_che
 def test_the_packed_encoder_agrees_with_float32(tiny_checkpoint):
     """In half precision the encoder attends over packed sources (kernels.packed_attention, each
     token's source given); a source that attended across its neighbours would be far off."""
-    low = Translator(tiny_checkpoint, device="cuda", dtype="bfloat16").generator.model
+    low = Translator(tiny_checkpoint, device="cuda", dtype=HALF).generator.model
     exact = Translator(tiny_checkpoint, device="cuda", dtype="float32").generator.model
     generator = torch.Generator().manual_seed(0)
     lengths = [3, 17, 9, 30]
@@ -178,7 +204,7 @@ def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(tiny_checkpoint, 
     the padded matmuls may pick other kernels), also when two sources replay one bucket's graph,
     and with a LoRA adapter."""
     folder, models = peft_adapters
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype="bfloat16", adapters_dir=folder)
+    gpu = Translator(tiny_checkpoint, device="cuda", dtype=HALF, adapters_dir=folder)
     generator = gpu.generator
     graphs = generator.encoder_graphs
     assert graphs is not None
@@ -199,3 +225,70 @@ def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(tiny_checkpoint, 
     for graphed, eager in zip(replayed, stored_kv()):
         assert (graphed - eager).norm() / eager.norm() < 2e-2
     assert len(graphs.graphs) < len(sources)  # some sources shared a bucket's graph
+
+
+def test_without_a_c_compiler_the_gpu_translates_as_the_cpu_through_the_references(tiny_checkpoint, cpu_translator,
+                                                                                   tmp_path):
+    """Triton builds its launchers with the C compiler at first use: with none (CC names a missing
+    one, and an empty cache), every kernel falls back to its reference, graphs are not captured,
+    the tokens are the CPU's, and the log says so once."""
+    code = textwrap.dedent("""
+        import json, sys
+        from engine.translator import Translator
+        gpu = Translator(sys.argv[1], device="cuda", dtype="float32")
+        texts = json.loads(sys.argv[2])
+        print(json.dumps([gpu.translate(texts, "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, num_beams=b))
+                          for b in (4, 1)]))
+        print(gpu.kernels_unavailable())
+    """)
+    env = {**os.environ, "CC": str(tmp_path / "no-compiler"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    done = subprocess.run([sys.executable, "-c", code, str(tiny_checkpoint), json.dumps(TEXTS)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    translations, message = done.stdout.strip().splitlines()[-2:]
+    expected = [cpu_translator.translate(TEXTS, "eng_Latn", "fra_Latn",
+                                         cpu_translator.default_options(max_length=40, num_beams=b)) for b in (4, 1)]
+    assert json.loads(translations) == expected
+    assert message.startswith("GPU kernels unavailable: ") and message.endswith("; using the slower PyTorch path")
+    assert done.stderr.count("GPU kernels unavailable") == 1, done.stderr[-3000:]
+
+
+def test_600m_shaped_activations_stay_finite_in_float16():
+    """float16 (Turing's precision) holds 600M's activations: the encoder's output and every
+    step's logits finite, with weights scaled to make each layer's output of order one (std
+    3 / sqrt(fan in)) and float32 sums."""
+    from bench.__main__ import random_weights, sentence, shape_config
+    from engine.decoding import DecodingOptions
+    from engine.model import NllbModel
+    import random
+
+    config, device = shape_config("600M"), torch.device("cuda")
+    weights = random_weights(config, device, torch.float16)
+    for name, w in weights.items():
+        if w.dim() == 2 and not name.startswith(("embed_tokens", "lm_head")):
+            weights[name] = (w.float() * (3 / w.shape[1] ** 0.5 / 0.02)).half()
+    model = NllbModel(config, weights, max_positions=1024)
+    generator = Generator.build(model, graphs=False)
+    finite = []
+
+    def checked(fn):
+        def run(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            if out is not None:
+                finite.append(bool(torch.isfinite(out).all()))
+            return out
+        return run
+
+    model.encode_packed = checked(model.encode_packed)
+    model.decode_step = checked(model.decode_step)
+    rng = random.Random(0)
+    options = DecodingOptions(num_beams=4, min_new_tokens=16, max_new_tokens=16)
+    generator.run([Request(sentence(n, rng), [2, 256047], options) for n in (32, 10, 60, 200)])
+    assert len(finite) > 16 and all(finite)
+
+
+def test_no_compiled_kernel_needs_more_shared_memory_than_the_profile_has():
+    """Run last: every kernel variant the tests above compiled, against the card's limit."""
+    limit = gpu_profile(torch.device("cuda", 0)).shared_memory
+    print(report(limit))
+    assert not over_limit(limit), report(limit)

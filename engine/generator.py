@@ -218,16 +218,17 @@ class MemoryPlan:
 
 def plan_memory(budget: int, bytes_per_token: int, logits_per_row: int, max_positions: int,
                 free: int | None = None) -> MemoryPlan:
-    """Rows and cache tokens within `budget` bytes (and half the `free` memory, where given): a
-    step's logits (`logits_per_row` bytes a row) take at most a quarter, in a power of two of rows
-    (the graphs' largest bucket), and the caches what is left, never more than the rows can fill
-    at `max_positions` tokens each. The scheduler admits what the blocks allow and preempts
-    beyond that, so a smaller budget costs speed on long documents, not translations."""
+    """Rows and cache tokens within `budget` bytes (and half the `free` memory, where given): the
+    steps' logits (`logits_per_row` bytes a row) take at most a quarter, the caches what is left,
+    never more than the rows can fill at `max_positions` tokens each. Rows come in a power of two
+    (the graphs' largest bucket), and each bucket's graph keeps logits of its own: those of the
+    smaller buckets add up to as many again. The scheduler admits what the blocks allow and
+    preempts beyond that, so a smaller budget costs speed on long documents, not translations."""
     if free is not None:
         budget = min(budget, free // 2)
-    rows = max(1, min(GPU_ROWS, budget // 4 // logits_per_row))
+    rows = max(1, min(GPU_ROWS, budget // 4 // (2 * logits_per_row)))
     rows = 1 << rows.bit_length() - 1
-    cache = budget - rows * logits_per_row
+    cache = budget - 2 * rows * logits_per_row
     tokens = min(cache * 4 // (5 * bytes_per_token), rows * max_positions)
     return MemoryPlan(rows, max(tokens, 4 * BLOCK_SIZE))
 

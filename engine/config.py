@@ -51,14 +51,24 @@ class GenerationDefaults:
     forced_eos_id: int | None = None
 
 
+# A model's or an adapter's JSON settings take a few KB; a file far larger is not one.
+MAX_JSON_BYTES = 4 << 20
+
+
 def read_json_object(path: Path, error: type[Exception], missing: str) -> dict:
     """A JSON object file, or `error` naming the file and what is wrong (`missing` says what a missing file means)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            data = f.read(MAX_JSON_BYTES + 1)
+        if len(data) > MAX_JSON_BYTES:
+            raise error(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB, not a settings file")
+        data = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise error(f"{path}: missing ({missing})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise error(f"{path}: not readable JSON ({e})") from None
+    except RecursionError:
+        raise error(f"{path}: not readable JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise error(f"{path}: expected a JSON object")
     return data

@@ -80,6 +80,7 @@ PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")
 # (alpha / rank) only overflows the activations.
 MAX_RANK = 4096
 MAX_ALPHA = 1e5
+FLOAT16_MAX = torch.finfo(torch.float16).max
 # The JSON types of adapter_config.json's module settings ([str]: a list of strings).
 FIELD_TYPES = {
     "target_modules": (str, [str]),
@@ -532,8 +533,11 @@ def load_adapter(folder: str | Path, config: NllbConfig, name: str | None = None
     if before is None or after != before:
         raise AdapterError(f"{folder}: changed while it was being read; try again once it is written")
     for key, tensor in tensors.items():
-        if not torch.isfinite(tensor).all():
+        low, high = tensor.float().aminmax()
+        if not (low.isfinite() and high.isfinite()):
             raise AdapterError(f"{path}: tensor {key!r} holds NaN or infinite values")
+        if max(-low, high) > FLOAT16_MAX:  # the slots may be float16
+            raise AdapterError(f"{path}: tensor {key!r} holds values beyond float16's range (±{FLOAT16_MAX:g})")
     lora = {
         module: LoraModule(tensors[params["lora_A.weight"]].float(), tensors[params["lora_B.weight"]].float(),
                            parsed.scales[module])

@@ -6,7 +6,9 @@ wrong with the broken ones; `load_adapter` reads one and checks it against the m
 a targeted module is PEFT's: `lora_B(lora_A(x)) * scaling`, scaling = lora_alpha / r (or
 / sqrt(r) with rsLoRA), rank and alpha per module through `rank_pattern` and `alpha_pattern`.
 `modules_to_save` is served for layer norms (a per-adapter copy is small); a copy of any other
-module, and LoRA variants that change the forward pass (DoRA, ...), are refused by name.
+module, and LoRA variants that change the forward pass (DoRA, ...), are refused by name. The
+config's module patterns are regular expressions from an untrusted file: they are matched as PEFT
+matches them, but without backtracking (engine/linear_regex.py).
 
 The pool keeps `num_slots` adapters resident on the device, in slots of stacked matrices: for each
 targeted module a (slots, rank, in) and a (slots, out, rank) stack, rank-padded with zeros, which
@@ -81,22 +83,14 @@ PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")
 MAX_RANK = 4096
 MAX_ALPHA = 1e5
 FLOAT16_MAX = torch.finfo(torch.float16).max
-# The JSON types of adapter_config.json's module settings ([str]: a list of strings).
+# The JSON types of adapter_config.json's module settings ([str]: a list of strings), and their words.
 FIELD_TYPES = {
-    "target_modules": (str, [str]),
-    "exclude_modules": (str, [str]),
-    "modules_to_save": ([str],),
-    "layers_to_transform": (int, [int]),
-    "layers_pattern": (str, [str]),
-    "use_rslora": (bool,),
-}
-FIELD_TYPES_SAID = {
-    "target_modules": "a regular expression or a list of module names",
-    "exclude_modules": "a regular expression or a list of module names",
-    "modules_to_save": "a list of module names",
-    "layers_to_transform": "a layer index or a list of them",
-    "layers_pattern": "a pattern or a list of them",
-    "use_rslora": "true or false",
+    "target_modules": ((str, [str]), "a regular expression or a list of module names"),
+    "exclude_modules": ((str, [str]), "a regular expression or a list of module names"),
+    "modules_to_save": (([str],), "a list of module names"),
+    "layers_to_transform": ((int, [int]), "a layer index or a list of them"),
+    "layers_pattern": ((str, [str]), "a pattern or a list of them"),
+    "use_rslora": ((bool,), "true or false"),
 }
 # The layer index of a module key, when layers_pattern does not say where it is (PEFT's default).
 LAYER_INDEX = re.compile(r".*?\.[^.]*\.(\d+)\.")
@@ -237,15 +231,15 @@ def _read_config(folder: Path) -> dict:
                 check(f"{key}[{entry!r}]", value)
     except OptionsError as e:
         raise AdapterError(f"{path}: {e}") from None
-    for key, kinds in FIELD_TYPES.items():
+    for key, (kinds, said) in FIELD_TYPES.items():
         value = raw.get(key)
         if value is not None and not _is_one_of(value, kinds):
-            raise AdapterError(f"{path}: {key} must be {FIELD_TYPES_SAID[key]}, not {_shown(value)}")
+            raise AdapterError(f"{path}: {key} must be {said}, not {_shown(value)}")
     return raw
 
 
 def _check_alpha(name: str, value) -> float:
-    # NaN fails the comparison too; past MAX_ALPHA a scaling only overflows the activations.
+    # NaN fails the comparison too.
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= MAX_ALPHA:
         raise OptionsError(name, f"must be a number above 0 and at most {MAX_ALPHA:g}, not {value!r}")
     return float(value)
@@ -289,18 +283,19 @@ def _module_patterns(raw: dict, path: Path) -> _Patterns:
         except PatternError as e:
             raise AdapterError(f"{path}: {field} {_shown(pattern)} {e}") from None
 
-    def listed(value) -> list[str]:
-        return [value] if isinstance(value, str) else list(value or [])
+    def entries(field: str) -> tuple[tuple[LinearPattern, float], ...]:
+        return tuple((compiled(field, e, rf"(.*\.)?({e})$"), v) for e, v in (raw.get(field) or {}).items())
 
     targets, exclude = raw.get("target_modules"), raw.get("exclude_modules")
     regex_target = isinstance(targets, str) and targets.lower() != "all-linear"
+    layers = [raw["layers_pattern"]] if isinstance(raw.get("layers_pattern"), str) else raw.get("layers_pattern") or []
     return _Patterns(
         targets=compiled("target_modules", targets, targets) if regex_target else None,
         exclude=compiled("exclude_modules", exclude, exclude) if isinstance(exclude, str) and exclude else None,
         saved=tuple(compiled("modules_to_save", m, rf"(^|.*\.){m}($|\..*)") for m in raw.get("modules_to_save") or []),
-        layers=tuple(compiled("layers_pattern", p, rf"(?:^|.*?\.){p}\.\d+\.") for p in listed(raw.get("layers_pattern"))),
-        ranks=tuple((compiled("rank_pattern", e, rf"(.*\.)?({e})$"), v) for e, v in (raw.get("rank_pattern") or {}).items()),
-        alphas=tuple((compiled("alpha_pattern", e, rf"(.*\.)?({e})$"), v) for e, v in (raw.get("alpha_pattern") or {}).items()),
+        layers=tuple(compiled("layers_pattern", p, rf"(?:^|.*?\.){p}\.\d+\.") for p in layers),
+        ranks=entries("rank_pattern"),
+        alphas=entries("alpha_pattern"),
     )
 
 

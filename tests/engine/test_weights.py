@@ -236,3 +236,9 @@ def test_a_config_nested_too_deeply_or_too_large_is_refused(checkpoint, content)
     (checkpoint / "config.json").write_text(content)
     with pytest.raises(CheckpointError, match=r"config\.json: (not readable JSON \(nested too deeply\)|larger than)"):
         Translator(checkpoint, device="cpu")
+
+
+def test_a_vocabulary_smaller_than_the_tokenizer_is_refused(checkpoint):
+    rewrite_json(checkpoint / "config.json", vocab_size=1000)
+    with pytest.raises(CheckpointError, match=r"config\.json: vocab_size is 1000 but the tokenizer has 1204 tokens"):
+        Translator(checkpoint, device="cpu")

@@ -102,19 +102,19 @@ class _Fields:
             return default
         return self.raw[key]
 
-    def int(self, key: str, low: int, high: int, default=REQUIRED) -> int:
+    def integer(self, key: str, low: int, high: int, default=REQUIRED) -> int:
         try:
             return check_int(key, self._get(key, default), low, high)
         except OptionsError as e:
             raise CheckpointError(f"{self.path}: {e}") from None
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         value = self._get(key, default)
         if not isinstance(value, bool):
             raise CheckpointError(f"{self.path}: {key} must be true or false, not {value!r}")
         return value
 
-    def str(self, key: str, default: str) -> str:
+    def text(self, key: str, default: str) -> str:
         value = self._get(key, default)
         if not isinstance(value, str):
             raise CheckpointError(f"{self.path}: {key} must be a string, not {value!r}")
@@ -128,31 +128,31 @@ def load_config(model_dir: str | Path) -> NllbConfig:
     if model_type not in ("m2m_100", "nllb"):
         raise CheckpointError(f"{path}: model_type is {model_type!r}, expected 'm2m_100' (an NLLB checkpoint)")
     read = _Fields(path, raw)
-    d_model = read.int("d_model", 1, MAX_D_MODEL)
-    vocab_size = read.int("vocab_size", 1, MAX_VOCAB)
+    d_model = read.integer("d_model", 1, MAX_D_MODEL)
+    vocab_size = read.integer("vocab_size", 1, MAX_VOCAB)
     heads = {}
     for side in ("encoder", "decoder"):
         key = f"{side}_attention_heads"
-        heads[side] = read.int(key, 1, d_model)
+        heads[side] = read.integer(key, 1, d_model)
         if d_model % heads[side]:
             raise CheckpointError(f"{path}: d_model {d_model} is not divisible by {key} {heads[side]}")
 
     def token(key: str, default: int) -> int:
-        return read.int(key, 0, vocab_size - 1, default)
+        return read.integer(key, 0, vocab_size - 1, default)
 
     config = NllbConfig(
         vocab_size=vocab_size,
         d_model=d_model,
-        encoder_layers=read.int("encoder_layers", 1, MAX_LAYERS),
-        decoder_layers=read.int("decoder_layers", 1, MAX_LAYERS),
+        encoder_layers=read.integer("encoder_layers", 1, MAX_LAYERS),
+        decoder_layers=read.integer("decoder_layers", 1, MAX_LAYERS),
         encoder_heads=heads["encoder"],
         decoder_heads=heads["decoder"],
-        encoder_ffn_dim=read.int("encoder_ffn_dim", 1, MAX_FFN_DIM),
-        decoder_ffn_dim=read.int("decoder_ffn_dim", 1, MAX_FFN_DIM),
-        max_position_embeddings=read.int("max_position_embeddings", 2, MAX_POSITIONS, 1024),
-        scale_embedding=read.bool("scale_embedding", True),
-        tie_word_embeddings=read.bool("tie_word_embeddings", True),
-        activation=read.str("activation_function", "relu"),
+        encoder_ffn_dim=read.integer("encoder_ffn_dim", 1, MAX_FFN_DIM),
+        decoder_ffn_dim=read.integer("decoder_ffn_dim", 1, MAX_FFN_DIM),
+        max_position_embeddings=read.integer("max_position_embeddings", 2, MAX_POSITIONS, 1024),
+        scale_embedding=read.flag("scale_embedding", True),
+        tie_word_embeddings=read.flag("tie_word_embeddings", True),
+        activation=read.text("activation_function", "relu"),
         pad_id=token("pad_token_id", 1),
         bos_id=token("bos_token_id", 0),
         eos_id=token("eos_token_id", 2),

@@ -382,3 +382,15 @@ def test_module_patterns_mean_what_they_mean_to_peft(peft_adapters, translator, 
         for name in names:
             assert compiled.fullmatch(name) == (re.fullmatch(pattern, name) is not None), (pattern, name)
             assert compiled.match(name) == (re.match(pattern, name) is not None), (pattern, name)
+
+
+def test_layers_pattern_names_where_the_layer_index_is(peft_adapters, translator, tmp_path):
+    original = load_adapter(peft_adapters[0] / "layer1-norms", translator.config).lora.keys()
+    assert original and all(".layers.1." in module for module in original)
+    for pattern in ("layers", ["nothing", "lay.rs"], r"(encoder|decoder)\.layers"):
+        copy_adapter(peft_adapters[0] / "layer1-norms", tmp_path / "pattern")
+        edit_config(tmp_path / "pattern", layers_pattern=pattern)
+        assert load_adapter(tmp_path / "pattern", translator.config).lora.keys() == original, pattern
+    edit_config(tmp_path / "pattern", layers_pattern="blocks")
+    with pytest.raises(AdapterError, match="select no module of NLLB"):
+        load_adapter(tmp_path / "pattern", translator.config)

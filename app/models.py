@@ -20,18 +20,16 @@ from typing import Callable
 
 import torch
 
-from engine.config import CheckpointError, NllbConfig, load_config
-from engine.tokenizer import SENTENCEPIECE_FILE, NllbTokenizer, TokenizerError
-from engine.weights import EMBEDDING_NAMES, expected_shapes
+from engine.checkpoint import open_checkpoint
+from engine.config import CheckpointError, NllbConfig
+from engine.tokenizer import SENTENCEPIECE_FILE
+from engine.weights import PYTORCH_BIN_INDEX, SAFETENSORS_INDEX, check_weights, read_weight_map, weight_files
 
 # report(done, total, what): bytes copied, converted or downloaded so far
 Report = Callable[[int, int, str], None]
 ShouldStop = Callable[[], bool]
 
 SAFETENSORS = "model.safetensors"
-SAFETENSORS_INDEX = "model.safetensors.index.json"
-PYTORCH_BIN = "pytorch_model.bin"
-PYTORCH_BIN_INDEX = "pytorch_model.bin.index.json"
 # Weights in formats the engine does not read: never copied into an installed model.
 FOREIGN_WEIGHTS = (".bin", ".h5", ".msgpack", ".onnx", ".ot", ".pt", ".pth", ".ckpt", ".safetensors")
 COPY_CHUNK = 16 << 20
@@ -68,95 +66,9 @@ def format_size(n: float) -> str:
 # -- checking a folder ---------------------------------------------------------------------------------
 
 
-def weight_files(folder: Path) -> list[Path]:
-    """The weight files of a checkpoint folder (shards listed by an index), preferring safetensors."""
-    for index_name in (SAFETENSORS_INDEX, PYTORCH_BIN_INDEX):
-        index = folder / index_name
-        if index.is_file():
-            names = sorted(set(_read_weight_map(index).values()))
-            for name in names:
-                if Path(name).name != name:
-                    raise CheckpointError(f"{index}: shard name {name!r} points outside the model folder")
-                if not (folder / name).is_file():
-                    raise CheckpointError(f"{folder / name}: shard listed in {index_name} is missing")
-            return [folder / name for name in names]
-    for name in (SAFETENSORS, PYTORCH_BIN):
-        if (folder / name).is_file():
-            return [folder / name]
-    return []
-
-
-def _read_weight_map(index: Path) -> dict[str, str]:
-    try:
-        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise CheckpointError(f"{index}: not a valid weight index ({e})") from None
-    if not isinstance(weight_map, dict):
-        raise CheckpointError(f"{index}: weight_map is not an object")
-    return weight_map
-
-
 def check_checkpoint(folder: str | Path) -> NllbConfig:
-    """The folder's config if it looks like a usable NLLB checkpoint, else CheckpointError saying what is missing.
-
-    Reads config.json and the sentencepiece model; the weights are only looked for here (their
-    tensors are checked when they are imported: `check_safetensors`).
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise CheckpointError(f"{folder}: not a folder")
-    missing = []
-    if not (folder / "config.json").is_file():
-        missing.append("config.json")
-    if not weight_files(folder):
-        missing.append(f"the weights ({SAFETENSORS} or {PYTORCH_BIN})")
-    if not (folder / SENTENCEPIECE_FILE).is_file():
-        missing.append(f"the tokenizer ({SENTENCEPIECE_FILE})")
-    if missing:
-        listed = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
-        raise CheckpointError(f"{folder} is not an NLLB checkpoint: it has no {listed}.")
-    config = load_config(folder)
-    try:
-        tokenizer = NllbTokenizer.from_dir(folder)
-    except TokenizerError as e:
-        raise CheckpointError(str(e)) from None
-    if tokenizer.vocab_size > config.vocab_size:
-        raise CheckpointError(
-            f"{folder}: the tokenizer has {tokenizer.vocab_size} tokens but config.json's vocab_size is "
-            f"{config.vocab_size}: tokenizer and weights do not belong together"
-        )
-    return config
-
-
-def check_safetensors(files: list[Path], config: NllbConfig) -> None:
-    """Every tensor the engine needs is in `files` with the shape config.json implies (headers only)."""
-    from safetensors import SafetensorError, safe_open
-
-    wanted = expected_shapes(config)
-    embedding_shape = (config.vocab_size, config.d_model)
-    found: set[str] = set()
-    for path in files:
-        try:
-            with safe_open(str(path), framework="pt") as f:
-                for raw_name in f.keys():
-                    name = raw_name.removeprefix("model.")
-                    shape = tuple(f.get_slice(raw_name).get_shape())
-                    expected = embedding_shape if name in EMBEDDING_NAMES or name == "lm_head.weight" else wanted.get(name)
-                    if expected is None:
-                        continue
-                    if shape != expected:
-                        raise CheckpointError(
-                            f"{path.name}: tensor {raw_name!r} has shape {shape}, expected {expected} for this config.json"
-                        )
-                    found.add("shared" if name in EMBEDDING_NAMES else name)
-        except (SafetensorError, OSError) as e:
-            raise CheckpointError(f"{path}: unreadable safetensors file ({e})") from None
-    missing = [n for n in wanted if n not in found]
-    if "shared" not in found and "lm_head.weight" not in found:
-        missing.insert(0, "model.shared.weight")
-    if missing:
-        more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
-        raise CheckpointError(f"the weights lack tensor(s) {', '.join(missing[:3])}{more}: truncated or not NLLB?")
+    """The folder's config if it is a usable NLLB checkpoint, else CheckpointError naming the file and the problem."""
+    return open_checkpoint(folder).config
 
 
 # -- installed models ----------------------------------------------------------------------------------
@@ -217,7 +129,7 @@ def import_model(
     try:
         _stage(source, shards, staging, report or (lambda *_: None), should_stop or (lambda: False))
         try:
-            check_safetensors(weight_files(staging), config)
+            check_weights(staging, config)
         except CheckpointError as e:
             raise CheckpointError(f"{source}: {e}") from None
         target = models_dir / _free_name(models_dir, name)
@@ -260,7 +172,7 @@ def _stage(source: Path, shards: list[Path], staging: Path, report: Report, shou
         report(done, total, "")
     for index_name in (SAFETENSORS_INDEX, PYTORCH_BIN_INDEX):
         if (source / index_name).is_file():
-            weight_map = {k: converted[v] for k, v in _read_weight_map(source / index_name).items()}
+            weight_map = {k: converted[v] for k, v in read_weight_map(source / index_name).items()}
             (staging / SAFETENSORS_INDEX).write_text(json.dumps({"metadata": {}, "weight_map": weight_map}, indent=2))
             break
 

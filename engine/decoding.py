@@ -23,8 +23,40 @@ NEG_INF = -math.inf
 BLOCKED = -1.0e9
 
 
+# Bounds of the options: past them a search only overflows or allocates without end. A decoder
+# length also has to fit the model's positions, which the generator checks per request.
+MAX_LENGTH = 4096
+MAX_BEAMS = 128
+MAX_LENGTH_PENALTY = 10.0  # (length)**penalty stays within float32 for any length up to MAX_LENGTH
+REPETITION_PENALTY_RANGE = (0.01, 100.0)
+
+
+class OptionsError(ValueError):
+    """A value that is out of range or of the wrong type: "{name} {problem}"."""
+
+    def __init__(self, name: str, problem: str):
+        super().__init__(f"{name} {problem}")
+        self.name, self.problem = name, problem
+
+
+def check_int(name: str, value, low: int, high: int) -> int:
+    """`value` if it is an integer from `low` to `high` (a bool is not an integer here), else OptionsError."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise OptionsError(name, f"must be an integer from {low} to {high}, not {value!r}")
+    return value
+
+
+def check_number(name: str, value, low: float, high: float) -> float:
+    """`value` as a float if it is a finite number from `low` to `high`, else OptionsError."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not low <= value <= high:
+        raise OptionsError(name, f"must be a number from {low:g} to {high:g}, not {value!r}")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class DecodingOptions:
+    """What a search does; every field is checked on creation (OptionsError naming the field)."""
+
     num_beams: int = 4
     length_penalty: float = 1.0
     early_stopping: bool | str = False  # True, False or "never", as in HF
@@ -37,16 +69,21 @@ class DecodingOptions:
     forced_eos_id: int | None = None
 
     def __post_init__(self):
-        if self.num_beams < 1:
-            raise ValueError(f"num_beams must be at least 1, got {self.num_beams}")
-        if self.length < 2:
-            raise ValueError(f"max length must be at least 2 (the start token and the language code), got {self.length}")
-        if self.repetition_penalty <= 0:
-            raise ValueError(f"repetition_penalty must be positive, got {self.repetition_penalty}")
-        if self.no_repeat_ngram_size < 0:
-            raise ValueError(f"no_repeat_ngram_size must be 0 or more, got {self.no_repeat_ngram_size}")
-        if self.early_stopping not in (True, False, "never"):
-            raise ValueError(f"early_stopping must be true, false or 'never', got {self.early_stopping!r}")
+        # NaN fails every comparison, so the range checks refuse it along with the infinities.
+        check_int("num_beams", self.num_beams, 1, MAX_BEAMS)
+        check_number("length_penalty", self.length_penalty, -MAX_LENGTH_PENALTY, MAX_LENGTH_PENALTY)
+        # 2: the start token and the language code
+        check_int("max_length", self.max_length, 2, MAX_LENGTH)
+        if self.max_new_tokens is not None:
+            check_int("max_new_tokens", self.max_new_tokens, 1, MAX_LENGTH - 1)
+        check_int("min_length", self.min_length, 0, MAX_LENGTH)
+        check_int("min_new_tokens", self.min_new_tokens, 0, MAX_LENGTH)
+        check_int("no_repeat_ngram_size", self.no_repeat_ngram_size, 0, MAX_LENGTH)
+        check_number("repetition_penalty", self.repetition_penalty, *REPETITION_PENALTY_RANGE)
+        if self.forced_eos_id is not None:
+            check_int("forced_eos_id", self.forced_eos_id, 0, 2**31 - 1)
+        if not (isinstance(self.early_stopping, bool) or self.early_stopping == "never"):
+            raise OptionsError("early_stopping", f"must be true, false or 'never', not {self.early_stopping!r}")
 
     @property
     def length(self) -> int:

@@ -6,7 +6,9 @@ wrong with the broken ones; `load_adapter` reads one and checks it against the m
 a targeted module is PEFT's: `lora_B(lora_A(x)) * scaling`, scaling = lora_alpha / r (or
 / sqrt(r) with rsLoRA), rank and alpha per module through `rank_pattern` and `alpha_pattern`.
 `modules_to_save` is served for layer norms (a per-adapter copy is small); a copy of any other
-module, and LoRA variants that change the forward pass (DoRA, ...), are refused by name.
+module, and LoRA variants that change the forward pass (DoRA, ...), are refused by name. The
+config's module patterns are regular expressions from an untrusted file: they are matched as PEFT
+matches them, but without backtracking (engine/linear_regex.py).
 
 The pool keeps `num_slots` adapters resident on the device, in slots of stacked matrices: for each
 targeted module a (slots, rank, in) and a (slots, out, rank) stack, rank-padded with zeros, which
@@ -38,6 +40,8 @@ import torch.nn.functional as F
 
 import kernels
 from engine.config import NllbConfig, read_json_object
+from engine.decoding import OptionsError, check_int
+from engine.linear_regex import LinearPattern, PatternError, compile_pattern
 from engine.weights import expected_shapes
 
 CONFIG_FILE = "adapter_config.json"
@@ -74,6 +78,23 @@ KNOWN = {
 BASE_CHANGING_INITS = ("pissa", "olora", "corda", "loftq", "lora_ga", "mica")
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")
+# Far above any adapter's: a rank past MAX_RANK is a damaged file, and past MAX_ALPHA a scaling
+# (alpha / rank) only overflows the activations.
+MAX_RANK = 4096
+MAX_ALPHA = 1e5
+FLOAT16_MAX = torch.finfo(torch.float16).max
+# The JSON types of adapter_config.json's module settings ([str]: a list of strings), and their words.
+FIELD_TYPES = {
+    "target_modules": ((str, [str]), "a regular expression or a list of module names"),
+    "exclude_modules": ((str, [str]), "a regular expression or a list of module names"),
+    "modules_to_save": (([str],), "a list of module names"),
+    "layers_to_transform": ((int, [int]), "a layer index or a list of them"),
+    "layers_pattern": ((str, [str]), "a pattern or a list of them"),
+    "use_rslora": ((bool,), "true or false"),
+}
+# The layer index of a module key, when layers_pattern does not say where it is (PEFT's default).
+LAYER_INDEX = re.compile(r".*?\.[^.]*\.(\d+)\.")
+LAYER_NUMBER = re.compile(r"\.(\d+)\.")
 
 
 class AdapterError(ValueError):
@@ -198,33 +219,102 @@ def _read_config(folder: Path) -> dict:
             "initialisation changed: not supported (save them converted, with save_pretrained("
             "path_initial_model_for_weight_conversion=...))"
         )
-    r, alpha = raw.get("r", 8), raw.get("lora_alpha", 8)
-    if not isinstance(r, int) or isinstance(r, bool) or r < 1:
-        raise AdapterError(f"{path}: r must be a positive integer, not {r!r}")
-    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
-        raise AdapterError(f"{path}: lora_alpha must be a number, not {alpha!r}")
-    for key in ("rank_pattern", "alpha_pattern"):
-        if not isinstance(raw.get(key) or {}, dict):
-            raise AdapterError(f"{path}: {key} must be an object")
+    try:
+        check_int("r", raw.get("r", 8), 1, MAX_RANK)
+        _check_alpha("lora_alpha", raw.get("lora_alpha", 8))
+        for key, check in (("rank_pattern", lambda name, v: check_int(name, v, 1, MAX_RANK)),
+                           ("alpha_pattern", _check_alpha)):
+            entries = raw.get(key) or {}
+            if not isinstance(entries, dict):
+                raise OptionsError(key, "must be an object of module patterns and values")
+            for entry, value in entries.items():
+                check(f"{key}[{entry!r}]", value)
+    except OptionsError as e:
+        raise AdapterError(f"{path}: {e}") from None
+    for key, (kinds, said) in FIELD_TYPES.items():
+        value = raw.get(key)
+        if value is not None and not _is_one_of(value, kinds):
+            raise AdapterError(f"{path}: {key} must be {said}, not {_shown(value)}")
     return raw
 
 
-def _is_targeted(raw: dict, key: str) -> bool:
+def _check_alpha(name: str, value) -> float:
+    # NaN fails the comparison too.
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= MAX_ALPHA:
+        raise OptionsError(name, f"must be a number above 0 and at most {MAX_ALPHA:g}, not {value!r}")
+    return float(value)
+
+
+def _is_one_of(value, kinds: tuple) -> bool:
+    for kind in kinds:
+        if isinstance(kind, list):  # a list of that element type
+            if isinstance(value, list) and all(_is_one_of(v, tuple(kind)) for v in value):
+                return True
+        elif isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            return True
+    return False
+
+
+def _shown(value, limit: int = 80) -> str:
+    """`value` for a one-line message: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    """adapter_config.json's module patterns, compiled to run without backtracking (engine/linear_regex.py)."""
+
+    targets: LinearPattern | None  # target_modules written as one regular expression
+    exclude: LinearPattern | None  # exclude_modules written as one regular expression
+    saved: tuple[LinearPattern, ...]  # modules_to_save
+    layers: tuple[LinearPattern, ...]  # layers_pattern
+    ranks: tuple[tuple[LinearPattern, int], ...]  # rank_pattern, in order
+    alphas: tuple[tuple[LinearPattern, float], ...]  # alpha_pattern, in order
+
+
+def _module_patterns(raw: dict, path: Path) -> _Patterns:
+    """The patterns of a checked config (`_read_config`), each written into the regular expression PEFT
+    builds around it; AdapterError naming the field and the pattern when one cannot be run."""
+
+    def compiled(field: str, pattern: str, regex: str) -> LinearPattern:
+        try:
+            return compile_pattern(regex)
+        except PatternError as e:
+            raise AdapterError(f"{path}: {field} {_shown(pattern)} {e}") from None
+
+    def entries(field: str) -> tuple[tuple[LinearPattern, float], ...]:
+        return tuple((compiled(field, e, rf"(.*\.)?({e})$"), v) for e, v in (raw.get(field) or {}).items())
+
+    targets, exclude = raw.get("target_modules"), raw.get("exclude_modules")
+    regex_target = isinstance(targets, str) and targets.lower() != "all-linear"
+    layers = [raw["layers_pattern"]] if isinstance(raw.get("layers_pattern"), str) else raw.get("layers_pattern") or []
+    return _Patterns(
+        targets=compiled("target_modules", targets, targets) if regex_target else None,
+        exclude=compiled("exclude_modules", exclude, exclude) if isinstance(exclude, str) and exclude else None,
+        saved=tuple(compiled("modules_to_save", m, rf"(^|.*\.){m}($|\..*)") for m in raw.get("modules_to_save") or []),
+        layers=tuple(compiled("layers_pattern", p, rf"(?:^|.*?\.){p}\.\d+\.") for p in layers),
+        ranks=entries("rank_pattern"),
+        alphas=entries("alpha_pattern"),
+    )
+
+
+def _is_targeted(raw: dict, patterns: _Patterns, key: str) -> bool:
     """PEFT's check_target_module_exists for one module key ('model.encoder.layers.0.fc1')."""
     exclude = raw.get("exclude_modules")
     if exclude:
-        if isinstance(exclude, str):
-            if re.fullmatch(exclude, key):
+        if patterns.exclude is not None:
+            if patterns.exclude.fullmatch(key):
                 return False
         elif key in exclude or any(key.endswith(f".{e}") for e in exclude):
             return False
-    if any(re.match(rf"(^|.*\.){m}($|\..*)", key) for m in raw.get("modules_to_save") or []):
+    if any(saved.match(key) for saved in patterns.saved):
         return False
     targets = raw.get("target_modules")
     if not targets:
         return False
     if isinstance(targets, str):
-        return targets.lower() == "all-linear" or re.fullmatch(targets, key) is not None
+        return patterns.targets is None or patterns.targets.fullmatch(key)
     if key in targets:
         return True
     if not any(key.endswith(f".{t}") for t in targets):
@@ -232,25 +322,22 @@ def _is_targeted(raw: dict, key: str) -> bool:
     layers = raw.get("layers_to_transform")
     if layers is None or layers == []:
         return True
-    patterns = raw.get("layers_pattern")
-    if not patterns:
-        match = re.match(r".*?\.[^.]*\.(?P<idx>\d+)\.", key)
+    if not patterns.layers:
+        match = LAYER_INDEX.match(key)
     else:
-        match = None
-        for pattern in [patterns] if isinstance(patterns, str) else patterns:
-            match = re.match(rf"(?:^|.*?\.){pattern}\.(?P<idx>\d+)\.", key)
-            if match:
-                break
+        # PEFT takes the digits after the pattern's match; an NLLB module name has one number,
+        # its layer's index, so those digits can only be it.
+        match = any(layer.match(key) for layer in patterns.layers) and LAYER_NUMBER.search(key)
     if not match:
         return False
-    index = int(match.group("idx"))
+    index = int(match.group(1))
     return index == layers if isinstance(layers, int) else index in layers
 
 
-def _pattern_value(pattern: dict, key: str, default):
+def _pattern_value(entries: tuple, key: str, default):
     """PEFT's rank_pattern / alpha_pattern lookup (get_pattern_key): the first matching entry."""
-    for entry, value in pattern.items():
-        if re.match(rf"(.*\.)?({entry})$", key):
+    for pattern, value in entries:
+        if pattern.match(key):
             return value
     return default
 
@@ -326,12 +413,8 @@ def _inspect(folder: Path, config: NllbConfig | None) -> _Parsed:
     shape_config = config or NllbConfig(vocab_size=1, d_model=1, encoder_layers=24, decoder_layers=24, encoder_heads=1,
                                         decoder_heads=1, encoder_ffn_dim=1, decoder_ffn_dim=1, max_position_embeddings=1)
     modules, norms = linear_modules(shape_config), norm_modules(shape_config)
-    try:
-        targeted = {m for m in modules if _is_targeted(raw, f"model.{m}")}
-        for pattern in ("rank_pattern", "alpha_pattern"):
-            _pattern_value(raw.get(pattern) or {}, "model.encoder", None)
-    except (re.error, TypeError) as e:
-        raise AdapterError(f"{folder / CONFIG_FILE}: a module pattern is not a valid regular expression ({e})") from None
+    patterns = _module_patterns(raw, folder / CONFIG_FILE)
+    targeted = {m for m in modules if _is_targeted(raw, patterns, f"model.{m}")}
     if not targeted:
         raise AdapterError(
             f"{folder / CONFIG_FILE}: target_modules {raw.get('target_modules')!r} select no module of NLLB "
@@ -374,7 +457,7 @@ def _inspect(folder: Path, config: NllbConfig | None) -> _Parsed:
                 raise AdapterError(f"{path}: {module!r} has no {needed} tensor; truncated or incomplete adapter?")
         (_, a_shape), (_, b_shape) = header[params["lora_A.weight"]], header[params["lora_B.weight"]]
         rank = a_shape[0]
-        expected_rank = _pattern_value(raw.get("rank_pattern") or {}, f"model.{module}", r)
+        expected_rank = _pattern_value(patterns.ranks, f"model.{module}", r)
         if b_shape[1] != rank or rank != expected_rank:
             raise AdapterError(
                 f"{path}: {module!r} has lora_A {a_shape} and lora_B {b_shape}; {CONFIG_FILE} gives it rank {expected_rank}"
@@ -385,7 +468,7 @@ def _inspect(folder: Path, config: NllbConfig | None) -> _Parsed:
                 f"{path}: {module!r} has lora_A {a_shape} and lora_B {b_shape}, but the model's module is {out}x{inp}: "
                 "an adapter for another base model"
             )
-        module_alpha = _pattern_value(raw.get("alpha_pattern") or {}, f"model.{module}", alpha)
+        module_alpha = _pattern_value(patterns.alphas, f"model.{module}", alpha)
         parsed.ranks[module] = rank
         parsed.scales[module] = module_alpha / (math.sqrt(rank) if raw.get("use_rslora") else rank)
     for module, params in parsed.norms.items():
@@ -445,8 +528,11 @@ def load_adapter(folder: str | Path, config: NllbConfig, name: str | None = None
     if before is None or after != before:
         raise AdapterError(f"{folder}: changed while it was being read; try again once it is written")
     for key, tensor in tensors.items():
-        if not torch.isfinite(tensor).all():
+        low, high = tensor.float().aminmax()
+        if not (low.isfinite() and high.isfinite()):
             raise AdapterError(f"{path}: tensor {key!r} holds NaN or infinite values")
+        if max(-low, high) > FLOAT16_MAX:  # the slots may be float16
+            raise AdapterError(f"{path}: tensor {key!r} holds values beyond float16's range (±{FLOAT16_MAX:g})")
     lora = {
         module: LoraModule(tensors[params["lora_A.weight"]].float(), tensors[params["lora_B.weight"]].float(),
                            parsed.scales[module])

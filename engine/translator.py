@@ -10,14 +10,13 @@ from typing import Callable
 import torch
 
 import kernels
-from engine.config import CheckpointError, load_config, load_generation_defaults
+from engine.checkpoint import open_checkpoint
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
 from engine.lora import AdapterError, load_adapter
 from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from engine.quantize import int8_supported, quantize_int8
-from engine.tokenizer import NllbTokenizer
 from engine.weights import load_weights
 
 # Texts tokenized a step, at least, while a document decodes (Translator.translate): ~1 ms of host
@@ -44,21 +43,15 @@ class Translator:
         `adapter_slots` (default 4) of them stay resident on the device. `gpu_memory`: bytes of GPU
         memory for the work beyond the weights (engine.generator.DEFAULT_GPU_MEMORY by default)."""
         model_dir = Path(model_dir)
-        if not model_dir.is_dir():
-            raise CheckpointError(f"{model_dir}: not a folder")
         self.model_dir = model_dir
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         # The CPU default is int8 weights: ~8x faster than float32 (README, "CPU"); float32 stays exact.
         self.int8 = dtype == "int8" or (dtype == "auto" and self.device.type == "cpu" and int8_supported())
-        self.config = load_config(model_dir)
-        self.generation_defaults = load_generation_defaults(model_dir)
-        self.tokenizer = NllbTokenizer.from_dir(model_dir)
-        if self.tokenizer.vocab_size > self.config.vocab_size:
-            raise CheckpointError(
-                f"{model_dir}: the tokenizer has {self.tokenizer.vocab_size} tokens but config.json's vocab_size "
-                f"is {self.config.vocab_size}: tokenizer and weights do not belong together"
-            )
+        checkpoint = open_checkpoint(model_dir)  # every file checked before anything is allocated
+        self.config = checkpoint.config
+        self.generation_defaults = checkpoint.generation_defaults
+        self.tokenizer = checkpoint.tokenizer
         weights = load_weights(model_dir, self.config, self.dtype, self.device)
         max_positions = max(self.config.max_position_embeddings, self.generation_defaults.max_length)
         model = NllbModel(self.config, weights, max_positions)

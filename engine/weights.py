@@ -1,13 +1,17 @@
 """Checkpoint tensors: safetensors (memory-mapped, sharded too) or pytorch_model.bin (weights only, no pickled code).
 
-Tensors are read one at a time and cast to the engine's dtype and device straight away, so loading
-never holds two full copies of the model.
+The files' headers are checked first — every tensor the config implies is there, with its shape
+and a floating-point dtype — so a config.json that promises more than the files hold is refused
+before anything is allocated. Tensors are then read one at a time and cast to the engine's dtype
+and device straight away, so loading never holds two full copies of the model; each is checked
+for NaN and infinite values on the way (one reduction each, read back once at the end).
 """
 
 from __future__ import annotations
 
 import json
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -17,6 +21,11 @@ from engine.config import CheckpointError, NllbConfig
 
 # Where the shared embedding may be stored: HF saves tied weights once, under any of these names.
 EMBEDDING_NAMES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+PYTORCH_BIN_INDEX = "pytorch_model.bin.index.json"
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+# Stored dtypes the engine casts from: safetensors' names and torch's.
+FLOAT_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 
 
 def expected_shapes(config: NllbConfig) -> dict[str, tuple[int, ...]]:
@@ -62,87 +71,149 @@ def _canonical(name: str) -> str:
     return name.removeprefix("model.")
 
 
-def _shard_files(model_dir: Path) -> list[Path]:
-    """The weight files of a checkpoint, preferring safetensors."""
-    for index_name in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+def read_weight_map(index_path: Path) -> dict[str, str]:
+    """A sharded checkpoint's index: tensor name -> shard file name."""
+    try:
+        weight_map = json.loads(index_path.read_text(encoding="utf-8"))["weight_map"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{index_path}: not a valid weight index ({e})") from None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise CheckpointError(f"{index_path}: weight_map is not an object of shard file names")
+    return weight_map
+
+
+def weight_files(model_dir: str | Path) -> list[Path]:
+    """The weight files of a checkpoint (shards listed by an index), preferring safetensors; [] if it has none."""
+    model_dir = Path(model_dir)
+    for index_name in (SAFETENSORS_INDEX, PYTORCH_BIN_INDEX):
         index_path = model_dir / index_name
-        if index_path.exists():
-            try:
-                weight_map = json.loads(index_path.read_text(encoding="utf-8"))["weight_map"]
-                names = sorted(set(weight_map.values()))
-            except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-                raise CheckpointError(f"{index_path}: not a valid weight index ({e})") from None
+        if index_path.is_file():
+            names = sorted(set(read_weight_map(index_path).values()))
             for name in names:
-                if "/" in name or "\\" in name or name.startswith(".."):
+                if Path(name).name != name or name in ("", ".", ".."):
                     raise CheckpointError(f"{index_path}: shard name {name!r} points outside the model folder")
-                if not (model_dir / name).exists():
+                if not (model_dir / name).is_file():
                     raise CheckpointError(f"{model_dir / name}: shard listed in {index_name} is missing")
             return [model_dir / name for name in names]
-    for name in ("model.safetensors", "pytorch_model.bin"):
-        if (model_dir / name).exists():
-            return [model_dir / name]
-    raise CheckpointError(f"{model_dir}: no model.safetensors or pytorch_model.bin")
+    return [model_dir / name for name in WEIGHT_FILES if (model_dir / name).is_file()][:1]
 
 
-def _iter_file(path: Path) -> Iterator[tuple[str, torch.Tensor]]:
-    if path.suffix == ".safetensors":
-        from safetensors import SafetensorError, safe_open
+def _read_bin(path: Path) -> dict[str, torch.Tensor]:
+    # weights_only refuses any pickled object that is not a plain tensor container: no code runs.
+    # mmap: the tensors' data stays on disk until it is used.
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except (pickle.UnpicklingError, RuntimeError, OSError, EOFError, ValueError) as e:
+        raise CheckpointError(f"{path}: not a plain tensor checkpoint ({str(e).splitlines()[0]})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: expected a dict of tensors")
+    return {name: tensor for name, tensor in state.items() if isinstance(tensor, torch.Tensor)}
 
-        try:
-            with safe_open(str(path), framework="pt") as f:
-                for name in f.keys():
-                    yield name, f.get_tensor(name)
-        except (SafetensorError, OSError, ValueError) as e:
-            raise CheckpointError(f"{path}: unreadable safetensors file ({e}); is it truncated?") from None
-    else:
-        # weights_only refuses any pickled object that is not a plain tensor container: no code runs.
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except (pickle.UnpicklingError, RuntimeError, OSError, EOFError, ValueError) as e:
-            raise CheckpointError(f"{path}: not a plain tensor checkpoint ({str(e).splitlines()[0]})") from None
-        if not isinstance(state, dict):
-            raise CheckpointError(f"{path}: expected a dict of tensors")
-        for name, tensor in state.items():
-            if isinstance(tensor, torch.Tensor):
-                yield name, tensor
+
+def _headers(path: Path) -> Iterator[tuple[str, tuple[int, ...], torch.dtype | str]]:
+    """(name, shape, dtype) of each tensor in a weight file, without reading its data (a dtype the
+    engine cannot cast from is given by its name)."""
+    if path.suffix != ".safetensors":
+        for name, tensor in _read_bin(path).items():
+            yield name, tuple(tensor.shape), tensor.dtype
+        return
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            for name in f.keys():
+                stored = f.get_slice(name)
+                dtype = stored.get_dtype()
+                yield name, tuple(stored.get_shape()), FLOAT_DTYPES.get(dtype, dtype)
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: unreadable safetensors file ({e}); is it truncated?") from None
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    path: Path
+    name: str  # as stored, e.g. 'model.encoder.layers.0.fc1.weight'
+    dtype: torch.dtype
+
+
+def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, StoredTensor]:
+    """Where each tensor of `load_weights` is stored, from the files' headers only: CheckpointError
+    naming the file and the tensor when one is missing, misshapen or not floating-point."""
+    model_dir = Path(model_dir)
+    files = weight_files(model_dir)
+    if not files:
+        raise CheckpointError(f"{model_dir}: no model.safetensors or pytorch_model.bin")
+    wanted = expected_shapes(config)
+    embedding_shape = (config.vocab_size, config.d_model)
+    found: dict[str, StoredTensor] = {}
+    for path in files:
+        for raw_name, shape, dtype in _headers(path):
+            name = _canonical(raw_name)
+            if name in EMBEDDING_NAMES or name == "lm_head.weight":
+                expected = embedding_shape
+            elif name in wanted:
+                expected = wanted[name]
+            else:
+                continue  # e.g. fairseq's embed_positions._float_tensor: positions are computed, not stored
+            if shape != expected:
+                raise CheckpointError(
+                    f"{path}: tensor {raw_name!r} has shape {shape}, expected {expected} for this config.json"
+                )
+            if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+                raise CheckpointError(f"{path}: tensor {raw_name!r} has dtype {dtype}; weights are floating-point")
+            key = "embed_tokens.weight" if name in EMBEDDING_NAMES else name
+            found.setdefault(key, StoredTensor(path, raw_name, dtype))  # the tied copies are the same tensor
+    missing = [n for n in wanted if n not in found]
+    if "embed_tokens.weight" not in found and "lm_head.weight" not in found:
+        missing.insert(0, "model.shared.weight")
+    if missing:
+        more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+        raise CheckpointError(f"{model_dir}: missing tensor(s) {', '.join(missing[:5])}{more}; truncated or wrong checkpoint?")
+    return found
+
+
+def _read_tensors(path: Path, names: list[str]) -> Iterator[tuple[str, torch.Tensor]]:
+    if path.suffix != ".safetensors":
+        state = _read_bin(path)
+        for name in names:
+            yield name, state[name]
+        return
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            for name in names:
+                yield name, f.get_tensor(name)
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"{path}: unreadable safetensors file ({e}); is it truncated?") from None
 
 
 def load_weights(
     model_dir: str | Path, config: NllbConfig, dtype: torch.dtype, device: torch.device
 ) -> dict[str, torch.Tensor]:
     """All tensors of `expected_shapes(config)` plus 'embed_tokens.weight' and 'lm_head.weight', checked."""
-    model_dir = Path(model_dir)
-    wanted = expected_shapes(config)
-    embedding_shape = (config.vocab_size, config.d_model)
+    stored = check_weights(model_dir, config)
+    if config.tie_word_embeddings and "embed_tokens.weight" in stored:
+        stored.pop("lm_head.weight", None)  # the embedding serves as the output layer: not read twice
+    by_file: dict[Path, dict[str, str]] = {}  # file -> stored name -> key
+    for key, where in stored.items():
+        by_file.setdefault(where.path, {})[where.name] = key
     found: dict[str, torch.Tensor] = {}
-    source: dict[str, Path] = {}
-    for path in _shard_files(model_dir):
-        for raw_name, tensor in _iter_file(path):
-            name = _canonical(raw_name)
-            if name in EMBEDDING_NAMES or name == "lm_head.weight":
-                shape = embedding_shape
-            elif name in wanted:
-                shape = wanted[name]
-            else:
-                continue  # e.g. fairseq's embed_positions._float_tensor: positions are computed, not stored
-            if tuple(tensor.shape) != shape:
-                raise CheckpointError(
-                    f"{path}: tensor {raw_name!r} has shape {tuple(tensor.shape)}, expected {shape} for this config.json"
-                )
-            if name in EMBEDDING_NAMES and "embed_tokens.weight" in found:
-                continue  # the tied copies are the same tensor
-            key = "embed_tokens.weight" if name in EMBEDDING_NAMES else name
-            found[key] = tensor.to(device=device, dtype=dtype)
-            source[key] = path
-    missing = [n for n in wanted if n not in found]
+    extremes: list[torch.Tensor] = []  # per tensor read, (min, max): not finite if any value is not
+    for path, keys in by_file.items():
+        for raw_name, tensor in _read_tensors(path, list(keys)):
+            weight = tensor.to(device=device, dtype=dtype)
+            extremes.append(torch.stack(weight.aminmax()).float())
+            found[keys[raw_name]] = weight
+    finite = torch.stack(extremes).isfinite().all(dim=1).tolist()
+    read = [stored[key] for keys in by_file.values() for key in keys.values()]
+    for ok, where in zip(finite, read):
+        if not ok:
+            narrowed = torch.finfo(where.dtype).max > torch.finfo(dtype).max
+            beyond = f" (or values beyond the range of {dtype})" if narrowed else ""
+            raise CheckpointError(f"{where.path}: tensor {where.name!r} holds NaN or infinite values{beyond}")
     if "embed_tokens.weight" not in found:
-        if "lm_head.weight" in found:
-            found["embed_tokens.weight"] = found["lm_head.weight"]
-        else:
-            missing.insert(0, "model.shared.weight")
-    if missing:
-        more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
-        raise CheckpointError(f"{model_dir}: missing tensor(s) {', '.join(missing[:5])}{more}; truncated or wrong checkpoint?")
+        found["embed_tokens.weight"] = found["lm_head.weight"]
     if config.tie_word_embeddings or "lm_head.weight" not in found:
         found["lm_head.weight"] = found["embed_tokens.weight"]
     return found

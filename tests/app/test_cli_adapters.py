@@ -76,3 +76,23 @@ def test_adapters_lists_rank_targets_size_and_what_is_broken(tiny_checkpoint, pe
 def test_adapters_without_a_folder_is_an_error(tmp_path, monkeypatch, capsys):
     code, _, err = run_cli(["adapters", "--adapters", str(tmp_path / "missing")], "", monkeypatch, capsys)
     assert code == 2 and "no such folder" in err
+
+
+def test_adapters_lists_hostile_configs_at_once_each_on_one_line(tiny_checkpoint, peft_adapters, tmp_path, monkeypatch,
+                                                                capsys):
+    """A target regex that backtracks for hours under `re`, and alphas that are not numbers a scaling can use."""
+    for name, changes in [("backtracking", {"target_modules": r"([a-z_.0-9]+)+X"}),
+                          ("nan-alpha", {"lora_alpha": float("nan")}),
+                          ("huge-alpha", {"lora_alpha": 1e300})]:
+        shutil.copytree(peft_adapters[0] / "attn", tmp_path / name)
+        config = json.loads((tmp_path / name / "adapter_config.json").read_text())
+        (tmp_path / name / "adapter_config.json").write_text(json.dumps(config | changes))
+    code, out, err = run_cli(["adapters", "--adapters", str(tmp_path), "--model", str(tiny_checkpoint)], "", monkeypatch,
+                             capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 4
+    assert lines[1].startswith("backtracking  BROKEN: ") and "select no module of NLLB" in lines[1]
+    assert lines[2].startswith("huge-alpha    BROKEN: ") and "adapter_config.json: lora_alpha must be" in lines[2]
+    assert lines[3].startswith("nan-alpha     BROKEN: ") and "lora_alpha must be a number above 0 and at most" in lines[3]
+    assert "not nan" in lines[3] and "not 1e+300" in lines[2]

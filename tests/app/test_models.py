@@ -111,9 +111,31 @@ def test_weights_of_the_wrong_shape_are_refused_and_nothing_is_left(paths, tiny_
     shutil.copytree(tiny_checkpoint, folder)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "encoder_ffn_dim": config["encoder_ffn_dim"] * 2}))
-    with pytest.raises(CheckpointError, match=r"mismatch: model\.safetensors: tensor '.*fc1\.\w+' has shape \(64,?.*expected"):
+    with pytest.raises(CheckpointError, match=r"mismatch/model\.safetensors: tensor '.*fc1\.\w+' has shape \(64,?.*expected"):
         models.import_model(folder, paths.models_dir)
-    assert list(paths.models_dir.iterdir()) == []  # the staging folder is gone too
+    assert not paths.models_dir.exists() or list(paths.models_dir.iterdir()) == []  # no staging folder either
+
+
+@pytest.mark.parametrize(
+    "file, changes, message",
+    [
+        ("config.json", {"encoder_attention_heads": 0}, "config.json: encoder_attention_heads must be an integer from 1"),
+        ("config.json", {"decoder_layers": 10**9}, "config.json: decoder_layers must be an integer from 1 to 256"),
+        ("generation_config.json", {"max_length": "200"}, "generation_config.json: max_length must be an integer"),
+        ("config.json", {"vocab_size": 10_000_000}, "model.safetensors: tensor 'model.shared.weight' has shape"),
+    ],
+)
+def test_bad_values_are_refused_in_one_line_before_anything_is_copied(paths, tiny_checkpoint, tmp_path, file, changes,
+                                                                      message):
+    """The import checks through the engine (engine/checkpoint.py): the same line the translator gives."""
+    folder = tmp_path / "bad"
+    shutil.copytree(tiny_checkpoint, folder)
+    data = json.loads((folder / file).read_text())
+    (folder / file).write_text(json.dumps({**data, **changes}))
+    with pytest.raises(CheckpointError) as error:
+        models.import_model(folder, paths.models_dir)
+    assert str(error.value).startswith(f"{folder}/") and message in str(error.value)
+    assert not paths.models_dir.exists()
 
 
 def test_a_pickle_that_is_not_plain_tensors_is_refused(paths, tiny_checkpoint, tmp_path):

@@ -1,5 +1,7 @@
 """The score processors against Hugging Face's own LogitsProcessors on random scores."""
 
+import math
+
 import pytest
 import torch
 from transformers.generation.logits_process import (
@@ -10,7 +12,7 @@ from transformers.generation.logits_process import (
     RepetitionPenaltyLogitsProcessor,
 )
 
-from engine.decoding import DecodingOptions, process_scores
+from engine.decoding import MAX_BEAMS, MAX_LENGTH, DecodingOptions, OptionsError, process_scores
 
 EOS = 2
 
@@ -43,10 +45,55 @@ def test_processors_match_hugging_face(length):
 
 
 def test_options_refuse_nonsense():
-    with pytest.raises(ValueError, match="num_beams"):
+    with pytest.raises(OptionsError, match="num_beams"):
         DecodingOptions(num_beams=0)
-    with pytest.raises(ValueError, match="max length"):
+    with pytest.raises(OptionsError, match="max_length must be an integer from 2 to"):
         DecodingOptions(max_length=1)
-    with pytest.raises(ValueError, match="repetition_penalty"):
+    with pytest.raises(OptionsError, match="repetition_penalty"):
         DecodingOptions(repetition_penalty=0)
     assert DecodingOptions(max_new_tokens=32).length == 33  # HF: decoder prompt (1) + new tokens
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("length_penalty", math.nan),  # NaN scores leave the search's top-k no candidates
+        ("length_penalty", math.inf),
+        ("length_penalty", -math.inf),
+        ("length_penalty", 1e6),  # length ** penalty overflows
+        ("repetition_penalty", math.nan),
+        ("repetition_penalty", math.inf),
+        ("repetition_penalty", 1e-300),  # scores / penalty overflow
+        ("repetition_penalty", -1.0),
+        ("num_beams", 10**9),
+        ("num_beams", True),
+        ("num_beams", 4.0),
+        ("num_beams", "4"),
+        ("max_length", 10**9),
+        ("max_length", None),
+        ("max_new_tokens", 0),
+        ("min_length", -1),
+        ("min_new_tokens", math.nan),
+        ("no_repeat_ngram_size", -2),
+        ("no_repeat_ngram_size", 10**9),
+        ("forced_eos_id", -1),
+        ("early_stopping", 1),
+        ("early_stopping", "always"),
+    ],
+)
+def test_nan_inf_out_of_range_and_mistyped_options_are_refused_in_one_line(field, value):
+    with pytest.raises(OptionsError) as error:
+        DecodingOptions(**{field: value})
+    assert error.value.name == field
+    assert str(error.value).startswith(f"{field} must be ") and repr(value) in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_options_changed_later_are_checked_too():
+    with pytest.raises(OptionsError, match="length_penalty"):
+        DecodingOptions().with_changes(length_penalty=math.nan)
+
+
+def test_the_bounds_are_inclusive():
+    DecodingOptions(num_beams=MAX_BEAMS, max_length=MAX_LENGTH, length_penalty=-10, repetition_penalty=100,
+                    early_stopping="never", max_new_tokens=MAX_LENGTH - 1, forced_eos_id=0)

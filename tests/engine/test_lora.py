@@ -2,6 +2,7 @@
 mixed batches; the slot pool's reference counts and LRU; hot swaps; and broken adapters refused by name."""
 
 import json
+import math
 import shutil
 
 import pytest
@@ -251,6 +252,36 @@ BROKEN = {
         lambda f: edit_weights(f, lambda t: t[first_key(t, "lora_B")].fill_(float("nan"))),
         "NaN or infinite",
     ),
+    "inf": (
+        lambda f: edit_weights(f, lambda t: t[first_key(t, "lora_A")].view(-1)[7:9].fill_(-math.inf)),
+        "NaN or infinite",
+    ),
+    "beyond-float16": (
+        lambda f: edit_weights(f, lambda t: t[first_key(t, "lora_B")].view(-1)[0:1].fill_(1e6)),
+        "beyond float16's range",
+    ),
+    # json writes NaN and Infinity, which Python's json (as PEFT's) reads back.
+    "nan-alpha": (lambda f: edit_config(f, lora_alpha=math.nan), "adapter_config.json: lora_alpha must be a number above 0"),
+    "inf-alpha": (lambda f: edit_config(f, lora_alpha=math.inf), "adapter_config.json: lora_alpha must be"),
+    "negative-alpha": (lambda f: edit_config(f, lora_alpha=-8), "adapter_config.json: lora_alpha must be"),
+    "overflowing-alpha": (lambda f: edit_config(f, lora_alpha=1e300), "adapter_config.json: lora_alpha must be"),
+    "string-alpha": (lambda f: edit_config(f, lora_alpha="8"), "adapter_config.json: lora_alpha must be"),
+    "zero-rank": (lambda f: edit_config(f, r=0), "adapter_config.json: r must be an integer from 1 to 4096, not 0"),
+    "negative-rank": (lambda f: edit_config(f, r=-4), "adapter_config.json: r must be an integer"),
+    "overflowing-rank": (lambda f: edit_config(f, r=10**30), "adapter_config.json: r must be an integer"),
+    "float-rank": (lambda f: edit_config(f, r=4.0), "adapter_config.json: r must be an integer"),
+    "nan-rank-pattern": (lambda f: edit_config(f, rank_pattern={"q_proj": math.nan}),
+                         "adapter_config.json: rank_pattern['q_proj'] must be an integer"),
+    "inf-alpha-pattern": (lambda f: edit_config(f, alpha_pattern={"v_proj": math.inf}),
+                          "adapter_config.json: alpha_pattern['v_proj'] must be a number above 0"),
+    "zero-alpha-pattern": (lambda f: edit_config(f, alpha_pattern={"v_proj": 0}),
+                           "adapter_config.json: alpha_pattern['v_proj'] must be"),
+    "list-rank-pattern": (lambda f: edit_config(f, rank_pattern=[4]), "adapter_config.json: rank_pattern must be an object"),
+    "numeric-targets": (lambda f: edit_config(f, target_modules=5), "adapter_config.json: target_modules must be"),
+    "lookahead-target": (lambda f: edit_config(f, target_modules=r"(?!.*fc1).*_proj"),
+                         "adapter_config.json: target_modules '(?!.*fc1).*_proj' uses lookarounds"),
+    "invalid-regex": (lambda f: edit_config(f, rank_pattern={"q_proj(": 4}),
+                      "adapter_config.json: rank_pattern 'q_proj(' is not a valid regular expression"),
 }
 
 
@@ -270,7 +301,7 @@ def test_a_broken_adapter_is_refused_by_file_and_problem(tiny_checkpoint, transl
     with pytest.raises(AdapterError, match=None) as refused:
         load_adapter(broken_folder / name, translator.config)
     assert message in str(refused.value) and str(broken_folder / name) in str(refused.value)
-    if name != "nan":  # found without reading the tensors' data
+    if name not in ("nan", "inf", "beyond-float16"):  # found without reading the tensors' data
         [info] = [i for i in scan_adapters(broken_folder, translator.config) if i.name == name]
         assert message in info.error
 
@@ -312,3 +343,54 @@ def test_a_sentence_alone_with_an_adapter_keeps_the_source_cache(peft_adapters, 
         [alone] = generator.generate_beam_batch(requests_for(translator, [(name, 1)], 0))
         assert alone == expected[name, 0, 1], name
         assert bool(folded_steps) == (name is None), name
+
+
+# Each keeps Python's backtracking `re` busy for hours on one of NLLB's module names (some 40
+# characters long): nested repeats, many runs of `.*`. A hang fails the run by its timeout.
+CATASTROPHIC = [r"([a-z_.0-9]+)+X", r"(.*)*X", ".*" * 30 + "X", r"(\w+\.?)+\d{3}"]
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+@pytest.mark.parametrize("field", ["target_modules", "exclude_modules", "rank_pattern", "alpha_pattern",
+                                   "layers_pattern", "modules_to_save"])
+def test_catastrophic_patterns_are_matched_without_backtracking(peft_adapters, translator, tmp_path, field, pattern):
+    folder = tmp_path / "evil"
+    copy_adapter(peft_adapters[0] / "attn", folder)
+    value = {"rank_pattern": {pattern: 4}, "alpha_pattern": {pattern: 8}, "modules_to_save": [pattern]}.get(field, pattern)
+    edit_config(folder, **{field: value}, **({"layers_to_transform": [0, 1]} if field == "layers_pattern" else {}))
+    if field in ("target_modules", "layers_pattern"):  # matches no module: nothing is targeted
+        with pytest.raises(AdapterError, match="select no module of NLLB|target_modules does not select"):
+            load_adapter(folder, translator.config)
+    else:  # matches nothing: the adapter is the original one
+        assert load_adapter(folder, translator.config).lora.keys() == load_adapter(
+            peft_adapters[0] / "attn", translator.config).lora.keys()
+    [info] = scan_adapters(tmp_path, translator.config)
+    assert info.name == "evil"
+
+
+def test_module_patterns_mean_what_they_mean_to_peft(peft_adapters, translator, tmp_path):
+    """The linear-time matcher against `re` on every module name, for patterns PEFT users write."""
+    import re
+
+    from engine.linear_regex import compile_pattern
+
+    patterns = [r".*\.(q_proj|v_proj)", r"model\.decoder\.layers\.\d+\.encoder_attn\.[kv]_proj", r".*fc[12]$",
+                r"(.*\.)?(self_attn\.out_proj)$", r".*layers\.(0|1)\..*", r"^model\.\w+\.layers\.1\b.*", r"[^.]+"]
+    names = [f"model.{m}" for m in linear_modules(translator.config)]
+    for pattern in patterns:
+        compiled = compile_pattern(pattern)
+        for name in names:
+            assert compiled.fullmatch(name) == (re.fullmatch(pattern, name) is not None), (pattern, name)
+            assert compiled.match(name) == (re.match(pattern, name) is not None), (pattern, name)
+
+
+def test_layers_pattern_names_where_the_layer_index_is(peft_adapters, translator, tmp_path):
+    original = load_adapter(peft_adapters[0] / "layer1-norms", translator.config).lora.keys()
+    assert original and all(".layers.1." in module for module in original)
+    for pattern in ("layers", ["nothing", "lay.rs"], r"(encoder|decoder)\.layers"):
+        copy_adapter(peft_adapters[0] / "layer1-norms", tmp_path / "pattern")
+        edit_config(tmp_path / "pattern", layers_pattern=pattern)
+        assert load_adapter(tmp_path / "pattern", translator.config).lora.keys() == original, pattern
+    edit_config(tmp_path / "pattern", layers_pattern="blocks")
+    with pytest.raises(AdapterError, match="select no module of NLLB"):
+        load_adapter(tmp_path / "pattern", translator.config)

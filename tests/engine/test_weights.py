@@ -1,7 +1,9 @@
 """Checkpoint loading: every published weight layout gives the same model; broken ones say what is wrong."""
 
 import json
+import math
 import pickle
+import re
 import shutil
 
 import pytest
@@ -97,10 +99,10 @@ def test_pickle_with_code_is_refused_without_running_it(checkpoint, capsys):
 @pytest.mark.parametrize(
     "damage, message",
     [
-        (lambda d: (d / "config.json").unlink(), "config.json: missing"),
+        (lambda d: (d / "config.json").unlink(), "has no config.json"),
         (lambda d: (d / "config.json").write_text("{not json"), "config.json: not readable JSON"),
         (lambda d: (d / "config.json").write_text('{"model_type": "bert"}'), "model_type is 'bert'"),
-        (lambda d: (d / "model.safetensors").unlink(), "no model.safetensors or pytorch_model.bin"),
+        (lambda d: (d / "model.safetensors").unlink(), r"weights \(model.safetensors or pytorch_model.bin\)"),
         (lambda d: (d / "sentencepiece.bpe.model").unlink(), "sentencepiece.bpe.model"),
     ],
 )
@@ -118,3 +120,125 @@ def test_shard_index_cannot_point_outside_the_folder(tiny_checkpoint, tmp_path):
     (model / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(CheckpointError, match="outside the model folder"):
         load(model)
+
+
+def rewrite_json(path, **changes):
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    "changes, key",
+    [
+        ({"encoder_attention_heads": 0}, "encoder_attention_heads"),  # was "integer modulo by zero"
+        ({"decoder_attention_heads": -4}, "decoder_attention_heads"),
+        ({"d_model": 30}, "d_model 30 is not divisible by encoder_attention_heads"),
+        ({"encoder_layers": -1}, "encoder_layers"),
+        ({"decoder_layers": 10**9}, "decoder_layers"),  # would list 10**10 tensor names
+        ({"encoder_ffn_dim": 0}, "encoder_ffn_dim"),
+        ({"vocab_size": -5}, "vocab_size"),
+        ({"max_position_embeddings": 10**9}, "max_position_embeddings"),  # its tables are computed, not stored
+        ({"vocab_size": "1206"}, "vocab_size"),
+        ({"d_model": True}, "d_model"),
+        ({"decoder_ffn_dim": None}, "decoder_ffn_dim"),
+        ({"encoder_layers": [2]}, "encoder_layers"),
+        ({"d_model": 32.5}, "d_model"),
+        ({"scale_embedding": "false"}, "scale_embedding"),  # a string, which bool() would call true
+        ({"pad_token_id": 10**6}, "pad_token_id"),
+    ],
+)
+def test_bad_config_values_are_named_in_one_line(checkpoint, changes, key):
+    rewrite_json(checkpoint / "config.json", **changes)
+    with pytest.raises(CheckpointError) as error:
+        Translator(checkpoint, device="cpu")
+    message = str(error.value)
+    assert message.startswith(f"{checkpoint / 'config.json'}: {key}")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "changes, key",
+    [
+        ({"max_length": 10**9}, "max_length"),  # would size the position tables
+        ({"max_length": 1}, "max_length"),
+        ({"max_length": "200"}, "max_length"),
+        ({"max_length": True}, "max_length"),
+        ({"num_beams": 0}, "num_beams"),
+        ({"num_beams": [4]}, "num_beams"),
+        ({"length_penalty": math.nan}, "length_penalty"),
+        ({"repetition_penalty": math.inf}, "repetition_penalty"),
+        ({"no_repeat_ngram_size": -1}, "no_repeat_ngram_size"),
+        ({"min_length": 2.5}, "min_length"),
+        ({"early_stopping": "sometimes"}, "early_stopping"),
+        ({"forced_eos_token_id": 10**6}, "forced_eos_token_id"),
+    ],
+)
+def test_bad_generation_values_are_named_in_one_line(checkpoint, changes, key):
+    rewrite_json(checkpoint / "generation_config.json", **changes)  # json writes NaN and Infinity as Python reads them
+    with pytest.raises(CheckpointError) as error:
+        Translator(checkpoint, device="cpu")
+    assert str(error.value).startswith(f"{checkpoint / 'generation_config.json'}: {key} ")
+
+
+def test_null_generation_values_are_unset_as_in_transformers(checkpoint):
+    rewrite_json(checkpoint / "generation_config.json", max_length=None, num_beams=None, forced_eos_token_id=None)
+    defaults = load_generation_defaults(checkpoint)
+    assert (defaults.max_length, defaults.num_beams, defaults.forced_eos_id) == (200, None, None)
+
+
+def test_a_vocabulary_larger_than_the_weights_is_refused_from_the_headers(checkpoint):
+    # 10 million rows of 32 floats (1.3 GB) are compared with the stored shape, never allocated.
+    rewrite_json(checkpoint / "config.json", vocab_size=10_000_000)
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: tensor 'model\.shared\.weight' has shape \(1206, 32\), "
+                                              r"expected \(10000000, 32\)"):
+        Translator(checkpoint, device="cpu")
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_weights_that_are_not_finite_are_named(checkpoint, value):
+    tensors = load_file(checkpoint / "model.safetensors")
+    tensors["model.decoder.layers.1.fc2.weight"][3, 5] = value
+    save_file(tensors, checkpoint / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: tensor 'model\.decoder\.layers\.1\.fc2\.weight' "
+                                              r"holds NaN or infinite values$"):
+        Translator(checkpoint, device="cpu", dtype="float32")
+
+
+def test_weights_too_large_for_the_engine_dtype_are_named(checkpoint):
+    tensors = load_file(checkpoint / "model.safetensors")
+    tensors["model.encoder.layers.0.fc1.bias"][0] = 1e6  # float16 ends at 65504
+    save_file(tensors, checkpoint / "model.safetensors", metadata={"format": "pt"})
+    load_weights(checkpoint, load_config(checkpoint), torch.float32, CPU)  # fine in float32
+    with pytest.raises(CheckpointError, match=r"'model\.encoder\.layers\.0\.fc1\.bias' holds NaN or infinite values "
+                                              r"\(or values beyond the range of torch\.float16\)"):
+        load_weights(checkpoint, load_config(checkpoint), torch.float16, CPU)
+
+
+def test_weights_of_an_integer_dtype_are_refused(checkpoint):
+    tensors = load_file(checkpoint / "model.safetensors")
+    tensors["model.encoder.layer_norm.weight"] = tensors["model.encoder.layer_norm.weight"].to(torch.int32)
+    save_file(tensors, checkpoint / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(CheckpointError, match=r"tensor 'model\.encoder\.layer_norm\.weight' has dtype I32"):
+        load(checkpoint)
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00garbage" * 100, "truncated"])
+def test_a_corrupt_tokenizer_is_named(checkpoint, content):
+    path = checkpoint / "sentencepiece.bpe.model"
+    path.write_bytes(path.read_bytes()[:5000] if content == "truncated" else content)
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(str(path))}: not a readable sentencepiece model"):
+        Translator(checkpoint, device="cpu")
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000, " " * (5 << 20)])
+def test_a_config_nested_too_deeply_or_too_large_is_refused(checkpoint, content):
+    (checkpoint / "config.json").write_text(content)
+    with pytest.raises(CheckpointError, match=r"config\.json: (not readable JSON \(nested too deeply\)|larger than)"):
+        Translator(checkpoint, device="cpu")
+
+
+def test_a_vocabulary_smaller_than_the_tokenizer_is_refused(checkpoint):
+    rewrite_json(checkpoint / "config.json", vocab_size=1000)
+    with pytest.raises(CheckpointError, match=r"config\.json: vocab_size is 1000 but the tokenizer has 1204 tokens"):
+        Translator(checkpoint, device="cpu")

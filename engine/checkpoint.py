@@ -38,7 +38,7 @@ def open_checkpoint(folder: str | Path) -> Checkpoint:
         missing.append(f"the tokenizer ({SENTENCEPIECE_FILE})")
     if missing:
         listed = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
-        raise CheckpointError(f"{folder} is not an NLLB checkpoint: it has no {listed}.")
+        raise CheckpointError(f"{folder} is not an NLLB checkpoint: it is missing {listed}.")
     config = load_config(folder)
     generation_defaults = load_generation_defaults(folder, config.vocab_size)
     try:

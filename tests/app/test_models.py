@@ -80,10 +80,10 @@ def test_hugging_face_cache_snapshots_are_named_after_the_repository(tmp_path):
 @pytest.mark.parametrize(
     "remove, message",
     [
-        (["config.json"], "has no config.json."),
-        (["model.safetensors"], "has no the weights (model.safetensors or pytorch_model.bin)."),
-        (["sentencepiece.bpe.model"], "has no the tokenizer (sentencepiece.bpe.model)."),
-        (["config.json", "sentencepiece.bpe.model"], "has no config.json and the tokenizer (sentencepiece.bpe.model)."),
+        (["config.json"], "is missing config.json."),
+        (["model.safetensors"], "is missing the weights (model.safetensors or pytorch_model.bin)."),
+        (["sentencepiece.bpe.model"], "is missing the tokenizer (sentencepiece.bpe.model)."),
+        (["config.json", "sentencepiece.bpe.model"], "is missing config.json and the tokenizer (sentencepiece.bpe.model)."),
     ],
 )
 def test_a_folder_missing_files_is_refused_with_what_is_missing(paths, tiny_checkpoint, tmp_path, remove, message):

@@ -249,7 +249,7 @@ def test_first_run_explains_and_imports_a_model(qtbot, open_window, paths, tiny_
     qtbot.mouseClick(window.welcome.import_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.welcome.error.text() != "", timeout=WAIT_MS)
     assert window.welcome.error.text() == (
-        f"{not_a_model} is not an NLLB checkpoint: it has no config.json, the weights "
+        f"{not_a_model} is not an NLLB checkpoint: it is missing config.json, the weights "
         "(model.safetensors or pytorch_model.bin) and the tokenizer (sentencepiece.bpe.model)."
     )
     assert window.pages.currentWidget() is window.welcome

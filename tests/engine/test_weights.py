@@ -99,7 +99,7 @@ def test_pickle_with_code_is_refused_without_running_it(checkpoint, capsys):
 @pytest.mark.parametrize(
     "damage, message",
     [
-        (lambda d: (d / "config.json").unlink(), "has no config.json"),
+        (lambda d: (d / "config.json").unlink(), "is missing config.json"),
         (lambda d: (d / "config.json").write_text("{not json"), "config.json: not readable JSON"),
         (lambda d: (d / "config.json").write_text('{"model_type": "bert"}'), "model_type is 'bert'"),
         (lambda d: (d / "model.safetensors").unlink(), r"weights \(model.safetensors or pytorch_model.bin\)"),

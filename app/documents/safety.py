@@ -5,20 +5,22 @@
   offset of the first bad byte, never guessed.
 - Zip archives (Office, OpenDocument, EPUB): names that are absolute, hold `..`, or collide with
   another member (the same name twice, or names differing only by case or `./`, which OPC and
-  EPUB readers treat as one) are refused, as are encrypted members, compression other than stored,
-  deflate and bzip2, and more than `MAX_MEMBERS` members. Sizes are checked on the bytes actually
-  inflated, never on the headers: every member is inflated once when the archive is opened, in
-  `CHUNK_BYTES` steps and without keeping it, and must come out exactly as large as its header
-  says and with its CRC; a member may hold at most `MAX_MEMBER_BYTES`, all members together
-  `MAX_UNPACKED_BYTES` (a real 300-page report, a 5,000-row workbook or a novel inflate to a few
-  MiB; media, which do not compress, are the big members). Members are copied to the output
+  EPUB readers take for one) are refused, as are encrypted members, compression other than
+  stored, deflate and bzip2, and more than `MAX_MEMBERS` members. Sizes are checked on the bytes
+  actually inflated, never trusted from the headers: every member is inflated once when the
+  archive is opened, in `CHUNK_BYTES` steps, keeping nothing, and must come out exactly as large as
+  its header declares (it is refused the moment it grows past that) and with its CRC. The declared
+  sizes are bounded first: at most `MAX_MEMBER_BYTES` for a member (media, which do not compress,
+  are the big members) and `MAX_UNPACKED_BYTES` for all together. Members are copied to the output
   through the same chunked reader, so copying holds no member whole.
-- Parsed parts (the XML read into lxml trees, which are kept until the document is written): at
-  most `MAX_PART_BYTES` for one part and `MAX_PARSED_BYTES` and `MAX_PARSED_MARKUP` (`<` and `=`
-  bytes, a bound on elements and attributes, whatever the encoding) for all of them together. A
-  real 300-page report parses under 1 MiB of markup per... holds some 140,000 markup bytes, a
-  5,000-row sheet some 700,000. With these bounds a hostile archive makes the process grow by at
-  most about `PEAK_BYTES` (lxml spends up to ~220 bytes per element or attribute).
+- Parsed parts (XML held as lxml trees until the document is written): at most `MAX_PART_BYTES`
+  for one part, and for all of them together `MAX_PARSED_BYTES` and `MAX_PARSED_MARKUP` (the
+  count of `<` and `=` bytes, a bound on elements and attributes whatever the encoding, since
+  lxml spends 100-200 bytes on each). A 300-page report as python-docx writes it holds 1.8 MB and
+  140,000 markup bytes, a 5,000-row, 20-column sheet as openpyxl writes it 4.8 MB and 690,000, a
+  novel's chapters a few MB and less markup. The costliest document within these bounds (formatted
+  runs up to the markup budget, text up to the byte budget) grows the process by about 720 MiB
+  while it is read; `PEAK_BYTES` is the bound stated for a hostile file.
 - XML: lxml with entities never resolved, no DTD loading, no network, no huge trees; a document
   that declares entities is refused outright (billion laughs, external entities), checked on the
   bytes in UTF-8, UTF-16 and UTF-32 before parsing and on the DTD lxml actually parsed after.
@@ -51,7 +53,7 @@ MAX_PARSED_MARKUP = 2_000_000
 PEAK_BYTES = 1024 * MiB
 CHUNK_BYTES = 1 * MiB
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # encrypted Office files, and the old .doc/.xls/.ppt
-LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then the name's and the extra field's lengths
+LOCAL_HEADER = struct.Struct("<4s2xH18xHH")  # signature, flags, the name's and the extra field's lengths
 ENTITY_MARKS = tuple("<!ENTITY".encode(e) for e in ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"))
 
 
@@ -130,13 +132,14 @@ class SafeZip:
         if len(infos) > MAX_MEMBERS:
             raise DocumentError(f"too many files in the archive ({len(infos)}; the limit is {MAX_MEMBERS})")
         self.infos = infos
-        self.names = [i.filename for i in infos]
         self._by_key: dict[str, zipfile.ZipInfo] = {}
         for info in infos:
             self._check_member(info)
         declared = sum(i.file_size for i in infos)
         if declared > MAX_UNPACKED_BYTES:
-            raise DocumentError(f"the archive unpacks to {declared / MiB:.0f} MiB, over the limit of {MAX_UNPACKED_BYTES // MiB} MiB")
+            raise DocumentError(
+                f"the archive unpacks to {declared / MiB:.0f} MiB, over the limit of {MAX_UNPACKED_BYTES // MiB} MiB"
+            )
         self._file = open(path, "rb")
         try:
             for info in infos:  # headers may lie: inflate everything once, keeping nothing
@@ -158,13 +161,17 @@ class SafeZip:
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2):
             raise DocumentError(f"archive member {name} uses compression method {info.compress_type}, which is not supported")
         if info.file_size > MAX_MEMBER_BYTES:
-            raise DocumentError(f"archive member {name} unpacks to {info.file_size / MiB:.0f} MiB, over the limit of {MAX_MEMBER_BYTES // MiB} MiB")
+            raise DocumentError(
+                f"archive member {name} unpacks to {info.file_size / MiB:.0f} MiB, over the limit of {MAX_MEMBER_BYTES // MiB} MiB"
+            )
         key = member_key(name)
         other = self._by_key.get(key)
         if other is not None:
             if other.filename == name:
                 raise DocumentError(f"archive member {name} is present twice")
-            raise DocumentError(f"archive members {other.filename} and {name} differ only by case or by './', which readers confuse")
+            raise DocumentError(
+                f"archive members {other.filename} and {name} differ only by case or by './', which readers confuse"
+            )
         self._by_key[key] = info
 
     def find(self, name: str) -> str | None:
@@ -181,8 +188,11 @@ class SafeZip:
         header = f.read(LOCAL_HEADER.size)
         if len(header) < LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
             raise DocumentError(f"corrupt archive member {name} (no local header where the directory points)")
-        name_length, extra_length = LOCAL_HEADER.unpack(header)[1:]
-        f.seek(name_length + extra_length, io.SEEK_CUR)
+        _, flags, name_length, extra_length = LOCAL_HEADER.unpack(header)
+        local_name = f.read(name_length).decode("utf-8" if flags & 0x800 else "cp437", "replace")
+        if local_name != info.orig_filename:  # readers going by the local headers would see another file
+            raise DocumentError(f"corrupt archive member {name} (its local header names it {local_name!r})")
+        f.seek(extra_length, io.SEEK_CUR)
         packed_left = info.compress_size
         size = crc = 0
         if info.compress_type == zipfile.ZIP_STORED:
@@ -209,7 +219,10 @@ class SafeZip:
                 continue
             size += len(chunk)
             if size > info.file_size:
-                raise DocumentError(f"archive member {name} inflates past the {info.file_size} bytes its header declares: a zip bomb or a corrupt archive")
+                raise DocumentError(
+                    f"archive member {name} inflates past the {info.file_size} bytes its header declares:"
+                    " a zip bomb or a corrupt archive"
+                )
             crc = zlib.crc32(chunk, crc)
             yield chunk
         if size != info.file_size:
@@ -222,7 +235,9 @@ class SafeZip:
         if info is None:
             raise DocumentError(f"the archive has no {name}")
         if info.file_size > limit:
-            raise DocumentError(f"{name} unpacks to {info.file_size / MiB:.0f} MiB, over the limit of {limit // MiB} MiB for one part")
+            raise DocumentError(
+                f"{name} unpacks to {info.file_size / MiB:.0f} MiB, over the limit of {limit // MiB} MiB for one part"
+            )
         return b"".join(self._chunks(info))
 
     def parse(self, name: str) -> etree._ElementTree:
@@ -233,7 +248,7 @@ class SafeZip:
         if self.parsed_bytes > MAX_PARSED_BYTES:
             raise DocumentError(f"its text parts hold over {MAX_PARSED_BYTES // MiB} MiB of XML, over the limit")
         if self.parsed_markup > MAX_PARSED_MARKUP:
-            raise DocumentError(f"its text parts hold over {MAX_PARSED_MARKUP:,} XML elements and attributes, over the limit")
+            raise DocumentError(f"its text parts hold over {MAX_PARSED_MARKUP:,} XML tags and attributes, over the limit")
         return parse_xml(data, name)
 
     def write_copy(self, out_path: Path, replaced: dict[str, bytes]) -> None:

@@ -9,14 +9,13 @@ import subprocess
 import sys
 import tracemalloc
 import zipfile
-import zlib
 from pathlib import Path
 
 import pytest
 
 from app.documents import DocumentError, translate_document
 from app.documents import docx as docx_format, epub, odt, pptx, xlsx
-from app.documents.safety import MAX_PARSED_MARKUP, MAX_UNPACKED_BYTES, MiB, PEAK_BYTES, parse_xml
+from app.documents.safety import MAX_PARSED_BYTES, MAX_PARSED_MARKUP, MAX_UNPACKED_BYTES, MiB, PEAK_BYTES, parse_xml
 
 from document_fakes import make_epub, upper_keeping_tags
 
@@ -159,7 +158,7 @@ def test_parts_of_tiny_elements_exhaust_the_markup_budget(tmp_path):
         sheet = z.read("xl/worksheets/sheet1.xml")
     cells = b"<c/>" * (MAX_PARSED_MARKUP + 1)  # 8 MiB: within the byte budgets
     rewrite(path, {"xl/worksheets/sheet1.xml": sheet.replace(b"<sheetData>", b"<sheetData>" + cells)})
-    refused(path, "elements and attributes, over the limit")
+    refused(path, "XML tags and attributes, over the limit")
 
 
 def rewrite(path, replaced, added=()):
@@ -300,3 +299,50 @@ def test_a_corrupt_member_is_refused_before_translating(tmp_path):
     with pytest.raises(DocumentError, match="ppt/media/image9.png"):
         translate_document(path, tmp_path / "out.pptx", lambda texts: calls.append(texts) or texts)
     assert calls == []
+
+
+def test_big_real_documents_fit_the_budgets_with_room(tmp_path):
+    """A 300-page report, a 5,000-row sheet and a novel, as their libraries write them, use under
+    half of each parsed-part budget."""
+    import docx
+    import openpyxl
+
+    sentence = "The quarterly figures show that revenue grew in every region while costs fell slightly."
+    d = docx.Document()
+    for page in range(300):
+        d.add_heading(f"Section {page + 1}", 2)
+        for _ in range(12):
+            p = d.add_paragraph(sentence + " ")
+            p.add_run("Costs fell.").bold = True
+            p.add_run(" " + sentence)
+        if page % 10 == 0:
+            table = d.add_table(rows=20, cols=5)
+            for cell in (c for row in table.rows for c in row.cells):
+                cell.text = "Region total"
+    d.save(tmp_path / "report.docx")
+    wb = openpyxl.Workbook()
+    for row in range(5000):
+        wb.active.append([f"Item {row} of the list" if col % 3 == 0 else row * col for col in range(20)])
+    wb.save(tmp_path / "sheet.xlsx")
+    make_epub(tmp_path / "novel.epub")
+    paragraph = "<p>" + " ".join([sentence] * 10) + "</p>"  # 150 words: 1,500 of them make a 200,000-word book
+    rewrite(tmp_path / "novel.epub", {"OEBPS/ch1.xhtml": (
+        '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>c</title></head><body>' + paragraph * 1500 + "</body></html>"
+    ).encode()})
+
+    for name, module in (("report.docx", docx_format), ("sheet.xlsx", xlsx), ("novel.epub", epub)):
+        document = module.extract(tmp_path / name)
+        archive = document.archive
+        document.close()
+        assert archive.parsed_bytes < MAX_PARSED_BYTES / 2 and archive.parsed_markup < MAX_PARSED_MARKUP / 2, name
+
+
+def test_a_local_header_naming_another_file_is_refused(tmp_path):
+    """Readers that go by the local headers (streaming unzippers) would see another member."""
+    path = make_document("docx", tmp_path / "in.docx")
+    add_members(path, [("word/media/a.png", b"picture")])
+    data = path.read_bytes()
+    with zipfile.ZipFile(path) as z:
+        offset = z.getinfo("word/media/a.png").header_offset
+    path.write_bytes(data[:offset + 30] + b"word/media/b.png" + data[offset + 30 + 16:])
+    refused(path, "corrupt archive member word/media/a.png .its local header names it 'word/media/b.png'.")

@@ -22,7 +22,9 @@ from app.documents.zipxml import ZipXmlDocument, open_office
 from app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".docx", ".docm", ".dotx")
-TEXT_PARTS = frozenset({"header", "footer", "footnotes", "endnotes", "comments", "chart", "diagramData", "diagramDrawing"})
+TEXT_PARTS = frozenset(
+    {"header", "footer", "footnotes", "endnotes", "comments", "chart", "diagramData", "diagramDrawing"}
+)
 
 
 class WordFlow(XmlFlow):

@@ -2,11 +2,14 @@
 comments and threaded comments, text boxes and chart titles.
 
 By hand (`xmlflow`) rather than through openpyxl, whose load-and-save round trip drops charts,
-images and text boxes. The parts come from the package relationships. Cell text lives in the
-shared strings (one `si` per distinct string) and in inline strings (`is`) of the sheets; numbers, dates, booleans and formulas are cell values
+images and text boxes. Cell text lives in the shared strings part (one `si` per distinct string)
+and in inline strings (`is`) of the sheets; numbers, dates, booleans and formulas are cell values
 (`v`, `f`) and are never read. Strings with no letter (codes, "2024-01", "42%") stay as they are.
 Sheet names are kept: formulas refer to them. A formula's cached text result is left for Excel
 to recompute.
+
+The parts come from the package relationships: sheets and shared strings from the workbook's,
+comments and drawings from each sheet's, charts from the drawings.
 """
 
 from __future__ import annotations

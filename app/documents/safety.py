@@ -33,6 +33,7 @@ import codecs
 import copy
 import io
 import posixpath
+import re
 import struct
 import zipfile
 import zlib
@@ -322,7 +323,9 @@ def parse_xml(data: bytes, name: str) -> etree._ElementTree:
     try:
         tree = etree.parse(io.BytesIO(data), _parser())
     except etree.XMLSyntaxError as e:
-        raise DocumentError(f"{name} is not well-formed XML ({e})") from None
+        # libxml2 breaks some messages over lines and names an option the user cannot set; lxml adds its source
+        reason = re.sub(r" \(<string>, line \d+\)$", "", " ".join(str(e).replace(", try XML_PARSE_HUGE", "").split()))
+        raise DocumentError(f"{name} is not well-formed XML ({reason})") from None
     dtd = tree.docinfo.internalDTD
     if dtd is not None and next(dtd.iterentities(), None) is not None:
         raise DocumentError(refusal)

@@ -373,3 +373,11 @@ def test_too_many_members_unsupported_compression_and_encryption_are_refused(tmp
         offset += 46 + name_len + extra_len + comment_len
     epub_path.write_bytes(bytes(data))
     refused(epub_path, r"^password-protected \(encrypted archive\)$")
+
+
+def test_a_text_over_the_parsers_limit_is_refused_in_one_line(tmp_path):
+    path = make_document("pptx", tmp_path / "in.pptx")
+    with zipfile.ZipFile(path) as z:
+        slide = z.read("ppt/slides/slide1.xml")
+    rewrite(path, {"ppt/slides/slide1.xml": slide.replace(b"Some text", b"x" * (11 * MiB))})
+    refused(path, r"^ppt/slides/slide1.xml is not well-formed XML \(Resource limit exceeded: Text node too long, line \d+, column \d+\)$")

@@ -3,8 +3,9 @@ SmartArt and chart titles.
 
 The XML is handled by hand (`xmlflow`) rather than through python-docx, which reads only the body,
 tables and headers: footnotes, comments, text boxes and charts are out of its reach, and it has no
-way to rebuild a paragraph's runs. The parts come from the package's file names (WordprocessingML
-parts have fixed names); everything else in the archive is copied byte for byte.
+way to rebuild a paragraph's runs. The parts come from the package relationships (the main part
+whatever `_rels/.rels` names, the others related from it); everything else in the archive is
+copied byte for byte.
 
 In a paragraph, a run holding a break or a tab ends a segment; a hyperlink, insertion or content
 control keeps its runs together; field codes, note references, drawings, bookmarks, formulas
@@ -17,15 +18,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.zipxml import ZipXmlDocument, open_parts
+from app.documents.zipxml import ZipXmlDocument, open_office
 from app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".docx", ".docm", ".dotx")
-PARTS = [
-    r"word/(document|header\d*|footer\d*|footnotes|endnotes|comments)\.xml",
-    r"word/charts/chart\d*\.xml",
-    r"word/diagrams/(data|drawing)\d*\.xml",
-]
+TEXT_PARTS = frozenset(
+    {"header", "footer", "footnotes", "endnotes", "comments", "chart", "diagramData", "diagramDrawing"}
+)
 
 
 class WordFlow(XmlFlow):
@@ -41,4 +40,4 @@ class WordFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    return open_parts(path, "Word document", "word/document.xml", PARTS, WordFlow())
+    return open_office(path, "Word document", "document", WordFlow(), TEXT_PARTS)

@@ -2,7 +2,8 @@
 table of contents, and the book's title and description.
 
 Raw zip + XML (the `XhtmlFlow` of html.py on each chapter) rather than ebooklib, which rewrites
-the package on save. The package document is found through META-INF/container.xml; the archive is
+the package on save. The package document is found through META-INF/container.xml, the chapters
+through its manifest (hrefs resolved against its folder, external ones skipped); the archive is
 copied as is (the uncompressed `mimetype` first, as it was) with only the translated parts
 replaced, so chapters, spine, images and styles all stay.
 """
@@ -10,17 +11,17 @@ replaced, so chapters, spine, images and styles all stay.
 from __future__ import annotations
 
 import posixpath
-from urllib.parse import unquote
 from pathlib import Path
 
 from app.documents.html import XhtmlFlow
-from app.documents.safety import DocumentError, parse_xml
-from app.documents.xmlflow import XmlFlow, local
-from app.documents.zipxml import ZipXmlDocument, open_package
+from app.documents.safety import DocumentError
+from app.documents.xmlflow import XmlFlow
+from app.documents.zipxml import ZipXmlDocument, open_package, part_name
 
 EXTENSIONS = (".epub",)
 XHTML_TYPES = {"application/xhtml+xml", "text/html"}
 NCX_TYPE = "application/x-dtbncx+xml"
+CONTAINER = "META-INF/container.xml"  # fixed by the OCF container format
 
 
 class NcxFlow(XmlFlow):
@@ -31,24 +32,27 @@ class NcxFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    archive = open_package(path, "EPUB book", "META-INF/container.xml")
-    container = parse_xml(archive.read("META-INF/container.xml"), "META-INF/container.xml")
-    rootfile = next((el.get("full-path") for el in container.iter() if local(el) == "rootfile"), None)
-    if not rootfile or rootfile not in archive.names:
+    archive = open_package(path, "EPUB book", CONTAINER)
+    try:
+        container = archive.parse(archive.find(CONTAINER))
+        target = part_name("", next((el.get("full-path") or "" for el in container.iter("{*}rootfile")), ""))
+        rootfile = archive.find(target) if target else None
+        if rootfile is None:
+            raise DocumentError(f"not a valid EPUB ({CONTAINER} names no package document in the archive)")
+        package = archive.parse(rootfile)
+        folder = posixpath.dirname(rootfile)
+        parts = []
+        for item in package.iter("{*}item"):
+            target = part_name(folder, item.get("href") or "")
+            name = archive.find(target) if target else None
+            if name is None:  # external, outside the archive or missing: nothing here to translate
+                continue
+            if item.get("media-type") in XHTML_TYPES:
+                parts.append((name, XhtmlFlow()))
+            elif item.get("media-type") == NCX_TYPE:
+                parts.append((name, NcxFlow()))
+        parts.append((rootfile, NcxFlow()))
+        return ZipXmlDocument(archive, parts, {rootfile: package})
+    except BaseException:
         archive.close()
-        raise DocumentError("not a valid EPUB (META-INF/container.xml names no package document in the archive)")
-    package = parse_xml(archive.read(rootfile), rootfile)
-    base = posixpath.dirname(rootfile)
-    parts = []
-    for item in package.iter():
-        if local(item) != "item":
-            continue
-        name = posixpath.normpath(posixpath.join(base, unquote(item.get("href") or "")))
-        if name not in archive.names:
-            continue
-        if item.get("media-type") in XHTML_TYPES:
-            parts.append((name, XhtmlFlow()))
-        elif item.get("media-type") == NCX_TYPE:
-            parts.append((name, NcxFlow()))
-    parts.append((rootfile, NcxFlow()))
-    return ZipXmlDocument(archive, parts)
+        raise

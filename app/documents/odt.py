@@ -30,5 +30,9 @@ class OdfFlow(XmlFlow):
 def extract(path: Path) -> ZipXmlDocument:
     archive = open_package(path, "OpenDocument text", "content.xml")
     flow = OdfFlow()
-    parts = [name for name in ("content.xml", "styles.xml") if name in archive.names]
-    return ZipXmlDocument(archive, [(name, flow) for name in parts])
+    parts = [found for found in map(archive.find, ("content.xml", "styles.xml")) if found]  # names fixed by ODF
+    try:
+        return ZipXmlDocument(archive, [(name, flow) for name in parts])
+    except BaseException:
+        archive.close()
+        raise

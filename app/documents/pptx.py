@@ -2,7 +2,8 @@
 comments, SmartArt and chart titles.
 
 By hand (`xmlflow`) rather than through python-pptx, which has no way to rebuild a paragraph's
-runs and does not reach SmartArt or comments; the parts come from the package's fixed file names.
+runs and does not reach SmartArt or comments; the parts come from the package relationships
+(slides from the presentation's, notes, comments and charts from each slide's).
 Slide masters and layouts are left alone: their text is placeholder prompts ("Click to edit
 Master title style") that no slide shows. In a DrawingML paragraph (`a:p`), `a:br` ends a
 segment, hyperlinks live in the run properties (so they are part of a run's formatting), and
@@ -13,17 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.zipxml import ZipXmlDocument, open_parts
+from app.documents.zipxml import ZipXmlDocument, open_office
 from app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".pptx", ".pptm", ".ppsx", ".potx")
-PARTS = [
-    r"ppt/slides/slide\d+\.xml",
-    r"ppt/notesSlides/notesSlide\d+\.xml",
-    r"ppt/comments/\w+\.xml",
-    r"ppt/charts/chart\d*\.xml",
-    r"ppt/diagrams/(data|drawing)\d*\.xml",
-]
+TEXT_PARTS = frozenset({"slide", "notesSlide", "comments", "chart", "diagramData", "diagramDrawing"})
 
 
 class SlideFlow(XmlFlow):
@@ -36,4 +31,4 @@ class SlideFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    return open_parts(path, "PowerPoint presentation", "ppt/presentation.xml", PARTS, SlideFlow())
+    return open_office(path, "PowerPoint presentation", "presentation", SlideFlow(), TEXT_PARTS, main_is_text=False)

@@ -3,29 +3,59 @@
 - Files: at most `MAX_FILE_BYTES`; empty files are refused.
 - Text: UTF-8 (with or without BOM) or UTF-16/32 with a BOM; anything else is refused with the
   offset of the first bad byte, never guessed.
-- Zip archives (Office, OpenDocument, EPUB): members with absolute names or `..` are refused, as
-  are encrypted members, more than `MAX_MEMBERS` members, more than `MAX_UNPACKED_BYTES` unpacked
-  in total, or a member unpacking to over `MAX_RATIO` times its packed size (zip bombs). Reads are
-  bounded by the declared size, and zipfile checks each member's CRC and length.
+- Zip archives (Office, OpenDocument, EPUB): names that are absolute, hold `..`, or collide with
+  another member (the same name twice, or names differing only by case or `./`, which OPC and
+  EPUB readers take for one) are refused, as are encrypted members, compression other than
+  stored, deflate and bzip2, and more than `MAX_MEMBERS` members. Sizes are checked on the bytes
+  actually inflated, never trusted from the headers: every member is inflated once when the
+  archive is opened, in `CHUNK_BYTES` steps, keeping nothing, and must come out exactly as large as
+  its header declares (it is refused the moment it grows past that) and with its CRC. The declared
+  sizes are bounded first: at most `MAX_MEMBER_BYTES` for a member (media, which do not compress,
+  are the big members) and `MAX_UNPACKED_BYTES` for all together. Members are copied to the output
+  through the same chunked reader, so copying holds no member whole.
+- Parsed parts (XML held as lxml trees until the document is written): at most `MAX_PART_BYTES`
+  for one part, and for all of them together `MAX_PARSED_BYTES` and `MAX_PARSED_MARKUP` (the
+  count of `<` and `=` bytes, a bound on elements and attributes whatever the encoding, since
+  lxml spends 100-200 bytes on each). A 300-page report as python-docx writes it holds 1.8 MB and
+  140,000 markup bytes, a 5,000-row, 20-column sheet as openpyxl writes it 4.8 MB and 690,000, a
+  novel's chapters a few MB and less markup. The costliest document within these bounds (formatted
+  runs up to the markup budget, text up to the byte budget) grows the process by about 720 MiB
+  while it is read; `PEAK_BYTES` is the bound stated for a hostile file.
 - XML: lxml with entities never resolved, no DTD loading, no network, no huge trees; a document
-  that declares entities (`<!ENTITY`) is refused outright (billion laughs, external entities).
+  that declares entities is refused outright (billion laughs, external entities), checked on the
+  bytes in UTF-8, UTF-16 and UTF-32 before parsing and on the DTD lxml actually parsed after.
 """
 
 from __future__ import annotations
 
+import bz2
 import codecs
+import copy
 import io
+import posixpath
+import re
+import struct
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
+from typing import Iterator
 
 from lxml import etree
 
-MAX_FILE_BYTES = 512 * 1024 * 1024
-MAX_UNPACKED_BYTES = 1024 * 1024 * 1024
-MAX_MEMBER_BYTES = 256 * 1024 * 1024
-MAX_MEMBERS = 20_000
-MAX_RATIO = 200  # a deflated member that grows more than this is a zip bomb (real XML compresses ~10-30x)
+MiB = 1024 * 1024
+MAX_FILE_BYTES = 512 * MiB
+MAX_MEMBERS = 10_000
+MAX_DIRECTORY_BYTES = 4 * MiB  # the central directory: real entries take ~100 bytes each
+MAX_MEMBER_BYTES = 512 * MiB
+MAX_UNPACKED_BYTES = 768 * MiB
+MAX_PART_BYTES = 32 * MiB
+MAX_PARSED_BYTES = 64 * MiB
+MAX_PARSED_MARKUP = 2_000_000
+PEAK_BYTES = 1024 * MiB
+CHUNK_BYTES = 1 * MiB
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # encrypted Office files, and the old .doc/.xls/.ppt
+LOCAL_HEADER = struct.Struct("<4s2xH18xHH")  # signature, flags, the name's and the extra field's lengths
+ENTITY_MARKS = tuple("<!ENTITY".encode(e) for e in ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"))
 
 
 class DocumentError(Exception):
@@ -76,59 +106,209 @@ def decode_text(data: bytes) -> tuple[str, str]:
 
 
 class SafeZip:
-    """A zip archive checked against path escapes, encryption and zip bombs before anything is read."""
+    """A zip archive checked against path escapes, colliding names, encryption and zip bombs before
+    anything is used; its members read and copied in bounded chunks, its XML parts parsed within
+    the parsed-part budgets."""
 
     def __init__(self, path: Path, kind: str):
-        data_size = check_file(path)
+        check_file(path)
         with open(path, "rb") as f:
             head = f.read(8)
+            end = zipfile._EndRecData(f)  # the end-of-central-directory record, zip64 included
         if head.startswith(OLE_MAGIC):
             raise DocumentError(f"password-protected (encrypted) or an old binary format, not a {kind}")
         if not head.startswith(b"PK"):
             raise DocumentError(f"not a {kind} (its content is not a zip archive)")
+        if end is None:
+            raise DocumentError("corrupt or truncated archive (no end of central directory)")
+        if end[zipfile._ECD_ENTRIES_TOTAL] > MAX_MEMBERS or end[zipfile._ECD_SIZE] > MAX_DIRECTORY_BYTES:
+            # refused before zipfile builds an entry per member of a directory that could fill the file
+            raise DocumentError(f"too many files in the archive (the limit is {MAX_MEMBERS})")
         try:
-            self.zip = zipfile.ZipFile(path)
-            infos = self.zip.infolist()
-        except (zipfile.BadZipFile, OSError, ValueError) as e:
+            # zipfile reads only the central directory here; members are inflated by _chunks below
+            with zipfile.ZipFile(path) as z:
+                infos = z.infolist()
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
             raise DocumentError(f"corrupt or truncated archive ({e})") from None
         if len(infos) > MAX_MEMBERS:
-            raise DocumentError(f"too many files in the archive ({len(infos)})")
-        total = 0
-        for info in infos:
-            name = info.filename
-            parts = PurePosixPath(name.replace("\\", "/")).parts
-            if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
-                raise DocumentError(f"unsafe path in the archive: {name!r}")
-            if info.flag_bits & 0x1:
-                raise DocumentError("password-protected (encrypted archive)")
-            if info.file_size > MAX_MEMBER_BYTES:
-                raise DocumentError(f"archive member {name} is too large ({info.file_size / 2**20:.0f} MiB)")
-            if info.file_size > 1024 * 1024 and info.file_size > MAX_RATIO * max(info.compress_size, 1):
-                raise DocumentError(f"archive member {name} unpacks {info.file_size // max(info.compress_size, 1)}x: a zip bomb")
-            total += info.file_size
-        if total > MAX_UNPACKED_BYTES:
-            raise DocumentError(f"the archive unpacks to {total / 2**20:.0f} MiB, over the limit")
+            raise DocumentError(f"too many files in the archive ({len(infos)}; the limit is {MAX_MEMBERS})")
         self.infos = infos
-        self.names = [i.filename for i in infos]
-        self.packed_size = data_size
-
-    def read(self, name: str) -> bytes:
+        self._by_key: dict[str, zipfile.ZipInfo] = {}
+        for info in infos:
+            self._check_member(info)
+        declared = sum(i.file_size for i in infos)
+        if declared > MAX_UNPACKED_BYTES:
+            raise DocumentError(
+                f"the archive unpacks to {declared / MiB:.0f} MiB, over the limit of {MAX_UNPACKED_BYTES // MiB} MiB"
+            )
+        self._file = open(path, "rb")
         try:
-            return self.zip.read(name)
-        except KeyError:
-            raise DocumentError(f"the archive has no {name}") from None
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError) as e:
-            raise DocumentError(f"corrupt archive member {name} ({e})") from None
+            for info in infos:  # headers may lie: inflate everything once, keeping nothing
+                for _ in self._chunks(info):
+                    pass
+        except BaseException:
+            self._file.close()
+            raise
+        self.parsed_bytes = 0
+        self.parsed_markup = 0
+
+    def _check_member(self, info: zipfile.ZipInfo) -> None:
+        name = info.filename
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if not parts or name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            raise DocumentError(f"unsafe path in the archive: {name!r}")
+        if info.flag_bits & 0x1:
+            raise DocumentError("password-protected (encrypted archive)")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2):
+            raise DocumentError(f"archive member {name} uses compression method {info.compress_type}, which is not supported")
+        if info.file_size > MAX_MEMBER_BYTES:
+            raise DocumentError(
+                f"archive member {name} unpacks to {info.file_size / MiB:.0f} MiB, over the limit of {MAX_MEMBER_BYTES // MiB} MiB"
+            )
+        key = member_key(name)
+        other = self._by_key.get(key)
+        if other is not None:
+            if other.filename == name:
+                raise DocumentError(f"archive member {name} is present twice")
+            raise DocumentError(
+                f"archive members {other.filename} and {name} differ only by case or by './', which readers confuse"
+            )
+        self._by_key[key] = info
+
+    def find(self, name: str) -> str | None:
+        """The member that a part name refers to, matched as OPC and EPUB readers do (case and `./` ignored)."""
+        info = self._by_key.get(member_key(name))
+        return info.filename if info is not None else None
+
+    def _chunks(self, info: zipfile.ZipInfo) -> Iterator[bytes]:
+        """The member's inflated bytes in chunks of at most CHUNK_BYTES, refused the moment it grows past
+        the size its header declares (itself within the limits), or ends short of it, or fails its CRC."""
+        name = info.filename
+        f = self._file
+        f.seek(info.header_offset)
+        header = f.read(LOCAL_HEADER.size)
+        if len(header) < LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
+            raise DocumentError(f"corrupt archive member {name} (no local header where the directory points)")
+        _, flags, name_length, extra_length = LOCAL_HEADER.unpack(header)
+        local_name = f.read(name_length).decode("utf-8" if flags & 0x800 else "cp437", "replace")
+        if local_name != info.orig_filename:  # readers going by the local headers would see another file
+            raise DocumentError(f"corrupt archive member {name} (its local header names it {local_name!r})")
+        f.seek(extra_length, io.SEEK_CUR)
+        packed_left = info.compress_size
+        size = crc = 0
+        if info.compress_type == zipfile.ZIP_STORED:
+            inflater = None
+        elif info.compress_type == zipfile.ZIP_DEFLATED:
+            inflater = _Inflater(zlib.decompressobj(-15))
+        else:
+            inflater = _Inflater(bz2.BZ2Decompressor())
+        while True:
+            if inflater is None or inflater.needs_input:
+                packed = f.read(min(CHUNK_BYTES, packed_left))
+                packed_left -= len(packed)
+                if inflater is None:
+                    chunk = packed
+                elif not packed:
+                    raise DocumentError(f"corrupt archive member {name} (its compressed data ends early)")
+                else:
+                    chunk = inflater.inflate(packed, name)
+            else:
+                chunk = inflater.inflate(b"", name)
+            if not chunk:
+                if inflater is None or inflater.eof:
+                    break
+                continue
+            size += len(chunk)
+            if size > info.file_size:
+                raise DocumentError(
+                    f"archive member {name} inflates past the {info.file_size} bytes its header declares:"
+                    " a zip bomb or a corrupt archive"
+                )
+            crc = zlib.crc32(chunk, crc)
+            yield chunk
+        if size != info.file_size:
+            raise DocumentError(f"corrupt archive member {name} ({size} bytes where its header declares {info.file_size})")
+        if crc != info.CRC:
+            raise DocumentError(f"corrupt archive member {name} (bad CRC-32)")
+
+    def read(self, name: str, limit: int = MAX_MEMBER_BYTES) -> bytes:
+        info = self._by_key.get(member_key(name))
+        if info is None:
+            raise DocumentError(f"the archive has no {name}")
+        if info.file_size > limit:
+            raise DocumentError(
+                f"{name} unpacks to {info.file_size / MiB:.0f} MiB, over the limit of {limit // MiB} MiB for one part"
+            )
+        return b"".join(self._chunks(info))
+
+    def parse(self, name: str) -> etree._ElementTree:
+        """An XML part, parsed within the budgets for all parsed parts together."""
+        data = self.read(name, MAX_PART_BYTES)
+        self.parsed_bytes += len(data)
+        self.parsed_markup += data.count(b"<") + data.count(b"=")
+        if self.parsed_bytes > MAX_PARSED_BYTES:
+            raise DocumentError(f"its text parts hold over {MAX_PARSED_BYTES // MiB} MiB of XML, over the limit")
+        if self.parsed_markup > MAX_PARSED_MARKUP:
+            raise DocumentError(f"its text parts hold over {MAX_PARSED_MARKUP:,} XML tags and attributes, over the limit")
+        return parse_xml(data, name)
 
     def write_copy(self, out_path: Path, replaced: dict[str, bytes]) -> None:
         """The same archive, member order and compression kept, with some members' bytes replaced."""
         with zipfile.ZipFile(out_path, "w") as out:
             for info in self.infos:
-                data = replaced[info.filename] if info.filename in replaced else self.read(info.filename)
-                out.writestr(info, data, compress_type=info.compress_type)
+                entry = copy.copy(info)  # zipfile rewrites sizes and flags on the entry it writes
+                if info.filename in replaced:
+                    out.writestr(entry, replaced[info.filename])
+                elif info.is_dir():
+                    out.writestr(entry, b"")
+                else:
+                    with out.open(entry, "w") as member:
+                        for chunk in self._chunks(info):
+                            member.write(chunk)
 
     def close(self) -> None:
-        self.zip.close()
+        self._file.close()
+
+
+class _Inflater:
+    """zlib's and bz2's decompressors behind one interface, each call giving at most CHUNK_BYTES."""
+
+    def __init__(self, decompressor):
+        self.decompressor = decompressor
+        self.pending = b""  # zlib's input not yet inflated
+        self.full = False  # the last call filled its chunk: more output may wait without new input
+
+    @property
+    def eof(self) -> bool:
+        return self.decompressor.eof
+
+    @property
+    def needs_input(self) -> bool:
+        if isinstance(self.decompressor, bz2.BZ2Decompressor):
+            return self.decompressor.needs_input and not self.decompressor.eof
+        return not self.pending and not self.full and not self.decompressor.eof
+
+    def inflate(self, data: bytes, name: str) -> bytes:
+        if self.decompressor.eof:
+            return b""
+        if isinstance(self.decompressor, bz2.BZ2Decompressor):
+            try:
+                return self.decompressor.decompress(data, CHUNK_BYTES)
+            except (OSError, EOFError) as e:
+                raise DocumentError(f"corrupt archive member {name} (bad bzip2 data: {e})") from None
+        try:
+            chunk = self.decompressor.decompress(self.pending + data, CHUNK_BYTES)
+        except zlib.error as e:
+            raise DocumentError(f"corrupt archive member {name} (bad deflate data: {e})") from None
+        self.pending = self.decompressor.unconsumed_tail
+        self.full = len(chunk) == CHUNK_BYTES
+        return chunk
+
+
+def member_key(name: str) -> str:
+    """A member name as readers compare them: `\\` as `/`, `./` and `//` gone, case folded."""
+    key = posixpath.normpath(name.replace("\\", "/")).lower()
+    return key + "/" if name.endswith(("/", "\\")) else key
 
 
 def _parser() -> etree.XMLParser:
@@ -136,12 +316,20 @@ def _parser() -> etree.XMLParser:
 
 
 def parse_xml(data: bytes, name: str) -> etree._ElementTree:
-    if b"<!ENTITY" in data:
-        raise DocumentError(f"{name} declares XML entities, which are refused (entity expansion attack)")
+    """The one way the app parses XML: entity declarations refused in every encoding lxml reads."""
+    refusal = f"{name} declares XML entities, which are refused (entity expansion attack)"
+    if any(mark in data for mark in ENTITY_MARKS):
+        raise DocumentError(refusal)
     try:
-        return etree.parse(io.BytesIO(data), _parser())
+        tree = etree.parse(io.BytesIO(data), _parser())
     except etree.XMLSyntaxError as e:
-        raise DocumentError(f"{name} is not well-formed XML ({e})") from None
+        # libxml2 breaks some messages over lines and names an option the user cannot set; lxml adds its source
+        reason = re.sub(r" \(<string>, line \d+\)$", "", " ".join(str(e).replace(", try XML_PARSE_HUGE", "").split()))
+        raise DocumentError(f"{name} is not well-formed XML ({reason})") from None
+    dtd = tree.docinfo.internalDTD
+    if dtd is not None and next(dtd.iterentities(), None) is not None:
+        raise DocumentError(refusal)
+    return tree
 
 
 def serialize_xml(tree: etree._ElementTree) -> bytes:

@@ -2,30 +2,26 @@
 comments and threaded comments, text boxes and chart titles.
 
 By hand (`xmlflow`) rather than through openpyxl, whose load-and-save round trip drops charts,
-images and text boxes. Cell text lives in `xl/sharedStrings.xml` (one `si` per distinct string)
+images and text boxes. Cell text lives in the shared strings part (one `si` per distinct string)
 and in inline strings (`is`) of the sheets; numbers, dates, booleans and formulas are cell values
 (`v`, `f`) and are never read. Strings with no letter (codes, "2024-01", "42%") stay as they are.
 Sheet names are kept: formulas refer to them. A formula's cached text result is left for Excel
 to recompute.
+
+The parts come from the package relationships: sheets and shared strings from the workbook's,
+comments and drawings from each sheet's, charts from the drawings.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.zipxml import ZipXmlDocument, open_parts
+from app.documents.zipxml import ZipXmlDocument, open_office
 from app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".xlsx", ".xlsm", ".xltx")
-PARTS = [
-    r"xl/sharedStrings\.xml",
-    r"xl/worksheets/sheet\d+\.xml",
-    r"xl/comments\d*\.xml",
-    r"xl/comments/comment\d*\.xml",
-    r"xl/threadedComments/\w+\.xml",
-    r"xl/drawings/drawing\d+\.xml",
-    r"xl/charts/chart\d*\.xml",
-]
+TEXT_PARTS = frozenset({"sharedStrings", "worksheet", "comments", "threadedComment", "drawing", "chart"})
+CHART_SHEETS = frozenset({"chartsheet"})  # no text of their own; their drawings hold the charts
 
 
 class SheetFlow(XmlFlow):
@@ -39,4 +35,4 @@ class SheetFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    return open_parts(path, "Excel workbook", "xl/workbook.xml", PARTS, SheetFlow())
+    return open_office(path, "Excel workbook", "workbook", SheetFlow(), TEXT_PARTS, CHART_SHEETS, main_is_text=False)

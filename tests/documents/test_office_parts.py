@@ -1,18 +1,22 @@
-"""Word and PowerPoint parts beyond the body: notes, text boxes, charts, SmartArt, comments.
+"""Parts of zip documents beyond the body (notes, text boxes, charts, SmartArt, comments), and how
+the parts are found: through the package relationships (Office) and the manifest (EPUB).
 
 python-docx and python-pptx cannot create footnotes, endnotes, text boxes, SmartArt or slide
 comments, so their XML is written by hand here and added as real package parts through the
 libraries' own packaging API (`Part` + `relate_to`: content type and relationship included); the
 charts are python-pptx's own. The output is opened again with the library and each part is
-read back with lxml.
+read back with lxml. Packages with parts in unusual places are the libraries' own, rewritten.
 """
 
 import zipfile
 from pathlib import Path
 
+import pytest
 from lxml import etree
 
-from app.documents import translate_document
+from app.documents import DocumentError, translate_document
+
+from document_fakes import upper_keeping_tags
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
@@ -217,3 +221,154 @@ def test_pptx_comments_chart_and_smartart(tmp_path, fake):
     assert bold and "".join(bold).strip().isupper()
     smart = etree.fromstring(z.read("ppt/diagrams/data1.xml"))
     assert texts(smart, ".//a:p") == ["T:COLLECT FEEDBACK"]
+
+
+# Part names come from the package relationships, not from fixed paths.
+
+REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def repackage(path, renames=None, edits=None, added=()):
+    """The package at `path` rewritten: members renamed, (old, new) byte edits made in some members
+    (named as before the renaming), members added."""
+    renames, edits = renames or {}, edits or {}
+    with zipfile.ZipFile(path) as src:
+        members = []
+        for info in src.infolist():
+            data = src.read(info)
+            for old, new in edits.get(info.filename, ()):
+                assert old in data, (info.filename, old)
+                data = data.replace(old, new)
+            members.append((renames.get(info.filename, info.filename), data))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, data in members + list(added):
+            out.writestr(name, data)
+
+
+def test_word_parts_are_the_ones_the_relationships_name(tmp_path):
+    """The main part in another folder under an absolute target, its header reached through `..`;
+    external, escaping and missing targets are skipped and nothing else is read or changed."""
+    import docx
+
+    d = docx.Document()
+    d.add_paragraph("Body text")
+    d.sections[0].header.paragraphs[0].text = "Header text"
+    d.save(tmp_path / "in.docx")
+    decoys = "".join(
+        f'<Relationship Id="rX{i}" Type="{REL}/header" Target="{target}"{mode}/>'
+        for i, (target, mode) in enumerate([("http://example.com/h.xml", ' TargetMode="External"'),
+                                            ("../../../etc/passwd", ""), ("header9.xml", "")])
+    )
+    repackage(tmp_path / "in.docx",
+              renames={"word/document.xml": "content/main.xml", "word/_rels/document.xml.rels": "content/_rels/main.xml.rels"},
+              edits={"_rels/.rels": [(b'Target="word/document.xml"', b'Target="/content/main.xml"')],
+                     "[Content_Types].xml": [(b'PartName="/word/document.xml"', b'PartName="/content/main.xml"')],
+                     "word/_rels/document.xml.rels": [(b'Target="', b'Target="../word/'),
+                                                      (b"</Relationships>", decoys.encode() + b"</Relationships>")]},
+              added=[("word/header2.xml", f'<w:hdr xmlns:w="{W}"><w:p><w:r><w:t>Unrelated</w:t></w:r></w:p></w:hdr>')])
+
+    out_path = run(tmp_path, "in.docx", upper_keeping_tags)
+    with zipfile.ZipFile(tmp_path / "in.docx") as a, zipfile.ZipFile(out_path) as b:
+        assert a.namelist() == b.namelist()
+        assert texts(etree.fromstring(b.read("content/main.xml")), ".//w:p") == ["T:BODY TEXT"]
+        assert texts(etree.fromstring(b.read("word/header1.xml")), ".//w:p") == ["T:HEADER TEXT"]
+        assert b.read("word/header2.xml") == a.read("word/header2.xml")  # in the archive, related from nothing
+
+
+def test_a_word_package_without_its_main_part_is_refused(tmp_path):
+    import docx
+
+    docx.Document().save(tmp_path / "in.docx")
+    repackage(tmp_path / "in.docx", edits={"_rels/.rels": [(b'Target="word/document.xml"', b'Target="word/gone.xml"')]})
+    with pytest.raises(DocumentError, match=r"^not a Word document \(its package relationships name no main document in the archive\)$"):
+        translate_document(tmp_path / "in.docx", tmp_path / "out.docx", upper_keeping_tags)
+
+    import openpyxl
+
+    openpyxl.Workbook().save(tmp_path / "book.xlsx")
+    (tmp_path / "book.xlsx").rename(tmp_path / "book.docx")
+    with pytest.raises(DocumentError, match=r"^not a Word document \(its main part xl/workbook.xml is a 'workbook' document\)$"):
+        translate_document(tmp_path / "book.docx", tmp_path / "out2.docx", upper_keeping_tags)
+    assert not (tmp_path / "out.docx").exists() and not (tmp_path / "out2.docx").exists()
+
+
+def test_slides_and_notes_are_found_through_the_relationships(tmp_path):
+    from pptx import Presentation
+
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[5])
+    slide.shapes.title.text = "Slide title"
+    slide.notes_slide.notes_text_frame.text = "Speaker note."
+    prs.save(tmp_path / "in.pptx")
+    repackage(tmp_path / "in.pptx",
+              renames={"ppt/slides/slide1.xml": "ppt/pages/first.xml", "ppt/slides/_rels/slide1.xml.rels": "ppt/pages/_rels/first.xml.rels",
+                       "ppt/notesSlides/notesSlide1.xml": "ppt/talk/n.xml", "ppt/notesSlides/_rels/notesSlide1.xml.rels": "ppt/talk/_rels/n.xml.rels"},
+              edits={"ppt/_rels/presentation.xml.rels": [(b'Target="slides/slide1.xml"', b'Target="pages/first.xml"')],
+                     "ppt/slides/_rels/slide1.xml.rels": [(b'Target="../notesSlides/notesSlide1.xml"', b'Target="../talk/n.xml"')],
+                     "ppt/notesSlides/_rels/notesSlide1.xml.rels": [(b'Target="../slides/slide1.xml"', b'Target="../pages/first.xml"')],
+                     "[Content_Types].xml": [(b'"/ppt/slides/slide1.xml"', b'"/ppt/pages/first.xml"'),
+                                             (b'"/ppt/notesSlides/notesSlide1.xml"', b'"/ppt/talk/n.xml"')]})
+
+    out = Presentation(run(tmp_path, "in.pptx", upper_keeping_tags))
+    assert out.slides[0].shapes.title.text_frame.text == "T:SLIDE TITLE"
+    assert out.slides[0].notes_slide.notes_text_frame.text == "T:SPEAKER NOTE."
+
+
+def test_sheets_and_shared_strings_are_found_through_the_relationships(tmp_path):
+    """Strict-namespace relationship types included: the type's last segment is what counts."""
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    wb.active["A1"] = "Cell text"
+    wb.create_sheet("Second")["B2"] = "Other sheet"
+    wb.save(tmp_path / "in.xlsx")
+    transitional, strict = REL.encode() + b"/", b"http://purl.oclc.org/ooxml/officeDocument/relationships/"
+    shared = b'<Relationship Type="%ssharedStrings" Target="strings/all.xml" Id="rId9"/></Relationships>' % strict
+    repackage(tmp_path / "in.xlsx",
+              renames={"xl/worksheets/sheet2.xml": "xl/tabs/data.xml"},
+              edits={"_rels/.rels": [(transitional, strict)],
+                     "xl/_rels/workbook.xml.rels": [(b'"/xl/worksheets/sheet2.xml"', b'"tabs/data.xml"'), (transitional, strict),
+                                                    (b"</Relationships>", shared)],
+                     "[Content_Types].xml": [(b'"/xl/worksheets/sheet2.xml"', b'"/xl/tabs/data.xml"')]},
+              added=[("xl/strings/all.xml", '<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+                                            '<si><t>Shared text</t></si></sst>')])
+
+    out_path = run(tmp_path, "in.xlsx", upper_keeping_tags)
+    with zipfile.ZipFile(out_path) as z:
+        texts = {name: [t.text for t in etree.fromstring(z.read(name)).iter("{*}t")]
+                 for name in ("xl/worksheets/sheet1.xml", "xl/tabs/data.xml", "xl/strings/all.xml")}
+    assert texts == {"xl/worksheets/sheet1.xml": ["T:CELL TEXT"], "xl/tabs/data.xml": ["T:OTHER SHEET"],
+                     "xl/strings/all.xml": ["T:SHARED TEXT"]}
+
+
+def test_epub_chapters_are_the_ones_the_manifest_names(tmp_path):
+    """hrefs resolved against the package document's folder (`..` and %-escapes included); external,
+    escaping and missing items skipped; a container naming no package document refused."""
+    container = ('<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+                 '<rootfiles><rootfile full-path="{}" media-type="application/oebps-package+xml"/></rootfiles></container>')
+    items = [("c1", "../Text/one.xhtml"), ("c2", "two%20words.xhtml"), ("far", "http://example.com/remote.xhtml"),
+             ("out", "../../outside.xhtml"), ("gone", "gone.xhtml")]
+    manifest = "".join(f'<item id="{i}" href="{href}" media-type="application/xhtml+xml"/>' for i, href in items)
+    opf = ('<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata '
+           'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Title</dc:title></metadata>'
+           f'<manifest>{manifest}</manifest><spine><itemref idref="c1"/><itemref idref="c2"/></spine></package>')
+    chapter = '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>t</title></head><body><p>{}</p></body></html>'
+    path = tmp_path / "in.epub"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")
+        z.writestr("META-INF/container.xml", container.format("OPS/book.opf"))
+        z.writestr("OPS/book.opf", opf)
+        z.writestr("Text/one.xhtml", chapter.format("First chapter"))
+        z.writestr("OPS/two words.xhtml", chapter.format("Second chapter"))
+        z.writestr("outside.xhtml", chapter.format("Not in the manifest"))
+
+    out_path = run(tmp_path, "in.epub", upper_keeping_tags)
+    with zipfile.ZipFile(path) as a, zipfile.ZipFile(out_path) as b:
+        assert a.namelist() == b.namelist()
+        assert texts(etree.fromstring(b.read("Text/one.xhtml")), ".//{*}p") == ["T:FIRST CHAPTER"]
+        assert texts(etree.fromstring(b.read("OPS/two words.xhtml")), ".//{*}p") == ["T:SECOND CHAPTER"]
+        assert b.read("outside.xhtml") == a.read("outside.xhtml")
+
+    repackage(path, edits={"META-INF/container.xml": [(b'full-path="OPS/book.opf"', b'full-path="../book.opf"')]})
+    with pytest.raises(DocumentError, match=r"^not a valid EPUB \(META-INF/container.xml names no package document in the archive\)$"):
+        translate_document(path, tmp_path / "out2.epub", upper_keeping_tags)

@@ -7,7 +7,7 @@ set -u
 export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
 PROFILES=${PROFILES-"sm_90 sm_86 sm_75 sm_89 sm_80"}
 BUDGET=${BUDGET:-540}  # seconds this script may take: a step that could not finish in what is left is skipped
-TESTS=${TESTS:-"tests/engine/test_cuda.py tests/engine/test_cuda_graphs.py tests/engine/test_device.py"}
+TESTS=${TESTS:-"tests/engine/test_cuda.py tests/engine/test_cuda_graphs.py tests/engine/test_device.py"}  # K: pytest -k
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader
@@ -18,7 +18,7 @@ for p in $PROFILES; do
   [ "$(left)" -gt "$limit" ] || limit=$(left)
   start=$SECONDS
   { echo "=== tests under $p"; DRAGOMAN_GPU_PROFILE=$p timeout "$limit" python3 -m pytest -q -p no:cacheprovider -rs -s \
-      $TESTS 2>&1; } > "$OUT/tests_$p.log"
+      ${K:+-k "$K"} $TESTS 2>&1; } > "$OUT/tests_$p.log"
   echo "$p: $(grep -E 'passed|failed|error' "$OUT/tests_$p.log" | tail -1) ($((SECONDS - start)) s)"
   grep -E "OVER|^FAILED|^ERROR" "$OUT/tests_$p.log" | head -20
 done

@@ -293,6 +293,28 @@ def test_600m_shaped_activations_stay_finite_in_float16():
     graphed.run([Request(sentence(n, rng), [2, 256047], options) for n in range(10, 60, 5)])
 
 
+# (K, N) of the projections of 600M, 1.3B and 3.3B, and 600M's cross K/V of all layers at once
+LAYERS = [(1024, 1024), (1024, 3072), (1024, 4096), (4096, 1024), (1024, 8192), (8192, 1024), (2048, 2048),
+          (2048, 6144), (2048, 8192), (8192, 2048), (1024, 24576)]
+
+
+@pytest.mark.parametrize("M", [4, 16, 48])
+def test_fused_linear_at_the_models_shapes_is_within_twice_the_reference_s_error(M):
+    """The plans the profile gives fused_linear (smaller tiles, fewer stages, splits) compute the
+    same function in the card's half precision: the flash-attention rule against float64."""
+    from kernels.fused_linear import fused_linear_ref, fused_linear_triton
+
+    dtype, g = getattr(torch, HALF), torch.Generator(device="cuda").manual_seed(M)
+    for K, N in LAYERS:
+        x = torch.randn(M, K, device="cuda", generator=g).to(dtype)
+        weight = (torch.randn(N, K, device="cuda", generator=g) / K**0.5).to(dtype)
+        bias = torch.randn(N, device="cuda", generator=g).to(dtype)
+        truth = fused_linear_ref(x.double(), weight.double(), bias.double(), True)
+        kernel_error = (fused_linear_triton(x, weight, bias, True).double() - truth).abs().max()
+        reference_error = (fused_linear_ref(x, weight, bias, True).double() - truth).abs().max()
+        assert kernel_error <= 2 * reference_error, f"{M} x {K} -> {N}: {kernel_error:.3g} against {reference_error:.3g}"
+
+
 def test_no_compiled_kernel_needs_more_shared_memory_than_the_profile_has():
     """Run last: every kernel variant the tests above compiled, against the card's limit."""
     limit = gpu_profile(torch.device("cuda", 0)).shared_memory

@@ -17,9 +17,13 @@ sentence once, and rebuilds the segment's runs:
 - If not (tags lost, doubled, mangled, as a random test model always does), the tags are removed
   and the formatting is mapped proportionally: run i of the source, which covered a share of the
   source characters, covers the same share of the translation, with cuts moved to the nearest word
-  start (any character in scripts written without spaces); atoms go to their proportional place.
-  The result is always a valid document with every run and atom present, even when a styled
-  word lands a word off.
+  start (any character in scripts written without spaces, `UNSPACED_SCRIPTS`, or where the
+  translation has fewer words than runs); atoms go to their proportional place. Every run with
+  visible text gets at least one word (or character) of the translation, so a footnote marker or a
+  one-word link never vanishes; only a translation shorter than its runs leaves the last runs their
+  source text. The result is always a valid document with every run and atom present, even when a
+  styled word lands a word off.
+- A translation with no text (empty, or only tags) is not written: the sentence keeps its source.
 
 Atoms at the very start or end of a sentence never go to the model: they are kept before or after
 its translation.
@@ -28,6 +32,8 @@ its translation.
 from __future__ import annotations
 
 import re
+import unicodedata
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
 
@@ -38,6 +44,8 @@ from app.documents.sentences import NO_SPACE_SCRIPTS, is_translatable, sentence_
 # that reports results as they come: app/jobs.py.)
 BATCH_SENTENCES = 32
 _TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)
+# Scripts whose words are not separated by spaces: formatting may start at any character.
+UNSPACED_SCRIPTS = NO_SPACE_SCRIPTS | {"Thai", "Laoo", "Khmr", "Tibt"}
 
 
 class Cancelled(Exception):
@@ -133,8 +141,8 @@ class _Sentence:
                 seen.add(number)
                 runs.append(run)
             elif closing:
-                if open_tag != number:
-                    return None
+                if open_tag != number or (self.tagged[number].text.strip() and not text.strip()):
+                    return None  # mismatched, or the run's words are gone
                 open_tag = None
             else:
                 if run.atom is not None or number in seen or open_tag:
@@ -147,36 +155,67 @@ class _Sentence:
         return runs
 
     def _proportional(self, translation: str, target_script: str) -> list[Run]:
-        total = sum(len(r.text) for r in self.runs if r.atom is None) or 1
-        size = len(translation)
-        spaced = target_script not in NO_SPACE_SCRIPTS
-        starts = [0] + [m.end() for m in re.finditer(r"\s+", translation)] + [size] if spaced else None
-
-        def snap(position: int) -> int:
-            if not spaced:
-                return position
-            return min(starts, key=lambda s: (abs(s - position), s))
-
+        texts = [r for r in self.runs if r.atom is None]
+        need = [1 if r.text.strip() else 0 for r in texts]  # a run of spaces may get nothing
+        cuts = _cut_points(translation, target_script not in UNSPACED_SCRIPTS)
+        if len(cuts) - 1 < sum(need):
+            cuts = _cut_points(translation, False)
+        ends = _place_cuts(cuts, [len(r.text) for r in texts], need, len(translation))
         out: list[Run] = []
-        done = 0
-        cut = 0
+        start = 0
+        ends_of = iter(ends)
         for run in self.runs:
             if run.atom is not None:
                 out.append(run)
                 continue
-            done += len(run.text)
-            end = max(cut, snap(round(done * size / total)))
-            if done == total:
-                end = size
-            out.append(Run(translation[cut:end], run.style))
-            cut = end
+            end = next(ends_of)
+            piece = translation[start:end]
+            if not piece.strip() and run.text.strip():
+                piece = run.text  # the translation is shorter than its runs: this one keeps its words
+            out.append(Run(piece, run.style))
+            start = end
         return out
 
 
-def _clip(runs_at: list[tuple[int, Run]], start: int, end: int, atoms_from: int, atoms_to: int) -> list[Run]:
-    """Text of runs within [start, end), and atoms at offsets within [atoms_from, atoms_to]."""
+def _cut_points(text: str, spaced: bool) -> list[int]:
+    """Where a run may start: word starts in spaced text, else every character that is not a
+    combining mark (a Thai vowel stays on its consonant); always 0 and len(text)."""
+    if spaced:
+        points = [0] + [m.end() for m in re.finditer(r"\s+", text) if 0 < m.end() < len(text)]
+    else:
+        points = [i for i, ch in enumerate(text) if i == 0 or not unicodedata.category(ch).startswith("M")]
+    if text:
+        points.append(len(text))
+    return points or [0]
+
+
+def _place_cuts(points: list[int], lengths: list[int], need: list[int], size: int) -> list[int]:
+    """The end of each run in the translation: run i ends at the point nearest its share of the
+    source, leaving at least one point step for every run in `need` after it when there are enough."""
+    total = sum(lengths) or 1
+    last = len(points) - 1
+    later = sum(need)
+    ends, index, done = [], 0, 0
+    for length, required in zip(lengths, need):
+        done += length
+        later -= required
+        lo, hi = min(index + required, last), max(index, last - later)
+        wanted = bisect_left(points, done * size / total)
+        nearest = [i for i in (wanted - 1, wanted) if 0 <= i <= last]
+        index = min(max(min(nearest, key=lambda i: (abs(points[i] - done * size / total), i)), lo), hi)
+        ends.append(points[index])
+    if ends:
+        ends[-1] = size
+    return ends
+
+
+def _clip(runs_at: list[tuple[int, Run]], offsets: list[int], start: int, end: int, atoms_from: int, atoms_to: int) -> list[Run]:
+    """Text of runs within [start, end), and atoms at offsets within [atoms_from, atoms_to].
+    Only the runs near the range are looked at (`offsets`: each run's, ascending)."""
+    first = max(0, bisect_left(offsets, min(start, atoms_from)) - 1)  # a run that begins before the range
+    last = bisect_right(offsets, max(end, atoms_to))
     out = []
-    for offset, run in runs_at:
+    for offset, run in runs_at[first:last]:
         if run.atom is not None:
             if atoms_from <= offset <= atoms_to:
                 out.append(run)
@@ -193,16 +232,17 @@ def _plan(segment: Segment, source_script: str) -> list[list[Run] | _Sentence]:
     for run in segment.runs:
         runs_at.append((offset, run))
         offset += len(run.text) if run.atom is None else 0
+    offsets = [o for o, _ in runs_at]
     text = segment.text
     if not is_translatable(text):
         return [list(segment.runs)]
     pieces: list = []
     previous_end = 0
     for start, end in split_sentences(text, source_script):
-        pieces.append(_clip(runs_at, previous_end, start, previous_end, start))
-        pieces.append(_Sentence(merge_runs(_clip(runs_at, start, end, start + 1, end - 1)), None))
+        pieces.append(_clip(runs_at, offsets, previous_end, start, previous_end, start))
+        pieces.append(_Sentence(merge_runs(_clip(runs_at, offsets, start, end, start + 1, end - 1)), None))
         previous_end = end
-    pieces.append(_clip(runs_at, previous_end, len(text) + 1, previous_end, len(text) + 1))
+    pieces.append(_clip(runs_at, offsets, previous_end, len(text) + 1, previous_end, len(text) + 1))
     return pieces
 
 
@@ -239,9 +279,10 @@ def translate_segments(
         runs: list[Run] = []
         for index, piece in enumerate(plan):
             if isinstance(piece, _Sentence):
-                if piece.key in translations:
-                    runs.extend(piece.rebuild(translations[piece.key], target_script))
-                else:  # no letters (a stray number between sentences): as it was
+                translation = translations.get(piece.key, "")
+                if _TAG.sub("", translation).strip():
+                    runs.extend(piece.rebuild(translation, target_script))
+                else:  # no letters (a stray number between sentences), or an empty translation: as it was
                     runs.extend(piece.runs)
             elif 0 < index < len(plan) - 1:  # between two sentences: the target script's spacing
                 gap = "".join(r.text for r in piece if r.atom is None)

@@ -46,6 +46,7 @@ BATCH_SENTENCES = 32
 _TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)
 # Scripts whose words are not separated by spaces: formatting may start at any character.
 UNSPACED_SCRIPTS = NO_SPACE_SCRIPTS | {"Thai", "Laoo", "Khmr", "Tibt"}
+_SPACES = re.compile(r"\s+")
 
 
 class Cancelled(Exception):
@@ -157,18 +158,20 @@ class _Sentence:
     def _proportional(self, translation: str, target_script: str) -> list[Run]:
         texts = [r for r in self.runs if r.atom is None]
         need = [1 if r.text.strip() else 0 for r in texts]  # a run of spaces may get nothing
-        cuts = _cut_points(translation, target_script not in UNSPACED_SCRIPTS)
-        if len(cuts) - 1 < sum(need):
-            cuts = _cut_points(translation, False)
-        ends = _place_cuts(cuts, [len(r.text) for r in texts], need, len(translation))
+        spaced = target_script not in UNSPACED_SCRIPTS
+        for words, letters in ((spaced, True), (False, True), (False, False)):  # the first with enough room
+            cuts = _cut_points(translation, words, letters)
+            if len(cuts) - 1 >= sum(need):
+                break
+        weights = [len(_SPACES.sub(" ", r.text)) for r in texts]  # layout whitespace weighs one space
+        ends = iter(_place_cuts(cuts, weights, need, len(translation)))
         out: list[Run] = []
         start = 0
-        ends_of = iter(ends)
         for run in self.runs:
             if run.atom is not None:
                 out.append(run)
                 continue
-            end = next(ends_of)
+            end = next(ends)
             piece = translation[start:end]
             if not piece.strip() and run.text.strip():
                 piece = run.text  # the translation is shorter than its runs: this one keeps its words
@@ -177,32 +180,40 @@ class _Sentence:
         return out
 
 
-def _cut_points(text: str, spaced: bool) -> list[int]:
-    """Where a run may start: word starts in spaced text, else every character that is not a
-    combining mark (a Thai vowel stays on its consonant); always 0 and len(text)."""
-    if spaced:
-        points = [0] + [m.end() for m in re.finditer(r"\s+", text) if 0 < m.end() < len(text)]
+def _cut_points(text: str, words: bool, letters: bool) -> list[int]:
+    """Where a run may start: at word starts (else at any character but a combining mark, so a Thai
+    vowel stays on its consonant), and with `letters` only where the piece before has a letter, so a
+    run that had words gets words, not a lone number or dash. Always 0 and len(text)."""
+    if words:
+        candidates = (m.end() for m in re.finditer(r"\s+", text))
     else:
-        points = [i for i, ch in enumerate(text) if i == 0 or not unicodedata.category(ch).startswith("M")]
+        candidates = (i for i, ch in enumerate(text) if not unicodedata.category(ch).startswith("M"))
+    points = [0]
+    for position in candidates:
+        if 0 < position < len(text) and (not letters or is_translatable(text[points[-1] : position])):
+            points.append(position)
+    if letters and len(points) > 1 and not is_translatable(text[points[-1] :]):
+        points.pop()  # the last piece has no letter: it joins the one before
     if text:
         points.append(len(text))
-    return points or [0]
+    return points
 
 
-def _place_cuts(points: list[int], lengths: list[int], need: list[int], size: int) -> list[int]:
+def _place_cuts(points: list[int], weights: list[int], need: list[int], size: int) -> list[int]:
     """The end of each run in the translation: run i ends at the point nearest its share of the
-    source, leaving at least one point step for every run in `need` after it when there are enough."""
-    total = sum(lengths) or 1
+    source, leaving at least one piece for every run in `need` after it when there are enough."""
+    total = sum(weights) or 1
     last = len(points) - 1
     later = sum(need)
     ends, index, done = [], 0, 0
-    for length, required in zip(lengths, need):
-        done += length
+    for weight, required in zip(weights, need):
+        done += weight
         later -= required
+        share = done * size / total
         lo, hi = min(index + required, last), max(index, last - later)
-        wanted = bisect_left(points, done * size / total)
-        nearest = [i for i in (wanted - 1, wanted) if 0 <= i <= last]
-        index = min(max(min(nearest, key=lambda i: (abs(points[i] - done * size / total), i)), lo), hi)
+        wanted = bisect_left(points, share)
+        nearest = min((i for i in (wanted - 1, wanted) if 0 <= i <= last), key=lambda i: (abs(points[i] - share), i))
+        index = min(max(nearest, lo), hi)
         ends.append(points[index])
     if ends:
         ends[-1] = size

@@ -213,7 +213,7 @@ def _place_cuts(points: list[int], weights: list[int], need: list[int], size: in
         lo, hi = min(index + required, last), max(index, last - later)
         wanted = bisect_left(points, share)
         nearest = min((i for i in (wanted - 1, wanted) if 0 <= i <= last), key=lambda i: (abs(points[i] - share), i))
-        index = min(max(nearest, lo), hi)
+        index = max(min(nearest, hi), lo)  # lo wins only when there is not room for every run
         ends.append(points[index])
     if ends:
         ends[-1] = size

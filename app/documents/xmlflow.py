@@ -346,11 +346,12 @@ def make_leaf(template, text: str | None):
 def append_text(parent, text: str) -> None:
     if not text:
         return
-    if len(parent):
-        last = parent[-1]
-        last.tail = (last.tail or "") + text
-    else:
+    try:
+        last = parent[-1]  # not len(parent): lxml counts children one by one
+    except IndexError:
         parent.text = (parent.text or "") + text
+    else:
+        last.tail = (last.tail or "") + text
 
 
 def chunk_segments(chunks: list[Chunk]) -> list[Segment]:

@@ -89,7 +89,7 @@ class HtmlDocument(Document):
     def write(self, translations: list[list[Run]], out_path: Path) -> None:
         for chunk, runs in zip(self.chunks, translations, strict=True):
             self.flow.write_chunk(chunk, runs)
-        declared = _DECLARED[self.encoding]
+        declared = _DECLARED.get(self.encoding, self.encoding)
         for meta in self.root.iter("meta"):
             if meta.get("charset") is not None and not _same_encoding(meta.get("charset").strip(), declared):
                 meta.set("charset", declared)

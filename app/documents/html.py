@@ -25,6 +25,7 @@ from app.documents.segments import Document, Run, Segment
 from app.documents.xmlflow import BLOCK, XmlFlow
 
 EXTENSIONS = (".html", ".htm", ".xhtml")
+MAX_DEPTH = 255  # libxml2's bound on nesting (XML_PARSE_HUGE lifts it; it stays off)
 
 
 class XhtmlFlow(XmlFlow):
@@ -78,10 +79,14 @@ class HtmlDocument(Document):
             text = text[declaration.end() :]  # lxml refuses an encoding declaration in a str
         if not text.strip():
             raise DocumentError("the file is empty")
+        parser = lxml.html.HTMLParser()
         try:
-            self.root = lxml.html.document_fromstring(text)
+            self.root = lxml.html.document_fromstring(text, parser=parser)
         except (etree.ParserError, ValueError) as e:
             raise DocumentError(f"not readable HTML ({e})") from None
+        if any(error.type_name == "ERR_RESOURCE_LIMIT" for error in parser.error_log):
+            # libxml2 stops building the tree there: what lies deeper would silently vanish
+            raise DocumentError(f"elements nested more than {MAX_DEPTH} deep, which is refused")
         self.flow = XhtmlFlow()
         self.chunks = self.flow.chunks(self.root)
         self.segments = [Segment(c.runs) for c in self.chunks]

@@ -100,3 +100,14 @@ def test_a_two_megabyte_paragraph_is_translated(tmp_path):
         signal.signal(signal.SIGALRM, previous)
     out = (tmp_path / "out.html").read_text(encoding="utf-8")
     assert out.count("<a href=") == n and out.count("<b>") == n and f"T:SENTENCE {n - 1} HAS" in out
+
+
+def test_nesting_beyond_the_parsers_bound_is_refused_in_one_line(tmp_path):
+    """libxml2 builds no deeper than 255 levels: HTML past that would lose its text, XML fails."""
+    from app.documents import DocumentError
+
+    deep = "<b>word " * 1000 + "</b>" * 1000
+    (tmp_path / "deep.html").write_text(f"<html><body><p>{deep}</p></body></html>", encoding="utf-8")
+    with pytest.raises(DocumentError, match="nested more than 255 deep") as refused:
+        translate_document(tmp_path / "deep.html", tmp_path / "out.html", upper_losing_tags)
+    assert "\n" not in str(refused.value) and not (tmp_path / "out.html").exists()

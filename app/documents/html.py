@@ -4,11 +4,14 @@ Parsed with lxml's HTML parser (libxml2: no entity expansion, no network) and wr
 lxml's HTML serializer in the encoding the page was read in. The page's own doctype and XML
 declaration are written as they were (a page without a doctype gains none, although libxml2 adds
 one to every tree), and the charset declarations (`<meta charset>`, `<meta http-equiv=
-"Content-Type">`, the XML declaration's encoding) are kept, naming the encoding written. Block elements are paragraphs; `a`, `b`, `em`, `span`…
-are inline formatting carried onto the translation (links keep their `href`); `br` ends a
-segment; images, inline `code`/`kbd`/`samp`/`var`, SVG and MathML are atoms. Scripts, styles,
-`pre` blocks, and anything marked `translate="no"` or `class="notranslate"` are left alone.
-The `XhtmlFlow` below also serves EPUB chapters.
+"Content-Type">`, the XML declaration's encoding) are kept, naming the encoding written. Pages
+nested deeper than libxml2 builds (255 levels) are refused.
+
+Block elements are paragraphs; `a`, `b`, `em`, `span`… are inline formatting carried onto the
+translation (links keep their `href`); `br` ends a segment; images, inline `code`/`kbd`/`samp`/
+`var`, SVG and MathML are atoms. Scripts, styles, `pre` blocks, and anything marked
+`translate="no"` or `class="notranslate"` are left alone. The `XhtmlFlow` below also serves EPUB
+chapters.
 """
 
 from __future__ import annotations
@@ -49,11 +52,28 @@ class XhtmlFlow(XmlFlow):
 
 
 _XML_DECLARATION = re.compile(r"^\ufeff?\s*(<\?xml[^>]*\?>)\s*")
-_DOCTYPE = re.compile(r"^\ufeff?\s*(?:<\?xml[^>]*\?>\s*)?(?:<!--.*?-->\s*)*(<!DOCTYPE[^>]*>)", re.IGNORECASE | re.DOTALL)
+_SPACE = re.compile(r"\s*")
 _CHARSET = re.compile(r"(charset\s*=\s*[\"']?)([\w.:-]+)", re.IGNORECASE)
 _ENCODING = re.compile(r"(encoding\s*=\s*[\"'])([\w.:-]+)", re.IGNORECASE)
 # the encoding names to declare for what safety.decode_text reads
 _DECLARED = {"utf-8": "utf-8", "utf-8-sig": "utf-8", "utf-16": "utf-16", "utf-32": "utf-32"}
+
+
+def _doctype_of(text: str) -> str | None:
+    """The page's own doctype as written, if only whitespace and comments come before it."""
+    position = 0
+    while True:
+        position = _SPACE.match(text, position).end()
+        if text.startswith("<!--", position):
+            end = text.find("-->", position + 4)
+            if end < 0:
+                return None
+            position = end + 3
+        elif text[position : position + 9].upper() == "<!DOCTYPE":
+            end = text.find(">", position)
+            return text[position : end + 1] if end >= 0 else None
+        else:
+            return None
 
 
 def _same_encoding(name: str, other: str) -> bool:
@@ -73,10 +93,9 @@ class HtmlDocument(Document):
         text, self.encoding = decode_text(read_bytes(path))
         declaration = _XML_DECLARATION.match(text)
         self.declaration = declaration.group(1) if declaration else None
-        doctype = _DOCTYPE.match(text)
-        self.doctype = doctype.group(1) if doctype else None
         if declaration:
             text = text[declaration.end() :]  # lxml refuses an encoding declaration in a str
+        self.doctype = _doctype_of(text.lstrip("\ufeff"))
         if not text.strip():
             raise DocumentError("the file is empty")
         parser = lxml.html.HTMLParser()

@@ -81,3 +81,28 @@ def test_a_translation_shorter_than_its_runs_leaves_the_last_ones_their_words():
     out = translated(runs, "文", "Hans")
     assert styles_with_text(out) == [None, "b", None, "i", None]  # nothing lost, even with one character
     assert out[0].text == "文"
+
+
+@pytest.mark.parametrize("name", ["in.html", "in.docx"])
+def test_a_document_sentence_translated_empty_is_written_as_its_source(tmp_path, name):
+    from app.documents import translate_document
+
+    first, second = "The first sentence stays.", "The second one comes back empty."
+    if name.endswith(".html"):
+        (tmp_path / name).write_text(f"<html><body><p>{first} <b>{second}</b></p></body></html>", encoding="utf-8")
+    else:
+        import docx
+
+        d = docx.Document()
+        p = d.add_paragraph(first + " ")
+        p.add_run(second).bold = True
+        d.save(tmp_path / name)
+    translate_document(tmp_path / name, tmp_path / f"out-{name}", lambda texts: ["" if t == second else "T:" + t for t in texts])
+    if name.endswith(".html"):
+        text = (tmp_path / f"out-{name}").read_text(encoding="utf-8")
+        assert f"T:{first} <b>{second}</b>" in text
+    else:
+        import docx
+
+        p = docx.Document(tmp_path / f"out-{name}").paragraphs[0]
+        assert p.text == f"T:{first} {second}" and [r.text for r in p.runs if r.bold] == [second]

@@ -81,13 +81,18 @@ def shared_depth(chain: list, open_styles: list) -> int:
 def merge_runs(runs: list[Run]) -> list[Run]:
     """Adjacent text runs of equal style become one; empty text runs go."""
     out: list[Run] = []
+    pieces: list[list[str]] = []  # the texts of each run of `out`, joined once at the end: linear
     for run in runs:
         if run.atom is None and not run.text:
             continue
         if out and run.atom is None and out[-1].atom is None and out[-1].style == run.style:
-            out[-1] = Run(out[-1].text + run.text, out[-1].style)
+            pieces[-1].append(run.text)
         else:
             out.append(run if run.atom is not None else Run(run.text, run.style))
+            pieces.append([run.text])
+    for run, texts in zip(out, pieces):
+        if len(texts) > 1:
+            run.text = "".join(texts)
     return out
 
 

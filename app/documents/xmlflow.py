@@ -186,12 +186,11 @@ class XmlFlow:
                 if not groups or (local(c) in self.break_children) != (local(groups[-1][-1]) in self.break_children):
                     groups.append([])
                 groups[-1].append(c)
-            parent, index = run.getparent(), run.getparent().index(run)
-            parent.remove(run)
-            for i, group in enumerate(groups):
+            for group in groups:
                 piece = shallow_copy(run)
                 piece.extend(group)
-                parent.insert(index + i, piece)
+                run.addprevious(piece)  # not parent.index(): a paragraph of many breaks stays linear
+            run.getparent().remove(run)
 
     def chunks(self, root) -> list[Chunk]:
         """Every stretch of paragraph text under `root` with something to translate, in document order."""

@@ -17,9 +17,13 @@ sentence once, and rebuilds the segment's runs:
 - If not (tags lost, doubled, mangled, as a random test model always does), the tags are removed
   and the formatting is mapped proportionally: run i of the source, which covered a share of the
   source characters, covers the same share of the translation, with cuts moved to the nearest word
-  start (any character in scripts written without spaces); atoms go to their proportional place.
-  The result is always a valid document with every run and atom present, even when a styled
-  word lands a word off.
+  start (any character in scripts written without spaces, `UNSPACED_SCRIPTS`, or where the
+  translation has fewer words than runs); atoms go to their proportional place. Every run with
+  visible text gets at least one word (or character) of the translation, so a footnote marker or a
+  one-word link never vanishes; only a translation shorter than its runs leaves the last runs their
+  source text. The result is always a valid document with every run and atom present, even when a
+  styled word lands a word off.
+- A translation with no text (empty, or only tags) is not written: the sentence keeps its source.
 
 Atoms at the very start or end of a sentence never go to the model: they are kept before or after
 its translation.
@@ -28,6 +32,8 @@ its translation.
 from __future__ import annotations
 
 import re
+import unicodedata
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
 
@@ -38,6 +44,9 @@ from app.documents.sentences import NO_SPACE_SCRIPTS, is_translatable, sentence_
 # that reports results as they come: app/jobs.py.)
 BATCH_SENTENCES = 32
 _TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)
+# Scripts whose words are not separated by spaces: formatting may start at any character.
+UNSPACED_SCRIPTS = NO_SPACE_SCRIPTS | {"Thai", "Laoo", "Khmr", "Tibt"}
+_SPACES = re.compile(r"\s+")
 
 
 class Cancelled(Exception):
@@ -72,13 +81,18 @@ def shared_depth(chain: list, open_styles: list) -> int:
 def merge_runs(runs: list[Run]) -> list[Run]:
     """Adjacent text runs of equal style become one; empty text runs go."""
     out: list[Run] = []
+    pieces: list[list[str]] = []  # the texts of each run of `out`, joined once at the end: linear
     for run in runs:
         if run.atom is None and not run.text:
             continue
         if out and run.atom is None and out[-1].atom is None and out[-1].style == run.style:
-            out[-1] = Run(out[-1].text + run.text, out[-1].style)
+            pieces[-1].append(run.text)
         else:
             out.append(run if run.atom is not None else Run(run.text, run.style))
+            pieces.append([run.text])
+    for run, texts in zip(out, pieces):
+        if len(texts) > 1:
+            run.text = "".join(texts)
     return out
 
 
@@ -133,8 +147,8 @@ class _Sentence:
                 seen.add(number)
                 runs.append(run)
             elif closing:
-                if open_tag != number:
-                    return None
+                if open_tag != number or (self.tagged[number].text.strip() and not text.strip()):
+                    return None  # mismatched, or the run's words are gone
                 open_tag = None
             else:
                 if run.atom is not None or number in seen or open_tag:
@@ -147,36 +161,77 @@ class _Sentence:
         return runs
 
     def _proportional(self, translation: str, target_script: str) -> list[Run]:
-        total = sum(len(r.text) for r in self.runs if r.atom is None) or 1
-        size = len(translation)
-        spaced = target_script not in NO_SPACE_SCRIPTS
-        starts = [0] + [m.end() for m in re.finditer(r"\s+", translation)] + [size] if spaced else None
-
-        def snap(position: int) -> int:
-            if not spaced:
-                return position
-            return min(starts, key=lambda s: (abs(s - position), s))
-
+        texts = [r for r in self.runs if r.atom is None]
+        need = [1 if r.text.strip() else 0 for r in texts]  # a run of spaces may get nothing
+        spaced = target_script not in UNSPACED_SCRIPTS
+        for words, letters in ((spaced, True), (False, True), (False, False)):  # the first with enough room
+            cuts = _cut_points(translation, words, letters)
+            if len(cuts) - 1 >= sum(need):
+                break
+        weights = [len(_SPACES.sub(" ", r.text)) for r in texts]  # layout whitespace weighs one space
+        ends = iter(_place_cuts(cuts, weights, need, len(translation)))
         out: list[Run] = []
-        done = 0
-        cut = 0
+        start = 0
         for run in self.runs:
             if run.atom is not None:
                 out.append(run)
                 continue
-            done += len(run.text)
-            end = max(cut, snap(round(done * size / total)))
-            if done == total:
-                end = size
-            out.append(Run(translation[cut:end], run.style))
-            cut = end
+            end = next(ends)
+            piece = translation[start:end]
+            if not piece.strip() and run.text.strip():
+                piece = run.text  # the translation is shorter than its runs: this one keeps its words
+            out.append(Run(piece, run.style))
+            start = end
         return out
 
 
-def _clip(runs_at: list[tuple[int, Run]], start: int, end: int, atoms_from: int, atoms_to: int) -> list[Run]:
-    """Text of runs within [start, end), and atoms at offsets within [atoms_from, atoms_to]."""
+def _cut_points(text: str, words: bool, letters: bool) -> list[int]:
+    """Where a run may start: at word starts (else at any character but a combining mark, so a Thai
+    vowel stays on its consonant), and with `letters` only where the piece before has a letter, so a
+    run that had words gets words, not a lone number or dash. Always 0 and len(text)."""
+    if words:
+        candidates = (m.end() for m in re.finditer(r"\s+", text))
+    else:
+        candidates = (i for i, ch in enumerate(text) if not unicodedata.category(ch).startswith("M"))
+    points = [0]
+    for position in candidates:
+        if 0 < position < len(text) and (not letters or is_translatable(text[points[-1] : position])):
+            points.append(position)
+    if letters and len(points) > 1 and not is_translatable(text[points[-1] :]):
+        points.pop()  # the last piece has no letter: it joins the one before
+    if text:
+        points.append(len(text))
+    return points
+
+
+def _place_cuts(points: list[int], weights: list[int], need: list[int], size: int) -> list[int]:
+    """The end of each run in the translation: run i ends at the point nearest its share of the
+    source, leaving at least one piece for every run in `need` after it when there are enough."""
+    total = sum(weights) or 1
+    last = len(points) - 1
+    later = sum(need)
+    ends, index, done = [], 0, 0
+    for weight, required in zip(weights, need):
+        done += weight
+        later -= required
+        share = done * size / total
+        lo, hi = min(index + required, last), max(index, last - later)
+        wanted = bisect_left(points, share)
+        nearest = min((i for i in (wanted - 1, wanted) if 0 <= i <= last), key=lambda i: (abs(points[i] - share), i))
+        index = max(min(nearest, hi), lo)  # lo wins only when there is not room for every run
+        ends.append(points[index])
+    if ends:
+        ends[-1] = size
+    return ends
+
+
+def _clip(runs_at: list[tuple[int, Run]], offsets: list[int], start: int, end: int, atoms_from: int, atoms_to: int) -> list[Run]:
+    """Text of runs within [start, end), and atoms at offsets within [atoms_from, atoms_to].
+    Only the runs near the range are looked at (`offsets`: each run's, ascending)."""
+    first = max(0, bisect_left(offsets, min(start, atoms_from)) - 1)  # a run that begins before the range
+    last = bisect_right(offsets, max(end, atoms_to))
     out = []
-    for offset, run in runs_at:
+    for offset, run in runs_at[first:last]:
         if run.atom is not None:
             if atoms_from <= offset <= atoms_to:
                 out.append(run)
@@ -193,16 +248,17 @@ def _plan(segment: Segment, source_script: str) -> list[list[Run] | _Sentence]:
     for run in segment.runs:
         runs_at.append((offset, run))
         offset += len(run.text) if run.atom is None else 0
+    offsets = [o for o, _ in runs_at]
     text = segment.text
     if not is_translatable(text):
         return [list(segment.runs)]
     pieces: list = []
     previous_end = 0
     for start, end in split_sentences(text, source_script):
-        pieces.append(_clip(runs_at, previous_end, start, previous_end, start))
-        pieces.append(_Sentence(merge_runs(_clip(runs_at, start, end, start + 1, end - 1)), None))
+        pieces.append(_clip(runs_at, offsets, previous_end, start, previous_end, start))
+        pieces.append(_Sentence(merge_runs(_clip(runs_at, offsets, start, end, start + 1, end - 1)), None))
         previous_end = end
-    pieces.append(_clip(runs_at, previous_end, len(text) + 1, previous_end, len(text) + 1))
+    pieces.append(_clip(runs_at, offsets, previous_end, len(text) + 1, previous_end, len(text) + 1))
     return pieces
 
 
@@ -239,9 +295,10 @@ def translate_segments(
         runs: list[Run] = []
         for index, piece in enumerate(plan):
             if isinstance(piece, _Sentence):
-                if piece.key in translations:
-                    runs.extend(piece.rebuild(translations[piece.key], target_script))
-                else:  # no letters (a stray number between sentences): as it was
+                translation = translations.get(piece.key, "")
+                if _TAG.sub("", translation).strip():
+                    runs.extend(piece.rebuild(translation, target_script))
+                else:  # no letters (a stray number between sentences), or an empty translation: as it was
                     runs.extend(piece.runs)
             elif 0 < index < len(plan) - 1:  # between two sentences: the target script's spacing
                 gap = "".join(r.text for r in piece if r.atom is None)

@@ -34,6 +34,7 @@ _CJK_TERMINATORS = "。！？．｡"
 _CLOSERS = "\"'”’»)]}」』）】〉》"
 # sentence end, its closers, then (outside CJK) the whitespace that must follow
 _END = re.compile(rf"[{re.escape(_TERMINATORS)}]+[{re.escape(_CLOSERS)}]*(?=\s)|[{_CJK_TERMINATORS}]+[{re.escape(_CLOSERS)}]*")
+_NEXT_LETTER = re.compile(r"\s*(\S)")
 _CLAUSE = re.compile(r"[;:,،؛、，；：](?=\s)|[、，；：]")
 _ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st mt vs etc inc ltd co corp no nos fig figs vol vols pp p ch cf e.g i.e
@@ -55,12 +56,14 @@ def _cuts_for_punctuation(text: str, script: str) -> list[int]:
             cuts.append(end)
             continue
         if m.group()[0] == "." and script in CASED_SCRIPTS:
-            word = re.search(r"(\S+)$", text[: m.start()])
-            prev = word.group(1).casefold().lstrip("(\"'“‘«") if word else ""
+            word_start = m.start()  # scanned back and forth locally: a long paragraph stays linear
+            while word_start > 0 and not text[word_start - 1].isspace():
+                word_start -= 1
+            prev = text[word_start : m.start()].casefold().lstrip("(\"'“‘«")
             if prev in _ABBREVIATIONS or (len(prev) == 1 and prev.isalpha()):
                 continue
-            following = text[end:].lstrip()
-            if following and following[0].islower():
+            following = _NEXT_LETTER.match(text, end)
+            if following and following.group(1).islower():
                 continue
         cuts.append(end)
     return cuts

@@ -16,10 +16,18 @@ inline code, note references, fields, bookmarks, formulas: kept as is, placed by
 skipped (scripts, styles, code blocks: kept, never looked inside). Nested paragraphs (text boxes,
 footnote bodies, table cells in a frame) are found inside atoms and translated on their own.
 
+An inline element with no text in it (an anchor `<a name>`, an empty hyperlink, a link around an
+image) is an atom: it is kept whole wherever its neighbours' words go.
+
 Writing a segment back replaces the elements its text came from: runs are rebuilt from the
 template run of their style (the formatting copied, new text), inline elements are re-created as
 shallow copies (same tag and attributes) around the words they cover, and atoms are moved into
 place. Everything outside the segment's stretch of the paragraph is not touched.
+
+Every step is linear in the document: what an element is is decided once per element, bottom-up
+(`prepare`), and a run's chain of inline elements is a linked `Chain` shared by all the runs
+inside one element, so neither reading nor rebuilding costs nesting depth × elements. The XML and
+HTML parsers bound the nesting depth (256 levels).
 """
 
 from __future__ import annotations
@@ -48,17 +56,29 @@ def namespace(el) -> str:
     return el.tag[1:].split("}", 1)[0] if el.tag.startswith("{") else ""
 
 
+class Chain:
+    """An inline element (or container) and the chain of those around it: one per element read, so
+    two runs are inside the same elements exactly when their chains are the same object."""
+
+    __slots__ = ("element", "outer", "depth")
+
+    def __init__(self, element, outer: Chain | None):
+        self.element = element
+        self.outer = outer
+        self.depth = outer.depth + 1 if outer else 1
+
+
 @dataclass(frozen=True, eq=False)
 class Style:
-    chain: tuple = ()  # inline elements / containers from the paragraph down to the text, outermost first
+    chain: Chain | None = None  # inline elements / containers from the paragraph down to the text
     fmt: bytes | None = None  # OOXML: the run's serialized properties
     template: object = None  # OOXML: a run of this formatting, copied for new text
 
     def __eq__(self, other):
-        return isinstance(other, Style) and self.chain == other.chain and self.fmt == other.fmt
+        return isinstance(other, Style) and self.chain is other.chain and self.fmt == other.fmt
 
     def __hash__(self):
-        return hash((tuple(id(e) for e in self.chain), self.fmt))
+        return hash((id(self.chain), self.fmt))
 
 
 @dataclass
@@ -87,6 +107,10 @@ class XmlFlow:
     dropped: frozenset = frozenset()  # marks the application regenerates (w:proofErr): removed first
     default = ATOM  # elements in none of the sets
 
+    def __init__(self):
+        self._block_holders: set = set()  # inline elements holding a block (filled by `prepare`)
+        self._textless: set = set()  # inline elements holding no text
+
     def base_kind(self, el) -> str:
         name = local(el)
         if not name:
@@ -105,16 +129,34 @@ class XmlFlow:
 
     def kind(self, el) -> str:
         k = self.base_kind(el)
-        if k == INLINE and self._holds_block(el):
+        if k == INLINE and el in self._block_holders:
             return BLOCK  # e.g. <a> around a <div>: its own text is a paragraph
+        if k == INLINE and el in self._textless:
+            return ATOM  # e.g. <a name="x"></a>: nothing to translate, kept whole
         return k
 
-    def _holds_block(self, el) -> bool:
-        for child in el:
-            k = self.base_kind(child)
-            if k == BLOCK or (k == INLINE and self._holds_block(child)):
-                return True
-        return False
+    def _classify(self, root) -> None:
+        """Which inline elements hold a block, and which hold no text: bottom-up, once per element."""
+        self._block_holders, self._textless = set(), set()
+        holds_block: dict = {}
+        has_text: dict = {}
+        for el in reversed(list(root.iter())):
+            if not isinstance(el.tag, str):
+                continue
+            block, text = False, bool((el.text or "").strip())
+            for child in el:
+                if not isinstance(child.tag, str):
+                    text = text or (self.mixed and bool((child.tail or "").strip()))
+                    continue
+                k = self.base_kind(child)
+                block = block or k == BLOCK or (k == INLINE and holds_block[child])
+                text = text or has_text[child] or (self.mixed and bool((child.tail or "").strip()))
+            holds_block[el], has_text[el] = block, text
+            if self.base_kind(el) == INLINE:
+                if block:
+                    self._block_holders.add(el)
+                elif not text:
+                    self._textless.add(el)
 
     def skip_element(self, el) -> bool:
         """An element whose text must not be translated (e.g. HTML translate="no")."""
@@ -123,10 +165,15 @@ class XmlFlow:
     # -- reading -------------------------------------------------------------------------------------
 
     def prepare(self, root) -> None:
-        """Drop regenerated marks; split runs at their breaks so that a break is a run of its own."""
+        """Drop regenerated marks; split runs at their breaks so that a break is a run of its own;
+        classify the inline elements."""
         if self.dropped:
             for el in [e for e in root.iter() if local(e) in self.dropped]:
                 el.getparent().remove(el)  # their tails are OOXML whitespace
+        self._split_runs_at_breaks(root)
+        self._classify(root)
+
+    def _split_runs_at_breaks(self, root) -> None:
         if not self.break_children:
             return
         for run in [e for e in root.iter() if local(e) in self.leaves]:
@@ -139,12 +186,11 @@ class XmlFlow:
                 if not groups or (local(c) in self.break_children) != (local(groups[-1][-1]) in self.break_children):
                     groups.append([])
                 groups[-1].append(c)
-            parent, index = run.getparent(), run.getparent().index(run)
-            parent.remove(run)
-            for i, group in enumerate(groups):
+            for group in groups:
                 piece = shallow_copy(run)
                 piece.extend(group)
-                parent.insert(index + i, piece)
+                run.addprevious(piece)  # not parent.index(): a paragraph of many breaks stays linear
+            run.getparent().remove(run)
 
     def chunks(self, root) -> list[Chunk]:
         """Every stretch of paragraph text under `root` with something to translate, in document order."""
@@ -179,16 +225,16 @@ class XmlFlow:
                     chunks[-1].runs.append(Run(child.tail, Style()))
                 continue
             chunks[-1].children.append(child)
-            self._collect(child, (), chunks[-1].runs)
+            self._collect(child, None, chunks[-1].runs)
         return chunks
 
     def _own_text(self, block) -> bool:
         return self.mixed or local(block) in self.plain_blocks
 
-    def _collect(self, el, chain: tuple, runs: list[Run]) -> None:
+    def _collect(self, el, chain: Chain | None, runs: list[Run]) -> None:
         kind = self.kind(el) if isinstance(el.tag, str) else ATOM
         if kind == INLINE and not self.skip_element(el):
-            inner = chain + (el,)
+            inner = Chain(el, chain)
             if self.mixed and el.text:
                 runs.append(Run(el.text, Style(inner)))
             for child in el:
@@ -201,7 +247,7 @@ class XmlFlow:
         if self.mixed and el.tail:
             runs.append(Run(el.tail, Style(chain)))
 
-    def _collect_leaf(self, leaf, chain: tuple, runs: list[Run]) -> None:
+    def _collect_leaf(self, leaf, chain: Chain | None, runs: list[Run]) -> None:
         """An OOXML run: its text pieces with its formatting; anything else in it is an atom."""
         props = [c for c in leaf if local(c).endswith("Pr")]
         style = Style(chain, b"".join(etree.tostring(p) for p in props), leaf)
@@ -228,29 +274,32 @@ class XmlFlow:
             block.remove(child)  # atoms inside are moved out below
         lead, nodes = self._build(runs)
         if chunk.after is None:
-            index = 0
             if self._own_text(block):
                 block.text = lead
+            if nodes:
+                block.insert(0, nodes[0])
         else:
-            index = block.index(chunk.after) + 1
             if self.mixed:
                 chunk.after.tail = lead
-        for i, node in enumerate(nodes):
-            block.insert(index + i, node)
+            if nodes:
+                chunk.after.addnext(nodes[0])  # not block.index(): a paragraph of many breaks stays linear
+        for previous, node in zip(nodes, nodes[1:]):
+            previous.addnext(node)
 
     def _build(self, runs: list[Run]) -> tuple[str | None, list]:
         holder = etree.Element("holder")
-        stack: list[tuple[object, object]] = [(None, holder)]
+        stack: list[tuple[Chain | None, object]] = [(None, holder)]  # stack[d]: the open element at depth d
         for run in runs:
             style: Style = run.style if isinstance(run.style, Style) else Style()
-            depth = 0
-            while depth < len(style.chain) and depth + 1 < len(stack) and stack[depth + 1][0] is style.chain[depth]:
-                depth += 1
-            del stack[depth + 1 :]
-            for original in style.chain[depth:]:
-                clone = shallow_copy(original)
+            to_open, node = [], style.chain
+            while node and not (node.depth < len(stack) and stack[node.depth][0] is node):
+                to_open.append(node)  # walks only over what must be opened: linear in the output
+                node = node.outer
+            del stack[(node.depth if node else 0) + 1 :]
+            for opening in reversed(to_open):
+                clone = shallow_copy(opening.element)
                 stack[-1][1].append(clone)
-                stack.append((original, clone))
+                stack.append((opening, clone))
             parent = stack[-1][1]
             if run.atom is not None:
                 target = parent
@@ -296,11 +345,12 @@ def make_leaf(template, text: str | None):
 def append_text(parent, text: str) -> None:
     if not text:
         return
-    if len(parent):
-        last = parent[-1]
-        last.tail = (last.tail or "") + text
-    else:
+    try:
+        last = parent[-1]  # not len(parent): lxml counts children one by one
+    except IndexError:
         parent.text = (parent.text or "") + text
+    else:
+        last.tail = (last.tail or "") + text
 
 
 def chunk_segments(chunks: list[Chunk]) -> list[Segment]:

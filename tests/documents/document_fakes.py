@@ -16,6 +16,17 @@ def upper_losing_tags(texts):
     return ["T:" + TAG.sub("", t).upper() for t in texts]
 
 
+def no_spaces(texts):
+    """Like a model translating into Chinese and losing the tags: one CJK character per source word
+    (the n-th word gives the n-th character of 一丁丂...), no spaces."""
+    return ["".join(chr(0x4E00 + i) for i, _ in enumerate(TAG.sub("", t).split())) for t in texts]
+
+
+def one_word(texts):
+    """A translation far shorter than its source, tags lost: one word."""
+    return ["SHORT" for _ in texts]
+
+
 def make_epub(path):
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")

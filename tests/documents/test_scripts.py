@@ -107,3 +107,18 @@ def test_thai_text_is_cut_at_spaces_and_joined_with_spaces(tmp_path):
     calls.clear()
     translate_document(tmp_path / "en.txt", tmp_path / "out-th.txt", lambda ts: ["ไทย" for _ in ts], source_script="Latn", target_script="Thai")
     assert (tmp_path / "out-th.txt").read_text(encoding="utf-8") == "ไทย ไทย\n"  # Thai separates sentences with a space
+
+
+@pytest.mark.parametrize("script, translation", [("Thai", "อ่านคู่มือก่อนแล้วเริ่มต้น"), ("Khmr", "អានសៀវភៅណែនាំជាមុនសិន")])
+def test_bold_survives_a_translation_into_a_script_without_spaces(tmp_path, script, translation):
+    import docx
+
+    d = docx.Document()
+    p = d.add_paragraph("Read the ")
+    p.add_run("manual").bold = True
+    p.add_run(" first and then start the program.")
+    d.save(tmp_path / "in.docx")
+    translate_document(tmp_path / "in.docx", tmp_path / "out.docx", lambda texts: [translation for _ in texts], target_script=script)
+    body = docx.Document(tmp_path / "out.docx").paragraphs[0]
+    bold = "".join(r.text for r in body.runs if r.bold)
+    assert body.text == translation and bold and bold != translation  # a share of the characters, not none or all

@@ -1,0 +1,108 @@
+"""How a sentence's formatting is put back on its translation (segments.py), on runs made by hand:
+every run with text keeps some text whatever the translation looks like."""
+
+import pytest
+
+from app.documents.segments import Run, Segment, translate_segments
+
+
+def translated(runs, translation, target_script="Latn"):
+    """The runs of one segment after `translation` came back for each of its sentences."""
+    return translate_segments([Segment(runs)], lambda texts: [translation for _ in texts], "Latn", target_script)[0]
+
+
+def styles_with_text(runs):
+    return [r.style for r in runs if r.atom is None and r.text.strip()]
+
+
+def test_a_footnote_marker_keeps_a_word_of_a_short_translation():
+    runs = [Run("The ministers agreed on a long list of measures for next year"), Run("*", "sup"), Run(" today.")]
+    out = translated(runs, "Les ministres sont d'accord aujourd'hui.")
+    assert styles_with_text(out) == [None, "sup", None]  # the 1-character run gets a word, not nothing
+    assert "".join(r.text for r in out) == "Les ministres sont d'accord aujourd'hui."
+
+
+def test_every_run_gets_a_character_when_the_translation_has_fewer_words_than_runs():
+    runs = [Run("Read "), Run("this", "b"), Run(" and "), Run("that", "i"), Run(" now.")]
+    out = translated(runs, "SHORT")
+    assert styles_with_text(out) == [None, "b", None, "i", None]
+    assert "".join(r.text for r in out) == "SHORT"
+
+
+def test_a_run_of_words_gets_letters_not_a_lone_number():
+    runs = [Run("Chapter one begins", "b"), Run(" here and goes on for a while.")]
+    out = translated(runs, "3 — Le chapitre commence ici.")
+    bold = "".join(r.text for r in out if r.style == "b")
+    assert any(ch.isalpha() for ch in bold)
+
+
+@pytest.mark.parametrize("script, translation", [
+    ("Hans", "我们明天去北京看看"),
+    ("Jpan", "私たちは明日北京に行きます"),
+    ("Thai", "วันนี้อากาศดีมากเราจะไปเที่ยว"),
+    ("Laoo", "ມື້ນີ້ອາກາດດີຫຼາຍ"),
+    ("Khmr", "ថ្ងៃនេះអាកាសធាតុល្អណាស់"),
+    ("Tibt", "དེ་རིང་གནམ་གཤིས་ཡག་པོ་འདུག"),
+    ("Mymr", "ဒီနေ့ရာသီဥတုအရမ်းကောင်းတယ်"),
+])
+def test_scripts_without_spaces_give_each_run_its_share(script, translation):
+    runs = [Run("Today the "), Run("weather", "b"), Run(" is very good and we will travel.")]
+    out = translated(runs, translation, script)
+    assert styles_with_text(out) == [None, "b", None]
+    assert "".join(r.text for r in out) == translation
+    for run in out:  # a vowel sign or tone mark never starts a run: it stays on its consonant
+        assert not run.text or not ("\u0e31" <= run.text[0] <= "\u0e4e" or "\u17b6" <= run.text[0] <= "\u17d3")
+
+
+def test_a_tag_that_comes_back_empty_falls_back_to_proportional_placement():
+    runs = [Run("Click "), Run("here", "link"), Run(" to start the program.")]
+    out = translated(runs, "Cliquez <x1></x1> pour démarrer le programme.")
+    assert styles_with_text(out) == [None, "link", None]
+
+
+def test_tags_kept_place_each_run_exactly():
+    runs = [Run("Click "), Run("here", "link"), Run(" to start.")]
+    out = translated(runs, "Cliquez <x1>ici</x1> pour démarrer.")
+    assert [(r.text, r.style) for r in out] == [("Cliquez ", None), ("ici", "link"), (" pour démarrer.", None)]
+
+
+@pytest.mark.parametrize("translation", ["", "   ", "<x1></x1>"])
+def test_an_empty_translation_keeps_the_source_sentence(translation):
+    runs = [Run("First sentence. "), Run("Second", "b"), Run(" sentence.")]
+    out = translate_segments(
+        [Segment(runs)], lambda texts: ["Première phrase." if t == "First sentence." else translation for t in texts], "Latn", "Latn"
+    )[0]
+    assert "".join(r.text for r in out) == "Première phrase. Second sentence."
+    assert [r.text for r in out if r.style == "b"] == ["Second"]
+
+
+def test_a_translation_shorter_than_its_runs_leaves_the_last_ones_their_words():
+    runs = [Run("One "), Run("two", "b"), Run(" three "), Run("four", "i"), Run(" five.")]
+    out = translated(runs, "文", "Hans")
+    assert styles_with_text(out) == [None, "b", None, "i", None]  # nothing lost, even with one character
+    assert out[0].text == "文"
+
+
+@pytest.mark.parametrize("name", ["in.html", "in.docx"])
+def test_a_document_sentence_translated_empty_is_written_as_its_source(tmp_path, name):
+    from app.documents import translate_document
+
+    first, second = "The first sentence stays.", "The second one comes back empty."
+    if name.endswith(".html"):
+        (tmp_path / name).write_text(f"<html><body><p>{first} <b>{second}</b></p></body></html>", encoding="utf-8")
+    else:
+        import docx
+
+        d = docx.Document()
+        p = d.add_paragraph(first + " ")
+        p.add_run(second).bold = True
+        d.save(tmp_path / name)
+    translate_document(tmp_path / name, tmp_path / f"out-{name}", lambda texts: ["" if t == second else "T:" + t for t in texts])
+    if name.endswith(".html"):
+        text = (tmp_path / f"out-{name}").read_text(encoding="utf-8")
+        assert f"T:{first} <b>{second}</b>" in text
+    else:
+        import docx
+
+        p = docx.Document(tmp_path / f"out-{name}").paragraphs[0]
+        assert p.text == f"T:{first} {second}" and [r.text for r in p.runs if r.bold] == [second]

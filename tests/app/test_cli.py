@@ -66,6 +66,13 @@ def test_unknown_language_is_a_usage_error_with_suggestions(tiny_checkpoint, mon
     assert out == ""
 
 
+def test_too_little_gpu_memory_is_a_usage_error(tiny_checkpoint, monkeypatch, capsys):
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--gpu-memory", "10"]
+    code, out, err = run_cli(args, b"hi\n", monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--gpu-memory 10: at least 256 MB" in err
+
+
 def test_wrong_model_folder_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
     code, _, err = run_cli(
         ["translate", "--model", str(tmp_path), "--from", "eng_Latn", "--to", "fra_Latn"], b"hi\n", monkeypatch, capsys

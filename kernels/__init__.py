@@ -1,6 +1,7 @@
 """Kernels the engine calls: each function runs the Triton kernel when its tensors are on CUDA and
-triton is installed, and the plain-PyTorch reference otherwise. Each kernel module states its op's
-meaning as a plain loop.
+triton is installed, and the plain-PyTorch reference otherwise, or once a kernel has failed to
+compile or launch in this process (`_dispatch`). Each kernel module states its op's meaning as a
+plain loop; kernels/gpu_profile.py says what the GPU allows their plans.
 
 The kernel modules are imported here, before the functions of the same names are defined: a
 submodule imported later would replace the function `kernels.<name>` with the module.

@@ -249,7 +249,7 @@ def _plan(M, N, K, profile: DeviceProfile, element_size, split=None, hold=None, 
     `split`, `hold` and `blocks` (BLOCK_N, BLOCK_K, num_warps) as given, where given. The tiles
     measured on the H200 shrink until they fit the device's shared memory: holding the weights
     gives way to the loop, then the loop's depth to 2 stages, then BLOCK_K halves (GeForce cards
-    have 99 KB a block, Turing 64, where the H200's 64-row plans take up to 144)."""
+    have 99 KB a block, Turing 64, where the H200's 64-row plans take up to 192)."""
     block_m = BLOCK_M if M <= BLOCK_M else WIDE_BLOCK_M
     wide = _wide_plan(N, K) if block_m == WIDE_BLOCK_M else None
     if wide is not None:

@@ -85,6 +85,23 @@ def test_a_dropped_folder_becomes_jobs_that_write_outputs_and_open_them(qtbot, o
     assert window.documents.rows == [] and window.documents.isHidden()
 
 
+def test_documents_that_map_to_one_output_each_get_their_own(qtbot, open_window, settings, tmp_path):
+    from documents.document_fakes import pdf_bytes
+
+    (tmp_path / "a.txt").write_text("Hello world.\n\nThe cat reads a book.\n", encoding="utf-8")
+    (tmp_path / "a.pdf").write_bytes(pdf_bytes([["The only line of the report."]]))
+    (tmp_path / "b.pdf").write_bytes(pdf_bytes([["Another report."]]))
+    window = open_window(settings, True, True, True)
+    drop(window, tmp_path / "a.txt", tmp_path / "a.txt")
+    rows_settled(qtbot, window, 1)  # the file dropped twice is one job
+    drop(window, tmp_path)  # a.txt's output is there already: asked, and replaced
+    rows_settled(qtbot, window, 1 + 3)
+    assert all(r.state == DONE for r in window.documents.rows)
+    assert sorted(p.name for p in tmp_path.iterdir() if "fra_Latn" in p.name) == [
+        "a.fra_Latn.txt", "a.pdf.fra_Latn.txt", "b.fra_Latn.txt"]
+    assert len((tmp_path / "a.fra_Latn.txt").read_text(encoding="utf-8").split("\n\n")) == 2  # a.txt's, not a.pdf's
+
+
 def test_a_corrupt_file_fails_with_its_reason_the_others_carry_on_and_retry_works(qtbot, open_window, settings,
                                                                                   tmp_path):
     (tmp_path / "broken.docx").write_bytes(b"not a zip")

@@ -24,9 +24,9 @@ from engine.languages import get_language
 from engine.translation_cache import TranslationCache, model_identity
 
 CACHE_FILE = "translations.sqlite3"
-# While a document decodes, its translations are stored at most this often (what a crash can lose):
-# each write commits (an fsync), and a GPU finishes thousands of sentences a second.
-CACHE_SECONDS = 2.0
+# While a document decodes, its translations are stored at most this often (what a killed run can
+# lose): a GPU finishes thousands of sentences a second, and each store is one commit (no fsync).
+CACHE_SECONDS = 0.25
 # STEM.<FLORES code>.EXT: a translation we wrote; a folder looked through again does not translate it again.
 TRANSLATED_STEM = re.compile(r"\.[a-z]{3}_[A-Z][a-z]{3}$")
 

@@ -65,9 +65,9 @@ def translate_document(
     path, out_path = Path(path), Path(out_path)
     if out_path.resolve() == path.resolve():
         raise DocumentError("the output would replace the input")
+    remove_stale_temporaries(out_path)
     if out_path.exists() and not overwrite:
         raise DocumentError(f"{out_path.name} already exists (use --overwrite to replace it)")
-    remove_stale_temporaries(out_path)
     module = format_for(path)
     document = module.extract(path)
     try:

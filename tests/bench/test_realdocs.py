@@ -83,13 +83,16 @@ def rewrite_member(source: Path, out: Path, member: str, change) -> None:
 
 
 def test_stand_in_rewrites_every_sentence_loses_tags_in_some_and_writes_chinese_without_spaces():
-    sentences = [f"Sentence number {n} has <x1>some bold words</x1> and a few more words after them." for n in range(40)]
+    sentences = [f"Sentence number {n} has <x1>some bold words</x1> and a few more words after them." for n in range(400)]
     french = StandIn("Latn")(sentences)
     assert french == StandIn("Latn")(sentences)  # deterministic
     assert all(t != s for t, s in zip(french, sentences))
+    assert 0 < french.count("") < 12  # a few come back empty, as from a model now and then
+    sentences = [s for s, t in zip(sentences, french) if t]
+    french = [t for t in french if t]
     assert any("<x1>" in t and "</x1>" in t for t in french) and any("<x" not in t for t in french)
     assert any(len(t) < len(s) / 2 for t, s in zip(french, sentences))  # some much shorter
-    assert not set(" ".join(french).split()) & set(" ".join(sentences).split()) - {"<x1>", "</x1>"} - set(map(str, range(40)))
+    assert not set(" ".join(french).split()) & set(" ".join(sentences).split()) - {"<x1>", "</x1>"} - set(map(str, range(400)))
     chinese = StandIn("Hans")(sentences)
     assert all(" " not in t and re.search(r"[\u4e00-\u9fff]", t) and not re.search(r"[a-z]", TAG.sub("", t)) for t in chinese)
     assert any("<x1>" in t for t in chinese) and any("<x" not in t for t in chinese)

@@ -10,7 +10,7 @@ import sys
 import docx
 import pytest
 
-from app.documents import temporary_pattern, text, translate_document
+from app.documents import DocumentError, temporary_pattern, text, translate_document
 
 from document_fakes import upper_keeping_tags
 
@@ -76,6 +76,13 @@ def test_the_temporary_files_a_killed_run_left_are_removed_when_the_next_job_for
             (tmp_path / name).write_bytes(b"PK partial")
         translate_document(tmp_path / "a.txt", tmp_path / "a.fra_Latn.txt", upper_keeping_tags)
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept + ["a.fra_Latn.txt", "a.txt"])
+
+        # killed between putting the output in place and removing its temporary file: the next job
+        # refuses to replace the output, and still cleans up
+        (tmp_path / ours_stale).write_bytes(b"PK partial")
+        with pytest.raises(DocumentError, match="already exists"):
+            translate_document(tmp_path / "a.txt", tmp_path / "a.fra_Latn.txt", upper_keeping_tags)
+        assert not (tmp_path / ours_stale).exists()
     finally:
         running.kill()
         running.wait()

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.documents import DocumentError, is_supported
+from app.documents import DocumentError, is_supported, remove_stale_temporaries
 from app.jobs import DocumentJob, distinct_jobs, find_documents
 from app.settings import AppPaths
 from app.tasks import Task
@@ -269,6 +269,7 @@ class DocumentsPanel(QFrame):
                 continue
             row = self._add_row(job)
             if job.output_path.exists() and not job.overwrite:  # written just before a crash or quit
+                remove_stale_temporaries(job.output_path)  # a crash between the rename and the cleanup
                 row.output = job.output_path
                 row.set_state(DONE)
             else:

@@ -25,8 +25,8 @@ from app.documents import docx, epub, html, markdown, odt, pdf, pptx, subtitles,
 from app.documents.safety import DocumentError
 from app.documents.segments import BATCH_SENTENCES, Cancelled, translate_segments
 
-__all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported", "output_path", "temporary_pattern",
-           "translate_document"]
+__all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported", "output_path",
+           "remove_stale_temporaries", "temporary_pattern", "translate_document"]
 
 FORMATS: dict[str, ModuleType] = {
     ext: module for module in (text, markdown, html, subtitles, docx, pptx, xlsx, odt, epub, pdf) for ext in module.EXTENSIONS

@@ -2,6 +2,8 @@
 open output, the overwrite question, typed text going first, and jobs resumed after a restart."""
 
 import json
+import subprocess
+import sys
 
 import docx
 import pytest
@@ -10,7 +12,8 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
 import engine.translator
-from app.jobs_panel import CANCELLED, DONE, FAILED, PENDING_FILE, RUNNING
+from app.jobs import DocumentJob
+from app.jobs_panel import CANCELLED, DONE, FAILED, PENDING_FILE, RUNNING, save_pending
 from app.settings import Settings
 from recorder import WAIT_MS
 
@@ -184,3 +187,19 @@ def test_a_job_stopped_by_quitting_resumes_at_the_next_start(qtbot, open_window,
     assert rows["long.txt"].state == DONE and (tmp_path / "long.fra_Latn.txt").is_file()
     assert len(set(translated)) <= len(SENTENCES) - 4, "the sentences finished before quitting are not translated again"
     assert pending(paths) == []
+
+
+def test_a_job_whose_output_a_crash_left_in_place_is_done_and_its_temporary_file_removed(qtbot, open_window, settings,
+                                                                                        tmp_path, paths):
+    source, output = tmp_path / "a.txt", tmp_path / "a.fra_Latn.txt"
+    source.write_text("Hello world.\n", encoding="utf-8")
+    output.write_text("Bonjour.\n", encoding="utf-8")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    # the crash came after the output was linked into place, before its temporary name was removed
+    (tmp_path / f".a.fra_Latn.txt.dragoman-{gone.pid}-0a1b2c3d.part").write_text("Bonjour.\n", encoding="utf-8")
+    save_pending(paths.data_dir / PENDING_FILE, [DocumentJob(source, output, "eng_Latn", "fra_Latn")])
+    window = open_window(settings)
+    rows = rows_settled(qtbot, window, 1)
+    assert rows["a.txt"].state == DONE
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.fra_Latn.txt", "a.txt", "home"]

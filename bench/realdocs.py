@@ -7,11 +7,10 @@ to another length, some sentences much shorter, in CJK characters without spaces
 written without them, the placeholder tags lost in some sentences, and about one sentence in a
 hundred empty. Then the source and the output are read with the format's own library
 (python-docx, python-pptx, openpyxl, odfpy, lxml, markdown-it-py; plain parsing for subtitles and
-text) into `Facts`, and compared: the output opens;
-it has as many paragraphs, table cells, slides, sheets and cues; no paragraph that had letters
-comes back empty; bold and italic are still in each paragraph that had them; and link targets,
-anchors, cue timings, formulas, relationships and media parts (every member of an archive that
-is not XML) are identical. One line per file, its problems below it, and "N files, P problems"
+text) into `Facts`, and compared: the output opens; it has as many paragraphs, table cells,
+slides, sheets and cues; no paragraph that had letters comes back empty; bold and italic are
+still in each paragraph that had them; and link targets, anchors, cue timings, formulas,
+relationships and media parts (every member of an archive that is not XML) are identical. One line per file, its problems below it, and "N files, P problems"
 per target; exit status 1 if there was any problem.
 
 A file the app refuses is a problem only if its format's library reads it.

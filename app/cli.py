@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--gpu-memory", type=int, metavar="MB",
         help="GPU memory for translation beyond the model's weights (default 2048; more speeds up long documents)",
     )
-    translate.add_argument("--output-dir", metavar="DIR", help="write translated documents here (default: beside each input)")
+    translate.add_argument("--output-dir", metavar="DIR", help="write translated documents here, those found in a folder "
+                           "named keeping their place below it (default: beside each input)")
     translate.add_argument("--overwrite", action="store_true", help="replace translated documents that already exist")
     translate.add_argument(
         "files", nargs="*", metavar="FILE",
@@ -196,10 +197,10 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
 
         check_adapter(adapters_dir, args.adapter, load_config(args.model))
     if args.files:
-        inputs = document_inputs(args.files)  # before the model loads: a typo costs nothing
+        jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides)  # a typo costs nothing
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                                 gpu_memory=gpu_memory)
-        return translate_files(args, inputs, translator, src, tgt, overrides)
+        return run_jobs(jobs, refused, translator)
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory)
     options = translator.default_options(**overrides)
@@ -210,20 +211,21 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     return 0
 
 
-def document_inputs(names: list[str]) -> list[Path]:
-    """The files named, and the supported files under the folders named (recursively, sorted)."""
-    from app.documents import is_supported
+def document_inputs(names: list[str]) -> dict[Path, Path | None]:
+    """The files named, and the supported files under the folders named (recursively, sorted, hidden
+    files and our own translations skipped), each with the folder named that it was found in."""
+    from app.jobs import find_documents
 
-    inputs: list[Path] = []
+    inputs: dict[Path, Path | None] = {}
     for name in names:
         path = Path(name)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and is_supported(p))
+            found = find_documents(path)
             if not found:
                 raise UsageError(f"{name}: no supported documents in this folder")
-            inputs.extend(found)
+            inputs.update((file, path) for file in found if file not in inputs)
         else:
-            inputs.append(path)
+            inputs.setdefault(path, None)
     return inputs
 
 
@@ -250,36 +252,65 @@ class ProgressBar:
             self.stream.flush()
 
 
-def translate_files(args, inputs: list[Path], translator, src: str, tgt: str, overrides: dict) -> int:
-    """Each document in turn; a failed one is named on stderr and the others carry on. 1 if any failed."""
-    from app.documents import DocumentError, output_path
-    from app.jobs import DocumentJob, open_cache, run_document_job
+def translate_files(args, files: list[Path], translator, src: str, tgt: str, overrides: dict) -> int:
+    """The files as if named on the command line: `document_jobs`, then `run_jobs`."""
+    return run_jobs(*document_jobs(args, dict.fromkeys(files), src, tgt, overrides), translator)
 
-    cache = open_cache()
-    failed: list[str] = []
+
+def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, overrides: dict) -> tuple[list, list[str]]:
+    """(the jobs, the inputs refused already, each named on stderr), from `document_inputs`. Under
+    --output-dir a document found in a folder named keeps its place below that folder. A clash
+    `distinct_jobs` cannot resolve is a UsageError naming both files."""
+    from app.documents import DocumentError, output_path
+    from app.jobs import DocumentJob, distinct_jobs
+
     output_dir = Path(args.output_dir) if args.output_dir else None
+    jobs, refused = [], []
+    for path, folder in inputs.items():
+        try:
+            if not path.is_file():
+                raise DocumentError("no such file")
+            out_dir = output_dir / path.parent.relative_to(folder) if output_dir and folder else output_dir
+            jobs.append(DocumentJob(path, output_path(path, tgt, out_dir), src, tgt, overrides,
+                                    adapter=args.adapter or "", overwrite=args.overwrite))
+        except DocumentError as e:
+            print(f"dragoman: error: {path}: {e}", file=sys.stderr)
+            refused.append(str(path))
     try:
-        for path in inputs:
-            bar = ProgressBar(path.name, sys.stderr)
+        return distinct_jobs(jobs), refused
+    except DocumentError as e:
+        raise UsageError(str(e)) from None
+
+
+def run_jobs(jobs: list, refused: list[str], translator) -> int:
+    """Each job in turn; a failed one is named on stderr and the others carry on. 1 if any failed
+    (or was `refused` before)."""
+    from app.jobs import JobReport, open_cache, run_document_job
+
+    failed = list(refused)
+    cache = open_cache()
+    try:
+        for job in jobs:
+            bar = ProgressBar(job.source_path.name, sys.stderr)
+            report = JobReport()
             try:
-                if not path.is_file():
-                    raise DocumentError("no such file")
-                target = output_path(path, tgt, output_dir)
-                job = DocumentJob(path, target, src, tgt, overrides, adapter=args.adapter or "", overwrite=args.overwrite)
-                written = run_document_job(job, translator, cache, progress=bar)
+                written = run_document_job(job, translator, cache, progress=bar, report=report)
                 bar.end()
+                if report.cached:  # a run stopped before, or a document translated already
+                    print(f"dragoman: {job.source_path}: {report.translated} sentences translated, {report.cached} "
+                          "from the translation cache", file=sys.stderr)
                 print(written, file=sys.stdout)
             except KeyboardInterrupt:
                 raise
             except Exception as e:  # DocumentError, a bad file the format library choked on, out of memory...
                 bar.end()
                 message = str(e).splitlines()[0] if str(e) else type(e).__name__
-                print(f"dragoman: error: {path}: {message}", file=sys.stderr)
-                failed.append(str(path))
+                print(f"dragoman: error: {job.source_path}: {message}", file=sys.stderr)
+                failed.append(str(job.source_path))
     finally:
         cache.close()
     if failed:
-        print(f"dragoman: {len(failed)} of {len(inputs)} documents failed: {', '.join(failed)}", file=sys.stderr)
+        print(f"dragoman: {len(failed)} of {len(jobs) + len(refused)} documents failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 

@@ -4,24 +4,31 @@ out, through the translation cache and the engine.
 `cached_translate_batch` wraps the engine so that sentences already in the cache are not
 translated again and finished translations are stored as they come: a job stopped by a crash or a
 quit resumes, on its next run, where it was.
+
+`distinct_jobs` makes the job list safe to run: each file once, and no two jobs writing one file.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import time
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
-from app.documents import translate_document
+from app.documents import DocumentError, is_supported, translate_document
 from app.settings import AppPaths
 from engine.languages import get_language
 from engine.translation_cache import TranslationCache, model_identity
 
 CACHE_FILE = "translations.sqlite3"
-# While a document decodes, its translations are stored at most this often (what a crash can lose):
-# each write commits (an fsync), and a GPU finishes thousands of sentences a second.
-CACHE_SECONDS = 2.0
+# While a document decodes, its translations are stored at most this often (what a killed run can
+# lose): a GPU finishes thousands of sentences a second, and each store is one commit (no fsync).
+CACHE_SECONDS = 0.25
+# STEM.<FLORES code>.EXT: a translation we wrote; a folder looked through again does not translate it again.
+TRANSLATED_STEM = re.compile(r"\.[a-z]{3}_[A-Z][a-z]{3}$")
 
 
 def open_cache(paths: AppPaths | None = None) -> TranslationCache:
@@ -39,14 +46,66 @@ class DocumentJob:
     overwrite: bool = False
 
 
+@dataclass
+class JobReport:
+    """What a document job's sentences came from: `translated` by the engine, `cached` from earlier runs."""
+
+    translated: int = 0
+    cached: int = 0
+
+
+def find_documents(folder: Path) -> list[Path]:
+    """The supported files under `folder`, sorted, with hidden entries and our own translations skipped."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            file = Path(root) / name
+            if not name.startswith(".") and is_supported(file) and not TRANSLATED_STEM.search(file.stem):
+                found.append(file)
+    return found
+
+
+def distinct_jobs(jobs: list[DocumentJob], taken: Iterable[Path] = ()) -> list[DocumentJob]:
+    """`jobs` with each file once, and never two writing one output: where inputs of different types
+    map to one output (`a.pdf` and `a.txt` -> `a.fra_Latn.txt`), those of another type than the
+    output keep their extension in its name (`a.pdf.fra_Latn.txt`). A clash that remains (one
+    name from two folders into one output folder, an output that is another job's input, or one
+    of `taken`: outputs of jobs queued already) is a DocumentError naming the files."""
+    by_source: dict[Path, DocumentJob] = {}
+    for job in jobs:
+        by_source.setdefault(job.source_path.resolve(), job)
+    claims = Counter(job.output_path.resolve() for job in by_source.values())
+    taken = {path.resolve() for path in taken}
+    writers: dict[Path, DocumentJob] = {}
+    out = []
+    for job in by_source.values():
+        target = job.output_path.resolve()
+        if (claims[target] > 1 or target in taken) and job.source_path.suffix.lower() != job.output_path.suffix.lower():
+            name = f"{job.source_path.name}.{job.target}{job.output_path.suffix}"
+            job = replace(job, output_path=job.output_path.with_name(name))
+            target = job.output_path.resolve()
+        if target in writers:
+            raise DocumentError(f"{writers[target].source_path} and {job.source_path} would both be written to "
+                                f"{job.output_path}")
+        if target in by_source:
+            raise DocumentError(f"{job.source_path}: its translation {job.output_path} would replace a document "
+                                "that is to be translated too")
+        if target in taken:
+            raise DocumentError(f"{job.source_path}: {job.output_path} is being written by a job queued already")
+        writers[target] = job
+        out.append(job)
+    return out
+
+
 def cached_translate_batch(
     translator, cache: TranslationCache | None, job: DocumentJob, should_stop: Callable[[], bool] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, report: JobReport | None = None,
 ) -> Callable[[list[str]], list[str | None]]:
     """`translate_batch(texts)` for `translate_document`: the texts the cache holds come from it, the
     rest from the engine in one call. Translations are stored as they come, every CACHE_SECONDS, and
     whatever came before a stop (or an error) is stored before the call returns. `progress(done,
-    len(texts))` follows the results, at most every ~0.5%."""
+    len(texts))` follows the results, at most every ~0.5%; `report` counts the texts of each kind."""
     options = translator.default_options(**job.options)
     # The adapter's identity, not just its name: replacing its files invalidates its entries.
     adapter = translator.adapter_identity(job.adapter)
@@ -55,6 +114,9 @@ def cached_translate_batch(
     def translate_batch(texts: list[str]) -> list[str | None]:
         found = cache.get_many(context, texts) if cache is not None else {}
         missing = [t for t in texts if t not in found]
+        if report is not None:
+            report.cached += len(found)
+            report.translated += len(missing)
         unstored: dict[str, str] = {}
         store_by = time.monotonic() + CACHE_SECONDS
         reported = len(found)
@@ -98,16 +160,17 @@ def run_document_job(
     cache: TranslationCache | None,
     progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    report: JobReport | None = None,
 ) -> Path:
     """Translate `job`'s file. Its distinct sentences go to the engine in one call (batch_sentences
     None), so `cached_translate_batch`'s progress counts the document's: one call keeps a GPU's
     rows full from the document's first sentence to its last, where calls of a few thousand
     sentences each decoded their last ones with rows left empty and tokenized the next call's
-    first ones with the device idle."""
+    first ones with the device idle. `report`, if given, counts its sentences translated and cached."""
     return translate_document(
         job.source_path,
         job.output_path,
-        cached_translate_batch(translator, cache, job, should_stop, progress),
+        cached_translate_batch(translator, cache, job, should_stop, progress, report),
         source_script=get_language(job.source).script,
         target_script=get_language(job.target).script,
         progress=progress,

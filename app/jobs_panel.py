@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -33,30 +32,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.documents import is_supported
-from app.jobs import DocumentJob
+from app.documents import DocumentError, is_supported, remove_stale_temporaries
+from app.jobs import DocumentJob, distinct_jobs, find_documents
 from app.settings import AppPaths
 from app.tasks import Task
 
 PENDING_FILE = "document_jobs.json"
-# STEM.<FLORES code>.EXT: a translation we wrote; a folder dropped again does not translate it again.
-TRANSLATED_STEM = re.compile(r"\.[a-z]{3}_[A-Z][a-z]{3}$")
-
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 
 
 def collect_documents(dropped: list[Path]) -> list[Path]:
-    """The supported files among `dropped`, folders searched recursively (hidden entries and our own
-    translations skipped there), each once, in order."""
+    """The supported files among `dropped`, folders searched recursively (`find_documents`), each once, in order."""
     found: dict[Path, None] = {}
     for path in dropped:
         if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    file = Path(root) / name
-                    if not name.startswith(".") and is_supported(file) and not TRANSLATED_STEM.search(file.stem):
-                        found[file] = None
+            found.update(dict.fromkeys(find_documents(path)))
         elif path.is_file() and is_supported(path):
             found[path] = None
     return list(found)
@@ -250,7 +240,12 @@ class DocumentsPanel(QFrame):
         if not files:
             self.message.emit("Nothing to translate there: no supported documents that are not queued already")
             return
-        jobs = [self.job_for(f) for f in files]
+        try:
+            jobs = distinct_jobs([self.job_for(f) for f in files], taken=[r.job.output_path for r in self.rows
+                                                                           if r.state in (QUEUED, RUNNING)])
+        except DocumentError as e:
+            self.message.emit(f"Nothing queued: {e}")
+            return
         count = f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}"
         if not self.ask("Translate documents", f"{count} to translate. Start?\n\nEach translation is saved beside "
                         f"its document, e.g. {jobs[0].output_path.name}."):
@@ -274,6 +269,7 @@ class DocumentsPanel(QFrame):
                 continue
             row = self._add_row(job)
             if job.output_path.exists() and not job.overwrite:  # written just before a crash or quit
+                remove_stale_temporaries(job.output_path)  # a crash between the rename and the cleanup
                 row.output = job.output_path
                 row.set_state(DONE)
             else:

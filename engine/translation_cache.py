@@ -34,6 +34,9 @@ class TranslationCache:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # A commit survives the process being killed without waiting for the disk (no fsync): a power
+        # cut can lose the last commits, never corrupt the file, and a cache can lose a few entries.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS translations (key BLOB PRIMARY KEY, translation TEXT NOT NULL)")
         self._db.commit()
 

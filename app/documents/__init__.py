@@ -6,13 +6,17 @@ their inline formatting (see segments.py), and `document.write(translations, out
 real engine behind the translation cache in the app, a deterministic fake in tests.
 
 The input is never modified. The output is written to a temporary file beside its destination
-and renamed into place only when complete; an existing output is not replaced unless `overwrite`.
+(`.NAME.dragoman-PID-RANDOM.part`, created with the user's umask), flushed to disk and renamed
+into place only when complete; an existing output is not replaced unless `overwrite`. A failure
+removes the temporary file; one that a killed run left behind is removed when the next
+translation into the same output starts.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
+import re
+import secrets
 from pathlib import Path
 from types import ModuleType
 from typing import Callable
@@ -21,7 +25,8 @@ from app.documents import docx, epub, html, markdown, odt, pdf, pptx, subtitles,
 from app.documents.safety import DocumentError
 from app.documents.segments import BATCH_SENTENCES, Cancelled, translate_segments
 
-__all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported", "output_path", "translate_document"]
+__all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported", "output_path",
+           "remove_stale_temporaries", "temporary_pattern", "translate_document"]
 
 FORMATS: dict[str, ModuleType] = {
     ext: module for module in (text, markdown, html, subtitles, docx, pptx, xlsx, odt, epub, pdf) for ext in module.EXTENSIONS
@@ -60,6 +65,7 @@ def translate_document(
     path, out_path = Path(path), Path(out_path)
     if out_path.resolve() == path.resolve():
         raise DocumentError("the output would replace the input")
+    remove_stale_temporaries(out_path)
     if out_path.exists() and not overwrite:
         raise DocumentError(f"{out_path.name} already exists (use --overwrite to replace it)")
     module = format_for(path)
@@ -69,11 +75,10 @@ def translate_document(
             document.segments, translate_batch, source_script, target_script, progress, batch_sentences
         )
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=out_path.parent, prefix=f".{out_path.name}.", suffix=".part")
-        os.close(fd)
-        tmp = Path(tmp_name)
+        tmp = create_temporary(out_path)
         try:
             document.write(translations, tmp)
+            flush_to_disk(tmp)
             if overwrite:
                 os.replace(tmp, out_path)
             else:
@@ -95,3 +100,55 @@ def translate_document(
     finally:
         document.close()
     return out_path
+
+
+def temporary_pattern(out_path: Path) -> re.Pattern:
+    """The names of this program's temporary files for `out_path`: `.NAME.dragoman-PID-RANDOM.part`."""
+    return re.compile(re.escape(f".{out_path.name}.dragoman-") + r"(\d+)-[0-9a-f]{8}\.part")
+
+
+def create_temporary(out_path: Path) -> Path:
+    """A new empty file beside `out_path`, created with the user's umask (as the output will be)."""
+    while True:
+        tmp = out_path.with_name(f".{out_path.name}.dragoman-{os.getpid()}-{secrets.token_hex(4)}.part")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
+def remove_stale_temporaries(out_path: Path) -> None:
+    """Remove what a killed run left for `out_path`: temporary files of ours whose process is gone.
+    Files of other names, and those of a running process (another translation of the same file), stay."""
+    pattern = temporary_pattern(out_path)
+    try:
+        names = os.listdir(out_path.parent)
+    except OSError:  # no folder yet: nothing left there
+        return
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match and not process_exists(int(match.group(1))):
+            (out_path.parent / name).unlink(missing_ok=True)
+
+
+def process_exists(pid: int) -> bool:
+    if os.name == "nt":  # signal 0 is Ctrl-C there: never remove a file that may be in use
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: leave its file alone
+        return True
+    return True
+
+
+def flush_to_disk(path: Path) -> None:
+    """What was written reaches the disk before the rename makes it the output (a power cut then
+    leaves the old output or the new one, never an empty file)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

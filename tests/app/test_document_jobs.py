@@ -2,6 +2,8 @@
 open output, the overwrite question, typed text going first, and jobs resumed after a restart."""
 
 import json
+import subprocess
+import sys
 
 import docx
 import pytest
@@ -10,7 +12,8 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
 import engine.translator
-from app.jobs_panel import CANCELLED, DONE, FAILED, PENDING_FILE, RUNNING
+from app.jobs import DocumentJob
+from app.jobs_panel import CANCELLED, DONE, FAILED, PENDING_FILE, RUNNING, save_pending
 from app.settings import Settings
 from recorder import WAIT_MS
 
@@ -83,6 +86,23 @@ def test_a_dropped_folder_becomes_jobs_that_write_outputs_and_open_them(qtbot, o
     assert pending(paths) == []
     window.documents.clear_button.click()
     assert window.documents.rows == [] and window.documents.isHidden()
+
+
+def test_documents_that_map_to_one_output_each_get_their_own(qtbot, open_window, settings, tmp_path):
+    from documents.document_fakes import pdf_bytes
+
+    (tmp_path / "a.txt").write_text("Hello world.\n\nThe cat reads a book.\n", encoding="utf-8")
+    (tmp_path / "a.pdf").write_bytes(pdf_bytes([["The only line of the report."]]))
+    (tmp_path / "b.pdf").write_bytes(pdf_bytes([["Another report."]]))
+    window = open_window(settings, True, True, True)
+    drop(window, tmp_path / "a.txt", tmp_path / "a.txt")
+    rows_settled(qtbot, window, 1)  # the file dropped twice is one job
+    drop(window, tmp_path)  # a.txt's output is there already: asked, and replaced
+    rows_settled(qtbot, window, 1 + 3)
+    assert all(r.state == DONE for r in window.documents.rows)
+    assert sorted(p.name for p in tmp_path.iterdir() if "fra_Latn" in p.name) == [
+        "a.fra_Latn.txt", "a.pdf.fra_Latn.txt", "b.fra_Latn.txt"]
+    assert len((tmp_path / "a.fra_Latn.txt").read_text(encoding="utf-8").split("\n\n")) == 2  # a.txt's, not a.pdf's
 
 
 def test_a_corrupt_file_fails_with_its_reason_the_others_carry_on_and_retry_works(qtbot, open_window, settings,
@@ -167,3 +187,19 @@ def test_a_job_stopped_by_quitting_resumes_at_the_next_start(qtbot, open_window,
     assert rows["long.txt"].state == DONE and (tmp_path / "long.fra_Latn.txt").is_file()
     assert len(set(translated)) <= len(SENTENCES) - 4, "the sentences finished before quitting are not translated again"
     assert pending(paths) == []
+
+
+def test_a_job_whose_output_a_crash_left_in_place_is_done_and_its_temporary_file_removed(qtbot, open_window, settings,
+                                                                                        tmp_path, paths):
+    source, output = tmp_path / "a.txt", tmp_path / "a.fra_Latn.txt"
+    source.write_text("Hello world.\n", encoding="utf-8")
+    output.write_text("Bonjour.\n", encoding="utf-8")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    # the crash came after the output was linked into place, before its temporary name was removed
+    (tmp_path / f".a.fra_Latn.txt.dragoman-{gone.pid}-0a1b2c3d.part").write_text("Bonjour.\n", encoding="utf-8")
+    save_pending(paths.data_dir / PENDING_FILE, [DocumentJob(source, output, "eng_Latn", "fra_Latn")])
+    window = open_window(settings)
+    rows = rows_settled(qtbot, window, 1)
+    assert rows["a.txt"].state == DONE
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.fra_Latn.txt", "a.txt", "home"]

@@ -5,8 +5,8 @@ import sqlite3
 import pytest
 
 import app.jobs
-from app.documents import Cancelled
-from app.jobs import DocumentJob, run_document_job
+from app.documents import Cancelled, DocumentError, output_path
+from app.jobs import DocumentJob, JobReport, distinct_jobs, find_documents, run_document_job
 from engine.translation_cache import TranslationCache
 from engine.translator import Translator
 
@@ -74,8 +74,10 @@ def test_a_stopped_document_keeps_what_finished_and_its_next_run_translates_only
     assert 6 <= kept < len(SENTENCES), "what finished before the stop was not stored"
 
     calls = engine_calls(translator, monkeypatch)
-    run_document_job(job, translator, cache)
+    report = JobReport()
+    run_document_job(job, translator, cache, report=report)
     assert calls == [len(SENTENCES) - kept]
+    assert (report.translated, report.cached) == (len(SENTENCES) - kept, kept)
     assert_translated(job, translator)
 
 
@@ -104,3 +106,43 @@ def test_a_cache_that_cannot_be_written_fails_the_job_and_the_next_one_runs(tran
     assert generator.num_free_blocks() == generator.num_total_blocks()
     run_document_job(job, translator, TranslationCache(tmp_path / "cache.sqlite3"))
     assert job.output_path.is_file()
+
+
+def jobs_for(paths, output_dir=None, target="fra_Latn"):
+    return [DocumentJob(p, output_path(p, target, output_dir), "eng_Latn", target, overwrite=True) for p in paths]
+
+
+def outputs(jobs):
+    return {job.source_path.name: job.output_path for job in jobs}
+
+
+def test_inputs_of_two_types_that_map_to_one_output_each_get_their_own(tmp_path):
+    jobs = distinct_jobs(jobs_for([tmp_path / "a.pdf", tmp_path / "a.txt", tmp_path / "b.pdf"]))
+    assert outputs(jobs) == {"a.pdf": tmp_path / "a.pdf.fra_Latn.txt", "a.txt": tmp_path / "a.fra_Latn.txt",
+                             "b.pdf": tmp_path / "b.fra_Latn.txt"}
+    queued = distinct_jobs(jobs_for([tmp_path / "b.txt"]))  # a job queued already writes b.fra_Latn.txt
+    later = distinct_jobs(jobs_for([tmp_path / "b.pdf"]), taken=[job.output_path for job in queued])
+    assert outputs(later) == {"b.pdf": tmp_path / "b.pdf.fra_Latn.txt"}
+
+
+def test_the_same_file_named_twice_is_one_job(tmp_path):
+    (tmp_path / "sub").mkdir()
+    jobs = distinct_jobs(jobs_for([tmp_path / "a.txt", tmp_path / "sub" / ".." / "a.txt", tmp_path / "a.txt"]))
+    assert [job.source_path for job in jobs] == [tmp_path / "a.txt"]
+
+
+def test_a_clash_no_name_resolves_is_refused_in_one_line_naming_both_files(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(DocumentError, match=r"^\S*x/a.txt and \S*y/a.txt would both be written to \S*out/a.fra_Latn.txt$"):
+        distinct_jobs(jobs_for([tmp_path / "x" / "a.txt", tmp_path / "y" / "a.txt"], out))
+    with pytest.raises(DocumentError, match="would replace a document that is to be translated too"):
+        distinct_jobs(jobs_for([tmp_path / "a.txt", tmp_path / "a.fra_Latn.txt"]))
+    with pytest.raises(DocumentError, match="a.fra_Latn.txt is being written by a job queued already"):
+        distinct_jobs(jobs_for([tmp_path / "a.txt"]), taken=[tmp_path / "a.fra_Latn.txt"])
+
+
+def test_a_folder_gives_its_documents_sorted_without_hidden_files_and_our_translations(tmp_path):
+    for name in ["b.txt", "a.md", "a.fra_Latn.md", ".hidden.txt", "notes.xyz", "sub/c.docx", ".git/d.txt"]:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("x")
+    assert find_documents(tmp_path) == [tmp_path / "a.md", tmp_path / "b.txt", tmp_path / "sub" / "c.docx"]

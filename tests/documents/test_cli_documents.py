@@ -1,12 +1,21 @@
 """`dragoman translate FILE...` with the real engine on the tiny checkpoint, and the translation cache."""
 
+import os
+import shutil
+import signal
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import docx
+import pytest
 
 from app.cli import main
 from app.jobs import open_cache
 from engine.translation_cache import TranslationCache
+
+from document_fakes import pdf_bytes
 
 
 def make_docx(path, texts):
@@ -52,3 +61,97 @@ def test_cache_keys_separate_contexts(tmp_path):
     assert cache.get_many(b, ["Hello."]) == {}
     cache.close()
     assert TranslationCache(tmp_path / "c.sqlite3").get_many(a, ["Hello."]) == {"Hello.": "Bonjour."}
+
+
+def translate_args(checkpoint, *more):
+    return ["translate", "--model", str(checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
+            "--dtype", "float32", "--beams", "1", "--max-length", "12", *more]
+
+
+def paragraphs(path):
+    return [p for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+
+
+def test_inputs_that_map_to_one_output_never_overwrite_each_other(tiny_checkpoint, tmp_path, capsys):
+    docs, out = tmp_path / "docs", tmp_path / "out"
+    for name, count in (("a/x.txt", 1), ("b/x.txt", 2), ("r.txt", 3)):
+        (docs / name).parent.mkdir(parents=True, exist_ok=True)
+        (docs / name).write_text("\n\n".join(f"Sentence {i} of {name}." for i in range(count)), encoding="utf-8")
+    (docs / "r.pdf").write_bytes(pdf_bytes([["The only line of the report."]]))
+    assert main(translate_args(tiny_checkpoint, "--output-dir", str(out), "--overwrite", str(docs))) == 0
+    written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert written == ["a/x.fra_Latn.txt", "b/x.fra_Latn.txt", "r.fra_Latn.txt", "r.pdf.fra_Latn.txt"]
+    # each its own source's translation: as many paragraphs as it had
+    assert [len(paragraphs(out / name)) for name in ("a/x.fra_Latn.txt", "b/x.fra_Latn.txt", "r.fra_Latn.txt")] == [1, 2, 3]
+    assert len(paragraphs(out / "r.pdf.fra_Latn.txt")) == 1
+
+    capsys.readouterr()
+    twice = docs / "r.txt"
+    assert main(translate_args(tiny_checkpoint, "--overwrite", str(twice), str(docs / "a" / ".." / "r.txt"))) == 0
+    assert capsys.readouterr().out.splitlines() == [str(docs / "r.fra_Latn.txt")]  # one job, not a failure
+
+    named = [str(docs / "a" / "x.txt"), str(docs / "b" / "x.txt")]  # named, not found in a folder: one output
+    assert main(translate_args(tiny_checkpoint, "--output-dir", str(tmp_path / "flat"), *named)) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"dragoman: error: {named[0]} and {named[1]} would both be written to "
+                   f"{tmp_path / 'flat' / 'x.fra_Latn.txt'}"]
+    assert not (tmp_path / "flat").exists()
+
+
+RESUME_SENTENCES = 600
+
+
+def run_cli(tiny_checkpoint, home, doc):
+    """`dragoman translate DOC` in a process of its own."""
+    env = {**os.environ, "DRAGOMAN_HOME": str(home), "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen([sys.executable, "-m", "app.cli", *translate_args(tiny_checkpoint), str(doc)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def stored(home) -> int:
+    cache_file = home / "cache" / "translations.sqlite3"
+    if not cache_file.exists():
+        return 0
+    cache = TranslationCache(cache_file)
+    try:
+        return len(cache)
+    finally:
+        cache.close()
+
+
+def kill_once_stored(tiny_checkpoint, home, doc) -> tuple[int, int]:
+    """Run the CLI on `doc`, SIGKILL it as soon as the cache holds some of its sentences: (its pid,
+    the sentences stored)."""
+    run = run_cli(tiny_checkpoint, home, doc)
+    deadline = time.monotonic() + 120
+    while stored(home) == 0 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run.send_signal(signal.SIGKILL)
+    run.communicate()
+    assert run.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    return run.pid, stored(home)
+
+
+def test_a_run_killed_mid_document_resumes_without_redoing_a_stored_sentence_and_leaves_nothing(
+        tiny_checkpoint, tmp_path, home):
+    doc = tmp_path / "docs" / "long.txt"
+    doc.parent.mkdir()
+    doc.write_text("\n\n".join(f"The small dog {i} sees the green river." for i in range(RESUME_SENTENCES)),
+                   encoding="utf-8")
+    for _ in range(3):  # on a busy machine this process may look too late, when all is stored: again
+        shutil.rmtree(home, ignore_errors=True)
+        pid, kept = kill_once_stored(tiny_checkpoint, home, doc)
+        if kept < RESUME_SENTENCES:
+            break
+    assert 0 < kept < RESUME_SENTENCES
+    assert sorted(p.name for p in doc.parent.iterdir()) == ["long.txt"]
+    # what it would have left had the kill come while it wrote the output
+    (doc.parent / f".long.fra_Latn.txt.dragoman-{pid}-0a1b2c3d.part").write_text("half")
+
+    rerun = run_cli(tiny_checkpoint, home, doc)
+    out, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, err
+    assert f"{doc}: {RESUME_SENTENCES - kept} sentences translated, {kept} from the translation cache" in err
+    assert stored(home) == RESUME_SENTENCES
+    assert sorted(p.name for p in doc.parent.iterdir()) == ["long.fra_Latn.txt", "long.txt"]
+    assert len((doc.parent / "long.fra_Latn.txt").read_text(encoding="utf-8").split("\n\n")) == RESUME_SENTENCES

@@ -316,13 +316,33 @@ def html_tree_facts(tree, facts: Facts) -> None:
             facts.counts["table cells"] = facts.counts.get("table cells", 0) + 1
 
 
+CHARSET = re.compile(r"charset\s*=\s*[\w.:-]+", re.IGNORECASE)
+
+
+def data_head(path: Path) -> str:
+    """The first 4 KiB of a page as text, in the encoding its BOM names (UTF-8 without one)."""
+    data = path.read_bytes()[:4096]
+    for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(bom):
+            return data.decode(encoding, errors="ignore")
+    return data.decode("utf-8", errors="ignore")
+
+
 def html_facts(path: Path) -> Facts:
     try:
         tree = parse(path.read_bytes(), html=True)
     except Exception as e:
         raise Unreadable(f"lxml: {e}") from None
-    facts = Facts(kept={"links": [], "anchors": [], "doctype": [tree.docinfo.doctype]})
-    facts.kept["meta"] = [sorted(m.attrib.items()) for m in tree.iter("meta") if m.get("charset") or m.get("http-equiv")]
+    # The doctype as the file writes it (lxml gives every tree one), and the charset meta tags with
+    # the charset's name left out: a page is written in the encoding it was read in, and a
+    # declaration that names another (pages declaring gb2312 in UTF-8) is corrected to it.
+    head = data_head(path)
+    doctype = re.search(r"<!doctype[^>]*>", head, re.IGNORECASE)
+    facts = Facts(kept={"links": [], "anchors": [], "doctype": [doctype and doctype.group(0)]})
+    facts.kept["meta"] = [sorted((k, CHARSET.sub("charset=*", v) if k == "content" else "*" if k == "charset" else v)
+                                 for k, v in m.attrib.items())
+                          for m in tree.iter("meta") if m.get("charset") or m.get("http-equiv")]
     html_tree_facts(tree, facts)
     return facts
 

@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument(
         "--dtype", default="auto", help="auto, float32, bfloat16, float16, or int8 (CPU) (default: bfloat16 on a GPU, int8 on the CPU)"
     )
+    translate.add_argument("--no-split", action="store_true",
+                           help="send each stdin line to the model whole (default: sentence by sentence)")
     translate.add_argument("--output-dir", metavar="DIR", help="write translated documents here (default: beside each input)")
     translate.add_argument("--overwrite", action="store_true", help="replace translated documents that already exist")
     translate.add_argument(
@@ -191,11 +193,17 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         inputs = document_inputs(args.files)  # before the model loads: a typo costs nothing
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir)
         return translate_files(args, inputs, translator, src, tgt, overrides)
+    from app.typed_text import TypedText
+    from engine.languages import get_language
+
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir)
     options = translator.default_options(**overrides)
+    scripts = get_language(src).script, get_language(tgt).script
     for chunk in chunks(read_lines(stdin), CHUNK_LINES):
-        for translation in translator.translate(chunk, src, tgt, options, adapter=args.adapter):
-            stdout.write(translation + "\n")
+        text = TypedText(chunk, *scripts, split=not args.no_split)
+        translations = translator.translate(text.sentences, src, tgt, options, adapter=args.adapter)
+        for line in text.lines(translations):
+            stdout.write(line + "\n")
         stdout.flush()
     return 0
 

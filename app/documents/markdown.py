@@ -15,9 +15,8 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from app.documents.safety import decode_text, read_bytes
 from app.documents.segments import Run, shared_depth
-from app.documents.text import SlotDocument, split_lines
+from app.documents.text import SlotDocument, read_text, split_lines
 
 EXTENSIONS = (".md", ".markdown")
 _ESCAPE = re.compile(r"([*_`\[\]\\])")
@@ -99,9 +98,9 @@ class MarkdownDocument(SlotDocument):
 
 
 def extract(path: Path) -> MarkdownDocument:
-    text, encoding = decode_text(read_bytes(path))
+    text, codec, bom = read_text(path)
     lines, newline, ends = split_lines(text)
-    doc = MarkdownDocument(encoding)
+    doc = MarkdownDocument(codec, bom)
     start = 0
     if lines and lines[0].strip() == "---":  # YAML front matter: kept as it is
         end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)

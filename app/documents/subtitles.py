@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from app.documents.safety import DocumentError, decode_text, read_bytes
+from app.documents.safety import DocumentError
 from app.documents.segments import Run, shared_depth
-from app.documents.text import SlotDocument, split_lines
+from app.documents.text import SlotDocument, read_text, split_lines
 
 EXTENSIONS = (".srt", ".vtt")
 _TIMING = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}")
@@ -73,8 +73,8 @@ def rewrap(text: str, lines: int) -> list[str]:
 
 
 class SubtitleDocument(SlotDocument):
-    def __init__(self, encoding: str, newline: str):
-        super().__init__(encoding)
+    def __init__(self, codec: str, bom: bytes, newline: str):
+        super().__init__(codec, bom)
         self.newline = newline
         self.line_counts: dict[int, int] = {}
 
@@ -83,12 +83,12 @@ class SubtitleDocument(SlotDocument):
 
 
 def extract(path: Path) -> SubtitleDocument:
-    text, encoding = decode_text(read_bytes(path))
+    text, codec, bom = read_text(path)
     lines, newline, ends = split_lines(text)
     vtt = path.suffix.lower() == ".vtt"
     if vtt and not (lines and lines[0].lstrip("\ufeff").startswith("WEBVTT")):
         raise DocumentError("not a WebVTT file (it does not start with WEBVTT)")
-    doc = SubtitleDocument(encoding, newline)
+    doc = SubtitleDocument(codec, bom, newline)
     cues = 0
     i = 0
     while i < len(lines):

@@ -29,7 +29,7 @@ _TABLE_ROW = re.compile(r"^\s*[|│┃║].*[|│┃║]\s*$")
 _CELL_BORDER = re.compile(r"(\s*[|│┃║]\s*)")
 # URLs (with a scheme or www.) and e-mail addresses; punctuation that ends a sentence is not theirs.
 _ADDRESS = re.compile(
-    r"(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s<>\"]+|\bmailto:[^\s<>\"]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s<>\"|\[\]]+|\bmailto:[^\s<>\"|\[\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 )
 _ADDRESS_TAIL = ".,;:!?'\")]}"
 # What the text beside an address starts with (punctuation ending the address's clause) and ends
@@ -95,10 +95,12 @@ def line_parts(line: str) -> list[tuple[str, bool]]:
 
 @dataclass
 class Wrapped:
-    """Pieces rendered together, then wrapped to `width` with each line indented (a hard-wrapped paragraph)."""
+    """Pieces rendered together, then wrapped to `width` with each line indented and ended by
+    `newline` (a hard-wrapped paragraph)."""
 
     width: int
     indent: str
+    newline: str
     pieces: list[str | int]
 
 
@@ -135,8 +137,11 @@ class SlotDocument(Document):
         for piece in pieces:
             if isinstance(piece, Wrapped):
                 joined = self._join(piece.pieces, translations)
-                out.append(textwrap.fill(joined, piece.width, initial_indent=piece.indent, subsequent_indent=piece.indent,
-                                         break_long_words=False, break_on_hyphens=False))
+                lines = textwrap.wrap(joined, piece.width, initial_indent=piece.indent, subsequent_indent=piece.indent,
+                                      break_long_words=False, break_on_hyphens=False)
+                if len(lines) > 1 and not any(ch.isalpha() for ch in lines[-1]):  # "06]]." alone: not a line of its own
+                    lines[-2:] = [lines[-2] + " " + lines[-1].lstrip()]
+                out.append(piece.newline.join(lines))
             elif isinstance(piece, int):
                 out.append(self.render(piece, translations[piece]))
             else:
@@ -179,7 +184,7 @@ def add_lines(doc: SlotDocument, lines: list[str], newline: str) -> None:
         block = lines[i:j]
         if _is_wrapped(block):
             indent = block[0][: len(block[0]) - len(block[0].lstrip())]
-            paragraph = Wrapped(max(len(line) for line in block), indent, [])
+            paragraph = Wrapped(max(len(line) for line in block), indent, newline, [])
             doc.add_parts(prose_parts(" ".join(line.strip() for line in block)), into=paragraph.pieces)
             doc.pieces.append(paragraph)
             doc.add_text(newline)

@@ -80,11 +80,12 @@ def test_hard_wrapped_paragraphs_are_wrapped_again_and_short_lines_stay_lines(tm
         "for more.\n"
     )
     lines = "A short first line of a list of lines\nInstall it with the installer script now:\npip install it\n"
-    out = translated(tmp_path, (wrapped + "\n" + lines).encode()).decode()
-    paragraph, rest = out.split("\n\n")
+    out = translated(tmp_path, (wrapped + "\n" + lines).replace("\n", "\r\n").encode()).decode()
+    paragraph, rest = out.split("\r\n\r\n")
     assert "https://example.org/a/long/path" in paragraph.split()
-    assert all(len(line) <= 55 for line in paragraph.split("\n") if "https" not in line)
-    assert rest == "T:A SHORT FIRST LINE OF A LIST OF LINES\nT:INSTALL IT WITH THE INSTALLER SCRIPT NOW:\nT:PIP INSTALL IT\n"
+    assert "\n" not in paragraph.replace("\r\n", "")
+    assert paragraph.count("\r\n") >= 3 and all(len(line) <= 55 for line in paragraph.split("\r\n") if "https" not in line)
+    assert rest == "T:A SHORT FIRST LINE OF A LIST OF LINES\r\nT:INSTALL IT WITH THE INSTALLER SCRIPT NOW:\r\nT:PIP INSTALL IT\r\n"
 
 
 @pytest.mark.parametrize("codec, bom", [

@@ -1,0 +1,90 @@
+"""Subtitles: cues keep their lines, timings, settings, tags and identifiers; cues are found without blank lines."""
+
+import re
+
+import pytest
+
+from app.documents import translate_document
+from app.documents.subtitles import rewrap
+
+from document_fakes import TAG, upper_keeping_tags
+
+
+def chinese_keeping_tags(texts):
+    """A translation into a script without spaces: each letter becomes a Han character, spaces go."""
+    def han(piece):
+        return "".join(chr(0x4E00 + ord(ch.lower()) % 200) for ch in piece if ch.isalnum()) + "。" * piece.endswith(".")
+    return ["".join(p if TAG.fullmatch(p) else han(p) for p in TAG.split(t)) for t in texts]
+
+
+def translated(tmp_path, name, source, fake=upper_keeping_tags, **kw):
+    (tmp_path / name).write_text(source, encoding="utf-8")
+    out = tmp_path / ("out." + name.split(".")[-1])
+    translate_document(tmp_path / name, out, fake, **kw)
+    return out.read_text(encoding="utf-8")
+
+
+def test_a_cue_keeps_its_line_count_balanced_and_words_whole(tmp_path):
+    source = "1\n00:00:01,000 --> 00:00:04,000\nWe went to the market early\nand bought some bread\nfor the whole family.\n"
+    out = translated(tmp_path, "in.srt", source).split("\n")
+    assert out[:2] == ["1", "00:00:01,000 --> 00:00:04,000"] and out[5:] == [""]
+    lines = out[2:5]
+    assert " ".join(lines) == "T:WE WENT TO THE MARKET EARLY AND BOUGHT SOME BREAD FOR THE WHOLE FAMILY."
+    assert max(map(len, lines)) - min(map(len, lines)) < 12
+
+
+def test_a_translation_without_spaces_is_cut_between_characters(tmp_path):
+    source = "00:01.000 --> 00:03.000\nWe went to the market early\nand bought some <i>bread</i>.\n"
+    out = translated(tmp_path, "in.vtt", "WEBVTT\n\n" + source, chinese_keeping_tags, target_script="Hans")
+    cue = out.split("\n")[3:5]
+    assert out.split("\n")[5:] == [""] and all(cue)
+    assert abs(len(re.sub("<[^>]*>", "", cue[0])) - len(re.sub("<[^>]*>", "", cue[1]))) <= 2
+    assert "".join(cue).count("<i>") == 1 and "".join(cue).count("</i>") == 1 and not cue[1].startswith("。")
+
+
+def test_rewrap_never_cuts_inside_a_word_or_a_tag():
+    assert rewrap("one <i>two three</i> four", 2) == ["one <i>two", "three</i> four"]
+    assert rewrap("unbreakable", 2) == ["unbreakable"]
+    assert rewrap("我们明天<b>去</b>北京。", 2) == ["我们明天", "<b>去</b>北京。"]
+
+
+def test_webvtt_tags_settings_blocks_and_identifiers_are_kept(tmp_path):
+    source = (
+        "WEBVTT Kind: captions\n\n"
+        "STYLE\n::cue(.loud) { color: red }\n\n"
+        "REGION\nid:fred width:40%\n\n"
+        "NOTE a note\nover two lines\n\n"
+        "intro-1\n00:00:16.500 --> 00:00:18.500 align:start position:0% region:fred\n"
+        "<v Ann>When the moon <00:17.500>hits your <c.loud>eye</c></v>\n\n"
+        "00:18.500 --> 00:20.500 line:84%\nLike a <00:19.000>big <00:19.500>pizza <00:20.000>pie\n"
+    )
+    out = translated(tmp_path, "in.vtt", source).split("\n")
+    assert out[:13] == source.split("\n")[:13]
+    assert out[13] == "<v Ann>T:WHEN THE MOON <00:17.500>HITS YOUR <c.loud>EYE</c></v>"
+    assert out[14:16] == ["", "00:18.500 --> 00:20.500 line:84%"]
+    assert out[16:] == ["T:LIKE A <00:19.000>BIG <00:19.500>PIZZA <00:20.000>PIE", ""]
+
+
+def test_cues_not_separated_by_blank_lines_are_separate_cues(tmp_path):
+    source = (
+        "WEBVTT\n\n"
+        "00:04:46.070 --> 00:04:46.470 align:start position:0%\nyeah\n"
+        "00:04:46.470 --> 00:05:04.080 align:start position:0%\nyeah\n<c.colorCCCCCC>what</c>\n"
+        "00:05:04.080 --> 00:05:05.069 align:start position:0%\nthis<00:05:04.199><c> will</c> happen\n"
+    )
+    out = translated(tmp_path, "in.vtt", source).split("\n")
+    assert out == [
+        "WEBVTT", "",
+        "00:04:46.070 --> 00:04:46.470 align:start position:0%", "T:YEAH",
+        "00:04:46.470 --> 00:05:04.080 align:start position:0%", "T:YEAH", "<c.colorCCCCCC>WHAT</c>",
+        "00:05:04.080 --> 00:05:05.069 align:start position:0%", "T:THIS<00:05:04.199><c> WILL</c> HAPPEN", "",
+    ]
+    srt = "1\n00:00:01,000 --> 00:00:02,000\nFirst cue\n2\n00:00:02,000 --> 00:00:03,000\nSecond cue\n"
+    assert translated(tmp_path, "in.srt", srt) == "1\n00:00:01,000 --> 00:00:02,000\nT:FIRST CUE\n2\n00:00:02,000 --> 00:00:03,000\nT:SECOND CUE\n"
+
+
+@pytest.mark.parametrize("fake", [upper_keeping_tags, chinese_keeping_tags], ids=["spaces", "no-spaces"])
+def test_dialogue_lines_keep_their_dashes(tmp_path, fake):
+    source = "1\n00:02:15,000 --> 00:02:20,000\n- Take a cup of tea.\n- It is not hot.\n\n2\n00:02:20,000 --> 00:02:25,000\n♪ ♪\n"
+    out = translated(tmp_path, "in.srt", source, fake).split("\n")
+    assert out[2].startswith("- ") and out[3].startswith("- ") and out[4:] == ["", "2", "00:02:20,000 --> 00:02:25,000", "♪ ♪", ""]

@@ -7,7 +7,8 @@ original. Emphasis, strong, strikethrough and links are formatting carried onto 
 (a link keeps its target and title); inline code (as written, byte for byte), images, autolinks,
 URLs, inline HTML and hard line breaks (two spaces or a backslash, then the next line's indent or
 `>`) are atoms. A character the source wrote as an escape (`\\*`) or an entity (`&amp;`) is written
-the same way in the translation. A paragraph wrapped over several lines comes back as one line.
+the same way in the translation. A paragraph wrapped over several lines comes back as one line
+(its lines joined with a space, or none between Chinese or Japanese characters).
 
 Emphasis markers are placed where CommonMark reads them as emphasis whatever the translation:
 spaces and edge punctuation go outside them, `_` becomes `*` (which also works inside a word, as
@@ -23,6 +24,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from app.documents.segments import Run, shared_depth
+from app.documents.sentences import UNSPACED_CHARACTER
 from app.documents.text import SlotDocument, addresses, read_text, split_lines
 
 EXTENSIONS = (".md", ".markdown")
@@ -71,6 +73,7 @@ def inline_runs(token, next_lines: list[str], newline: str) -> tuple[list[Run], 
     line = 0  # the content line being read
     cursor = 0  # how far code spans were found in raw
     children = token.children or []
+    softbreaks: list[int] = []  # the runs that are line ends inside the paragraph
     i = 0
     while i < len(children):
         child = children[i]
@@ -82,6 +85,7 @@ def inline_runs(token, next_lines: list[str], newline: str) -> tuple[list[Run], 
                 written[child.content] = child.markup
             runs.append(Run(child.content, tuple(chain)))
         elif t == "softbreak":
+            softbreaks.append(len(runs))
             runs.append(Run(" ", tuple(chain)))
             line += 1
         elif t == "hardbreak":
@@ -112,6 +116,10 @@ def inline_runs(token, next_lines: list[str], newline: str) -> tuple[list[Run], 
         else:  # html_inline and anything else: as written
             runs.append(Run("", tuple(chain), atom=child.content))
         i += 1
+    for k in softbreaks:  # lines of Chinese or Japanese join without a space
+        before, after = runs[k - 1].text[-1:] if k else "", runs[k + 1].text[:1] if k + 1 < len(runs) else ""
+        if UNSPACED_CHARACTER.match(before) and UNSPACED_CHARACTER.match(after):
+            runs[k].text = ""
     return [run for run in runs if run.text or run.atom is not None], written
 
 

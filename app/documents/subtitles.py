@@ -21,16 +21,13 @@ from pathlib import Path
 
 from app.documents.safety import DocumentError
 from app.documents.segments import Run, shared_depth
+from app.documents.sentences import UNSPACED_CHARACTER
 from app.documents.text import SlotDocument, read_text, split_lines
 
 EXTENSIONS = (".srt", ".vtt")
 _TIMING = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}")
 _TAG = re.compile(r"<(\d{1,2}:\d{2}(?::\d{2})?\.\d{3})>|<(/?)([a-zA-Z]+)?([^>]*)>")
 _DIALOGUE = re.compile(r"^(\s*[-–—]\s*)")
-# Characters of scripts written without spaces: a line may break between two of them.
-_UNSPACED = re.compile(
-    "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
-)
 _NO_LINE_START = set("、。，．！？：；）」』】〉》〕…・ー")  # CJK punctuation that never begins a line
 _NO_LINE_END = set("（「『【〈《〔")
 
@@ -81,13 +78,13 @@ def _breaks(text: str) -> list[tuple[int, int, int]]:
         visible.extend(range(pos, end))
         pos = m.end() if m else pos
     spaces = [(i, i + 1, k) for k, i in enumerate(visible) if text[i] == " "]
-    if not _UNSPACED.search(text):
+    if not UNSPACED_CHARACTER.search(text):
         return spaces
     between = []
     for k in range(1, len(visible)):
         before, after = text[visible[k - 1]], text[visible[k]]
         if (
-            (_UNSPACED.match(before) or _UNSPACED.match(after)) and " " not in (before, after)
+            (UNSPACED_CHARACTER.match(before) or UNSPACED_CHARACTER.match(after)) and " " not in (before, after)
             and after not in _NO_LINE_START and before not in _NO_LINE_END
         ):
             cut = visible[k - 1] + 1
@@ -122,7 +119,7 @@ def join_lines(lines: list[str]) -> str:
     """A cue's lines as one text: a space between them, none between two characters of an unspaced script."""
     out = ""
     for line in (line.strip() for line in lines):
-        if out and not (_UNSPACED.match(_TAG.sub("", out)[-1:]) and _UNSPACED.match(_TAG.sub("", line)[:1])):
+        if out and not (UNSPACED_CHARACTER.match(_TAG.sub("", out)[-1:]) and UNSPACED_CHARACTER.match(_TAG.sub("", line)[:1])):
             out += " "
         out += line
     return out

@@ -109,3 +109,15 @@ def test_links_reference_definitions_and_urls_are_kept(tmp_path):
     assert not any("example" in text for text in sent)
     links = [c.attrs["href"] for c in inline_children(out) if c.type == "link_open"]
     assert links == ["http://x.org/a_b", "http://r.org/ref", "https://auto.example"]
+
+
+def test_lines_of_a_chinese_paragraph_join_without_a_space(tmp_path):
+    sent = []
+
+    def translate(texts):
+        sent.extend(texts)
+        return list(texts)
+
+    (tmp_path / "in.md").write_text("我们明天\n去北京。\nOK then\nbye.\n", encoding="utf-8")
+    translate_document(tmp_path / "in.md", tmp_path / "out.md", translate, source_script="Hans")
+    assert "".join(sent) == "我们明天去北京。OK then bye."

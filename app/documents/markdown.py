@@ -156,6 +156,15 @@ def _kind(ch: str | None) -> str:
     return "punctuation" if _is_punctuation(ch) else "word"
 
 
+def _neighbour(items: list[list], index: int, step: int) -> str | None:
+    """The character next to a marker: the first (step 1) or last (step -1) of the items from `index` on."""
+    while 0 <= index < len(items):
+        if items[index][1]:
+            return items[index][1][0] if step == 1 else items[index][1][-1]
+        index += step
+    return None
+
+
 def _content(items: list[list], index: int, step: int) -> bool:
     """Is there text, an atom or a link from `index` on (step 1) or back (step -1) up to an emphasis marker?"""
     while 0 <= index < len(items) and items[index][0] not in ("open", "close"):
@@ -170,13 +179,6 @@ def _balance(items: list[list]) -> None:
     would otherwise not read the markers as emphasis. `items`: [kind, text] with kind "text", "atom",
     "open" or "close" (emphasis only; links have no such rules)."""
 
-    def char(index: int, last: bool) -> str | None:  # the first (or last) character of what is at index
-        while 0 <= index < len(items):
-            if items[index][1]:
-                return items[index][1][-1] if last else items[index][1][0]
-            index += -1 if last else 1
-        return None
-
     i = 0
     while i < len(items):
         kind = items[i][0]
@@ -185,7 +187,7 @@ def _balance(items: list[list]) -> None:
             while j < len(items) and items[j][0] == "open":
                 j += 1
             if j < len(items) and items[j][0] == "text":
-                text, before = items[j][1], _kind(char(i - 1, last=True))
+                text, before = items[j][1], _kind(_neighbour(items, i - 1, -1))
                 cut = len(text) - len(text.lstrip())
                 while cut < len(text) and before == "word" and _kind(text[cut]) == "punctuation":
                     cut += 1
@@ -198,7 +200,7 @@ def _balance(items: list[list]) -> None:
             while j >= 0 and items[j][0] == "close":
                 j -= 1
             if j >= 0 and items[j][0] == "text":
-                text, after = items[j][1], _kind(char(i + 1, last=False))
+                text, after = items[j][1], _kind(_neighbour(items, i + 1, 1))
                 cut = len(text.rstrip())
                 while cut > 0 and after == "word" and _kind(text[cut - 1]) == "punctuation":
                     cut -= 1
@@ -219,8 +221,7 @@ def _underscores_to_stars(items: list[list]) -> None:
         elif kind == "close":
             start = opened.pop()
             if text.startswith("_"):
-                before = next((t[-1] for _, t in reversed(items[:start]) if t), None)
-                after = next((t[0] for _, t in items[i + 1 :] if t), None)
+                before, after = _neighbour(items, start - 1, -1), _neighbour(items, i + 1, 1)
                 if _kind(before) == "word" or _kind(after) == "word":
                     items[start][1] = items[i][1] = "*" * len(text)
 

@@ -31,11 +31,6 @@ JOINED_SENTENCE_SCRIPTS = frozenset({"Hans", "Hant", "Hani", "Jpan", "Mymr"})  #
 UNPUNCTUATED_SCRIPTS = frozenset({"Thai", "Laoo"})
 CASED_SCRIPTS = frozenset({"Latn", "Cyrl", "Grek", "Armn", "Geor"})
 
-# A character of a script written without spaces (Han, kana, Thai, Lao, Tibetan, Myanmar, Khmer,
-# full-width forms): a line may break, or two lines join, between two of them with no space.
-UNSPACED_CHARACTER = re.compile(
-    "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
-)
 _TERMINATORS = ".!?…։؟۔।॥።፧။។།"
 _CJK_TERMINATORS = "。！？．｡"
 _CLOSERS = "\"'”’»)]}」』）】〉》"
@@ -130,3 +125,10 @@ def sentence_gap(original_gap: str, target_script: str) -> str:
     if target_script in JOINED_SENTENCE_SCRIPTS:
         return "\n" if "\n" in original_gap else ""
     return original_gap or " "
+
+
+# A character of a script written without spaces (Han, kana, Thai, Lao, Tibetan, Myanmar, Khmer,
+# full-width forms): a line may break, or two lines join, between two of them with no space.
+UNSPACED_CHARACTER = re.compile(
+    "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+)

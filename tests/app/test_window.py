@@ -280,3 +280,10 @@ def test_closing_during_a_job_stops_cleanly(qtbot, open_window, settings):
     window.close()
     assert window.worker.isFinished() and time.monotonic() - started < 5
     assert window.worker.translator is None
+
+
+def test_a_pasted_paragraph_is_translated_sentence_by_sentence(qtbot, open_window, settings, oracle):
+    window = open_window(settings)
+    translated(qtbot, window, lambda: window.source.setPlainText("The cat reads a book. The small dog sees the river.\n-----"))
+    one, two = expected(oracle, "The cat reads a book.\nThe small dog sees the river.").split("\n")
+    assert window.target.toPlainText() == f"{one} {two}\n-----"

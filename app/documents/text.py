@@ -32,9 +32,10 @@ _ADDRESS = re.compile(
     r"(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s<>\"|\[\]]+|\bmailto:[^\s<>\"|\[\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 )
 _ADDRESS_TAIL = ".,;:!?'\")]}"
-# What the text beside an address starts with (punctuation ending the address's clause) and ends
-# with (an opening bracket or quote around the next one) is no part of what is translated.
-_EDGES = re.compile(r"([\s.,;:!?]*)(.*?)([\s(\[{<\"'“‘«]*)", re.DOTALL)
+# Text right after an address may start with punctuation ending the address's clause, text right
+# before one may end with the bracket or quote opening around it: neither is translated.
+_AFTER_ADDRESS = frozenset(".,;:!?")
+_BEFORE_ADDRESS = frozenset("([{<\"'“‘«")
 # BOM -> the codec that writes the text after it (the BOM itself is written as it was).
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
@@ -71,12 +72,15 @@ def prose_parts(text: str) -> list[tuple[str, bool]]:
     parts: list[tuple[str, bool]] = []
     position = 0
     for start, end in addresses(text) + [(len(text), len(text))]:
-        piece = text[position:start]
-        lead, core, trail = _EDGES.fullmatch(piece).groups()
-        if any(ch.isalpha() for ch in core):
-            parts += [(lead, False), (core, True), (trail, False)]
+        a, b = position, start
+        while a < b and (text[a].isspace() or (position and text[a] in _AFTER_ADDRESS)):
+            a += 1
+        while b > a and (text[b - 1].isspace() or (start < len(text) and text[b - 1] in _BEFORE_ADDRESS)):
+            b -= 1
+        if any(ch.isalpha() for ch in text[a:b]):
+            parts += [(text[position:a], False), (text[a:b], True), (text[b:start], False)]
         else:
-            parts.append((piece, False))
+            parts.append((text[position:start], False))
         parts.append((text[start:end], False))
         position = end
     return [(piece, translate) for piece, translate in parts if piece]

@@ -48,3 +48,8 @@ def test_a_line_shows_the_sentences_known_so_far():
     assert text.line_of == [0, 0, 1]
     assert text.line(0, [None, "Deux.", None]) == " Deux."
     assert text.line(0, ["Un.", "Deux.", None]) == "Un. Deux."
+
+
+def test_quotes_and_brackets_stay_with_their_sentence_away_from_addresses():
+    text = TypedText(['He said "Go." (Then he left.)'], "Latn", "Latn")
+    assert text.sentences == ['He said "Go."', "(Then he left.)"]

@@ -69,14 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--max-length", type=int, metavar="N", help="max decoder length (default: the model's, 200)")
     translate.add_argument("--no-repeat-ngram-size", type=int, metavar="N", help="forbid repeating n-grams of this size")
     translate.add_argument("--repetition-penalty", type=float, metavar="F", help="penalise repeated tokens (> 1)")
+    translate.add_argument("--no-split", action="store_true",
+                           help="send each stdin line to the model whole (default: sentence by sentence)")
     translate.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters (default: the app's)")
     translate.add_argument("--adapter", metavar="NAME", help="translate with this LoRA adapter (a subfolder of --adapters)")
     translate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     translate.add_argument(
         "--dtype", default="auto", help="auto, float32, bfloat16, float16, or int8 (CPU) (default: bfloat16 on a GPU, int8 on the CPU)"
     )
-    translate.add_argument("--no-split", action="store_true",
-                           help="send each stdin line to the model whole (default: sentence by sentence)")
     translate.add_argument("--output-dir", metavar="DIR", help="write translated documents here (default: beside each input)")
     translate.add_argument("--overwrite", action="store_true", help="replace translated documents that already exist")
     translate.add_argument(
@@ -193,11 +193,12 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         inputs = document_inputs(args.files)  # before the model loads: a typo costs nothing
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir)
         return translate_files(args, inputs, translator, src, tgt, overrides)
+    translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir)
+    options = translator.default_options(**overrides)
+
     from app.typed_text import TypedText
     from engine.languages import get_language
 
-    translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir)
-    options = translator.default_options(**overrides)
     scripts = get_language(src).script, get_language(tgt).script
     for chunk in chunks(read_lines(stdin), CHUNK_LINES):
         text = TypedText(chunk, *scripts, split=not args.no_split)

@@ -1,4 +1,4 @@
-"""SubRip (.srt) and WebVTT (.vtt) subtitles, parsed by hand (both formats are a few lines of rules).
+"""SubRip (.srt), WebVTT (.vtt) and ASS/SSA (.ass, .ssa) subtitles, parsed by hand (each is a few lines of rules).
 
 Cue numbers, identifiers, timings and cue settings (`align:start position:0%`), and WebVTT's header,
 NOTE, STYLE and REGION blocks are kept verbatim. A line with a timing starts a cue even where no
@@ -12,6 +12,11 @@ the cue had lines comes back on fewer lines). Dialogue cues, every line starting
 translated line by line. Inline tags (`<i>`, `<b>`, `<u>`, `<font color>`, WebVTT `<c.class>`,
 `<v Speaker>`, `<lang>`, `<ruby>`) are formatting carried onto the translation; WebVTT timestamp
 tags (karaoke, `<00:19.000>`) are atoms.
+
+In an ASS/SSA script only the text field of the [Events] section's Dialogue lines is translated
+(styles, comments, timings and the other fields are kept); its `\\N` line breaks are kept in number
+as a cue's lines are, and override blocks (`{\\i1}`, `{\\pos(10,20)}`, karaoke `{\\k20}`) hard
+spaces (`\\h`) and soft breaks (`\\n`) are atoms.
 """
 
 from __future__ import annotations
@@ -24,10 +29,12 @@ from app.documents.segments import Run, shared_depth
 from app.documents.sentences import UNSPACED_CHARACTER
 from app.documents.text import SlotDocument, read_text, split_lines
 
-EXTENSIONS = (".srt", ".vtt")
+EXTENSIONS = (".srt", ".vtt", ".ass", ".ssa")
 _TIMING = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}")
 _TAG = re.compile(r"<(\d{1,2}:\d{2}(?::\d{2})?\.\d{3})>|<(/?)([a-zA-Z]+)?([^>]*)>")
 _DIALOGUE = re.compile(r"^(\s*[-–—]\s*)")
+_ASS_CODE = re.compile(r"\{[^}]*\}|\\[hn]")  # ASS override blocks, hard spaces and soft breaks: kept where they are
+_ASS_LINE_BREAK = "\\N"
 _NO_LINE_START = set("、。，．！？：；）」』】〉》〕…・ー")  # CJK punctuation that never begins a line
 _NO_LINE_END = set("（「『【〈《〔")
 
@@ -69,11 +76,11 @@ def render_tags(runs: list[Run]) -> str:
     return "".join(out)
 
 
-def _breaks(text: str) -> list[tuple[int, int, int]]:
+def _breaks(text: str, tag: re.Pattern) -> list[tuple[int, int, int]]:
     """Where `text` (cue text with tags) may break: (cut start, cut end, visible characters before)."""
     visible: list[int] = []  # the index of each character outside tags
     pos = 0
-    for m in list(_TAG.finditer(text)) + [None]:
+    for m in list(tag.finditer(text)) + [None]:
         end = m.start() if m else len(text)
         visible.extend(range(pos, end))
         pos = m.end() if m else pos
@@ -94,11 +101,12 @@ def _breaks(text: str) -> list[tuple[int, int, int]]:
     return sorted(spaces + between)
 
 
-def rewrap(text: str, lines: int) -> list[str]:
-    """`text` cut into `lines` lines of about equal visible length (see the module docstring)."""
+def rewrap(text: str, lines: int, tag: re.Pattern = _TAG) -> list[str]:
+    """`text` cut into `lines` lines of about equal visible length (see the module docstring);
+    `tag`: what is not visible (WebVTT and SubRip tags, or ASS override blocks)."""
     text = text.strip()
-    breaks = _breaks(text)
-    total = len(_TAG.sub("", text))
+    breaks = _breaks(text, tag)
+    total = len(tag.sub("", text))
     chosen: list[tuple[int, int, int]] = []
     for line in range(1, lines):
         left = lines - line  # cuts still to make, this one included
@@ -115,11 +123,11 @@ def rewrap(text: str, lines: int) -> list[str]:
     return out + [text[pos:].lstrip(" ")]
 
 
-def join_lines(lines: list[str]) -> str:
+def join_lines(lines: list[str], tag: re.Pattern = _TAG) -> str:
     """A cue's lines as one text: a space between them, none between two characters of an unspaced script."""
     out = ""
     for line in (line.strip() for line in lines):
-        if out and not (UNSPACED_CHARACTER.match(_TAG.sub("", out)[-1:]) and UNSPACED_CHARACTER.match(_TAG.sub("", line)[:1])):
+        if out and not (UNSPACED_CHARACTER.match(tag.sub("", out)[-1:]) and UNSPACED_CHARACTER.match(tag.sub("", line)[:1])):
             out += " "
         out += line
     return out
@@ -154,6 +162,59 @@ class SubtitleDocument(SlotDocument):
         self.add_text(self.newline)
 
 
+class AssDocument(SlotDocument):
+    """An ASS/SSA script: the text field of each Dialogue line is a segment; `\\N` breaks its lines."""
+
+    def __init__(self, codec: str, bom: bytes):
+        super().__init__(codec, bom)
+        self.line_counts: dict[int, int] = {}
+
+    def render(self, index: int, runs: list[Run]) -> str:
+        text = "".join(run.atom if run.atom is not None else run.text for run in runs)
+        return _ASS_LINE_BREAK.join(rewrap(text, self.line_counts[index], _ASS_CODE))
+
+    def add_dialogue(self, text: str) -> None:
+        lines = text.split(_ASS_LINE_BREAK)
+        joined = join_lines(lines, _ASS_CODE)
+        if not any(ch.isalpha() for ch in _ASS_CODE.sub("", joined)) or any(not line.strip() for line in lines):
+            self.add_text(text)  # no words, or blank lines the translation could not keep
+            return
+        runs, position = [], 0
+        for m in _ASS_CODE.finditer(joined):
+            runs += [Run(joined[position : m.start()]), Run("", atom=m.group())]
+            position = m.end()
+        self.line_counts[len(self.segments)] = len(lines)
+        self.add_segment([run for run in runs + [Run(joined[position:])] if run.text or run.atom is not None])
+
+
+def extract_ass(path: Path) -> AssDocument:
+    """An ASS/SSA script; the text is the last field of the [Events] Format (10 fields when it has none)."""
+    text, codec, bom = read_text(path)
+    lines, newline, ends = split_lines(text)
+    doc = AssDocument(codec, bom)
+    section, fields, dialogues = "", 10, 0
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped.lower()
+        elif section == "[events]" and stripped.lower().startswith("format:"):
+            fields = len(stripped.split(":", 1)[1].split(","))
+        if section == "[events]" and line.startswith("Dialogue:") and line.count(",") >= fields - 1:
+            head, _, rest = line.partition(":")
+            values = rest.split(",", fields - 1)
+            prefix = head + ":" + ",".join(values[:-1]) + ","
+            doc.add_text(prefix)
+            doc.add_dialogue(values[-1])
+            dialogues += 1
+        else:
+            doc.add_text(line)
+        if number + 1 < len(lines) or ends:
+            doc.add_text(newline)
+    if not dialogues:
+        raise DocumentError("not an ASS/SSA script (no Dialogue lines in an [Events] section)")
+    return doc
+
+
 def _cue_starts(block: list[str], vtt: bool) -> list[int]:
     """The lines of a block that start a cue: its identifier if it has one, else its timing line."""
     if vtt and block[0].startswith(("NOTE", "STYLE", "REGION", "WEBVTT")):
@@ -167,7 +228,9 @@ def _cue_starts(block: list[str], vtt: bool) -> list[int]:
     return starts
 
 
-def extract(path: Path) -> SubtitleDocument:
+def extract(path: Path) -> SubtitleDocument | AssDocument:
+    if path.suffix.lower() in (".ass", ".ssa"):
+        return extract_ass(path)
     text, codec, bom = read_text(path)
     lines, newline, ends = split_lines(text)
     vtt = path.suffix.lower() == ".vtt"

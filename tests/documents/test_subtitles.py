@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from app.documents import translate_document
+from app.documents import DocumentError, translate_document
 from app.documents.subtitles import rewrap
 
 from document_fakes import TAG, upper_keeping_tags
@@ -88,3 +88,40 @@ def test_dialogue_lines_keep_their_dashes(tmp_path, fake):
     source = "1\n00:02:15,000 --> 00:02:20,000\n- Take a cup of tea.\n- It is not hot.\n\n2\n00:02:20,000 --> 00:02:25,000\n♪ ♪\n"
     out = translated(tmp_path, "in.srt", source, fake).split("\n")
     assert out[2].startswith("- ") and out[3].startswith("- ") and out[4:] == ["", "2", "00:02:20,000 --> 00:02:25,000", "♪ ♪", ""]
+
+
+ASS = (
+    "[Script Info]\r\n; made by hand\r\nTitle: Test, with a comma\r\nScriptType: v4.00+\r\n\r\n"
+    "[V4+ Styles]\r\nFormat: Name, Fontname, Fontsize\r\nStyle: Default,Arial,20\r\n\r\n"
+    "[Events]\r\nFormat: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\r\n"
+    "Dialogue: 0,0:00:01.00,0:00:03.00,Default,Ann,0,0,0,,{\\pos(10,20)}We went to the {\\i1}market{\\i0}, early\\Nand bought some bread.\r\n"
+    "Comment: 0,0:00:03.00,0:00:04.00,Default,,0,0,0,,Not shown, not translated\r\n"
+    "Dialogue: 0,0:00:04.00,0:00:05.00,Default,,0,0,0,,{\\k20}Sing{\\k30} along\\hnow\r\n"
+    "Dialogue: 0,0:00:05.00,0:00:06.00,Default,,0,0,0,,♪ ♪\r\n"
+)
+
+
+def test_ass_dialogue_text_is_translated_and_everything_else_kept(tmp_path):
+    sent = []
+
+    def translate(texts):
+        sent.extend(texts)
+        return upper_keeping_tags(texts)
+
+    (tmp_path / "in.ass").write_bytes(ASS.encode("utf-8-sig"))
+    translate_document(tmp_path / "in.ass", tmp_path / "out.ass", translate)
+    out = (tmp_path / "out.ass").read_bytes().decode("utf-8-sig").split("\r\n")
+    source = ASS.split("\r\n")
+    assert [line for i, line in enumerate(out) if i not in (11, 13)] == [line for i, line in enumerate(source) if i not in (11, 13)]
+    first = out[11]
+    assert first.startswith("Dialogue: 0,0:00:01.00,0:00:03.00,Default,Ann,0,0,0,,{\\pos(10,20)}T:WE WENT TO THE ")
+    assert first.count("\\N") == 1 and "{\\i1}" in first and "{\\i0}" in first and "BREAD." in first
+    assert out[13].startswith("Dialogue: 0,0:00:04.00,0:00:05.00,Default,,0,0,0,,{\\k20}") and "{\\k30}" in out[13]
+    assert "\\h" in out[13] and "ALONG" in out[13]
+    assert not any("pos(" in text or "Not shown" in text or "Title" in text for text in sent)
+
+
+def test_a_file_without_dialogue_is_refused(tmp_path):
+    (tmp_path / "in.ssa").write_text("[Script Info]\nTitle: nothing\n")
+    with pytest.raises(DocumentError, match="no Dialogue lines"):
+        translate_document(tmp_path / "in.ssa", tmp_path / "out.ssa", upper_keeping_tags)

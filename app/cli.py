@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--max-length", type=int, metavar="N", help="max decoder length (default: the model's, 200)")
     translate.add_argument("--no-repeat-ngram-size", type=int, metavar="N", help="forbid repeating n-grams of this size")
     translate.add_argument("--repetition-penalty", type=float, metavar="F", help="penalise repeated tokens (> 1)")
+    translate.add_argument("--no-split", action="store_true",
+                           help="send each stdin line to the model whole (default: sentence by sentence)")
     translate.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters (default: the app's)")
     translate.add_argument("--adapter", metavar="NAME", help="translate with this LoRA adapter (a subfolder of --adapters)")
     translate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
@@ -204,9 +206,16 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory)
     options = translator.default_options(**overrides)
+
+    from app.typed_text import TypedText
+    from engine.languages import get_language
+
+    scripts = get_language(src).script, get_language(tgt).script
     for chunk in chunks(read_lines(stdin), CHUNK_LINES):
-        for translation in translator.translate(chunk, src, tgt, options, adapter=args.adapter):
-            stdout.write(translation + "\n")
+        text = TypedText(chunk, *scripts, split=not args.no_split)
+        translations = translator.translate(text.sentences, src, tgt, options, adapter=args.adapter)
+        for line in text.lines(translations):
+            stdout.write(line + "\n")
         stdout.flush()
     return 0
 

@@ -1,9 +1,9 @@
 """The main window: two panes, language pickers, and the first-run page when no model is set up.
 
 The window never computes: every translation, model load, import and download runs on another
-thread and comes back as signals. The typed text is split into lines; each line is one segment
-(blank lines stay blank), and the target pane shows each line's current best beam hypothesis
-until the final text replaces it.
+thread and comes back as signals. The typed text is split into lines, each translated sentence by
+sentence (app.typed_text; blank lines stay blank), and the target pane shows each line's current
+best beam hypothesis until the final text replaces it.
 """
 
 from __future__ import annotations

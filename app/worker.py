@@ -9,9 +9,11 @@ Document jobs (app.jobs.DocumentJob) go through the same queue, after any typed 
 waiting; while one runs, typed text that arrives pauses it (the sentences in flight are put back,
 finished ones kept) so that typing stays instant.
 
-Typed text keeps its recent line translations in memory (`RecentTranslations`): a pause in typing
-decodes only the lines that changed, and the line being edited decodes alone (on the GPU, the path
-of a lone sentence: engine.model.FoldedSources).
+Typed text is cut into sentences (app.typed_text) and keeps its recent sentence translations in
+memory (`RecentTranslations`): a pause in typing decodes only the sentences that changed, and the
+sentence being edited decodes alone (on the GPU, the path of a lone sentence:
+engine.model.FoldedSources). Partial hypotheses are reported per line, the line's other sentences
+as far as they are known.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from PySide6.QtCore import QThread, Signal
 
 from app import detect
 from app.jobs import DocumentJob, open_cache, run_document_job
+from app.typed_text import TypedText
+from engine.languages import get_language
 
 
 @dataclass(frozen=True)
 class TranslationJob:
-    texts: list[str]  # one segment each (a line of the source box); blank ones come back empty
+    texts: list[str]  # the lines of the source box, each cut into sentences (app.typed_text); one translation each
     source: str  # FLORES-200 code; with `detect`, the language used when detection is unsure
     target: str
     options: dict = field(default_factory=dict)  # overrides of Translator.default_options (None = keep)
@@ -54,7 +58,7 @@ class LoadModel:
 
 
 class RecentTranslations:
-    """The translations of recently typed lines, by everything they depend on, least recently used
+    """The translations of recently typed sentences, by everything they depend on, least recently used
     dropped past `capacity`. Kept in memory only: typed text is not written to disk."""
 
     def __init__(self, capacity: int = 4096):
@@ -62,7 +66,7 @@ class RecentTranslations:
         self._found: OrderedDict[tuple, str] = OrderedDict()
 
     def translate(self, translator, texts, source, target, options, adapter, on_partial, should_stop) -> list:
-        """translator.translate(texts, ...) for typed text, decoding only the lines not seen with the
+        """translator.translate(texts, ...) for typed text, decoding only the texts not seen with the
         same languages, options and adapter: the others are reported at once through `on_partial`."""
         context = (translator.adapter_identity(adapter), source, target, options)
         results: list[str | None] = [None] * len(texts)
@@ -261,13 +265,20 @@ class EngineWorker(QThread):
             options = self.translator.default_options(**job.options)
             if job.adapters_dir:
                 self.translator.set_adapters_dir(job.adapters_dir)
+            text = TypedText(job.texts, get_language(source).script, get_language(job.target).script)
+            current: list[str | None] = [None] * len(text.sentences)
+
+            def on_sentence(index: int, translation: str) -> None:  # a sentence's hypothesis: its line's
+                current[index] = translation
+                on_partial(text.line_of[index], text.line(text.line_of[index], current))
+
             if job.typed:
-                results = self._recent.translate(self.translator, job.texts, source, job.target, options, job.adapter,
-                                                 on_partial, should_stop)
+                results = self._recent.translate(self.translator, text.sentences, source, job.target, options,
+                                                 job.adapter, on_sentence, should_stop)
             else:
                 results = self.translator.translate(
-                    job.texts, source, job.target, options, priority=1, on_partial=on_partial, should_stop=should_stop,
-                    adapter=job.adapter,
+                    text.sentences, source, job.target, options, priority=1, on_partial=on_sentence,
+                    should_stop=should_stop, adapter=job.adapter,
                 )
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)
@@ -275,7 +286,7 @@ class EngineWorker(QThread):
         if any(r is None for r in results) or should_stop():
             self.cancelled.emit(job_id)
         else:
-            self.translated.emit(job_id, results)
+            self.translated.emit(job_id, text.lines(results))
 
     def _typed_waiting(self) -> bool:
         """Is a typed job next in the queue (not a model load, not quitting)?"""

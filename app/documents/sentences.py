@@ -16,7 +16,8 @@ Rules, not QTextBoundaryFinder: Qt's finder splits after "Dr." and finds nothing
   sentence it would truncate.
 
 Sentences are joined back with the target script's convention: no space in Chinese, Japanese and
-Myanmar; otherwise the original gap where there was one, else a space.
+Myanmar; otherwise the original gap where there was one, else a space. Thai, Lao, Khmer and
+Tibetan write words without spaces but separate sentences with one, so they keep it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import re
 
 MAX_SENTENCE_CHARS = 400  # ~100-150 tokens: well inside what NLLB was trained on
 THAI_PIECE = 120
-NO_SPACE_SCRIPTS = frozenset({"Hans", "Hant", "Hani", "Jpan", "Mymr"})
+NO_SPACE_SCRIPTS = frozenset({"Hans", "Hant", "Hani", "Jpan", "Mymr", "Thai", "Laoo", "Khmr", "Tibt"})  # between words
+JOINED_SENTENCE_SCRIPTS = frozenset({"Hans", "Hant", "Hani", "Jpan", "Mymr"})  # nothing between sentences either
 UNPUNCTUATED_SCRIPTS = frozenset({"Thai", "Laoo"})
 CASED_SCRIPTS = frozenset({"Latn", "Cyrl", "Grek", "Armn", "Geor"})
 
@@ -123,6 +125,13 @@ def split_sentences(text: str, script: str) -> list[tuple[int, int]]:
 
 def sentence_gap(original_gap: str, target_script: str) -> str:
     """What goes between two translated sentences, given what was between the source sentences."""
-    if target_script in NO_SPACE_SCRIPTS:
+    if target_script in JOINED_SENTENCE_SCRIPTS:
         return "\n" if "\n" in original_gap else ""
     return original_gap or " "
+
+
+# A character of a script written without spaces (Han, kana, Thai, Lao, Tibetan, Myanmar, Khmer,
+# full-width forms): a line may break, or two lines join, between two of them with no space.
+UNSPACED_CHARACTER = re.compile(
+    "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+)

@@ -1,10 +1,22 @@
-"""SubRip (.srt) and WebVTT (.vtt) subtitles, parsed by hand (both formats are a few lines of rules).
+"""SubRip (.srt), WebVTT (.vtt) and ASS/SSA (.ass, .ssa) subtitles, parsed by hand (each is a few lines of rules).
 
-Cue numbers, identifiers, timings and cue settings, and WebVTT's header, NOTE, STYLE and REGION
-blocks are kept verbatim. A cue's text lines are one segment (joined with spaces) and its
-translation is wrapped back onto as many lines as it had. Inline tags (`<i>`, `<b>`, `<u>`,
-`<font color>`, WebVTT `<c.class>`, `<v Speaker>`, `<lang>`, `<ruby>`) are formatting carried
-onto the translation; WebVTT timestamp tags are atoms.
+Cue numbers, identifiers, timings and cue settings (`align:start position:0%`), and WebVTT's header,
+NOTE, STYLE and REGION blocks are kept verbatim. A line with a timing starts a cue even where no
+blank line comes before it (captions downloaded from video sites): the line before it is that
+cue's identifier only at the start of a block, or when it is a SubRip cue number.
+
+A cue's text lines are one segment and its translation is wrapped back onto as many lines as it
+had, of about equal length: at spaces, or between characters in scripts written without spaces
+(Chinese, Japanese, Thai...), never inside a word otherwise (so a translation of fewer words than
+the cue had lines comes back on fewer lines). Dialogue cues, every line starting with a dash, are
+translated line by line. Inline tags (`<i>`, `<b>`, `<u>`, `<font color>`, WebVTT `<c.class>`,
+`<v Speaker>`, `<lang>`, `<ruby>`) are formatting carried onto the translation; WebVTT timestamp
+tags (karaoke, `<00:19.000>`) are atoms.
+
+In an ASS/SSA script only the text field of the [Events] section's Dialogue lines is translated
+(styles, comments, timings and the other fields are kept); its `\\N` line breaks are kept in number
+as a cue's lines are, and override blocks (`{\\i1}`, `{\\pos(10,20)}`, karaoke `{\\k20}`) hard
+spaces (`\\h`) and soft breaks (`\\n`) are atoms.
 """
 
 from __future__ import annotations
@@ -12,13 +24,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from app.documents.safety import DocumentError, decode_text, read_bytes
+from app.documents.safety import DocumentError
 from app.documents.segments import Run, shared_depth
-from app.documents.text import SlotDocument, split_lines
+from app.documents.sentences import UNSPACED_CHARACTER
+from app.documents.text import SlotDocument, read_text, split_lines
 
-EXTENSIONS = (".srt", ".vtt")
+EXTENSIONS = (".srt", ".vtt", ".ass", ".ssa")
 _TIMING = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}")
-_TAG = re.compile(r"<(/?)([a-zA-Z]+)?([^>]*)>|<(\d{1,2}:\d{2}(?::\d{2})?\.\d{3})>")
+_TAG = re.compile(r"<(\d{1,2}:\d{2}(?::\d{2})?\.\d{3})>|<(/?)([a-zA-Z]+)?([^>]*)>")
+_DIALOGUE = re.compile(r"^(\s*[-–—]\s*)")
+_ASS_CODE = re.compile(r"\{[^}]*\}|\\[hn]")  # ASS override blocks, hard spaces and soft breaks: kept where they are
+_ASS_LINE_BREAK = "\\N"
+_NO_LINE_START = set("、。，．！？：；）」』】〉》〕…・ー")  # CJK punctuation that never begins a line
+_NO_LINE_END = set("（「『【〈《〔")
 
 
 def parse_tags(text: str) -> list[Run]:
@@ -28,16 +46,16 @@ def parse_tags(text: str) -> list[Run]:
         if m.start() > pos:
             runs.append(Run(text[pos : m.start()], tuple(stack)))
         pos = m.end()
-        if m.group(4):  # a timestamp
+        if m.group(1):  # a timestamp
             runs.append(Run("", tuple(stack), atom=m.group(0)))
-        elif m.group(1):  # closing
-            name = m.group(2) or ""
+        elif m.group(2):  # closing
+            name = m.group(3) or ""
             for i in range(len(stack) - 1, -1, -1):
                 if stack[i][0] == name:
                     del stack[i:]
                     break
         else:
-            stack.append((m.group(2) or "", m.group(0)))
+            stack.append((m.group(3) or "", m.group(0)))
     if pos < len(text):
         runs.append(Run(text[pos:], tuple(stack)))
     return runs
@@ -58,37 +76,167 @@ def render_tags(runs: list[Run]) -> str:
     return "".join(out)
 
 
-def rewrap(text: str, lines: int) -> list[str]:
-    """Cut `text` at spaces into `lines` lines of about equal length (outside tags)."""
-    out = []
-    for remaining in range(lines, 1, -1):
-        spaces = [m.start() for m in re.finditer(r" ", text) if "<" not in text[: m.start()].rsplit(">", 1)[-1]]
-        if not spaces:
+def _breaks(text: str, tag: re.Pattern) -> list[tuple[int, int, int]]:
+    """Where `text` (cue text with tags) may break: (cut start, cut end, visible characters before)."""
+    visible: list[int] = []  # the index of each character outside tags
+    pos = 0
+    for m in list(tag.finditer(text)) + [None]:
+        end = m.start() if m else len(text)
+        visible.extend(range(pos, end))
+        pos = m.end() if m else pos
+    spaces = [(i, i + 1, k) for k, i in enumerate(visible) if text[i] == " "]
+    if not UNSPACED_CHARACTER.search(text):
+        return spaces
+    between = []
+    for k in range(1, len(visible)):
+        before, after = text[visible[k - 1]], text[visible[k]]
+        if (
+            (UNSPACED_CHARACTER.match(before) or UNSPACED_CHARACTER.match(after)) and " " not in (before, after)
+            and after not in _NO_LINE_START and before not in _NO_LINE_END
+        ):
+            cut = visible[k - 1] + 1
+            while (closing := re.match(r"</[^>]*>", text[cut:])) is not None:  # closing tags end the line, opening ones start the next
+                cut += closing.end()
+            between.append((cut, cut, k))
+    return sorted(spaces + between)
+
+
+def rewrap(text: str, lines: int, tag: re.Pattern = _TAG) -> list[str]:
+    """`text` cut into `lines` lines of about equal visible length (see the module docstring);
+    `tag`: what is not visible (WebVTT and SubRip tags, or ASS override blocks)."""
+    text = text.strip()
+    breaks = _breaks(text, tag)
+    total = len(tag.sub("", text))
+    chosen: list[tuple[int, int, int]] = []
+    for line in range(1, lines):
+        left = lines - line  # cuts still to make, this one included
+        usable = [b for b in breaks if (not chosen or b[0] > chosen[-1][1]) and b[2] > (chosen[-1][2] if chosen else 0)]
+        usable = usable[: len(usable) - left + 1] if len(usable) >= left else []
+        if not usable:
             break
-        target = len(text) / remaining
-        cut = min(spaces, key=lambda s: abs(s - target))
-        out.append(text[:cut])
-        text = text[cut + 1 :]
-    return out + [text]
+        target = total * line / lines
+        chosen.append(min(usable, key=lambda b: abs(b[2] - target)))
+    out, pos = [], 0
+    for start, end, _ in chosen:
+        out.append(text[pos:start].rstrip(" "))
+        pos = end
+    return out + [text[pos:].lstrip(" ")]
+
+
+def join_lines(lines: list[str], tag: re.Pattern = _TAG) -> str:
+    """A cue's lines as one text: a space between them, none between two characters of an unspaced script."""
+    out = ""
+    for line in (line.strip() for line in lines):
+        if out and not (UNSPACED_CHARACTER.match(tag.sub("", out)[-1:]) and UNSPACED_CHARACTER.match(tag.sub("", line)[:1])):
+            out += " "
+        out += line
+    return out
 
 
 class SubtitleDocument(SlotDocument):
-    def __init__(self, encoding: str, newline: str):
-        super().__init__(encoding)
+    def __init__(self, codec: str, bom: bytes, newline: str):
+        super().__init__(codec, bom)
         self.newline = newline
         self.line_counts: dict[int, int] = {}
 
     def render(self, index: int, runs: list[Run]) -> str:
         return self.newline.join(rewrap(render_tags(runs), self.line_counts[index]))
 
+    def add_cue(self, lines: list[str]) -> None:
+        """A cue's text lines (at least one) and the line end after each."""
+        if all(_DIALOGUE.match(line) for line in lines):
+            for line in lines:
+                dash = _DIALOGUE.match(line).group(1)
+                self.add_text(dash)
+                self._add_lines([line[len(dash) :]])
+        else:
+            self._add_lines(lines)
 
-def extract(path: Path) -> SubtitleDocument:
-    text, encoding = decode_text(read_bytes(path))
+    def _add_lines(self, lines: list[str]) -> None:
+        text = join_lines(lines)
+        if not any(ch.isalpha() for ch in _TAG.sub("", text)):  # "♪ ♪", "...": as it was
+            self.add_text("".join(line + self.newline for line in lines))
+            return
+        self.line_counts[len(self.segments)] = len(lines)
+        self.add_segment(parse_tags(text))
+        self.add_text(self.newline)
+
+
+class AssDocument(SlotDocument):
+    """An ASS/SSA script: the text field of each Dialogue line is a segment; `\\N` breaks its lines."""
+
+    def __init__(self, codec: str, bom: bytes):
+        super().__init__(codec, bom)
+        self.line_counts: dict[int, int] = {}
+
+    def render(self, index: int, runs: list[Run]) -> str:
+        text = "".join(run.atom if run.atom is not None else run.text for run in runs)
+        return _ASS_LINE_BREAK.join(rewrap(text, self.line_counts[index], _ASS_CODE))
+
+    def add_dialogue(self, text: str) -> None:
+        lines = text.split(_ASS_LINE_BREAK)
+        joined = join_lines(lines, _ASS_CODE)
+        if not any(ch.isalpha() for ch in _ASS_CODE.sub("", joined)) or any(not line.strip() for line in lines):
+            self.add_text(text)  # no words, or blank lines the translation could not keep
+            return
+        runs, position = [], 0
+        for m in _ASS_CODE.finditer(joined):
+            runs += [Run(joined[position : m.start()]), Run("", atom=m.group())]
+            position = m.end()
+        self.line_counts[len(self.segments)] = len(lines)
+        self.add_segment([run for run in runs + [Run(joined[position:])] if run.text or run.atom is not None])
+
+
+def extract_ass(path: Path) -> AssDocument:
+    """An ASS/SSA script; the text is the last field of the [Events] Format (10 fields when it has none)."""
+    text, codec, bom = read_text(path)
+    lines, newline, ends = split_lines(text)
+    doc = AssDocument(codec, bom)
+    section, fields, dialogues = "", 10, 0
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped.lower()
+        elif section == "[events]" and stripped.lower().startswith("format:"):
+            fields = len(stripped.split(":", 1)[1].split(","))
+        if section == "[events]" and line.startswith("Dialogue:") and line.count(",") >= fields - 1:
+            head, _, rest = line.partition(":")
+            values = rest.split(",", fields - 1)
+            prefix = head + ":" + ",".join(values[:-1]) + ","
+            doc.add_text(prefix)
+            doc.add_dialogue(values[-1])
+            dialogues += 1
+        else:
+            doc.add_text(line)
+        if number + 1 < len(lines) or ends:
+            doc.add_text(newline)
+    if not dialogues:
+        raise DocumentError("not an ASS/SSA script (no Dialogue lines in an [Events] section)")
+    return doc
+
+
+def _cue_starts(block: list[str], vtt: bool) -> list[int]:
+    """The lines of a block that start a cue: its identifier if it has one, else its timing line."""
+    if vtt and block[0].startswith(("NOTE", "STYLE", "REGION", "WEBVTT")):
+        return []
+    starts = []
+    for k, line in enumerate(block):
+        if "-->" in line and _TIMING.search(line):
+            previous = starts[-1] if starts else -1
+            identifier = k == 1 or (k > 1 and block[k - 1].strip().isdigit() and k - 1 > previous + 1)
+            starts.append(k - 1 if identifier and k - 1 > previous else k)
+    return starts
+
+
+def extract(path: Path) -> SubtitleDocument | AssDocument:
+    if path.suffix.lower() in (".ass", ".ssa"):
+        return extract_ass(path)
+    text, codec, bom = read_text(path)
     lines, newline, ends = split_lines(text)
     vtt = path.suffix.lower() == ".vtt"
     if vtt and not (lines and lines[0].lstrip("\ufeff").startswith("WEBVTT")):
         raise DocumentError("not a WebVTT file (it does not start with WEBVTT)")
-    doc = SubtitleDocument(encoding, newline)
+    doc = SubtitleDocument(codec, bom, newline)
     cues = 0
     i = 0
     while i < len(lines):
@@ -96,17 +244,15 @@ def extract(path: Path) -> SubtitleDocument:
         while j < len(lines) and lines[j].strip():
             j += 1
         block = lines[i:j]
-        timing = next((k for k, line in enumerate(block) if "-->" in line), None)
-        if timing is not None and _TIMING.search(block[timing]) and not (vtt and block[0].startswith(("NOTE", "STYLE", "REGION"))):
+        starts = _cue_starts(block, vtt)
+        doc.add_text("".join(line + newline for line in block[: starts[0] if starts else len(block)]))
+        for n, start in enumerate(starts):
             cues += 1
-            doc.add_text("".join(line + newline for line in block[: timing + 1]))
-            cue = block[timing + 1 :]
-            if cue:
-                doc.line_counts[len(doc.segments)] = len(cue)
-                doc.add_segment(parse_tags(" ".join(line.strip() for line in cue)))
-                doc.add_text(newline)
-        else:
-            doc.add_text("".join(line + newline for line in block))
+            timing = next(k for k in range(start, len(block)) if "-->" in block[k])
+            end = starts[n + 1] if n + 1 < len(starts) else len(block)
+            doc.add_text("".join(line + newline for line in block[start : timing + 1]))
+            if timing + 1 < end:
+                doc.add_cue(block[timing + 1 : end])
         while j < len(lines) and not lines[j].strip():
             doc.add_text(lines[j] + newline)
             j += 1

@@ -104,3 +104,24 @@ def test_the_real_command_runs_as_a_process(tiny_checkpoint):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[0] and lines[2]
+
+
+def test_stdin_lines_are_translated_sentence_by_sentence_unless_no_split(tiny_checkpoint, monkeypatch, capsys):
+    from engine.translator import Translator
+
+    oracle = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    options = oracle.default_options(num_beams=2, max_length=30)
+    base = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--device", "cpu", "--dtype", "float32",
+            "--beams", "2", "--max-length", "30"]
+    line = "The cat reads a book. The dog sees https://example.org today."
+    stdin = f"{line}\n=====\n\n".encode()
+    pieces = ["The cat reads a book.", "The dog sees", "today."]
+    one, two, three = oracle.translate(pieces, "eng_Latn", "fra_Latn", options)
+    code, out, err = run_cli(base + ["--to", "fra_Latn"], stdin, monkeypatch, capsys)
+    assert code == 0, err
+    assert out == f"{one} {two} https://example.org {three}\n=====\n\n"
+    code, out, err = run_cli(base + ["--to", "zho_Hans"], b"The cat reads a book. The dog sleeps.\n", monkeypatch, capsys)
+    assert out == "".join(oracle.translate(["The cat reads a book.", "The dog sleeps."], "eng_Latn", "zho_Hans", options)) + "\n"
+    code, out, err = run_cli(base + ["--to", "fra_Latn", "--no-split"], stdin, monkeypatch, capsys)
+    (whole,) = oracle.translate([line], "eng_Latn", "fra_Latn", options)
+    assert code == 0 and out == f"{whole}\n=====\n\n"

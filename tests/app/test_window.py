@@ -89,6 +89,13 @@ def test_each_line_is_a_segment_and_blank_lines_stay(qtbot, open_window, setting
     assert window.target.toPlainText().split("\n")[1] == ""
 
 
+def test_a_pasted_paragraph_is_translated_sentence_by_sentence(qtbot, open_window, settings, oracle):
+    window = open_window(settings)
+    translated(qtbot, window, lambda: window.source.setPlainText("The cat reads a book. The small dog sees the river.\n-----"))
+    one, two = expected(oracle, "The cat reads a book.\nThe small dog sees the river.").split("\n")
+    assert window.target.toPlainText() == f"{one} {two}\n-----"
+
+
 def test_partial_results_show_before_the_final_one(qtbot, open_window, settings, oracle):
     window = open_window(settings)
     shown = []

@@ -287,3 +287,28 @@ def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_inde
     assert worker.paused == 1
     assert results == expected(oracle, MANY_LINES)
     assert reported == dict(enumerate(results))
+
+
+def test_typed_lines_are_translated_sentence_by_sentence(qtbot, worker, oracle, monkeypatch):
+    """Each sentence of a line is decoded on its own and the line streams and ends as their join;
+    a ruler stays as typed; editing one sentence decodes that sentence alone."""
+    lines = ["The cat reads a book. The small dog sees the river.", "-----", "Hello world."]
+    first = worker.submit(TranslationJob(lines, "eng_Latn", "fra_Latn", OPTIONS))
+    one, two, three = expected(oracle, ["The cat reads a book.", "The small dog sees the river.", "Hello world."])
+    assert worker.events.wait(qtbot, "translated", first)[2] == [f"{one} {two}", "-----", three]
+    partials = [event[2:] for event in worker.events.of(first) if event[0] == "partial"]
+    assert {index for index, _ in partials} == {0, 2}
+    assert any(index == 0 and text.startswith(one) and len(text) > len(one) for index, text in partials)
+    decoded = []
+    translate = worker.translator.translate
+    monkeypatch.setattr(worker.translator, "translate",
+                        lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
+    edited = ["The cat reads a book. The small dog sees the green river.", "-----", "Hello world."]
+    second = worker.submit(TranslationJob(edited, "eng_Latn", "fra_Latn", OPTIONS))
+    (changed,) = expected(oracle, ["The small dog sees the green river."])
+    assert worker.events.wait(qtbot, "translated", second)[2] == [f"{one} {changed}", "-----", three]
+    assert decoded == [["The small dog sees the green river."]]
+    to_chinese = worker.submit(TranslationJob(lines[:1], "eng_Latn", "zho_Hans", OPTIONS))
+    assert worker.events.wait(qtbot, "translated", to_chinese)[2] == [
+        "".join(expected(oracle, ["The cat reads a book.", "The small dog sees the river."], tgt="zho_Hans"))
+    ]

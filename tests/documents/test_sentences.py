@@ -1,5 +1,5 @@
 from app.documents.segments import Run, Segment, translate_segments
-from app.documents.sentences import MAX_SENTENCE_CHARS, sentence_gap, split_sentences
+from app.documents.sentences import MAX_SENTENCE_CHARS, NO_SPACE_SCRIPTS, sentence_gap, split_sentences
 
 
 def sentences(text, script="Latn"):
@@ -67,3 +67,9 @@ def test_formatting_follows_tags_or_falls_back_proportionally():
     with_atom = Segment([Run("See "), atom, Run(" here and there.")])
     out = translate_segments([with_atom], lambda ts: ["xyz"] * len(ts), "Latn", "Latn")[0]
     assert sum(r is atom for r in out) == 1
+
+
+def test_scripts_without_spaces_between_words_and_their_sentence_gaps():
+    assert {"Hans", "Hant", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"} <= NO_SPACE_SCRIPTS
+    assert sentence_gap(" ", "Jpan") == "" and sentence_gap(" ", "Mymr") == ""
+    assert sentence_gap(" ", "Thai") == " " and sentence_gap("", "Khmr") == " " and sentence_gap("  ", "Tibt") == "  "

@@ -19,7 +19,7 @@ MIME_TYPES = {
     ".txt": "text/plain", ".text": "text/plain",
     ".md": "text/markdown", ".markdown": "text/markdown",
     ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
-    ".srt": "application/x-subrip", ".vtt": "text/vtt",
+    ".srt": "application/x-subrip", ".vtt": "text/vtt", ".ass": "text/x-ssa", ".ssa": "text/x-ssa",
     ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     ".docm": "application/vnd.ms-word.document.macroEnabled.12",
     ".dotx": "application/vnd.openxmlformats-officedocument.wordprocessingml.template",

@@ -17,6 +17,7 @@ from app import __version__
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
 COMMANDS = ("translate", "adapters")
+DOCUMENT_OPTIONS = ("pdf_as", "bilingual")  # the translate options handed to the document formats
 DESCRIPTION = (
     "Offline translation between 200 languages (NLLB-200). With no COMMAND it opens the window, each FILE "
     "(a document or a folder of them) queued to translate as if dropped on it."
@@ -77,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument("--output-dir", metavar="DIR", help="write translated documents here (default: beside each input)")
     translate.add_argument("--overwrite", action="store_true", help="replace translated documents that already exist")
+    translate.add_argument("--pdf-as", choices=("pdf", "text"), default="pdf",
+                           help="translate a PDF into a PDF with its layout (STEM.<to>.pdf, default) or into text (STEM.<to>.txt)")
+    translate.add_argument("--bilingual", action="store_true",
+                           help="PDF: each original page followed by its translation (STEM.<to>.bilingual.pdf)")
     translate.add_argument(
         "files", nargs="*", metavar="FILE",
         help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt docx pptx xlsx odt epub pdf)",
@@ -248,14 +253,16 @@ def translate_files(args, inputs: list[Path], translator, src: str, tgt: str, ov
     cache = open_cache()
     failed: list[str] = []
     output_dir = Path(args.output_dir) if args.output_dir else None
+    document_options = {name: value for name, value in vars(args).items() if name in DOCUMENT_OPTIONS}
     try:
         for path in inputs:
             bar = ProgressBar(path.name, sys.stderr)
             try:
                 if not path.is_file():
                     raise DocumentError("no such file")
-                target = output_path(path, tgt, output_dir)
-                job = DocumentJob(path, target, src, tgt, overrides, adapter=args.adapter or "", overwrite=args.overwrite)
+                target = output_path(path, tgt, output_dir, document_options)
+                job = DocumentJob(path, target, src, tgt, overrides, adapter=args.adapter or "", overwrite=args.overwrite,
+                                  document_options=document_options)
                 written = run_document_job(job, translator, cache, progress=bar)
                 bar.end()
                 print(written, file=sys.stdout)

@@ -1,0 +1,262 @@
+"""The text of PDF pages as blocks: paragraphs, headings, table cells, headers and footers, in reading order.
+
+pdfminer.six lays the characters of each page out in lines and boxes (columns and reading order
+from its box ordering); a box is cut into blocks where the font size changes, where a ruled line
+runs between two lines, where a line starts indented or the one before it ends short (a
+paragraph's last line). A block's lines are joined into one text (a hyphen at a line end joins the
+word), so a sentence that runs across lines is translated whole.
+
+Each character remembers which text-showing operator of the page's content stream drew it (the
+n-th `Tj`/`TJ`/`'`/`"` of the page), so the writer can remove a block's text. A block is kept as it
+is (not translated) when it has no letters, is a URL, is set in math fonts, has characters whose
+text the PDF does not give (no ToUnicode), is not upright, or shares an operator with a kept block.
+Text inside form XObjects is not seen here and stays untouched.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import statistics
+from dataclasses import dataclass, field
+
+from app.documents.segments import Run, merge_runs
+from app.documents.sentences import is_translatable
+
+SHOW_OPERATORS = ("Tj", "TJ", "'", '"')
+SIZE_CHANGE = 1.15  # lines whose sizes differ by this factor are in different blocks (a heading and its text)
+SHORT_LINE = 0.8  # a line shorter than this share of its block's width ends a paragraph
+MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX", re.IGNORECASE)
+URL = re.compile(r"^\s*(?:https?://|www\.|mailto:)\S+\s*$|^\s*\S+@\S+\.\w+\s*$", re.IGNORECASE)
+BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
+ITALIC_NAME = re.compile(r"italic|oblique", re.IGNORECASE)
+NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
+
+
+@dataclass
+class Line:
+    pieces: list[tuple[str, tuple, int | None]]  # (text, style, show operator) of each character
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    size: float
+    baseline: float
+    chars: list = field(default_factory=list, repr=False)  # pdfminer's LTChar objects
+
+
+@dataclass
+class Block:
+    page: int
+    lines: list[Line]
+    translate: bool = True
+    shows: set[int] = field(default_factory=set)
+    color: tuple = ()
+
+    @property
+    def bbox(self) -> tuple[float, float, float, float]:
+        return (min(l.x0 for l in self.lines), min(l.y0 for l in self.lines),
+                max(l.x1 for l in self.lines), max(l.y1 for l in self.lines))
+
+    @property
+    def size(self) -> float:
+        return statistics.median(l.size for l in self.lines)
+
+    @property
+    def leading(self) -> float:
+        """Baseline to baseline, as a multiple of the size (1.2 for one line)."""
+        gaps = [a.baseline - b.baseline for a, b in zip(self.lines, self.lines[1:]) if a.baseline > b.baseline]
+        return min(max(statistics.median(gaps) / self.size, 1.0), 2.0) if gaps else 1.2
+
+    def runs(self) -> list[Run]:
+        runs: list[Run] = []
+        for i, line in enumerate(self.lines):
+            if i:
+                previous, text = runs[-1].text if runs else "", line.pieces[0][0] if line.pieces else ""
+                if re.search(r"\w-$", previous) and text[:1].islower():
+                    runs[-1] = Run(previous[:-1], runs[-1].style)
+                elif not (NO_SPACE.match(previous[-1:]) or NO_SPACE.match(text[:1])):
+                    runs.append(Run(" ", runs[-1].style if runs else None))
+            for text, style, _ in line.pieces:
+                runs.append(Run(text, style if text.strip() or not runs else runs[-1].style))
+        return merge_runs(runs)
+
+    @property
+    def text(self) -> str:
+        return "".join(r.text for r in self.runs())
+
+
+@dataclass
+class Page:
+    index: int
+    width: float
+    height: float
+    origin: tuple[float, float]  # the media box's lower left corner: pdfminer's coordinates start there
+    blocks: list[Block]
+    rules: list[tuple[float, float, float, float]]  # thin lines and rectangles (table borders)
+    editable: bool
+    images: int
+    shows: list[tuple[bytes, ...]] = field(default_factory=list)  # each text-showing operator's strings, in order
+    advances: list[float | None] = field(default_factory=list)  # and how far it moves along its line (TJ units)
+
+
+def _style(char) -> tuple[bool, bool]:
+    name = char.fontname or ""
+    flags = 0
+    descriptor = getattr(char.font, "descriptor", None) or {}
+    try:
+        flags = int(descriptor.get("Flags", 0))
+    except (TypeError, ValueError):
+        pass
+    return bool(BOLD_NAME.search(name) or flags & (1 << 18)), bool(ITALIC_NAME.search(name) or flags & (1 << 6))
+
+
+def read_pages(data: bytes) -> list[Page]:
+    """Every page's blocks, read from the PDF's bytes (already checked and decrypted)."""
+    from pdfminer.converter import PDFPageAggregator
+    from pdfminer.layout import LAParams, LTFigure
+    from pdfminer.pdfdocument import PDFDocument
+    from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
+    from pdfminer.pdfpage import PDFPage
+    from pdfminer.pdfparser import PDFParser
+
+    class Device(PDFPageAggregator):
+        """Tags each character with the text-showing operator of the page content that drew it."""
+
+        def begin_page(self, page, ctm):
+            self.shows: list[tuple[bytes, ...]] = []
+            self.advances: list[float | None] = []
+            self.current: int | None = None
+            super().begin_page(page, ctm)
+
+        def render_string(self, textstate, seq, ncs, graphicstate):
+            if isinstance(self.cur_item, LTFigure):  # a form XObject's text: not ours to edit
+                self.current = None
+                return super().render_string(textstate, seq, ncs, graphicstate)
+            vertical = textstate.font is not None and textstate.font.is_vertical()
+            self.current = -1 if vertical else len(self.shows)  # vertical writing is kept as it is
+            self.shows.append(tuple(s for s in seq if isinstance(s, bytes)))
+            start = textstate.linematrix[0]
+            super().render_string(textstate, seq, ncs, graphicstate)
+            # the move along the line, as a TJ number: what replaces the operator when its text goes
+            scale = 0.001 * textstate.fontsize * textstate.scaling * 0.01
+            self.advances.append(-(textstate.linematrix[0] - start) / scale if scale else None)
+
+        def render_char(self, matrix, font, *args):
+            advance = super().render_char(matrix, font, *args)
+            char = self.cur_item._objs[-1]
+            char.show, char.font = self.current, font
+            return advance
+
+    manager = PDFResourceManager(caching=True)
+    device = Device(manager, laparams=LAParams(line_margin=0.5, char_margin=2.0, boxes_flow=0.5))
+    interpreter = PDFPageInterpreter(manager, device)
+    document = PDFDocument(PDFParser(io.BytesIO(data)))
+    pages = []
+    for index, page in enumerate(PDFPage.create_pages(document)):
+        interpreter.process_page(page)
+        layout = device.get_result()
+        x0, y0, x1, y1 = page.mediabox
+        page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0)
+        page_layout.shows, page_layout.advances = device.shows, device.advances
+        pages.append(page_layout)
+    return pages
+
+
+def _page(index, layout, page_size, origin, upright_page) -> Page:
+    from pdfminer.layout import LTChar, LTCurve, LTFigure, LTImage, LTTextBoxHorizontal, LTTextLineHorizontal
+
+    rules, boxes, images = [], [], 0
+    for item in layout:
+        if isinstance(item, LTTextBoxHorizontal):
+            boxes.append(item)
+        elif isinstance(item, LTCurve) and (item.width < 2 or item.height < 2):
+            rules.append(item.bbox)
+        elif isinstance(item, (LTFigure, LTImage)):
+            images += _count_images(item)
+    blocks: list[Block] = []
+    for box in boxes:
+        lines = []
+        for line in box:
+            if not isinstance(line, LTTextLineHorizontal):
+                continue
+            chars = [c for c in line if isinstance(c, LTChar)]
+            if not chars:
+                continue
+            pieces = []
+            for item in line:
+                if isinstance(item, LTChar):
+                    pieces.append((item.get_text(), _style(item), item.show if item.upright else -1))
+                elif item.get_text() == " ":
+                    pieces.append((" ", None, None))
+            while pieces and not pieces[-1][0].strip():
+                pieces.pop()
+            size = statistics.median(c.size for c in chars)
+            baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
+            lines.append(Line(pieces, line.x0, line.y0, line.x1, line.y1, size, baseline, chars))
+        blocks.extend(_cut(index, lines, rules))
+    for block in blocks:
+        _decide(block, upright_page)
+    _keep_shared(blocks)
+    return Page(index, page_size[0], page_size[1], origin, blocks, rules, upright_page, images)
+
+
+def _count_images(item) -> int:
+    from pdfminer.layout import LTImage
+
+    if isinstance(item, LTImage):
+        return 1
+    return sum(_count_images(child) for child in getattr(item, "_objs", []))
+
+
+def _cut(page: int, lines: list[Line], rules) -> list[Block]:
+    """A box's lines as blocks (see the module docstring)."""
+    blocks: list[Block] = []
+    for line in lines:
+        if blocks:
+            block = blocks[-1]
+            previous = block.lines[-1]
+            left, _, right, _ = block.bbox
+            width = max(right, line.x1) - min(left, line.x0)
+            new = (
+                max(line.size, previous.size) > SIZE_CHANGE * min(line.size, previous.size)
+                or previous.x1 - previous.x0 < SHORT_LINE * width
+                or line.x0 > left + 1.5 * line.size
+                or previous.baseline - line.baseline > 2.0 * max(line.size, previous.size)
+                or any(r[1] < previous.y0 + 1 and r[3] > line.y1 - 1 and r[0] < line.x1 and r[2] > line.x0 for r in rules)
+                or (line.pieces and line.pieces[0][0] in "•▪◦‣–-*")
+            )
+            if not new:
+                block.lines.append(line)
+                continue
+        blocks.append(Block(page, [line]))
+    return blocks
+
+
+def _decide(block: Block, upright_page: bool) -> None:
+    chars = [c for line in block.lines for c in line.chars]
+    block.shows = {show for line in block.lines for _, _, show in line.pieces if show is not None}
+    color = getattr(chars[0].graphicstate, "ncolor", None) if chars else None
+    block.color = tuple(color) if isinstance(color, (list, tuple)) else ((color,) if isinstance(color, (int, float)) else ())
+    text = block.text
+    block.translate = (
+        upright_page
+        and is_translatable(text)
+        and not URL.match(text)
+        and "(cid:" not in text
+        and all(show is not None and show >= 0 for line in block.lines for piece, _, show in line.pieces if piece.strip())
+        and sum(bool(MATH_FONT.search(c.fontname or "")) for c in chars) < 0.3 * len(chars)
+    )
+
+
+def _keep_shared(blocks: list[Block]) -> None:
+    """A block that shares a text-showing operator with a kept block is kept too: removing the
+    operator would remove the kept block's text."""
+    changed = True
+    while changed:
+        changed = False
+        kept = set().union(*(b.shows for b in blocks if not b.translate)) if blocks else set()
+        for block in blocks:
+            if block.translate and block.shows & kept:
+                block.translate = False
+                changed = True

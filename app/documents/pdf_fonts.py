@@ -1,0 +1,207 @@
+"""Fonts for translated PDF text: found on the system per character, embedded as small subsets.
+
+A character is drawn with the first font already in use that has a glyph for it; else the system
+is asked for one: fontconfig (`fc-list :charset=...`) on Linux, the font folders on Windows and
+macOS. Noto fonts are preferred (Noto Sans before the others, the CJK face of the text's language
+for Han characters), bold when the source run was bold. No font for a character is one clear line
+naming its script.
+
+Each font used is embedded as a new TrueType font holding only the glyphs drawn (outlines copied,
+cubic CFF curves converted to quadratic), as a Type0/CIDFontType2 font with Identity-H encoding
+(character codes are the new glyph ids) and a ToUnicode map, so the text stays selectable and
+searchable.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+from app.documents.safety import DocumentError
+
+FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".otc")
+FONT_FOLDERS = {
+    "win32": [Path(os.environ.get("WINDIR", "C:/Windows")) / "Fonts", Path(os.environ.get("LOCALAPPDATA", "")) / "Microsoft/Windows/Fonts"],
+    "darwin": [Path("/System/Library/Fonts"), Path("/Library/Fonts"), Path.home() / "Library/Fonts"],
+}
+
+
+def script_name(ch: str) -> str:
+    """The script of a character, as Unicode names it ("CYRILLIC", "CJK", "ETHIOPIC"), title-cased."""
+    name = unicodedata.name(ch, "")
+    return (name.split()[0] if name else f"U+{ord(ch):04X}").title()
+
+
+class Face:
+    """One font file (a face of a collection) and the glyphs drawn with it, numbered from 1."""
+
+    def __init__(self, path: str, index: int, family: str, style: str):
+        from fontTools.ttLib import TTFont
+
+        self.path, self.index, self.family, self.style_name = path, index, family, style
+        self.style = ("Bold" in style, "Italic" in style or "Oblique" in style)  # (bold, italic)
+        self.font = TTFont(path, fontNumber=index, lazy=True)
+        self.cmap = self.font.getBestCmap() or {}
+        self.upm = self.font["head"].unitsPerEm
+        self.hmtx = self.font["hmtx"]
+        hhea = self.font["hhea"]
+        self.ascent, self.descent = hhea.ascent / self.upm, hhea.descent / self.upm  # in ems; descent < 0
+        self.glyph_ids: dict[str, int] = {}  # source glyph name -> glyph id in the embedded font
+        self.unicode: dict[int, str] = {}  # embedded glyph id -> the text it draws
+
+    def covers(self, ch: str) -> bool:
+        return ord(ch) in self.cmap
+
+    def advance(self, ch: str) -> float:
+        """The character's advance width in ems."""
+        return self.hmtx[self.cmap[ord(ch)]][0] / self.upm
+
+    def encode(self, text: str) -> bytes:
+        """The codes that draw `text` (every character covered), two bytes per glyph."""
+        out = bytearray()
+        for ch in text:
+            name = self.cmap[ord(ch)]
+            gid = self.glyph_ids.setdefault(name, len(self.glyph_ids) + 1)
+            self.unicode.setdefault(gid, ch)
+            out += gid.to_bytes(2, "big")
+        return bytes(out)
+
+    def subset(self) -> tuple[bytes, list[int], list[int]]:
+        """(a TrueType font of the glyphs drawn, each glyph's advance in 1/1000 em, its bbox in 1/1000 em)."""
+        from fontTools.fontBuilder import FontBuilder
+        from fontTools.pens.cu2quPen import Cu2QuPen
+        from fontTools.pens.recordingPen import DecomposingRecordingPen
+        from fontTools.pens.ttGlyphPen import TTGlyphPen
+
+        glyph_set = self.font.getGlyphSet()
+        cubic = "glyf" not in self.font
+        sources = [".notdef"] + sorted(self.glyph_ids, key=self.glyph_ids.get)
+        order = [".notdef"] + [f"g{i}" for i in range(1, len(sources))]
+        glyphs, advances = {}, []
+        for new, source in zip(order, sources):
+            recording = DecomposingRecordingPen(glyph_set)
+            if source in glyph_set:
+                glyph_set[source].draw(recording)
+            pen = TTGlyphPen(None)
+            recording.replay(Cu2QuPen(pen, max_err=self.upm / 1000, reverse_direction=cubic) if cubic else pen)
+            glyphs[new] = pen.glyph()
+            advances.append(self.hmtx[source][0] if source in self.hmtx.metrics else self.upm // 2)
+        builder = FontBuilder(self.upm, isTTF=True)
+        builder.setupGlyphOrder(order)
+        builder.setupCharacterMap({})
+        builder.setupGlyf(glyphs)
+        glyf = builder.font["glyf"]
+        metrics = {}
+        for name, advance in zip(order, advances):
+            glyph = glyf[name]
+            glyph.recalcBounds(glyf)
+            metrics[name] = (advance, getattr(glyph, "xMin", 0))
+        builder.setupHorizontalMetrics(metrics)
+        hhea = self.font["hhea"]
+        builder.setupHorizontalHeader(ascent=hhea.ascent, descent=hhea.descent)
+        builder.setupNameTable({"familyName": self.family, "styleName": self.style_name})
+        builder.setupOS2(sTypoAscender=hhea.ascent, sTypoDescender=hhea.descent, usWinAscent=hhea.ascent,
+                         usWinDescent=-hhea.descent)
+        builder.setupPost()
+        out = io.BytesIO()
+        builder.save(out)
+        scale = 1000 / self.upm
+        boxes = [round(v * scale) for v in _bbox(glyf, order)]
+        return out.getvalue(), [round(a * scale) for a in advances], boxes
+
+
+def _bbox(glyf, order) -> list[int]:
+    boxes = [glyf[n] for n in order if getattr(glyf[n], "numberOfContours", 0)]
+    if not boxes:
+        return [0, 0, 0, 0]
+    return [min(g.xMin for g in boxes), min(g.yMin for g in boxes), max(g.xMax for g in boxes), max(g.yMax for g in boxes)]
+
+
+STYLE_NAMES = {(False, False): "Regular", (True, False): "Bold", (False, True): "Italic", (True, True): "Bold Italic"}
+
+
+def _rank(family: str, style: str, wanted: tuple[bool, bool], han_face: str) -> tuple:
+    family_rank = (
+        0 if family == "Noto Sans" else
+        1 if family == han_face else
+        2 if family.startswith("Noto Sans") and "Mono" not in family else
+        3 if family.startswith("Noto Serif") else
+        5 if "Mono" in family else 4
+    )
+    return (family_rank, style != STYLE_NAMES[wanted], style != "Regular", family, style)
+
+
+def _fontconfig_candidates(ch: str) -> list[tuple[str, int, str, str]]:
+    """(file, index, family, style) of the installed fonts that have a glyph for `ch`."""
+    try:
+        listing = subprocess.run(
+            ["fc-list", "--format", "%{file}\t%{index}\t%{family[0]}\t%{style[0]}\n", f":charset={ord(ch):x}"],
+            capture_output=True, text=True, timeout=30, check=False,
+        ).stdout
+    except OSError:
+        return []
+    out = []
+    for line in listing.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 4 and parts[0].lower().endswith(FONT_SUFFIXES):
+            out.append((parts[0], int(parts[1] or 0), parts[2], parts[3]))
+    return out
+
+
+def _folder_candidates() -> list[tuple[str, int, str, str]]:
+    """Every font file of the system font folders (Windows, macOS), named from its file."""
+    out = []
+    for folder in FONT_FOLDERS.get(sys.platform, []):
+        if folder.is_dir():
+            for path in sorted(folder.rglob("*")):
+                if path.suffix.lower() in FONT_SUFFIXES:
+                    stem = path.stem.replace("-", " ")
+                    family = stem.split(" Bold")[0].split(" Regular")[0]
+                    style = " ".join(w for w in ("Bold", "Italic") if w in stem) or "Regular"
+                    out.append((str(path), 0, family, style))
+    return out
+
+
+class FontLibrary:
+    """The faces used for one document, in the order they were first needed."""
+
+    def __init__(self, han_face: str = "Noto Sans CJK SC"):
+        self.faces: dict[tuple[str, int], Face] = {}
+        self.han_face = han_face
+        self.found: dict[tuple[str, tuple], Face | None] = {}
+        self.use_fontconfig = shutil.which("fc-list") is not None
+
+    def face_for(self, ch: str, style: tuple[bool, bool]) -> Face:
+        """A face with a glyph for `ch`, in `style` (bold, italic) where one is installed."""
+        for face in self.faces.values():
+            if face.style == style and face.covers(ch):
+                return face
+        key = (ch, style)
+        if key not in self.found:
+            self.found[key] = self._find(ch, style)
+        if self.found[key] is None:
+            raise DocumentError(
+                f"no font for the {script_name(ch)} script (U+{ord(ch):04X}) is installed: "
+                f"install a Noto font that covers it (e.g. the fonts-noto packages on Linux)"
+            )
+        return self.found[key]
+
+    def _find(self, ch: str, style: tuple[bool, bool]) -> Face | None:
+        """The best installed face with a glyph for `ch`, in `style` where there is a choice."""
+        candidates = _fontconfig_candidates(ch) if self.use_fontconfig else _folder_candidates()
+        for path, index, family, style_name in sorted(candidates, key=lambda c: _rank(c[2], c[3], style, self.han_face)):
+            face = self.faces.get((path, index))
+            if face is None:
+                try:
+                    face = Face(path, index, family, style_name)
+                except Exception:  # an unreadable font file: the next candidate
+                    continue
+            if face.covers(ch):
+                self.faces[(path, index)] = face
+                return face
+        return None

@@ -1,0 +1,345 @@
+"""Writing a translated PDF: each page kept, its translated blocks' text replaced in place.
+
+For every translated block, the text-showing operators that drew it are replaced in the page's
+content stream by a `TJ` of one number that moves the text position as far as the removed text did
+(so any text after it on the line stays where it was); images, vector graphics, annotations and
+links are not touched. The original content is wrapped in `q ... Q` and the translations are drawn
+after it as real text (embedded subset fonts with ToUnicode, see pdf_fonts.py).
+
+Typesetting: the translation is broken into lines at spaces (and between characters of scripts
+written without spaces) to fill the block's box, at the original size where it fits, shrinking
+down to `SHRINK_FLOOR` of it; then the box grows right and down into free space (up to the next
+block, a ruled line or the page's text area) and the size shrinks further, down to `GROWN_FLOOR`.
+Right-to-left scripts are set right-aligned. Bold and italic runs keep their style.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import zlib
+from dataclasses import dataclass
+
+from app.documents.pdf_blocks import SHOW_OPERATORS, Block, Page
+from app.documents.pdf_fonts import Face, FontLibrary
+from app.documents.segments import Run
+
+SHRINK_FLOOR = 0.9
+GROWN_FLOOR = 0.5
+MIN_SIZE = 4.0
+SIZE_STEP = 0.95
+GAP = 2.0  # points kept free between a grown box and what it grew towards
+BREAK_ANYWHERE = re.compile(r"[\u2e80-\u9fff\u3040-\u30ff\uf900-\ufaff\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff]")
+NO_BREAK_BEFORE = set("、。，．！？）」』】〕〉》：；!?,.:;)]}%”’»")
+NO_BREAK_AFTER = set("（「『【〔〈《([{“‘«")
+
+Unit = list  # [(character, face)]: what cannot be broken
+
+
+@dataclass
+class Setting:
+    lines: list[list[tuple[str, Face]]]
+    size: float
+    box: tuple[float, float, float, float]
+
+
+def _units(runs: list[Run], fonts: FontLibrary) -> list[Unit]:
+    """The translation cut where a line may break: words, spaces, characters of unspaced scripts."""
+    units: list[Unit] = []
+    glue = False  # the next character joins the current unit
+    for run in runs:
+        style = run.style if isinstance(run.style, tuple) else (False, False)
+        for ch in run.text:
+            if ch in "\n\t\r":
+                ch = " "
+            if unicodedata.category(ch).startswith("C"):
+                continue
+            face = fonts.face_for(ch, style)
+            if ch == " ":
+                units.append([(ch, face)])
+                glue = False
+            elif not units or units[-1][0][0] == " " or (BREAK_ANYWHERE.match(ch) and not glue and ch not in NO_BREAK_BEFORE):
+                if units and ch in NO_BREAK_BEFORE and units[-1][0][0] != " ":
+                    units[-1].append((ch, face))
+                else:
+                    units.append([(ch, face)])
+                glue = ch in NO_BREAK_AFTER
+            elif BREAK_ANYWHERE.match(units[-1][-1][0]) and not glue and ch not in NO_BREAK_BEFORE:
+                units.append([(ch, face)])
+                glue = ch in NO_BREAK_AFTER
+            else:
+                units[-1].append((ch, face))
+                glue = ch in NO_BREAK_AFTER
+    return units
+
+
+def _width(chars, size: float) -> float:
+    return sum(face.advance(ch) for ch, face in chars) * size
+
+
+def _wrap(units: list[Unit], width: float, size: float) -> list[list[tuple[str, Face]]]:
+    lines: list[list] = [[]]
+    used = 0.0
+    for unit in units:
+        if unit[0][0] == " ":
+            if lines[-1]:
+                lines[-1] += unit
+                used += _width(unit, size)
+            continue
+        # a unit longer than a line is cut anywhere
+        for piece in [[c] for c in unit] if _width(unit, size) > width else [unit]:
+            piece_width = _width(piece, size)
+            if lines[-1] and used + piece_width > width:
+                lines.append([])
+                used = 0.0
+            lines[-1] += piece
+            used += piece_width
+    return [line for line in map(_trim, lines) if line]
+
+
+def _trim(line):
+    while line and line[-1][0] == " ":
+        line = line[:-1]
+    return line
+
+
+def _height(lines, size: float, leading: float) -> float:
+    faces = {face for line in lines for _, face in line}
+    top = max((1 + f.descent for f in faces), default=0.8)
+    bottom = min((f.descent for f in faces), default=-0.2)
+    return (top - bottom) * size + (len(lines) - 1) * leading * size
+
+
+def _fit(units, box, size, leading, floor) -> Setting | None:
+    x0, y0, x1, y1 = box
+    s = size
+    while True:
+        lines = _wrap(units, x1 - x0, s)
+        if _height(lines, s, leading) <= y1 - y0 + 0.5:
+            return Setting(lines, s, box)
+        if s <= floor:
+            return None
+        s = max(s * SIZE_STEP, floor)
+
+
+def _grown(box, page: Page, obstacles) -> tuple[float, float, float, float]:
+    """The box grown right, then down, into the free space of the page's text area."""
+    x0, y0, x1, y1 = box
+    area = [b.bbox for b in page.blocks]
+    right_edge = max(b[2] for b in area)
+    bottom_edge = min(b[1] for b in area)
+    right = right_edge
+    for ox0, oy0, ox1, oy1 in obstacles:
+        if oy0 < y1 and oy1 > y0 and ox0 >= x1 - 0.5:
+            right = min(right, ox0 - GAP)
+    right = max(right, x1)
+    bottom = bottom_edge
+    for ox0, oy0, ox1, oy1 in obstacles:
+        if ox0 < right and ox1 > x0 and oy1 <= y0 + 0.5:
+            bottom = max(bottom, oy1 + GAP)
+    return x0, min(bottom, y0), right, y1
+
+
+def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obstacles) -> Setting:
+    units = _units(runs, fonts)
+    size, leading = block.size, block.leading
+    box = block.bbox
+    setting = _fit(units, box, size, leading, size * SHRINK_FLOOR)
+    if setting is None:
+        grown = _grown(box, page, obstacles)
+        setting = _fit(units, grown, size, leading, max(size * GROWN_FLOOR, min(MIN_SIZE, size)))
+        if setting is None:  # does not fit even so: the smallest size, running over the box's bottom
+            small = max(size * GROWN_FLOOR, min(MIN_SIZE, size))
+            setting = Setting(_wrap(units, grown[2] - grown[0], small), small, grown)
+    return setting
+
+
+def _rtl(line) -> bool:
+    return any(unicodedata.bidirectional(ch) in ("R", "AL") for ch, _ in line)
+
+
+def _color(color: tuple) -> str:
+    values = " ".join(f"{float(v):.4g}" for v in color)
+    return {1: f"{values} g", 3: f"{values} rg", 4: f"{values} k"}.get(len(color), "0 g")
+
+
+def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) -> str:
+    """Content stream operators that draw the setting (page coordinates shifted back by the media box's origin)."""
+    x0, y0, x1, y1 = setting.box
+    ox, oy = origin
+    s, leading = setting.size, block.leading
+    faces = {face for line in setting.lines for _, face in line}
+    top = max((1 + f.descent for f in faces), default=0.8)
+    out = [_color(block.color), "BT"]
+    current = None
+    for number, line in enumerate(setting.lines):
+        baseline = y1 - top * s - number * leading * s
+        width = _width(line, s)
+        x = x1 - width if _rtl(line) else x0
+        if _rtl(line):
+            line = _visual_order(line)
+        out.append(f"1 0 0 1 {x + ox:.3f} {baseline + oy:.3f} Tm")
+        i = 0
+        while i < len(line):
+            face = line[i][1]
+            j = i
+            while j < len(line) and line[j][1] is face:
+                j += 1
+            if current is not face:
+                out.append(f"/{font_names[face]} {s:.3f} Tf")
+                current = face
+            out.append(f"<{face.encode(''.join(ch for ch, _ in line[i:j])).hex()}> Tj")
+            i = j
+    out.append("ET")
+    return "\n".join(out)
+
+
+def _visual_order(line):
+    """A right-to-left line in drawing order: the characters reversed, runs of left-to-right text
+    (numbers, Latin words) kept in their own order."""
+    out, ltr = [], []
+    for item in reversed(line):
+        if unicodedata.bidirectional(item[0]) in ("L", "EN", "AN"):
+            ltr.insert(0, item)
+            continue
+        out.extend(ltr)
+        ltr = []
+        out.append(item)
+    return out + ltr
+
+
+def remove_text(pdf_page, page: Page, remove: set[int]) -> bytes:
+    """The page's content with the text of the given text-showing operators removed (see the module docstring)."""
+    import pikepdf
+
+    out = []
+    show = 0
+    for instruction in pikepdf.parse_content_stream(pdf_page):
+        operator = str(instruction.operator)
+        if operator not in SHOW_OPERATORS or isinstance(instruction, pikepdf.ContentStreamInlineImage):
+            out.append(instruction)
+            continue
+        if show in remove:
+            move = pikepdf.Array([round(page.advances[show] or 0, 3)])
+            if operator == '"':
+                aw, ac, _ = instruction.operands
+                out += [pikepdf.ContentStreamInstruction([aw], pikepdf.Operator("Tw")),
+                        pikepdf.ContentStreamInstruction([ac], pikepdf.Operator("Tc"))]
+            if operator in ("'", '"'):
+                out.append(pikepdf.ContentStreamInstruction([], pikepdf.Operator("T*")))
+            out.append(pikepdf.ContentStreamInstruction([move], pikepdf.Operator("TJ")))
+        else:
+            out.append(instruction)
+        show += 1
+    return pikepdf.unparse_content_stream(out)
+
+
+def show_strings(pdf_page) -> list[tuple[bytes, ...]]:
+    """The strings of each text-showing operator of the page's content, in order (as pdfminer saw them)."""
+    import pikepdf
+
+    shows = []
+    for instruction in pikepdf.parse_content_stream(pdf_page):
+        if isinstance(instruction, pikepdf.ContentStreamInlineImage) or str(instruction.operator) not in SHOW_OPERATORS:
+            continue
+        operands = instruction.operands
+        strings = operands[-1:] if str(instruction.operator) != "TJ" else list(operands[0]) if operands else []
+        shows.append(tuple(bytes(s) for s in strings if isinstance(s, pikepdf.String)))
+    return shows
+
+
+def _font_object(pdf, face: Face):
+    import pikepdf
+
+    descendant = pdf.make_indirect(pikepdf.Dictionary(Type=pikepdf.Name.Font, Subtype=pikepdf.Name.CIDFontType2))
+    return pdf.make_indirect(pikepdf.Dictionary(
+        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type0, Encoding=pikepdf.Name("/Identity-H"),
+        DescendantFonts=pikepdf.Array([descendant]),
+    ))
+
+
+def _finish_font(pdf, font, face: Face) -> None:
+    """Fill in the font's subset, widths and ToUnicode, once every page has been drawn."""
+    import pikepdf
+
+    data, advances, bbox = face.subset()
+    tag = "".join(chr(65 + b % 26) for b in hashlib.sha1(data).digest()[:6])
+    name = pikepdf.Name("/" + tag + "+" + re.sub(r"[^A-Za-z0-9-]", "", face.family + "-" + face.style_name))
+    descriptor = pdf.make_indirect(pikepdf.Dictionary(
+        Type=pikepdf.Name.FontDescriptor, FontName=name, Flags=4, FontBBox=pikepdf.Array(bbox), ItalicAngle=0,
+        Ascent=round((1 + face.descent) * 1000), Descent=round(face.descent * 1000),
+        CapHeight=round(face.ascent * 700), StemV=80, FontFile2=pdf.make_indirect(_deflated(pdf, data)),
+    ))
+    descendant = font.DescendantFonts[0]
+    descendant.BaseFont = name
+    descendant.CIDSystemInfo = pikepdf.Dictionary(Registry=pikepdf.String("Adobe"), Ordering=pikepdf.String("Identity"), Supplement=0)
+    descendant.FontDescriptor = descriptor
+    descendant.CIDToGIDMap = pikepdf.Name.Identity
+    descendant.W = pikepdf.Array([0, pikepdf.Array(advances)])
+    font.BaseFont = name
+    font.ToUnicode = pdf.make_indirect(_deflated(pdf, _to_unicode(face.unicode)))
+
+
+def _to_unicode(unicode: dict[int, str]) -> bytes:
+    entries = sorted(unicode.items())
+    chunks = []
+    for i in range(0, len(entries), 100):  # at most 100 entries per bfchar section
+        part = entries[i : i + 100]
+        lines = "\n".join(f"<{gid:04X}> <{text.encode('utf-16-be').hex().upper()}>" for gid, text in part)
+        chunks.append(f"{len(part)} beginbfchar\n{lines}\nendbfchar")
+    return (
+        "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n"
+        "/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n"
+        "/CMapName /Adobe-Identity-UCS def\n/CMapType 2 def\n"
+        "1 begincodespacerange\n<0000> <FFFF>\nendcodespacerange\n" + "\n".join(chunks) +
+        "\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n"
+    ).encode("ascii")
+
+
+def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks: list[Block], fonts: FontLibrary,
+              out_path, original=None) -> None:
+    """Replace the translated blocks' text (blocks[i] gets translations[i]) in `pdf` and save it to
+    `out_path`; with `original` (the untouched PDF), each original page comes before its translation."""
+    import pikepdf
+
+    font_objects: dict[Face, object] = {}
+    by_page: dict[int, list[int]] = {}
+    for i in translations:
+        by_page.setdefault(blocks[i].page, []).append(i)
+    for page_index, numbers in sorted(by_page.items()):
+        page = pages[page_index]
+        pdf_page = pikepdf.Page(pdf.pages[page_index])
+        obstacles = [b.bbox for b in page.blocks] + list(page.rules)
+        drawn = []
+        names: dict[Face, str] = {}
+        remove: set[int] = set()
+        for i in numbers:
+            block = blocks[i]
+            setting = typeset(block, translations[i], fonts, page, [o for o in obstacles if o != block.bbox])
+            if setting.box != block.bbox:
+                obstacles.append(setting.box)
+            for face in {face for line in setting.lines for _, face in line}:
+                if face not in font_objects:
+                    font_objects[face] = _font_object(pdf, face)
+                if face not in names:
+                    names[face] = str(pdf_page.add_resource(font_objects[face], pikepdf.Name.Font, prefix="DrgF"))[1:]
+            drawn.append(draw(setting, block, names, page.origin))
+            remove |= block.shows
+        content = remove_text(pdf_page, page, remove)
+        pdf_page.obj.Contents = pdf.make_indirect(_deflated(pdf, b"q\n" + content + b"\nQ\n" + "\n".join(drawn).encode("ascii") + b"\n"))
+    for face, font in font_objects.items():
+        _finish_font(pdf, font, face)
+    if original is not None:
+        for index in range(len(original.pages)):
+            pdf.pages.insert(2 * index, original.pages[index])
+    # every stream not ours byte for byte (qpdf would recode and recompress some); ours deflated by _deflated
+    pdf.save(out_path, compress_streams=False, stream_decode_level=pikepdf.StreamDecodeLevel.none)
+
+
+def _deflated(pdf, data: bytes):
+    import pikepdf
+
+    stream = pikepdf.Stream(pdf, b"")
+    stream.write(zlib.compress(data), filter=pikepdf.Name.FlateDecode)
+    return stream

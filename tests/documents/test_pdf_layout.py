@@ -1,0 +1,242 @@
+"""PDF in, PDF out: documents made with reportlab, translated with the fakes, read back with pdfminer.six
+and pikepdf. Pages, images and links stay; each block's text is replaced in its place by real,
+embedded, extractable text; bilingual output; scans, missing fonts and hostile files refused."""
+
+import io
+import re
+import zlib
+
+import pikepdf
+import pytest
+from PIL import Image
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+from reportlab.pdfbase.ttfonts import TTFont
+from reportlab.pdfgen import canvas
+
+from app.documents import DocumentError, translate_document
+from app.documents import pdf as pdf_format
+
+from document_fakes import upper_keeping_tags, upper_losing_tags
+
+NOTO = "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf"
+W, H = A4
+PARAGRAPH = [
+    "This paragraph explains what the project does and why it",
+    "matters to the people who use it every day. It continues",
+    "on a third line.",
+]
+LEFT = ["The left column starts here and runs", "down the page for a few lines of", "ordinary words."]
+RIGHT = ["The right column is read after the", "left one, from its top to its", "bottom."]
+
+
+def make_pdf(path):
+    """Page 1: header, heading, paragraph, bold run, Cyrillic, Chinese, a link, an image, a page number.
+    Page 2: two columns and a ruled table."""
+    pdfmetrics.registerFont(TTFont("NotoSans", NOTO))
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.setFont("Helvetica", 9)
+    c.drawString(72, H - 40, "Annual report of the society")
+    c.setFont("Helvetica-Bold", 18)
+    c.drawString(72, H - 90, "Introduction to the project")
+    text = c.beginText(72, H - 120)
+    text.setFont("Helvetica", 11)
+    text.setLeading(14)
+    for line in PARAGRAPH:
+        text.textLine(line)
+    c.drawText(text)
+    text = c.beginText(72, H - 190)
+    text.setFont("Helvetica", 11)
+    text.textOut("A line with ")
+    text.setFont("Helvetica-Bold", 11)
+    text.textOut("bold words")
+    text.setFont("Helvetica", 11)
+    text.textLine(" inside it.")
+    c.drawText(text)
+    c.setFont("NotoSans", 11)
+    c.drawString(72, H - 230, "Привет, мир. Это строка по-русски.")
+    c.setFont("STSong-Light", 11)
+    c.drawString(72, H - 260, "这是一个中文句子。")
+    c.setFont("Helvetica", 11)
+    c.drawString(72, H - 290, "Visit our website for more.")
+    c.linkURL("https://example.org/report", (72, H - 293, 220, H - 280))
+    image = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 30, 30)).save(image, "PNG")
+    image.seek(0)
+    from reportlab.lib.utils import ImageReader
+
+    c.drawImage(ImageReader(image), 400, H - 300, 80, 60)
+    c.setFont("Helvetica", 9)
+    c.drawString(W / 2, 30, "3")
+    c.showPage()
+    for x, lines in ((72, LEFT), (320, RIGHT)):
+        text = c.beginText(x, H - 80)
+        text.setFont("Helvetica", 11)
+        text.setLeading(14)
+        for line in lines:
+            text.textLine(line)
+        c.drawText(text)
+    rows = [("Name", "Colour"), ("Apple", "Green"), ("Cherry", "Dark red")]
+    for r, row in enumerate(rows):
+        y = H - 300 - 24 * r
+        for col, cell in enumerate(row):
+            c.setFont("Helvetica", 10)
+            c.drawString(78 + 150 * col, y + 7, cell)
+        c.line(72, y, 372, y)
+    for x in (72, 222, 372):
+        c.line(x, H - 300 - 24 * 2, x, H - 276)
+    c.showPage()
+    c.save()
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pdf") / "report.pdf"
+    make_pdf(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def translated(source):
+    out = source.with_name("report.fra_Latn.pdf")
+    translate_document(source, out, upper_keeping_tags)
+    return out
+
+
+def chars(path):
+    """(page number, LTChar) of every character pdfminer reads."""
+    from pdfminer.high_level import extract_pages
+    from pdfminer.layout import LTChar
+
+    def walk(item):
+        if isinstance(item, LTChar):
+            yield item
+        for child in getattr(item, "_objs", []) if not isinstance(item, LTChar) else []:
+            yield from walk(child)
+
+    return [(n, c) for n, page in enumerate(extract_pages(str(path))) for c in walk(page)]
+
+
+def page_texts(path):
+    from pdfminer.high_level import extract_text
+
+    return [extract_text(str(path), page_numbers=[n]) for n in range(len(pikepdf.open(path).pages))]
+
+
+def test_pages_images_and_links_are_kept(source, translated):
+    with pikepdf.open(source) as a, pikepdf.open(translated) as b:
+        assert len(a.pages) == len(b.pages) == 2
+        assert [list(p.mediabox) for p in a.pages] == [list(p.mediabox) for p in b.pages]
+        images = lambda pdf: [x.read_raw_bytes() for page in pdf.pages for x in page.get_images().values()]
+        assert images(a) == images(b) and len(images(a)) == 1
+        links = lambda pdf: [(str(an.A.URI), [float(v) for v in an.Rect]) for page in pdf.pages for an in page.get("/Annots", [])]
+        assert links(a) == links(b) and [uri for uri, _ in links(a)] == ["https://example.org/report"]
+
+
+def test_every_block_is_replaced_by_its_translation(translated):
+    first, second = page_texts(translated)
+    for expected in ("T:ANNUAL REPORT OF THE SOCIETY", "T:INTRODUCTION TO THE PROJECT", "T:ПРИВЕТ, МИР.", "T:ЭТО СТРОКА ПО-РУССКИ.",
+                     "T:这是一个中文句子。", "T:VISIT OUR WEBSITE FOR MORE."):
+        assert expected in first
+    flat = " ".join(first.split())
+    # the paragraph's lines were one text: its first sentence runs across the line break
+    assert "T:THIS PARAGRAPH EXPLAINS WHAT THE PROJECT DOES AND WHY IT MATTERS TO THE PEOPLE WHO USE IT EVERY DAY." in flat
+    assert "T:A LINE WITH BOLD WORDS INSIDE IT." in flat
+    assert re.search(r"(?m)^3$", first)  # the page number is kept as it was
+    flat = " ".join(second.split())
+    assert flat.index("T:THE LEFT COLUMN") < flat.index("T:THE RIGHT COLUMN")  # reading order across columns
+    for cell in ("T:NAME", "T:COLOUR", "T:APPLE", "T:GREEN", "T:CHERRY", "T:DARK RED"):
+        assert cell in flat
+    for text in (first, second):  # none of the source's text is left: every translated word is upper case
+        assert not re.search(r"[a-zа-я]{2,}", text), text
+
+
+def test_the_translation_is_real_embedded_text_in_its_boxes(source, translated):
+    source_chars = chars(source)
+    out = chars(translated)
+    ours = [(n, c) for n, c in out if "+Noto" in c.fontname]
+    assert {c.get_text() for _, c in ours} >= set("T:ANNUALПРИВЕТ这是中文")
+    assert all(c.get_text() != "\ufffd" and not c.get_text().startswith("(cid:") for _, c in ours)
+    assert not any(n == 0 and c.fontname.endswith("Helvetica") and c.get_text().isalpha() for n, c in out)
+    # no two glyphs overlap, and each lies within the page
+    boxes = [(n, c.bbox) for n, c in ours if c.get_text().strip()]
+    for n, (x0, y0, x1, y1) in boxes:
+        assert 0 <= x0 and x1 <= W and 0 <= y0 and y1 <= H
+    for i, (n, a) in enumerate(boxes):
+        for m, b in boxes[i + 1 :]:
+            if n == m:
+                overlap_x = min(a[2], b[2]) - max(a[0], b[0])
+                overlap_y = min(a[3], b[3]) - max(a[1], b[1])
+                assert overlap_x < 0.5 or overlap_y < 0.5, (a, b)
+    # the paragraph's translation stays in the paragraph's box
+    paragraph = [c for n, c in source_chars if n == 0 and c.bbox[1] < H - 110 and c.bbox[3] > H - 150]
+    x0, y0 = min(c.bbox[0] for c in paragraph), min(c.bbox[1] for c in paragraph)
+    x1, y1 = max(c.bbox[2] for c in paragraph), max(c.bbox[3] for c in paragraph)
+    inside = [c for n, c in ours if n == 0 and c.bbox[1] < H - 110 and c.bbox[3] > H - 150]
+    assert inside and all(x0 - 1 <= c.bbox[0] and c.bbox[2] <= x1 + 1 and y0 - 1 <= c.bbox[1] and c.bbox[3] <= y1 + 1 for c in inside)
+    with pikepdf.open(translated) as pdf:
+        fonts = [f for page in pdf.pages for f in page.Resources.Font.values() if str(f.get("/BaseFont", "")).startswith("/") and "+Noto" in str(f.get("/BaseFont")) and f.get("/Subtype") == "/Type0"]
+        assert fonts
+        for font in fonts:
+            descendant = font.DescendantFonts[0]
+            assert "/ToUnicode" in font and "/FontFile2" in descendant.FontDescriptor
+            from fontTools.ttLib import TTFont as FontFile
+
+            embedded = FontFile(io.BytesIO(descendant.FontDescriptor.FontFile2.read_bytes()))
+            glyf = embedded["glyf"]
+            # a subset: .notdef and the glyphs drawn, every one with an outline (no .notdef boxes drawn)
+            assert len(embedded.getGlyphOrder()) < 100
+            assert all(glyf[name].numberOfContours for name in embedded.getGlyphOrder()[1:]
+                       if not re.search(rb"<%04X> <0020>" % embedded.getGlyphID(name), font.ToUnicode.read_bytes()))
+
+
+def test_bilingual_puts_each_original_page_before_its_translation(source, tmp_path):
+    out = tmp_path / "report.fra_Latn.bilingual.pdf"
+    translate_document(source, out, upper_losing_tags, options={"bilingual": True})
+    texts = page_texts(out)
+    assert len(texts) == 4
+    assert "Introduction to the project" in texts[0] and "T:INTRODUCTION TO THE PROJECT" in texts[1]
+    assert "The left column" in texts[2] and "T:THE LEFT COLUMN" in texts[3]
+
+
+def test_a_scanned_pdf_is_named_as_such(tmp_path):
+    path = tmp_path / "scan.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    image = io.BytesIO()
+    Image.new("L", (50, 70), 230).save(image, "PNG")
+    image.seek(0)
+    from reportlab.lib.utils import ImageReader
+
+    c.drawImage(ImageReader(image), 0, 0, W, H)
+    c.showPage()
+    c.save()
+    with pytest.raises(DocumentError, match="^no text to translate: the pages are images; OCR is not supported yet$"):
+        translate_document(path, tmp_path / "out.pdf", upper_keeping_tags)
+
+
+def test_no_font_for_the_script_is_one_line_naming_it(source, tmp_path, monkeypatch):
+    empty = tmp_path / "fonts.conf"
+    empty.write_text('<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd"><fontconfig></fontconfig>')
+    monkeypatch.setenv("FONTCONFIG_FILE", str(empty))
+    with pytest.raises(DocumentError, match=r"^no font for the Latin script \(U\+0054\) is installed: install a Noto font"):
+        translate_document(source, tmp_path / "out.pdf", upper_keeping_tags)
+    assert not (tmp_path / "out.pdf").exists()
+
+
+def test_hostile_pdfs_are_refused_by_name(source, tmp_path, monkeypatch):
+    monkeypatch.setattr(pdf_format, "MAX_PAGES", 1)
+    with pytest.raises(DocumentError, match=r"^too many pages \(2; the limit is 1\)$"):
+        translate_document(source, tmp_path / "out.pdf", upper_keeping_tags)
+    monkeypatch.undo()
+    bomb = tmp_path / "bomb.pdf"
+    with pikepdf.open(source) as pdf:
+        stream = pikepdf.Stream(pdf, zlib.compress(b" " * (pdf_format.MAX_STREAM_BYTES + 1)))
+        stream.Filter = pikepdf.Name.FlateDecode
+        stream.write(zlib.compress(b" " * (pdf_format.MAX_STREAM_BYTES + 1)), filter=pikepdf.Name.FlateDecode)
+        pdf.pages[0].Contents = pikepdf.Array([pdf.pages[0].Contents, pdf.make_indirect(stream)])
+        pdf.save(bomb)
+    assert bomb.stat().st_size < 1024 * 1024
+    with pytest.raises(DocumentError, match="decompression bomb"):
+        translate_document(bomb, tmp_path / "out.pdf", upper_keeping_tags)

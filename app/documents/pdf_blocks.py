@@ -28,8 +28,10 @@ SIZE_CHANGE = 1.15  # lines whose sizes differ by this factor are in different b
 SHORT_LINE = 0.8  # a line shorter than this share of its block's width ends a paragraph
 MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX", re.IGNORECASE)
 URL = re.compile(r"^\s*(?:https?://|www\.|mailto:)\S+\s*$|^\s*\S+@\S+\.\w+\s*$", re.IGNORECASE)
-BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
-ITALIC_NAME = re.compile(r"italic|oblique", re.IGNORECASE)
+BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|CMBX|CMB\d", re.IGNORECASE)
+ITALIC_NAME = re.compile(r"ital|oblique|CMTI|CMSL", re.IGNORECASE)
+MONO_FONT = re.compile(r"courier|mono|CMTT|consol|menlo|typewriter", re.IGNORECASE)
+BULLET = re.compile(r"^([•▪◦‣●■□–*-]|\d{1,3}[.)]|[a-z][.)])\s")  # a list item's marker, kept out of the translation
 NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
 
 
@@ -52,6 +54,7 @@ class Block:
     translate: bool = True
     shows: set[int] = field(default_factory=set)
     color: tuple = ()
+    align: str = "left"  # or "right", "center"
 
     @property
     def bbox(self) -> tuple[float, float, float, float]:
@@ -79,11 +82,26 @@ class Block:
                     runs.append(Run(" ", runs[-1].style if runs else None))
             for text, style, _ in line.pieces:
                 runs.append(Run(text, style if text.strip() or not runs else runs[-1].style))
+        text = "".join(r.text for r in runs)
+        marker = BULLET.match(text)
+        if marker and text[marker.end():].strip():
+            runs = [Run("", None, atom=marker.group())] + _drop(runs, marker.end())
         return merge_runs(runs)
 
     @property
     def text(self) -> str:
         return "".join(r.text for r in self.runs())
+
+
+def _drop(runs: list[Run], count: int) -> list[Run]:
+    """The runs without their first `count` characters."""
+    out = []
+    for run in runs:
+        cut = min(count, len(run.text))
+        count -= cut
+        if run.text[cut:]:
+            out.append(Run(run.text[cut:], run.style))
+    return out
 
 
 @dataclass
@@ -195,8 +213,11 @@ def _page(index, layout, page_size, origin, upright_page) -> Page:
             baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
             lines.append(Line(pieces, line.x0, line.y0, line.x1, line.y1, size, baseline, chars))
         blocks.extend(_cut(index, lines, rules))
+    if blocks:
+        left, right = min(b.bbox[0] for b in blocks), max(b.bbox[2] for b in blocks)
     for block in blocks:
         _decide(block, upright_page)
+        block.align = _alignment(block, left, right, page_size[0])
     _keep_shared(blocks)
     return Page(index, page_size[0], page_size[1], origin, blocks, rules, upright_page, images)
 
@@ -246,7 +267,27 @@ def _decide(block: Block, upright_page: bool) -> None:
         and "(cid:" not in text
         and all(show is not None and show >= 0 for line in block.lines for piece, _, show in line.pieces if piece.strip())
         and sum(bool(MATH_FONT.search(c.fontname or "")) for c in chars) < 0.3 * len(chars)
+        and not all(MONO_FONT.search(c.fontname or "") for c in chars if c.get_text().strip())  # code
     )
+
+
+def _alignment(block: Block, left: float, right: float, page_width: float) -> str:
+    """How the block's lines are set, from their edges (several lines) or its place on the page (one)."""
+    lines = block.lines
+    x0, _, x1, _ = block.bbox
+    if len(lines) > 1:
+        lefts, rights = [l.x0 for l in lines], [l.x1 for l in lines]
+        centers = [(l.x0 + l.x1) / 2 for l in lines]
+        if max(lefts) - min(lefts) < 1:
+            return "left"
+        if max(rights) - min(rights) < 1:
+            return "right"
+        return "center" if max(centers) - min(centers) < 2 else "left"
+    if x0 > left + 0.25 * (right - left) and abs(x1 - right) < 2:
+        return "right"
+    if x0 > left + 5 and min(abs((x0 + x1) / 2 - c) for c in ((left + right) / 2, page_width / 2)) < 3:
+        return "center"
+    return "left"
 
 
 def _keep_shared(blocks: list[Block]) -> None:

@@ -50,7 +50,7 @@ def _units(runs: list[Run], fonts: FontLibrary) -> list[Unit]:
     glue = False  # the next character joins the current unit
     for run in runs:
         style = run.style if isinstance(run.style, tuple) else (False, False)
-        for ch in run.text:
+        for ch in run.atom if isinstance(run.atom, str) else run.text:  # a list marker is drawn as it was
             if ch in "\n\t\r":
                 ch = " "
             if unicodedata.category(ch).startswith("C"):
@@ -123,22 +123,31 @@ def _fit(units, box, size, leading, floor) -> Setting | None:
         s = max(s * SIZE_STEP, floor)
 
 
-def _grown(box, page: Page, obstacles) -> tuple[float, float, float, float]:
-    """The box grown right, then down, into the free space of the page's text area."""
+def _grown(box, page: Page, obstacles, align: str) -> tuple[float, float, float, float]:
+    """The box grown sideways (away from the side its lines are aligned on), then down, into the free
+    space of the page's text area."""
     x0, y0, x1, y1 = box
     area = [b.bbox for b in page.blocks]
-    right_edge = max(b[2] for b in area)
-    bottom_edge = min(b[1] for b in area)
-    right = right_edge
+    right, left = max(b[2] for b in area), min(b[0] for b in area)
     for ox0, oy0, ox1, oy1 in obstacles:
-        if oy0 < y1 and oy1 > y0 and ox0 >= x1 - 0.5:
-            right = min(right, ox0 - GAP)
-    right = max(right, x1)
-    bottom = bottom_edge
+        if oy0 < y1 and oy1 > y0:
+            if ox0 >= x1 - 0.5:
+                right = min(right, ox0 - GAP)
+            if ox1 <= x0 + 0.5:
+                left = max(left, ox1 + GAP)
+    right, left = max(right, x1), min(left, x0)
+    if align == "left":
+        left = x0
+    elif align == "right":
+        right = x1
+    else:
+        room = min(x0 - left, right - x1)
+        left, right = x0 - room, x1 + room
+    bottom = min(b[1] for b in area)
     for ox0, oy0, ox1, oy1 in obstacles:
-        if ox0 < right and ox1 > x0 and oy1 <= y0 + 0.5:
+        if ox0 < right and ox1 > left and oy1 <= y0 + 0.5:
             bottom = max(bottom, oy1 + GAP)
-    return x0, min(bottom, y0), right, y1
+    return left, min(bottom, y0), right, y1
 
 
 def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obstacles) -> Setting:
@@ -147,7 +156,7 @@ def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obsta
     box = block.bbox
     setting = _fit(units, box, size, leading, size * SHRINK_FLOOR)
     if setting is None:
-        grown = _grown(box, page, obstacles)
+        grown = _grown(box, page, obstacles, block.align)
         setting = _fit(units, grown, size, leading, max(size * GROWN_FLOOR, min(MIN_SIZE, size)))
         if setting is None:  # does not fit even so: the smallest size, running over the box's bottom
             small = max(size * GROWN_FLOOR, min(MIN_SIZE, size))
@@ -176,7 +185,7 @@ def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) ->
     for number, line in enumerate(setting.lines):
         baseline = y1 - top * s - number * leading * s
         width = _width(line, s)
-        x = x1 - width if _rtl(line) else x0
+        x = x1 - width if _rtl(line) or block.align == "right" else x0 + (x1 - x0 - width) / 2 if block.align == "center" else x0
         if _rtl(line):
             line = _visual_order(line)
         out.append(f"1 0 0 1 {x + ox:.3f} {baseline + oy:.3f} Tm")

@@ -78,6 +78,11 @@ def make_pdf(path):
         for line in lines:
             text.textLine(line)
         c.drawText(text)
+    c.setFont("NotoSans", 11)
+    c.drawString(72, H - 200, "• The first item of a list")
+    c.drawString(72, H - 216, "• The second item")
+    c.setFont("Courier", 10)
+    c.drawString(72, H - 240, "print(value)  # code")
     rows = [("Name", "Colour"), ("Apple", "Green"), ("Cherry", "Dark red")]
     for r, row in enumerate(rows):
         y = H - 300 - 24 * r
@@ -149,7 +154,9 @@ def test_every_block_is_replaced_by_its_translation(translated):
     assert flat.index("T:THE LEFT COLUMN") < flat.index("T:THE RIGHT COLUMN")  # reading order across columns
     for cell in ("T:NAME", "T:COLOUR", "T:APPLE", "T:GREEN", "T:CHERRY", "T:DARK RED"):
         assert cell in flat
-    for text in (first, second):  # none of the source's text is left: every translated word is upper case
+    assert "• T:THE FIRST ITEM OF A LIST • T:THE SECOND ITEM" in flat  # list markers kept out of the translation
+    assert "print(value)  # code" in second  # code (monospaced text) is kept as it is
+    for text in (first, second.replace("print(value)  # code", "")):  # no source text left: translated words are upper case
         assert not re.search(r"[a-zа-я]{2,}", text), text
 
 

@@ -6,7 +6,8 @@ macOS. Noto fonts are preferred (Noto Sans before the others, the CJK face of th
 for Han characters), bold when the source run was bold. No font for a character is one clear line
 naming its script.
 
-Each font used is embedded as a new TrueType font holding only the glyphs drawn (outlines copied,
+Text is shaped with HarfBuzz (uharfbuzz) word by word: contextual forms and ligatures (Arabic,
+Indic scripts), mark positioning (Thai, Hebrew points), kerning. Each font used is embedded as a new TrueType font holding only the glyphs drawn (outlines copied,
 cubic CFF curves converted to quadratic), as a Type0/CIDFontType2 font with Identity-H encoding
 (character codes are the new glyph ids) and a ToUnicode map, so the text stays selectable and
 searchable.
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.documents.safety import DocumentError
@@ -37,6 +39,19 @@ def script_name(ch: str) -> str:
     return (name.split()[0] if name else f"U+{ord(ch):04X}").title()
 
 
+@dataclass(frozen=True)
+class Glyph:
+    """One shaped glyph: its face, its name in the font, where it goes (ems), the text it stands for
+    (the whole cluster on its first glyph, "" on the others)."""
+
+    face: "Face"
+    name: str
+    advance: float
+    dx: float
+    dy: float
+    text: str
+
+
 class Face:
     """One font file (a face of a collection) and the glyphs drawn with it, numbered from 1."""
 
@@ -51,25 +66,54 @@ class Face:
         self.hmtx = self.font["hmtx"]
         hhea = self.font["hhea"]
         self.ascent, self.descent = hhea.ascent / self.upm, hhea.descent / self.upm  # in ems; descent < 0
-        self.glyph_ids: dict[str, int] = {}  # source glyph name -> glyph id in the embedded font
+        self.glyph_ids: dict[tuple[str, str], int] = {}  # (source glyph name, its text) -> embedded glyph id
         self.unicode: dict[int, str] = {}  # embedded glyph id -> the text it draws
+        self.hb_font = None
+        self.shaped: dict[str, tuple[Glyph, ...]] = {}
 
     def covers(self, ch: str) -> bool:
         return ord(ch) in self.cmap
 
-    def advance(self, ch: str) -> float:
-        """The character's advance width in ems."""
-        return self.hmtx[self.cmap[ord(ch)]][0] / self.upm
+    def shape(self, text: str) -> tuple[Glyph, ...]:
+        """The glyphs of `text` (one script, one direction) in visual order, left to right."""
+        glyphs = self.shaped.get(text)
+        if glyphs is None:
+            glyphs = self.shaped[text] = self._shape(text)
+        return glyphs
 
-    def encode(self, text: str) -> bytes:
-        """The codes that draw `text` (every character covered), two bytes per glyph."""
-        out = bytearray()
-        for ch in text:
-            name = self.cmap[ord(ch)]
-            gid = self.glyph_ids.setdefault(name, len(self.glyph_ids) + 1)
-            self.unicode.setdefault(gid, ch)
-            out += gid.to_bytes(2, "big")
-        return bytes(out)
+    def _shape(self, text: str) -> tuple[Glyph, ...]:
+        import uharfbuzz as hb
+
+        if self.hb_font is None:
+            self.hb_font = hb.Font(hb.Face(hb.Blob.from_file_path(self.path), self.index))
+        buffer = hb.Buffer()
+        buffer.add_codepoints([ord(ch) for ch in text])  # clusters are then character offsets
+        buffer.guess_segment_properties()
+        hb.shape(self.hb_font, buffer, {})
+        starts = sorted({info.cluster for info in buffer.glyph_infos}) + [len(text)]
+        cluster_text = {a: text[a:b] for a, b in zip(starts, starts[1:])}
+        order = self.font.getGlyphOrder()
+        scale = self.hb_font.face.upem
+        out, seen = [], set()
+        for info, position in zip(buffer.glyph_infos, buffer.glyph_positions):
+            first = info.cluster not in seen
+            seen.add(info.cluster)
+            out.append(Glyph(self, order[info.codepoint], position.x_advance / scale, position.x_offset / scale,
+                             position.y_offset / scale, cluster_text[info.cluster] if first else ""))
+        return tuple(out)
+
+    def width(self, name: str) -> float:
+        """A glyph's advance width in the font (what the PDF's /W says), in ems."""
+        return self.hmtx[name][0] / self.upm
+
+    def code(self, glyph: Glyph) -> bytes:
+        """The two-byte code that draws the glyph from the embedded font. A glyph that stands for
+        different texts (a base letter alone, and the first glyph of a cluster with its vowel sign)
+        gets one code per text: ToUnicode maps codes, not glyphs."""
+        gid = self.glyph_ids.setdefault((glyph.name, glyph.text), len(self.glyph_ids) + 1)
+        if glyph.text:
+            self.unicode[gid] = glyph.text
+        return gid.to_bytes(2, "big")
 
     def subset(self) -> tuple[bytes, list[int], list[int]]:
         """(a TrueType font of the glyphs drawn, each glyph's advance in 1/1000 em, its bbox in 1/1000 em)."""
@@ -80,7 +124,7 @@ class Face:
 
         glyph_set = self.font.getGlyphSet()
         cubic = "glyf" not in self.font
-        sources = [".notdef"] + sorted(self.glyph_ids, key=self.glyph_ids.get)
+        sources = [".notdef"] + [name for name, _ in sorted(self.glyph_ids, key=self.glyph_ids.get)]
         order = [".notdef"] + [f"g{i}" for i in range(1, len(sources))]
         glyphs, advances = {}, []
         for new, source in zip(order, sources):

@@ -10,7 +10,8 @@ Typesetting: the translation is broken into lines at spaces (and between charact
 written without spaces) to fill the block's box, at the original size where it fits, shrinking
 down to `SHRINK_FLOOR` of it; then the box grows right and down into free space (up to the next
 block, a ruled line or the page's text area) and the size shrinks further, down to `GROWN_FLOOR`.
-Right-to-left scripts are set right-aligned. Bold and italic runs keep their style.
+Right-to-left paragraphs are set flush right, their words right to left (runs of left-to-right words
+keep their order). Bold and italic runs keep their style. Glyphs come from HarfBuzz (pdf_fonts.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import zlib
 from dataclasses import dataclass
 
 from app.documents.pdf_blocks import SHOW_OPERATORS, Block, Page
-from app.documents.pdf_fonts import Face, FontLibrary
+from app.documents.pdf_fonts import Face, FontLibrary, Glyph
 from app.documents.segments import Run
 
 SHRINK_FLOOR = 0.9
@@ -34,19 +35,19 @@ BREAK_ANYWHERE = re.compile(r"[\u2e80-\u9fff\u3040-\u30ff\uf900-\ufaff\u0e00-\u0
 NO_BREAK_BEFORE = set("、。，．！？）」』】〕〉》：；!?,.:;)]}%”’»")
 NO_BREAK_AFTER = set("（「『【〔〈《([{“‘«")
 
-Unit = list  # [(character, face)]: what cannot be broken
-
 
 @dataclass
 class Setting:
-    lines: list[list[tuple[str, Face]]]
+    lines: list[list[list[Glyph]]]  # each line's units, in logical order
     size: float
     box: tuple[float, float, float, float]
+    rtl: bool = False
 
 
-def _units(runs: list[Run], fonts: FontLibrary) -> list[Unit]:
-    """The translation cut where a line may break: words, spaces, characters of unspaced scripts."""
-    units: list[Unit] = []
+def _characters(runs: list[Run], fonts: FontLibrary) -> list[list[tuple[str, Face]]]:
+    """The translation cut where a line may break (words, spaces, characters of unspaced scripts),
+    each character with the face that draws it."""
+    units: list[list[tuple[str, Face]]] = []
     glue = False  # the next character joins the current unit
     for run in runs:
         style = run.style if isinstance(run.style, tuple) else (False, False)
@@ -55,57 +56,121 @@ def _units(runs: list[Run], fonts: FontLibrary) -> list[Unit]:
                 ch = " "
             if unicodedata.category(ch).startswith("C"):
                 continue
+            if unicodedata.category(ch).startswith("M") and units and units[-1][-1][1].covers(ch):
+                units[-1].append((ch, units[-1][-1][1]))  # a mark is drawn with its base's face
+                continue
             face = fonts.face_for(ch, style)
-            if ch == " ":
+            breakable = not units or units[-1][0][0] == " " or (
+                not glue and ch not in NO_BREAK_BEFORE and (BREAK_ANYWHERE.match(ch) or BREAK_ANYWHERE.match(units[-1][-1][0]))
+            )
+            if ch == " " or breakable:
                 units.append([(ch, face)])
-                glue = False
-            elif not units or units[-1][0][0] == " " or (BREAK_ANYWHERE.match(ch) and not glue and ch not in NO_BREAK_BEFORE):
-                if units and ch in NO_BREAK_BEFORE and units[-1][0][0] != " ":
-                    units[-1].append((ch, face))
-                else:
-                    units.append([(ch, face)])
-                glue = ch in NO_BREAK_AFTER
-            elif BREAK_ANYWHERE.match(units[-1][-1][0]) and not glue and ch not in NO_BREAK_BEFORE:
-                units.append([(ch, face)])
-                glue = ch in NO_BREAK_AFTER
             else:
                 units[-1].append((ch, face))
-                glue = ch in NO_BREAK_AFTER
+            glue = ch in NO_BREAK_AFTER
     return units
 
 
-def _width(chars, size: float) -> float:
-    return sum(face.advance(ch) for ch, face in chars) * size
+def _shaped(unit: list[tuple[str, Face]]) -> list[Glyph]:
+    """A unit's glyphs: each stretch of one face shaped whole, in visual order."""
+    stretches: list[list] = []
+    for ch, face in unit:
+        if stretches and stretches[-1][1] is face:
+            stretches[-1][0] += ch
+        else:
+            stretches.append([ch, face])
+    shaped = [list(face.shape(text)) for text, face in stretches]
+    if _is_rtl("".join(ch for ch, _ in unit)):
+        shaped.reverse()
+    return [glyph for stretch in shaped for glyph in stretch]
 
 
-def _wrap(units: list[Unit], width: float, size: float) -> list[list[tuple[str, Face]]]:
+def _is_rtl(text: str) -> bool:
+    """The text's first strong character is right to left."""
+    for ch in text:
+        kind = unicodedata.bidirectional(ch)
+        if kind in ("R", "AL"):
+            return True
+        if kind == "L":
+            return False
+    return False
+
+
+def _width(glyphs, size: float) -> float:
+    return sum(g.advance for g in glyphs) * size
+
+
+def _is_space(unit: list[Glyph]) -> bool:
+    return all(g.text.isspace() for g in unit)
+
+
+def _wrap(units: list[list[Glyph]], width: float, size: float) -> list[list[list[Glyph]]]:
+    """Units filled into lines of `width`; a unit longer than a line is cut between clusters."""
     lines: list[list] = [[]]
     used = 0.0
     for unit in units:
-        if unit[0][0] == " ":
+        if _is_space(unit):
             if lines[-1]:
-                lines[-1] += unit
+                lines[-1].append(unit)
                 used += _width(unit, size)
             continue
-        # a unit longer than a line is cut anywhere
-        for piece in [[c] for c in unit] if _width(unit, size) > width else [unit]:
+        pieces = [unit]
+        if _width(unit, size) > width:
+            pieces = []
+            for glyph in unit:
+                if glyph.text or not pieces:
+                    pieces.append([])
+                pieces[-1].append(glyph)
+        for piece in pieces:
             piece_width = _width(piece, size)
             if lines[-1] and used + piece_width > width:
                 lines.append([])
                 used = 0.0
-            lines[-1] += piece
+            lines[-1].append(piece)
             used += piece_width
     return [line for line in map(_trim, lines) if line]
 
 
 def _trim(line):
-    while line and line[-1][0] == " ":
+    while line and _is_space(line[-1]):
         line = line[:-1]
     return line
 
 
+def _visual(line: list[list[Glyph]], rtl: bool) -> list[Glyph]:
+    """A line's glyphs left to right: in a right-to-left paragraph the units are reversed, runs of
+    left-to-right words (numbers, Latin names) keeping their own order."""
+    if not rtl:
+        return [g for unit in line for g in unit]
+    out, ltr = [], []
+    for unit in reversed(line):
+        if not _is_space(unit) and not _is_rtl("".join(g.text for g in unit)):
+            ltr.insert(0, unit)
+            continue
+        if ltr and _is_space(unit):
+            ltr.insert(0, unit)
+            continue
+        out += _trim_ltr(ltr)
+        ltr = []
+        out.append(unit)
+    out += _trim_ltr(ltr)
+    return [g for unit in out for g in unit]
+
+
+def _trim_ltr(units):
+    """A left-to-right run inside a right-to-left line, its spaces moved to the run's outside."""
+    leading = []
+    while units and _is_space(units[0]):
+        leading.append(units.pop(0))
+    return units + leading
+
+
+def _faces(lines) -> set:
+    return {g.face for line in lines for unit in line for g in unit}
+
+
 def _height(lines, size: float, leading: float) -> float:
-    faces = {face for line in lines for _, face in line}
+    faces = _faces(lines)
     top = max((1 + f.descent for f in faces), default=0.8)
     bottom = min((f.descent for f in faces), default=-0.2)
     return (top - bottom) * size + (len(lines) - 1) * leading * size
@@ -151,7 +216,8 @@ def _grown(box, page: Page, obstacles, align: str) -> tuple[float, float, float,
 
 
 def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obstacles) -> Setting:
-    units = _units(runs, fonts)
+    units = [_shaped(unit) for unit in _characters(runs, fonts)]
+    rtl = _is_rtl("".join(r.text for r in runs))
     size, leading = block.size, block.leading
     box = block.bbox
     setting = _fit(units, box, size, leading, size * SHRINK_FLOOR)
@@ -161,11 +227,8 @@ def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obsta
         if setting is None:  # does not fit even so: the smallest size, running over the box's bottom
             small = max(size * GROWN_FLOOR, min(MIN_SIZE, size))
             setting = Setting(_wrap(units, grown[2] - grown[0], small), small, grown)
+    setting.rtl = rtl
     return setting
-
-
-def _rtl(line) -> bool:
-    return any(unicodedata.bidirectional(ch) in ("R", "AL") for ch, _ in line)
 
 
 def _color(color: tuple) -> str:
@@ -174,48 +237,46 @@ def _color(color: tuple) -> str:
 
 
 def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) -> str:
-    """Content stream operators that draw the setting (page coordinates shifted back by the media box's origin)."""
+    """Content stream operators that draw the setting (page coordinates shifted back by the media box's origin).
+
+    Each line is one text position (Tm) and TJ arrays whose numbers move each glyph from where the
+    font's own width leaves it to where HarfBuzz placed it; a glyph raised or lowered (a mark) is
+    drawn with a text rise (Ts)."""
     x0, y0, x1, y1 = setting.box
     ox, oy = origin
     s, leading = setting.size, block.leading
-    faces = {face for line in setting.lines for _, face in line}
-    top = max((1 + f.descent for f in faces), default=0.8)
+    top = max((1 + f.descent for f in _faces(setting.lines)), default=0.8)
+    right = setting.rtl or block.align == "right"
     out = [_color(block.color), "BT"]
     current = None
     for number, line in enumerate(setting.lines):
         baseline = y1 - top * s - number * leading * s
-        width = _width(line, s)
-        x = x1 - width if _rtl(line) or block.align == "right" else x0 + (x1 - x0 - width) / 2 if block.align == "center" else x0
-        if _rtl(line):
-            line = _visual_order(line)
+        width = _width([g for unit in line for g in unit], s)
+        x = x1 - width if right else x0 + (x1 - x0 - width) / 2 if block.align == "center" else x0
         out.append(f"1 0 0 1 {x + ox:.3f} {baseline + oy:.3f} Tm")
-        i = 0
-        while i < len(line):
-            face = line[i][1]
-            j = i
-            while j < len(line) and line[j][1] is face:
-                j += 1
-            if current is not face:
-                out.append(f"/{font_names[face]} {s:.3f} Tf")
-                current = face
-            out.append(f"<{face.encode(''.join(ch for ch, _ in line[i:j])).hex()}> Tj")
-            i = j
+        pen = drawn = 0.0  # where the next glyph's origin goes, and where the text position is (ems)
+        array: list[str] = []
+        for glyph in _visual(line, setting.rtl):
+            if current is not glyph.face or glyph.dy:
+                if array:
+                    out.append(f"[{' '.join(array)}] TJ")
+                    array = []
+                if current is not glyph.face:
+                    out.append(f"/{font_names[glyph.face]} {s:.3f} Tf")
+                    current = glyph.face
+            move = pen + glyph.dx - drawn
+            if abs(move) > 1e-4:
+                array.append(f"{-move * 1000:.1f}")
+            array.append(f"<{glyph.face.code(glyph).hex()}>")
+            if glyph.dy:
+                out += [f"{glyph.dy * s:.3f} Ts", f"[{' '.join(array)}] TJ", "0 Ts"]
+                array = []
+            drawn = pen + glyph.dx + glyph.face.width(glyph.name)
+            pen += glyph.advance
+        if array:
+            out.append(f"[{' '.join(array)}] TJ")
     out.append("ET")
     return "\n".join(out)
-
-
-def _visual_order(line):
-    """A right-to-left line in drawing order: the characters reversed, runs of left-to-right text
-    (numbers, Latin words) kept in their own order."""
-    out, ltr = [], []
-    for item in reversed(line):
-        if unicodedata.bidirectional(item[0]) in ("L", "EN", "AN"):
-            ltr.insert(0, item)
-            continue
-        out.extend(ltr)
-        ltr = []
-        out.append(item)
-    return out + ltr
 
 
 def remove_text(pdf_page, page: Page, remove: set[int]) -> bytes:
@@ -328,7 +389,7 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
             setting = typeset(block, translations[i], fonts, page, [o for o in obstacles if o != block.bbox])
             if setting.box != block.bbox:
                 obstacles.append(setting.box)
-            for face in {face for line in setting.lines for _, face in line}:
+            for face in _faces(setting.lines):
                 if face not in font_objects:
                     font_objects[face] = _font_object(pdf, face)
                 if face not in names:

@@ -4,6 +4,7 @@ embedded, extractable text; bilingual output; scans, missing fonts and hostile f
 
 import io
 import re
+import unicodedata
 import zlib
 
 import pikepdf
@@ -124,6 +125,21 @@ def chars(path):
     return [(n, c) for n, page in enumerate(extract_pages(str(path))) for c in walk(page)]
 
 
+def lines(path):
+    """Each page's text lines as pdfminer groups them: their boxes."""
+    from pdfminer.high_level import extract_pages
+    from pdfminer.layout import LTTextLineHorizontal
+
+    def walk(item):
+        if isinstance(item, LTTextLineHorizontal):
+            yield item.bbox
+        else:
+            for child in getattr(item, "_objs", []):
+                yield from walk(child)
+
+    return [list(walk(page)) for page in extract_pages(str(path))]
+
+
 def page_texts(path):
     from pdfminer.high_level import extract_text
 
@@ -167,16 +183,13 @@ def test_the_translation_is_real_embedded_text_in_its_boxes(source, translated):
     assert {c.get_text() for _, c in ours} >= set("T:ANNUALПРИВЕТ这是中文")
     assert all(c.get_text() != "\ufffd" and not c.get_text().startswith("(cid:") for _, c in ours)
     assert not any(n == 0 and c.fontname.endswith("Helvetica") and c.get_text().isalpha() for n, c in out)
-    # no two glyphs overlap, and each lies within the page
-    boxes = [(n, c.bbox) for n, c in ours if c.get_text().strip()]
-    for n, (x0, y0, x1, y1) in boxes:
-        assert 0 <= x0 and x1 <= W and 0 <= y0 and y1 <= H
-    for i, (n, a) in enumerate(boxes):
-        for m, b in boxes[i + 1 :]:
-            if n == m:
-                overlap_x = min(a[2], b[2]) - max(a[0], b[0])
-                overlap_y = min(a[3], b[3]) - max(a[1], b[1])
-                assert overlap_x < 0.5 or overlap_y < 0.5, (a, b)
+    # each glyph lies within the page, and no two lines of the translation overlap
+    for n, c in ours:
+        assert 0 <= c.x0 and c.x1 <= W and 0 <= c.y0 and c.y1 <= H
+    for boxes in lines(translated):
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                assert min(a[2], b[2]) - max(a[0], b[0]) < 0.5 or min(a[3], b[3]) - max(a[1], b[1]) < 0.5, (a, b)
     # the paragraph's translation stays in the paragraph's box
     paragraph = [c for n, c in source_chars if n == 0 and c.bbox[1] < H - 110 and c.bbox[3] > H - 150]
     x0, y0 = min(c.bbox[0] for c in paragraph), min(c.bbox[1] for c in paragraph)
@@ -247,3 +260,49 @@ def test_hostile_pdfs_are_refused_by_name(source, tmp_path, monkeypatch):
     assert bomb.stat().st_size < 1024 * 1024
     with pytest.raises(DocumentError, match="decompression bomb"):
         translate_document(bomb, tmp_path / "out.pdf", upper_keeping_tags)
+
+
+def one_paragraph(path):
+    c = canvas.Canvas(str(path), pagesize=A4)
+    text = c.beginText(72, H - 100)
+    text.setFont("Helvetica", 12)
+    text.setLeading(15)
+    for line in PARAGRAPH:
+        text.textLine(line)
+    c.drawText(text)
+    c.showPage()
+    c.save()
+
+
+def to_unicode(path):
+    """{text: how many glyphs stand for it} over the ToUnicode maps of the fonts drawn in."""
+    counts = {}
+    with pikepdf.open(path) as pdf:
+        for font in pdf.pages[0].Resources.Font.values():
+            if "/ToUnicode" in font:
+                for hex_text in re.findall(rb"<[0-9A-F]{4}> <([0-9A-F]+)>", font.ToUnicode.read_bytes()):
+                    text = bytes.fromhex(hex_text.decode()).decode("utf-16-be")
+                    counts[text] = counts.get(text, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("translation, check", [
+    ("بببب مرحبا بالعالم.", lambda glyphs: glyphs["ب"] >= 3),  # joining forms: initial, medial, final
+    ("नमस्ते दुनिया, यह एक वाक्य है।", lambda glyphs: any(len(t) > 1 for t in glyphs)),  # conjuncts: one glyph, several characters
+    # a vowel mark stays in its base letter's cluster
+    ("สวัสดีชาวโลก นี่คือประโยค", lambda glyphs: any(len(t) > 1 and unicodedata.category(t[-1]) == "Mn" for t in glyphs)),
+    ("שלום עולם, זה משפט.", lambda glyphs: "ש" in glyphs),
+], ids=["Arabic", "Devanagari", "Thai", "Hebrew"])
+def test_every_script_is_shaped_and_embedded(tmp_path, translation, check):
+    source = tmp_path / "one.pdf"
+    one_paragraph(source)
+    out = tmp_path / "one.x.pdf"
+    translate_document(source, out, lambda texts: [translation] * len(texts))
+    glyphs = to_unicode(out)
+    assert check(glyphs), glyphs
+    drawn = "".join(glyphs)
+    assert set(translation.replace(" ", "")) <= set(drawn)  # every character has a glyph and is extractable
+    ours = [c for _, c in chars(out)]
+    assert ours and all("+Noto" in c.fontname for c in ours)
+    if translation[0] in "בשמ" or "\u0600" <= translation[0] <= "\u06ff":  # right to left: set flush right
+        assert abs(max(c.x1 for c in ours) - max(c.x1 for _, c in chars(source))) < 2

@@ -6,8 +6,8 @@ content stream by a `TJ` of one number that moves the text position as far as th
 links are not touched. The original content is wrapped in `q ... Q` and the translations are drawn
 after it as real text (embedded subset fonts with ToUnicode, see pdf_fonts.py).
 
-Typesetting: the translation is broken into lines at spaces (and between characters of scripts
-written without spaces) to fill the block's box, at the original size where it fits, shrinking
+Typesetting: the translation is broken into lines where Unicode's line breaking rules allow (at
+spaces, between CJK characters, between Thai words) to fill the block's box, at the original size where it fits, shrinking
 down to `SHRINK_FLOOR` of it; then the box grows right and down into free space (up to the next
 block, a ruled line or the page's text area) and the size shrinks further, down to `GROWN_FLOOR`.
 Right-to-left paragraphs are set flush right, their words right to left (runs of left-to-right words
@@ -31,9 +31,6 @@ GROWN_FLOOR = 0.5
 MIN_SIZE = 4.0
 SIZE_STEP = 0.95
 GAP = 2.0  # points kept free between a grown box and what it grew towards
-BREAK_ANYWHERE = re.compile(r"[\u2e80-\u9fff\u3040-\u30ff\uf900-\ufaff\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff]")
-NO_BREAK_BEFORE = set("、。，．！？）」』】〕〉》：；!?,.:;)]}%”’»")
-NO_BREAK_AFTER = set("（「『【〔〈《([{“‘«")
 
 
 @dataclass
@@ -45,13 +42,22 @@ class Setting:
 
 
 def _characters(runs: list[Run], fonts: FontLibrary) -> list[list[tuple[str, Face]]]:
-    """The translation cut where a line may break (words, spaces, characters of unspaced scripts),
-    each character with the face that draws it."""
+    """The translation cut where a line may break (Unicode line breaking, UAX #14, from Qt: at
+    spaces, between CJK characters, between Thai words), each character with the face that draws it."""
+    from PySide6.QtCore import QTextBoundaryFinder
+
+    pieces = [(run.atom if isinstance(run.atom, str) else run.text, run.style) for run in runs]  # a list marker as it was
+    text = "".join(t for t, _ in pieces)
+    finder = QTextBoundaryFinder(QTextBoundaryFinder.BoundaryType.Line, text)
+    breaks = set()
+    while (position := finder.toNextBoundary()) != -1:
+        breaks.add(position)
     units: list[list[tuple[str, Face]]] = []
-    glue = False  # the next character joins the current unit
-    for run in runs:
-        style = run.style if isinstance(run.style, tuple) else (False, False)
-        for ch in run.atom if isinstance(run.atom, str) else run.text:  # a list marker is drawn as it was
+    index = 0
+    for piece, style in pieces:
+        style = style if isinstance(style, tuple) else (False, False)
+        for ch in piece:
+            index += 1
             if ch in "\n\t\r":
                 ch = " "
             if unicodedata.category(ch).startswith("C"):
@@ -60,14 +66,10 @@ def _characters(runs: list[Run], fonts: FontLibrary) -> list[list[tuple[str, Fac
                 units[-1].append((ch, units[-1][-1][1]))  # a mark is drawn with its base's face
                 continue
             face = fonts.face_for(ch, style)
-            breakable = not units or units[-1][0][0] == " " or (
-                not glue and ch not in NO_BREAK_BEFORE and (BREAK_ANYWHERE.match(ch) or BREAK_ANYWHERE.match(units[-1][-1][0]))
-            )
-            if ch == " " or breakable:
+            if ch == " " or not units or units[-1][0][0] == " " or index - 1 in breaks:
                 units.append([(ch, face)])
             else:
                 units[-1].append((ch, face))
-            glue = ch in NO_BREAK_AFTER
     return units
 
 

@@ -125,3 +125,22 @@ def test_the_command_line_names_the_refused_pdf_and_goes_on(tmp_path, capsys):
     assert f"{tmp_path / 'cut.pdf'}: corrupt or unreadable PDF" in err
     assert "2 of 3 documents failed" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.pdf", "good.fra_Latn.pdf", "good.pdf", "secret.pdf"]
+
+
+@pytest.mark.parametrize("options, name, pages", [
+    ([], "good.fra_Latn.pdf", 2), (["--bilingual"], "good.fra_Latn.bilingual.pdf", 4), (["--pdf-as", "text"], "good.fra_Latn.txt", 0),
+], ids=["pdf", "bilingual", "text"])
+def test_the_command_lines_pdf_options(tmp_path, options, name, pages):
+    from app.cli import build_parser, translate_files
+
+    (tmp_path / "docs").mkdir()
+    good = tmp_path / "docs" / "good.pdf"
+    good.write_bytes(pdf_bytes(PAGES))
+    args = build_parser().parse_args(["translate", "--model", "m", "--from", "eng_Latn", "--to", "fra_Latn", *options, str(good)])
+    assert translate_files(args, [good], FakeTranslator(), "eng_Latn", "fra_Latn", {}) == 0
+    out = tmp_path / "docs" / name
+    if pages:
+        reader = PdfReader(out)
+        assert len(reader.pages) == pages and "T:PAGE TWO HAS ONE LINE." in reader.pages[-1].extract_text()
+    else:
+        assert out.read_text(encoding="utf-8").startswith("T:INSTALLING THE PROGRAM")

@@ -93,7 +93,8 @@ def open_checked(path: Path):
     except pikepdf.PasswordError:
         raise DocumentError("password-protected PDF") from None
     except (pikepdf.PdfError, OSError, ValueError, RecursionError) as e:
-        raise DocumentError(f"corrupt or unreadable PDF ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+        reason = (str(e).splitlines() or [type(e).__name__])[0].replace(f"{path}: ", "")  # qpdf starts with the path
+        raise DocumentError(f"corrupt or unreadable PDF ({reason})") from None
     try:
         count = len(pdf.pages)
         if count > MAX_PAGES:

@@ -19,7 +19,7 @@ from reportlab.pdfgen import canvas
 from app.documents import DocumentError, translate_document
 from app.documents import pdf as pdf_format
 
-from document_fakes import upper_keeping_tags, upper_losing_tags
+from document_fakes import pdf_bytes, upper_keeping_tags, upper_losing_tags
 
 NOTO = "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf"
 W, H = A4
@@ -250,16 +250,35 @@ def test_hostile_pdfs_are_refused_by_name(source, tmp_path, monkeypatch):
     with pytest.raises(DocumentError, match=r"^too many pages \(2; the limit is 1\)$"):
         translate_document(source, tmp_path / "out.pdf", upper_keeping_tags)
     monkeypatch.undo()
+    monkeypatch.setattr(pdf_format, "MAX_STREAM_BYTES", 2**20)  # the real limit works alike, slower to build
     bomb = tmp_path / "bomb.pdf"
     with pikepdf.open(source) as pdf:
-        stream = pikepdf.Stream(pdf, zlib.compress(b" " * (pdf_format.MAX_STREAM_BYTES + 1)))
-        stream.Filter = pikepdf.Name.FlateDecode
-        stream.write(zlib.compress(b" " * (pdf_format.MAX_STREAM_BYTES + 1)), filter=pikepdf.Name.FlateDecode)
+        stream = pikepdf.Stream(pdf, b"")
+        stream.write(zlib.compress(b" " * (2**20 + 1)), filter=pikepdf.Name.FlateDecode)
         pdf.pages[0].Contents = pikepdf.Array([pdf.pages[0].Contents, pdf.make_indirect(stream)])
         pdf.save(bomb)
-    assert bomb.stat().st_size < 1024 * 1024
-    with pytest.raises(DocumentError, match="decompression bomb"):
+    assert bomb.stat().st_size < 2**20 // 10
+    with pytest.raises(DocumentError, match=r"^a stream of the PDF inflates to over 1 MiB: a decompression bomb$"):
         translate_document(bomb, tmp_path / "out.pdf", upper_keeping_tags)
+    deep = tmp_path / "deep.pdf"
+    deep.write_bytes(nested(pdf_bytes([["Deep nesting ahead."]]), 100_000))
+    with pytest.raises(DocumentError, match=r"^corrupt or unreadable PDF \(unable to find /Root dictionary\)$"):
+        translate_document(deep, tmp_path / "out.pdf", upper_keeping_tags)
+    assert not (tmp_path / "out.pdf").exists()
+
+
+def nested(data: bytes, depth: int) -> bytes:
+    """The PDF with an array nested `depth` deep in its catalog, every offset right."""
+    objects = re.findall(rb"\d+ 0 obj\n(.*?)\nendobj\n", data, re.S)
+    objects[0] = objects[0].replace(b">>", b"/Deep " + b"[" * depth + b"]" * depth + b" >>")
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
 
 
 def one_paragraph(path):

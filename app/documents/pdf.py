@@ -23,6 +23,7 @@ import zlib
 from pathlib import Path
 
 from app.documents.safety import DocumentError, check_file
+from app.documents.pdf_blocks import continues, join_lines, read_pages
 from app.documents.segments import Document, Run, Segment
 from app.documents.text import SlotDocument
 
@@ -56,7 +57,6 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False) -> Documen
         return _extract_text(path)
     import pikepdf
 
-    from app.documents.pdf_blocks import read_pages
     from app.documents.pdf_write import show_strings
 
     pdf = open_checked(path)
@@ -142,8 +142,13 @@ class PdfDocument(Document):
     def __init__(self, pdf, data: bytes, pages, bilingual: bool):
         self.pdf, self.data, self.pages, self.bilingual = pdf, data, pages, bilingual
         self.blocks = [block for page in pages for block in page.blocks]
-        self.translated = [i for i, block in enumerate(self.blocks) if block.translate]
-        self.segments = [Segment(self.blocks[i].runs()) for i in self.translated]
+        self.chains = _chains(self.blocks, [i for i, block in enumerate(self.blocks) if block.translate])
+        self.segments = []
+        for chain in self.chains:
+            runs: list[Run] = []
+            for i in chain:
+                runs = join_lines(runs, self.blocks[i].runs())
+            self.segments.append(Segment(runs))
 
     def write(self, translations: list[list[Run]], out_path: Path) -> None:
         import pikepdf
@@ -153,15 +158,74 @@ class PdfDocument(Document):
 
         text = "".join(r.text for runs in translations for r in runs)
         han = "Noto Sans CJK JP" if re.search(r"[\u3040-\u30ff]", text) else "Noto Sans CJK KR" if re.search(r"[\uac00-\ud7af]", text) else "Noto Sans CJK SC"
+        by_block = {}
+        for chain, runs in zip(self.chains, translations):
+            by_block.update(zip(chain, _share(runs, [len(self.blocks[i].text) for i in chain])))
         original = pikepdf.open(io.BytesIO(self.data)) if self.bilingual else None
         try:
-            write_pdf(self.pdf, self.pages, dict(zip(self.translated, translations)), self.blocks, FontLibrary(han), out_path, original)
+            write_pdf(self.pdf, self.pages, by_block, self.blocks, FontLibrary(han), out_path, original)
         finally:
             if original is not None:
                 original.close()
 
     def close(self) -> None:
         self.pdf.close()
+
+
+CHAIN_LOOKAHEAD = 3  # blocks looked at for a sentence's continuation (past a footer, a header)
+
+
+def _chains(blocks, order: list[int]) -> list[list[int]]:
+    """The translated blocks (indexes, in reading order) grouped where a sentence runs from one
+    into the next: the next block of the same size, past headers and footers, that continues it."""
+    chains: list[list[int]] = []
+    joined: set[int] = set()
+    for position, i in enumerate(order):
+        if i in joined:
+            continue
+        chain, at = [i], position
+        while True:
+            last = blocks[chain[-1]]
+            following = [(p, j) for p, j in enumerate(order[at + 1 : at + 1 + CHAIN_LOOKAHEAD], at + 1)
+                         if j not in joined and abs(blocks[j].size - last.size) < 0.1 * last.size]
+            if not following or not continues(last, blocks[following[0][1]]):
+                break
+            at, j = following[0]
+            chain.append(j)
+            joined.add(j)
+        chains.append(chain)
+    return chains
+
+
+def _share(runs: list[Run], lengths: list[int]) -> list[list[Run]]:
+    """A chain's translation shared among its blocks by their source lengths, cut at spaces."""
+    text = "".join(r.text for r in runs)
+    spaces = [m.start() for m in re.finditer(r"\s", text)]
+    cuts, done = [0], 0
+    for length in lengths[:-1]:
+        done += length
+        target = round(len(text) * done / sum(lengths))
+        cut = min(spaces, key=lambda p: abs(p - target)) if spaces else target
+        cuts.append(max(cut, cuts[-1]))
+    cuts.append(len(text) + 1)
+    parts = []
+    for start, end in zip(cuts, cuts[1:]):
+        part, offset = [], 0
+        for run in runs:
+            if run.atom is not None:
+                if start <= offset < end:
+                    part.append(run)
+                continue
+            a, b = max(start, offset), min(end, offset + len(run.text))
+            if a < b:
+                part.append(Run(run.text[a - offset : b - offset], run.style))
+            offset += len(run.text)
+        while part and part[0].atom is None and not part[0].text.strip():
+            part.pop(0)
+        if part and part[0].atom is None:
+            part[0] = Run(part[0].text.lstrip(), part[0].style)
+        parts.append(part)
+    return parts
 
 
 def _extract_text(path: Path) -> SlotDocument:

@@ -73,15 +73,11 @@ class Block:
 
     def runs(self) -> list[Run]:
         runs: list[Run] = []
-        for i, line in enumerate(self.lines):
-            if i:
-                previous, text = runs[-1].text if runs else "", line.pieces[0][0] if line.pieces else ""
-                if re.search(r"\w-$", previous) and text[:1].islower():
-                    runs[-1] = Run(previous[:-1], runs[-1].style)
-                elif not (NO_SPACE.match(previous[-1:]) or NO_SPACE.match(text[:1])):
-                    runs.append(Run(" ", runs[-1].style if runs else None))
+        for line in self.lines:
+            line_runs: list[Run] = []
             for text, style, _ in line.pieces:
-                runs.append(Run(text, style if text.strip() or not runs else runs[-1].style))
+                line_runs.append(Run(text, style if text.strip() or not (line_runs or runs) else (line_runs or runs)[-1].style))
+            runs = join_lines(runs, line_runs)
         text = "".join(r.text for r in runs)
         marker = BULLET.match(text)
         if marker and text[marker.end():].strip():
@@ -91,6 +87,26 @@ class Block:
     @property
     def text(self) -> str:
         return "".join(r.text for r in self.runs())
+
+
+def join_lines(runs: list[Run], more: list[Run]) -> list[Run]:
+    """Text that continues on a new line (or in the next column): a hyphen at the end joins the
+    word, else a space, none between characters of scripts written without spaces."""
+    previous, text = runs[-1].text if runs else "", more[0].text if more else ""
+    if not runs or not more:
+        return runs + more
+    if re.search(r"\w-$", previous) and text[:1].islower():
+        return runs[:-1] + [Run(previous[:-1], runs[-1].style)] + more
+    if NO_SPACE.match(previous[-1:]) or NO_SPACE.match(text[:1]):
+        return runs + more
+    return runs + [Run(" ", runs[-1].style)] + more
+
+
+def continues(block: Block, after: Block) -> bool:
+    """`after` goes on with the sentence `block` leaves open (in the next column, on the next page):
+    no sentence end, the same size, and a lower-case start."""
+    end, start = block.text.rstrip()[-1:], after.text.lstrip()[:1]
+    return bool(end) and end not in ".!?:;…。！？」』”\"’)" and start.islower() and abs(block.size - after.size) < 0.1 * block.size
 
 
 def _drop(runs: list[Run], count: int) -> list[Run]:

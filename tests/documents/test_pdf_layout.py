@@ -325,3 +325,42 @@ def test_every_script_is_shaped_and_embedded(tmp_path, translation, check):
     assert ours and all("+Noto" in c.fontname for c in ours)
     if translation[0] in "בשמ" or "\u0600" <= translation[0] <= "\u06ff":  # right to left: set flush right
         assert abs(max(c.x1 for c in ours) - max(c.x1 for _, c in chars(source))) < 2
+
+
+def test_a_sentence_running_into_the_next_column_and_page_is_translated_whole(tmp_path):
+    path = tmp_path / "flow.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    columns = [(72, ["A sentence starts in the left", "column and then it goes"]),
+               (320, ["on into the right column and", "ends here. Another one starts"])]
+    for x, lines in columns:
+        text = c.beginText(x, H - 80)
+        text.setFont("Helvetica", 11)
+        text.setLeading(14)
+        for line in lines:
+            text.textLine(line)
+        c.drawText(text)
+    c.setFont("Helvetica", 8)
+    c.drawString(W / 2, 30, "1")
+    c.showPage()
+    c.setFont("Helvetica", 8)
+    c.drawString(72, H - 40, "Running header")
+    c.setFont("Helvetica", 11)
+    c.drawString(72, H - 80, "at the end of the page and finishes on the next.")
+    c.showPage()
+    c.save()
+    sent = []
+
+    def translate(texts):
+        sent.extend(texts)
+        return upper_keeping_tags(texts)
+
+    out = tmp_path / "flow.fra_Latn.pdf"
+    translate_document(path, out, translate)
+    assert "A sentence starts in the left column and then it goes on into the right column and ends here." in sent
+    assert "Another one starts at the end of the page and finishes on the next." in sent
+    first, second = page_texts(out)
+    # each block gets its share of the translation, in its own place
+    assert "T:A SENTENCE STARTS" in first and "FINISHES ON THE NEXT." in second and "T:RUNNING HEADER" in second
+    left = [c for n, c in chars(out) if n == 0 and c.x1 < 300 and c.get_text().strip()]
+    right = [c for n, c in chars(out) if n == 0 and c.x0 > 300 and c.get_text().strip()]
+    assert left and right

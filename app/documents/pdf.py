@@ -147,7 +147,7 @@ class PdfDocument(Document):
         for chain in self.chains:
             runs: list[Run] = []
             for i in chain:
-                runs = join_lines(runs, self.blocks[i].runs())
+                runs = join_lines(runs, self.blocks[i].runs)
             self.segments.append(Segment(runs))
 
     def write(self, translations: list[list[Run]], out_path: Path) -> None:

@@ -19,6 +19,7 @@ import io
 import re
 import statistics
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from app.documents.segments import Run, merge_runs
 from app.documents.sentences import is_translatable
@@ -71,7 +72,10 @@ class Block:
         gaps = [a.baseline - b.baseline for a, b in zip(self.lines, self.lines[1:]) if a.baseline > b.baseline]
         return min(max(statistics.median(gaps) / self.size, 1.0), 2.0) if gaps else 1.2
 
+    @cached_property
     def runs(self) -> list[Run]:
+        """The block's text as runs (style: (bold, italic)); a list marker as an atom. Read once the
+        block is complete."""
         runs: list[Run] = []
         for line in self.lines:
             line_runs: list[Run] = []
@@ -86,7 +90,7 @@ class Block:
 
     @property
     def text(self) -> str:
-        return "".join(r.text for r in self.runs())
+        return "".join(r.text for r in self.runs)
 
 
 def join_lines(runs: list[Run], more: list[Run]) -> list[Run]:
@@ -134,7 +138,14 @@ class Page:
     advances: list[float | None] = field(default_factory=list)  # and how far it moves along its line (TJ units)
 
 
-def _style(char) -> tuple[bool, bool]:
+def _style(char, known: dict) -> tuple[bool, bool]:
+    key = (id(char.font), char.fontname)
+    if key not in known:
+        known[key] = _font_style(char)
+    return known[key]
+
+
+def _font_style(char) -> tuple[bool, bool]:
     name = char.fontname or ""
     flags = 0
     descriptor = getattr(char.font, "descriptor", None) or {}
@@ -209,6 +220,7 @@ def _page(index, layout, page_size, origin, upright_page) -> Page:
         elif isinstance(item, (LTFigure, LTImage)):
             images += _count_images(item)
     blocks: list[Block] = []
+    styles: dict = {}
     for box in boxes:
         lines = []
         for line in box:
@@ -220,7 +232,7 @@ def _page(index, layout, page_size, origin, upright_page) -> Page:
             pieces = []
             for item in line:
                 if isinstance(item, LTChar):
-                    pieces.append((item.get_text(), _style(item), item.show if item.upright else -1))
+                    pieces.append((item.get_text(), _style(item, styles), item.show if item.upright else -1))
                 elif item.get_text() == " ":
                     pieces.append((" ", None, None))
             while pieces and not pieces[-1][0].strip():

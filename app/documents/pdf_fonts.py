@@ -217,11 +217,18 @@ class FontLibrary:
     def __init__(self, han_face: str = "Noto Sans CJK SC"):
         self.faces: dict[tuple[str, int], Face] = {}
         self.han_face = han_face
-        self.found: dict[tuple[str, tuple], Face | None] = {}
+        self.found: dict[tuple[str, tuple], Face | None] = {}  # what the system gave for a character
+        self.chosen: dict[tuple[str, tuple], Face] = {}
         self.use_fontconfig = shutil.which("fc-list") is not None
 
     def face_for(self, ch: str, style: tuple[bool, bool]) -> Face:
         """A face with a glyph for `ch`, in `style` (bold, italic) where one is installed."""
+        face = self.chosen.get((ch, style))
+        if face is None:
+            face = self.chosen[(ch, style)] = self._choose(ch, style)
+        return face
+
+    def _choose(self, ch: str, style: tuple[bool, bool]) -> Face:
         for face in self.faces.values():
             if face.style == style and face.covers(ch):
                 return face

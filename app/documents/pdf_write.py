@@ -102,29 +102,31 @@ def _width(glyphs, size: float) -> float:
     return sum(g.advance for g in glyphs) * size
 
 
+
 def _is_space(unit: list[Glyph]) -> bool:
     return all(g.text.isspace() for g in unit)
 
 
-def _wrap(units: list[list[Glyph]], width: float, size: float) -> list[list[list[Glyph]]]:
-    """Units filled into lines of `width`; a unit longer than a line is cut between clusters."""
+def _wrap(units: list[tuple[list[Glyph], float, bool]], width: float, size: float) -> list[list[list[Glyph]]]:
+    """Units (glyphs, width in ems, whether a space) filled into lines of `width`; a unit longer
+    than a line is cut between clusters."""
     lines: list[list] = [[]]
     used = 0.0
-    for unit in units:
-        if _is_space(unit):
+    for unit, em, space in units:
+        if space:
             if lines[-1]:
                 lines[-1].append(unit)
-                used += _width(unit, size)
+                used += em * size
             continue
-        pieces = [unit]
-        if _width(unit, size) > width:
-            pieces = []
+        pieces = [(unit, em * size)]
+        if em * size > width:
+            cut: list[list[Glyph]] = []
             for glyph in unit:
-                if glyph.text or not pieces:
-                    pieces.append([])
-                pieces[-1].append(glyph)
-        for piece in pieces:
-            piece_width = _width(piece, size)
+                if glyph.text or not cut:
+                    cut.append([])
+                cut[-1].append(glyph)
+            pieces = [(piece, _width(piece, size)) for piece in cut]
+        for piece, piece_width in pieces:
             if lines[-1] and used + piece_width > width:
                 lines.append([])
                 used = 0.0
@@ -218,7 +220,8 @@ def _grown(box, page: Page, obstacles, align: str) -> tuple[float, float, float,
 
 
 def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obstacles) -> Setting:
-    units = [_shaped(unit) for unit in _characters(runs, fonts)]
+    units = [(glyphs, sum(g.advance for g in glyphs), _is_space(glyphs))
+             for glyphs in map(_shaped, _characters(runs, fonts))]
     rtl = _is_rtl("".join(r.text for r in runs))
     size, leading = block.size, block.leading
     box = block.bbox

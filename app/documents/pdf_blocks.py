@@ -45,7 +45,7 @@ class Line:
     y1: float
     size: float
     baseline: float
-    chars: list = field(default_factory=list, repr=False)  # pdfminer's LTChar objects
+    chars: list = field(default_factory=list, repr=False)  # pdfminer's LTChar objects, while the page is read
 
 
 @dataclass
@@ -246,6 +246,8 @@ def _page(index, layout, page_size, origin, upright_page) -> Page:
     for block in blocks:
         _decide(block, upright_page)
         block.align = _alignment(block, left, right, page_size[0])
+        for line in block.lines:
+            line.chars = []  # pdfminer's objects are not needed any more: a long document's memory
     _keep_shared(blocks)
     return Page(index, page_size[0], page_size[1], origin, blocks, rules, upright_page, images)
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from app.documents.safety import DocumentError
 
+MAX_DESCENT = -0.3
 FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".otc")
 FONT_FOLDERS = {
     "win32": [Path(os.environ.get("WINDIR", "C:/Windows")) / "Fonts", Path(os.environ.get("LOCALAPPDATA", "")) / "Microsoft/Windows/Fonts"],
@@ -65,7 +66,9 @@ class Face:
         self.upm = self.font["head"].unitsPerEm
         self.hmtx = self.font["hmtx"]
         hhea = self.font["hhea"]
-        self.ascent, self.descent = hhea.ascent / self.upm, hhea.descent / self.upm  # in ems; descent < 0
+        # In ems; the descent lines are set by (and the PDF's descriptor says), capped so that a font
+        # with deep descenders (Arabic, Devanagari) sits on the baseline a Latin font would.
+        self.ascent, self.descent = hhea.ascent / self.upm, max(hhea.descent / self.upm, MAX_DESCENT)
         self.glyph_ids: dict[tuple[str, str], int] = {}  # (source glyph name, its text) -> embedded glyph id
         self.unicode: dict[int, str] = {}  # embedded glyph id -> the text it draws
         self.hb_font = None

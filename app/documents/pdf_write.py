@@ -62,10 +62,13 @@ def _characters(runs: list[Run], fonts: FontLibrary) -> list[list[tuple[str, Fac
                 ch = " "
             if unicodedata.category(ch).startswith("C"):
                 continue
-            if unicodedata.category(ch).startswith("M") and units and units[-1][-1][1].covers(ch):
-                units[-1].append((ch, units[-1][-1][1]))  # a mark is drawn with its base's face
+            previous = units[-1][-1][1] if units else None
+            if unicodedata.category(ch).startswith("M") and previous and previous.covers(ch):
+                units[-1].append((ch, previous))  # a mark is drawn with its base's face
                 continue
-            face = fonts.face_for(ch, style)
+            # spaces, digits and punctuation in the face of the text around them, where it has them
+            common = previous is not None and not unicodedata.category(ch).startswith("L") and previous.covers(ch)
+            face = previous if common else fonts.face_for(ch, style)
             if ch == " " or not units or units[-1][0][0] == " " or index - 1 in breaks:
                 units.append([(ch, face)])
             else:

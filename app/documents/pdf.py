@@ -33,6 +33,7 @@ MAX_PAGES = 5000
 MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflated
 MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
 SCANNED = "no text to translate: the pages are images; OCR is not supported yet"
+SCANNED_WITH_OCR = "no text to translate: the pages are images under an invisible OCR text layer; translating scans is not supported yet"
 
 for _name in ("pypdf", "pdfminer", "fontTools"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
@@ -78,6 +79,8 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False) -> Documen
                     block.translate = False
         if not any(page.blocks for page in pages):
             raise DocumentError(SCANNED if any(page.images for page in pages) else "no text to translate (the PDF has no text)")
+        if all(block.invisible for page in pages for block in page.blocks):
+            raise DocumentError(SCANNED_WITH_OCR)
     except BaseException:
         pdf.close()
         raise

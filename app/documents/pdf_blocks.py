@@ -32,6 +32,7 @@ URL = re.compile(r"^\s*(?:https?://|www\.|mailto:)\S+\s*$|^\s*\S+@\S+\.\w+\s*$",
 BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|CMBX|CMB\d", re.IGNORECASE)
 ITALIC_NAME = re.compile(r"ital|oblique|CMTI|CMSL", re.IGNORECASE)
 MONO_FONT = re.compile(r"courier|mono|CMTT|consol|menlo|typewriter", re.IGNORECASE)
+LEADER = re.compile(r"\s*(?:\.\s*){3,}\s*[\dIVXLCivxlc]+\s*$")  # a table of contents' dots and page number, kept
 BULLET = re.compile(r"^([•▪◦‣●■□–*-]|\d{1,3}[.)]|[a-z][.)])\s")  # a list item's marker, kept out of the translation
 NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
 
@@ -53,9 +54,11 @@ class Block:
     page: int
     lines: list[Line]
     translate: bool = True
-    shows: set[int] = field(default_factory=set)
+    shows: set[int] = field(default_factory=set)  # the text-showing operators that drew it
+    glyphs: set[tuple[int, int]] = field(default_factory=set)  # (operator, glyph within it) of its characters
     color: tuple = ()
     align: str = "left"  # or "right", "center"
+    invisible: bool = False  # drawn invisibly (text render mode 3): a scan's OCR layer
 
     @property
     def bbox(self) -> tuple[float, float, float, float]:
@@ -83,9 +86,12 @@ class Block:
                 line_runs.append(Run(text, style if text.strip() or not (line_runs or runs) else (line_runs or runs)[-1].style))
             runs = join_lines(runs, line_runs)
         text = "".join(r.text for r in runs)
+        leader = LEADER.search(text)
+        if leader and text[: leader.start()].strip():
+            runs = _cut_runs(runs, 0, leader.start()) + [Run("", None, atom=leader.group())]
         marker = BULLET.match(text)
         if marker and text[marker.end():].strip():
-            runs = [Run("", None, atom=marker.group())] + _drop(runs, marker.end())
+            runs = [Run("", None, atom=marker.group())] + _cut_runs(runs, marker.end(), len(text))
         return merge_runs(runs)
 
     @property
@@ -113,14 +119,18 @@ def continues(block: Block, after: Block) -> bool:
     return bool(end) and end not in ".!?:;…。！？」』”\"’)" and start.islower() and abs(block.size - after.size) < 0.1 * block.size
 
 
-def _drop(runs: list[Run], count: int) -> list[Run]:
-    """The runs without their first `count` characters."""
-    out = []
+def _cut_runs(runs: list[Run], start: int, end: int) -> list[Run]:
+    """The runs' text from character `start` to `end`; atoms within it kept."""
+    out, offset = [], 0
     for run in runs:
-        cut = min(count, len(run.text))
-        count -= cut
-        if run.text[cut:]:
-            out.append(Run(run.text[cut:], run.style))
+        if run.atom is not None:
+            if start <= offset <= end:
+                out.append(run)
+            continue
+        a, b = max(start, offset), min(end, offset + len(run.text))
+        if a < b:
+            out.append(Run(run.text[a - offset : b - offset], run.style))
+        offset += len(run.text)
     return out
 
 
@@ -136,6 +146,7 @@ class Page:
     images: int
     shows: list[tuple[bytes, ...]] = field(default_factory=list)  # each text-showing operator's strings, in order
     advances: list[float | None] = field(default_factory=list)  # and how far it moves along its line (TJ units)
+    glyphs: list[list | None] = field(default_factory=list)  # and its numbers and glyphs (see _elements)
 
 
 def _style(char, known: dict) -> tuple[bool, bool]:
@@ -171,16 +182,23 @@ def read_pages(data: bytes) -> list[Page]:
         def begin_page(self, page, ctm):
             self.shows: list[tuple[bytes, ...]] = []
             self.advances: list[float | None] = []
+            self.glyphs: list[list | None] = []
             self.current: int | None = None
+            self.glyph = 0
+            self.invisible = False
             super().begin_page(page, ctm)
 
         def render_string(self, textstate, seq, ncs, graphicstate):
             if isinstance(self.cur_item, LTFigure):  # a form XObject's text: not ours to edit
-                self.current = None
+                self.current, self.invisible = None, False
                 return super().render_string(textstate, seq, ncs, graphicstate)
             vertical = textstate.font is not None and textstate.font.is_vertical()
-            self.current = -1 if vertical else len(self.shows)  # vertical writing is kept as it is
+            invisible = textstate.render == 3  # an OCR layer over a scan: kept
+            self.current = -1 if vertical or invisible else len(self.shows)
+            self.invisible = invisible
+            self.glyph = 0
             self.shows.append(tuple(s for s in seq if isinstance(s, bytes)))
+            self.glyphs.append(_elements(textstate, seq))
             start = textstate.linematrix[0]
             super().render_string(textstate, seq, ncs, graphicstate)
             # the move along the line, as a TJ number: what replaces the operator when its text goes
@@ -190,7 +208,8 @@ def read_pages(data: bytes) -> list[Page]:
         def render_char(self, matrix, font, *args):
             advance = super().render_char(matrix, font, *args)
             char = self.cur_item._objs[-1]
-            char.show, char.font = self.current, font
+            char.show, char.glyph, char.font, char.invisible = self.current, self.glyph, font, self.invisible
+            self.glyph += 1
             return advance
 
     manager = PDFResourceManager(caching=True)
@@ -202,13 +221,45 @@ def read_pages(data: bytes) -> list[Page]:
         interpreter.process_page(page)
         layout = device.get_result()
         x0, y0, x1, y1 = page.mediabox
-        page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0)
-        page_layout.shows, page_layout.advances = device.shows, device.advances
+        splittable = {i for i, elements in enumerate(device.glyphs) if elements is not None}
+        page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable)
+        page_layout.shows, page_layout.advances, page_layout.glyphs = device.shows, device.advances, device.glyphs
         pages.append(page_layout)
     return pages
 
 
-def _page(index, layout, page_size, origin, upright_page) -> Page:
+def _elements(textstate, seq) -> list | None:
+    """A text-showing operator's numbers and glyphs, each glyph as (its code's bytes, how far it
+    moves the text position in TJ units), so that some of its glyphs can be taken out; None where
+    the font's codes cannot be cut (a CMap other than Identity)."""
+    from pdfminer.cmapdb import IdentityCMap, IdentityCMapByte
+    from pdfminer.pdffont import PDFCIDFont, PDFSimpleFont
+
+    font, size = textstate.font, textstate.fontsize
+    if isinstance(font, PDFSimpleFont):
+        width = 1
+    elif isinstance(font, PDFCIDFont) and isinstance(font.cmap, IdentityCMap):
+        width = 1 if isinstance(font.cmap, IdentityCMapByte) else 2
+    else:
+        return None
+    if not size:
+        return None
+    elements: list = []
+    for item in seq:
+        if isinstance(item, (int, float)):
+            elements.append(item)
+        elif isinstance(item, bytes):
+            cids = list(font.decode(item))
+            if len(item) != width * len(cids):
+                return None
+            for k, cid in enumerate(cids):
+                space = textstate.wordspace if width == 1 and cid == 32 else 0
+                move = font.char_width(cid) * 1000 + (textstate.charspace + space) * 1000 / size
+                elements.append((item[k * width : (k + 1) * width], move))
+    return elements
+
+
+def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) -> Page:
     from pdfminer.layout import LTChar, LTCurve, LTFigure, LTImage, LTTextBoxHorizontal, LTTextLineHorizontal
 
     rules, boxes, images = [], [], 0
@@ -248,7 +299,7 @@ def _page(index, layout, page_size, origin, upright_page) -> Page:
         block.align = _alignment(block, left, right, page_size[0])
         for line in block.lines:
             line.chars = []  # pdfminer's objects are not needed any more: a long document's memory
-    _keep_shared(blocks)
+    _keep_shared(blocks, splittable)
     return Page(index, page_size[0], page_size[1], origin, blocks, rules, upright_page, images)
 
 
@@ -286,7 +337,10 @@ def _cut(page: int, lines: list[Line], rules) -> list[Block]:
 
 def _decide(block: Block, upright_page: bool) -> None:
     chars = [c for line in block.lines for c in line.chars]
+    symbols = [c for c in chars if c.get_text().strip() not in ("", ".", ",")]  # math fonts' dots are leaders
     block.shows = {show for line in block.lines for _, _, show in line.pieces if show is not None}
+    block.glyphs = {(c.show, c.glyph) for c in chars if c.show is not None}
+    block.invisible = all(c.invisible for c in chars)
     color = getattr(chars[0].graphicstate, "ncolor", None) if chars else None
     block.color = tuple(color) if isinstance(color, (list, tuple)) else ((color,) if isinstance(color, (int, float)) else ())
     text = block.text
@@ -296,7 +350,7 @@ def _decide(block: Block, upright_page: bool) -> None:
         and not URL.match(text)
         and "(cid:" not in text
         and all(show is not None and show >= 0 for line in block.lines for piece, _, show in line.pieces if piece.strip())
-        and sum(bool(MATH_FONT.search(c.fontname or "")) for c in chars) < 0.3 * len(chars)
+        and sum(bool(MATH_FONT.search(c.fontname or "")) for c in symbols) < 0.3 * max(len(symbols), 1)
         and not all(MONO_FONT.search(c.fontname or "") for c in chars if c.get_text().strip())  # code
     )
 
@@ -320,14 +374,14 @@ def _alignment(block: Block, left: float, right: float, page_width: float) -> st
     return "left"
 
 
-def _keep_shared(blocks: list[Block]) -> None:
-    """A block that shares a text-showing operator with a kept block is kept too: removing the
-    operator would remove the kept block's text."""
+def _keep_shared(blocks: list[Block], splittable: set[int]) -> None:
+    """A block that shares a text-showing operator with a kept block is kept too, unless the
+    operator's glyphs can be taken out one by one (see _elements)."""
     changed = True
     while changed:
         changed = False
         kept = set().union(*(b.shows for b in blocks if not b.translate)) if blocks else set()
         for block in blocks:
-            if block.translate and block.shows & kept:
+            if block.translate and (block.shows & kept) - splittable:
                 block.translate = False
                 changed = True

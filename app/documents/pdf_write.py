@@ -287,8 +287,10 @@ def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) ->
     return "\n".join(out)
 
 
-def remove_text(pdf_page, page: Page, remove: set[int]) -> bytes:
-    """The page's content with the text of the given text-showing operators removed (see the module docstring)."""
+def remove_text(pdf_page, page: Page, remove: dict[int, set[int]]) -> bytes:
+    """The page's content with the given glyphs (operator -> glyph indexes) removed: an operator
+    whose glyphs all go becomes a TJ of one number (as far as its text moved), one with glyphs that
+    stay becomes a TJ of those glyphs with numbers where the others were."""
     import pikepdf
 
     out = []
@@ -299,18 +301,47 @@ def remove_text(pdf_page, page: Page, remove: set[int]) -> bytes:
             out.append(instruction)
             continue
         if show in remove:
-            move = pikepdf.Array([round(page.advances[show] or 0, 3)])
             if operator == '"':
                 aw, ac, _ = instruction.operands
                 out += [pikepdf.ContentStreamInstruction([aw], pikepdf.Operator("Tw")),
                         pikepdf.ContentStreamInstruction([ac], pikepdf.Operator("Tc"))]
             if operator in ("'", '"'):
                 out.append(pikepdf.ContentStreamInstruction([], pikepdf.Operator("T*")))
-            out.append(pikepdf.ContentStreamInstruction([move], pikepdf.Operator("TJ")))
+            if page.glyphs[show] is not None:
+                array = _kept_glyphs(page.glyphs[show], remove[show])
+            else:  # every glyph goes (its operator cannot be cut): as far as pdfminer saw it move
+                array = pikepdf.Array([round(page.advances[show] or 0, 3)])
+            out.append(pikepdf.ContentStreamInstruction([array], pikepdf.Operator("TJ")))
         else:
             out.append(instruction)
         show += 1
     return pikepdf.unparse_content_stream(out)
+
+
+def _kept_glyphs(elements: list, removed: set[int]):
+    """A TJ array of the glyphs not removed, numbers standing in for the others."""
+    import pikepdf
+
+    items: list = []
+    glyph = 0
+    for element in elements:
+        if not isinstance(element, tuple):
+            move = -float(element)
+        elif glyph in removed:
+            move = element[1]
+            glyph += 1
+        else:
+            if items and isinstance(items[-1], bytes):
+                items[-1] += element[0]
+            else:
+                items.append(element[0])
+            glyph += 1
+            continue
+        if items and isinstance(items[-1], float):
+            items[-1] -= move
+        else:
+            items.append(-move)
+    return pikepdf.Array([pikepdf.String(item) if isinstance(item, bytes) else round(item, 3) for item in items])
 
 
 def show_strings(pdf_page) -> list[tuple[bytes, ...]]:
@@ -391,7 +422,7 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
         obstacles = [b.bbox for b in page.blocks] + list(page.rules)
         drawn = []
         names: dict[Face, str] = {}
-        remove: set[int] = set()
+        remove: dict[int, set[int]] = {}
         for i in numbers:
             block = blocks[i]
             setting = typeset(block, translations[i], fonts, page, [o for o in obstacles if o != block.bbox])
@@ -403,7 +434,8 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
                 if face not in names:
                     names[face] = str(pdf_page.add_resource(font_objects[face], pikepdf.Name.Font, prefix="DrgF"))[1:]
             drawn.append(draw(setting, block, names, page.origin))
-            remove |= block.shows
+            for show, glyph in block.glyphs:
+                remove.setdefault(show, set()).add(glyph)
         content = remove_text(pdf_page, page, remove)
         pdf_page.obj.Contents = pdf.make_indirect(_deflated(pdf, b"q\n" + content + b"\nQ\n" + "\n".join(drawn).encode("ascii") + b"\n"))
     for face, font in font_objects.items():

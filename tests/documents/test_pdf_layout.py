@@ -234,6 +234,18 @@ def test_a_scanned_pdf_is_named_as_such(tmp_path):
     c.save()
     with pytest.raises(DocumentError, match="^no text to translate: the pages are images; OCR is not supported yet$"):
         translate_document(path, tmp_path / "out.pdf", upper_keeping_tags)
+    c = canvas.Canvas(str(path), pagesize=A4)  # the same with an OCR program's invisible text over it
+    image.seek(0)
+    c.drawImage(ImageReader(image), 0, 0, W, H)
+    text = c.beginText(72, H - 100)
+    text.setTextRenderMode(3)
+    text.setFont("Helvetica", 11)
+    text.textLine("Words found on the scanned page.")
+    c.drawText(text)
+    c.showPage()
+    c.save()
+    with pytest.raises(DocumentError, match="^no text to translate: the pages are images under an invisible OCR text layer"):
+        translate_document(path, tmp_path / "out.pdf", upper_keeping_tags)
 
 
 def test_no_font_for_the_script_is_one_line_naming_it(source, tmp_path, monkeypatch):
@@ -364,3 +376,20 @@ def test_a_sentence_running_into_the_next_column_and_page_is_translated_whole(tm
     left = [c for n, c in chars(out) if n == 0 and c.x1 < 300 and c.get_text().strip()]
     right = [c for n, c in chars(out) if n == 0 and c.x0 > 300 and c.get_text().strip()]
     assert left and right
+
+
+def test_one_operator_drawing_a_kept_and_a_translated_block_is_cut_between_them(tmp_path):
+    path = tmp_path / "header.pdf"
+    path.write_bytes(pdf_bytes([["The body text of the page."]]))
+    with pikepdf.open(path, allow_overwriting_input=True) as pdf:
+        header = b"BT /F1 9 Tf 72 760 Td [(Chapter two: the tools) -30000 (17)] TJ ET"
+        pdf.pages[0].Contents = pikepdf.Array([pdf.pages[0].Contents, pdf.make_indirect(pikepdf.Stream(pdf, header))])
+        pdf.save(path)
+    out = tmp_path / "header.x.pdf"
+    translate_document(path, out, upper_keeping_tags)
+    before = {c.get_text(): c for _, c in chars(path) if c.get_text() in "17"}
+    after = [c for _, c in chars(out) if c.get_text() in "17" and "Helvetica" in c.fontname]
+    assert [c.get_text() for c in after] == ["1", "7"]  # the page number stays, drawn by the original operator
+    assert all(abs(c.x0 - before[c.get_text()].x0) < 0.01 and abs(c.y0 - before[c.get_text()].y0) < 0.01 for c in after)
+    text = page_texts(out)[0]
+    assert "T:CHAPTER TWO: THE TOOLS" in text and "Chapter" not in text

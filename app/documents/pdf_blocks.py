@@ -102,11 +102,11 @@ class Block:
 def join_lines(runs: list[Run], more: list[Run]) -> list[Run]:
     """Text that continues on a new line (or in the next column): a hyphen at the end joins the
     word, else a space, none between characters of scripts written without spaces."""
-    previous, text = runs[-1].text if runs else "", more[0].text if more else ""
     if not runs or not more:
         return runs + more
-    if re.search(r"\w-$", previous) and text[:1].islower():
-        return runs[:-1] + [Run(previous[:-1], runs[-1].style)] + more
+    previous, text = "".join(r.text for r in runs[-3:]), more[0].text
+    if re.search(r"\w-$", previous) and text[:1].islower() and runs[-1].text.endswith("-"):
+        return runs[:-1] + [Run(runs[-1].text[:-1], runs[-1].style)] + more
     if NO_SPACE.match(previous[-1:]) or NO_SPACE.match(text[:1]):
         return runs + more
     return runs + [Run(" ", runs[-1].style)] + more

@@ -144,3 +144,23 @@ def test_the_command_lines_pdf_options(tmp_path, options, name, pages):
         assert len(reader.pages) == pages and "T:PAGE TWO HAS ONE LINE." in reader.pages[-1].extract_text()
     else:
         assert out.read_text(encoding="utf-8").startswith("T:INSTALLING THE PROGRAM")
+
+
+def test_pdf_to_pdf_sends_the_same_sentences(tmp_path):
+    """Lines joined into paragraphs, the hyphenated word joined, in a PDF whose font has no widths
+    (a standard font): the blocks give the model what the text path gives it."""
+    source = tmp_path / "guide.pdf"
+    source.write_bytes(pdf_bytes(PAGES))
+    calls = []
+
+    def translate(texts):
+        calls.extend(texts)
+        return upper_keeping_tags(texts)
+
+    translate_document(source, tmp_path / "guide.fra_Latn.pdf", translate)
+    assert calls == [
+        "Installing the program takes a minute.", "Read the whole guide first.",
+        "The second paragraph (with brackets) is short.", "Page two has one line.",
+    ]
+    reader = PdfReader(tmp_path / "guide.fra_Latn.pdf")
+    assert "T:THE SECOND PARAGRAPH (WITH BRACKETS) IS SHORT." in " ".join(reader.pages[0].extract_text().split())

@@ -272,6 +272,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) 
             images += _count_images(item)
     blocks: list[Block] = []
     styles: dict = {}
+    flows: list[list[Line]] = []  # the boxes' lines, a box that goes on from the one before joined to it
     for box in boxes:
         lines = []
         for line in box:
@@ -291,6 +292,11 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) 
             size = statistics.median(c.size for c in chars)
             baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
             lines.append(Line(pieces, line.x0, line.y0, line.x1, line.y1, size, baseline, chars))
+        if lines and flows and _flows_on(flows[-1][-1], lines[0]):
+            flows[-1] += lines  # pdfminer cut a paragraph at an indented or hanging line: _cut decides
+        elif lines:
+            flows.append(lines)
+    for lines in flows:
         blocks.extend(_cut(index, lines, rules))
     if blocks:
         left, right = min(b.bbox[0] for b in blocks), max(b.bbox[2] for b in blocks)
@@ -309,6 +315,18 @@ def _count_images(item) -> int:
     if isinstance(item, LTImage):
         return 1
     return sum(_count_images(child) for child in getattr(item, "_objs", []))
+
+
+def _flows_on(last: Line, first: Line) -> bool:
+    """`first` (a box's first line) is the next line after `last` (the previous box's last): the
+    same size, one line spacing below, in the same column."""
+    size = max(last.size, first.size)
+    overlap = min(last.x1, first.x1) - max(last.x0, first.x0)
+    return (
+        max(last.size, first.size) <= SIZE_CHANGE * min(last.size, first.size)
+        and 0.5 * size < last.baseline - first.baseline < 1.6 * size
+        and overlap > 0.5 * min(last.x1 - last.x0, first.x1 - first.x0)
+    )
 
 
 def _cut(page: int, lines: list[Line], rules) -> list[Block]:

@@ -2,8 +2,11 @@
 
 PDF out (the default): pikepdf opens and checks the file (see `open_checked`), pdf_blocks.py reads
 each page's text as blocks with pdfminer.six, pdf_write.py replaces each translated block's text in
-place. With `bilingual`, each original page is followed by its translation (STEM.<to>.bilingual.pdf).
-A PDF whose pages are only images (a scan) has no text to translate and is refused as such.
+place. A sentence that runs from one block into the next (into the next column, onto the next page)
+is one segment; its translation is shared among the blocks by their lengths. With `bilingual`,
+each original page is followed by its translation (STEM.<to>.bilingual.pdf). A PDF whose pages are
+only images (a scan, with or without an invisible OCR layer) has no text to translate and is
+refused as such.
 
 Text out (`pdf_as="text"`, STEM.<to>.txt): pypdf extracts each page's text; lines are joined into
 paragraphs (a hyphen at a line end joins the word), pages are separated by a blank line and a form
@@ -22,8 +25,8 @@ import re
 import zlib
 from pathlib import Path
 
+from app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
 from app.documents.safety import DocumentError, check_file
-from app.documents.pdf_blocks import continues, join_lines, read_pages
 from app.documents.segments import Document, Run, Segment
 from app.documents.text import SlotDocument
 
@@ -33,7 +36,8 @@ MAX_PAGES = 5000
 MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflated
 MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
 SCANNED = "no text to translate: the pages are images; OCR is not supported yet"
-SCANNED_WITH_OCR = "no text to translate: the pages are images under an invisible OCR text layer; translating scans is not supported yet"
+SCANNED_WITH_OCR = ("no text to translate: the pages are images under an invisible OCR text layer; "
+                    "translating scans is not supported yet")
 
 for _name in ("pypdf", "pdfminer", "fontTools"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
@@ -160,7 +164,9 @@ class PdfDocument(Document):
         from app.documents.pdf_write import write_pdf
 
         text = "".join(r.text for runs in translations for r in runs)
-        han = "Noto Sans CJK JP" if re.search(r"[\u3040-\u30ff]", text) else "Noto Sans CJK KR" if re.search(r"[\uac00-\ud7af]", text) else "Noto Sans CJK SC"
+        # Han characters in the Japanese or Korean face where the text has kana or hangul
+        han = ("Noto Sans CJK JP" if re.search(r"[\u3040-\u30ff]", text) else
+               "Noto Sans CJK KR" if re.search(r"[\uac00-\ud7af]", text) else "Noto Sans CJK SC")
         by_block = {}
         for chain, runs in zip(self.chains, translations):
             by_block.update(zip(chain, _share(runs, [len(self.blocks[i].text) for i in chain])))
@@ -213,16 +219,7 @@ def _share(runs: list[Run], lengths: list[int]) -> list[list[Run]]:
     cuts.append(len(text) + 1)
     parts = []
     for start, end in zip(cuts, cuts[1:]):
-        part, offset = [], 0
-        for run in runs:
-            if run.atom is not None:
-                if start <= offset < end:
-                    part.append(run)
-                continue
-            a, b = max(start, offset), min(end, offset + len(run.text))
-            if a < b:
-                part.append(Run(run.text[a - offset : b - offset], run.style))
-            offset += len(run.text)
+        part = cut_runs(runs, start, end)
         while part and part[0].atom is None and not part[0].text.strip():
             part.pop(0)
         if part and part[0].atom is None:

@@ -88,10 +88,10 @@ class Block:
         text = "".join(r.text for r in runs)
         leader = LEADER.search(text)
         if leader and text[: leader.start()].strip():
-            runs = _cut_runs(runs, 0, leader.start()) + [Run("", None, atom=leader.group())]
+            runs = cut_runs(runs, 0, leader.start()) + [Run("", None, atom=leader.group())]
         marker = BULLET.match(text)
         if marker and text[marker.end():].strip():
-            runs = [Run("", None, atom=marker.group())] + _cut_runs(runs, marker.end(), len(text))
+            runs = [Run("", None, atom=marker.group())] + cut_runs(runs, marker.end(), len(text))
         return merge_runs(runs)
 
     @property
@@ -116,15 +116,16 @@ def continues(block: Block, after: Block) -> bool:
     """`after` goes on with the sentence `block` leaves open (in the next column, on the next page):
     no sentence end, the same size, and a lower-case start."""
     end, start = block.text.rstrip()[-1:], after.text.lstrip()[:1]
-    return bool(end) and end not in ".!?:;…。！？」』”\"’)" and start.islower() and abs(block.size - after.size) < 0.1 * block.size
+    return (bool(end) and end not in ".!?:;…。！？」』”\"’)" and start.islower()
+            and abs(block.size - after.size) < 0.1 * block.size)
 
 
-def _cut_runs(runs: list[Run], start: int, end: int) -> list[Run]:
-    """The runs' text from character `start` to `end`; atoms within it kept."""
+def cut_runs(runs: list[Run], start: int, end: int) -> list[Run]:
+    """The runs' text from character `start` to `end`, and the atoms from `start` up to `end`."""
     out, offset = [], 0
     for run in runs:
         if run.atom is not None:
-            if start <= offset <= end:
+            if start <= offset < end:
                 out.append(run)
             continue
         a, b = max(start, offset), min(end, offset + len(run.text))

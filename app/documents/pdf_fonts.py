@@ -3,14 +3,15 @@
 A character is drawn with the first font already in use that has a glyph for it; else the system
 is asked for one: fontconfig (`fc-list :charset=...`) on Linux, the font folders on Windows and
 macOS. Noto fonts are preferred (Noto Sans before the others, the CJK face of the text's language
-for Han characters), bold when the source run was bold. No font for a character is one clear line
+for Han characters), bold and italic as the source run was. No font for a character is one clear line
 naming its script.
 
 Text is shaped with HarfBuzz (uharfbuzz) word by word: contextual forms and ligatures (Arabic,
-Indic scripts), mark positioning (Thai, Hebrew points), kerning. Each font used is embedded as a new TrueType font holding only the glyphs drawn (outlines copied,
-cubic CFF curves converted to quadratic), as a Type0/CIDFontType2 font with Identity-H encoding
-(character codes are the new glyph ids) and a ToUnicode map, so the text stays selectable and
-searchable.
+Indic scripts), mark positioning (Thai, Hebrew points), kerning. Each font used is embedded as a
+new TrueType font holding only the glyphs drawn (outlines copied, cubic CFF curves converted to
+quadratic), as a Type0/CIDFontType2 font with Identity-H encoding (character codes are the new
+glyph ids, one per glyph and the text it stands for) and a ToUnicode map, so the text stays
+selectable and searchable.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from app.documents.safety import DocumentError
 MAX_DESCENT = -0.3
 FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".otc")
 FONT_FOLDERS = {
-    "win32": [Path(os.environ.get("WINDIR", "C:/Windows")) / "Fonts", Path(os.environ.get("LOCALAPPDATA", "")) / "Microsoft/Windows/Fonts"],
+    "win32": [Path(os.environ.get("WINDIR", "C:/Windows")) / "Fonts",
+              Path(os.environ.get("LOCALAPPDATA", "")) / "Microsoft/Windows/Fonts"],
     "darwin": [Path("/System/Library/Fonts"), Path("/Library/Fonts"), Path.home() / "Library/Fonts"],
 }
 
@@ -106,8 +108,8 @@ class Face:
         return tuple(out)
 
     def width(self, name: str) -> float:
-        """A glyph's advance width in the font (what the PDF's /W says), in ems."""
-        return self.hmtx[name][0] / self.upm
+        """A glyph's advance width as the PDF's /W gives it (in thousandths, rounded), in ems."""
+        return round(self.hmtx[name][0] * 1000 / self.upm) / 1000
 
     def code(self, glyph: Glyph) -> bytes:
         """The two-byte code that draws the glyph from the embedded font. A glyph that stands for

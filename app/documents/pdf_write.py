@@ -1,9 +1,9 @@
 """Writing a translated PDF: each page kept, its translated blocks' text replaced in place.
 
-For every translated block, the text-showing operators that drew it are replaced in the page's
-content stream by a `TJ` of one number that moves the text position as far as the removed text did
-(so any text after it on the line stays where it was); images, vector graphics, annotations and
-links are not touched. The original content is wrapped in `q ... Q` and the translations are drawn
+For every translated block, the glyphs that drew it are taken out of the page's content stream: a
+text-showing operator becomes a `TJ` whose numbers move the text position as far as the removed
+glyphs did (so any text after them stays where it was), keeping the glyphs of blocks that stay;
+images, vector graphics, annotations and links are not touched. The original content is wrapped in `q ... Q` and the translations are drawn
 after it as real text (embedded subset fonts with ToUnicode, see pdf_fonts.py).
 
 Typesetting: the translation is broken into lines where Unicode's line breaking rules allow (at
@@ -103,7 +103,6 @@ def _is_rtl(text: str) -> bool:
 
 def _width(glyphs, size: float) -> float:
     return sum(g.advance for g in glyphs) * size
-
 
 
 def _is_space(unit: list[Glyph]) -> bool:
@@ -382,7 +381,8 @@ def _finish_font(pdf, font, face: Face) -> None:
     ))
     descendant = font.DescendantFonts[0]
     descendant.BaseFont = name
-    descendant.CIDSystemInfo = pikepdf.Dictionary(Registry=pikepdf.String("Adobe"), Ordering=pikepdf.String("Identity"), Supplement=0)
+    descendant.CIDSystemInfo = pikepdf.Dictionary(Registry=pikepdf.String("Adobe"), Ordering=pikepdf.String("Identity"),
+                                                  Supplement=0)
     descendant.FontDescriptor = descriptor
     descendant.CIDToGIDMap = pikepdf.Name.Identity
     descendant.W = pikepdf.Array([0, pikepdf.Array(advances)])
@@ -437,7 +437,8 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
             for show, glyph in block.glyphs:
                 remove.setdefault(show, set()).add(glyph)
         content = remove_text(pdf_page, page, remove)
-        pdf_page.obj.Contents = pdf.make_indirect(_deflated(pdf, b"q\n" + content + b"\nQ\n" + "\n".join(drawn).encode("ascii") + b"\n"))
+        content = b"q\n" + content + b"\nQ\n" + "\n".join(drawn).encode("ascii") + b"\n"
+        pdf_page.obj.Contents = pdf.make_indirect(_deflated(pdf, content))
     for face, font in font_objects.items():
         _finish_font(pdf, font, face)
     if original is not None:

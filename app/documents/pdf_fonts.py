@@ -1,10 +1,10 @@
 """Fonts for translated PDF text: found on the system per character, embedded as small subsets.
 
 A character is drawn with the first font already in use that has a glyph for it; else the system
-is asked for one: fontconfig (`fc-list :charset=...`) on Linux, the font folders on Windows and
-macOS. Noto fonts are preferred (Noto Sans before the others, the CJK face of the text's language
-for Han characters), bold and italic as the source run was. No font for a character is one clear line
-naming its script.
+is asked for one: fontconfig (`fc-list :charset=...`) on Linux, else the font folders (Windows,
+macOS, Linux without fontconfig). Noto fonts are preferred (Noto Sans before the others, the CJK
+face of the text's language for Han characters), bold and italic as the source run was. No font
+for a character is one clear line naming its script.
 
 Text is shaped with HarfBuzz (uharfbuzz) word by word: contextual forms and ligatures (Arabic,
 Indic scripts), mark positioning (Thai, Hebrew points), kerning. Each font used is embedded as a
@@ -16,6 +16,7 @@ selectable and searchable.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import shutil
@@ -29,7 +30,8 @@ from app.documents.safety import DocumentError
 
 MAX_DESCENT = -0.3
 FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".otc")
-FONT_FOLDERS = {
+FONT_FOLDERS = {  # where fonts are found without fontconfig
+    "linux": [Path("/usr/share/fonts"), Path("/usr/local/share/fonts"), Path.home() / ".local/share/fonts"],
     "win32": [Path(os.environ.get("WINDIR", "C:/Windows")) / "Fonts",
               Path(os.environ.get("LOCALAPPDATA", "")) / "Microsoft/Windows/Fonts"],
     "darwin": [Path("/System/Library/Fonts"), Path("/Library/Fonts"), Path.home() / "Library/Fonts"],
@@ -202,17 +204,32 @@ def _fontconfig_candidates(ch: str) -> list[tuple[str, int, str, str]]:
     return out
 
 
-def _folder_candidates() -> list[tuple[str, int, str, str]]:
-    """Every font file of the system font folders (Windows, macOS), named from its file."""
+@functools.cache
+def folder_candidates(folders: tuple[Path, ...]) -> list[tuple[str, int, str, str]]:
+    """(file, index, family, style) of every font in the folders, named as the fonts name themselves."""
+    from fontTools.ttLib import TTFont
+
     out = []
-    for folder in FONT_FOLDERS.get(sys.platform, []):
-        if folder.is_dir():
-            for path in sorted(folder.rglob("*")):
-                if path.suffix.lower() in FONT_SUFFIXES:
-                    stem = path.stem.replace("-", " ")
-                    family = stem.split(" Bold")[0].split(" Regular")[0]
-                    style = " ".join(w for w in ("Bold", "Italic") if w in stem) or "Regular"
-                    out.append((str(path), 0, family, style))
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*")):
+            if path.suffix.lower() not in FONT_SUFFIXES:
+                continue
+            count = 1
+            if path.suffix.lower() in (".ttc", ".otc"):
+                with open(path, "rb") as f:
+                    head = f.read(12)
+                count = int.from_bytes(head[8:12], "big") if head[:4] == b"ttcf" else 0
+            for index in range(min(count, 64)):
+                try:
+                    names = TTFont(path, fontNumber=index, lazy=True)["name"]
+                except Exception:  # not a font after all: the next one
+                    continue
+                family = names.getDebugName(16) or names.getDebugName(1)
+                style = names.getDebugName(17) or names.getDebugName(2) or "Regular"
+                if family:
+                    out.append((str(path), index, family, style))
     return out
 
 
@@ -249,7 +266,11 @@ class FontLibrary:
 
     def _find(self, ch: str, style: tuple[bool, bool]) -> Face | None:
         """The best installed face with a glyph for `ch`, in `style` where there is a choice."""
-        candidates = _fontconfig_candidates(ch) if self.use_fontconfig else _folder_candidates()
+        if self.use_fontconfig:
+            candidates = _fontconfig_candidates(ch)
+        else:
+            folders = FONT_FOLDERS.get("linux" if sys.platform.startswith("linux") else sys.platform, [])
+            candidates = folder_candidates(tuple(folders))
         for path, index, family, style_name in sorted(candidates, key=lambda c: _rank(c[2], c[3], style, self.han_face)):
             face = self.faces.get((path, index))
             if face is None:

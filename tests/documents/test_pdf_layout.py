@@ -6,6 +6,7 @@ import io
 import re
 import unicodedata
 import zlib
+from pathlib import Path
 
 import pikepdf
 import pytest
@@ -394,3 +395,18 @@ def test_one_operator_drawing_a_kept_and_a_translated_block_is_cut_between_them(
     assert all(abs(c.x0 - before[c.get_text()].x0) < 0.01 and abs(c.y0 - before[c.get_text()].y0) < 0.01 for c in after)
     text = page_texts(out)[0]
     assert "T:CHAPTER TWO: THE TOOLS" in text and "Chapter" not in text
+
+
+def test_fonts_are_found_in_the_font_folders_without_fontconfig(source, tmp_path, monkeypatch):
+    """As on Windows and macOS: the folders' fonts named from their own name tables, Noto Sans first."""
+    from app.documents import pdf_fonts
+
+    monkeypatch.setattr(pdf_fonts.shutil, "which", lambda name: None)
+    noto = Path(NOTO).parent
+    monkeypatch.setitem(pdf_fonts.FONT_FOLDERS, "linux", [noto, noto.parent.parent / "opentype"])
+    out = tmp_path / "out.pdf"
+    translate_document(source, out, upper_keeping_tags)
+    assert "T:这是一个中文句子。" in page_texts(out)[0]
+    with pikepdf.open(out) as pdf:
+        names = {str(f.BaseFont).split("+")[1] for f in pdf.pages[0].Resources.Font.values() if "+Noto" in str(f.get("/BaseFont"))}
+    assert {"NotoSans-Regular", "NotoSans-Bold", "NotoSansCJKSC-Regular"} <= names

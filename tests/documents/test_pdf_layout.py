@@ -34,7 +34,7 @@ RIGHT = ["The right column is read after the", "left one, from its top to its", 
 
 
 def make_pdf(path):
-    """Page 1: header, heading, paragraph, bold run, Cyrillic, Chinese, a link, an image, a page number.
+    """Page 1: header, heading, paragraph, bold run, Cyrillic, Chinese, a link, an image, a footnote, a page number.
     Page 2: two columns and a ruled table."""
     pdfmetrics.registerFont(TTFont("NotoSans", NOTO))
     pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
@@ -70,6 +70,8 @@ def make_pdf(path):
     from reportlab.lib.utils import ImageReader
 
     c.drawImage(ImageReader(image), 400, H - 300, 80, 60)
+    c.setFont("Helvetica", 7)
+    c.drawString(72, 60, "1 A footnote at the foot of the page.")
     c.setFont("Helvetica", 9)
     c.drawString(W / 2, 30, "3")
     c.showPage()
@@ -160,7 +162,8 @@ def test_pages_images_and_links_are_kept(source, translated):
 def test_every_block_is_replaced_by_its_translation(translated):
     first, second = page_texts(translated)
     for expected in ("T:ANNUAL REPORT OF THE SOCIETY", "T:INTRODUCTION TO THE PROJECT", "T:ПРИВЕТ, МИР.",
-                     "T:ЭТО СТРОКА ПО-РУССКИ.", "T:这是一个中文句子。", "T:VISIT OUR WEBSITE FOR MORE."):
+                     "T:ЭТО СТРОКА ПО-РУССКИ.", "T:这是一个中文句子。", "T:VISIT OUR WEBSITE FOR MORE.",
+                     "T:1 A FOOTNOTE AT THE FOOT OF THE PAGE."):
         assert expected in first
     flat = " ".join(first.split())
     # the paragraph's lines were one text: its first sentence runs across the line break

@@ -7,9 +7,11 @@ paragraph's last line). A block's lines are joined into one text (a hyphen at a 
 word), so a sentence that runs across lines is translated whole.
 
 Each character remembers which text-showing operator of the page's content stream drew it (the
-n-th `Tj`/`TJ`/`'`/`"` of the page), so the writer can remove a block's text. A block is kept as it
-is (not translated) when it has no letters, is a URL, is set in math fonts, has characters whose
-text the PDF does not give (no ToUnicode), is not upright, or shares an operator with a kept block.
+n-th `Tj`/`TJ`/`'`/`"` of the page) and which glyph of it, so the writer can remove a block's text.
+A block is kept as it is (not translated) when it has no letters, is a URL, is code (monospaced),
+is set in math fonts, has characters whose text the PDF does not give (no ToUnicode), is not
+upright, is drawn invisibly or as a clipping path, or shares an operator it cannot be cut out of
+with a kept block. List markers and a table of contents' leaders stay out of the translation.
 Text inside form XObjects is not seen here and stays untouched.
 """
 
@@ -194,8 +196,9 @@ def read_pages(data: bytes) -> list[Page]:
                 self.current, self.invisible = None, False
                 return super().render_string(textstate, seq, ncs, graphicstate)
             vertical = textstate.font is not None and textstate.font.is_vertical()
-            invisible = textstate.render == 3  # an OCR layer over a scan: kept
-            self.current = -1 if vertical or invisible else len(self.shows)
+            invisible = textstate.render in (3, 7)  # an OCR layer over a scan
+            clipping = textstate.render >= 4  # its glyphs clip what is drawn after them
+            self.current = -1 if vertical or invisible or clipping else len(self.shows)  # all kept as they are
             self.invisible = invisible
             self.glyph = 0
             self.shows.append(tuple(s for s in seq if isinstance(s, bytes)))

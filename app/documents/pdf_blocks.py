@@ -140,13 +140,11 @@ def cut_runs(runs: list[Run], start: int, end: int) -> list[Run]:
 @dataclass
 class Page:
     index: int
-    width: float
-    height: float
     origin: tuple[float, float]  # the media box's lower left corner: pdfminer's coordinates start there
     blocks: list[Block]
     rules: list[tuple[float, float, float, float]]  # thin lines and rectangles (table borders)
-    editable: bool
     images: int
+    figures: list[tuple[float, float, float, float]]  # images and form XObjects: a grown box stops at them
     shows: list[tuple[bytes, ...]] = field(default_factory=list)  # each text-showing operator's strings, in order
     advances: list[float | None] = field(default_factory=list)  # and how far it moves along its line (TJ units)
     glyphs: list[list | None] = field(default_factory=list)  # and its numbers and glyphs (see _elements)
@@ -266,7 +264,7 @@ def _elements(textstate, seq) -> list | None:
 def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) -> Page:
     from pdfminer.layout import LTChar, LTCurve, LTFigure, LTImage, LTTextBoxHorizontal, LTTextLineHorizontal
 
-    rules, boxes, images = [], [], 0
+    rules, boxes, images, figures = [], [], 0, []
     for item in layout:
         if isinstance(item, LTTextBoxHorizontal):
             boxes.append(item)
@@ -274,6 +272,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) 
             rules.append(item.bbox)
         elif isinstance(item, (LTFigure, LTImage)):
             images += _count_images(item)
+            figures.append(item.bbox)
     blocks: list[Block] = []
     styles: dict = {}
     flows: list[list[Line]] = []  # the boxes' lines, a box that goes on from the one before joined to it
@@ -310,7 +309,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) 
         for line in block.lines:
             line.chars = []  # pdfminer's objects are not needed any more: a long document's memory
     _keep_shared(blocks, splittable)
-    return Page(index, page_size[0], page_size[1], origin, blocks, rules, upright_page, images)
+    return Page(index, origin, blocks, rules, images, figures)
 
 
 def _count_images(item) -> int:

@@ -419,7 +419,7 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
     for page_index, numbers in sorted(by_page.items()):
         page = pages[page_index]
         pdf_page = pikepdf.Page(pdf.pages[page_index])
-        obstacles = [b.bbox for b in page.blocks] + list(page.rules)
+        obstacles = [b.bbox for b in page.blocks] + page.rules + page.figures
         drawn = []
         names: dict[Face, str] = {}
         remove: dict[int, set[int]] = {}

@@ -85,7 +85,9 @@ class Block:
         for line in self.lines:
             line_runs: list[Run] = []
             for text, style, _ in line.pieces:
-                line_runs.append(Run(text, style if text.strip() or not (line_runs or runs) else (line_runs or runs)[-1].style))
+                if not text.strip() and (line_runs or runs):  # a space takes the style of the text before it
+                    style = (line_runs or runs)[-1].style
+                line_runs.append(Run(text, style))
             runs = join_lines(runs, line_runs)
         text = "".join(r.text for r in runs)
         leader = LEADER.search(text)
@@ -385,7 +387,7 @@ def _alignment(block: Block, left: float, right: float, page_width: float) -> st
         centers = [(l.x0 + l.x1) / 2 for l in lines]
         if max(lefts) - min(lefts) < 1:
             return "left"
-        if max(rights) - min(rights) < 1:
+        if max(rights) - min(rights) < 1 and max(lefts[1:]) - min(lefts[1:]) >= 1:  # not an indented first line
             return "right"
         return "center" if max(centers) - min(centers) < 2 else "left"
     if x0 > left + 0.25 * (right - left) and abs(x1 - right) < 2:

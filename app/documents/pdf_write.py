@@ -238,6 +238,19 @@ def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obsta
     return setting
 
 
+def used_box(setting: Setting, block: Block) -> tuple[float, float, float, float]:
+    """The part of the setting's box its lines take: what other blocks may not grow into."""
+    x0, y0, x1, y1 = setting.box
+    width = max((_width([g for unit in line for g in unit], setting.size) for line in setting.lines), default=0.0)
+    bottom = y1 - _height(setting.lines, setting.size, block.leading)
+    if setting.rtl or block.align == "right":
+        return x1 - width, bottom, x1, y1
+    if block.align == "center":
+        middle = (x0 + x1) / 2
+        return middle - width / 2, bottom, middle + width / 2, y1
+    return x0, bottom, x0 + width, y1
+
+
 def _color(color: tuple) -> str:
     values = " ".join(f"{float(v):.4g}" for v in color)
     return {1: f"{values} g", 3: f"{values} rg", 4: f"{values} k"}.get(len(color), "0 g")
@@ -427,7 +440,7 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
             block = blocks[i]
             setting = typeset(block, translations[i], fonts, page, [o for o in obstacles if o != block.bbox])
             if setting.box != block.bbox:
-                obstacles.append(setting.box)
+                obstacles.append(used_box(setting, block))
             for face in _faces(setting.lines):
                 if face not in font_objects:
                     font_objects[face] = _font_object(pdf, face)

@@ -41,6 +41,7 @@ def make_pdf(path):
     c = canvas.Canvas(str(path), pagesize=A4)
     c.setFont("Helvetica", 9)
     c.drawString(72, H - 40, "Annual report of the society")
+    c.drawRightString(W - 72, H - 40, "Spring issue")
     c.setFont("Helvetica-Bold", 18)
     c.drawString(72, H - 90, "Introduction to the project")
     text = c.beginText(72, H - 120)
@@ -194,6 +195,9 @@ def test_the_translation_is_real_embedded_text_in_its_boxes(source, translated):
         for i, a in enumerate(boxes):
             for b in boxes[i + 1 :]:
                 assert min(a[2], b[2]) - max(a[0], b[0]) < 0.5 or min(a[3], b[3]) - max(a[1], b[1]) < 0.5, (a, b)
+    # a right-aligned header stays flush right
+    header = [c for n, c in ours if n == 0 and c.y0 > H - 45 and c.x0 > W / 2]
+    assert "".join(c.get_text() for c in header) == "T:SPRING ISSUE" and abs(max(c.x1 for c in header) - (W - 72)) < 1
     # the paragraph's translation stays in the paragraph's box
     paragraph = [c for n, c in source_chars if n == 0 and c.bbox[1] < H - 110 and c.bbox[3] > H - 150]
     x0, y0 = min(c.bbox[0] for c in paragraph), min(c.bbox[1] for c in paragraph)

@@ -417,3 +417,34 @@ def test_fonts_are_found_in_the_font_folders_without_fontconfig(source, tmp_path
     with pikepdf.open(out) as pdf:
         names = {str(f.BaseFont).split("+")[1] for f in pdf.pages[0].Resources.Font.values() if "+Noto" in str(f.get("/BaseFont"))}
     assert {"NotoSans-Regular", "NotoSans-Bold", "NotoSansCJKSC-Regular"} <= names
+
+
+def test_text_in_forms_and_on_rotated_pages_is_left_as_it_is(tmp_path):
+    """Not translated yet: a form XObject's text (it may be drawn on several pages) and the text of
+    a page shown rotated. Both stay exactly as they were; the rest of the document is translated."""
+    path = tmp_path / "forms.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.beginForm("stamp")
+    c.setFont("Helvetica", 12)
+    c.drawString(72, 400, "Text inside a form")
+    c.endForm()
+    c.doForm("stamp")
+    c.setFont("Helvetica", 12)
+    c.drawString(72, 700, "Text on the page itself")
+    c.showPage()
+    c.setFont("Helvetica", 12)
+    c.drawString(72, 700, "Text on a rotated page")
+    c.showPage()
+    c.save()
+    with pikepdf.open(path, allow_overwriting_input=True) as pdf:
+        pdf.pages[1].Rotate = 90
+        pdf.save(path)
+    out = tmp_path / "forms.x.pdf"
+    translate_document(path, out, upper_keeping_tags)
+    first, second = page_texts(out)
+    assert "T:TEXT ON THE PAGE ITSELF" in first and "Text inside a form" in first
+    assert "Textonarotatedpage" in "".join(second.split()) and "T:" not in second  # (read sideways)
+    with pikepdf.open(path) as a, pikepdf.open(out) as b:
+        assert a.pages[1].Contents.read_bytes() == b.pages[1].Contents.read_bytes()
+        form = lambda pdf: next(iter(pdf.pages[0].Resources.XObject.values())).read_raw_bytes()
+        assert form(a) == form(b)

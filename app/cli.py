@@ -17,6 +17,7 @@ from app import __version__
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
 COMMANDS = ("translate", "adapters")
+DOCUMENT_OPTIONS = ("pdf_as", "bilingual")  # the translate options handed to the document formats
 DESCRIPTION = (
     "Offline translation between 200 languages (NLLB-200). With no COMMAND it opens the window, each FILE "
     "(a document or a folder of them) queued to translate as if dropped on it."
@@ -84,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--output-dir", metavar="DIR", help="write translated documents here, those found in a folder "
                            "named keeping their place below it (default: beside each input)")
     translate.add_argument("--overwrite", action="store_true", help="replace translated documents that already exist")
+    translate.add_argument("--pdf-as", choices=("pdf", "text"), default="pdf",
+                           help="translate a PDF into a PDF with its layout (STEM.<to>.pdf, default) or into text (STEM.<to>.txt)")
+    translate.add_argument("--bilingual", action="store_true",
+                           help="PDF: each original page followed by its translation (STEM.<to>.bilingual.pdf)")
     translate.add_argument(
         "files", nargs="*", metavar="FILE",
         help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt docx pptx xlsx odt epub pdf)",
@@ -274,14 +279,16 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
     from app.jobs import DocumentJob, distinct_jobs
 
     output_dir = Path(args.output_dir) if args.output_dir else None
+    document_options = {name: value for name, value in vars(args).items() if name in DOCUMENT_OPTIONS}
     jobs, refused = [], []
     for path, folder in inputs.items():
         try:
             if not path.is_file():
                 raise DocumentError("no such file")
             out_dir = output_dir / path.parent.relative_to(folder) if output_dir and folder else output_dir
-            jobs.append(DocumentJob(path, output_path(path, tgt, out_dir), src, tgt, overrides,
-                                    adapter=args.adapter or "", overwrite=args.overwrite))
+            jobs.append(DocumentJob(path, output_path(path, tgt, out_dir, document_options), src, tgt, overrides,
+                                    adapter=args.adapter or "", overwrite=args.overwrite,
+                                    document_options=document_options))
         except DocumentError as e:
             print(f"dragoman: error: {path}: {e}", file=sys.stderr)
             refused.append(str(path))

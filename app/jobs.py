@@ -44,6 +44,7 @@ class DocumentJob:
     options: dict = field(default_factory=dict)  # overrides of Translator.default_options
     adapter: str = ""
     overwrite: bool = False
+    document_options: dict = field(default_factory=dict)  # a format's own options (PDF: pdf_as, bilingual)
 
 
 @dataclass
@@ -176,4 +177,5 @@ def run_document_job(
         progress=progress,
         overwrite=job.overwrite,
         batch_sentences=None,
+        options=job.document_options,
     )

@@ -64,6 +64,7 @@ def load_pending(path: Path) -> list[DocumentJob]:
             jobs.append(DocumentJob(
                 Path(entry["source_path"]), Path(entry["output_path"]), str(entry["source"]), str(entry["target"]),
                 dict(entry.get("options") or {}), str(entry.get("adapter") or ""), bool(entry.get("overwrite")),
+                dict(entry.get("document_options") or {}),
             ))
         except (KeyError, TypeError, ValueError):
             continue

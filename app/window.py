@@ -16,6 +16,7 @@ from PySide6.QtCore import QFileSystemWatcher, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
+    QCheckBox,
     QComboBox,
     QDialog,
     QFrame,
@@ -260,11 +261,13 @@ class MainWindow(QMainWindow):
         self.adapter_picker = AdapterPicker()
         self.adapter_picker.rescan(s.adapters_path(self.paths), s.adapter)
         self.settings_button = self._icon_button("settings", "Settings (Ctrl+,)")
+        self.bilingual_box = QCheckBox("Bilingual PDF", toolTip="PDF documents: each original page followed by its translation")
 
         top_right = QHBoxLayout()
         top_right.setContentsMargins(0, 0, 0, 0)
         top_right.addWidget(self.target_picker)
         top_right.addStretch(1)
+        top_right.addWidget(self.bilingual_box)
         top_right.addWidget(QLabel("Adapter", objectName="hint"))
         top_right.addWidget(self.adapter_picker)
         top_right.addWidget(self.settings_button)
@@ -496,7 +499,9 @@ class MainWindow(QMainWindow):
         """A dropped document's job: the languages, options and adapter typed text uses now."""
         typed = self.make_job()
         target = self.target_picker.code()
-        return DocumentJob(path, output_path(path, target), typed.source, target, typed.options, typed.adapter)
+        options = {"bilingual": self.bilingual_box.isChecked()}
+        return DocumentJob(path, output_path(path, target, options=options), typed.source, target, typed.options,
+                           typed.adapter, document_options=options)
 
     def typed_options(self) -> dict:
         """The decoding options typed text uses now (overrides of the model's defaults)."""

@@ -44,9 +44,11 @@ def is_supported(path: Path) -> bool:
     return path.suffix.lower() in FORMATS
 
 
-def output_path(path: Path, target: str, output_dir: Path | None = None) -> Path:
-    """STEM.<target>.EXT beside the input (or in output_dir); PDF gives text (.txt)."""
-    suffix = getattr(format_for(path), "OUTPUT_SUFFIX", path.suffix)
+def output_path(path: Path, target: str, output_dir: Path | None = None, options: dict | None = None) -> Path:
+    """STEM.<target>.EXT beside the input (or in output_dir); a format may pick its own suffix from
+    the document options (PDF: .txt with pdf_as="text", .bilingual.pdf with bilingual)."""
+    module = format_for(path)
+    suffix = module.output_suffix(options or {}) if hasattr(module, "output_suffix") else path.suffix
     return (output_dir or path.parent) / f"{path.stem}.{target}{suffix}"
 
 
@@ -59,9 +61,11 @@ def translate_document(
     progress: Callable[[int, int], None] | None = None,
     overwrite: bool = False,
     batch_sentences: int | None = BATCH_SENTENCES,
+    options: dict | None = None,
 ) -> Path:
     """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop.
-    `batch_sentences`: distinct sentences per `translate_batch` call (None: all in one)."""
+    `batch_sentences`: distinct sentences per `translate_batch` call (None: all in one). `options`:
+    document options; each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual)."""
     path, out_path = Path(path), Path(out_path)
     if out_path.resolve() == path.resolve():
         raise DocumentError("the output would replace the input")
@@ -69,7 +73,7 @@ def translate_document(
     if out_path.exists() and not overwrite:
         raise DocumentError(f"{out_path.name} already exists (use --overwrite to replace it)")
     module = format_for(path)
-    document = module.extract(path)
+    document = module.extract(path, **{k: v for k, v in (options or {}).items() if k in getattr(module, "OPTIONS", ())})
     try:
         translations = translate_segments(
             document.segments, translate_batch, source_script, target_script, progress, batch_sentences

@@ -1,34 +1,237 @@
-"""PDF (.pdf): the text only, translated into a plain text file (STEM.<to>.txt).
+"""PDF (.pdf): translated into a PDF with the original layout (STEM.<to>.pdf), or into plain text.
 
-pypdf extracts each page's text; lines are joined into paragraphs (a hyphen at a line end joins
-the word), pages are separated by a blank line and a form feed. pypdf's text marks no paragraph
-breaks (it never gives a blank line), so a paragraph ends where the gap down to the next line is
-clearly wider than the page's usual line spacing. Layout, images and fonts are not
-carried over: rebuilding a PDF's layout is future work. Encrypted PDFs open only when they have
-no user password.
+PDF out (the default): pikepdf opens and checks the file (see `open_checked`), pdf_blocks.py reads
+each page's text as blocks with pdfminer.six, pdf_write.py replaces each translated block's text in
+place. A sentence that runs from one block into the next (into the next column, onto the next page)
+is one segment; its translation is shared among the blocks by their lengths. With `bilingual`,
+each original page is followed by its translation (STEM.<to>.bilingual.pdf). A PDF whose pages are
+only images (a scan, with or without an invisible OCR layer) has no text to translate and is
+refused as such.
+
+Text out (`pdf_as="text"`, STEM.<to>.txt): pypdf extracts each page's text; lines are joined into
+paragraphs (a hyphen at a line end joins the word), pages are separated by a blank line and a form
+feed. pypdf's text marks no paragraph breaks (it never gives a blank line), so a paragraph ends
+where the gap down to the next line is clearly wider than the page's usual line spacing.
+
+Encrypted PDFs open only when they have no user password. The PDF libraries' own log lines are
+silenced: a bad file is one DocumentError line.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import re
+import zlib
 from pathlib import Path
 
+from app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
 from app.documents.safety import DocumentError, check_file
-from app.documents.segments import Run
+from app.documents.segments import Document, Run, Segment
 from app.documents.text import SlotDocument
 
 EXTENSIONS = (".pdf",)
-OUTPUT_SUFFIX = ".txt"
+OPTIONS = ("pdf_as", "bilingual")
+MAX_PAGES = 5000
+MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflated
+MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
+SCANNED = "no text to translate: the pages are images; OCR is not supported yet"
+SCANNED_WITH_OCR = ("no text to translate: the pages are images under an invisible OCR text layer; "
+                    "translating scans is not supported yet")
+
+for _name in ("pypdf", "pdfminer", "fontTools"):
+    logging.getLogger(_name).setLevel(logging.CRITICAL)
 
 
-def extract(path: Path) -> SlotDocument:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+def output_suffix(options: dict) -> str:
+    if options.get("pdf_as") == "text":
+        return ".txt"
+    return ".bilingual.pdf" if options.get("bilingual") else ".pdf"
 
+
+def _check_header(path: Path) -> None:
     check_file(path)
     with open(path, "rb") as f:
         if not f.read(1024).lstrip().startswith(b"%PDF"):
             raise DocumentError("not a PDF (it does not start with %PDF)")
+
+
+def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False) -> Document:
+    _check_header(path)
+    if pdf_as == "text":
+        return _extract_text(path)
+    import pikepdf
+
+    from app.documents.pdf_write import show_strings
+
+    pdf = open_checked(path)
+    try:
+        buffer = io.BytesIO()
+        pdf.save(buffer, stream_decode_level=pikepdf.StreamDecodeLevel.none)
+        data = buffer.getvalue()
+        try:
+            pages = read_pages(data)
+        except (RecursionError, MemoryError):
+            raise DocumentError("PDF nested too deeply or too large to read") from None
+        except Exception as e:  # pdfminer raises many kinds on a broken file
+            raise DocumentError(f"corrupt or unreadable PDF ({type(e).__name__}: {e})".splitlines()[0]) from None
+        if len(pages) != len(pdf.pages):
+            raise DocumentError(f"corrupt PDF (its page tree gives {len(pdf.pages)} pages, {len(pages)} readable)")
+        for page in pages:
+            if page.blocks and show_strings(pdf.pages[page.index]) != page.shows:
+                for block in page.blocks:  # its text operators could not be matched: its text stays as it is
+                    block.translate = False
+        if not any(page.blocks for page in pages):
+            raise DocumentError(SCANNED if any(page.images for page in pages) else "no text to translate (the PDF has no text)")
+        if all(block.invisible for page in pages for block in page.blocks):
+            raise DocumentError(SCANNED_WITH_OCR)
+    except BaseException:
+        pdf.close()
+        raise
+    return PdfDocument(pdf, data, pages, bilingual)
+
+
+def open_checked(path: Path):
+    """The PDF opened with pikepdf; password-protected, corrupt and hostile files refused."""
+    import pikepdf
+
+    try:
+        pdf = pikepdf.open(path)
+    except pikepdf.PasswordError:
+        raise DocumentError("password-protected PDF") from None
+    except (pikepdf.PdfError, OSError, ValueError, RecursionError) as e:
+        reason = (str(e).splitlines() or [type(e).__name__])[0].replace(f"{path}: ", "")  # qpdf starts with the path
+        raise DocumentError(f"corrupt or unreadable PDF ({reason})") from None
+    try:
+        count = len(pdf.pages)
+        if count > MAX_PAGES:
+            raise DocumentError(f"too many pages ({count}; the limit is {MAX_PAGES})")
+        if count == 0:
+            raise DocumentError("corrupt PDF (it has no pages)")
+        _check_streams(pdf)
+    except DocumentError:
+        pdf.close()
+        raise
+    except (pikepdf.PdfError, RecursionError, ValueError, TypeError) as e:
+        pdf.close()
+        raise DocumentError(f"corrupt or unreadable PDF ({e})".splitlines()[0]) from None
+    return pdf
+
+
+def _check_streams(pdf) -> None:
+    """Refuse decompression bombs: every deflated stream the reader inflates (all but images),
+    inflated with a bound rather than trusted."""
+    import pikepdf
+
+    total = 0
+    for obj in pdf.objects:
+        if not isinstance(obj, pikepdf.Stream) or obj.get("/Subtype") == pikepdf.Name.Image:
+            continue
+        filters = obj.get("/Filter")
+        first = filters[0] if isinstance(filters, pikepdf.Array) and len(filters) else filters
+        if first != pikepdf.Name.FlateDecode:
+            continue
+        inflater = zlib.decompressobj()
+        try:
+            size = len(inflater.decompress(obj.read_raw_bytes(), MAX_STREAM_BYTES + 1))
+        except zlib.error:
+            continue  # a broken stream: the reader skips it as it would anyway
+        if size > MAX_STREAM_BYTES:
+            raise DocumentError(f"a stream of the PDF inflates to over {MAX_STREAM_BYTES // 2**20} MiB: a decompression bomb")
+        total += size
+        if total > MAX_INFLATED_BYTES:
+            raise DocumentError(f"the PDF's streams inflate to over {MAX_INFLATED_BYTES // 2**20} MiB: a decompression bomb")
+
+
+class PdfDocument(Document):
+    """The translatable blocks of a PDF as segments; `write` puts the translations in their place."""
+
+    def __init__(self, pdf, data: bytes, pages, bilingual: bool):
+        self.pdf, self.data, self.pages, self.bilingual = pdf, data, pages, bilingual
+        self.blocks = [block for page in pages for block in page.blocks]
+        self.chains = _chains(self.blocks, [i for i, block in enumerate(self.blocks) if block.translate])
+        self.segments = []
+        for chain in self.chains:
+            runs: list[Run] = []
+            for i in chain:
+                runs = join_lines(runs, self.blocks[i].runs)
+            self.segments.append(Segment(runs))
+
+    def write(self, translations: list[list[Run]], out_path: Path) -> None:
+        import pikepdf
+
+        from app.documents.pdf_fonts import FontLibrary
+        from app.documents.pdf_write import write_pdf
+
+        text = "".join(r.text for runs in translations for r in runs)
+        # Han characters in the Japanese or Korean face where the text has kana or hangul
+        han = ("Noto Sans CJK JP" if re.search(r"[\u3040-\u30ff]", text) else
+               "Noto Sans CJK KR" if re.search(r"[\uac00-\ud7af]", text) else "Noto Sans CJK SC")
+        by_block = {}
+        for chain, runs in zip(self.chains, translations):
+            by_block.update(zip(chain, _share(runs, [len(self.blocks[i].text) for i in chain])))
+        original = pikepdf.open(io.BytesIO(self.data)) if self.bilingual else None
+        try:
+            write_pdf(self.pdf, self.pages, by_block, self.blocks, FontLibrary(han), out_path, original)
+        finally:
+            if original is not None:
+                original.close()
+
+    def close(self) -> None:
+        self.pdf.close()
+
+
+CHAIN_LOOKAHEAD = 3  # blocks looked at for a sentence's continuation (past a footer, a header)
+
+
+def _chains(blocks, order: list[int]) -> list[list[int]]:
+    """The translated blocks (indexes, in reading order) grouped where a sentence runs from one
+    into the next: the next block of the same size, past headers and footers, that continues it."""
+    chains: list[list[int]] = []
+    joined: set[int] = set()
+    for position, i in enumerate(order):
+        if i in joined:
+            continue
+        chain, at = [i], position
+        while True:
+            last = blocks[chain[-1]]
+            following = [(p, j) for p, j in enumerate(order[at + 1 : at + 1 + CHAIN_LOOKAHEAD], at + 1)
+                         if j not in joined and abs(blocks[j].size - last.size) < 0.1 * last.size]
+            if not following or not continues(last, blocks[following[0][1]]):
+                break
+            at, j = following[0]
+            chain.append(j)
+            joined.add(j)
+        chains.append(chain)
+    return chains
+
+
+def _share(runs: list[Run], lengths: list[int]) -> list[list[Run]]:
+    """A chain's translation shared among its blocks by their source lengths, cut at spaces."""
+    text = "".join(r.text for r in runs)
+    spaces = [m.start() for m in re.finditer(r"\s", text)]
+    cuts, done = [0], 0
+    for length in lengths[:-1]:
+        done += length
+        target = round(len(text) * done / sum(lengths))
+        cut = min(spaces, key=lambda p: abs(p - target)) if spaces else target
+        cuts.append(max(cut, cuts[-1]))
+    cuts.append(len(text) + 1)
+    parts = []
+    for start, end in zip(cuts, cuts[1:]):
+        part = cut_runs(runs, start, end)
+        while part and part[0].atom is None and not part[0].text.strip():
+            part.pop(0)
+        if part and part[0].atom is None:
+            part[0] = Run(part[0].text.lstrip(), part[0].style)
+        parts.append(part)
+    return parts
+
+
+def _extract_text(path: Path) -> SlotDocument:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
     try:
         reader = PdfReader(path)
         if reader.is_encrypted and not reader.decrypt(""):

@@ -88,7 +88,7 @@ def test_a_dropped_folder_becomes_jobs_that_write_outputs_and_open_them(qtbot, o
     assert window.documents.rows == [] and window.documents.isHidden()
 
 
-def test_documents_that_map_to_one_output_each_get_their_own(qtbot, open_window, settings, tmp_path):
+def test_a_file_dropped_twice_is_one_job_and_documents_of_one_stem_each_get_their_own_output(qtbot, open_window, settings, tmp_path):
     from documents.document_fakes import pdf_bytes
 
     (tmp_path / "a.txt").write_text("Hello world.\n\nThe cat reads a book.\n", encoding="utf-8")
@@ -101,7 +101,7 @@ def test_documents_that_map_to_one_output_each_get_their_own(qtbot, open_window,
     rows_settled(qtbot, window, 1 + 3)
     assert all(r.state == DONE for r in window.documents.rows)
     assert sorted(p.name for p in tmp_path.iterdir() if "fra_Latn" in p.name) == [
-        "a.fra_Latn.txt", "a.pdf.fra_Latn.txt", "b.fra_Latn.txt"]
+        "a.fra_Latn.pdf", "a.fra_Latn.txt", "b.fra_Latn.pdf"]
     assert len((tmp_path / "a.fra_Latn.txt").read_text(encoding="utf-8").split("\n\n")) == 2  # a.txt's, not a.pdf's
 
 

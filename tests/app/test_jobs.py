@@ -108,8 +108,9 @@ def test_a_cache_that_cannot_be_written_fails_the_job_and_the_next_one_runs(tran
     assert job.output_path.is_file()
 
 
-def jobs_for(paths, output_dir=None, target="fra_Latn"):
-    return [DocumentJob(p, output_path(p, target, output_dir), "eng_Latn", target, overwrite=True) for p in paths]
+def jobs_for(paths, output_dir=None, target="fra_Latn", options=None):
+    return [DocumentJob(p, output_path(p, target, output_dir, options), "eng_Latn", target, overwrite=True,
+                        document_options=options or {}) for p in paths]
 
 
 def outputs(jobs):
@@ -117,11 +118,12 @@ def outputs(jobs):
 
 
 def test_inputs_of_two_types_that_map_to_one_output_each_get_their_own(tmp_path):
-    jobs = distinct_jobs(jobs_for([tmp_path / "a.pdf", tmp_path / "a.txt", tmp_path / "b.pdf"]))
+    as_text = {"pdf_as": "text"}  # PDFs translated into text files
+    jobs = distinct_jobs(jobs_for([tmp_path / "a.pdf", tmp_path / "a.txt", tmp_path / "b.pdf"], options=as_text))
     assert outputs(jobs) == {"a.pdf": tmp_path / "a.pdf.fra_Latn.txt", "a.txt": tmp_path / "a.fra_Latn.txt",
                              "b.pdf": tmp_path / "b.fra_Latn.txt"}
     queued = distinct_jobs(jobs_for([tmp_path / "b.txt"]))  # a job queued already writes b.fra_Latn.txt
-    later = distinct_jobs(jobs_for([tmp_path / "b.pdf"]), taken=[job.output_path for job in queued])
+    later = distinct_jobs(jobs_for([tmp_path / "b.pdf"], options=as_text), taken=[job.output_path for job in queued])
     assert outputs(later) == {"b.pdf": tmp_path / "b.pdf.fra_Latn.txt"}
 
 

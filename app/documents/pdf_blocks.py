@@ -1,0 +1,410 @@
+"""The text of PDF pages as blocks: paragraphs, headings, table cells, headers and footers, in reading order.
+
+pdfminer.six lays the characters of each page out in lines and boxes (columns and reading order
+from its box ordering); a box is cut into blocks where the font size changes, where a ruled line
+runs between two lines, where a line starts indented or the one before it ends short (a
+paragraph's last line). A block's lines are joined into one text (a hyphen at a line end joins the
+word), so a sentence that runs across lines is translated whole.
+
+Each character remembers which text-showing operator of the page's content stream drew it (the
+n-th `Tj`/`TJ`/`'`/`"` of the page) and which glyph of it, so the writer can remove a block's text.
+A block is kept as it is (not translated) when it has no letters, is a URL, is code (monospaced),
+is set in math fonts, has characters whose text the PDF does not give (no ToUnicode), is not
+upright, is drawn invisibly or as a clipping path, or shares an operator it cannot be cut out of
+with a kept block. List markers and a table of contents' leaders stay out of the translation.
+Text inside form XObjects is not seen here and stays untouched.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import statistics
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from app.documents.segments import Run, merge_runs
+from app.documents.sentences import is_translatable
+
+SHOW_OPERATORS = ("Tj", "TJ", "'", '"')
+SIZE_CHANGE = 1.15  # lines whose sizes differ by this factor are in different blocks (a heading and its text)
+SHORT_LINE = 0.8  # a line shorter than this share of its block's width ends a paragraph
+MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX", re.IGNORECASE)
+URL = re.compile(r"^\s*(?:https?://|www\.|mailto:)\S+\s*$|^\s*\S+@\S+\.\w+\s*$", re.IGNORECASE)
+BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|CMBX|CMB\d", re.IGNORECASE)
+ITALIC_NAME = re.compile(r"ital|oblique|CMTI|CMSL", re.IGNORECASE)
+MONO_FONT = re.compile(r"courier|mono|CMTT|consol|menlo|typewriter", re.IGNORECASE)
+LEADER = re.compile(r"\s*(?:\.\s*){3,}\s*[\dIVXLCivxlc]+\s*$")  # a table of contents' dots and page number, kept
+BULLET = re.compile(r"^([•▪◦‣●■□–*-]|\d{1,3}[.)]|[a-z][.)])\s")  # a list item's marker, kept out of the translation
+NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
+
+
+@dataclass
+class Line:
+    pieces: list[tuple[str, tuple, int | None]]  # (text, style, show operator) of each character
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    size: float
+    baseline: float
+    chars: list = field(default_factory=list, repr=False)  # pdfminer's LTChar objects, while the page is read
+
+
+@dataclass
+class Block:
+    page: int
+    lines: list[Line]
+    translate: bool = True
+    shows: set[int] = field(default_factory=set)  # the text-showing operators that drew it
+    glyphs: set[tuple[int, int]] = field(default_factory=set)  # (operator, glyph within it) of its characters
+    color: tuple = ()
+    align: str = "left"  # or "right", "center"
+    invisible: bool = False  # drawn invisibly (text render mode 3): a scan's OCR layer
+
+    @property
+    def bbox(self) -> tuple[float, float, float, float]:
+        return (min(l.x0 for l in self.lines), min(l.y0 for l in self.lines),
+                max(l.x1 for l in self.lines), max(l.y1 for l in self.lines))
+
+    @property
+    def size(self) -> float:
+        return statistics.median(l.size for l in self.lines)
+
+    @property
+    def leading(self) -> float:
+        """Baseline to baseline, as a multiple of the size (1.2 for one line)."""
+        gaps = [a.baseline - b.baseline for a, b in zip(self.lines, self.lines[1:]) if a.baseline > b.baseline]
+        return min(max(statistics.median(gaps) / self.size, 1.0), 2.0) if gaps else 1.2
+
+    @cached_property
+    def runs(self) -> list[Run]:
+        """The block's text as runs (style: (bold, italic)); a list marker as an atom. Read once the
+        block is complete."""
+        runs: list[Run] = []
+        for line in self.lines:
+            line_runs: list[Run] = []
+            for text, style, _ in line.pieces:
+                if not text.strip() and (line_runs or runs):  # a space takes the style of the text before it
+                    style = (line_runs or runs)[-1].style
+                line_runs.append(Run(text, style))
+            runs = join_lines(runs, line_runs)
+        text = "".join(r.text for r in runs)
+        leader = LEADER.search(text)
+        if leader and text[: leader.start()].strip():
+            runs = cut_runs(runs, 0, leader.start()) + [Run("", None, atom=leader.group())]
+        marker = BULLET.match(text)
+        if marker and text[marker.end():].strip():
+            runs = [Run("", None, atom=marker.group())] + cut_runs(runs, marker.end(), len(text))
+        return merge_runs(runs)
+
+    @property
+    def text(self) -> str:
+        return "".join(r.text for r in self.runs)
+
+
+def join_lines(runs: list[Run], more: list[Run]) -> list[Run]:
+    """Text that continues on a new line (or in the next column): a hyphen at the end joins the
+    word, else a space, none between characters of scripts written without spaces."""
+    if not runs or not more:
+        return runs + more
+    previous, text = "".join(r.text for r in runs[-3:]), more[0].text
+    if re.search(r"\w-$", previous) and text[:1].islower() and runs[-1].text.endswith("-"):
+        return runs[:-1] + [Run(runs[-1].text[:-1], runs[-1].style)] + more
+    if NO_SPACE.match(previous[-1:]) or NO_SPACE.match(text[:1]):
+        return runs + more
+    return runs + [Run(" ", runs[-1].style)] + more
+
+
+def continues(block: Block, after: Block) -> bool:
+    """`after` goes on with the sentence `block` leaves open (in the next column, on the next page):
+    no sentence end, the same size, and a lower-case start."""
+    end, start = block.text.rstrip()[-1:], after.text.lstrip()[:1]
+    return (bool(end) and end not in ".!?:;…。！？」』”\"’)" and start.islower()
+            and abs(block.size - after.size) < 0.1 * block.size)
+
+
+def cut_runs(runs: list[Run], start: int, end: int) -> list[Run]:
+    """The runs' text from character `start` to `end`, and the atoms from `start` up to `end`."""
+    out, offset = [], 0
+    for run in runs:
+        if run.atom is not None:
+            if start <= offset < end:
+                out.append(run)
+            continue
+        a, b = max(start, offset), min(end, offset + len(run.text))
+        if a < b:
+            out.append(Run(run.text[a - offset : b - offset], run.style))
+        offset += len(run.text)
+    return out
+
+
+@dataclass
+class Page:
+    index: int
+    origin: tuple[float, float]  # the media box's lower left corner: pdfminer's coordinates start there
+    blocks: list[Block]
+    rules: list[tuple[float, float, float, float]]  # thin lines and rectangles (table borders)
+    images: int
+    figures: list[tuple[float, float, float, float]]  # images and form XObjects: a grown box stops at them
+    shows: list[tuple[bytes, ...]] = field(default_factory=list)  # each text-showing operator's strings, in order
+    advances: list[float | None] = field(default_factory=list)  # and how far it moves along its line (TJ units)
+    glyphs: list[list | None] = field(default_factory=list)  # and its numbers and glyphs (see _elements)
+
+
+def _style(char, known: dict) -> tuple[bool, bool]:
+    key = (id(char.font), char.fontname)
+    if key not in known:
+        known[key] = _font_style(char)
+    return known[key]
+
+
+def _font_style(char) -> tuple[bool, bool]:
+    name = char.fontname or ""
+    flags = 0
+    descriptor = getattr(char.font, "descriptor", None) or {}
+    try:
+        flags = int(descriptor.get("Flags", 0))
+    except (TypeError, ValueError):
+        pass
+    return bool(BOLD_NAME.search(name) or flags & (1 << 18)), bool(ITALIC_NAME.search(name) or flags & (1 << 6))
+
+
+def read_pages(data: bytes) -> list[Page]:
+    """Every page's blocks, read from the PDF's bytes (already checked and decrypted)."""
+    from pdfminer.converter import PDFPageAggregator
+    from pdfminer.layout import LAParams, LTFigure
+    from pdfminer.pdfdocument import PDFDocument
+    from pdfminer.pdfinterp import PDFPageInterpreter, PDFResourceManager
+    from pdfminer.pdfpage import PDFPage
+    from pdfminer.pdfparser import PDFParser
+
+    class Device(PDFPageAggregator):
+        """Tags each character with the text-showing operator of the page content that drew it."""
+
+        def begin_page(self, page, ctm):
+            self.shows: list[tuple[bytes, ...]] = []
+            self.advances: list[float | None] = []
+            self.glyphs: list[list | None] = []
+            self.current: int | None = None
+            self.glyph = 0
+            self.invisible = False
+            super().begin_page(page, ctm)
+
+        def render_string(self, textstate, seq, ncs, graphicstate):
+            if isinstance(self.cur_item, LTFigure):  # a form XObject's text: not ours to edit
+                self.current, self.invisible = None, False
+                return super().render_string(textstate, seq, ncs, graphicstate)
+            vertical = textstate.font is not None and textstate.font.is_vertical()
+            invisible = textstate.render in (3, 7)  # an OCR layer over a scan
+            clipping = textstate.render >= 4  # its glyphs clip what is drawn after them
+            self.current = -1 if vertical or invisible or clipping else len(self.shows)  # all kept as they are
+            self.invisible = invisible
+            self.glyph = 0
+            self.shows.append(tuple(s for s in seq if isinstance(s, bytes)))
+            self.glyphs.append(_elements(textstate, seq))
+            start = textstate.linematrix[0]
+            super().render_string(textstate, seq, ncs, graphicstate)
+            # the move along the line, as a TJ number: what replaces the operator when its text goes
+            scale = 0.001 * textstate.fontsize * textstate.scaling * 0.01
+            self.advances.append(-(textstate.linematrix[0] - start) / scale if scale else None)
+
+        def render_char(self, matrix, font, *args):
+            advance = super().render_char(matrix, font, *args)
+            char = self.cur_item._objs[-1]
+            char.show, char.glyph, char.font, char.invisible = self.current, self.glyph, font, self.invisible
+            self.glyph += 1
+            return advance
+
+    manager = PDFResourceManager(caching=True)
+    device = Device(manager, laparams=LAParams(line_margin=0.5, char_margin=2.0, boxes_flow=0.5))
+    interpreter = PDFPageInterpreter(manager, device)
+    document = PDFDocument(PDFParser(io.BytesIO(data)))
+    pages = []
+    for index, page in enumerate(PDFPage.create_pages(document)):
+        interpreter.process_page(page)
+        layout = device.get_result()
+        x0, y0, x1, y1 = page.mediabox
+        splittable = {i for i, elements in enumerate(device.glyphs) if elements is not None}
+        page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable)
+        page_layout.shows, page_layout.advances, page_layout.glyphs = device.shows, device.advances, device.glyphs
+        pages.append(page_layout)
+    return pages
+
+
+def _elements(textstate, seq) -> list | None:
+    """A text-showing operator's numbers and glyphs, each glyph as (its code's bytes, how far it
+    moves the text position in TJ units), so that some of its glyphs can be taken out; None where
+    the font's codes cannot be cut (a CMap other than Identity)."""
+    from pdfminer.cmapdb import IdentityCMap, IdentityCMapByte
+    from pdfminer.pdffont import PDFCIDFont, PDFSimpleFont
+
+    font, size = textstate.font, textstate.fontsize
+    if isinstance(font, PDFSimpleFont):
+        width = 1
+    elif isinstance(font, PDFCIDFont) and isinstance(font.cmap, IdentityCMap):
+        width = 1 if isinstance(font.cmap, IdentityCMapByte) else 2
+    else:
+        return None
+    if not size:
+        return None
+    elements: list = []
+    for item in seq:
+        if isinstance(item, (int, float)):
+            elements.append(item)
+        elif isinstance(item, bytes):
+            cids = list(font.decode(item))
+            if len(item) != width * len(cids):
+                return None
+            for k, cid in enumerate(cids):
+                space = textstate.wordspace if width == 1 and cid == 32 else 0
+                move = font.char_width(cid) * 1000 + (textstate.charspace + space) * 1000 / size
+                elements.append((item[k * width : (k + 1) * width], move))
+    return elements
+
+
+def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) -> Page:
+    from pdfminer.layout import LTChar, LTCurve, LTFigure, LTImage, LTTextBoxHorizontal, LTTextLineHorizontal
+
+    rules, boxes, images, figures = [], [], 0, []
+    for item in layout:
+        if isinstance(item, LTTextBoxHorizontal):
+            boxes.append(item)
+        elif isinstance(item, LTCurve) and (item.width < 2 or item.height < 2):
+            rules.append(item.bbox)
+        elif isinstance(item, (LTFigure, LTImage)):
+            images += _count_images(item)
+            figures.append(item.bbox)
+    blocks: list[Block] = []
+    styles: dict = {}
+    flows: list[list[Line]] = []  # the boxes' lines, a box that goes on from the one before joined to it
+    for box in boxes:
+        lines = []
+        for line in box:
+            if not isinstance(line, LTTextLineHorizontal):
+                continue
+            chars = [c for c in line if isinstance(c, LTChar)]
+            if not chars:
+                continue
+            pieces = []
+            for item in line:
+                if isinstance(item, LTChar):
+                    pieces.append((item.get_text(), _style(item, styles), item.show if item.upright else -1))
+                elif item.get_text() == " ":
+                    pieces.append((" ", None, None))
+            while pieces and not pieces[-1][0].strip():
+                pieces.pop()
+            size = statistics.median(c.size for c in chars)
+            baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
+            lines.append(Line(pieces, line.x0, line.y0, line.x1, line.y1, size, baseline, chars))
+        if lines and flows and _flows_on(flows[-1][-1], lines[0]):
+            flows[-1] += lines  # pdfminer cut a paragraph at an indented or hanging line: _cut decides
+        elif lines:
+            flows.append(lines)
+    for lines in flows:
+        blocks.extend(_cut(index, lines, rules))
+    if blocks:
+        left, right = min(b.bbox[0] for b in blocks), max(b.bbox[2] for b in blocks)
+    for block in blocks:
+        _decide(block, upright_page)
+        block.align = _alignment(block, left, right, page_size[0])
+        for line in block.lines:
+            line.chars = []  # pdfminer's objects are not needed any more: a long document's memory
+    _keep_shared(blocks, splittable)
+    return Page(index, origin, blocks, rules, images, figures)
+
+
+def _count_images(item) -> int:
+    from pdfminer.layout import LTImage
+
+    if isinstance(item, LTImage):
+        return 1
+    return sum(_count_images(child) for child in getattr(item, "_objs", []))
+
+
+def _flows_on(last: Line, first: Line) -> bool:
+    """`first` (a box's first line) is the next line after `last` (the previous box's last): the
+    same size, one line spacing below, in the same column."""
+    size = max(last.size, first.size)
+    overlap = min(last.x1, first.x1) - max(last.x0, first.x0)
+    return (
+        max(last.size, first.size) <= SIZE_CHANGE * min(last.size, first.size)
+        and 0.5 * size < last.baseline - first.baseline < 1.6 * size
+        and overlap > 0.5 * min(last.x1 - last.x0, first.x1 - first.x0)
+    )
+
+
+def _cut(page: int, lines: list[Line], rules) -> list[Block]:
+    """A box's lines as blocks (see the module docstring)."""
+    blocks: list[Block] = []
+    for line in lines:
+        if blocks:
+            block = blocks[-1]
+            previous = block.lines[-1]
+            left, _, right, _ = block.bbox
+            width = max(right, line.x1) - min(left, line.x0)
+            new = (
+                max(line.size, previous.size) > SIZE_CHANGE * min(line.size, previous.size)
+                or previous.x1 - previous.x0 < SHORT_LINE * width
+                or line.x0 > left + 1.5 * line.size
+                or previous.baseline - line.baseline > 2.0 * max(line.size, previous.size)
+                or any(r[1] < previous.y0 + 1 and r[3] > line.y1 - 1 and r[0] < line.x1 and r[2] > line.x0 for r in rules)
+                or (line.pieces and line.pieces[0][0] in "•▪◦‣–-*")
+            )
+            if not new:
+                block.lines.append(line)
+                continue
+        blocks.append(Block(page, [line]))
+    return blocks
+
+
+def _decide(block: Block, upright_page: bool) -> None:
+    chars = [c for line in block.lines for c in line.chars]
+    symbols = [c for c in chars if c.get_text().strip() not in ("", ".", ",")]  # math fonts' dots are leaders
+    block.shows = {show for line in block.lines for _, _, show in line.pieces if show is not None}
+    block.glyphs = {(c.show, c.glyph) for c in chars if c.show is not None}
+    block.invisible = all(c.invisible for c in chars)
+    color = getattr(chars[0].graphicstate, "ncolor", None) if chars else None
+    block.color = tuple(color) if isinstance(color, (list, tuple)) else ((color,) if isinstance(color, (int, float)) else ())
+    text = block.text
+    block.translate = (
+        upright_page
+        and is_translatable(text)
+        and not URL.match(text)
+        and "(cid:" not in text
+        and all(show is not None and show >= 0 for line in block.lines for piece, _, show in line.pieces if piece.strip())
+        and sum(bool(MATH_FONT.search(c.fontname or "")) for c in symbols) < 0.3 * max(len(symbols), 1)
+        and not all(MONO_FONT.search(c.fontname or "") for c in chars if c.get_text().strip())  # code
+    )
+
+
+def _alignment(block: Block, left: float, right: float, page_width: float) -> str:
+    """How the block's lines are set, from their edges (several lines) or its place on the page (one)."""
+    lines = block.lines
+    x0, _, x1, _ = block.bbox
+    if len(lines) > 1:
+        lefts, rights = [l.x0 for l in lines], [l.x1 for l in lines]
+        centers = [(l.x0 + l.x1) / 2 for l in lines]
+        if max(lefts) - min(lefts) < 1:
+            return "left"
+        if max(rights) - min(rights) < 1 and max(lefts[1:]) - min(lefts[1:]) >= 1:  # not an indented first line
+            return "right"
+        return "center" if max(centers) - min(centers) < 2 else "left"
+    if x0 > left + 0.25 * (right - left) and abs(x1 - right) < 2:
+        return "right"
+    if x0 > left + 5 and min(abs((x0 + x1) / 2 - c) for c in ((left + right) / 2, page_width / 2)) < 3:
+        return "center"
+    return "left"
+
+
+def _keep_shared(blocks: list[Block], splittable: set[int]) -> None:
+    """A block that shares a text-showing operator with a kept block is kept too, unless the
+    operator's glyphs can be taken out one by one (see _elements)."""
+    changed = True
+    while changed:
+        changed = False
+        kept = set().union(*(b.shows for b in blocks if not b.translate)) if blocks else set()
+        for block in blocks:
+            if block.translate and (block.shows & kept) - splittable:
+                block.translate = False
+                changed = True

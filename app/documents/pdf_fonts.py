@@ -1,0 +1,284 @@
+"""Fonts for translated PDF text: found on the system per character, embedded as small subsets.
+
+A character is drawn with the first font already in use that has a glyph for it; else the system
+is asked for one: fontconfig (`fc-list :charset=...`) on Linux, else the font folders (Windows,
+macOS, Linux without fontconfig). Noto fonts are preferred (Noto Sans before the others, the CJK
+face of the text's language for Han characters), bold and italic as the source run was. No font
+for a character is one clear line naming its script.
+
+Text is shaped with HarfBuzz (uharfbuzz) word by word: contextual forms and ligatures (Arabic,
+Indic scripts), mark positioning (Thai, Hebrew points), kerning. Each font used is embedded as a
+new TrueType font holding only the glyphs drawn (outlines copied, cubic CFF curves converted to
+quadratic), as a Type0/CIDFontType2 font with Identity-H encoding (character codes are the new
+glyph ids, one per glyph and the text it stands for) and a ToUnicode map, so the text stays
+selectable and searchable.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import shutil
+import subprocess
+import sys
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.documents.safety import DocumentError
+
+MAX_DESCENT = -0.3
+FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".otc")
+FONT_FOLDERS = {  # where fonts are found without fontconfig
+    "linux": [Path("/usr/share/fonts"), Path("/usr/local/share/fonts"), Path.home() / ".local/share/fonts"],
+    "win32": [Path(os.environ.get("WINDIR", "C:/Windows")) / "Fonts",
+              Path(os.environ.get("LOCALAPPDATA", "")) / "Microsoft/Windows/Fonts"],
+    "darwin": [Path("/System/Library/Fonts"), Path("/Library/Fonts"), Path.home() / "Library/Fonts"],
+}
+
+
+def script_name(ch: str) -> str:
+    """The script of a character, as Unicode names it ("CYRILLIC", "CJK", "ETHIOPIC"), title-cased."""
+    name = unicodedata.name(ch, "")
+    return (name.split()[0] if name else f"U+{ord(ch):04X}").title()
+
+
+@dataclass(frozen=True)
+class Glyph:
+    """One shaped glyph: its face, its name in the font, where it goes (ems), the text it stands for
+    (the whole cluster on its first glyph, "" on the others)."""
+
+    face: "Face"
+    name: str
+    advance: float
+    dx: float
+    dy: float
+    text: str
+
+
+class Face:
+    """One font file (a face of a collection) and the glyphs drawn with it, numbered from 1."""
+
+    def __init__(self, path: str, index: int, family: str, style: str):
+        from fontTools.ttLib import TTFont
+
+        self.path, self.index, self.family, self.style_name = path, index, family, style
+        self.style = ("Bold" in style, "Italic" in style or "Oblique" in style)  # (bold, italic)
+        self.font = TTFont(path, fontNumber=index, lazy=True)
+        self.cmap = self.font.getBestCmap() or {}
+        self.upm = self.font["head"].unitsPerEm
+        self.hmtx = self.font["hmtx"]
+        hhea = self.font["hhea"]
+        # In ems; the descent lines are set by (and the PDF's descriptor says), capped so that a font
+        # with deep descenders (Arabic, Devanagari) sits on the baseline a Latin font would.
+        self.ascent, self.descent = hhea.ascent / self.upm, max(hhea.descent / self.upm, MAX_DESCENT)
+        self.glyph_ids: dict[tuple[str, str], int] = {}  # (source glyph name, its text) -> embedded glyph id
+        self.unicode: dict[int, str] = {}  # embedded glyph id -> the text it draws
+        self.hb_font = None
+        self.shaped: dict[str, tuple[Glyph, ...]] = {}
+
+    def covers(self, ch: str) -> bool:
+        return ord(ch) in self.cmap
+
+    def shape(self, text: str) -> tuple[Glyph, ...]:
+        """The glyphs of `text` (one script, one direction) in visual order, left to right."""
+        glyphs = self.shaped.get(text)
+        if glyphs is None:
+            glyphs = self.shaped[text] = self._shape(text)
+        return glyphs
+
+    def _shape(self, text: str) -> tuple[Glyph, ...]:
+        import uharfbuzz as hb
+
+        if self.hb_font is None:
+            self.hb_font = hb.Font(hb.Face(hb.Blob.from_file_path(self.path), self.index))
+        buffer = hb.Buffer()
+        buffer.add_codepoints([ord(ch) for ch in text])  # clusters are then character offsets
+        buffer.guess_segment_properties()
+        hb.shape(self.hb_font, buffer, {})
+        starts = sorted({info.cluster for info in buffer.glyph_infos}) + [len(text)]
+        cluster_text = {a: text[a:b] for a, b in zip(starts, starts[1:])}
+        order = self.font.getGlyphOrder()
+        scale = self.hb_font.face.upem
+        out, seen = [], set()
+        for info, position in zip(buffer.glyph_infos, buffer.glyph_positions):
+            first = info.cluster not in seen
+            seen.add(info.cluster)
+            out.append(Glyph(self, order[info.codepoint], position.x_advance / scale, position.x_offset / scale,
+                             position.y_offset / scale, cluster_text[info.cluster] if first else ""))
+        return tuple(out)
+
+    def width(self, name: str) -> float:
+        """A glyph's advance width as the PDF's /W gives it (in thousandths, rounded), in ems."""
+        return round(self.hmtx[name][0] * 1000 / self.upm) / 1000
+
+    def code(self, glyph: Glyph) -> bytes:
+        """The two-byte code that draws the glyph from the embedded font. A glyph that stands for
+        different texts (a base letter alone, and the first glyph of a cluster with its vowel sign)
+        gets one code per text: ToUnicode maps codes, not glyphs."""
+        gid = self.glyph_ids.setdefault((glyph.name, glyph.text), len(self.glyph_ids) + 1)
+        if glyph.text:
+            self.unicode[gid] = glyph.text
+        return gid.to_bytes(2, "big")
+
+    def subset(self) -> tuple[bytes, list[int], list[int]]:
+        """(a TrueType font of the glyphs drawn, each glyph's advance in 1/1000 em, its bbox in 1/1000 em)."""
+        from fontTools.fontBuilder import FontBuilder
+        from fontTools.pens.cu2quPen import Cu2QuPen
+        from fontTools.pens.recordingPen import DecomposingRecordingPen
+        from fontTools.pens.ttGlyphPen import TTGlyphPen
+
+        glyph_set = self.font.getGlyphSet()
+        cubic = "glyf" not in self.font
+        sources = [".notdef"] + [name for name, _ in sorted(self.glyph_ids, key=self.glyph_ids.get)]
+        order = [".notdef"] + [f"g{i}" for i in range(1, len(sources))]
+        glyphs, advances = {}, []
+        for new, source in zip(order, sources):
+            recording = DecomposingRecordingPen(glyph_set)
+            if source in glyph_set:
+                glyph_set[source].draw(recording)
+            pen = TTGlyphPen(None)
+            recording.replay(Cu2QuPen(pen, max_err=self.upm / 1000, reverse_direction=cubic) if cubic else pen)
+            glyphs[new] = pen.glyph()
+            advances.append(self.hmtx[source][0] if source in self.hmtx.metrics else self.upm // 2)
+        builder = FontBuilder(self.upm, isTTF=True)
+        builder.setupGlyphOrder(order)
+        builder.setupCharacterMap({})
+        builder.setupGlyf(glyphs)
+        glyf = builder.font["glyf"]
+        metrics = {}
+        for name, advance in zip(order, advances):
+            glyph = glyf[name]
+            glyph.recalcBounds(glyf)
+            metrics[name] = (advance, getattr(glyph, "xMin", 0))
+        builder.setupHorizontalMetrics(metrics)
+        hhea = self.font["hhea"]
+        builder.setupHorizontalHeader(ascent=hhea.ascent, descent=hhea.descent)
+        builder.setupNameTable({"familyName": self.family, "styleName": self.style_name})
+        builder.setupOS2(sTypoAscender=hhea.ascent, sTypoDescender=hhea.descent, usWinAscent=hhea.ascent,
+                         usWinDescent=-hhea.descent)
+        builder.setupPost()
+        out = io.BytesIO()
+        builder.save(out)
+        scale = 1000 / self.upm
+        boxes = [round(v * scale) for v in _bbox(glyf, order)]
+        return out.getvalue(), [round(a * scale) for a in advances], boxes
+
+
+def _bbox(glyf, order) -> list[int]:
+    boxes = [glyf[n] for n in order if getattr(glyf[n], "numberOfContours", 0)]
+    if not boxes:
+        return [0, 0, 0, 0]
+    return [min(g.xMin for g in boxes), min(g.yMin for g in boxes), max(g.xMax for g in boxes), max(g.yMax for g in boxes)]
+
+
+STYLE_NAMES = {(False, False): "Regular", (True, False): "Bold", (False, True): "Italic", (True, True): "Bold Italic"}
+
+
+def _rank(family: str, style: str, wanted: tuple[bool, bool], han_face: str) -> tuple:
+    family_rank = (
+        0 if family == "Noto Sans" else
+        1 if family == han_face else
+        2 if family.startswith("Noto Sans") and "Mono" not in family else
+        3 if family.startswith("Noto Serif") else
+        5 if "Mono" in family else 4
+    )
+    return (family_rank, style != STYLE_NAMES[wanted], style != "Regular", family, style)
+
+
+def _fontconfig_candidates(ch: str) -> list[tuple[str, int, str, str]]:
+    """(file, index, family, style) of the installed fonts that have a glyph for `ch`."""
+    try:
+        listing = subprocess.run(
+            ["fc-list", "--format", "%{file}\t%{index}\t%{family[0]}\t%{style[0]}\n", f":charset={ord(ch):x}"],
+            capture_output=True, text=True, timeout=30, check=False,
+        ).stdout
+    except OSError:
+        return []
+    out = []
+    for line in listing.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 4 and parts[0].lower().endswith(FONT_SUFFIXES):
+            out.append((parts[0], int(parts[1] or 0), parts[2], parts[3]))
+    return out
+
+
+@functools.cache
+def folder_candidates(folders: tuple[Path, ...]) -> list[tuple[str, int, str, str]]:
+    """(file, index, family, style) of every font in the folders, named as the fonts name themselves."""
+    from fontTools.ttLib import TTFont
+
+    out = []
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*")):
+            if path.suffix.lower() not in FONT_SUFFIXES:
+                continue
+            count = 1
+            if path.suffix.lower() in (".ttc", ".otc"):
+                with open(path, "rb") as f:
+                    head = f.read(12)
+                count = int.from_bytes(head[8:12], "big") if head[:4] == b"ttcf" else 0
+            for index in range(min(count, 64)):
+                try:
+                    names = TTFont(path, fontNumber=index, lazy=True)["name"]
+                except Exception:  # not a font after all: the next one
+                    continue
+                family = names.getDebugName(16) or names.getDebugName(1)
+                style = names.getDebugName(17) or names.getDebugName(2) or "Regular"
+                if family:
+                    out.append((str(path), index, family, style))
+    return out
+
+
+class FontLibrary:
+    """The faces used for one document, in the order they were first needed."""
+
+    def __init__(self, han_face: str = "Noto Sans CJK SC"):
+        self.faces: dict[tuple[str, int], Face] = {}
+        self.han_face = han_face
+        self.found: dict[tuple[str, tuple], Face | None] = {}  # what the system gave for a character
+        self.chosen: dict[tuple[str, tuple], Face] = {}
+        self.use_fontconfig = shutil.which("fc-list") is not None
+
+    def face_for(self, ch: str, style: tuple[bool, bool]) -> Face:
+        """A face with a glyph for `ch`, in `style` (bold, italic) where one is installed."""
+        face = self.chosen.get((ch, style))
+        if face is None:
+            face = self.chosen[(ch, style)] = self._choose(ch, style)
+        return face
+
+    def _choose(self, ch: str, style: tuple[bool, bool]) -> Face:
+        for face in self.faces.values():
+            if face.style == style and face.covers(ch):
+                return face
+        key = (ch, style)
+        if key not in self.found:
+            self.found[key] = self._find(ch, style)
+        if self.found[key] is None:
+            raise DocumentError(
+                f"no font for the {script_name(ch)} script (U+{ord(ch):04X}) is installed: "
+                f"install a Noto font that covers it (e.g. the fonts-noto packages on Linux)"
+            )
+        return self.found[key]
+
+    def _find(self, ch: str, style: tuple[bool, bool]) -> Face | None:
+        """The best installed face with a glyph for `ch`, in `style` where there is a choice."""
+        if self.use_fontconfig:
+            candidates = _fontconfig_candidates(ch)
+        else:
+            folders = FONT_FOLDERS.get("linux" if sys.platform.startswith("linux") else sys.platform, [])
+            candidates = folder_candidates(tuple(folders))
+        for path, index, family, style_name in sorted(candidates, key=lambda c: _rank(c[2], c[3], style, self.han_face)):
+            face = self.faces.get((path, index))
+            if face is None:
+                try:
+                    face = Face(path, index, family, style_name)
+                except Exception:  # an unreadable font file: the next candidate
+                    continue
+            if face.covers(ch):
+                self.faces[(path, index)] = face
+                return face
+        return None

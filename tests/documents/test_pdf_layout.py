@@ -1,0 +1,450 @@
+"""PDF in, PDF out: documents made with reportlab, translated with the fakes, read back with pdfminer.six
+and pikepdf. Pages, images and links stay; each block's text is replaced in its place by real,
+embedded, extractable text; bilingual output; scans, missing fonts and hostile files refused."""
+
+import io
+import re
+import unicodedata
+import zlib
+from pathlib import Path
+
+import pikepdf
+import pytest
+from PIL import Image
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+from reportlab.pdfbase.ttfonts import TTFont
+from reportlab.pdfgen import canvas
+
+from app.documents import DocumentError, translate_document
+from app.documents import pdf as pdf_format
+
+from document_fakes import pdf_bytes, upper_keeping_tags, upper_losing_tags
+
+NOTO = "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf"
+W, H = A4
+PARAGRAPH = [
+    "This paragraph explains what the project does and why it",
+    "matters to the people who use it every day. It continues",
+    "on a third line.",
+]
+LEFT = ["The left column starts here and runs", "down the page for a few lines of", "ordinary words."]
+RIGHT = ["The right column is read after the", "left one, from its top to its", "bottom."]
+
+
+def make_pdf(path):
+    """Page 1: header, heading, paragraph, bold run, Cyrillic, Chinese, a link, an image, a footnote, a page number.
+    Page 2: two columns and a ruled table."""
+    pdfmetrics.registerFont(TTFont("NotoSans", NOTO))
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.setFont("Helvetica", 9)
+    c.drawString(72, H - 40, "Annual report of the society")
+    c.drawRightString(W - 72, H - 40, "Spring issue")
+    c.setFont("Helvetica-Bold", 18)
+    c.drawString(72, H - 90, "Introduction to the project")
+    text = c.beginText(72, H - 120)
+    text.setFont("Helvetica", 11)
+    text.setLeading(14)
+    for line in PARAGRAPH:
+        text.textLine(line)
+    c.drawText(text)
+    text = c.beginText(72, H - 190)
+    text.setFont("Helvetica", 11)
+    text.textOut("A line with ")
+    text.setFont("Helvetica-Bold", 11)
+    text.textOut("bold words")
+    text.setFont("Helvetica", 11)
+    text.textLine(" inside it.")
+    c.drawText(text)
+    c.setFont("NotoSans", 11)
+    c.drawString(72, H - 230, "Привет, мир. Это строка по-русски.")
+    c.setFont("STSong-Light", 11)
+    c.drawString(72, H - 260, "这是一个中文句子。")
+    c.setFont("Helvetica", 11)
+    c.drawString(72, H - 290, "Visit our website for more.")
+    c.linkURL("https://example.org/report", (72, H - 293, 220, H - 280))
+    image = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 30, 30)).save(image, "PNG")
+    image.seek(0)
+    from reportlab.lib.utils import ImageReader
+
+    c.drawImage(ImageReader(image), 400, H - 300, 80, 60)
+    c.setFont("Helvetica", 7)
+    c.drawString(72, 60, "1 A footnote at the foot of the page.")
+    c.setFont("Helvetica", 9)
+    c.drawString(W / 2, 30, "3")
+    c.showPage()
+    for x, lines in ((72, LEFT), (320, RIGHT)):
+        text = c.beginText(x, H - 80)
+        text.setFont("Helvetica", 11)
+        text.setLeading(14)
+        for line in lines:
+            text.textLine(line)
+        c.drawText(text)
+    c.setFont("NotoSans", 11)
+    c.drawString(72, H - 200, "• The first item of a list")
+    c.drawString(72, H - 216, "• The second item")
+    c.setFont("Courier", 10)
+    c.drawString(72, H - 240, "print(value)  # code")
+    rows = [("Name", "Colour"), ("Apple", "Green"), ("Cherry", "Dark red")]
+    for r, row in enumerate(rows):
+        y = H - 300 - 24 * r
+        for col, cell in enumerate(row):
+            c.setFont("Helvetica", 10)
+            c.drawString(78 + 150 * col, y + 7, cell)
+        c.line(72, y, 372, y)
+    for x in (72, 222, 372):
+        c.line(x, H - 300 - 24 * 2, x, H - 276)
+    c.showPage()
+    c.save()
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pdf") / "report.pdf"
+    make_pdf(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def translated(source):
+    out = source.with_name("report.fra_Latn.pdf")
+    translate_document(source, out, upper_keeping_tags)
+    return out
+
+
+def chars(path):
+    """(page number, LTChar) of every character pdfminer reads."""
+    from pdfminer.high_level import extract_pages
+    from pdfminer.layout import LTChar
+
+    def walk(item):
+        if isinstance(item, LTChar):
+            yield item
+        for child in getattr(item, "_objs", []) if not isinstance(item, LTChar) else []:
+            yield from walk(child)
+
+    return [(n, c) for n, page in enumerate(extract_pages(str(path))) for c in walk(page)]
+
+
+def lines(path):
+    """Each page's text lines as pdfminer groups them: their boxes."""
+    from pdfminer.high_level import extract_pages
+    from pdfminer.layout import LTTextLineHorizontal
+
+    def walk(item):
+        if isinstance(item, LTTextLineHorizontal):
+            yield item.bbox
+        else:
+            for child in getattr(item, "_objs", []):
+                yield from walk(child)
+
+    return [list(walk(page)) for page in extract_pages(str(path))]
+
+
+def page_texts(path):
+    from pdfminer.high_level import extract_text
+
+    return [extract_text(str(path), page_numbers=[n]) for n in range(len(pikepdf.open(path).pages))]
+
+
+def test_pages_images_and_links_are_kept(source, translated):
+    with pikepdf.open(source) as a, pikepdf.open(translated) as b:
+        assert len(a.pages) == len(b.pages) == 2
+        assert [list(p.mediabox) for p in a.pages] == [list(p.mediabox) for p in b.pages]
+        images = lambda pdf: [x.read_raw_bytes() for page in pdf.pages for x in page.get_images().values()]
+        assert images(a) == images(b) and len(images(a)) == 1
+        links = lambda pdf: [(str(an.A.URI), [float(v) for v in an.Rect]) for page in pdf.pages for an in page.get("/Annots", [])]
+        assert links(a) == links(b) and [uri for uri, _ in links(a)] == ["https://example.org/report"]
+
+
+def test_every_block_is_replaced_by_its_translation(translated):
+    first, second = page_texts(translated)
+    for expected in ("T:ANNUAL REPORT OF THE SOCIETY", "T:INTRODUCTION TO THE PROJECT", "T:ПРИВЕТ, МИР.",
+                     "T:ЭТО СТРОКА ПО-РУССКИ.", "T:这是一个中文句子。", "T:VISIT OUR WEBSITE FOR MORE.",
+                     "T:1 A FOOTNOTE AT THE FOOT OF THE PAGE."):
+        assert expected in first
+    flat = " ".join(first.split())
+    # the paragraph's lines were one text: its first sentence runs across the line break
+    assert "T:THIS PARAGRAPH EXPLAINS WHAT THE PROJECT DOES AND WHY IT MATTERS TO THE PEOPLE WHO USE IT EVERY DAY." in flat
+    assert "T:A LINE WITH BOLD WORDS INSIDE IT." in flat
+    assert re.search(r"(?m)^3$", first)  # the page number is kept as it was
+    flat = " ".join(second.split())
+    assert flat.index("T:THE LEFT COLUMN") < flat.index("T:THE RIGHT COLUMN")  # reading order across columns
+    for cell in ("T:NAME", "T:COLOUR", "T:APPLE", "T:GREEN", "T:CHERRY", "T:DARK RED"):
+        assert cell in flat
+    assert "• T:THE FIRST ITEM OF A LIST • T:THE SECOND ITEM" in flat  # list markers kept out of the translation
+    assert "print(value)  # code" in second  # code (monospaced text) is kept as it is
+    for text in (first, second.replace("print(value)  # code", "")):  # no source text left: translated words are upper case
+        assert not re.search(r"[a-zа-я]{2,}", text), text
+
+
+def test_the_translation_is_real_embedded_text_in_its_boxes(source, translated):
+    source_chars = chars(source)
+    out = chars(translated)
+    ours = [(n, c) for n, c in out if "+Noto" in c.fontname]
+    assert {c.get_text() for _, c in ours} >= set("T:ANNUALПРИВЕТ这是中文")
+    assert all(c.get_text() != "\ufffd" and not c.get_text().startswith("(cid:") for _, c in ours)
+    assert not any(n == 0 and c.fontname.endswith("Helvetica") and c.get_text().isalpha() for n, c in out)
+    # each glyph lies within the page, and no two lines of the translation overlap
+    for n, c in ours:
+        assert 0 <= c.x0 and c.x1 <= W and 0 <= c.y0 and c.y1 <= H
+    for boxes in lines(translated):
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                assert min(a[2], b[2]) - max(a[0], b[0]) < 0.5 or min(a[3], b[3]) - max(a[1], b[1]) < 0.5, (a, b)
+    # a right-aligned header stays flush right
+    header = [c for n, c in ours if n == 0 and c.y0 > H - 45 and c.x0 > W / 2]
+    assert "".join(c.get_text() for c in header) == "T:SPRING ISSUE" and abs(max(c.x1 for c in header) - (W - 72)) < 1
+    # the paragraph's translation stays in the paragraph's box
+    paragraph = [c for n, c in source_chars if n == 0 and c.bbox[1] < H - 110 and c.bbox[3] > H - 150]
+    x0, y0 = min(c.bbox[0] for c in paragraph), min(c.bbox[1] for c in paragraph)
+    x1, y1 = max(c.bbox[2] for c in paragraph), max(c.bbox[3] for c in paragraph)
+    inside = [c for n, c in ours if n == 0 and c.bbox[1] < H - 110 and c.bbox[3] > H - 150]
+    assert inside and all(x0 - 1 <= c.bbox[0] and c.bbox[2] <= x1 + 1 and y0 - 1 <= c.bbox[1] and c.bbox[3] <= y1 + 1 for c in inside)
+    with pikepdf.open(translated) as pdf:
+        fonts = [f for page in pdf.pages for f in page.Resources.Font.values()
+                 if f.get("/Subtype") == "/Type0" and "+Noto" in str(f.get("/BaseFont"))]
+        assert fonts
+        for font in fonts:
+            descendant = font.DescendantFonts[0]
+            assert "/ToUnicode" in font and "/FontFile2" in descendant.FontDescriptor
+            from fontTools.ttLib import TTFont as FontFile
+
+            embedded = FontFile(io.BytesIO(descendant.FontDescriptor.FontFile2.read_bytes()))
+            glyf = embedded["glyf"]
+            # a subset: .notdef and the glyphs drawn, every one with an outline (no .notdef boxes drawn)
+            assert len(embedded.getGlyphOrder()) < 100
+            assert all(glyf[name].numberOfContours for name in embedded.getGlyphOrder()[1:]
+                       if not re.search(rb"<%04X> <0020>" % embedded.getGlyphID(name), font.ToUnicode.read_bytes()))
+
+
+def test_bilingual_puts_each_original_page_before_its_translation(source, tmp_path):
+    out = tmp_path / "report.fra_Latn.bilingual.pdf"
+    translate_document(source, out, upper_losing_tags, options={"bilingual": True})
+    texts = page_texts(out)
+    assert len(texts) == 4
+    assert "Introduction to the project" in texts[0] and "T:INTRODUCTION TO THE PROJECT" in texts[1]
+    assert "The left column" in texts[2] and "T:THE LEFT COLUMN" in texts[3]
+
+
+def test_a_scanned_pdf_is_named_as_such(tmp_path):
+    path = tmp_path / "scan.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    image = io.BytesIO()
+    Image.new("L", (50, 70), 230).save(image, "PNG")
+    image.seek(0)
+    from reportlab.lib.utils import ImageReader
+
+    c.drawImage(ImageReader(image), 0, 0, W, H)
+    c.showPage()
+    c.save()
+    with pytest.raises(DocumentError, match="^no text to translate: the pages are images; OCR is not supported yet$"):
+        translate_document(path, tmp_path / "out.pdf", upper_keeping_tags)
+    c = canvas.Canvas(str(path), pagesize=A4)  # the same with an OCR program's invisible text over it
+    image.seek(0)
+    c.drawImage(ImageReader(image), 0, 0, W, H)
+    text = c.beginText(72, H - 100)
+    text.setTextRenderMode(3)
+    text.setFont("Helvetica", 11)
+    text.textLine("Words found on the scanned page.")
+    c.drawText(text)
+    c.showPage()
+    c.save()
+    with pytest.raises(DocumentError, match="^no text to translate: the pages are images under an invisible OCR text layer"):
+        translate_document(path, tmp_path / "out.pdf", upper_keeping_tags)
+
+
+def test_no_font_for_the_script_is_one_line_naming_it(source, tmp_path, monkeypatch):
+    empty = tmp_path / "fonts.conf"
+    empty.write_text('<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd"><fontconfig></fontconfig>')
+    monkeypatch.setenv("FONTCONFIG_FILE", str(empty))
+    with pytest.raises(DocumentError, match=r"^no font for the Latin script \(U\+0054\) is installed: install a Noto font"):
+        translate_document(source, tmp_path / "out.pdf", upper_keeping_tags)
+    assert not (tmp_path / "out.pdf").exists()
+
+
+def test_hostile_pdfs_are_refused_by_name(source, tmp_path, monkeypatch):
+    monkeypatch.setattr(pdf_format, "MAX_PAGES", 1)
+    with pytest.raises(DocumentError, match=r"^too many pages \(2; the limit is 1\)$"):
+        translate_document(source, tmp_path / "out.pdf", upper_keeping_tags)
+    monkeypatch.undo()
+    monkeypatch.setattr(pdf_format, "MAX_STREAM_BYTES", 2**20)  # the real limit works alike, slower to build
+    bomb = tmp_path / "bomb.pdf"
+    with pikepdf.open(source) as pdf:
+        stream = pikepdf.Stream(pdf, b"")
+        stream.write(zlib.compress(b" " * (2**20 + 1)), filter=pikepdf.Name.FlateDecode)
+        pdf.pages[0].Contents = pikepdf.Array([pdf.pages[0].Contents, pdf.make_indirect(stream)])
+        pdf.save(bomb)
+    assert bomb.stat().st_size < 2**20 // 10
+    with pytest.raises(DocumentError, match=r"^a stream of the PDF inflates to over 1 MiB: a decompression bomb$"):
+        translate_document(bomb, tmp_path / "out.pdf", upper_keeping_tags)
+    deep = tmp_path / "deep.pdf"
+    deep.write_bytes(nested(pdf_bytes([["Deep nesting ahead."]]), 100_000))
+    with pytest.raises(DocumentError, match=r"^corrupt or unreadable PDF \(unable to find /Root dictionary\)$"):
+        translate_document(deep, tmp_path / "out.pdf", upper_keeping_tags)
+    assert not (tmp_path / "out.pdf").exists()
+
+
+def nested(data: bytes, depth: int) -> bytes:
+    """The PDF with an array nested `depth` deep in its catalog, every offset right."""
+    objects = re.findall(rb"\d+ 0 obj\n(.*?)\nendobj\n", data, re.S)
+    objects[0] = objects[0].replace(b">>", b"/Deep " + b"[" * depth + b"]" * depth + b" >>")
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def one_paragraph(path):
+    c = canvas.Canvas(str(path), pagesize=A4)
+    text = c.beginText(72, H - 100)
+    text.setFont("Helvetica", 12)
+    text.setLeading(15)
+    for line in PARAGRAPH:
+        text.textLine(line)
+    c.drawText(text)
+    c.showPage()
+    c.save()
+
+
+def to_unicode(path):
+    """{text: how many glyphs stand for it} over the ToUnicode maps of the fonts drawn in."""
+    counts = {}
+    with pikepdf.open(path) as pdf:
+        for font in pdf.pages[0].Resources.Font.values():
+            if "/ToUnicode" in font:
+                for hex_text in re.findall(rb"<[0-9A-F]{4}> <([0-9A-F]+)>", font.ToUnicode.read_bytes()):
+                    text = bytes.fromhex(hex_text.decode()).decode("utf-16-be")
+                    counts[text] = counts.get(text, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("translation, check", [
+    ("بببب مرحبا بالعالم.", lambda glyphs: glyphs["ب"] >= 3),  # joining forms: initial, medial, final
+    ("नमस्ते दुनिया, यह एक वाक्य है।", lambda glyphs: any(len(t) > 1 for t in glyphs)),  # conjuncts: one glyph, several characters
+    # a vowel mark stays in its base letter's cluster
+    ("สวัสดีชาวโลก นี่คือประโยค", lambda glyphs: any(len(t) > 1 and unicodedata.category(t[-1]) == "Mn" for t in glyphs)),
+    ("שלום עולם, זה משפט.", lambda glyphs: "ש" in glyphs),
+], ids=["Arabic", "Devanagari", "Thai", "Hebrew"])
+def test_every_script_is_shaped_and_embedded(tmp_path, translation, check):
+    source = tmp_path / "one.pdf"
+    one_paragraph(source)
+    out = tmp_path / "one.x.pdf"
+    translate_document(source, out, lambda texts: [translation] * len(texts))
+    glyphs = to_unicode(out)
+    assert check(glyphs), glyphs
+    drawn = "".join(glyphs)
+    assert set(translation.replace(" ", "")) <= set(drawn)  # every character has a glyph and is extractable
+    ours = [c for _, c in chars(out)]
+    assert ours and all("+Noto" in c.fontname for c in ours)
+    if translation[0] in "בשמ" or "\u0600" <= translation[0] <= "\u06ff":  # right to left: set flush right
+        assert abs(max(c.x1 for c in ours) - max(c.x1 for _, c in chars(source))) < 2
+
+
+def test_a_sentence_running_into_the_next_column_and_page_is_translated_whole(tmp_path):
+    path = tmp_path / "flow.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    columns = [(72, ["A sentence starts in the left", "column and then it goes"]),
+               (320, ["on into the right column and", "ends here. Another one starts"])]
+    for x, lines in columns:
+        text = c.beginText(x, H - 80)
+        text.setFont("Helvetica", 11)
+        text.setLeading(14)
+        for line in lines:
+            text.textLine(line)
+        c.drawText(text)
+    c.setFont("Helvetica", 8)
+    c.drawString(W / 2, 30, "1")
+    c.showPage()
+    c.setFont("Helvetica", 8)
+    c.drawString(72, H - 40, "Running header")
+    c.setFont("Helvetica", 11)
+    c.drawString(72, H - 80, "at the end of the page and finishes on the next.")
+    c.showPage()
+    c.save()
+    sent = []
+
+    def translate(texts):
+        sent.extend(texts)
+        return upper_keeping_tags(texts)
+
+    out = tmp_path / "flow.fra_Latn.pdf"
+    translate_document(path, out, translate)
+    assert "A sentence starts in the left column and then it goes on into the right column and ends here." in sent
+    assert "Another one starts at the end of the page and finishes on the next." in sent
+    first, second = page_texts(out)
+    # each block gets its share of the translation, in its own place
+    assert "T:A SENTENCE STARTS" in first and "FINISHES ON THE NEXT." in second and "T:RUNNING HEADER" in second
+    left = [c for n, c in chars(out) if n == 0 and c.x1 < 300 and c.get_text().strip()]
+    right = [c for n, c in chars(out) if n == 0 and c.x0 > 300 and c.get_text().strip()]
+    assert left and right
+
+
+def test_one_operator_drawing_a_kept_and_a_translated_block_is_cut_between_them(tmp_path):
+    path = tmp_path / "header.pdf"
+    path.write_bytes(pdf_bytes([["The body text of the page."]]))
+    with pikepdf.open(path, allow_overwriting_input=True) as pdf:
+        header = b"BT /F1 9 Tf 72 760 Td [(Chapter two: the tools) -30000 (17)] TJ ET"
+        pdf.pages[0].Contents = pikepdf.Array([pdf.pages[0].Contents, pdf.make_indirect(pikepdf.Stream(pdf, header))])
+        pdf.save(path)
+    out = tmp_path / "header.x.pdf"
+    translate_document(path, out, upper_keeping_tags)
+    before = {c.get_text(): c for _, c in chars(path) if c.get_text() in "17"}
+    after = [c for _, c in chars(out) if c.get_text() in "17" and "Helvetica" in c.fontname]
+    assert [c.get_text() for c in after] == ["1", "7"]  # the page number stays, drawn by the original operator
+    assert all(abs(c.x0 - before[c.get_text()].x0) < 0.01 and abs(c.y0 - before[c.get_text()].y0) < 0.01 for c in after)
+    text = page_texts(out)[0]
+    assert "T:CHAPTER TWO: THE TOOLS" in text and "Chapter" not in text
+
+
+def test_fonts_are_found_in_the_font_folders_without_fontconfig(source, tmp_path, monkeypatch):
+    """As on Windows and macOS: the folders' fonts named from their own name tables, Noto Sans first."""
+    from app.documents import pdf_fonts
+
+    monkeypatch.setattr(pdf_fonts.shutil, "which", lambda name: None)
+    noto = Path(NOTO).parent
+    monkeypatch.setitem(pdf_fonts.FONT_FOLDERS, "linux", [noto, noto.parent.parent / "opentype"])
+    out = tmp_path / "out.pdf"
+    translate_document(source, out, upper_keeping_tags)
+    assert "T:这是一个中文句子。" in page_texts(out)[0]
+    with pikepdf.open(out) as pdf:
+        names = {str(f.BaseFont).split("+")[1] for f in pdf.pages[0].Resources.Font.values() if "+Noto" in str(f.get("/BaseFont"))}
+    assert {"NotoSans-Regular", "NotoSans-Bold", "NotoSansCJKSC-Regular"} <= names
+
+
+def test_text_in_forms_and_on_rotated_pages_is_left_as_it_is(tmp_path):
+    """Not translated yet: a form XObject's text (it may be drawn on several pages) and the text of
+    a page shown rotated. Both stay exactly as they were; the rest of the document is translated."""
+    path = tmp_path / "forms.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.beginForm("stamp")
+    c.setFont("Helvetica", 12)
+    c.drawString(72, 400, "Text inside a form")
+    c.endForm()
+    c.doForm("stamp")
+    c.setFont("Helvetica", 12)
+    c.drawString(72, 700, "Text on the page itself")
+    c.showPage()
+    c.setFont("Helvetica", 12)
+    c.drawString(72, 700, "Text on a rotated page")
+    c.showPage()
+    c.save()
+    with pikepdf.open(path, allow_overwriting_input=True) as pdf:
+        pdf.pages[1].Rotate = 90
+        pdf.save(path)
+    out = tmp_path / "forms.x.pdf"
+    translate_document(path, out, upper_keeping_tags)
+    first, second = page_texts(out)
+    assert "T:TEXT ON THE PAGE ITSELF" in first and "Text inside a form" in first
+    assert "Textonarotatedpage" in "".join(second.split()) and "T:" not in second  # (read sideways)
+    with pikepdf.open(path) as a, pikepdf.open(out) as b:
+        assert a.pages[1].Contents.read_bytes() == b.pages[1].Contents.read_bytes()
+        form = lambda pdf: next(iter(pdf.pages[0].Resources.XObject.values())).read_raw_bytes()
+        assert form(a) == form(b)

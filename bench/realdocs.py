@@ -409,15 +409,17 @@ CUE_TAG = re.compile(r"<[^>]*>")
 
 
 def subtitle_facts(path: Path) -> Facts:
-    """Cues are the lines after a timing line up to a blank line or the next cue (its number or
-    identifier, then its timing); every other line must come back as it was."""
+    """Cues are the lines after a timing line up to a blank line or the next cue: its timing, after
+    its number, or after an identifier that follows a blank line (WebVTT: a cue's text runs to the
+    next timing line); every other line must come back as it was."""
     text, encoding = decode(path.read_bytes())
     lines = text.splitlines()
     facts = Facts(kept={"timings": [], "lines outside cues": [], "cue line counts": [], "inline timestamps": [],
                         "encoding": [encoding]})
     cue = None
     for i, line in enumerate(lines):
-        starts_next = i + 1 < len(lines) and TIMING.search(lines[i + 1])
+        starts_next = i + 1 < len(lines) and TIMING.search(lines[i + 1]) and (
+            line.strip().isdigit() or i == 0 or not lines[i - 1].strip())
         if TIMING.search(line):
             cue = Block("cue")
             facts.blocks.append(cue)

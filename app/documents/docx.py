@@ -40,4 +40,4 @@ class WordFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    return open_office(path, "Word document", "document", WordFlow(), TEXT_PARTS)
+    return open_office(path, "a Word document", "document", WordFlow(), TEXT_PARTS)

@@ -32,7 +32,7 @@ class NcxFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    archive = open_package(path, "EPUB book", CONTAINER)
+    archive = open_package(path, "an EPUB book", CONTAINER)
     try:
         container = archive.parse(archive.find(CONTAINER))
         target = part_name("", next((el.get("full-path") or "" for el in container.iter("{*}rootfile")), ""))

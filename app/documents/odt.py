@@ -28,7 +28,7 @@ class OdfFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    archive = open_package(path, "OpenDocument text", "content.xml")
+    archive = open_package(path, "an OpenDocument text", "content.xml")
     flow = OdfFlow()
     parts = [found for found in map(archive.find, ("content.xml", "styles.xml")) if found]  # names fixed by ODF
     try:

@@ -31,4 +31,4 @@ class SlideFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    return open_office(path, "PowerPoint presentation", "presentation", SlideFlow(), TEXT_PARTS, main_is_text=False)
+    return open_office(path, "a PowerPoint presentation", "presentation", SlideFlow(), TEXT_PARTS, main_is_text=False)

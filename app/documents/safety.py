@@ -111,14 +111,15 @@ class SafeZip:
     the parsed-part budgets."""
 
     def __init__(self, path: Path, kind: str):
+        """`kind` names the format with its article ("a Word document"), for the messages."""
         check_file(path)
         with open(path, "rb") as f:
             head = f.read(8)
             end = zipfile._EndRecData(f)  # the end-of-central-directory record, zip64 included
         if head.startswith(OLE_MAGIC):
-            raise DocumentError(f"password-protected (encrypted) or an old binary format, not a {kind}")
+            raise DocumentError(f"password-protected (encrypted) or an old binary format, not {kind}")
         if not head.startswith(b"PK"):
-            raise DocumentError(f"not a {kind} (its content is not a zip archive)")
+            raise DocumentError(f"not {kind} (its content is not a zip archive)")
         if end is None:
             raise DocumentError("corrupt or truncated archive (no end of central directory)")
         if end[zipfile._ECD_ENTRIES_TOTAL] > MAX_MEMBERS or end[zipfile._ECD_SIZE] > MAX_DIRECTORY_BYTES:

@@ -35,4 +35,4 @@ class SheetFlow(XmlFlow):
 
 
 def extract(path: Path) -> ZipXmlDocument:
-    return open_office(path, "Excel workbook", "workbook", SheetFlow(), TEXT_PARTS, CHART_SHEETS, main_is_text=False)
+    return open_office(path, "an Excel workbook", "workbook", SheetFlow(), TEXT_PARTS, CHART_SHEETS, main_is_text=False)

@@ -102,10 +102,10 @@ def open_office(path: Path, kind: str, root: str, flow: XmlFlow, text: frozenset
     try:
         main = next((member for _, type_, member in relationships(archive, "") if type_ == "officeDocument"), None)
         if main is None:
-            raise DocumentError(f"not a {kind} (its package relationships name no main document in the archive)")
+            raise DocumentError(f"not {kind} (its package relationships name no main document in the archive)")
         tree = archive.parse(main)
         if local(tree.getroot()) != root:
-            raise DocumentError(f"not a {kind} (its main part {main} is a {local(tree.getroot())!r} document)")
+            raise DocumentError(f"not {kind} (its main part {main} is a {local(tree.getroot())!r} document)")
         parts = [main] if main_is_text else []
         seen, queue = {main}, [main]
         for source in queue:  # breadth first; the queue grows while it is walked
@@ -126,5 +126,5 @@ def open_package(path: Path, kind: str, required: str) -> SafeZip:
     archive = SafeZip(path, kind)
     if archive.find(required) is None:
         archive.close()
-        raise DocumentError(f"not a {kind} (the archive has no {required})")
+        raise DocumentError(f"not {kind} (the archive has no {required})")
     return archive

@@ -53,7 +53,7 @@ def test_truncated_archive(tmp_path):
 
 def test_content_not_matching_extension(tmp_path):
     refuse(tmp_path, "text.docx", b"just some text", "not a Word document")
-    refuse(tmp_path, "sheet.xlsx", zip_with([("hello.txt", b"hi")]), "not a Excel workbook .its package relationships name no main document")
+    refuse(tmp_path, "sheet.xlsx", zip_with([("hello.txt", b"hi")]), "not an Excel workbook .its package relationships name no main document")
 
 
 def test_password_protected(tmp_path):

@@ -1,8 +1,10 @@
 """`dragoman translate FILE...` with the real engine on the tiny checkpoint, and the translation cache."""
 
+import contextlib
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -109,14 +111,16 @@ def run_cli(tiny_checkpoint, home, doc):
 
 
 def stored(home) -> int:
+    """The sentences in the run's translation cache, read without writing to it (opening a
+    TranslationCache sets its journal mode, which would race the run's own opening)."""
     cache_file = home / "cache" / "translations.sqlite3"
     if not cache_file.exists():
         return 0
-    cache = TranslationCache(cache_file)
     try:
-        return len(cache)
-    finally:
-        cache.close()
+        with contextlib.closing(sqlite3.connect(f"file:{cache_file}?mode=ro", uri=True, timeout=30)) as db:
+            return db.execute("SELECT COUNT(*) FROM translations").fetchone()[0]
+    except sqlite3.OperationalError:  # the run has not made its table yet
+        return 0
 
 
 def kill_once_stored(tiny_checkpoint, home, doc) -> tuple[int, int]:
@@ -127,8 +131,8 @@ def kill_once_stored(tiny_checkpoint, home, doc) -> tuple[int, int]:
     while stored(home) == 0 and run.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     run.send_signal(signal.SIGKILL)
-    run.communicate()
-    assert run.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    _, err = run.communicate()
+    assert run.returncode == -signal.SIGKILL, f"the run ended before it could be killed: {err}"
     return run.pid, stored(home)
 
 

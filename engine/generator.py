@@ -168,7 +168,7 @@ class Group:
 
 
 BLOCK_SIZE = 16
-ADMIT_SHARE = 0.25  # see "Documents join in bulk" above; measured in bench/NOTES.md (session 17)
+ADMIT_SHARE = 0.25  # see "Documents join in bulk" above; measured in docs/performance.md
 ADMISSION_GRAPH_ROWS = 16  # a sentence admitted alone with at most this many beams sets its rows up by a graph
 log = logging.getLogger(__name__)
 

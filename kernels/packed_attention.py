@@ -15,7 +15,7 @@ cannot launch chained; with the encoder's projections through fused_linear, this
 typed-sentence encoder chained (kernels/_triton.py): its graph 599 -> 542 us at 600M, 1,197 ->
 1,054 at 1.3B (H200, bf16, 2026-11-30). On a document of 512 sources of 10-60 tokens it takes
 95 against FlashAttention's 199 us a layer (its 128-query tiles are mostly padding): the encoder
-11.43 -> 10.07 ms at 600M, 33.56 -> 30.41 at 1.3B (session 15). One program per (head, block of
+11.43 -> 10.07 ms at 600M, 33.56 -> 30.41 at 1.3B. One program per (head, block of
 queries) streams the keys of the block's sources with an online softmax.
 """
 

@@ -22,9 +22,10 @@ def expected(translator, text, src="eng_Latn", tgt="fra_Latn", **options):
 
 
 @pytest.fixture
-def settings(tiny_checkpoint):
-    return Settings(model_dir=str(tiny_checkpoint), device="cpu", precision="float32", num_beams=4, max_length=40,
-                    source_language="eng_Latn", target_language="fra_Latn")
+def settings(settings):
+    """tests/app/conftest.py's settings with the beams and length that `expected` decodes with."""
+    settings.num_beams, settings.max_length = 4, 40
+    return settings
 
 
 def translated(qtbot, window, action):

@@ -37,7 +37,7 @@ def requests_for(translator, cases, o):
     return [Request(tok.encode_source(TEXTS[t], SRC), tok.decoder_prefix(TGT), options, adapter=name) for name, t in cases]
 
 
-def test_the_fused_sites_cover_every_module_once(tiny_checkpoint, lora_translator):
+def test_the_fused_sites_cover_every_module_once(lora_translator):
     sites = fused_sites(lora_translator.config)
     covered = [module for modules in sites.values() for module, _ in modules]
     assert sorted(covered) == sorted(linear_modules(lora_translator.config))
@@ -63,7 +63,7 @@ def test_every_adapter_changes_the_translation(expected):
         assert any(expected[name, 0, t] != expected[None, 0, t] for t in range(len(TEXTS))), name
 
 
-def test_the_padded_graph_path_mixes_adapters_too(tiny_checkpoint, peft_adapters, lora_translator, expected):
+def test_the_padded_graph_path_mixes_adapters_too(peft_adapters, lora_translator, expected):
     """The decoder step CUDA graphs replay, run eagerly: rows' slots in the static buffer, padding rows -1."""
     generator = Generator.build(lora_translator.generator.model, max_rows=32, graphs=True, adapters_dir=peft_adapters[0])
     generator.pipelined = True  # the GPU's order too
@@ -72,7 +72,7 @@ def test_the_padded_graph_path_mixes_adapters_too(tiny_checkpoint, peft_adapters
     assert results == [expected[name, 0, t] for name, t in cases]
 
 
-def test_more_adapters_than_slots_wait_for_a_free_slot(tiny_checkpoint, peft_adapters, lora_translator, expected):
+def test_more_adapters_than_slots_wait_for_a_free_slot(peft_adapters, lora_translator, expected):
     generator = Generator.build(lora_translator.generator.model, adapters_dir=peft_adapters[0], adapter_slots=2)
     cases = [(name, 0) for name in NAMES] + [(None, 1), ("attn", 1)]
     results = generator.generate_beam_batch(requests_for(lora_translator, cases, 1))
@@ -94,7 +94,7 @@ def test_preempted_requests_give_their_slot_back_and_end_the_same(make_translato
     assert cramped.generator.lora.refs == [0, 0]
 
 
-def test_a_held_slot_is_never_evicted(tiny_checkpoint, peft_adapters, lora_translator):
+def test_a_held_slot_is_never_evicted(peft_adapters, lora_translator):
     pool = LoraPool(lora_translator.config, 2, torch.device("cpu"), torch.float32, peft_adapters[0])
     a, b = pool.slot_for("attn"), pool.slot_for("ffn-rslora")
     pool.acquire_adapter_slot(a)
@@ -126,7 +126,7 @@ def copy_adapter(src, dest):
     shutil.copytree(src, dest)
 
 
-def test_a_swap_under_load_leaves_running_requests_alone(tiny_checkpoint, peft_adapters, lora_translator, expected):
+def test_a_swap_under_load_leaves_running_requests_alone(peft_adapters, lora_translator, expected):
     """`live` is replaced on disk while its first request decodes: that request finishes on the old
     weights, the one admitted afterwards gets the new ones, and the old slot is freed."""
     folder = peft_adapters[0].parent / "swap-adapters"
@@ -155,7 +155,7 @@ def test_a_swap_under_load_leaves_running_requests_alone(tiny_checkpoint, peft_a
     assert gone.result is None and "no such folder" in gone.error and other.result == expected[None, 1, 0]
 
 
-def test_identity_follows_the_files(make_translator, peft_adapters, lora_translator, tmp_path):
+def test_identity_follows_the_files(make_translator, peft_adapters, tmp_path):
     copy_adapter(peft_adapters[0] / "attn", tmp_path / "x")
     t = make_translator(adapters_dir=tmp_path)
     before = t.adapter_identity("x")
@@ -282,7 +282,7 @@ def broken_folder(peft_adapters, tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", BROKEN)
-def test_a_broken_adapter_is_refused_by_file_and_problem(tiny_checkpoint, lora_translator, broken_folder, expected, name):
+def test_a_broken_adapter_is_refused_by_file_and_problem(lora_translator, broken_folder, expected, name):
     message = BROKEN[name][1]
     with pytest.raises(AdapterError, match=None) as refused:
         load_adapter(broken_folder / name, lora_translator.config)
@@ -354,7 +354,7 @@ def test_catastrophic_patterns_are_matched_without_backtracking(peft_adapters, l
     assert info.name == "evil"
 
 
-def test_module_patterns_mean_what_they_mean_to_peft(peft_adapters, lora_translator, tmp_path):
+def test_module_patterns_mean_what_they_mean_to_peft(lora_translator, tmp_path):
     """The linear-time matcher against `re` on every module name, for patterns PEFT users write."""
     import re
 

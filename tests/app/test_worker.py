@@ -12,11 +12,12 @@ LONG = {"num_beams": 4, "max_length": 200}  # the random model rarely stops earl
 MANY_LINES = [f"The small dog {i} sees the green river tomorrow." for i in range(24)]
 
 
-def start_worker(qtbot, model_dir):
+def start_worker(qtbot, model_dir, **load_options):
+    """An engine thread, its signals recorded in worker.events, told to load model_dir on the CPU in float32."""
     worker = EngineWorker()
     worker.events = Recorder(worker)
     worker.start()
-    worker.load(model_dir, "cpu", "float32")
+    worker.load(model_dir, "cpu", "float32", **load_options)
     return worker
 
 
@@ -141,10 +142,7 @@ def test_where_a_first_translation_costs_more_the_typed_options_are_warmed_up_wh
     warm_up = Translator.warm_up
     monkeypatch.setattr(Translator, "needs_warm_up", lambda self: True)
     monkeypatch.setattr(Translator, "warm_up", lambda self, **options: warmed.append(options) or warm_up(self, **options))
-    worker = EngineWorker()
-    worker.events = Recorder(worker)
-    worker.start()
-    worker.load(tiny_checkpoint, "cpu", "float32", typed_options=OPTIONS)
+    worker = start_worker(qtbot, tiny_checkpoint, typed_options=OPTIONS)
     worker.events.wait(qtbot, "loaded")
     assert warmed == [OPTIONS]
     generator = worker.translator.generator
@@ -207,11 +205,8 @@ def test_the_jobs_adapter_is_applied(qtbot, worker, lora_translator, peft_adapte
 
 
 def test_the_adapters_folder_and_slots_come_with_the_model(qtbot, tiny_checkpoint, peft_adapters):
-    worker = EngineWorker()
-    worker.events = Recorder(worker)
-    worker.start()
+    worker = start_worker(qtbot, tiny_checkpoint, adapters_dir=peft_adapters[0], adapter_slots=2)
     try:
-        worker.load(tiny_checkpoint, "cpu", "float32", peft_adapters[0], adapter_slots=2)
         worker.events.wait(qtbot, "loaded")
         assert worker.translator.generator.lora.num_slots == 2
         job_id = worker.submit(TranslationJob(["Hello world."], "eng_Latn", "fra_Latn", OPTIONS, adapter="attn"))

@@ -27,6 +27,30 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def bin_checkpoint(tmp_path_factory) -> Path:
+    """tiny_checkpoint's model with its weights in pytorch_model.bin, every key as published."""
+    from nllb_checkpoint import build_checkpoint
+
+    return build_checkpoint(tmp_path_factory.mktemp("checkpoints") / "tiny-nllb-bin", weights="bin")
+
+
+@pytest.fixture(scope="session")
+def sharded_checkpoint(tmp_path_factory) -> Path:
+    """tiny_checkpoint's model with its weights in two safetensors shards and their index."""
+    from nllb_checkpoint import build_checkpoint
+
+    return build_checkpoint(tmp_path_factory.mktemp("checkpoints") / "tiny-nllb-sharded", weights="sharded")
+
+
+@pytest.fixture(scope="session")
+def hf_model(tiny_checkpoint):
+    """transformers' model of tiny_checkpoint in float32: the oracle for decoding."""
+    from transformers import M2M100ForConditionalGeneration
+
+    return M2M100ForConditionalGeneration.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
+
+
+@pytest.fixture(scope="session")
 def hf_tokenizer(tiny_checkpoint):
     """transformers' NllbTokenizer for tiny_checkpoint: the oracle for engine.tokenizer."""
     from transformers import NllbTokenizer
@@ -41,3 +65,32 @@ def peft_adapters(tiny_checkpoint, tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("adapters")
     return folder, make_adapters(tiny_checkpoint, folder)
+
+
+@pytest.fixture
+def make_translator(tiny_checkpoint):
+    """make_translator(**options): a new engine of tiny_checkpoint, on the CPU in float32 unless told,
+    for a test that changes it or needs one of its own."""
+    from engine.translator import Translator
+
+    def make_translator(device="cpu", dtype="float32", **options):
+        return Translator(tiny_checkpoint, device=device, dtype=dtype, **options)
+
+    return make_translator
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_checkpoint):
+    """The engine of tiny_checkpoint on the CPU in float32, shared by a module's tests: a test may
+    change it only through monkeypatch, which puts it back."""
+    from engine.translator import Translator
+
+    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="module")
+def lora_translator(tiny_checkpoint, peft_adapters):
+    """`translator` with peft_adapters' folder as its adapters, shared by a module's tests."""
+    from engine.translator import Translator
+
+    return Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=peft_adapters[0])

@@ -42,6 +42,15 @@ def paths(tmp_path, monkeypatch):
     return AppPaths.default()
 
 
+@pytest.fixture
+def settings(tiny_checkpoint):
+    """The window's settings for tiny_checkpoint on the CPU in float32, decoding greedy and short (a
+    test may change them)."""
+    from app.settings import Settings
+
+    return Settings(model_dir=str(tiny_checkpoint), device="cpu", precision="float32", num_beams=1, max_length=12,
+                    source_language="eng_Latn", target_language="fra_Latn")
+
 
 class Answers:
     """Stands in for the confirmation dialogs: gives the answers in turn and keeps the questions."""

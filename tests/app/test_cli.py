@@ -20,15 +20,12 @@ def run_cli(args, stdin_bytes, monkeypatch, capsys):
     return code, out, err
 
 
-def reference(tiny_checkpoint, hf_tokenizer, line, src, tgt, **options):
-    from transformers import M2M100ForConditionalGeneration
-
+def reference(hf_model, hf_tokenizer, line, src, tgt, **options):
     if not line:
         return ""
-    model = M2M100ForConditionalGeneration.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
     hf_tokenizer.src_lang = src
     with torch.no_grad():
-        out = model.generate(
+        out = hf_model.generate(
             **hf_tokenizer(line, return_tensors="pt"),
             forced_bos_token_id=hf_tokenizer.convert_tokens_to_ids(tgt),
             **options,
@@ -47,12 +44,12 @@ def reference(tiny_checkpoint, hf_tokenizer, line, src, tgt, **options):
         ),
     ],
 )
-def test_translate_stdin_matches_the_reference(tiny_checkpoint, hf_tokenizer, monkeypatch, capsys, flags, options):
+def test_translate_stdin_matches_the_reference(tiny_checkpoint, hf_model, hf_tokenizer, monkeypatch, capsys, flags, options):
     args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu"]
     args += ["--dtype", "float32", *flags]
     code, out, err = run_cli(args, "\n".join(LINES).encode() + b"\n", monkeypatch, capsys)
     assert code == 0, err
-    expected = [reference(tiny_checkpoint, hf_tokenizer, line, "eng_Latn", "fra_Latn", **options) for line in LINES]
+    expected = [reference(hf_model, hf_tokenizer, line, "eng_Latn", "fra_Latn", **options) for line in LINES]
     assert out.split("\n")[:-1] == expected
     assert out.split("\n")[1] == ""  # the empty line stayed empty
 
@@ -106,22 +103,20 @@ def test_the_real_command_runs_as_a_process(tiny_checkpoint):
     assert len(lines) == 4 and lines[1] == "" and lines[0] and lines[2]
 
 
-def test_stdin_lines_are_translated_sentence_by_sentence_unless_no_split(tiny_checkpoint, monkeypatch, capsys):
-    from engine.translator import Translator
-
-    oracle = Translator(tiny_checkpoint, device="cpu", dtype="float32")
-    options = oracle.default_options(num_beams=2, max_length=30)
+def test_stdin_lines_are_translated_sentence_by_sentence_unless_no_split(tiny_checkpoint, translator, monkeypatch,
+                                                                           capsys):
+    options = translator.default_options(num_beams=2, max_length=30)
     base = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--device", "cpu", "--dtype", "float32",
             "--beams", "2", "--max-length", "30"]
     line = "The cat reads a book. The dog sees https://example.org today."
     stdin = f"{line}\n=====\n\n".encode()
     pieces = ["The cat reads a book.", "The dog sees", "today."]
-    one, two, three = oracle.translate(pieces, "eng_Latn", "fra_Latn", options)
+    one, two, three = translator.translate(pieces, "eng_Latn", "fra_Latn", options)
     code, out, err = run_cli(base + ["--to", "fra_Latn"], stdin, monkeypatch, capsys)
     assert code == 0, err
     assert out == f"{one} {two} https://example.org {three}\n=====\n\n"
     code, out, err = run_cli(base + ["--to", "zho_Hans"], b"The cat reads a book. The dog sleeps.\n", monkeypatch, capsys)
-    assert out == "".join(oracle.translate(["The cat reads a book.", "The dog sleeps."], "eng_Latn", "zho_Hans", options)) + "\n"
+    assert out == "".join(translator.translate(["The cat reads a book.", "The dog sleeps."], "eng_Latn", "zho_Hans", options)) + "\n"
     code, out, err = run_cli(base + ["--to", "fra_Latn", "--no-split"], stdin, monkeypatch, capsys)
-    (whole,) = oracle.translate([line], "eng_Latn", "fra_Latn", options)
+    (whole,) = translator.translate([line], "eng_Latn", "fra_Latn", options)
     assert code == 0 and out == f"{whole}\n=====\n\n"

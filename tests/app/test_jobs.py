@@ -8,14 +8,8 @@ import app.jobs
 from app.documents import Cancelled, DocumentError, output_path
 from app.jobs import DocumentJob, JobReport, distinct_jobs, find_documents, run_document_job
 from engine.translation_cache import TranslationCache
-from engine.translator import Translator
 
 SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(24)]
-
-
-@pytest.fixture
-def translator(tiny_checkpoint):
-    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
 
 
 @pytest.fixture

@@ -11,19 +11,8 @@ from app import models
 from app.models import Cancelled, CheckpointError, OfflineError
 from engine.translator import Translator
 from fake_hub import FakeHub
-from nllb_checkpoint import build_checkpoint
 
 TEXTS = ["Hello world, the cat reads a book.", "The small dog sees the river."]
-
-
-@pytest.fixture(scope="module")
-def bin_checkpoint(tmp_path_factory):
-    return build_checkpoint(tmp_path_factory.mktemp("bin") / "nllb-bin", weights="bin")
-
-
-@pytest.fixture(scope="module")
-def sharded_checkpoint(tmp_path_factory):
-    return build_checkpoint(tmp_path_factory.mktemp("sharded") / "nllb-sharded", weights="sharded")
 
 
 def translate(model_dir):

@@ -9,15 +9,9 @@ import app.models_dialog
 from app import models
 from app.models_dialog import ModelsDialog
 from fake_hub import FakeHub
-from nllb_checkpoint import build_checkpoint
 
 REPO = models.CATALOG[0].repo_id
 WAIT_MS = 30_000
-
-
-@pytest.fixture(scope="module")
-def bin_checkpoint(tmp_path_factory):
-    return build_checkpoint(tmp_path_factory.mktemp("bin") / "nllb-bin", weights="bin")
 
 
 @pytest.fixture

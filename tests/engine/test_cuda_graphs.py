@@ -4,7 +4,6 @@ import torch
 
 from engine.cuda_graphs import bucket_for
 from engine.generator import Generator
-from engine.translator import Translator
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz", "Hi"]
 
@@ -13,26 +12,24 @@ def test_buckets_are_powers_of_two_that_fit():
     assert [bucket_for(n) for n in (1, 2, 3, 4, 5, 17, 64, 65)] == [1, 2, 4, 4, 8, 32, 64, 128]
 
 
-def test_padded_steps_translate_exactly_like_unpadded_ones(tiny_checkpoint):
-    plain = Translator(tiny_checkpoint, device="cpu", dtype="float32")
-    padded = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+def test_padded_steps_translate_exactly_like_unpadded_ones(translator, make_translator):
+    padded = make_translator()
     padded.generator = Generator.build(padded.generator.model, max_rows=32, graphs=True)
     padded.generator.pipelined = True  # the GPU's order too: finished sentences sit a step out
     assert padded.generator.graphs is not None
     # 4 beams and greedy: decoder step and search in one padded step, padding sentences of scratch
     # rows among them; 3 beams do not divide a bucket: padded decoder step, search on the real rows.
     for options in (dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30), dict(num_beams=3, max_length=30)):
-        expected = plain.translate(TEXTS, "eng_Latn", "fra_Latn", plain.default_options(**options))
+        expected = translator.translate(TEXTS, "eng_Latn", "fra_Latn", translator.default_options(**options))
         assert padded.translate(TEXTS, "eng_Latn", "fra_Latn", padded.default_options(**options)) == expected
     assert padded.generator.num_free_blocks() == padded.generator.num_total_blocks()  # scratch is not capacity
 
 
-def test_partial_results_of_graphed_steps_are_those_of_eager_ones(tiny_checkpoint):
+def test_partial_results_of_graphed_steps_are_those_of_eager_ones(translator, make_translator):
     """A graphed step stores its done flags and each sentence's best hypothesis for the host itself
     (kernels.step_report), into one of two buffers in turn, as the host reads one step's while the
     next runs: the partial results streamed must be the eager steps', in the same order."""
-    plain = Translator(tiny_checkpoint, device="cpu", dtype="float32")
-    padded = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    padded = make_translator()
     padded.generator = Generator.build(padded.generator.model, max_rows=32, graphs=True)
     padded.generator.pipelined = True
 
@@ -43,17 +40,17 @@ def test_partial_results_of_graphed_steps_are_those_of_eager_ones(tiny_checkpoin
         return out, seen
 
     for options in (dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30)):
-        expected, expected_seen = streamed(plain, options)
+        expected, expected_seen = streamed(translator, options)
         assert len(expected_seen) > 2 * len(TEXTS)
         assert streamed(padded, options) == (expected, expected_seen)
     assert len(padded.generator._reports) == 4  # (beams, greedy) x the two buffers
 
 
-def test_the_warm_up_prepares_the_steps_of_a_typed_sentence_in_the_window(tiny_checkpoint):
+def test_the_warm_up_prepares_the_steps_of_a_typed_sentence_in_the_window(make_translator):
     """Translator.warm_up runs the steps the window's typed text runs (its options, its partial
     results), so that the first sentence a person types captures no graph: here, no new report
     buffers (they are keyed as the graphs are)."""
-    translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    translator = make_translator()
     translator.generator = Generator.build(translator.generator.model, max_rows=32, graphs=True)
     options = dict(num_beams=4, max_length=40)
     translator.warm_up(**options)
@@ -64,8 +61,8 @@ def test_the_warm_up_prepares_the_steps_of_a_typed_sentence_in_the_window(tiny_c
     assert set(translator.generator._reports) == keys
 
 
-def test_padding_rows_leave_real_rows_logits_alone(tiny_checkpoint):
-    translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+def test_padding_rows_leave_real_rows_logits_alone(make_translator):
+    translator = make_translator()
     tok = translator.tokenizer
     source, prefix = tok.encode_source(TEXTS[0], "eng_Latn"), tok.decoder_prefix("fra_Latn")
 
@@ -81,8 +78,8 @@ def test_padding_rows_leave_real_rows_logits_alone(tiny_checkpoint):
     torch.testing.assert_close(three_rows(padded), three_rows(plain), rtol=1e-4, atol=1e-4)
 
 
-def test_a_step_copies_its_rows_only_when_they_change(tiny_checkpoint):
-    model = Translator(tiny_checkpoint, device="cpu", dtype="float32").generator.model
+def test_a_step_copies_its_rows_only_when_they_change(make_translator):
+    model = make_translator().generator.model
     graphs = Generator.build(model, max_rows=8, graphs=True).graphs
     fed = []
 
@@ -103,15 +100,15 @@ def test_a_step_copies_its_rows_only_when_they_change(tiny_checkpoint):
     assert fed == [[3, 1, 2, 0], [3, 1, 2, 0], [3, 1, 5, 0], [3, 1, 5, scratch], [3, 1], [3, 5, 1, 0]]
 
 
-def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through_the_cache(tiny_checkpoint, monkeypatch):
+def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through_the_cache(make_translator, monkeypatch):
     """A sentence admitted alone with a source of at most 64 tokens decodes through its folded
     source (FoldedSources: kernels.source_scores), at S 16, 32 or 64; a longer one, and sentences
     admitted together, through the source cache. Same translations either way (float32)."""
     import kernels
 
-    plain = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    plain = make_translator()
     plain.generator = Generator.build(plain.generator.model, max_rows=32, graphs=True, fold_sources=False)
-    folded = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    folded = make_translator()
     folded.generator = Generator.build(folded.generator.model, max_rows=32, graphs=True, fold_sources=True)
     folded.generator.pipelined = True
     scored_at = []  # the S of each source_scores call
@@ -132,12 +129,11 @@ def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through
     assert folded.generator._folded_item is None  # let go once its sentence left
 
 
-def test_a_sentence_admitted_alone_sets_its_rows_up_from_one_buffer(tiny_checkpoint, monkeypatch):
+def test_a_sentence_admitted_alone_sets_its_rows_up_from_one_buffer(translator, make_translator, monkeypatch):
     """A sentence admitted alone (typed text) copies what its rows need into AdmissionGraphs' buffer
     and sets them up from there (a graph replay on the GPU; eagerly here), also while others run;
     sentences admitted together do not. Same translations as without graphs, beam and greedy."""
-    plain = Translator(tiny_checkpoint, device="cpu", dtype="float32")
-    staged = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    staged = make_translator()
     staged.generator = Generator.build(staged.generator.model, max_rows=8, graphs=True)
     staged.generator.pipelined = True
     admissions = staged.generator.admission_graphs
@@ -148,12 +144,12 @@ def test_a_sentence_admitted_alone_sets_its_rows_up_from_one_buffer(tiny_checkpo
         beams = options["num_beams"]
         for text in TEXTS[:3]:  # sources of other lengths: other shapes of the buffer's views
             runs.clear()
-            expected = plain.translate([text], "eng_Latn", "fra_Latn", plain.default_options(**options))
+            expected = translator.translate([text], "eng_Latn", "fra_Latn", translator.default_options(**options))
             assert staged.translate([text], "eng_Latn", "fra_Latn", staged.default_options(**options)) == expected
             assert runs == [beams]
         # 8 rows: beam 4 admits two sentences together, later some alone while another runs; greedy all at once
         runs.clear()
-        expected = plain.translate(TEXTS, "eng_Latn", "fra_Latn", plain.default_options(**options))
+        expected = translator.translate(TEXTS, "eng_Latn", "fra_Latn", translator.default_options(**options))
         assert staged.translate(TEXTS, "eng_Latn", "fra_Latn", staged.default_options(**options)) == expected
         assert (0 < len(runs) < len(TEXTS) - 1 and set(runs) == {4}) if beams == 4 else runs == []
     assert staged.generator.num_free_blocks() == staged.generator.num_total_blocks()

@@ -8,7 +8,6 @@ import torch
 
 from engine.decoding import DecodingOptions
 from engine.generator import Request
-from engine.translator import Translator
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -33,18 +32,6 @@ OPTION_SETS = [
     dict(num_beams=5, early_stopping="never", length_penalty=1.5, max_length=30),
     dict(num_beams=2, min_length=15, max_length=25),
 ]
-
-
-@pytest.fixture(scope="module")
-def hf_model(tiny_checkpoint):
-    from transformers import M2M100ForConditionalGeneration
-
-    return M2M100ForConditionalGeneration.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_checkpoint):
-    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
 
 
 def hf_generate(hf_model, hf_tokenizer, text, src, tgt, options):
@@ -267,13 +254,13 @@ def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_the
 
 
 @pytest.mark.parametrize("beams", [1, 4])
-def test_a_sentence_sitting_a_step_out_leaves_the_others_cache_alone(tiny_checkpoint, translator, beams):
+def test_a_sentence_sitting_a_step_out_leaves_the_others_cache_alone(make_translator, translator, beams):
     """Pipelined, a finished sentence's rows sit the step launched meanwhile out as the scratch row,
     which writes its K/V into a block of its own. Without CUDA graphs that block was never set aside,
     so the scratch row wrote into block 0: on a fresh engine, the first sentence's, changing its
     result (found on the CPU, which pipelined its steps then)."""
     tok = translator.tokenizer
-    fresh = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    fresh = make_translator()
 
     def request(text, max_length):
         options = fresh.default_options(num_beams=beams, max_length=max_length)
@@ -314,24 +301,24 @@ def test_on_the_cpu_each_step_is_finished_before_the_next_is_launched(translator
     assert results[False] == results[True]
 
 
-def test_a_small_cache_preempts_and_still_gives_the_same_answers(tiny_checkpoint, translator):
+def test_a_small_cache_preempts_and_still_gives_the_same_answers(make_translator, translator):
     """With room for about one sentence the scheduler must preempt and requeue; results must not change."""
     options = translator.default_options(num_beams=4, max_length=40)
     expected = translator.translate(TEXTS, "eng_Latn", "spa_Latn", options)
-    cramped = Translator(tiny_checkpoint, device="cpu", dtype="float32", cache_tokens=4 * 48 + 16)  # + the scratch block
+    cramped = make_translator(cache_tokens=4 * 48 + 16)  # + the scratch block
     assert cramped.translate(TEXTS, "eng_Latn", "spa_Latn", options) == expected
     assert cramped.generator.num_free_blocks() == cramped.generator.num_total_blocks()
 
 
 @pytest.mark.parametrize("pipelined", [False, True], ids=["steps finished at once", "pipelined as on the GPU"])
-def test_texts_past_those_that_decode_together_are_fed_while_steps_run(tiny_checkpoint, hf_model, hf_tokenizer,
+def test_texts_past_those_that_decode_together_are_fed_while_steps_run(make_translator, hf_model, hf_tokenizer,
                                                                        pipelined, monkeypatch):
     """Texts past the sentences that decode together are tokenized in portions while steps run
     (Generator.run's `feed`), and each translation is decoded once its request is done (`on_done`):
     the answers are generate's, blank texts stay blank, and nothing is fed twice."""
     import engine.translator
 
-    small = Translator(tiny_checkpoint, device="cpu", dtype="float32", max_rows=8)  # 2 sentences of 4 beams at once
+    small = make_translator(max_rows=8)  # 2 sentences of 4 beams at once
     monkeypatch.setattr(small.generator, "pipelined", pipelined)
     monkeypatch.setattr(engine.translator, "FEED_TEXTS", 2)
     portions = []
@@ -376,12 +363,12 @@ def test_unknown_language_is_refused_with_suggestions(translator):
         translator.translate(["hello"], "eng_Latn", "fra_latn")
 
 
-def test_out_of_gpu_memory_shrinks_the_batch_and_carries_on(tiny_checkpoint, translator, monkeypatch, caplog):
+def test_out_of_gpu_memory_shrinks_the_batch_and_carries_on(make_translator, translator, monkeypatch, caplog):
     """A step too big for the GPU is retried with fewer rows, and the answers do not change. (A real
     out-of-memory needs a GPU: here the decoder step raises torch's own error above 8 rows.)"""
     options = translator.default_options(num_beams=4, max_length=30)
     expected = translator.translate(TEXTS, "eng_Latn", "por_Latn", options)
-    small = Translator(tiny_checkpoint, device="cpu", dtype="float32", max_rows=32)
+    small = make_translator(max_rows=32)
     model = small.generator.model
     decode_step = model.decode_step
 
@@ -462,7 +449,7 @@ def test_steps_of_few_rows_run_their_projections_through_the_fused_kernel(transl
     assert True in calls and False in calls  # fc1 with its ReLU, the others without
 
 
-def test_the_engine_keeps_the_garbage_collector_off_its_heap_until_teardown(tiny_checkpoint):
+def test_the_engine_keeps_the_garbage_collector_off_its_heap_until_teardown(make_translator):
     """A full collection walking torch's and the model's ~200k objects stalled a run by ~80 ms every
     few runs: building the engine freezes what is alive (gc.freeze), and teardown unfreezes and
     collects, so that what only reference cycles held (here a tensor) is freed."""
@@ -476,7 +463,7 @@ def test_the_engine_keeps_the_garbage_collector_off_its_heap_until_teardown(tiny
         cycle["self"] = cycle
         tensor = weakref.ref(cycle["tensor"])
         del cycle  # garbage now, but only a collection can find it
-        engine = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+        engine = make_translator()
     finally:
         gc.enable()
     assert gc.get_freeze_count() > 0

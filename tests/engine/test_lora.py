@@ -13,7 +13,6 @@ from safetensors.torch import load_file, save_file
 from engine.decoding import DecodingOptions
 from engine.generator import Generator, Request
 from engine.lora import AdapterError, LoraPool, fused_sites, linear_modules, load_adapter, scan_adapters
-from engine.translator import Translator
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。"]
 SRC, TGT = "eng_Latn", "fra_Latn"
@@ -22,27 +21,15 @@ NAMES = list(ADAPTER_CONFIGS)
 
 
 @pytest.fixture(scope="module")
-def hf_base(tiny_checkpoint):
-    from transformers import M2M100ForConditionalGeneration
-
-    return M2M100ForConditionalGeneration.from_pretrained(tiny_checkpoint, dtype=torch.float32).eval()
-
-
-@pytest.fixture(scope="module")
-def expected(peft_adapters, hf_base, hf_tokenizer):
+def expected(peft_adapters, hf_model, hf_tokenizer):
     """{(adapter or None, option set index, text index): PEFT's token ids}."""
     _, models = peft_adapters
     out = {}
-    for name, model in [(None, hf_base)] + list(models.items()):
+    for name, model in [(None, hf_model)] + list(models.items()):
         for o, options in enumerate(OPTION_SETS):
             for t, text in enumerate(TEXTS):
                 out[name, o, t] = peft_generate(model, hf_tokenizer, text, SRC, TGT, **options)[0]
     return out
-
-
-@pytest.fixture(scope="module")
-def translator(tiny_checkpoint, peft_adapters):
-    return Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=peft_adapters[0])
 
 
 def requests_for(translator, cases, o):
@@ -50,25 +37,25 @@ def requests_for(translator, cases, o):
     return [Request(tok.encode_source(TEXTS[t], SRC), tok.decoder_prefix(TGT), options, adapter=name) for name, t in cases]
 
 
-def test_the_fused_sites_cover_every_module_once(tiny_checkpoint, translator):
-    sites = fused_sites(translator.config)
+def test_the_fused_sites_cover_every_module_once(lora_translator):
+    sites = fused_sites(lora_translator.config)
     covered = [module for modules in sites.values() for module, _ in modules]
-    assert sorted(covered) == sorted(linear_modules(translator.config))
+    assert sorted(covered) == sorted(linear_modules(lora_translator.config))
 
 
 @pytest.mark.parametrize("o", range(len(OPTION_SETS)), ids=["beam4", "greedy"])
-def test_a_mixed_batch_equals_peft_and_each_request_alone(translator, expected, o):
+def test_a_mixed_batch_equals_peft_and_each_request_alone(lora_translator, expected, o):
     """Every adapter and the base model, every text, in one continuous batch."""
     cases = [(name, t) for t in range(len(TEXTS)) for name in [None] + NAMES]
-    mixed = translator.generator.generate_beam_batch(requests_for(translator, cases, o))
+    mixed = lora_translator.generator.generate_beam_batch(requests_for(lora_translator, cases, o))
     for (name, t), result in zip(cases, mixed):
         assert result == expected[name, o, t], (name, TEXTS[t])
     for name, t in cases[: len(NAMES) + 1]:  # the first text of each, alone
-        [alone] = translator.generator.generate_beam_batch(requests_for(translator, [(name, t)], o))
+        [alone] = lora_translator.generator.generate_beam_batch(requests_for(lora_translator, [(name, t)], o))
         assert alone == expected[name, o, t], name
-    pool = translator.generator.lora
+    pool = lora_translator.generator.lora
     assert sum(pool.refs) == 0
-    assert translator.generator.num_free_blocks() == translator.generator.num_total_blocks()
+    assert lora_translator.generator.num_free_blocks() == lora_translator.generator.num_total_blocks()
 
 
 def test_every_adapter_changes_the_translation(expected):
@@ -76,19 +63,19 @@ def test_every_adapter_changes_the_translation(expected):
         assert any(expected[name, 0, t] != expected[None, 0, t] for t in range(len(TEXTS))), name
 
 
-def test_the_padded_graph_path_mixes_adapters_too(tiny_checkpoint, peft_adapters, translator, expected):
+def test_the_padded_graph_path_mixes_adapters_too(peft_adapters, lora_translator, expected):
     """The decoder step CUDA graphs replay, run eagerly: rows' slots in the static buffer, padding rows -1."""
-    generator = Generator.build(translator.generator.model, max_rows=32, graphs=True, adapters_dir=peft_adapters[0])
+    generator = Generator.build(lora_translator.generator.model, max_rows=32, graphs=True, adapters_dir=peft_adapters[0])
     generator.pipelined = True  # the GPU's order too
     cases = [(name, t) for t in range(2) for name in ["attn", None, "decoder-only", "layer1-norms"]]  # 3 beams: odd rows
-    results = generator.generate_beam_batch(requests_for(translator, cases, 0))
+    results = generator.generate_beam_batch(requests_for(lora_translator, cases, 0))
     assert results == [expected[name, 0, t] for name, t in cases]
 
 
-def test_more_adapters_than_slots_wait_for_a_free_slot(tiny_checkpoint, peft_adapters, translator, expected):
-    generator = Generator.build(translator.generator.model, adapters_dir=peft_adapters[0], adapter_slots=2)
+def test_more_adapters_than_slots_wait_for_a_free_slot(peft_adapters, lora_translator, expected):
+    generator = Generator.build(lora_translator.generator.model, adapters_dir=peft_adapters[0], adapter_slots=2)
     cases = [(name, 0) for name in NAMES] + [(None, 1), ("attn", 1)]
-    results = generator.generate_beam_batch(requests_for(translator, cases, 1))
+    results = generator.generate_beam_batch(requests_for(lora_translator, cases, 1))
     assert results == [expected[name, 1, t] for name, t in cases]
     pool = generator.lora
     assert pool.refs == [0, 0] and len(pool.resident()) == 2
@@ -99,17 +86,16 @@ def test_more_adapters_than_slots_wait_for_a_free_slot(tiny_checkpoint, peft_ada
     assert evicted == oldest and slot == resident[oldest]
 
 
-def test_preempted_requests_give_their_slot_back_and_end_the_same(tiny_checkpoint, peft_adapters, expected):
-    cramped = Translator(tiny_checkpoint, device="cpu", dtype="float32", cache_tokens=4 * 48,
-                         adapters_dir=peft_adapters[0], adapter_slots=2)
+def test_preempted_requests_give_their_slot_back_and_end_the_same(make_translator, peft_adapters, expected):
+    cramped = make_translator(cache_tokens=4 * 48, adapters_dir=peft_adapters[0], adapter_slots=2)
     cases = [(name, t) for t in range(len(TEXTS)) for name in ("attn", None, "ffn-rslora")]
     results = cramped.generator.generate_beam_batch(requests_for(cramped, cases, 0))
     assert results == [expected[name, 0, t] for name, t in cases]
     assert cramped.generator.lora.refs == [0, 0]
 
 
-def test_a_held_slot_is_never_evicted(tiny_checkpoint, peft_adapters, translator):
-    pool = LoraPool(translator.config, 2, torch.device("cpu"), torch.float32, peft_adapters[0])
+def test_a_held_slot_is_never_evicted(peft_adapters, lora_translator):
+    pool = LoraPool(lora_translator.config, 2, torch.device("cpu"), torch.float32, peft_adapters[0])
     a, b = pool.slot_for("attn"), pool.slot_for("ffn-rslora")
     pool.acquire_adapter_slot(a)
     pool.acquire_adapter_slot(b)
@@ -123,11 +109,11 @@ def test_a_held_slot_is_never_evicted(tiny_checkpoint, peft_adapters, translator
     assert pool.resident() == {"encoder-only": a, "attn": b}
 
 
-def test_the_active_adapter_serves_requests_that_name_none(translator, expected):
-    pool = translator.generator.lora
+def test_the_active_adapter_serves_requests_that_name_none(lora_translator, expected):
+    pool = lora_translator.generator.lora
     pool.set_active_lora("attn")
     try:
-        [result] = translator.generator.generate_beam_batch(requests_for(translator, [(None, 0)], 1))
+        [result] = lora_translator.generator.generate_beam_batch(requests_for(lora_translator, [(None, 0)], 1))
         assert result == expected["attn", 1, 0]
         assert pool.adapter_id_for(-1) == pool.adapter_id_for(pool.resident()["attn"]) != 0
     finally:
@@ -140,13 +126,13 @@ def copy_adapter(src, dest):
     shutil.copytree(src, dest)
 
 
-def test_a_swap_under_load_leaves_running_requests_alone(tiny_checkpoint, peft_adapters, translator, expected):
+def test_a_swap_under_load_leaves_running_requests_alone(peft_adapters, lora_translator, expected):
     """`live` is replaced on disk while its first request decodes: that request finishes on the old
     weights, the one admitted afterwards gets the new ones, and the old slot is freed."""
     folder = peft_adapters[0].parent / "swap-adapters"
     copy_adapter(peft_adapters[0] / "attn", folder / "live")
-    generator = Generator.build(translator.generator.model, max_rows=4, adapters_dir=folder, adapter_slots=2)
-    [first, second, base] = requests_for(translator, [("live", 0), ("live", 1), (None, 2)], 0)
+    generator = Generator.build(lora_translator.generator.model, max_rows=4, adapters_dir=folder, adapter_slots=2)
+    [first, second, base] = requests_for(lora_translator, [("live", 0), ("live", 1), (None, 2)], 0)
     identities = []
 
     def swap(_):
@@ -164,22 +150,22 @@ def test_a_swap_under_load_leaves_running_requests_alone(tiny_checkpoint, peft_a
     assert pool.adapter_id_for(pool.resident()["live"]) not in (identities[0], 0)
     # Removed: its requests fail by name, the others run.
     shutil.rmtree(folder / "live")
-    gone, other = requests_for(translator, [("live", 0), (None, 0)], 1)
+    gone, other = requests_for(lora_translator, [("live", 0), (None, 0)], 1)
     generator.run([gone, other])
     assert gone.result is None and "no such folder" in gone.error and other.result == expected[None, 1, 0]
 
 
-def test_identity_follows_the_files(tiny_checkpoint, peft_adapters, translator, tmp_path):
+def test_identity_follows_the_files(make_translator, peft_adapters, tmp_path):
     copy_adapter(peft_adapters[0] / "attn", tmp_path / "x")
-    t = Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=tmp_path)
+    t = make_translator(adapters_dir=tmp_path)
     before = t.adapter_identity("x")
     assert t.adapter_identity(None) == "" and before.startswith("x:") and t.adapter_identity("x") == before
     copy_adapter(peft_adapters[0] / "decoder-only", tmp_path / "x")
     assert t.adapter_identity("x") != before
 
 
-def test_scan_lists_rank_targets_and_size(peft_adapters, translator):
-    found = {info.name: info for info in scan_adapters(peft_adapters[0], translator.config)}
+def test_scan_lists_rank_targets_and_size(peft_adapters, lora_translator):
+    found = {info.name: info for info in scan_adapters(peft_adapters[0], lora_translator.config)}
     assert list(found) == sorted(NAMES, key=str.casefold) and not any(info.error for info in found.values())
     assert found["ffn-rslora"].rank == 8 and found["ffn-rslora"].use_rslora
     assert found["ffn-rslora"].targets() == ("encoder k_proj out_proj fc1 fc2; "
@@ -296,18 +282,18 @@ def broken_folder(peft_adapters, tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", BROKEN)
-def test_a_broken_adapter_is_refused_by_file_and_problem(tiny_checkpoint, translator, broken_folder, expected, name):
+def test_a_broken_adapter_is_refused_by_file_and_problem(lora_translator, broken_folder, expected, name):
     message = BROKEN[name][1]
     with pytest.raises(AdapterError, match=None) as refused:
-        load_adapter(broken_folder / name, translator.config)
+        load_adapter(broken_folder / name, lora_translator.config)
     assert message in str(refused.value) and str(broken_folder / name) in str(refused.value)
     if name not in ("nan", "inf", "beyond-float16"):  # found without reading the tensors' data
-        [info] = [i for i in scan_adapters(broken_folder, translator.config) if i.name == name]
+        [info] = [i for i in scan_adapters(broken_folder, lora_translator.config) if i.name == name]
         assert message in info.error
 
 
-def test_broken_adapters_leave_the_base_model_and_the_others_working(tiny_checkpoint, broken_folder, expected):
-    t = Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=broken_folder, adapter_slots=1)
+def test_broken_adapters_leave_the_base_model_and_the_others_working(make_translator, broken_folder, expected):
+    t = make_translator(adapters_dir=broken_folder, adapter_slots=1)
     options = t.default_options(**OPTION_SETS[1])
     for name in BROKEN:
         with pytest.raises(AdapterError):
@@ -321,18 +307,18 @@ def test_broken_adapters_leave_the_base_model_and_the_others_working(tiny_checkp
     assert "NaN" in requests[0].error and "adapter_config.json: missing" in requests[3].error
 
 
-def test_unusable_names_are_refused(translator):
+def test_unusable_names_are_refused(lora_translator):
     for name in ["", "../attn", ".hidden", "no-such-adapter"]:
         with pytest.raises(AdapterError):
-            translator.translate(TEXTS[:1], SRC, TGT, adapter=name or "x/y")
+            lora_translator.translate(TEXTS[:1], SRC, TGT, adapter=name or "x/y")
 
 
-def test_a_sentence_alone_with_an_adapter_keeps_the_source_cache(peft_adapters, translator, expected, monkeypatch):
+def test_a_sentence_alone_with_an_adapter_keeps_the_source_cache(peft_adapters, lora_translator, expected, monkeypatch):
     """A sentence admitted alone is folded (FoldedSources) only with the base model: the fold knows
     no adapter's q or output projection deltas. Alone, each adapter's translation is still PEFT's."""
     import kernels
 
-    generator = Generator.build(translator.generator.model, max_rows=32, graphs=True, fold_sources=True,
+    generator = Generator.build(lora_translator.generator.model, max_rows=32, graphs=True, fold_sources=True,
                                 adapters_dir=peft_adapters[0])
     generator.pipelined = True
     folded_steps = []
@@ -340,7 +326,7 @@ def test_a_sentence_alone_with_an_adapter_keeps_the_source_cache(peft_adapters, 
     monkeypatch.setattr(kernels, "source_scores", lambda *args: folded_steps.append(1) or source_scores(*args))
     for name in [None] + NAMES:
         folded_steps.clear()
-        [alone] = generator.generate_beam_batch(requests_for(translator, [(name, 1)], 0))
+        [alone] = generator.generate_beam_batch(requests_for(lora_translator, [(name, 1)], 0))
         assert alone == expected[name, 0, 1], name
         assert bool(folded_steps) == (name is None), name
 
@@ -353,22 +339,22 @@ CATASTROPHIC = [r"([a-z_.0-9]+)+X", r"(.*)*X", ".*" * 30 + "X", r"(\w+\.?)+\d{3}
 @pytest.mark.parametrize("pattern", CATASTROPHIC)
 @pytest.mark.parametrize("field", ["target_modules", "exclude_modules", "rank_pattern", "alpha_pattern",
                                    "layers_pattern", "modules_to_save"])
-def test_catastrophic_patterns_are_matched_without_backtracking(peft_adapters, translator, tmp_path, field, pattern):
+def test_catastrophic_patterns_are_matched_without_backtracking(peft_adapters, lora_translator, tmp_path, field, pattern):
     folder = tmp_path / "evil"
     copy_adapter(peft_adapters[0] / "attn", folder)
     value = {"rank_pattern": {pattern: 4}, "alpha_pattern": {pattern: 8}, "modules_to_save": [pattern]}.get(field, pattern)
     edit_config(folder, **{field: value}, **({"layers_to_transform": [0, 1]} if field == "layers_pattern" else {}))
     if field in ("target_modules", "layers_pattern"):  # matches no module: nothing is targeted
         with pytest.raises(AdapterError, match="select no module of NLLB|target_modules does not select"):
-            load_adapter(folder, translator.config)
+            load_adapter(folder, lora_translator.config)
     else:  # matches nothing: the adapter is the original one
-        assert load_adapter(folder, translator.config).lora.keys() == load_adapter(
-            peft_adapters[0] / "attn", translator.config).lora.keys()
-    [info] = scan_adapters(tmp_path, translator.config)
+        assert load_adapter(folder, lora_translator.config).lora.keys() == load_adapter(
+            peft_adapters[0] / "attn", lora_translator.config).lora.keys()
+    [info] = scan_adapters(tmp_path, lora_translator.config)
     assert info.name == "evil"
 
 
-def test_module_patterns_mean_what_they_mean_to_peft(peft_adapters, translator, tmp_path):
+def test_module_patterns_mean_what_they_mean_to_peft(lora_translator, tmp_path):
     """The linear-time matcher against `re` on every module name, for patterns PEFT users write."""
     import re
 
@@ -376,7 +362,7 @@ def test_module_patterns_mean_what_they_mean_to_peft(peft_adapters, translator, 
 
     patterns = [r".*\.(q_proj|v_proj)", r"model\.decoder\.layers\.\d+\.encoder_attn\.[kv]_proj", r".*fc[12]$",
                 r"(.*\.)?(self_attn\.out_proj)$", r".*layers\.(0|1)\..*", r"^model\.\w+\.layers\.1\b.*", r"[^.]+"]
-    names = [f"model.{m}" for m in linear_modules(translator.config)]
+    names = [f"model.{m}" for m in linear_modules(lora_translator.config)]
     for pattern in patterns:
         compiled = compile_pattern(pattern)
         for name in names:
@@ -384,13 +370,13 @@ def test_module_patterns_mean_what_they_mean_to_peft(peft_adapters, translator, 
             assert compiled.match(name) == (re.match(pattern, name) is not None), (pattern, name)
 
 
-def test_layers_pattern_names_where_the_layer_index_is(peft_adapters, translator, tmp_path):
-    original = load_adapter(peft_adapters[0] / "layer1-norms", translator.config).lora.keys()
+def test_layers_pattern_names_where_the_layer_index_is(peft_adapters, lora_translator, tmp_path):
+    original = load_adapter(peft_adapters[0] / "layer1-norms", lora_translator.config).lora.keys()
     assert original and all(".layers.1." in module for module in original)
     for pattern in ("layers", ["nothing", "lay.rs"], r"(encoder|decoder)\.layers"):
         copy_adapter(peft_adapters[0] / "layer1-norms", tmp_path / "pattern")
         edit_config(tmp_path / "pattern", layers_pattern=pattern)
-        assert load_adapter(tmp_path / "pattern", translator.config).lora.keys() == original, pattern
+        assert load_adapter(tmp_path / "pattern", lora_translator.config).lora.keys() == original, pattern
     edit_config(tmp_path / "pattern", layers_pattern="blocks")
     with pytest.raises(AdapterError, match="select no module of NLLB"):
-        load_adapter(tmp_path / "pattern", translator.config)
+        load_adapter(tmp_path / "pattern", lora_translator.config)

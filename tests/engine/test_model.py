@@ -5,15 +5,14 @@ import torch
 
 from engine.kv_cache import PagedKVCache
 from engine.model import FoldedSources
-from engine.translator import Translator
 
 
 @pytest.mark.parametrize("length, S", [(1, 16), (7, 16), (16, 16), (17, 32), (32, 32), (33, 64), (64, 64)])
-def test_a_folded_source_gives_the_cross_attention_sublayer(tiny_checkpoint, length, S):
+def test_a_folded_source_gives_the_cross_attention_sublayer(translator, length, S):
     """FoldedSources (kernels' references on the CPU) against the plain sublayer: q projection,
     attention over the sentence's keys and values in the cache, output projection; every layer,
     at every S, with the K/V it is handed past the sentence's length another's."""
-    model = Translator(tiny_checkpoint, device="cpu", dtype="float32").generator.model
+    model = translator.generator.model
     L, H, D, C = model.config.decoder_layers, model.heads, model.head_dim, model.config.d_model
     g = torch.Generator().manual_seed(length)
     cache = PagedKVCache(L, 8, 16, H, D, torch.float32, torch.device("cpu"))
@@ -33,8 +32,8 @@ def test_a_folded_source_gives_the_cross_attention_sublayer(tiny_checkpoint, len
         torch.testing.assert_close(folded.attend(i, h, model.scale), layer.cross_out(attended), rtol=1e-5, atol=1e-5)
 
 
-def test_the_stacked_cross_projections_are_the_layers_own_weights(tiny_checkpoint):
-    model = Translator(tiny_checkpoint, device="cpu", dtype="float32").generator.model
+def test_the_stacked_cross_projections_are_the_layers_own_weights(make_translator):
+    model = make_translator().generator.model
     before = [(layer.cross_q.weight.clone(), layer.cross_out.bias.clone()) for layer in model.decoder_layers]
     wq, bq, wo, bo = model.cross_projections()
     assert model.cross_projections()[0] is wq  # stacked once

@@ -6,7 +6,6 @@ import torch
 from engine.device import DeviceError, resolve_dtype
 from engine.model import Linear
 from engine.quantize import Int8Linear, int8_supported, onednn_supported
-from engine.translator import Translator
 
 pytestmark = pytest.mark.skipif(not int8_supported(), reason="this torch has no int8 CPU kernels")
 
@@ -30,10 +29,10 @@ def test_int8_linear_is_close_to_float32(onednn, rows):
     torch.testing.assert_close(other(x), approx, rtol=1e-5, atol=1e-5)
 
 
-def test_cpu_default_is_int8_and_translates_like_float32_mostly(tiny_checkpoint):
+def test_cpu_default_is_int8_and_translates_like_float32_mostly(make_translator, translator):
     texts = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz"]
-    int8 = Translator(tiny_checkpoint, device="cpu")
-    exact = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    int8 = make_translator(dtype="auto")
+    exact = translator
     assert "int8" in int8.describe() and "float32" in exact.describe()
     options = dict(num_beams=1, max_length=20)
     ours = int8.translate(texts, "eng_Latn", "fra_Latn", int8.default_options(**options))
@@ -49,9 +48,9 @@ def test_int8_is_refused_on_a_gpu_device():
         resolve_dtype("int8", torch.device("cuda"))
 
 
-def test_int8_result_does_not_depend_on_the_batch(tiny_checkpoint):
+def test_int8_result_does_not_depend_on_the_batch(make_translator):
     """Activations are quantised per row: what else is decoding must not change a sentence."""
-    translator = Translator(tiny_checkpoint, device="cpu", dtype="int8")
+    translator = make_translator(dtype="int8")
     options = translator.default_options(num_beams=4, max_length=30)
     alone = translator.translate(["Ein kurzer Satz"], "deu_Latn", "eng_Latn", options)
     crowd = ["The quick brown fox jumps over the lazy dog.", "Ein kurzer Satz", "我们明天去北京。"]

@@ -1,12 +1,11 @@
 from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, FoldedSources
-from engine.translator import Translator
 
 
-def test_the_warm_up_translates_a_sentence_of_each_kind_alone_and_keeps_nothing(tiny_checkpoint, monkeypatch):
+def test_the_warm_up_translates_a_sentence_of_each_kind_alone_and_keeps_nothing(make_translator, monkeypatch):
     """One sentence at a time, as typed text runs (a lone sentence's graphs): a short one, one of
     more tokens than fused_linear takes rows (the encoder's projections go through cuBLAS's set-up
     too), and one folded at each S of FoldedSources (each S has graphs of its own)."""
-    translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    translator = make_translator()
     generator = translator.generator
     runs, run = [], generator.run
     monkeypatch.setattr(generator, "run", lambda requests: runs.append(requests) or run(requests))
@@ -20,7 +19,7 @@ def test_the_warm_up_translates_a_sentence_of_each_kind_alone_and_keeps_nothing(
     assert generator.rows.num_free_rows() == generator.rows.capacity
 
 
-def test_when_the_gpu_kernels_fail_translation_goes_on_with_the_same_tokens(tiny_checkpoint, monkeypatch, caplog):
+def test_when_the_gpu_kernels_fail_translation_goes_on_with_the_same_tokens(make_translator, monkeypatch, caplog):
     """Every kernel call taken as on a GPU, and the first Triton launch failing as without a C
     compiler: the references carry on, the tokens are float32's, and it is said once."""
     import triton.runtime.interpreter
@@ -28,7 +27,7 @@ def test_when_the_gpu_kernels_fail_translation_goes_on_with_the_same_tokens(tiny
 
     import kernels
 
-    translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    translator = make_translator()
     texts = ["The quick brown fox jumps over the lazy dog.", "Ein kurzer Satz"]
     options = translator.default_options(num_beams=4, max_length=30)
     expected = translator.translate(texts, "eng_Latn", "fra_Latn", options)

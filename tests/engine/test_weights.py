@@ -13,7 +13,6 @@ from safetensors.torch import load_file, save_file
 from engine.config import CheckpointError, load_config, load_generation_defaults
 from engine.translator import Translator
 from engine.weights import load_weights
-from nllb_checkpoint import build_checkpoint
 
 CPU = torch.device("cpu")
 
@@ -29,9 +28,9 @@ def load(path):
 
 
 @pytest.mark.parametrize("layout", ["bin", "sharded"])
-def test_every_weight_layout_loads_the_same_tensors(tiny_checkpoint, tmp_path, layout):
+def test_every_weight_layout_loads_the_same_tensors(tiny_checkpoint, request, layout):
     reference = load(tiny_checkpoint)
-    other = load(build_checkpoint(tmp_path / layout, weights=layout))
+    other = load(request.getfixturevalue(f"{layout}_checkpoint"))
     assert reference.keys() == other.keys()
     for name in reference:
         torch.testing.assert_close(other[name], reference[name], rtol=0, atol=0, msg=name)
@@ -112,8 +111,8 @@ def test_broken_folders_are_refused_with_the_reason(checkpoint, damage, message)
         Translator(checkpoint, device="cpu")
 
 
-def test_shard_index_cannot_point_outside_the_folder(tiny_checkpoint, tmp_path):
-    model = build_checkpoint(tmp_path / "sharded", weights="sharded")
+def test_shard_index_cannot_point_outside_the_folder(sharded_checkpoint, tmp_path):
+    model = shutil.copytree(sharded_checkpoint, tmp_path / "sharded")
     index = json.loads((model / "model.safetensors.index.json").read_text())
     first = next(iter(index["weight_map"]))
     index["weight_map"][first] = "../elsewhere.safetensors"

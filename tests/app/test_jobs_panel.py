@@ -20,12 +20,6 @@ from recorder import WAIT_MS
 SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(40)]
 
 
-@pytest.fixture
-def settings(tiny_checkpoint):
-    return Settings(model_dir=str(tiny_checkpoint), device="cpu", precision="float32", num_beams=1, max_length=12,
-                    source_language="eng_Latn", target_language="fra_Latn")
-
-
 def drop(window, *paths):
     """Drag local files onto the source text box and drop them, as a file manager does."""
     mime = QMimeData()

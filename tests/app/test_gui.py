@@ -11,16 +11,9 @@ import app.gui
 from app import __version__
 from app.cli import main
 from app.jobs_panel import DONE
-from app.settings import Settings
 from recorder import WAIT_MS
 
 NOTHING_TO_TRANSLATE = "Nothing to translate there: no supported documents"
-
-
-@pytest.fixture
-def settings(tiny_checkpoint):
-    return Settings(model_dir=str(tiny_checkpoint), device="cpu", precision="float32", num_beams=1, max_length=12,
-                    source_language="eng_Latn", target_language="fra_Latn")
 
 
 @pytest.fixture

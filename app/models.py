@@ -20,10 +20,17 @@ from typing import Callable
 
 import torch
 
-from engine.checkpoint import open_checkpoint
-from engine.config import CheckpointError, NllbConfig
-from engine.tokenizer import SENTENCEPIECE_FILE
-from engine.weights import PYTORCH_BIN_INDEX, SAFETENSORS_INDEX, check_weights, read_weight_map, weight_files
+from engine import (
+    PYTORCH_BIN_INDEX,
+    SAFETENSORS_INDEX,
+    SENTENCEPIECE_FILE,
+    CheckpointError,
+    NllbConfig,
+    check_weights,
+    open_checkpoint,
+    read_weight_map,
+    weight_files,
+)
 
 # report(done, total, what): bytes copied, converted or downloaded so far
 Report = Callable[[int, int, str], None]

@@ -7,7 +7,7 @@ its modules.
 - Languages: `LANGUAGES`, `LANGUAGE_CODES`, `ISO_639_1`, `Language`, `get_language`,
   `resolve_language`.
 - Checkpoints: `open_checkpoint`, `load_config`, `NllbConfig`, `weight_files`, `read_weight_map`,
-  `check_weights` and the file names `SENTENCEPIECE_FILE`, `SAFETENSORS_INDEX`, `PYTORCH_BIN_INDEX`.
+  `check_weights`, `convert_bin` and `safetensors_name` (a .bin becomes safetensors) and the file names `SENTENCEPIECE_FILE`, `SAFETENSORS_INDEX`, `PYTORCH_BIN_INDEX`.
 - Adapters: `adapter_names`, `adapter_folders` and `ADAPTER_FILES` (the folder's layout), `scan_adapters` and
   `AdapterInfo` (every subfolder inspected), `check_adapter`.
 - `TranslationCache` and `model_identity`, what it keys a model's translations on.
@@ -48,6 +48,8 @@ _LAZY = {
     "weight_files": "engine.weights",
     "read_weight_map": "engine.weights",
     "check_weights": "engine.weights",
+    "convert_bin": "engine.weights",
+    "safetensors_name": "engine.weights",
     "SAFETENSORS_INDEX": "engine.weights",
     "PYTORCH_BIN_INDEX": "engine.weights",
     "scan_adapters": "engine.lora",

@@ -7,9 +7,10 @@ its modules.
 - Languages: `LANGUAGES`, `LANGUAGE_CODES`, `ISO_639_1`, `Language`, `get_language`,
   `resolve_language`.
 - Checkpoints: `open_checkpoint`, `load_config`, `NllbConfig`, `weight_files`, `read_weight_map`,
-  `check_weights`, `convert_bin` and `safetensors_name` (a .bin becomes safetensors) and the file names `SENTENCEPIECE_FILE`, `SAFETENSORS_INDEX`, `PYTORCH_BIN_INDEX`.
-- Adapters: `adapter_names`, `adapter_folders` and `ADAPTER_FILES` (the folder's layout), `scan_adapters` and
-  `AdapterInfo` (every subfolder inspected), `check_adapter`.
+  `check_weights`; `convert_bin` and `safetensors_name` (a .bin becomes safetensors); the file
+  names `SENTENCEPIECE_FILE`, `SAFETENSORS_INDEX`, `PYTORCH_BIN_INDEX`.
+- Adapters: `adapter_names`, `adapter_folders` and `ADAPTER_FILES` (the folder's layout, read
+  without torch); `scan_adapters` and `AdapterInfo` (every subfolder inspected); `check_adapter`.
 - `TranslationCache` and `model_identity`, what it keys a model's translations on.
 - Devices: `cuda_device_names`.
 - The errors the app shows: `CheckpointError`, `TokenizerError`, `AdapterError`, `OptionsError`,

@@ -129,8 +129,7 @@ def human_size(size: int) -> str:
 
 
 def run_adapters(args: argparse.Namespace, stdout: TextIO) -> int:
-    from engine.config import load_config
-    from engine.lora import scan_adapters
+    from engine import load_config, scan_adapters
 
     folder = adapters_folder(args.adapters)
     if not folder.is_dir():
@@ -175,8 +174,7 @@ def chunks(lines: Iterator[str], size: int) -> Iterator[list[str]]:
 
 def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     from app.settings import MIN_GPU_MEMORY_MB
-    from engine.decoding import DecodingOptions
-    from engine.languages import resolve_language
+    from engine import DecodingOptions, resolve_language
 
     src, tgt = resolve_language(args.src), resolve_language(args.tgt)
     overrides = {
@@ -195,12 +193,11 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
 
-    from engine.translator import Translator
+    from engine import Translator
 
     adapters_dir = adapters_folder(args.adapters) if args.adapter or args.adapters else None
     if args.adapter:  # checked before the model loads too
-        from engine.config import load_config
-        from engine.lora import check_adapter
+        from engine import check_adapter, load_config
 
         check_adapter(adapters_dir, args.adapter, load_config(args.model))
     if args.files:
@@ -213,7 +210,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     options = translator.default_options(**overrides)
 
     from app.typed_text import TypedText
-    from engine.languages import get_language
+    from engine import get_language
 
     scripts = get_language(src).script, get_language(tgt).script
     for chunk in chunks(read_lines(stdin), CHUNK_LINES):
@@ -360,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 1  # the reader went away (e.g. `| head`): nothing left to say
     except Exception as e:  # one clear line, never a traceback
-        from engine.languages import UnknownLanguageError
+        from engine import UnknownLanguageError
 
         code = 2 if isinstance(e, (UsageError, UnknownLanguageError)) else 1
         message = str(e).splitlines()[0] if str(e) else type(e).__name__

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.qt_compat import MainThreadGarbageCollector
 from app.settings import AUTO_DETECT, AppPaths, Settings
-from engine.languages import UnknownLanguageError, resolve_language
+from engine import UnknownLanguageError, resolve_language
 
 
 def startup_settings(

@@ -20,8 +20,7 @@ from typing import Callable, Iterable
 
 from app.documents import DocumentError, is_supported, translate_document
 from app.settings import AppPaths
-from engine.languages import get_language
-from engine.translation_cache import TranslationCache, model_identity
+from engine import TranslationCache, get_language, model_identity
 
 CACHE_FILE = "translations.sqlite3"
 # While a document decodes, its translations are stored at most this often (what a killed run can

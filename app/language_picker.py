@@ -11,7 +11,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QLineEdit, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from app.settings import AUTO_DETECT
-from engine.languages import ISO_639_1, LANGUAGES, get_language
+from engine import ISO_639_1, LANGUAGES, get_language
 
 DETECT_LABEL = "Detect language"
 _BY_NAME = sorted(LANGUAGES, key=lambda lang: lang.name.casefold())

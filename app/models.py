@@ -1,7 +1,7 @@
 """Installed models: import a Hugging Face NLLB checkpoint folder, download one from the hub, list them.
 
 Each model lives in its own folder under the app's models dir, always with safetensors weights:
-a `pytorch_model.bin` is converted once on import (`torch.load(weights_only=True)`: no pickled code
+a `pytorch_model.bin` is converted once on import (by the engine, weights only: no pickled code
 runs). Imports and downloads are staged in a hidden folder and moved into place at the end, so a
 crash or a cancel never leaves a half model that looks installed. Nothing here touches Qt: the
 window runs these functions on a task thread and passes `report` and `should_stop`.
@@ -18,18 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import torch
-
-from engine.checkpoint import open_checkpoint
-from engine.config import CheckpointError, NllbConfig
-from engine.tokenizer import SENTENCEPIECE_FILE
-from engine.weights import PYTORCH_BIN_INDEX, SAFETENSORS_INDEX, check_weights, read_weight_map, weight_files
+from engine import (
+    PYTORCH_BIN_INDEX,
+    SAFETENSORS_INDEX,
+    SENTENCEPIECE_FILE,
+    CheckpointError,
+    NllbConfig,
+    check_weights,
+    convert_bin,
+    open_checkpoint,
+    read_weight_map,
+    safetensors_name,
+    weight_files,
+)
 
 # report(done, total, what): bytes copied, converted or downloaded so far
 Report = Callable[[int, int, str], None]
 ShouldStop = Callable[[], bool]
 
-SAFETENSORS = "model.safetensors"
 # Weights in formats the engine does not read: never copied into an installed model.
 FOREIGN_WEIGHTS = (".bin", ".h5", ".msgpack", ".onnx", ".ot", ".pt", ".pth", ".ckpt", ".safetensors")
 COPY_CHUNK = 16 << 20
@@ -161,10 +167,7 @@ def _stage(source: Path, shards: list[Path], staging: Path, report: Report, shou
             done = _copy_with_progress(shard, staging / shard.name, done, total, report, should_stop)
             converted[shard.name] = shard.name
         else:
-            if len(shards) == 1:
-                target = SAFETENSORS
-            else:  # pytorch_model-00001-of-00003.bin -> model-00001-of-00003.safetensors
-                target = shard.name.replace("pytorch_model", "model").removesuffix(".bin") + ".safetensors"
+            target = safetensors_name(shard.name, len(shards))
             report(done, total, f"Converting {shard.name} to safetensors")
             convert_bin(shard, staging / target)
             converted[shard.name] = target
@@ -186,33 +189,6 @@ def _copy_with_progress(src: Path, dst: Path, done: int, total: int, report: Rep
             done += len(chunk)
             report(done, total, f"Copying {src.name}")
     return done
-
-
-def convert_bin(src: Path, dst: Path) -> None:
-    """pytorch_model.bin -> safetensors. Tied tensors (stored once, under several names) are written once."""
-    from safetensors.torch import save_file
-
-    try:
-        state = torch.load(src, map_location="cpu", weights_only=True, mmap=True)
-    except Exception as e:  # weights_only refuses anything but plain tensors: report, never run it
-        raise CheckpointError(f"{src}: not a plain tensor checkpoint ({str(e).splitlines()[0]})") from None
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{src}: expected a dict of tensors")
-    tensors: dict[str, torch.Tensor] = {}
-    seen: dict[tuple, str] = {}
-    storages: set[int] = set()
-    for name, tensor in state.items():
-        if not isinstance(tensor, torch.Tensor):
-            continue
-        view = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
-        if view in seen:
-            continue  # a tied copy: the engine finds it under the first name
-        seen[view] = name
-        if view[0] in storages or not tensor.is_contiguous():
-            tensor = tensor.contiguous().clone()  # shares memory with another tensor: safetensors needs its own
-        storages.add(view[0])
-        tensors[name] = tensor
-    save_file(tensors, str(dst), metadata={"format": "pt"})
 
 
 # -- downloading from the Hugging Face hub -----------------------------------------------------------

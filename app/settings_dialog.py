@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import torch
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QComboBox,
@@ -30,9 +29,10 @@ from app.settings import MIN_GPU_MEMORY_MB, PRECISIONS, THEMES, AppPaths, Settin
 
 def device_choices() -> list[tuple[str, str]]:
     """(value, label) for each device this machine has. Asks the CUDA driver for names only: no context is made."""
+    from engine import cuda_device_names  # it loads torch and the kernels: here, not at the window's start
+
     choices = [("auto", "Automatic (GPU if there is one)"), ("cpu", "CPU")]
-    for i in range(torch.cuda.device_count()):
-        choices.append((f"cuda:{i}", f"GPU {i}: {torch.cuda.get_device_name(i)}"))
+    choices += [(f"cuda:{i}", f"GPU {i}: {name}") for i, name in enumerate(cuda_device_names())]
     return choices
 
 

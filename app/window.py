@@ -43,18 +43,11 @@ from app.jobs import DocumentJob
 from app.jobs_panel import DocumentsPanel, FileDrops
 from app.tasks import Task
 from app.worker import EngineWorker, TranslationJob
-from engine.languages import get_language
+from engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
 TEXT_POINT_SIZE = 13
 NO_ADAPTER = "None (base model)"
-
-
-def list_adapters(folder: Path) -> list[str]:
-    """Subfolders of `folder` that hold a PEFT LoRA adapter (adapter_config.json)."""
-    if not folder.is_dir():
-        return []
-    return sorted((p.name for p in folder.iterdir() if (p / "adapter_config.json").is_file()), key=str.casefold)
 
 
 class AdapterPicker(QComboBox):
@@ -78,7 +71,7 @@ class AdapterPicker(QComboBox):
         self.blockSignals(True)
         self.clear()
         self.addItem(NO_ADAPTER, "")
-        for name in list_adapters(self.folder):
+        for name in adapter_names(self.folder):
             self.addItem(name, name)
         self.setCurrentIndex(max(0, self.findData(select)))
         self.blockSignals(False)
@@ -91,12 +84,9 @@ class AdapterPicker(QComboBox):
         watched = self.watcher.directories() + self.watcher.files()
         if watched:
             self.watcher.removePaths(watched)
-        paths = []
-        if self.folder.is_dir():
-            paths.append(self.folder)
-            for sub in self.folder.iterdir():
-                if sub.is_dir():
-                    paths += [sub, sub / "adapter_config.json", sub / "adapter_model.safetensors"]
+        paths = [self.folder] if self.folder.is_dir() else []
+        for sub in adapter_folders(self.folder):
+            paths += [sub] + [sub / name for name in ADAPTER_FILES]
         paths = [str(p) for p in paths if p.exists()]
         if paths:
             self.watcher.addPaths(paths)

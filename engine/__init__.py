@@ -1,1 +1,82 @@
-"""The NLLB engine: checkpoint loading, tokenizer, model, paged KV cache, decoding. No Qt here."""
+"""The NLLB engine: checkpoint loading, tokenizer, model, paged KV cache, decoding. No Qt here.
+
+This module is the engine's front door: the app imports these names from `engine` and never from
+its modules.
+
+- `Translator`: loads a checkpoint on a device and translates; `DecodingOptions` are its options.
+- Languages: `LANGUAGES`, `LANGUAGE_CODES`, `ISO_639_1`, `Language`, `get_language`,
+  `resolve_language`.
+- Checkpoints: `open_checkpoint`, `load_config`, `NllbConfig`, `weight_files`, `read_weight_map`,
+  `check_weights`; `convert_bin` and `safetensors_name` (a .bin becomes safetensors); the file
+  names `SENTENCEPIECE_FILE`, `SAFETENSORS_INDEX`, `PYTORCH_BIN_INDEX`.
+- Adapters: `adapter_names`, `adapter_folders` and `ADAPTER_FILES` (the folder's layout, read
+  without torch); `scan_adapters` and `AdapterInfo` (every subfolder inspected); `check_adapter`.
+- `TranslationCache` and `model_identity`, what it keys a model's translations on.
+- Devices: `cuda_device_names`.
+- The errors the app shows: `CheckpointError`, `TokenizerError`, `AdapterError`, `OptionsError`,
+  `DeviceError`, `UnknownLanguageError`.
+
+Languages and the adapters folder's layout are imported here (neither needs torch); every other
+name is imported on first use, from `_LAZY`'s module, so that `dragoman --help` and the window's
+start do not load torch, Triton or sentencepiece before they need them.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from engine.adapters import ADAPTER_FILES, adapter_folders, adapter_names
+from engine.languages import (
+    ISO_639_1,
+    LANGUAGE_CODES,
+    LANGUAGES,
+    Language,
+    UnknownLanguageError,
+    get_language,
+    resolve_language,
+)
+
+_LAZY = {
+    "Translator": "engine.translator",
+    "DecodingOptions": "engine.decoding",
+    "OptionsError": "engine.decoding",
+    "open_checkpoint": "engine.checkpoint",
+    "load_config": "engine.config",
+    "NllbConfig": "engine.config",
+    "CheckpointError": "engine.config",
+    "SENTENCEPIECE_FILE": "engine.tokenizer",
+    "TokenizerError": "engine.tokenizer",
+    "weight_files": "engine.weights",
+    "read_weight_map": "engine.weights",
+    "check_weights": "engine.weights",
+    "convert_bin": "engine.weights",
+    "safetensors_name": "engine.weights",
+    "SAFETENSORS_INDEX": "engine.weights",
+    "PYTORCH_BIN_INDEX": "engine.weights",
+    "scan_adapters": "engine.lora",
+    "AdapterInfo": "engine.lora",
+    "check_adapter": "engine.lora",
+    "AdapterError": "engine.lora",
+    "TranslationCache": "engine.translation_cache",
+    "model_identity": "engine.translation_cache",
+    "cuda_device_names": "engine.device",
+    "DeviceError": "engine.device",
+}
+
+__all__ = [
+    "ADAPTER_FILES", "adapter_folders", "adapter_names",
+    "ISO_639_1", "LANGUAGE_CODES", "LANGUAGES", "Language", "UnknownLanguageError", "get_language", "resolve_language",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str):
+    # Looked up in its module on every use, not copied here: the module stays the one place the name is bound.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

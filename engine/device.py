@@ -31,6 +31,11 @@ def resolve_device(name: str = "auto") -> torch.device:
     raise DeviceError(f"unknown device {name!r}: expected auto, cpu, cuda or cuda:N")
 
 
+def cuda_device_names() -> list[str]:
+    """The name of each CUDA device, by index ("cuda:N"). Asks the driver for names only: no context is made."""
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+
+
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     """The activations' dtype. ("int8" means int8 weights with float32 activations, CPU only.) On a
     GPU, "auto" is bfloat16 where its tensor cores have it (compute capability 8.0 and later) and

@@ -39,13 +39,12 @@ import torch
 import torch.nn.functional as F
 
 import kernels
+from engine.adapters import CONFIG_FILE, WEIGHTS_FILE, adapter_folders
 from engine.config import NllbConfig, read_json_object
 from engine.decoding import OptionsError, check_int
 from engine.linear_regex import LinearPattern, PatternError, compile_pattern
 from engine.weights import expected_shapes
 
-CONFIG_FILE = "adapter_config.json"
-WEIGHTS_FILE = "adapter_model.safetensors"
 DEFAULT_SLOTS = 4
 LAYER_NORM_EPS = 1e-5  # as engine/model.py
 
@@ -483,12 +482,8 @@ def _inspect(folder: Path, config: NllbConfig | None) -> _Parsed:
 def scan_adapters(folder: str | Path, config: NllbConfig | None = None) -> list[AdapterInfo]:
     """Every subfolder of `folder` (hidden ones aside), in name order: good adapters and broken ones.
     With the model's `config` the shapes are checked too."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
     found = []
-    for sub in sorted((p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")),
-                      key=lambda p: p.name.casefold()):
+    for sub in adapter_folders(folder):
         try:
             parsed = _inspect(sub, config)
         except AdapterError as e:

@@ -110,6 +110,33 @@ def _read_bin(path: Path) -> dict[str, torch.Tensor]:
     return {name: tensor for name, tensor in state.items() if isinstance(tensor, torch.Tensor)}
 
 
+def safetensors_name(bin_shard: str, shards: int) -> str:
+    """The safetensors file a .bin weight file becomes: model.safetensors, or for one of several shards
+    pytorch_model-00001-of-00003.bin -> model-00001-of-00003.safetensors."""
+    if shards == 1:
+        return WEIGHT_FILES[0]
+    return bin_shard.replace("pytorch_model", "model").removesuffix(".bin") + ".safetensors"
+
+
+def convert_bin(src: Path, dst: Path) -> None:
+    """A pytorch_model.bin written as safetensors. Tied tensors (stored once, under several names) are written once."""
+    from safetensors.torch import save_file
+
+    tensors: dict[str, torch.Tensor] = {}
+    seen: dict[tuple, str] = {}
+    storages: set[int] = set()
+    for name, tensor in _read_bin(src).items():
+        view = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
+        if view in seen:
+            continue  # a tied copy: the engine finds it under the first name
+        seen[view] = name
+        if view[0] in storages or not tensor.is_contiguous():
+            tensor = tensor.contiguous().clone()  # shares memory with another tensor: safetensors needs its own
+        storages.add(view[0])
+        tensors[name] = tensor
+    save_file(tensors, str(dst), metadata={"format": "pt"})
+
+
 def _headers(path: Path) -> Iterator[tuple[str, tuple[int, ...], torch.dtype | str]]:
     """(name, shape, dtype) of each tensor in a weight file, without reading its data (a dtype the
     engine cannot cast from is given by its name)."""

@@ -1,0 +1,93 @@
+"""The app reaches the engine through its front door, `engine/__init__.py`, and only for names it exports."""
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import engine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def engine_imports(source: Path) -> list[tuple[int, str, str | None]]:
+    """(line, module, name) of each import from the engine package in `source`; name is None for `import engine...`."""
+    found = []
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"), str(source))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, None) for alias in node.names
+                      if alias.name.split(".")[0] == "engine"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module.split(".")[0] == "engine":
+            found += [(node.lineno, node.module, alias.name) for alias in node.names]
+    return found
+
+
+def test_the_app_imports_only_the_front_doors_names():
+    sources = sorted((ROOT / "app").rglob("*.py"))
+    assert ROOT / "app" / "documents" / "pdf.py" in sources  # the walk reaches the formats too
+    wrong = [
+        f"{source.relative_to(ROOT)}:{line}: {module}" + (f" {name}" if name else "")
+        for source in sources
+        for line, module, name in engine_imports(source)
+        if module != "engine" or name not in engine.__all__  # a submodule, or a name the front door does not give
+    ]
+    assert wrong == []
+    assert any(engine_imports(source) for source in sources)
+
+
+def test_the_walk_finds_imports_of_engine_modules(tmp_path):
+    source = tmp_path / "reaching_in.py"
+    source.write_text("import engine.lora\nfrom engine.config import load_config\n"
+                      "def f():\n    from engine import translator, Translator\n")
+    assert sorted(engine_imports(source)) == [
+        (1, "engine.lora", None), (2, "engine.config", "load_config"),
+        (4, "engine", "Translator"), (4, "engine", "translator"),
+    ]
+    assert "translator" not in engine.__all__ and "Translator" in engine.__all__
+
+
+@pytest.mark.parametrize("name", engine.__all__)
+def test_every_front_door_name_resolves(name):
+    assert getattr(engine, name) is not None
+    assert name in dir(engine)
+    namespace = {}
+    exec(f"from engine import {name}", namespace)
+    assert namespace[name] is getattr(engine, name)
+
+
+def test_a_name_the_front_door_does_not_give_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="'engine' has no attribute 'generate_beam_batch'"):
+        engine.generate_beam_batch
+
+
+def test_the_front_door_names_are_the_engine_modules_own():
+    from engine import lora, translator
+
+    assert engine.Translator is translator.Translator
+    assert engine.scan_adapters is lora.scan_adapters
+    assert engine.ADAPTER_FILES == (lora.CONFIG_FILE, lora.WEIGHTS_FILE)
+
+
+def loaded_modules(code: str) -> set[str]:
+    """The modules loaded after running `code` in a fresh interpreter, from this tree."""
+    run = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint(' '.join(sys.modules))"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"},
+        capture_output=True, text=True, check=True,
+    )
+    return set(run.stdout.split())
+
+
+@pytest.mark.parametrize("code", [
+    "import engine",
+    "import app.gui",  # the window's start, up to the window module (which imports the model import code)
+    "from app.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    "from app.cli import main\ntry:\n    main(['translate', '--help'])\nexcept SystemExit:\n    pass",
+])
+def test_the_front_door_loads_torch_only_when_a_name_needs_it(code):
+    modules = loaded_modules(code)
+    assert not {"torch", "triton", "sentencepiece"} & modules
+    assert "engine.lora" not in modules and "engine.translator" not in modules

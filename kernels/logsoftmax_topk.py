@@ -22,7 +22,9 @@ Stage 2, one program per row, merges the logsumexps, ranks the slices by (larges
 slice first), and selects the k best columns among the k * SLICE columns of the k best slices.
 That is exact: a column of any other slice ranks below the best column of each of those k slices.
 Stage 2 ranks by int64 sort keys, (float bits mapped to ordered int32) << 32 | (2**31 - 1 - i),
-so one max-reduction picks the larger value, and on a tie the lower column (or slice) i.
+so one max-reduction picks the larger value, and on a tie the lower column (or slice) i. Both
+stages make NaN and +inf -inf in the columns they hold; stage 1 only in a program whose logsumexp
+comes out NaN (one of them among its columns), so that healthy rows take no extra select.
 """
 
 import torch
@@ -53,6 +55,13 @@ def _key_value_and_column(key):
 
 
 @triton.jit
+def _logsumexp(x):
+    m = tl.max(x, axis=0)
+    m = tl.where(m == float("-inf"), 0.0, m)  # all -inf: the sum is 0, not NaN
+    return m + tl.log(tl.sum(tl.exp(x - m), axis=0))
+
+
+@triton.jit
 def _slice_max_kernel(
     logits_ptr, slice_max_ptr, program_lse_ptr, V, stride_row, num_slices, num_programs,
     SLICE: tl.constexpr, SLICES_PER_PROGRAM: tl.constexpr, CHAINED: tl.constexpr,
@@ -69,11 +78,13 @@ def _slice_max_kernel(
     else:
         x = tl.load(at, mask=col < V, other=float("-inf"))
     x = x.to(tl.float32)
-    x = tl.where(x < float("inf"), x, float("-inf"))  # NaN and +inf count as -inf
-
-    m = tl.max(x, axis=0)
-    m = tl.where(m == float("-inf"), 0.0, m)  # all -inf: the sum is 0, not NaN
-    tl.store(program_lse_ptr + row * num_programs + p, m + tl.log(tl.sum(tl.exp(x - m), axis=0)))
+    lse = _logsumexp(x)
+    # NaN or +inf among these columns makes it NaN: only then they are made -inf and it is redone,
+    # so that healthy columns pay no select each.
+    if (lse != lse) | (lse == float("inf")):
+        x = tl.where(x < float("inf"), x, float("-inf"))
+        lse = _logsumexp(x)
+    tl.store(program_lse_ptr + row * num_programs + p, lse)
 
     sl = p * SLICES_PER_PROGRAM + tl.arange(0, SLICES_PER_PROGRAM)  # (SLICES_PER_PROGRAM,)
     slice_max = tl.max(tl.reshape(x, (SLICES_PER_PROGRAM, SLICE)), axis=1)  # (SLICES_PER_PROGRAM,)

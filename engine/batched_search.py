@@ -60,12 +60,15 @@ def greedy_step(
         # The logits are this step's own buffer, so `</s>` is masked in place; then one read of
         # them, split over the vocabulary so that few rows still fill the GPU.
         logits[:, eos_id] = logits[:, eos_id].masked_fill(cur_len < _eos_from(options), NEG_INF)
-        token = kernels.argmax(logits)  # (S,)
+        scores = logits
     else:
         scores = process_scores(logits.float(), _histories(state, rows, lengths), options, eos_id)
-        token = scores.argmax(dim=-1)  # (S,)
+    token = kernels.argmax(scores)  # (S,) NaN counts as -inf
+    # A row without a number (NaN throughout: the forward pass overflowed) ends its sentence here,
+    # as `ran_out_of_numbers` tells.
+    numberless = ~(scores.gather(1, token[:, None])[:, 0] > NEG_INF)  # (S,)
     state.hyp[row, cur_len] = token
-    done = (token == eos_id) | (cur_len + 1 >= state.limit[row])
+    done = (token == eos_id) | (cur_len + 1 >= state.limit[row]) | numberless
     state.mark_finished(rows, done)
     return done
 
@@ -94,8 +97,12 @@ def beam_step(
         values, tokens, _ = kernels.logsoftmax_topk(logits, k + 1)  # (S * B, k + 1)
         eos_from = _eos_from(options)
     else:
-        log_probs = process_scores(F.log_softmax(logits.float(), dim=-1), _histories(state, rows, lengths), options, eos_id)
+        # NaN and +inf count as -inf, as in kernels.logsoftmax_topk; a row without a number then has
+        # NaN log-probs, which become -inf among its candidates.
+        scores = logits.float().nan_to_num_(nan=NEG_INF, posinf=NEG_INF, neginf=NEG_INF)
+        log_probs = process_scores(F.log_softmax(scores, dim=-1), _histories(state, rows, lengths), options, eos_id)
         values, tokens = log_probs.topk(k + 1, dim=-1)  # (S * B, k + 1)
+        values = values.nan_to_num_(nan=NEG_INF, neginf=NEG_INF)
         eos_from = 0  # process_scores banned `</s>` already
     # HF's "never" assumes the longest hypothesis only where the length penalty favours length.
     early_stopping = 1 if options.early_stopping is True else 2 if options.early_stopping == "never" and lp > 0.0 else 0
@@ -112,6 +119,18 @@ def _length_penalties(length_penalty: float, size: int, device: torch.device) ->
     """(size,) float32: n ** length_penalty for each hypothesis length n, in float64 then rounded.
     Made once on the device, so that a captured step copies nothing from the host."""
     return (torch.arange(size, dtype=torch.float64) ** length_penalty).float().to(device)
+
+
+def ran_out_of_numbers(result: list[int], limit: int, options: DecodingOptions, eos_id: int) -> bool:
+    """Whether a sentence's result (its whole hypothesis, of at most `limit` tokens) ended at a step
+    whose scores held no number (NaN throughout: the weights, or the forward pass overflowing in
+    float16 or bfloat16). Such a step ends its sentence short of its limit without `</s>`: greedy,
+    and beam search with every candidate -inf, which no finished hypothesis takes. A healthy search
+    ends on `</s>` or at its limit; not so beam search with a negative length penalty, which may
+    stop a sentence with no finished hypothesis as HF does, so there nothing is told."""
+    if options.num_beams > 1 and options.length_penalty < 0:
+        return False
+    return len(result) < limit and result[-1] != eos_id
 
 
 def search_step(options: DecodingOptions):

@@ -10,6 +10,7 @@ from typing import Callable
 import torch
 
 import kernels
+from engine.batched_search import ran_out_of_numbers
 from engine.checkpoint import open_checkpoint
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
@@ -24,6 +25,10 @@ from engine.weights import load_weights
 # device busy. Greedy waves of 2,048 sentences take 64 a step: at 32, a wave that ended found
 # ~1,300 ready, and the rest joined a few a step, each time with an encoder pass and a prefix step.
 FEED_TEXTS = 32
+
+
+class ModelOutputError(RuntimeError):
+    """The model gave no usable scores for a sentence (NaN), so it has no translation."""
 
 
 class Translator:
@@ -118,7 +123,9 @@ class Translator:
         of a long call as they come instead of waiting for the call's end.
         When `should_stop()` turns true the call returns early, unfinished texts as None.
         `adapter` names a LoRA adapter of the adapters folder (None or "": the base model); one
-        that cannot be used raises AdapterError, naming the file and the problem.
+        that cannot be used raises AdapterError, naming the file and the problem. A sentence for which
+        the model's scores hold no number (NaN: broken weights, or float16 overflow) raises
+        ModelOutputError, naming the sentence, instead of giving a garbled translation.
         """
         options = options or self.default_options()
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
@@ -132,6 +139,12 @@ class Translator:
         decoded: dict[int, list[str | None]] = {}
 
         def done(i: int, piece: int, request: Request) -> None:
+            if ran_out_of_numbers(request.result, request.limit, request.options, self.tokenizer.eos_id):
+                preview = " ".join(texts[i].split())
+                preview = preview if len(preview) <= 40 else preview[:39] + "…"
+                precision = str(self.dtype).removeprefix("torch.")
+                raise ModelOutputError(f"the model's output was not a number (NaN) for the sentence \"{preview}\": "
+                                       f"the weights are broken or the precision ({precision}) overflows")
             decoded[i][piece] = self.tokenizer.decode(request.result)
             if on_result is not None and None not in decoded[i]:
                 on_result(i, " ".join(decoded[i]))

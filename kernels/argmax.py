@@ -4,23 +4,18 @@ even for a few rows.
 `argmax(logits) -> indices`. Meaning, as a plain loop:
 
     for n in range(N):
-        nans = [i for i in range(V) if isnan(logits[n, i])]
-        if nans:
-            indices[n] = nans[0]                      # NaN counts as the largest value
-        else:
-            best = max(logits[n])
-            indices[n] = min(i for i in range(V) if logits[n, i] == best)   # ties: lowest index
+        row = [-inf if isnan(x) else x for x in logits[n]]     # NaN counts as -inf
+        best = max(row)
+        indices[n] = min(i for i in range(V) if row[i] == best)   # ties: lowest index
 
-That is torch.argmax's rule on the CPU and on CUDA (ATen's `ArgMaxOps`, whose comparison
-`GreaterOrNan` takes a NaN over any number, the lower index between two NaNs or two equal values),
-documented as "the indices of the first maximal value". -0.0 equals +0.0, so they tie; a row of
--inf gives 0.
+That is torch.argmax's rule ("the indices of the first maximal value") except for NaN, which
+torch.argmax takes over any number: a NaN (float16 overflow in the forward pass) would then win
+and end the search in garbage. -0.0 equals +0.0, so they tie; a row of -inf or NaN gives 0.
 
 The kernel runs in two stages over chunks of CHUNK columns, so that a few rows still spread over
 thousands of programs. Stage 1, program (row, chunk), reads the chunk once and writes its largest
-value and that value's lowest column: a NaN-propagating max, then the lowest column equal to it
-(or, where the max is NaN, the lowest NaN column). Stage 2, one program per row, does the same over
-the row's chunks' (max, column) pairs.
+value and that value's lowest column, its NaN made -inf as they are loaded. Stage 2, one program
+per row, does the same over the row's chunks' (max, column) pairs.
 
 Stage 1 reads whole 16-byte vectors: its chunks start at the 16-byte boundary at or before the
 row's first column (a row of 256,206 bf16 logits starts anywhere), and the first and last chunks of
@@ -49,19 +44,11 @@ ROW_WARPS = 1  # stage 2 reads at most a few hundred chunks per row
 
 
 @triton.jit
-def _max_propagating_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
 def _max_and_first(x, i, NOT_FOUND):
-    """(max of x, the lowest i where x holds it), x float32: NaN counts as larger than every number.
-    i (int32) is each element's column, or its place in the chunk; NOT_FOUND is above all of them."""
-    m = tl.reduce(x, 0, _max_propagating_nan)
-    hit = x == m
-    if m != m:  # a NaN, which equals nothing: the first NaN
-        hit = x != x
-    return m, tl.min(tl.where(hit, i, NOT_FOUND), axis=0)
+    """(max of x, the lowest i where x holds it), x float32 without NaN. i (int32) is each
+    element's column, or its place in the chunk; NOT_FOUND is above all of them."""
+    m = tl.max(x, axis=0)
+    return m, tl.min(tl.where(x == m, i, NOT_FOUND), axis=0)
 
 
 @triton.jit
@@ -80,6 +67,7 @@ def _chunk_argmax_kernel(
     offs = c * CHUNK + i  # from the aligned address
     x = tl.load(row_ptr + offs, mask=offs // ALIGN < tl.cdiv(shift + V, ALIGN), other=float("-inf"))
     x = x.to(tl.float32)
+    x = tl.where(x == x, x, float("-inf"))  # NaN counts as -inf
     first_col = c * CHUNK - shift  # the column at i = 0
     if (first_col < 0) | (first_col + CHUNK > V):  # either end of the row: drop the other rows' columns
         x = tl.where((i >= -first_col) & (i < V - first_col), x, float("-inf"))
@@ -137,5 +125,10 @@ def argmax_triton(logits):
 
 def argmax_ref(logits):
     """`logits` (N, V), any float dtype. Returns (N,) int64: each row's column of its largest
-    value, the lowest such column on ties, the first NaN's column where a row has NaN."""
-    return logits.argmax(dim=-1)
+    value, NaN counting as -inf, the lowest such column on ties."""
+    indices = logits.argmax(dim=-1)  # (N,) NaN wins here: the first NaN's column
+    with_nan = logits.gather(1, indices[:, None])[:, 0].isnan()  # (N,)
+    if bool(with_nan.any()):  # only then a second read, of those rows
+        rows = logits[with_nan]
+        indices[with_nan] = rows.masked_fill(rows.isnan(), float("-inf")).argmax(dim=-1)
+    return indices

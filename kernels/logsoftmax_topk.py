@@ -4,14 +4,17 @@ log-probabilities for a whole row.
 `logsoftmax_topk(logits, k) -> (values, indices, lse)`. Meaning, as a plain loop:
 
     for n in range(N):
-        lse[n] = log(sum(exp(float(x)) for x in logits[n]))
-        order = sorted(range(V), key=lambda i: (-logits[n, i], i))   # larger first; ties: lower index
+        x = [float(v) if v < inf else -inf for v in logits[n]]   # NaN and +inf count as -inf
+        lse[n] = log(sum(exp(v) for v in x))                      # -inf where every x is -inf
+        order = sorted(range(V), key=lambda i: (-x[i], i))        # larger first; ties: lower index
         indices[n] = order[:k]
-        values[n] = [float(logits[n, i]) - lse[n] for i in order[:k]]
+        values[n] = [-inf if x[i] == -inf else x[i] - lse[n] for i in order[:k]]
 
 Tie rule: equal logits (-0.0 equals +0.0) come out lowest index first, also among -inf entries, so
-a row with fewer than k finite logits still yields k distinct indices. Logits must not be NaN or
-+inf.
+a row with fewer than k finite logits still yields k distinct indices, and a row without a number
+(all NaN, as a forward pass that overflowed in float16 gives) columns 0 to k - 1 of value -inf.
+NaN has no rank, and a +inf logit no log-probability (inf - inf): counting them as -inf keeps
+every value a log-probability or -inf, so the search goes on over the rest of the row.
 
 The kernel runs in two stages over slices of SLICE columns. Stage 1 reads the logits once: each
 program covers a few slices of one row and writes their logsumexp and each slice's largest logit.
@@ -19,12 +22,16 @@ Stage 2, one program per row, merges the logsumexps, ranks the slices by (larges
 slice first), and selects the k best columns among the k * SLICE columns of the k best slices.
 That is exact: a column of any other slice ranks below the best column of each of those k slices.
 Stage 2 ranks by int64 sort keys, (float bits mapped to ordered int32) << 32 | (2**31 - 1 - i),
-so one max-reduction picks the larger value, and on a tie the lower column (or slice) i.
+so one max-reduction picks the larger value, and on a tie the lower column (or slice) i. Both
+stages make NaN and +inf -inf in the columns they hold; stage 1 only in a program whose logsumexp
+comes out NaN (one of them among its columns), so that healthy rows take no extra select.
 """
 
 import torch
 
 from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+
+INF = float("inf")
 
 # Below every key of a real column: marks taken or missing candidates.
 EMPTY_KEY = tl.constexpr(-(2**63))
@@ -48,6 +55,13 @@ def _key_value_and_column(key):
 
 
 @triton.jit
+def _logsumexp(x):
+    m = tl.max(x, axis=0)
+    m = tl.where(m == float("-inf"), 0.0, m)  # all -inf: the sum is 0, not NaN
+    return m + tl.log(tl.sum(tl.exp(x - m), axis=0))
+
+
+@triton.jit
 def _slice_max_kernel(
     logits_ptr, slice_max_ptr, program_lse_ptr, V, stride_row, num_slices, num_programs,
     SLICE: tl.constexpr, SLICES_PER_PROGRAM: tl.constexpr, CHAINED: tl.constexpr,
@@ -64,10 +78,13 @@ def _slice_max_kernel(
     else:
         x = tl.load(at, mask=col < V, other=float("-inf"))
     x = x.to(tl.float32)
-
-    m = tl.max(x, axis=0)
-    m = tl.where(m == float("-inf"), 0.0, m)  # all -inf: the sum is 0, not NaN
-    tl.store(program_lse_ptr + row * num_programs + p, m + tl.log(tl.sum(tl.exp(x - m), axis=0)))
+    lse = _logsumexp(x)
+    # NaN or +inf among these columns makes it NaN: only then they are made -inf and it is redone,
+    # so that healthy columns pay no select each.
+    if (lse != lse) | (lse == float("inf")):
+        x = tl.where(x < float("inf"), x, float("-inf"))
+        lse = _logsumexp(x)
+    tl.store(program_lse_ptr + row * num_programs + p, lse)
 
     sl = p * SLICES_PER_PROGRAM + tl.arange(0, SLICES_PER_PROGRAM)  # (SLICES_PER_PROGRAM,)
     slice_max = tl.max(tl.reshape(x, (SLICES_PER_PROGRAM, SLICE)), axis=1)  # (SLICES_PER_PROGRAM,)
@@ -107,12 +124,14 @@ def _topk_kernel(
     col = chosen[:, None] * SLICE + tl.arange(0, SLICE)[None, :]  # (BLOCK_K, SLICE)
     col_ok = (chosen[:, None] >= 0) & (col < V)
     x = tl.load(logits_ptr + row.to(tl.int64) * stride_row + col, mask=col_ok, other=float("-inf"))
-    key = tl.where(col_ok, sort_key(x.to(tl.float32), col), EMPTY_KEY)
+    x = x.to(tl.float32)
+    x = tl.where(x < float("inf"), x, float("-inf"))
+    key = tl.where(col_ok, sort_key(x, col), EMPTY_KEY)
     for n in range(K):
         best = tl.max(tl.max(key, axis=1), axis=0)
         key = tl.where(key == best, EMPTY_KEY, key)
         value, best_col = _key_value_and_column(best)
-        tl.store(values_ptr + row * K + n, value - lse)
+        tl.store(values_ptr + row * K + n, tl.where(value == float("-inf"), value, value - lse))  # lse may be -inf
         tl.store(indices_ptr + row * K + n, best_col.to(tl.int64))
 
 
@@ -145,14 +164,16 @@ def logsoftmax_topk_triton(logits, k):
 
 
 def logsoftmax_topk_ref(logits, k):
-    """`logits` (N, V), any float dtype; 1 <= k <= V. Returns `values` (N, k) float32: the k
-    largest log-softmax values of each row, descending (ties: lower index first); `indices`
-    (N, k) int64: their columns; `lse` (N,) float32: each row's logsumexp (float64 throughout for
-    float64 logits)."""
+    """`logits` (N, V), any float dtype, NaN and +inf counting as -inf; 1 <= k <= V. Returns
+    `values` (N, k) float32: the k largest log-softmax values of each row, descending (ties: lower
+    index first); `indices` (N, k) int64: their columns; `lse` (N,) float32: each row's logsumexp
+    (float64 throughout for float64 logits)."""
     N, V = logits.shape
+    top = logits.topk(min(k + 1, V), dim=-1)  # (N, k + 1): one more, to see whether a tie crosses the k-th place
+    if not bool((top.values[:, 0] < INF).all()):  # NaN or +inf, which topk ranks first: only then another read
+        return logsoftmax_topk_ref(logits.masked_fill(~(logits < INF), -INF), k)
     compute_dtype = torch.promote_types(logits.dtype, torch.float32)
     log_probs = torch.log_softmax(logits.to(compute_dtype), dim=-1)  # (N, V)
-    top = logits.topk(min(k + 1, V), dim=-1)  # (N, k + 1): one more, to see whether a tie crosses the k-th place
     # Where the k-th and (k+1)-th logits differ, the k best columns are exactly those topk returned
     # (in no promised order): order them by value, then column.
     indices = top.indices[:, :k].sort(dim=-1).values  # (N, k) ascending columns
@@ -162,8 +183,10 @@ def logsoftmax_topk_ref(logits, k):
         ties = ~(top.values[:, k - 1] > top.values[:, k])  # (N,) equal logits (or -inf) straddle the k-th place
         if bool(ties.any()):
             indices[ties] = _top_columns_with_ties(logits[ties], k)
-    values = log_probs.gather(1, indices)  # (N, k)
-    lse = logits.gather(1, indices[:, :1]).to(compute_dtype).squeeze(1) - values[:, 0]  # (N,) x - log_softmax(x)
+    picked = logits.gather(1, indices).to(compute_dtype)  # (N, k)
+    # -inf stays -inf, also in a row of -inf, whose log-softmax is NaN (and its logsumexp -inf).
+    values = log_probs.gather(1, indices).masked_fill(picked == -INF, -INF)  # (N, k)
+    lse = torch.where(picked[:, 0] == -INF, -INF, picked[:, 0] - values[:, 0])  # (N,) x - log_softmax(x)
     return values, indices, lse
 
 

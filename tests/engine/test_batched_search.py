@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import kernels
-from engine.batched_search import beam_step, greedy_step
+from engine.batched_search import beam_step, greedy_step, ran_out_of_numbers
 from engine.decoding import BLOCKED, BeamSearch, DecodingOptions, GreedySearch, process_scores
 from engine.rows import DecoderRows
 
@@ -120,3 +120,59 @@ def test_greedy_step_follows_the_reference_search(options):
             assert state.hyp[rows[s, 0], : lengths[s]].tolist() == ref.tokens
         assert done.tolist() == [references[s].done for s in active]
     assert all(ref.done for ref in references)
+
+
+def search_all(options, poisoned=None, from_step=1):
+    """Every sentence's result and the step it ended at, by the device-side search alone on
+    random_logits; the logits of sentence `poisoned` are NaN from `from_step` on."""
+    B = options.num_beams
+    state, rows = start(options)
+    step_of = beam_step if B > 1 else greedy_step
+    active, lengths, results, ended = list(range(len(PREFIXES))), [len(p) for p in PREFIXES], {}, {}
+    for step in range(40):
+        if not active:
+            break
+        logits = random_logits(step, len(PREFIXES) * B).view(len(PREFIXES), B, VOCAB)
+        if poisoned is not None and step >= from_step:
+            logits[poisoned] = float("nan")
+        batch = rows[active]
+        done = step_of(state, batch, logits[active].reshape(-1, VOCAB).clone(), options, EOS, T,
+                       [lengths[s] for s in active])
+        report = (torch.empty(len(active), dtype=torch.bool), torch.empty(len(active), T, dtype=torch.int64),
+                  torch.empty(len(active), dtype=torch.int32))
+        kernels.step_report(done, batch, state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len,
+                            *report, False)
+        for i, s in enumerate(active):
+            lengths[s] += 1
+            state.kv_len[rows[s]] += 1
+            if done[i]:
+                results[s], ended[s] = report[1][i, : report[2][i]].tolist(), step
+        active = [s for s in active if s not in results]
+    assert not active
+    return results, ended
+
+
+GREEDY_OPTIONS = [DecodingOptions(num_beams=1, max_length=12, min_new_tokens=4),
+                  DecodingOptions(num_beams=1, max_length=12, repetition_penalty=1.5)]
+
+
+@pytest.mark.parametrize("from_step", [0, 1])
+@pytest.mark.parametrize("options", OPTIONS + GREEDY_OPTIONS, ids=lambda o: f"beams{o.num_beams}")
+def test_a_sentence_whose_scores_turn_nan_ends_there_and_the_others_keep_their_tokens(options, from_step):
+    """Logits of NaN (a forward pass that overflowed) for one sentence's rows: no error, that
+    sentence ends at that step as `ran_out_of_numbers` tells (unless a hypothesis of it finished
+    before, which is then its result), the others come out token for token as without it."""
+    healthy, _ = search_all(options)
+    results, ended = search_all(options, poisoned=1, from_step=from_step)
+    assert ended[1] == from_step
+    limits = [own.length for own in own_options(options)]
+    prefix = PREFIXES[1]
+    if ran_out_of_numbers(results[1], limits[1], options, EOS):
+        assert len(results[1]) == len(prefix) + from_step + 1
+        assert results[1][: len(prefix) + from_step] == healthy[1][: len(prefix) + from_step]
+    else:
+        assert from_step == 1 and options.num_beams > 1 and results[1][-1] == EOS
+        assert results[1][: len(prefix)] == prefix and len(results[1]) == len(prefix) + 1  # finished at step 0
+    for s in (0, 2):
+        assert results[s] == healthy[s]
+    assert not any(ran_out_of_numbers(healthy[s], limits[s], options, EOS) for s in range(len(PREFIXES)))

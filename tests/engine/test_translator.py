@@ -1,4 +1,11 @@
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
 from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, FoldedSources
+from engine.translator import ModelOutputError, Translator
 
 
 def test_the_warm_up_translates_a_sentence_of_each_kind_alone_and_keeps_nothing(make_translator, monkeypatch):
@@ -51,3 +58,53 @@ def test_when_the_gpu_kernels_fail_translation_goes_on_with_the_same_tokens(make
     assert message.startswith("GPU kernels unavailable: RuntimeError: Failed to find C compiler")
     assert message.endswith("; using the slower PyTorch path")
     assert [r.getMessage() for r in caplog.records] == [message]
+
+
+NAN_OPTIONS = [dict(num_beams=1), dict(num_beams=4), dict(num_beams=4, repetition_penalty=1.3)]
+
+
+@pytest.mark.parametrize("overrides", NAN_OPTIONS, ids=["greedy", "beam", "beam-processors"])
+@pytest.mark.parametrize("from_step", [0, 3])
+def test_a_model_whose_output_turns_nan_fails_the_sentence_in_one_line(make_translator, monkeypatch, overrides,
+                                                                       from_step):
+    """The decoder's logits NaN from a step on, as a forward pass that overflows gives them: the
+    search ends the sentence instead of failing on a shape deep inside, the translator names it,
+    and the engine is left whole: every row and block given back, the next translation as before."""
+    translator = make_translator()
+    model, generator = translator.generator.model, translator.generator
+    texts = ["The quick brown fox jumps over the lazy dog.", "Ein kurzer Satz"]
+    options = translator.default_options(max_length=30, min_length=8, **overrides)  # no `</s>` before the NaN
+    expected = translator.translate(texts, "eng_Latn", "fra_Latn", options)
+    head, steps = model.lm_head, []
+
+    def overflowing_head(h):
+        steps.append(h.shape[0])
+        logits = head(h)
+        return logits * float("nan") if len(steps) > from_step else logits
+
+    monkeypatch.setattr(model, "lm_head", overflowing_head)
+    with pytest.raises(ModelOutputError) as failure:
+        translator.translate(texts, "eng_Latn", "fra_Latn", options)
+    message = str(failure.value)
+    assert "\n" not in message and message.startswith("the model's output was not a number (NaN) for the sentence")
+    assert '"The quick brown fox jumps over the lazy…"' in message or '"Ein kurzer Satz"' in message
+    assert message.endswith("the weights are broken or the precision (float32) overflows")
+    assert generator.num_free_blocks() == generator.num_total_blocks()
+    assert generator.rows.num_free_rows() == generator.rows.capacity
+    monkeypatch.setattr(model, "lm_head", head)
+    assert translator.translate(texts, "eng_Latn", "fra_Latn", options) == expected
+
+
+def test_weights_that_overflow_fail_the_sentence_in_one_line(tiny_checkpoint, tmp_path):
+    """A finite weight so large that the decoder's activations overflow to inf, and its layer norm
+    to NaN: the checkpoint loads, and the translation fails in one line instead of deep inside."""
+    folder = shutil.copytree(tiny_checkpoint, tmp_path / "model")
+    weights = load_file(folder / "model.safetensors")
+    name = "model.decoder.layers.0.fc2.weight"
+    weights[name] = torch.full_like(weights[name], 3e38)  # float32's largest is 3.4e38
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    translator = Translator(folder, device="cpu", dtype="float32")
+    for num_beams in (1, 4):
+        with pytest.raises(ModelOutputError, match=r"^the model's output was not a number \(NaN\) for the sentence "):
+            translator.translate(["A short sentence."], "eng_Latn", "fra_Latn",
+                                 translator.default_options(num_beams=num_beams, max_length=20))

@@ -28,7 +28,7 @@ def make_logits(V, C, dtype, seed=0):
     multiple of C), and each row's expected column."""
     assert V > 3 * C and V % C
     g = torch.Generator().manual_seed(seed)
-    logits = torch.randn(13, V, generator=g) * 3
+    logits = torch.randn(15, V, generator=g) * 3
     expected = {}
     logits[0, [2 * C + 5, C - 1]] = 30.0  # the same max in two chunks: the lower column wins
     expected[0] = C - 1
@@ -42,10 +42,11 @@ def make_logits(V, C, dtype, seed=0):
     logits[4] = -INF  # no finite entry: column 0
     expected[4] = 0
     logits[5, [2 * C + 1, C + 2]] = NAN
-    logits[5, 3] = INF  # NaN beats +inf; the first NaN wins
-    expected[5] = C + 2
-    logits[6, V - 1] = NAN  # NaN in the last, partial chunk only
-    expected[6] = V - 1
+    logits[5, 3] = INF  # NaN counts as -inf: +inf wins
+    expected[5] = 3
+    logits[6, V - 1] = NAN  # NaN in the last, partial chunk only, above the row's max
+    logits[6, C + 7] = 30.0
+    expected[6] = C + 7
     logits[7] = -INF
     logits[7, [2 * C, C + 1, 3]] = torch.tensor([0.0, 0.0, -0.0])  # -0.0 ties with +0.0
     expected[7] = 3
@@ -56,6 +57,11 @@ def make_logits(V, C, dtype, seed=0):
     logits[10, V - C // 2 :] = 40.0  # equal maxima running into the last, partial chunk
     expected[10] = V - C // 2
     logits[11, [2, C + 1]] = torch.tensor([20.0, 20.001])  # equal once rounded to 16 bits
+    logits[13] = NAN  # no number at all: column 0, as a row of -inf
+    expected[13] = 0
+    logits[14] = NAN
+    logits[14, [2 * C + 2, C + 4]] = torch.tensor([-50.0, -INF])  # the one number wins over NaN
+    expected[14] = 2 * C + 2
     return logits.to(dtype), expected  # row 12: random
 
 
@@ -63,7 +69,7 @@ def make_logits(V, C, dtype, seed=0):
 def test_matches_reference(dtype, chunk, poisoned_outputs):
     logits, expected = make_logits(5 * chunk + 3, chunk, dtype)
     indices = argmax_triton(logits)
-    assert indices.dtype == torch.int64 and indices.shape == (13,)
+    assert indices.dtype == torch.int64 and indices.shape == (15,)
     assert torch.equal(indices, argmax_ref(logits))
     for row, col in expected.items():
         assert indices[row] == col, f"row {row}: {int(indices[row])}, expected {col}"
@@ -71,11 +77,23 @@ def test_matches_reference(dtype, chunk, poisoned_outputs):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_reference_rule(dtype):
-    # torch.argmax's rule, which the kernel copies, as the module docstring states it.
+    # torch.argmax's rule with NaN as -inf, which the kernel copies, as the module docstring states it.
     logits, expected = make_logits(5 * 128 + 3, 128, dtype)
     ref = argmax_ref(logits)
     for row, col in expected.items():
         assert ref[row] == col
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nan_counts_as_minus_infinity(dtype, chunk, poisoned_outputs):
+    # NaN scattered over rows of numbers, as a forward pass that overflowed in places gives.
+    g = torch.Generator().manual_seed(5)
+    logits = torch.randn(6, 4 * chunk + 9, generator=g).to(dtype)
+    logits[torch.rand(logits.shape, generator=g) < 0.3] = NAN
+    logits[5] = NAN
+    expected = logits.float().nan_to_num(nan=-INF, posinf=INF, neginf=-INF).argmax(dim=-1)
+    assert torch.equal(argmax_ref(logits), expected)
+    assert torch.equal(argmax_triton(logits), expected)
 
 
 @pytest.mark.parametrize("V", [1, 7, 512, 513, 2500])

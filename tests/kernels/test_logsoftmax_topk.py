@@ -5,10 +5,13 @@ from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 
 # Logits are only read, so bfloat16 is exact under the interpreter too (see conftest.py).
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
-INF = float("inf")
+INF, NAN = float("inf"), float("nan")
 
-# numpy's log(0) under the interpreter: -inf for a chunk of -inf logits is intended.
-pytestmark = pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")
+# numpy's log(0) under the interpreter: -inf for a chunk of -inf logits is intended; so are -inf - -inf
+# and the max of NaN in a row without a number, which the kernel computes and then replaces by -inf.
+pytestmark = [pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning"),
+              pytest.mark.filterwarnings("ignore:invalid value encountered in subtract:RuntimeWarning"),
+              pytest.mark.filterwarnings("ignore:All-NaN slice encountered:RuntimeWarning")]
 
 
 def make_logits(V, dtype, seed=0):
@@ -65,3 +68,43 @@ def test_reference_tie_rule(dtype):
     logits = make_logits(9000, dtype)
     _, indices, _ = logsoftmax_topk_ref(logits, 16)
     assert torch.equal(indices, logits.float().sort(dim=-1, descending=True, stable=True).indices[:, :16])
+
+
+def make_logits_without_numbers(V, dtype, seed=0):
+    """Rows as a forward pass that overflowed gives them: NaN in places or everywhere, +inf."""
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(6, V, generator=g) * 3
+    logits[0, torch.rand(V, generator=g) < 0.3] = NAN  # NaN scattered among numbers
+    logits[1] = NAN  # no number at all
+    logits[2] = NAN
+    logits[2, [V - 1, 300]] = torch.tensor([-2.0, -INF])  # one number, the rest NaN and -inf
+    logits[3, [5, 4200]] = INF  # +inf beside numbers
+    logits[4, 7] = NAN  # one NaN above a winner in the last, partial slice
+    logits[4, V - 1] = 20.0
+    logits[5] = -INF  # all -inf, for comparison with row 1
+    return logits.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k", [1, 5, 9])
+def test_nan_counts_as_minus_infinity(k, dtype, poisoned_outputs, check_error):
+    logits = make_logits_without_numbers(9000, dtype)
+    values, indices, lse = logsoftmax_topk_triton(logits, k)
+    ref_values, ref_indices, ref_lse = logsoftmax_topk_ref(logits, k)
+    assert values.shape == indices.shape == (6, k)  # k candidates on every row
+    assert torch.equal(indices, ref_indices)
+    # The same as for the logits with NaN and +inf made -inf, which are -inf beside the others.
+    numbers = logits.masked_fill(~(logits < INF), -INF)
+    same_values, same_indices, same_lse = logsoftmax_topk_ref(numbers, k)
+    assert torch.equal(ref_indices, same_indices) and torch.equal(ref_values, same_values)
+    assert torch.equal(ref_lse, same_lse)
+    for row in (1, 5):  # no number: the lowest columns, of value -inf, and logsumexp -inf
+        assert indices[row].tolist() == list(range(k))
+        assert (values[row] == -INF).all() and (ref_values[row] == -INF).all()
+        assert lse[row] == ref_lse[row] == -INF
+    assert indices[2, 0] == 8999 and (values[2, 1:] == -INF).all()
+    truth_values, truth_lse = truth_of(numbers, ref_indices)
+    truth_values = truth_values.masked_fill(numbers.gather(1, ref_indices) == -INF, -INF)
+    assert not ref_values.isnan().any() and not ref_lse.isnan().any()
+    check_error(lse, ref_lse, truth_lse)
+    check_error(values, ref_values, truth_values, slack=4e-6)

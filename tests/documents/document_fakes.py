@@ -69,3 +69,14 @@ def pdf_bytes(pages):
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return bytes(out)
+
+
+class Recording:
+    """A fake translator (each text as it is, unless given another) that keeps what it was sent."""
+
+    def __init__(self, fake=list):
+        self.fake, self.sent = fake, []
+
+    def __call__(self, texts):
+        self.sent.extend(texts)
+        return self.fake(texts)

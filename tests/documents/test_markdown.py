@@ -4,7 +4,7 @@ from markdown_it import MarkdownIt
 
 from app.documents import translate_document
 
-from document_fakes import TAG, upper_keeping_tags, upper_losing_tags
+from document_fakes import TAG, Recording, upper_keeping_tags, upper_losing_tags
 
 MD = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 
@@ -55,11 +55,7 @@ def test_hard_line_breaks_keep_their_form_and_the_next_lines_indent(tmp_path):
 
 
 def test_inline_code_is_byte_identical_and_never_sent(tmp_path):
-    sent = []
-
-    def translate(texts):
-        sent.extend(texts)
-        return upper_losing_tags(texts)
+    translate = Recording(upper_losing_tags)
 
     source = "Run `` `x` `` then ` y ` and `a  b` or `c`.\n"
     (tmp_path / "in.md").write_text(source)
@@ -67,7 +63,7 @@ def test_inline_code_is_byte_identical_and_never_sent(tmp_path):
     out = (tmp_path / "out.md").read_text()
     for code in ("`` `x` ``", "` y `", "`a  b`", "`c`"):
         assert code in out
-    assert not any("x" in text.lower().replace("<x", "") for text in sent)
+    assert not any("x" in text.lower().replace("<x", "") for text in translate.sent)
 
 
 def test_adjacent_code_spans_are_never_merged(tmp_path):
@@ -91,11 +87,7 @@ def test_emphasis_in_a_translation_without_spaces_stays_emphasis(tmp_path):
 
 
 def test_links_reference_definitions_and_urls_are_kept(tmp_path):
-    sent = []
-
-    def translate(texts):
-        sent.extend(texts)
-        return upper_keeping_tags(texts)
+    translate = Recording(upper_keeping_tags)
 
     source = (
         'See [the site](http://x.org/a_b "Title") and [docs][ref], or <https://auto.example> and https://bare.example/x_y.\n'
@@ -106,18 +98,14 @@ def test_links_reference_definitions_and_urls_are_kept(tmp_path):
     out = (tmp_path / "out.md").read_text()
     assert out.endswith("\n[ref]: http://r.org/ref  'Ref'\n")
     assert "<https://auto.example>" in out and "https://bare.example/x_y." in out
-    assert not any("example" in text for text in sent)
+    assert not any("example" in text for text in translate.sent)
     links = [c.attrs["href"] for c in inline_children(out) if c.type == "link_open"]
     assert links == ["http://x.org/a_b", "http://r.org/ref", "https://auto.example"]
 
 
 def test_lines_of_a_chinese_paragraph_join_without_a_space(tmp_path):
-    sent = []
-
-    def translate(texts):
-        sent.extend(texts)
-        return list(texts)
+    translate = Recording()
 
     (tmp_path / "in.md").write_text("我们明天\n去北京。\nOK then\nbye.\n", encoding="utf-8")
     translate_document(tmp_path / "in.md", tmp_path / "out.md", translate, source_script="Hans")
-    assert "".join(sent) == "我们明天去北京。OK then bye."
+    assert "".join(translate.sent) == "我们明天去北京。OK then bye."

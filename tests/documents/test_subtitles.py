@@ -7,7 +7,7 @@ import pytest
 from app.documents import DocumentError, translate_document
 from app.documents.subtitles import rewrap
 
-from document_fakes import TAG, upper_keeping_tags
+from document_fakes import TAG, Recording, upper_keeping_tags
 
 
 def chinese_keeping_tags(texts):
@@ -102,11 +102,7 @@ ASS = (
 
 
 def test_ass_dialogue_text_is_translated_and_everything_else_kept(tmp_path):
-    sent = []
-
-    def translate(texts):
-        sent.extend(texts)
-        return upper_keeping_tags(texts)
+    translate = Recording(upper_keeping_tags)
 
     (tmp_path / "in.ass").write_bytes(ASS.encode("utf-8-sig"))
     translate_document(tmp_path / "in.ass", tmp_path / "out.ass", translate)
@@ -118,7 +114,7 @@ def test_ass_dialogue_text_is_translated_and_everything_else_kept(tmp_path):
     assert first.count("\\N") == 1 and "{\\i1}" in first and "{\\i0}" in first and "BREAD." in first
     assert out[13].startswith("Dialogue: 0,0:00:04.00,0:00:05.00,Default,,0,0,0,,{\\k20}") and "{\\k30}" in out[13]
     assert "\\h" in out[13] and "ALONG" in out[13]
-    assert not any("pos(" in text or "Not shown" in text or "Title" in text for text in sent)
+    assert not any("pos(" in text or "Not shown" in text or "Title" in text for text in translate.sent)
 
 
 def test_a_file_without_dialogue_is_refused(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 
 from app.documents import translate_document
 
-from document_fakes import upper_keeping_tags
+from document_fakes import Recording, upper_keeping_tags
 
 
 def translated(tmp_path, data: bytes, name="in.txt", **kw) -> bytes:
@@ -58,16 +58,12 @@ def test_rulers_tables_indentation_and_lines_without_letters_are_kept(tmp_path):
 
 
 def test_urls_and_email_addresses_are_kept_and_never_sent(tmp_path):
-    sent = []
-
-    def translate(texts):
-        sent.extend(texts)
-        return upper_keeping_tags(texts)
+    translate = Recording(upper_keeping_tags)
 
     source = "Read https://example.org/Docs_(v2) or mail Ann.Lee@example.com, then visit www.Example.org.\n"
     (tmp_path / "in.txt").write_text(source)
     translate_document(tmp_path / "in.txt", tmp_path / "out.txt", translate)
-    assert not any("xample" in text for text in sent)
+    assert not any("xample" in text for text in translate.sent)
     out = (tmp_path / "out.txt").read_text()
     assert out == "T:READ https://example.org/Docs_(v2) T:OR MAIL Ann.Lee@example.com, T:THEN VISIT www.Example.org.\n"
 

@@ -9,7 +9,7 @@ from openpyxl.worksheet.formula import ArrayFormula
 
 from app.documents import translate_document
 
-from document_fakes import upper_keeping_tags
+from document_fakes import Recording, upper_keeping_tags
 
 FORMULA = re.compile(rb"<f\b[^>]*/>|<f\b[^>]*>.*?</f>", re.DOTALL)
 SHARED = (
@@ -42,11 +42,7 @@ def make_workbook(path):
 
 
 def test_formulas_are_identical_and_only_string_cells_are_translated(tmp_path):
-    sent = []
-
-    def translate(texts):
-        sent.extend(texts)
-        return upper_keeping_tags(texts)
+    translate = Recording(upper_keeping_tags)
 
     make_workbook(tmp_path / "in.xlsx")
     translate_document(tmp_path / "in.xlsx", tmp_path / "out.xlsx", translate)
@@ -55,7 +51,7 @@ def test_formulas_are_identical_and_only_string_cells_are_translated(tmp_path):
     assert len(FORMULA.findall(before)) == 5
     assert FORMULA.findall(after) == FORMULA.findall(before)
     assert cached_values(after) == cached_values(before)
-    assert sent == ["Hello world"]
+    assert translate.sent == ["Hello world"]
     sheet = openpyxl.load_workbook(tmp_path / "out.xlsx").active
     assert sheet["A1"].value == "T:HELLO WORLD"
     assert isinstance(sheet["A3"].value, ArrayFormula) and sheet["A3"].value.ref == "A3:A4"

@@ -94,3 +94,19 @@ def lora_translator(tiny_checkpoint, peft_adapters):
     from engine.translator import Translator
 
     return Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=peft_adapters[0])
+
+
+@pytest.fixture
+def gpu_profile(monkeypatch):
+    """gpu_profile(name): the GPU of that profile (kernels/gpu_profile.py) as DRAGOMAN_GPU_PROFILE
+    emulates one, with the per-process cache emptied; no GPU is asked. Gives the device to plan for."""
+    from kernels import gpu_profile as profile
+
+    monkeypatch.setattr(profile, "_profiles", {})
+
+    def name(value):
+        monkeypatch.setenv(profile.PROFILE_VARIABLE, value)
+        profile._profiles.clear()  # read once per process otherwise
+        return torch.device("cuda", 0)
+
+    return name

@@ -70,30 +70,15 @@ def test_copy_many_to_device_gives_the_views_to_device_many_gives_in_one_buffer(
         copy_many_to_device(buffer, [list(range(17))])
 
 
-@pytest.fixture
-def emulated(monkeypatch):
-    """A GPU of the named profile (kernels/gpu_profile.py), as DRAGOMAN_GPU_PROFILE emulates one: no GPU is asked."""
-    from kernels import gpu_profile as profile
-
-    monkeypatch.setattr(profile, "_profiles", {})
-
-    def name(value):
-        monkeypatch.setenv(profile.PROFILE_VARIABLE, value)
-        profile._profiles.clear()  # read once per process otherwise
-        return torch.device("cuda", 0)
-
-    return name
-
-
-def test_automatic_precision_is_bfloat16_from_ampere_on_and_float16_on_turing(emulated):
+def test_automatic_precision_is_bfloat16_from_ampere_on_and_float16_on_turing(gpu_profile):
     for name in ("sm_80", "sm_86", "sm_89", "sm_90"):
-        assert resolve_dtype("auto", emulated(name)) == torch.bfloat16
-    assert resolve_dtype("auto", emulated("sm_75")) == torch.float16
+        assert resolve_dtype("auto", gpu_profile(name)) == torch.bfloat16
+    assert resolve_dtype("auto", gpu_profile("sm_75")) == torch.float16
 
 
-def test_bfloat16_is_refused_on_turing_with_the_reason(emulated):
-    gpu = emulated("sm_75")
+def test_bfloat16_is_refused_on_turing_with_the_reason(gpu_profile):
+    gpu = gpu_profile("sm_75")
     with pytest.raises(DeviceError, match=r"bfloat16 needs a GPU of compute capability 8.0 or later \(this one is 7.5\)"):
         resolve_dtype("bfloat16", gpu)
     assert resolve_dtype("float16", gpu) == torch.float16
-    assert resolve_dtype("bfloat16", emulated("sm_86")) == torch.bfloat16
+    assert resolve_dtype("bfloat16", gpu_profile("sm_86")) == torch.bfloat16

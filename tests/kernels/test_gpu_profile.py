@@ -14,31 +14,19 @@ LAYERS = [(1024, 1024), (1024, 3072), (1024, 4096), (4096, 1024), (8192, 1024), 
 ROWS = [1, 4, 16, 17, 48, 64]
 
 
-@pytest.fixture
-def named(monkeypatch):
-    """Name a profile in DRAGOMAN_GPU_PROFILE, as the GPU tests do, with the per-device cache emptied."""
-    monkeypatch.setattr(profile, "_profiles", {})
-
-    def name(value):
-        monkeypatch.setenv(profile.PROFILE_VARIABLE, value)
-        profile._profiles.clear()  # read once per process otherwise
-
-    return name
-
-
-def test_a_named_profile_stands_for_the_gpu_and_for_the_interpreter(named):
-    named("sm_86")
+def test_a_named_profile_stands_for_the_gpu_and_for_the_interpreter(gpu_profile):
+    gpu_profile("sm_86")
     assert device_profile(0) == PROFILES["sm_86"]  # read from the variable, without asking the GPU
     assert profile_of(torch.zeros(1)) == PROFILES["sm_86"]
 
 
-def test_without_a_name_the_interpreter_plans_as_the_h200(named):
-    named("")
+def test_without_a_name_the_interpreter_plans_as_the_h200(gpu_profile):
+    gpu_profile("")
     assert profile_of(torch.zeros(1)) == PROFILES["sm_90"]
 
 
-def test_an_unknown_profile_is_refused_with_the_known_names(named):
-    named("sm_61")
+def test_an_unknown_profile_is_refused_with_the_known_names(gpu_profile):
+    gpu_profile("sm_61")
     with pytest.raises(ValueError, match="DRAGOMAN_GPU_PROFILE='sm_61': expected one of sm_75, sm_80"):
         device_profile(0)
 
@@ -86,8 +74,8 @@ def test_fewer_multiprocessors_split_less():
 
 
 @pytest.mark.parametrize("name", ["sm_75", "sm_86"])
-def test_the_smaller_plans_compute_the_same_function(name, named, check_error):
-    named(name)
+def test_the_smaller_plans_compute_the_same_function(name, gpu_profile, check_error):
+    gpu_profile(name)
     g = torch.Generator().manual_seed(0)
     for M, K, N in [(48, 1024, 2048), (4, 1024, 64)]:
         x = torch.randn(M, K, generator=g).half()

@@ -167,12 +167,15 @@ class ConstrainedBeamSearch:
         total = self.constraints.total
         self.greedy = options.num_beams == 1
         self.width = min(total + 1, GREEDY_WIDTH) if self.greedy else options.num_beams
+        # The positions constraint tokens may take: a forced last token takes the last one.
+        self.last_free = options.length - (options.forced_eos_id is not None)
         met = self.constraints.start(prefix)
-        room = options.length - len(prefix)
+        room = self.last_free - len(prefix)
         need = self.constraints.needed(met)
         if need > room:
             raise OptionsError("constraints", f"need up to {need} tokens, but max_length {options.length} leaves {room}"
-                                              " after the decoder prefix")
+                                              " after the decoder prefix" + (" and before the forced end"
+                                                                             if options.forced_eos_id is not None else ""))
         n = options.no_repeat_ngram_size
         for sequence in self.constraints.sequences:
             grams = [sequence[i : i + n] for i in range(len(sequence) - n + 1)] if n else []
@@ -202,12 +205,14 @@ class ConstrainedBeamSearch:
 
     def _allowed(self, scores: torch.Tensor) -> None:
         """Sets to -inf, in place, each token after which the constraints no longer fit."""
-        room = self.options.length - (self.cur_len + 1)
+        room = max(self.last_free - (self.cur_len + 1), 0)  # 0 at the forced token's own step
         cs = self.constraints
         for row, beam in enumerate(self.beams):
             reset = tuple(m if m == n else 0 for m, n in zip(beam.met, cs.lengths))  # after a token of no constraint
             if cs.needed(reset) > 0:
                 scores[row, self.eos_id] = -torch.inf  # `</s>` leaves no room at all
+                if self.options.forced_eos_id is not None:
+                    scores[row, self.options.forced_eos_id] = -torch.inf
             if cs.needed(reset) > room:
                 keep = [t for t in sorted(cs.tokens) if cs.needed(cs.after(beam.met, t)) <= room]
                 kept = scores[row, keep].clone()

@@ -87,8 +87,6 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_every_constraint_appears_in_every_hypothesis_it_gives(case, options):
     constraints = CASES[case]
-    if options.forced_eos_id is not None and case == "several":
-        constraints = constraints[:2]  # 6 tokens do not fit with a forced `</s>` in 8 positions
     if options.no_repeat_ngram_size == 3 and case == "periodic":
         with pytest.raises(OptionsError, match=r"constraints \[8, 9, 8, 9, 8\] repeats a 3-gram, which no_repeat"):
             ConstrainedBeamSearch(PREFIX, options, EOS, constraints)
@@ -111,6 +109,18 @@ def test_constraints_that_fill_every_position_left_are_met_exactly():
     assert sorted(t[len(PREFIX) :] for _, t in search.finished)[0] in ([11, 12, 13, 14, 15], [13, 14, 15, 11, 12])
     for _, tokens in search.finished:
         assert all(appears(c, tokens) for c in constraints)
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_a_forced_end_token_leaves_the_constraints_one_position_less(num_beams):
+    options = DecodingOptions(num_beams=num_beams, max_length=len(PREFIX) + 6, forced_eos_id=EOS)
+    constraints = [[39, 38], [37, 36, 35]]  # tokens the toy model does not favour, which it would put off
+    search = run(ConstrainedBeamSearch(PREFIX, options, EOS, constraints), constrained_step, TOY, EOS)
+    assert search.finished
+    for _, tokens in search.finished:
+        assert tokens[-1] == EOS and all(appears(c, tokens) for c in constraints)
+    with pytest.raises(OptionsError, match="need up to 5 tokens, but max_length 7 leaves 4 after the decoder prefix"):
+        ConstrainedBeamSearch(PREFIX, options.with_changes(max_length=7), EOS, constraints)
 
 
 def test_hypotheses_meeting_constraints_keep_beam_places_beside_better_scored_ones():

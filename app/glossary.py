@@ -5,12 +5,13 @@ Files (at most `MAX_FILE_BYTES`, UTF-8 with or without BOM, or UTF-16/32 with a 
 - CSV or TSV: one entry a row, `source,target`, then optionally `source_lang,target_lang`
   (FLORES-200 codes, `eng_Latn`, or ISO 639-1, `en`). The separator is a tab for `.tsv` files and
   otherwise the first of tab, comma and semicolon that the first row holds. An optional header row
-  either names the columns (`source`, `target`, `source_lang`, `target_lang`, in any order) or
-  gives the two languages of the whole file (`eng_Latn,fra_Latn`). Entries without languages apply
+  either names the columns (`source`, `target`, optionally `source_lang`, `target_lang`, in any
+  order; other columns such as notes are read past) or gives the two languages of the whole file
+  (`eng_Latn,fra_Latn`). Entries without languages apply
   to every pair. Quoted cells as spreadsheets write them; blank rows are skipped.
 - TBX (TBX-Basic and TBX v3, `martif` or `tbx`): each `termEntry` / `conceptEntry` gives, for every
   two of its languages (`xml:lang`, BCP 47: `en`, `zh-Hant`), its terms in one as sources of its
-  first term in the other. Parsed with the documents' hardened XML parser: no entities, no DTD,
+  first term in the other that is not deprecated, superseded or obsolete (`administrativeStatus`). Parsed with the documents' hardened XML parser: no entities, no DTD,
   no network, libxml2's depth limit. Languages NLLB does not have are skipped.
 
 Bad input is refused in one line naming the file and, where there is one, the line
@@ -175,8 +176,8 @@ def _read_table(text: str, delimiter: str | None) -> list[Entry]:
         if not header_seen:
             header_seen = True
             names = tuple(c.casefold().replace(" ", "_") for c in cells)
-            if set(names) <= set(COLUMNS) and {"source", "target"} <= set(names) and len(set(names)) == len(names):
-                columns = names
+            if {"source", "target"} <= set(names) and all(names.count(c) <= 1 for c in COLUMNS):
+                columns = names  # other columns (notes, part of speech) are read past
                 continue
             if len(cells) == 2 and all(_names_language(c) for c in cells):
                 languages = (language_code(cells[0]), language_code(cells[1]))
@@ -228,15 +229,28 @@ def _read_tbx(data: bytes) -> list[Entry]:
                 continue
             for term in section.iter():
                 if _local(term) == "term":
-                    terms.setdefault(code, []).append(_term("".join(term.itertext()), term.sourceline or line, "TBX"))
+                    text = _term("".join(term.itertext()), term.sourceline or line, "TBX")
+                    terms.setdefault(code, []).append((text, _deprecated(term)))
         for source_lang, sources in terms.items():
             for target_lang, targets in terms.items():
-                if source_lang == target_lang:
+                usable = [t for t, deprecated in targets if not deprecated]
+                if source_lang == target_lang or not usable:
                     continue
-                for source in sources:
-                    entries.append(Entry(source, targets[0], source_lang, target_lang, concept.sourceline or 0))
+                for source, _ in sources:
+                    entries.append(Entry(source, usable[0], source_lang, target_lang, concept.sourceline or 0))
                     _count(entries, concept.sourceline or 0)
     return entries
+
+
+def _deprecated(term) -> bool:
+    """Whether a term's administrative status says not to use it (it still names the concept in a source)."""
+    group = term.getparent()  # tig, termGrp (inside ntig) or termSec
+    groups = [group] + ([group.getparent()] if _local(group) == "termGrp" else [])
+    return any(
+        _local(note) == "termNote" and note.get("type") == "administrativeStatus"
+        and any(word in (note.text or "").lower() for word in ("deprecated", "superseded", "obsolete"))
+        for g in groups for note in g.iter()
+    )
 
 
 @dataclass(frozen=True)

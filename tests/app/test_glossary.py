@@ -53,6 +53,14 @@ def test_a_header_names_the_columns_in_any_order_and_languages_are_resolved(tmp_
     ]
 
 
+def test_columns_a_header_does_not_know_are_read_past(tmp_path):
+    path = write(tmp_path, "g.csv", "Source,Notes,Target\ncat,animal,chat\ndog\n")
+    with pytest.raises(GlossaryError, match="g.csv: line 3: the target term is empty"):
+        read_glossary(path)
+    path = write(tmp_path, "g.csv", "Source,Notes,Target\ncat,animal,chat\n")
+    assert pairs(read_glossary(path)) == [("cat", "chat", None, None, 2)]
+
+
 def test_a_header_of_two_languages_gives_every_entry_its_pair(tmp_path):
     path = write(tmp_path, "g.csv", "eng_Latn;fra_Latn\ncat;chat\nsmall cat;petit chat\n")
     glossary = read_glossary(path)
@@ -128,6 +136,8 @@ TBX_BASIC = """<?xml version="1.0" encoding="UTF-8"?>
     <termEntry id="c1">
       <descrip type="subjectField">animals</descrip>
       <langSet xml:lang="en"><tig><term>cat</term></tig><tig><term>house cat</term></tig></langSet>
+      <langSet xml:lang="de"><ntig><termGrp><term>Hauskatze</term></termGrp>
+        <termNote type="administrativeStatus">deprecatedTerm-admn-sts</termNote></ntig></langSet>
       <langSet xml:lang="fr"><tig><term>chat</term><termNote type="partOfSpeech">noun</termNote></tig></langSet>
       <langSet xml:lang="tlh"><tig><term>vIghro'</term></tig></langSet>
     </termEntry>
@@ -160,8 +170,10 @@ def test_tbx_basic_gives_each_pair_of_a_concepts_languages(tmp_path, encoding):
     assert ("cat", "chat", "eng_Latn", "fra_Latn", 5) in entries
     assert ("house cat", "chat", "eng_Latn", "fra_Latn", 5) in entries
     assert ("chat", "cat", "fra_Latn", "eng_Latn", 5) in entries  # the first English term
-    assert ("computer", "電腦", "eng_Latn", "zho_Hant", 11) in entries
-    assert len(entries) == 3 + 2  # Klingon is not an NLLB language
+    assert ("computer", "電腦", "eng_Latn", "zho_Hant", 13) in entries
+    assert ("Hauskatze", "cat", "deu_Latn", "eng_Latn", 5) in entries  # deprecated: a source, never a target
+    assert not any(target == "Hauskatze" for _, target, *_ in entries)
+    assert len(entries) == 3 + 2 + 2  # Klingon is not an NLLB language
     assert glossary.matcher("eng_Latn", "fra_Latn").targets("My house cat and your cat.") == ["chat"]
 
 

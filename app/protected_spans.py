@@ -173,7 +173,8 @@ def _email(text: str, i: int) -> int | None:
     if j >= len(text) or text[j] != "@" or j - i > MAX_LOCAL_PART or text[j - 1] == "." or ".." in text[i:j]:
         return None
     start = k = j + 1
-    while k < len(text) and k - start <= MAX_DOMAIN and (_address_letter(text[k]) and text[k] != "_" or text[k] in ".-"):
+    while k < len(text) and k - start <= MAX_DOMAIN and (
+            _address_letter(text[k]) and text[k] != "_" or text[k] in ".-"):
         k += 1
     while k > start and text[k - 1] in ".-":
         k -= 1

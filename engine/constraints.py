@@ -21,10 +21,13 @@ device search maps it onto tensors:
 - Constraints are checked when the search starts: empty ones, ids that are not token ids, `</s>`
   and more than `MAX_CONSTRAINTS` are refused, and so are constraints that could not all fit before
   max_length (counted without overlaps, which the search may still use) and one that repeats an
-  n-gram no_repeat_ngram_size forbids. The score processors could still ban, for every hypothesis,
-  what the constraints need (an n-gram written before); then nothing finishes and `best()` is the
-  best hypothesis left, without them. A constraint that another
-  holds (a duplicate, one that is the start of another) is met with it and is dropped.
+  n-gram no_repeat_ngram_size forbids. A constraint that another holds (a duplicate, one that is
+  the start of another) is met with it and is dropped. The score processors could still ban, for
+  every hypothesis, what the constraints need (an n-gram written before): then nothing finishes and
+  `best()` is the best hypothesis left, without them.
+
+On the device the met counts are a (rows, constraints) integer tensor, a bank its row sum, and each
+automaton a table of (met count, token of the constraint) -> met count (any other token -> 0).
 
 Without constraints every candidate is in the one bank and each step is BeamSearch's, token for
 token (and so HF's `generate`). Greedy (num_beams=1) with constraints keeps one hypothesis per bank,
@@ -55,7 +58,8 @@ class Constraints:
         checked: list[tuple[int, ...]] = []
         for number, sequence in enumerate(sequences, 1):
             if not isinstance(sequence, (list, tuple)) or not sequence:
-                raise OptionsError("constraints", f"#{number} must be a non-empty sequence of token ids, not {sequence!r}")
+                raise OptionsError("constraints",
+                                   f"#{number} must be a non-empty sequence of token ids, not {sequence!r}")
             for token in sequence:
                 check_int(f"constraint #{number}'s token", token, 0, 2**31 - 1)
                 if token == eos_id:
@@ -124,7 +128,9 @@ def _automaton(sequence: tuple[int, ...]) -> list[dict[int, int]]:
     return table
 
 
-def search_scores(logits: torch.Tensor, histories: list[list[int]], options: DecodingOptions, eos_id: int) -> torch.Tensor:
+def search_scores(
+    logits: torch.Tensor, histories: list[list[int]], options: DecodingOptions, eos_id: int
+) -> torch.Tensor:
     """The log-probabilities (R, V) a search step ranks, from the raw float32 logits of its live rows:
     HF's beam search processes log-probabilities, its greedy search raw logits (normalised here
     afterwards, which keeps each row's argmax, so that rows of different banks compare)."""
@@ -173,9 +179,9 @@ class ConstrainedBeamSearch:
         room = self.last_free - len(prefix)
         need = self.constraints.needed(met)
         if need > room:
+            before_end = " and before the forced end" if options.forced_eos_id is not None else ""
             raise OptionsError("constraints", f"need up to {need} tokens, but max_length {options.length} leaves {room}"
-                                              " after the decoder prefix" + (" and before the forced end"
-                                                                             if options.forced_eos_id is not None else ""))
+                                              f" after the decoder prefix{before_end}")
         n = options.no_repeat_ngram_size
         for sequence in self.constraints.sequences:
             grams = [sequence[i : i + n] for i in range(len(sequence) - n + 1)] if n else []
@@ -237,7 +243,8 @@ class ConstrainedBeamSearch:
         # as a flat topk does), then each row's best token and its constraints' next tokens.
         k = 2 * width
         top_scores, top_tokens = scores.topk(min(k, scores.shape[1]), dim=-1)
-        pool = [(s, r, t) for r in range(len(self.beams)) for s, t in zip(top_scores[r].tolist(), top_tokens[r].tolist())]
+        pool = [(s, r, t) for r in range(len(self.beams))
+                for s, t in zip(top_scores[r].tolist(), top_tokens[r].tolist())]
         pool.sort(key=lambda c: -c[0])
         pool = pool[:k]
         if cs.total:

@@ -123,6 +123,15 @@ def test_a_forced_end_token_leaves_the_constraints_one_position_less(num_beams):
         ConstrainedBeamSearch(PREFIX, options.with_changes(max_length=7), EOS, constraints)
 
 
+def test_a_constraint_the_processors_ban_everywhere_ends_the_search_with_nothing_finished():
+    # "5 6" is in the prefix, so no_repeat_ngram_size=2 bans 6 after every 5: [5, 6, 9] cannot be written.
+    prefix = [2, 5, 6, 7]
+    options = DecodingOptions(num_beams=3, max_length=14, no_repeat_ngram_size=2)
+    search = run(ConstrainedBeamSearch(prefix, options, EOS, [[5, 6, 9]]), constrained_step, TOY, EOS)
+    assert search.done and search.finished == []
+    assert search.best()[: len(prefix)] == prefix and search.alternatives(3) == []
+
+
 def test_hypotheses_meeting_constraints_keep_beam_places_beside_better_scored_ones():
     options = DecodingOptions(num_beams=4, max_length=20)
     scores = search_scores(TOY([PREFIX]), [PREFIX], options, EOS)

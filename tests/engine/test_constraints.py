@@ -215,6 +215,9 @@ def test_without_constraints_it_gives_what_generate_gives(hf_model, hf_tokenizer
         assert ours.best() == expected, text
         if options.num_beams > 1:
             assert run(BeamSearch(prefix, options, EOS), beam_step, logits_of, EOS).best() == expected, text
+            n = options.num_beams
+            assert ours.alternatives(n) == hf_generate(hf_model, hf_tokenizer, text, "eng_Latn", "fra_Latn",
+                                                       num_return_sequences=n, **hf_options), text
 
 
 @pytest.mark.parametrize("num_beams", [1, 4])

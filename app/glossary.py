@@ -45,6 +45,7 @@ MAX_TERM_CHARS = 100
 MAX_TBX_MARKUP = 1_000_000  # ~20 a TBX entry of two languages; lxml holds 100-200 bytes for each
 COLUMNS = ("source", "target", "source_lang", "target_lang")
 TBX_SUFFIXES = (".tbx", ".xml")
+XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 _TRADITIONAL_CHINESE = {"hant", "tw", "hk", "mo"}
 
 
@@ -199,9 +200,6 @@ def _read_table(text: str, delimiter: str | None) -> list[Entry]:
 def _local(element) -> str:
     tag = element.tag
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-
-
-XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 
 
 def _read_tbx(data: bytes) -> list[Entry]:

@@ -5,7 +5,6 @@ gives, and without constraints it is BeamSearch and greedy search step for step,
 import random
 
 import pytest
-import torch
 from reference_search import (
     beam_step,
     constrained_step,

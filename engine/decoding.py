@@ -197,6 +197,12 @@ class BeamSearch:
             return self.finished[0][1]
         return self.beams[0].tokens
 
+    def alternatives(self, n: int) -> list[list[int]]:
+        """Up to `n` finished hypotheses, best first: HF's `num_return_sequences=n`, which may not
+        exceed num_beams."""
+        check_int("alternatives", n, 1, self.options.num_beams)
+        return [tokens for _, tokens in self.finished[:n]]
+
     def candidates_per_row(self) -> int:
         return 2 * self.options.num_beams
 

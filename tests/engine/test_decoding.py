@@ -1,9 +1,11 @@
-"""The score processors against Hugging Face's own LogitsProcessors on random scores."""
+"""The score processors against Hugging Face's own LogitsProcessors on random scores, and beam
+search's alternatives against `generate(num_return_sequences=N)` on the tiny checkpoint."""
 
 import math
 
 import pytest
 import torch
+from reference_search import beam_step, hf_generate, model_logits, run
 from transformers.generation.logits_process import (
     ForcedEOSTokenLogitsProcessor,
     MinLengthLogitsProcessor,
@@ -12,7 +14,7 @@ from transformers.generation.logits_process import (
     RepetitionPenaltyLogitsProcessor,
 )
 
-from engine.decoding import MAX_BEAMS, MAX_LENGTH, DecodingOptions, OptionsError, process_scores
+from engine.decoding import MAX_BEAMS, MAX_LENGTH, BeamSearch, DecodingOptions, OptionsError, process_scores
 
 EOS = 2
 
@@ -97,3 +99,29 @@ def test_options_changed_later_are_checked_too():
 def test_the_bounds_are_inclusive():
     DecodingOptions(num_beams=MAX_BEAMS, max_length=MAX_LENGTH, length_penalty=-10, repetition_penalty=100,
                     early_stopping="never", max_new_tokens=MAX_LENGTH - 1, forced_eos_id=0)
+
+
+ALTERNATIVE_OPTIONS = [
+    dict(num_beams=4, max_length=30),
+    dict(num_beams=5, length_penalty=0.5, early_stopping=True, max_length=24),
+    dict(num_beams=3, length_penalty=1.5, early_stopping="never", max_length=20),
+    dict(num_beams=4, no_repeat_ngram_size=2, repetition_penalty=1.3, max_length=24),
+]
+
+
+@pytest.mark.parametrize("hf_options", ALTERNATIVE_OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_alternatives_are_generates_return_sequences(hf_model, hf_tokenizer, hf_options):
+    options = DecodingOptions(**hf_options)
+    prefix = [EOS, hf_tokenizer.convert_tokens_to_ids("fra_Latn")]
+    for text in ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。"]:
+        search = run(BeamSearch(prefix, options, EOS), beam_step, model_logits(hf_model, hf_tokenizer, text, "eng_Latn"), EOS)
+        for n in (1, 2, options.num_beams):
+            expected = hf_generate(hf_model, hf_tokenizer, text, "eng_Latn", "fra_Latn", num_return_sequences=n, **hf_options)
+            assert search.alternatives(n) == expected, (text, n)
+        assert len(set(map(tuple, search.alternatives(options.num_beams)))) == options.num_beams
+
+
+def test_more_alternatives_than_beams_are_refused():
+    search = BeamSearch([EOS, 7], DecodingOptions(num_beams=3), EOS)
+    with pytest.raises(OptionsError, match="alternatives must be an integer from 1 to 3, not 4"):
+        search.alternatives(4)

@@ -1,0 +1,309 @@
+"""Lexically constrained beam search: token sequences that must appear in the output.
+
+A per-sentence reference in the style of engine/decoding.py, with dynamic beam allocation (Post &
+Vilar 2018) and its state laid out as Hu et al. (2019)'s vectorised search keeps it, so that the
+device search maps it onto tensors:
+
+- Per hypothesis, per constraint: how many of the constraint's tokens are met, that is the length
+  of the longest start of the constraint that ends the hypothesis (a small automaton per
+  constraint, as in Knuth-Morris-Pratt: a constraint whose tokens repeat, or one that begins where
+  another ends, is followed exactly), or the constraint's whole length once it has appeared, for
+  good. A hypothesis's bank is the sum: how many constraint tokens it meets, 0 to `total`.
+- Each step's candidates are HF's (the top 2 x width of beam score + log-prob over all rows) and,
+  for every row, its best token and the next token of each constraint it has not met. The running
+  beams are picked round-robin over the banks, the highest bank first (by a candidate's rank within
+  its bank, then its bank), so that hypotheses meeting more constraints keep places beside
+  better-scored ones meeting fewer, and a bank without candidates leaves its places to the others.
+- A hypothesis ends (`</s>`, or max_length) only when it meets every constraint: a token is allowed
+  only while what the constraints still need fits in the decoder positions left after it, so the
+  beam always holds a hypothesis that can still finish. Finished hypotheses are chosen as HF
+  chooses them, among the complete candidates only.
+- Constraints are checked when the search starts: empty ones, ids that are not token ids, `</s>`
+  and more than `MAX_CONSTRAINTS` are refused, and so are constraints that could not all fit before
+  max_length (counted without overlaps, which the search may still use) and one that repeats an
+  n-gram no_repeat_ngram_size forbids. A constraint that another holds (a duplicate, one that is
+  the start of another) is met with it and is dropped. The score processors could still ban, for
+  every hypothesis, what the constraints need (an n-gram written before): then nothing finishes and
+  `best()` is the best hypothesis left, without them.
+
+On the device the met counts are a (rows, constraints) integer tensor, a bank its row sum, and each
+automaton a table of (met count, token of the constraint) -> met count (any other token -> 0).
+
+Without constraints every candidate is in the one bank and each step is BeamSearch's, token for
+token (and so HF's `generate`). Greedy (num_beams=1) with constraints keeps one hypothesis per bank,
+up to `GREEDY_WIDTH` of them, and ends as soon as `</s>` is the best of the complete candidates;
+without constraints that is greedy search itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from engine.decoding import BLOCKED, MAX_LENGTH, DecodingOptions, OptionsError, check_int, process_scores
+
+MAX_CONSTRAINTS = 64
+# Rows a constrained greedy sentence runs at most: as many as a beam-8 search's.
+GREEDY_WIDTH = 8
+
+
+class Constraints:
+    """A sentence's constraints, checked, each compiled to its automaton over met counts."""
+
+    def __init__(self, sequences: list[list[int]], eos_id: int):
+        if not isinstance(sequences, (list, tuple)) or len(sequences) > MAX_CONSTRAINTS:
+            raise OptionsError("constraints", f"must be a list of at most {MAX_CONSTRAINTS} token sequences")
+        checked: list[tuple[int, ...]] = []
+        for number, sequence in enumerate(sequences, 1):
+            if not isinstance(sequence, (list, tuple)) or not sequence:
+                raise OptionsError("constraints",
+                                   f"#{number} must be a non-empty sequence of token ids, not {sequence!r}")
+            for token in sequence:
+                check_int(f"constraint #{number}'s token", token, 0, 2**31 - 1)
+                if token == eos_id:
+                    raise OptionsError("constraints", f"#{number} holds </s> ({eos_id}), which would end the sentence")
+            checked.append(tuple(sequence))
+        if sum(map(len, checked)) > MAX_LENGTH:
+            raise OptionsError("constraints", f"hold more than {MAX_LENGTH} tokens together")
+        # Met whenever another is (held by it, or the same): dropped, the first of equals kept.
+        self.sequences = tuple(
+            s for i, s in enumerate(checked)
+            if not any(_holds(other, s) and (len(other) > len(s) or (other == s and j < i))
+                       for j, other in enumerate(checked) if j != i)
+        )
+        self.lengths = tuple(len(s) for s in self.sequences)
+        self.total = sum(self.lengths)
+        self.tokens = frozenset(t for s in self.sequences for t in s)
+        self.largest_token = max(self.tokens, default=-1)
+        # _next[i][met]: {token: met after it} for the tokens that keep some of constraint i; any other -> 0
+        self._next = [_automaton(s) for s in self.sequences]
+
+    def after(self, met: tuple[int, ...], token: int) -> tuple[int, ...]:
+        return tuple(m if m == n else table[m].get(token, 0) for m, n, table in zip(met, self.lengths, self._next))
+
+    def start(self, tokens: list[int]) -> tuple[int, ...]:
+        met = (0,) * len(self.sequences)
+        for token in tokens:
+            met = self.after(met, token)
+        return met
+
+    def needed(self, met: tuple[int, ...]) -> int:
+        """Tokens that suffice to meet every constraint from here: the most advanced unmet one
+        continued, then each other unmet one written whole."""
+        unmet = [(m, n) for m, n in zip(met, self.lengths) if m < n]
+        return sum(n for _, n in unmet) - max(m for m, _ in unmet) if unmet else 0
+
+    def advancing(self, met: tuple[int, ...]) -> set[int]:
+        """The next token of each constraint not met yet."""
+        return {s[m] for s, m, n in zip(self.sequences, met, self.lengths) if m < n}
+
+    def appear_in(self, tokens: list[int]) -> bool:
+        return all(_holds(tuple(tokens), s) for s in self.sequences)
+
+
+def _holds(tokens: tuple[int, ...], part: tuple[int, ...]) -> bool:
+    n = len(part)
+    return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))
+
+
+def _automaton(sequence: tuple[int, ...]) -> list[dict[int, int]]:
+    """Per met count m < len: the tokens after which the longest start of `sequence` ending the
+    hypothesis is not empty, and its length (Knuth-Morris-Pratt, built from the failure links)."""
+    n = len(sequence)
+    border = [0] * n  # border[j]: the longest proper start of sequence[:j+1] that also ends it
+    k = 0
+    for j in range(1, n):
+        while k and sequence[j] != sequence[k]:
+            k = border[k - 1]
+        if sequence[j] == sequence[k]:
+            k += 1
+        border[j] = k
+    table: list[dict[int, int]] = []
+    for m in range(n):
+        moves = dict(table[border[m - 1]]) if m else {}  # where a mismatch falls back to
+        moves[sequence[m]] = m + 1
+        table.append(moves)
+    return table
+
+
+def search_scores(
+    logits: torch.Tensor, histories: list[list[int]], options: DecodingOptions, eos_id: int
+) -> torch.Tensor:
+    """The log-probabilities (R, V) a search step ranks, from the raw float32 logits of its live rows:
+    HF's beam search processes log-probabilities, its greedy search raw logits (normalised here
+    afterwards, which keeps each row's argmax, so that rows of different banks compare)."""
+    if options.num_beams > 1:
+        return process_scores(F.log_softmax(logits.float(), dim=-1), histories, options, eos_id)
+    return F.log_softmax(process_scores(logits.float().clone(), histories, options, eos_id), dim=-1)
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]
+    score: float  # sum of log-probabilities
+    met: tuple[int, ...]  # per constraint, its tokens met
+    row: int = -1  # the row this hypothesis occupies in the current step
+
+    @property
+    def bank(self) -> int:
+        return sum(self.met)
+
+
+@dataclass
+class Candidate:
+    score: float
+    row: int
+    token: int
+    met: tuple[int, ...]
+    bank: int
+    hit: bool  # ends the hypothesis: `</s>` or max_length
+
+
+class ConstrainedBeamSearch:
+    """Beam search for one sentence whose output must hold every one of `constraints` (token id
+    sequences): BeamSearch's bookkeeping over banks. `advance` takes the live rows' processed
+    log-probabilities (`search_scores`) and answers which rows continue with which token."""
+
+    def __init__(self, prefix: list[int], options: DecodingOptions, eos_id: int, constraints: list[list[int]]):
+        self.constraints = Constraints(constraints, eos_id)
+        self.options = options
+        self.eos_id = eos_id
+        total = self.constraints.total
+        self.greedy = options.num_beams == 1
+        self.width = min(total + 1, GREEDY_WIDTH) if self.greedy else options.num_beams
+        # The positions constraint tokens may take: a forced last token takes the last one.
+        self.last_free = options.length - (options.forced_eos_id is not None)
+        met = self.constraints.start(prefix)
+        room = self.last_free - len(prefix)
+        need = self.constraints.needed(met)
+        if need > room:
+            before_end = " and before the forced end" if options.forced_eos_id is not None else ""
+            raise OptionsError("constraints", f"need up to {need} tokens, but max_length {options.length} leaves {room}"
+                                              f" after the decoder prefix{before_end}")
+        n = options.no_repeat_ngram_size
+        for sequence in self.constraints.sequences:
+            grams = [sequence[i : i + n] for i in range(len(sequence) - n + 1)] if n else []
+            if len(set(grams)) < len(grams):
+                raise OptionsError("constraints", f"{list(sequence)} repeats a {n}-gram, which no_repeat_ngram_size"
+                                                  f" {n} forbids")
+        self.beams = [Hypothesis(list(prefix), 0.0, met)]
+        self.finished: list[tuple[float, list[int]]] = []  # (normalised score, tokens), best first
+        self.improvable = True  # HF's is_early_stop_heuristic_unsatisfied
+        self.cur_len = len(prefix)
+        self.done = self.cur_len >= options.length
+
+    @property
+    def live(self) -> list[list[int]]:
+        return [b.tokens for b in self.beams]
+
+    def best(self) -> list[int]:
+        """The best finished hypothesis, or while running the best live one."""
+        if self.done and self.finished:
+            return self.finished[0][1]
+        return self.beams[0].tokens
+
+    def alternatives(self, n: int) -> list[list[int]]:
+        """Up to `n` (at most num_beams) finished hypotheses, best first."""
+        check_int("alternatives", n, 1, self.options.num_beams)
+        return [tokens for _, tokens in self.finished[:n]]
+
+    def _allowed(self, scores: torch.Tensor) -> None:
+        """Sets to -inf, in place, each token after which the constraints no longer fit."""
+        room = max(self.last_free - (self.cur_len + 1), 0)  # 0 at the forced token's own step
+        cs = self.constraints
+        for row, beam in enumerate(self.beams):
+            reset = tuple(m if m == n else 0 for m, n in zip(beam.met, cs.lengths))  # after a token of no constraint
+            if cs.needed(reset) > 0:
+                scores[row, self.eos_id] = -torch.inf  # `</s>` leaves no room at all
+                if self.options.forced_eos_id is not None:
+                    scores[row, self.options.forced_eos_id] = -torch.inf
+            if cs.needed(reset) > room:
+                keep = [t for t in sorted(cs.tokens) if cs.needed(cs.after(beam.met, t)) <= room]
+                kept = scores[row, keep].clone()
+                scores[row] = -torch.inf
+                scores[row, keep] = kept
+
+    def advance(self, log_probs: torch.Tensor) -> list[tuple[int, int]]:
+        """One step from the live rows' processed log-probabilities (R, V), R = len(self.beams).
+
+        Returns the surviving hypotheses as (parent row, token), or [] when the sentence is done.
+        """
+        if self.constraints.largest_token >= log_probs.shape[1]:
+            raise OptionsError("constraints", f"hold token {self.constraints.largest_token}, past the vocabulary"
+                                              f" of {log_probs.shape[1]}")
+        options, cs, width = self.options, self.constraints, self.width
+        lp, max_length, cur_len = options.length_penalty, options.length, self.cur_len
+        scores = log_probs.float() + torch.tensor([b.score for b in self.beams])[:, None]
+        if cs.total:
+            self._allowed(scores)
+
+        # HF's candidates: the top 2 x width over all rows (a stable sort keeps row order on ties,
+        # as a flat topk does), then each row's best token and its constraints' next tokens.
+        k = 2 * width
+        top_scores, top_tokens = scores.topk(min(k, scores.shape[1]), dim=-1)
+        pool = [(s, r, t) for r in range(len(self.beams))
+                for s, t in zip(top_scores[r].tolist(), top_tokens[r].tolist())]
+        pool.sort(key=lambda c: -c[0])
+        pool = pool[:k]
+        if cs.total:
+            seen = {(r, t) for _, r, t in pool}
+            for r, beam in enumerate(self.beams):
+                for t in sorted({int(top_tokens[r, 0])} | cs.advancing(beam.met)):
+                    if (r, t) not in seen:
+                        seen.add((r, t))
+                        pool.append((float(scores[r, t]), r, t))
+            pool.sort(key=lambda c: -c[0])
+        candidates = []
+        for s, r, t in pool:
+            if s == -torch.inf:
+                continue  # a token no hypothesis may write (a processor's ban, or the constraints')
+            met = cs.after(self.beams[r].met, t)
+            candidates.append(Candidate(s, r, t, met, sum(met), t == self.eos_id or cur_len + 1 >= max_length))
+
+        # finished hypotheses: only the top num_beams complete candidates may enter (HF's top
+        # num_beams candidates, when there are no constraints), scored with the length penalty
+        capacity = options.num_beams
+        early_stopping = True if self.greedy else options.early_stopping
+        full = len(self.finished) == capacity
+        if self.improvable and not (full and early_stopping is True):
+            complete = [c for c in candidates if c.bank == cs.total][:capacity]
+            for c in complete:
+                if c.hit:
+                    normalised = c.score / ((cur_len + 1 - 1) ** lp)
+                    if normalised > BLOCKED:  # else HF's empty placeholders (-1e9) outrank it
+                        self.finished.append((normalised, self.beams[c.row].tokens + [c.token]))
+            self.finished.sort(key=lambda f: -f[0])
+            del self.finished[capacity:]
+
+        # the running hypotheses: round-robin over the banks, highest first, best first within each
+        rank_in_bank: dict[int, int] = {}
+        order = []
+        for c in candidates:
+            if not c.hit:
+                rank = rank_in_bank[c.bank] = rank_in_bank.get(c.bank, -1) + 1
+                order.append((rank, -c.bank, len(order), c))
+        order.sort(key=lambda o: o[:3])
+        survivors = sorted((o[3] for o in order[:width]), key=lambda c: -c.score)
+        if not survivors:
+            # Nothing to continue: every candidate ended, or the score processors banned every token
+            # the constraints need (then nothing finished, and best() is the best hypothesis left).
+            self.done = True
+            return []
+        self.beams = [Hypothesis(self.beams[c.row].tokens + [c.token], c.score, c.met, c.row) for c in survivors]
+        self.cur_len = cur_len + 1
+
+        # can anything still improve? (HF's heuristic for early_stopping False / "never")
+        if early_stopping == "never" and lp > 0.0:
+            best_length = max_length - 1
+        else:
+            best_length = self.cur_len - 1
+        best_possible = self.beams[0].score / (best_length**lp)
+        worst_finished = self.finished[-1][0] if len(self.finished) == capacity else BLOCKED
+        self.improvable = self.improvable and best_possible > worst_finished
+        all_finished = len(self.finished) == capacity and early_stopping is True
+        self.done = not self.improvable or all_finished
+        if self.done:
+            return []
+        return [(b.row, b.tokens[-1]) for b in self.beams]

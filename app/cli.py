@@ -16,7 +16,7 @@ from app import __version__
 
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
-COMMANDS = ("translate", "adapters")
+COMMANDS = ("translate", "adapters", "memory")
 DOCUMENT_OPTIONS = ("pdf_as", "bilingual")  # the translate options handed to the document formats
 DESCRIPTION = (
     "Offline translation between 200 languages (NLLB-200). With no COMMAND it opens the window, each FILE "
@@ -102,6 +102,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     adapters.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters (default: the app's)")
     adapters.add_argument("--model", metavar="DIR", help="also check the shapes against this model (default: the app's)")
+
+    memory = commands.add_parser(
+        "memory",
+        help="the translation memory: import, export or list it",
+        description="The translation memory: translations reused as they are, before the model is asked. "
+        "Imported TMX translations apply to their languages with every model.",
+    )
+    actions = memory.add_subparsers(dest="action", metavar="ACTION")
+    importing = actions.add_parser("import", help="add the translations of TMX files")
+    importing.add_argument("files", nargs="+", metavar="FILE.tmx")
+    exporting = actions.add_parser("export", help="write the memory as a TMX file")
+    exporting.add_argument("file", metavar="FILE.tmx")
+    exporting.add_argument("--from", dest="src", metavar="LANG", help="only translations from this language")
+    exporting.add_argument("--to", dest="tgt", metavar="LANG", help="only translations into this language")
+    actions.add_parser("list", help="count the translations of each pair of languages (the default)")
     return parser
 
 
@@ -209,16 +224,50 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
                             gpu_memory=gpu_memory)
     options = translator.default_options(**overrides)
 
+    from app.jobs import open_memory, translation_context
     from app.typed_text import TypedText
     from engine import get_language
 
     scripts = get_language(src).script, get_language(tgt).script
-    for chunk in chunks(read_lines(stdin), CHUNK_LINES):
-        text = TypedText(chunk, *scripts, split=not args.no_split)
-        translations = translator.translate(text.sentences, src, tgt, options, adapter=args.adapter)
-        for line in text.lines(translations):
-            stdout.write(line + "\n")
-        stdout.flush()
+    memory = open_memory()
+    context = translation_context(translator, args.adapter or "", src, tgt, options)
+    try:
+        for chunk in chunks(read_lines(stdin), CHUNK_LINES):
+            text = TypedText(chunk, *scripts, split=not args.no_split)
+            found = memory.find(src, tgt, context, text.sentences)
+            missing = [s for s in dict.fromkeys(text.sentences) if s not in found]
+            found.update(zip(missing, translator.translate(missing, src, tgt, options, adapter=args.adapter)))
+            for line in text.lines([found[s] for s in text.sentences]):
+                stdout.write(line + "\n")
+            stdout.flush()
+    finally:
+        memory.close()
+    return 0
+
+
+def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
+    from app.jobs import open_memory
+    from engine import resolve_language
+
+    memory = open_memory()
+    try:
+        if args.action == "import":
+            for name in args.files:
+                report = memory.import_tmx(name)
+                skipped = f" ({report.skipped} in languages NLLB does not have, or empty, skipped)" if report.skipped else ""
+                stdout.write(f"{name}: {report.added} translations imported{skipped}\n")
+        elif args.action == "export":
+            src = resolve_language(args.src) if args.src else None
+            tgt = resolve_language(args.tgt) if args.tgt else None
+            count = memory.export_tmx(args.file, src, tgt)
+            stdout.write(f"{args.file}: {count} translations exported\n")
+        else:
+            pairs = memory.pairs()
+            stdout.write(f"{sum(n for *_, n in pairs)} translations in {memory.path}\n")
+            for src, tgt, n in pairs:
+                stdout.write(f"{src} -> {tgt}  {n}\n")
+    finally:
+        memory.close()
     return 0
 
 
@@ -298,20 +347,22 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
 def run_jobs(jobs: list, refused: list[str], translator) -> int:
     """Each job in turn; a failed one is named on stderr and the others carry on. 1 if any failed
     (or was `refused` before)."""
-    from app.jobs import JobReport, open_cache, run_document_job
+    from app.jobs import JobReport, open_cache, open_memory, run_document_job
 
     failed = list(refused)
-    cache = open_cache()
+    cache, memory = open_cache(), open_memory()
     try:
         for job in jobs:
             bar = ProgressBar(job.source_path.name, sys.stderr)
             report = JobReport()
             try:
-                written = run_document_job(job, translator, cache, progress=bar, report=report)
+                written = run_document_job(job, translator, cache, progress=bar, report=report, memory=memory)
                 bar.end()
-                if report.cached:  # a run stopped before, or a document translated already
-                    print(f"dragoman: {job.source_path}: {report.translated} sentences translated, {report.cached} "
-                          "from the translation cache", file=sys.stderr)
+                if report.cached or report.remembered:  # a run stopped before, a document translated already
+                    kept = [f"{n} from the {where}" for n, where in ((report.remembered, "translation memory"),
+                                                                     (report.cached, "translation cache")) if n]
+                    print(f"dragoman: {job.source_path}: {report.translated} sentences translated, {', '.join(kept)}",
+                          file=sys.stderr)
                 print(written, file=sys.stdout)
             except KeyboardInterrupt:
                 raise
@@ -322,6 +373,7 @@ def run_jobs(jobs: list, refused: list[str], translator) -> int:
                 failed.append(str(job.source_path))
     finally:
         cache.close()
+        memory.close()
     if failed:
         print(f"dragoman: {len(failed)} of {len(jobs) + len(refused)} documents failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -348,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_translate(args, sys.stdin, sys.stdout)
         if args.command == "adapters":
             return run_adapters(args, sys.stdout)
+        if args.command == "memory":
+            return run_memory(args, sys.stdout)
         from app.gui import run_window
 
         return run_window(model=args.model, adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device,

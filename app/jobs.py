@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from app.documents import DocumentError, is_supported, translate_document
+from app.memory import MEMORY_FILE, TranslationMemory
 from app.settings import AppPaths
 from engine import TranslationCache, get_language, model_identity
 
@@ -32,6 +33,17 @@ TRANSLATED_STEM = re.compile(r"\.[a-z]{3}_[A-Z][a-z]{3}$")
 
 def open_cache(paths: AppPaths | None = None) -> TranslationCache:
     return TranslationCache((paths or AppPaths.default()).cache_dir / CACHE_FILE)
+
+
+def open_memory(paths: AppPaths | None = None) -> TranslationMemory:
+    return TranslationMemory((paths or AppPaths.default()).data_dir / MEMORY_FILE)
+
+
+def translation_context(translator, adapter: str, source: str, target: str, options) -> str:
+    """Everything a translation depends on but its text: the model, the adapter's identity (not just
+    its name: replacing its files invalidates what was stored with it), the languages, the options."""
+    return TranslationCache.context(model_identity(translator.model_dir), translator.adapter_identity(adapter),
+                                    source, target, options)
 
 
 @dataclass(frozen=True)
@@ -48,10 +60,12 @@ class DocumentJob:
 
 @dataclass
 class JobReport:
-    """What a document job's sentences came from: `translated` by the engine, `cached` from earlier runs."""
+    """What a document job's sentences came from: `translated` by the engine, `cached` from earlier
+    runs, `remembered` from the translation memory."""
 
     translated: int = 0
     cached: int = 0
+    remembered: int = 0
 
 
 def find_documents(folder: Path) -> list[Path]:
@@ -101,21 +115,25 @@ def distinct_jobs(jobs: list[DocumentJob], taken: Iterable[Path] = ()) -> list[D
 def cached_translate_batch(
     translator, cache: TranslationCache | None, job: DocumentJob, should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None, report: JobReport | None = None,
+    memory: TranslationMemory | None = None,
 ) -> Callable[[list[str]], list[str | None]]:
-    """`translate_batch(texts)` for `translate_document`: the texts the cache holds come from it, the
-    rest from the engine in one call. Translations are stored as they come, every CACHE_SECONDS, and
-    whatever came before a stop (or an error) is stored before the call returns. `progress(done,
-    len(texts))` follows the results, at most every ~0.5%; `report` counts the texts of each kind."""
+    """`translate_batch(texts)` for `translate_document`: the texts the translation memory or the
+    cache holds come from them, the rest from the engine in one call. Translations are stored as
+    they come, every CACHE_SECONDS, and whatever came before a stop (or an error) is stored before
+    the call returns. `progress(done, len(texts))` follows the results, at most every ~0.5%;
+    `report` counts the texts of each kind."""
     options = translator.default_options(**job.options)
-    # The adapter's identity, not just its name: replacing its files invalidates its entries.
-    adapter = translator.adapter_identity(job.adapter)
-    context = TranslationCache.context(model_identity(translator.model_dir), adapter, job.source, job.target, options)
+    context = translation_context(translator, job.adapter, job.source, job.target, options)
 
     def translate_batch(texts: list[str]) -> list[str | None]:
-        found = cache.get_many(context, texts) if cache is not None else {}
+        found = memory.find(job.source, job.target, context, texts) if memory is not None else {}
+        remembered = len(found)
+        if cache is not None:
+            found.update(cache.get_many(context, [t for t in texts if t not in found]))
         missing = [t for t in texts if t not in found]
         if report is not None:
-            report.cached += len(found)
+            report.remembered += remembered
+            report.cached += len(found) - remembered
             report.translated += len(missing)
         unstored: dict[str, str] = {}
         store_by = time.monotonic() + CACHE_SECONDS
@@ -161,6 +179,7 @@ def run_document_job(
     progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     report: JobReport | None = None,
+    memory: TranslationMemory | None = None,
 ) -> Path:
     """Translate `job`'s file. Its distinct sentences go to the engine in one call (batch_sentences
     None), so `cached_translate_batch`'s progress counts the document's: one call keeps a GPU's
@@ -170,7 +189,7 @@ def run_document_job(
     return translate_document(
         job.source_path,
         job.output_path,
-        cached_translate_batch(translator, cache, job, should_stop, progress, report),
+        cached_translate_batch(translator, cache, job, should_stop, progress, report, memory),
         source_script=get_language(job.source).script,
         target_script=get_language(job.target).script,
         progress=progress,

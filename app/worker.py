@@ -29,7 +29,7 @@ from pathlib import Path
 from PySide6.QtCore import QThread, Signal
 
 from app import detect
-from app.jobs import DocumentJob, open_cache, run_document_job
+from app.jobs import DocumentJob, open_cache, open_memory, run_document_job, translation_context
 from app.typed_text import TypedText
 from engine import get_language
 
@@ -65,13 +65,19 @@ class RecentTranslations:
         self.capacity = capacity
         self._found: OrderedDict[tuple, str] = OrderedDict()
 
-    def translate(self, translator, texts, source, target, options, adapter, on_partial, should_stop) -> list:
-        """translator.translate(texts, ...) for typed text, decoding only the texts not seen with the
-        same languages, options and adapter: the others are reported at once through `on_partial`."""
+    def translate(self, translator, texts, source, target, options, adapter, on_partial, should_stop,
+                  known: dict[str, str] | None = None) -> list:
+        """translator.translate(texts, ...) for typed text, decoding only the texts not `known` (from
+        the translation memory) and not seen with the same languages, options and adapter: the
+        others are reported at once through `on_partial`."""
         context = (translator.adapter_identity(adapter), source, target, options)
         results: list[str | None] = [None] * len(texts)
         missing = []
         for i, text in enumerate(texts):
+            if known and text in known:
+                results[i] = known[text]
+                on_partial(i, known[text])
+                continue
             found = self._found.get((context, text))
             if found is None:
                 missing.append(i)
@@ -122,8 +128,9 @@ class EngineWorker(QThread):
         self.setObjectName("dragoman-engine")
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()  # ties in the priority queue: first in, first out
-        self._paths = paths  # AppPaths of the translation cache (None: the default ones)
+        self._paths = paths  # AppPaths of the translation cache and memory (None: the default ones)
         self._cache = None  # the translation cache of document jobs, opened on first use by this thread
+        self._memory = None  # the translation memory, likewise
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._cancelled: set[int] = set()
@@ -182,9 +189,15 @@ class EngineWorker(QThread):
                     self._run_job(*command)
         finally:
             self._unload()
-            if self._cache is not None:
-                self._cache.close()
-                self._cache = None
+            for store in (self._cache, self._memory):
+                if store is not None:
+                    store.close()
+            self._cache = self._memory = None
+
+    def _open_memory(self):
+        if self._memory is None:
+            self._memory = open_memory(self._paths)
+        return self._memory
 
     def _should_stop(self, job_id: int, typed: bool) -> bool:
         with self._lock:
@@ -273,8 +286,10 @@ class EngineWorker(QThread):
                 on_partial(text.line_of[index], text.line(text.line_of[index], current))
 
             if job.typed:
+                context = translation_context(self.translator, job.adapter, source, job.target, options)
+                known = self._open_memory().find(source, job.target, context, text.sentences)
                 results = self._recent.translate(self.translator, text.sentences, source, job.target, options,
-                                                 job.adapter, on_sentence, should_stop)
+                                                 job.adapter, on_sentence, should_stop, known)
             else:
                 results = self.translator.translate(
                     text.sentences, source, job.target, options, priority=1, on_partial=on_sentence,
@@ -315,6 +330,7 @@ class EngineWorker(QThread):
             written = run_document_job(
                 job, translator, self._cache,
                 progress=lambda done, total: self.document_progress.emit(job_id, done, total), should_stop=should_stop,
+                memory=self._open_memory(),
             )
         except Exception as e:  # DocumentError, Cancelled, a file its format library chokes on, out of memory...
             if should_stop():

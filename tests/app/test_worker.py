@@ -301,3 +301,16 @@ def test_typed_lines_are_translated_sentence_by_sentence(qtbot, worker, translat
     assert worker.events.wait(qtbot, "translated", to_chinese)[2] == [
         "".join(expected(translator, ["The cat reads a book.", "The small dog sees the river."], tgt="zho_Hans"))
     ]
+
+
+def test_typed_sentences_in_the_translation_memory_come_from_it(qtbot, worker, translator, paths):
+    from app.jobs import open_memory
+
+    memory = open_memory(paths)
+    memory.add("eng_Latn", "fra_Latn", {"The old town.": "La vieille ville."})
+    memory.close()
+    texts = ["The old town. A short sentence.", "A short sentence."]
+    job_id = worker.submit(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS))
+    _, _, results = worker.events.wait(qtbot, "translated", job_id)
+    [rest] = expected(translator, ["A short sentence."])
+    assert results == ["La vieille ville. " + rest, rest]

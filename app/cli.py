@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="translate a PDF into a PDF with its layout (STEM.<to>.pdf, default) or into text (STEM.<to>.txt)")
     translate.add_argument("--bilingual", action="store_true",
                            help="PDF: each original page followed by its translation (STEM.<to>.bilingual.pdf)")
+    translate.add_argument("--report", metavar="FILE",
+                           help="write the translations that look wrong (a loop, a length out of range, the source "
+                                "given back, another language) to FILE, one JSON object a line")
     translate.add_argument(
         "files", nargs="*", metavar="FILE",
         help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt docx pptx xlsx odt epub pdf)",
@@ -219,11 +222,12 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides)  # a typo costs nothing
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                                 gpu_memory=gpu_memory)
-        return run_jobs(jobs, refused, translator)
+        return run_jobs(jobs, refused, translator, args.report)
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory)
     options = translator.default_options(**overrides)
 
+    from app.confidence import doubts
     from app.jobs import open_memory, translation_context
     from app.typed_text import TypedText
     from engine import get_language
@@ -231,8 +235,9 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     scripts = get_language(src).script, get_language(tgt).script
     memory = open_memory()
     context = translation_context(translator, args.adapter or "", src, tgt, options)
+    doubtful = []
     try:
-        for chunk in chunks(read_lines(stdin), CHUNK_LINES):
+        for index, chunk in enumerate(chunks(read_lines(stdin), CHUNK_LINES)):
             text = TypedText(chunk, *scripts, split=not args.no_split)
             found = memory.find(src, tgt, context, text.sentences)
             missing = [s for s in dict.fromkeys(text.sentences) if s not in found]
@@ -240,9 +245,29 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             for line in text.lines([found[s] for s in text.sentences]):
                 stdout.write(line + "\n")
             stdout.flush()
+            translated = set(missing)  # not those from the memory: a person chose them
+            for sentence, number in zip(text.sentences, text.line_of):
+                if sentence in translated and (reasons := doubts(sentence, found[sentence], src, tgt)):
+                    doubtful.append({"line": index * CHUNK_LINES + number + 1, "source": sentence,
+                                     "translation": found[sentence], "reasons": reasons})
     finally:
         memory.close()
+    report_doubts(args.report, doubtful, "stdin")
     return 0
+
+
+def report_doubts(path: str | None, entries: list[dict], where: str) -> None:
+    """Say how many translations look wrong; write them to `path` (JSON lines) when given."""
+    import json
+
+    from app.documents import write_atomically
+
+    if entries:
+        hint = f": see {path}" if path else " (--report FILE lists them)"
+        print(f"dragoman: {where}: {len(entries)} translation{'s' if len(entries) != 1 else ''} look wrong{hint}",
+              file=sys.stderr)
+    if path:
+        write_atomically(Path(path), "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode())
 
 
 def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
@@ -344,12 +369,13 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
         raise UsageError(str(e)) from None
 
 
-def run_jobs(jobs: list, refused: list[str], translator) -> int:
+def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None = None) -> int:
     """Each job in turn; a failed one is named on stderr and the others carry on. 1 if any failed
-    (or was `refused` before)."""
+    (or was `refused` before). The doubtful translations of all go to `report_path`."""
     from app.jobs import JobReport, open_cache, open_memory, run_document_job
 
     failed = list(refused)
+    doubtful = []
     cache, memory = open_cache(), open_memory()
     try:
         for job in jobs:
@@ -364,6 +390,8 @@ def run_jobs(jobs: list, refused: list[str], translator) -> int:
                     print(f"dragoman: {job.source_path}: {report.translated} sentences translated, {', '.join(kept)}",
                           file=sys.stderr)
                 print(written, file=sys.stdout)
+                doubtful += [{"file": str(job.source_path), "sentence": d.sentence, "source": d.source,
+                              "translation": d.translation, "reasons": list(d.reasons)} for d in report.doubtful]
             except KeyboardInterrupt:
                 raise
             except Exception as e:  # DocumentError, a bad file the format library choked on, out of memory...
@@ -374,6 +402,7 @@ def run_jobs(jobs: list, refused: list[str], translator) -> int:
     finally:
         cache.close()
         memory.close()
+    report_doubts(report_path, doubtful, f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}")
     if failed:
         print(f"dragoman: {len(failed)} of {len(jobs) + len(refused)} documents failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -45,12 +45,18 @@ def flores_code(label: str, text: str = "") -> str | None:
     return code if code in LANGUAGE_CODES else None
 
 
-def detect_language(text: str) -> str | None:
-    """The FLORES-200 code of `text`'s language, or None when unsure or not an NLLB language."""
+def best_guess(text: str) -> tuple[str, float] | None:
+    """The FLORES-200 code of the language `text` most likely is, and the detector's probability of
+    it; None when that language is not one of NLLB's."""
     text = " ".join(text.split())
     if not text:
         return None
     best = _detector().detect(text, k=1)[0]
-    if best["score"] < MIN_SCORE:
-        return None
-    return flores_code(best["lang"], text)
+    code = flores_code(best["lang"], text)
+    return (code, best["score"]) if code else None
+
+
+def detect_language(text: str) -> str | None:
+    """The FLORES-200 code of `text`'s language, or None when unsure or not an NLLB language."""
+    guess = best_guess(text)
+    return guess[0] if guess and guess[1] >= MIN_SCORE else None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
+from app.confidence import doubts
 from app.documents import DocumentError, is_supported, translate_document
 from app.memory import MEMORY_FILE, TranslationMemory
 from app.settings import AppPaths
@@ -61,11 +62,22 @@ class DocumentJob:
 @dataclass
 class JobReport:
     """What a document job's sentences came from: `translated` by the engine, `cached` from earlier
-    runs, `remembered` from the translation memory."""
+    runs, `remembered` from the translation memory; and the `doubtful` ones (app.confidence) of
+    the first two kinds, in the document's order."""
 
     translated: int = 0
     cached: int = 0
     remembered: int = 0
+    doubtful: list[Doubtful] = field(default_factory=list)
+    sentences: int = 0  # the document's distinct sentences seen so far, the number of the next one
+
+
+@dataclass(frozen=True)
+class Doubtful:
+    sentence: int  # the distinct sentence's number in the document, from 1
+    source: str
+    translation: str
+    reasons: tuple[str, ...]
 
 
 def find_documents(folder: Path) -> list[Path]:
@@ -127,13 +139,13 @@ def cached_translate_batch(
 
     def translate_batch(texts: list[str]) -> list[str | None]:
         found = memory.find(job.source, job.target, context, texts) if memory is not None else {}
-        remembered = len(found)
+        remembered = set(found)  # chosen by a person: not doubted
         if cache is not None:
             found.update(cache.get_many(context, [t for t in texts if t not in found]))
         missing = [t for t in texts if t not in found]
         if report is not None:
-            report.remembered += remembered
-            report.cached += len(found) - remembered
+            report.remembered += len(remembered)
+            report.cached += len(found) - len(remembered)
             report.translated += len(missing)
         unstored: dict[str, str] = {}
         store_by = time.monotonic() + CACHE_SECONDS
@@ -167,6 +179,13 @@ def cached_translate_batch(
                         found[text] = unstored[text] = result
             finally:
                 store()
+        if report is not None:
+            for text in texts:
+                report.sentences += 1
+                translation = found.get(text)
+                if translation is not None and text not in remembered:
+                    if reasons := doubts(text, translation, job.source, job.target):
+                        report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons)))
         return [found.get(t) for t in texts]
 
     return translate_batch

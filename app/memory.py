@@ -23,6 +23,7 @@ from pathlib import Path
 
 from lxml import etree
 
+from app.documents import write_atomically
 from app.documents.safety import DocumentError, parse_xml, read_bytes
 from engine import ISO_639_1, LANGUAGE_CODES
 
@@ -204,15 +205,3 @@ class TranslationMemory:
         with self._lock:
             self._db.close()
 
-
-def write_atomically(path: Path, data: bytes) -> None:
-    from app.documents import create_temporary
-
-    tmp = create_temporary(path)
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -42,6 +42,7 @@ from app.documents import output_path
 from app.jobs import DocumentJob
 from app.jobs_panel import DocumentsPanel, FileDrops
 from app.tasks import Task
+from app.translation_view import TranslationView
 from app.worker import EngineWorker, TranslationJob
 from engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
 
@@ -205,6 +206,7 @@ class MainWindow(QMainWindow):
 
         self.worker = EngineWorker(paths=paths)
         self.job_id = 0  # the job whose results the target pane shows
+        self.doubts: dict[int, str] = {}  # its lines that may be wrong, and why (app.confidence)
         self.job_started = 0.0
         self.segments: list[str] = []
         self.detected = ""  # FLORES code found in the current text, when the source is "Detect language"
@@ -229,7 +231,7 @@ class MainWindow(QMainWindow):
         self.source.setPlaceholderText("Type or paste text to translate")
         self.source.setFont(text_font)
         self.source.setTabChangesFocus(True)
-        self.target = QPlainTextEdit(objectName="target", readOnly=True)
+        self.target = TranslationView(objectName="target", readOnly=True)
         self.target.setPlaceholderText("Translation")
         self.target.setFont(text_font)
         self.target.setTabChangesFocus(True)
@@ -334,6 +336,7 @@ class MainWindow(QMainWindow):
         w.detected.connect(self._on_detected)
         w.partial.connect(self._on_partial)
         w.translated.connect(self._on_translated)
+        w.doubted.connect(self._on_doubted)
         w.failed.connect(self._on_failed)
         w.cancelled.connect(self._on_cancelled)
         self.source.textChanged.connect(self._on_text_changed)
@@ -477,6 +480,7 @@ class MainWindow(QMainWindow):
             self.cancel_translation()
             self.segments = []
             self.target.clear()
+            self.target.set_doubts({})
             self.detected = ""
             self._show_detected()
 
@@ -551,12 +555,17 @@ class MainWindow(QMainWindow):
             self.segments[index] = text
             self._show_target("\n".join(self.segments), streaming=True)
 
+    def _on_doubted(self, job_id: int, doubts: dict) -> None:
+        if job_id == self.job_id:
+            self.doubts = doubts
+
     def _on_translated(self, job_id: int, texts: list) -> None:
         if job_id != self.job_id:
             return
         self.job_id = 0
         self.segments = list(texts)
         self._show_target("\n".join(texts), streaming=False)
+        self.target.set_doubts(self.doubts)
         self._idle()
         lines = sum(1 for t in texts if t)
         self.statusBar().showMessage(
@@ -588,6 +597,9 @@ class MainWindow(QMainWindow):
             self.target.style().polish(self.target)
         if self.target.toPlainText() != text:
             self.target.setPlainText(text)
+        if streaming:  # the marks of the last translation no longer apply
+            self.doubts = {}
+            self.target.set_doubts({})
 
     # -- languages and the rest ----------------------------------------------------------------------
 

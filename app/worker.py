@@ -29,6 +29,7 @@ from pathlib import Path
 from PySide6.QtCore import QThread, Signal
 
 from app import detect
+from app.confidence import doubts
 from app.jobs import DocumentJob, open_cache, open_memory, run_document_job, translation_context
 from app.typed_text import TypedText
 from engine import get_language
@@ -117,6 +118,7 @@ class EngineWorker(QThread):
     detected = Signal(int, str)  # job id, detected FLORES-200 code ("" when unsure)
     partial = Signal(int, int, str)  # job id, segment index, current best hypothesis of that segment
     translated = Signal(int, list)  # job id, one translation per segment (the final texts)
+    doubted = Signal(int, object)  # job id, {segment index: why its translation may be wrong}, before `translated`
     failed = Signal(int, str)  # job id, error message
     cancelled = Signal(int)  # job id: cancelled, superseded, or dropped at quit
     document_progress = Signal(int, int, int)  # job id, sentences done, total
@@ -285,6 +287,7 @@ class EngineWorker(QThread):
                 current[index] = translation
                 on_partial(text.line_of[index], text.line(text.line_of[index], current))
 
+            known: dict[str, str] = {}
             if job.typed:
                 context = translation_context(self.translator, job.adapter, source, job.target, options)
                 known = self._open_memory().find(source, job.target, context, text.sentences)
@@ -300,8 +303,13 @@ class EngineWorker(QThread):
             return
         if any(r is None for r in results) or should_stop():
             self.cancelled.emit(job_id)
-        else:
-            self.translated.emit(job_id, text.lines(results))
+            return
+        reasons: dict[int, list[str]] = {}
+        for index, (sentence, result) in enumerate(zip(text.sentences, results)):
+            if sentence not in known:  # a person chose those
+                reasons.setdefault(text.line_of[index], []).extend(doubts(sentence, result, source, job.target))
+        self.doubted.emit(job_id, {line: "; ".join(dict.fromkeys(r)) for line, r in reasons.items() if r})
+        self.translated.emit(job_id, text.lines(results))
 
     def _typed_waiting(self) -> bool:
         """Is a typed job next in the queue (not a model load, not quitting)?"""

@@ -122,6 +122,18 @@ def create_temporary(out_path: Path) -> Path:
             continue
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """`data` as the file `path`, complete or not at all (a temporary beside it, renamed)."""
+    tmp = create_temporary(path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def remove_stale_temporaries(out_path: Path) -> None:
     """Remove what a killed run left for `out_path`: temporary files of ours whose process is gone.
     Files of other names, and those of a running process (another translation of the same file), stay."""

@@ -314,3 +314,26 @@ def test_typed_sentences_in_the_translation_memory_come_from_it(qtbot, worker, t
     _, _, results = worker.events.wait(qtbot, "translated", job_id)
     [rest] = expected(translator, ["A short sentence."])
     assert results == ["La vieille ville. " + rest, rest]
+
+
+def test_typed_lines_that_may_be_wrong_are_said_before_the_translation(qtbot, worker, translator):
+    """The random model's gibberish looks wrong in places: the worker's reasons are app.confidence's
+    for each line's sentences, given before the translation, and a line with none is not named."""
+    from app.confidence import doubts
+
+    texts = ["The quick brown fox jumps over the lazy dog. We went to the market early.", "",
+             "A sentence that is long enough to be judged."]
+    job_id = worker.submit(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS))
+    _, _, results = worker.events.wait(qtbot, "translated", job_id)
+    said = worker.events.find("doubted", job_id)
+    sentences = [["The quick brown fox jumps over the lazy dog.", "We went to the market early."], [],
+                 ["A sentence that is long enough to be judged."]]
+    wanted = {}
+    for line, line_sentences in enumerate(sentences):
+        translations = expected(translator, line_sentences) if line_sentences else []
+        reasons = [r for s, t in zip(line_sentences, translations) for r in doubts(s, t, "eng_Latn", "fra_Latn")]
+        if reasons:
+            wanted[line] = "; ".join(dict.fromkeys(reasons))
+    assert said[2] == wanted and wanted
+    kinds = worker.events.kinds(job_id)
+    assert kinds.index("doubted") < kinds.index("translated")

@@ -17,10 +17,7 @@ import torch
 import kernels
 from engine.device import to_device
 from engine.packing import packed_positions
-
-
-class OutOfBlocks(RuntimeError):
-    """The pool has no free block left; the scheduler admits work by `num_free_blocks` to avoid this."""
+from engine.scheduler import OutOfBlocks
 
 
 @dataclass

@@ -47,16 +47,13 @@ class PagedKVCache:
         self.reserved = 0  # blocks taken for good (scratch), not counted as capacity
         self.free_blocks = list(range(num_blocks - 1, -1, -1))  # pop() hands out low ids first
 
-    # -- the contract's gauges ---------------------------------------------------------------------
+    # -- gauges ------------------------------------------------------------------------------------
 
     def num_free_blocks(self) -> int:
         return len(self.free_blocks)
 
     def num_total_blocks(self) -> int:
         return self.num_blocks - self.reserved
-
-    def kv_block_size(self) -> int:
-        return self.block_size
 
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)

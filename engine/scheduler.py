@@ -137,6 +137,11 @@ class Scheduler:
         self.rows_taken = 0  # by the running sentences
         self._admissions = itertools.count()
 
+    def start(self, requests: list[Request]) -> None:
+        """A run begins: these requests wait, by priority (in their order within one), and nothing runs."""
+        assert not self.running, "a run that ended early has its sentences stopped (`stop`)"
+        self.waiting = deque(sorted(requests, key=lambda r: r.priority))
+
     def add(self, request: Request) -> None:
         """Queue `request` behind the waiting requests of its priority or a more urgent one, ahead of
         the others: typed text fed while a document waits goes first."""

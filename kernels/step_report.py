@@ -1,8 +1,8 @@
 """What the host reads after a decode step, stored by the step itself into pinned host memory.
 
-`step_report(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host,
-every)`, over the rows' state of engine/rows.py right after a step's search, for S sentences of B
-rows each (rows (S, B)). Meaning, as a plain loop:
+`step_report(done, rows, state, report, every)`, over the rows' state `state` (kernels.RowState,
+engine/rows.py) right after a step's search, for S sentences of B rows each (rows (S, B)), into
+`report` = (done_host, best_host, length_host) (kernels.StepReport). Meaning, as a plain loop:
 
     for s in range(S):
         done_host[s] = done[s]
@@ -65,9 +65,10 @@ def _check(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best
     assert fin_score.dtype == torch.float32
 
 
-def step_report_triton(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host,
-                       every):
+def step_report_triton(done, rows, state, report, every):
     """Triton version of `step_report_ref`; same arguments, same result."""
+    kv_len, hyp, fin_score, fin_hyp, fin_len = state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len
+    done_host, best_host, length_host = report
     _check(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host)
     assert rows.is_contiguous() and hyp.stride(1) == fin_hyp.stride(1) == best_host.stride(1) == 1
     S, B = rows.shape
@@ -82,11 +83,13 @@ def step_report_triton(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, don
     )
 
 
-def step_report_ref(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host,
-                    every):
-    """done (S,) bool; rows (S, B) int64; the rows' state: kv_len, fin_len (R,) int32, fin_score (R,)
-    float32, hyp, fin_hyp (R, T) int64; done_host (>= S,) bool, best_host (>= S, T') int64 and
-    length_host (>= S,) int32 in pinned host memory (any memory here); `every` a bool."""
+def step_report_ref(done, rows, state, report, every):
+    """done (S,) bool; rows (S, B) int64; `state` (kernels.RowState), of which it reads kv_len,
+    fin_len (R,) int32, fin_score (R,) float32, hyp, fin_hyp (R, T) int64; `report`
+    (kernels.StepReport): done_host (>= S,) bool, best_host (>= S, T') int64 and length_host (>= S,)
+    int32 in pinned host memory (any memory here); `every` a bool."""
+    kv_len, hyp, fin_score, fin_hyp, fin_len = state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len
+    done_host, best_host, length_host = report
     _check(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host)
     S = rows.shape[0]
     done_host[:S].copy_(done)

@@ -23,11 +23,10 @@ and `state` the rows' state (kernels.RowState, engine/rows.py). Meaning, as a pl
 
 with P = source_blocks.shape[1] (block lists padded to the widest); later entries of a row keep
 what they held. The per-row inputs are int32; rows are distinct. A row with a prior offset feeds
-position 1 in its sentence's first step while the row it names feeds position 0 (engine/generator.py).
+position 1 in its sentence's first step while the row it names feeds position 0 (engine/admission.py).
 
-Why: as tensor operations this was ~16 small launches (index writes, fills), ~0.3 ms of host time
-per admission, and with a typed sentence the device finished its encoder first and waited
-(600M: 0.14 ms idle between the encoder and the prefix step; H200, bench.marks, 2026-11-30).
+Why: as tensor operations this is ~16 small launches (index writes, fills), and with a typed
+sentence the device would finish its encoder first and wait for the host's launches.
 """
 
 import torch

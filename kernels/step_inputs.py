@@ -22,8 +22,8 @@ every padding row feeds position 0 afresh. All reads see the state as it was bef
 `prior_offset` is nonzero only in a sentence's first step, for the beams whose position 0 another
 beam feeds in that step (kernels.admit_rows, kernels.slot_attention's `priors`).
 
-Why: done with tensor indexing this is ~17 small launches of ~1.5 us each at the start of every
-step; one program per row does it in one.
+Why: done with tensor indexing this is ~17 small launches at the start of every step; one
+program per row does it in one.
 """
 
 import torch

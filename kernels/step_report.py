@@ -16,14 +16,13 @@ engine/rows.py) right after a step's search, for S sentences of B rows each (row
             best_host[s, :n], length_host[s] = tokens[:n], n      # later positions keep what they held
 
 done_host, best_host and length_host are pinned host tensors, readable once the step's event has
-passed (engine/generator.py reads a step's results and partial results from them).
+passed (engine/step_runner.py reads a step's results and partial results from them).
 
-Why: a copy of the step's `done` to the host after its CUDA graph kept the device idle ~9.5 us per
-step (the copy engine's start and the graph's launch behind it); a kernel in the graph storing to
-pinned memory costs ~1 us (H200, 150-kernel graphs replayed as the engine pipelines them,
-2026-11-30). A sentence's partial result streamed to the window cost two more copies and a gather,
-and the result of a typed sentence ~0.65 ms of host work after its last step (a gather of its
-hypothesis on a side stream, then a copy that waits).
+Why: a copy of the step's `done` to the host after its CUDA graph keeps the device idle (the copy
+engine's start, and the next graph's launch behind it); a kernel in the graph storing to pinned
+memory costs far less. A sentence's partial result streamed to the window would cost two more
+copies and a gather, and the result of a typed sentence a gather and a waiting copy after its
+last step.
 """
 
 import torch

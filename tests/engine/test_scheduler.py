@@ -124,11 +124,13 @@ def test_the_youngest_sentence_is_preempted_when_the_step_needs_more_blocks():
     for sentence in plan.admit:  # as the runner leaves them: at a block's end, each row's block taken
         sentence.cached = BLOCK
         sentence.blocks = list(range(4))
-    plan = s.schedule(8, 1000, BASE)  # the coming step takes 4 blocks a sentence: room for two
+    # The coming step takes 4 blocks a sentence: 12 wanted, 6 free and the 4 that c gives back.
+    plan = s.schedule(6, 1000, BASE)
     assert [p.request for p in plan.preempt] == [c] and list(s.waiting) == [c]
     assert [x.request for x in s.running] == [a, b] and plan.step
-    plan = s.schedule(5, 1000, BASE)
+    plan = s.schedule(3, 1000, BASE)  # 3 free and b's 4 leave room for a
     assert [p.request for p in plan.preempt] == [b] and list(s.waiting) == [b, c]  # b ahead of c, as admitted
+    assert [x.request for x in s.running] == [a] and s.rows_taken == 4
 
 
 def test_a_sentence_admitted_where_the_step_has_no_room_is_not_started():
@@ -146,6 +148,12 @@ def test_a_sentence_admitted_where_the_step_has_no_room_is_not_started():
     assert [x.request for x in s.running] == [a, b] and s.rows_taken == 8
     plan = s.schedule(11, 1000, BASE)
     assert admitted(plan) == [c] and plan.preempt == []
+    s.update(plan.admit)
+    # One filling three blocks at admission would leave a and b 7 of 10: left out, it leaves them 10.
+    d = request(1, prefix=3 * BLOCK + 1, max_length=60)
+    queued(s, d)
+    plan = s.schedule(10, 1000, BASE)
+    assert [p.request for p in plan.preempt] == [d] and [x.request for x in s.running] == [a, b]
 
 
 def test_one_sentence_too_big_for_the_cache_is_an_error():

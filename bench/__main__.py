@@ -158,7 +158,7 @@ def main() -> None:
     generator = Generator.build(model, gpu_memory=int(args.gpu_memory * 2**30))
     out = {"size": args.size, "device": describe(device, dtype, int8), "torch": torch.__version__,
            "document_runs": args.doc_repeats,  # each document figure: the median of that many timed runs
-           "rows": generator.max_rows, "cache_tokens": generator.num_total_blocks() * generator.kv_block_size()}
+           "rows": generator.max_rows, "cache_tokens": generator.num_total_blocks() * generator.self_cache.block_size}
     if device.type == "cuda":
         out["gpu_memory_GB"] = args.gpu_memory
     rng = random.Random(1)

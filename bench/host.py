@@ -18,8 +18,9 @@ import time
 
 import torch
 
+import engine.admission as admission
 import engine.cuda_graphs as cuda_graphs
-import engine.generator as generator_module
+import engine.step_runner as step_runner
 import kernels
 from bench.__main__ import run, typed_generator
 
@@ -47,27 +48,28 @@ def main() -> None:
 
     spent: dict[str, list[float]] = {}
     for owner, name, label in [
-        (generator, "encode_sources", "encode_sources"),
-        (generator, "_start", "_start"),
-        (generator, "_launch", "_launch"),
-        (generator, "_finish", "_finish (waits for the step)"),
+        (admission, "encode_sources", "encode_sources"),
+        (admission, "admit_rows", "admit_rows"),
+        (generator.runner, "launch", "launch"),
+        (generator.runner, "finish", "finish (waits for the step)"),
         (kernels, "admit_rows", "  admit_rows' launch"),
-        (generator_module, "to_device", "  to_device"),
-        (generator_module, "to_device_many", "  to_device_many"),
+        (admission, "to_device", "  to_device"),
+        (admission, "to_device_many", "  to_device_many"),
+        (step_runner, "to_device_many", "  to_device_many (steps)"),
         (cuda_graphs, "copy_to_device", "  copy_to_device"),
         (cuda_graphs, "copy_many_to_device", "  copy_many_to_device"),
     ]:
         timed_calls(owner, name, label, spent)
     firsts = []
     for _ in range(args.runs):
-        launched = len(spent.get("_launch", []))
+        launched = len(spent.get("launch", []))
         run(generator, source, 4, 32)
         torch.cuda.synchronize()
-        firsts.append(spent["_launch"][launched])
+        firsts.append(spent["launch"][launched])
     print(f"{args.size} typed sentence, host us in place (median of {args.runs} runs; calls a run):")
     for label, times in spent.items():
         print(f"  {label:<30} {statistics.median(times) * 1e6:8.1f}   x{len(times) // args.runs}")
-    print(f"  {'the first _launch of a run':<30} {statistics.median(firsts) * 1e6:8.1f}")
+    print(f"  {'the first launch of a run':<30} {statistics.median(firsts) * 1e6:8.1f}")
 
 
 if __name__ == "__main__":

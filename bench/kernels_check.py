@@ -23,6 +23,7 @@ import torch
 import triton
 from triton.testing import do_bench, do_bench_cudagraph
 
+from kernels import RowState
 from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from kernels.argmax import argmax_ref, argmax_triton
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton
@@ -129,6 +130,11 @@ def argmax_inputs(N):
     return logits
 
 
+def row_state(tensors):
+    """A RowState of these tensors, the fields a kernel does not read left empty."""
+    return RowState(**{name: tensors.get(name, torch.empty(0)) for name in RowState._fields})
+
+
 def beam_advance_inputs(S, B=BEAM, width=40, T=1024, eos_id=2, device="cuda"):
     """One beam-search step of S sentences in mid-search, hypotheses of 2 to width - 1 tokens:
     (args, state, penalty, options) for beam_advance. Candidates come from random log-probs over
@@ -152,8 +158,9 @@ def beam_advance_inputs(S, B=BEAM, width=40, T=1024, eos_id=2, device="cuda"):
                  improvable=torch.ones(R, dtype=torch.bool, device=device),
                  finished=torch.zeros(R, dtype=torch.bool, device=device))
     penalty = (torch.arange(T + 1, dtype=torch.float64) ** 1.0).float().to(device)
-    options = dict(eos_id=eos_id, limit=limit, early_stopping=0, blocked=-1.0e9, width=width)
-    return (values, tokens, rows, kv_len, 5), state, penalty, options
+    state |= dict(kv_len=kv_len, limit=limit)
+    options = dict(eos_id=eos_id, early_stopping=0, blocked=-1.0e9, width=width)
+    return (values, tokens, rows, 5), state, penalty, options
 
 
 def beam_advance_agrees(S):
@@ -164,12 +171,12 @@ def beam_advance_agrees(S):
 
     args, state, penalty, options = beam_advance_inputs(S)
     ours, ref = ({name: t.clone() for name, t in state.items()} for _ in range(2))
-    done = beam_advance_triton(*args, *ours.values(), penalty, **options)
-    ref_done = beam_advance_ref(*args, *ref.values(), penalty, **options)
+    done = beam_advance_triton(*args, row_state(ours), penalty, **options)
+    ref_done = beam_advance_ref(*args, row_state(ref), penalty, **options)
     agrees = torch.equal(done, ref_done) and all(torch.equal(bits(ours[n]), bits(ref[n])) for n in state)
     # Timed calls keep advancing the same state: each step does the same work.
-    return (agrees, lambda: beam_advance_triton(*args, *ours.values(), penalty, **options),
-            lambda: beam_advance_ref(*args, *ref.values(), penalty, **options))
+    return (agrees, lambda: beam_advance_triton(*args, row_state(ours), penalty, **options),
+            lambda: beam_advance_ref(*args, row_state(ref), penalty, **options))
 
 
 def main():
@@ -230,15 +237,16 @@ def main():
         kv_len[-1] = 0
         state = dict(kv_len=kv_len, write_block=torch.randint(0, 10**5, (R,), dtype=torch.int32).cuda(),
                      kv_slots=torch.randint(0, 10**6, (R, T), dtype=torch.int32).cuda(),
-                     hyp=torch.randint(0, VOCAB, (R, T)).cuda(), cross_len=torch.randint(1, 200, (R,), dtype=torch.int32).cuda())
+                     hyp=torch.randint(0, VOCAB, (R, T)).cuda(), cross_len=torch.randint(1, 200, (R,), dtype=torch.int32).cuda(),
+                     finished=torch.zeros(R, dtype=torch.bool).cuda(), prior_offset=torch.zeros(R, dtype=torch.int32).cuda())
         ours, ref = ({name: t.clone() for name, t in state.items()} for _ in range(2))
-        out, ref_out = step_inputs_triton(feed, *ours.values(), R - 1, 16), step_inputs_ref(feed, *ref.values(), R - 1, 16)
+        out, ref_out = step_inputs_triton(feed, row_state(ours), R - 1, 16), step_inputs_ref(feed, row_state(ref), R - 1, 16)
         assert all(torch.equal(a, b) for a, b in zip(out, ref_out)) and all(torch.equal(ours[n], ref[n]) for n in state), \
             "step_inputs: outputs or state differ from the reference"
         # Timed on padding rows alone, whose length stays 0: real rows would run past T.
         padding = torch.full_like(feed, R - 1)
-        record("step_inputs", f"N={N} T={T}", 0.0, lambda: step_inputs_triton(padding, *ours.values(), R - 1, 16),
-               lambda: step_inputs_ref(padding, *ref.values(), R - 1, 16), dtype=torch.int32)
+        record("step_inputs", f"N={N} T={T}", 0.0, lambda: step_inputs_triton(padding, row_state(ours), R - 1, 16),
+               lambda: step_inputs_ref(padding, row_state(ref), R - 1, 16), dtype=torch.int32)
     for k in (2 * BEAM, 16):
         for N in ROWS:
             logits = (torch.randn(N, VOCAB, device="cuda") * 4).to(DTYPE)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from bench.__main__ import add_workload_arguments, prepared, run
+from engine import admission
 from engine.generator import Generator
 
 
@@ -78,7 +79,8 @@ class Marks:
 
 def generator_parts(generator: Generator) -> list[tuple[object, str]]:
     """The parts worth marking in a run: admission and its pieces, and each step's launch and finish."""
-    parts = [(generator, name) for name in ("_admit", "encode_sources", "_start", "_run", "_launch", "_finish")]
+    parts = [(generator, "_admit"), (admission, "encode_sources"), (admission, "admit_rows")]
+    parts += [(generator.runner, name) for name in ("run_rows", "launch", "finish")]
     parts += [(generator.model, name) for name in ("encode", "write_cross_kv")]
     return parts
 
@@ -94,8 +96,8 @@ def main() -> None:
         run(generator, sources, beams, new_tokens)
     torch.cuda.synchronize()
     timeline = marks.timeline()
-    first_launch = next(i for i, (label, _, _) in enumerate(timeline) if label == "_launch in")
-    per_step = 6 * args.steps  # records: _admit, _launch and _finish, in and out
+    first_launch = next(i for i, (label, _, _) in enumerate(timeline) if label == "launch in")
+    per_step = 6 * args.steps  # records: _admit, launch and finish, in and out
     shown = timeline[: first_launch + per_step] + [("...", float("nan"), None)] + timeline[-per_step:]
     print(f"{args.workload} {args.size}: host and GPU ms from the run's first mark")
     for label, host, gpu in shown:

@@ -46,14 +46,14 @@ def measure(generator: Generator, sources: list[list[int]], lengths: list[int], 
             rounds: int) -> dict[float, tuple[float, int]]:
     """Each share's (median seconds, steps) over `rounds` runs of the sentences, shares in turn."""
     device = generator.model.device
-    launch = generator._launch
+    launch = generator.runner.launch
     steps = [0]
 
     def counted(groups):
         steps[0] += 1
         return launch(groups)
 
-    generator._launch = counted  # one more Python call a step: the same for every share
+    generator.runner.launch = counted  # one more Python call a step: the same for every share
 
     def timed(share: float) -> tuple[float, int]:
         generator.admit_share = share
@@ -76,7 +76,7 @@ def measure(generator: Generator, sources: list[list[int]], lengths: list[int], 
             for share in shares:
                 runs[share].append(timed(share))
     finally:
-        del generator._launch  # the class's again
+        del generator.runner.launch  # the class's again
     return {share: (statistics.median(t for t, _ in times), times[0][1]) for share, times in runs.items()}
 
 

@@ -16,6 +16,7 @@ import time
 import torch
 
 from bench.__main__ import run, timed, typed_generator
+from engine import admission
 
 
 def replay_us(graph: torch.cuda.CUDAGraph, replays: int = 40) -> float:
@@ -39,8 +40,8 @@ def main() -> None:
 
     # Admission's pieces, each with the device drained before and after it.
     spent: dict[str, list[float]] = {}
-    for name in ("encode_sources", "_start"):
-        unwrapped = getattr(generator, name)
+    for name in ("encode_sources", "admit_rows"):
+        unwrapped = getattr(admission, name)
 
         def synchronised(*a, unwrapped=unwrapped, name=name, **k):
             torch.cuda.synchronize()
@@ -50,7 +51,7 @@ def main() -> None:
             spent.setdefault(name, []).append(time.perf_counter() - start)
             return out
 
-        setattr(generator, name, synchronised)
+        setattr(admission, name, synchronised)
     for _ in range(5):
         run(generator, source, 4, 32)
     print(f"{args.size} interactive {whole * 1e3:.1f} ms; admission (ms):",
@@ -61,8 +62,8 @@ def main() -> None:
     generator.rows.kv_len[:4] = 20
     generator.rows.cross_len[:4] = 32
     for with_logits in (True, False):
-        generator._run(rows, with_lora=False, with_logits=with_logits, group=4)
-    for key, (graph, _) in generator.graphs.graphs.items():
+        generator.runner.run_rows(rows, with_lora=False, with_logits=with_logits, group=4)
+    for key, (graph, _) in generator.runner.graphs.graphs.items():
         rows_in_graph, with_lora, *what = key
         label = "decode + search" if len(what) == 1 else ("decode" if what[0] else "decode, no logits") + f", group {what[1]}"
         print(f"  {rows_in_graph} rows, {label}: {replay_us(graph):.1f} us per replay")

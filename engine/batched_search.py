@@ -87,8 +87,8 @@ def beam_step(
     A sentence starts with B rows holding the same hypothesis and scores (0, -1e9, ...), as in HF.
     Each row's best 2B + 1 processed log-probs, then `kernels.beam_advance` does the rest (one
     launch on the GPU): candidates, finished hypotheses with the length penalty, the new beams, the
-    finished flags. The hypotheses' length it reads from `kv_len` itself: ops of their own cost a
-    captured step ~1.5-2.5 us each on an H200.
+    finished flags. The hypotheses' length it reads from `kv_len` itself: every op of its own
+    would add a kernel to each captured step.
     """
     k, lp = 2 * rows.shape[1], options.length_penalty
 
@@ -107,11 +107,8 @@ def beam_step(
     # HF's "never" assumes the longest hypothesis only where the length penalty favours length.
     early_stopping = 1 if options.early_stopping is True else 2 if options.early_stopping == "never" and lp > 0.0 else 0
     penalty = _length_penalties(lp, state.max_length + 1, rows.device)
-    return kernels.beam_advance(
-        values, tokens, rows, state.kv_len, eos_from, state.score, state.hyp, state.kv_slots, state.fin_score,
-        state.fin_hyp, state.fin_len, state.improvable, state.finished, penalty,
-        eos_id=eos_id, limit=state.limit, early_stopping=early_stopping, blocked=BLOCKED, width=width,
-    )
+    return kernels.beam_advance(values, tokens, rows, eos_from, state.tensors, penalty, eos_id=eos_id,
+                                early_stopping=early_stopping, blocked=BLOCKED, width=width)
 
 
 @functools.cache

@@ -2,13 +2,13 @@
 
 Launching a decoder step op by op costs ~180 kernel launches from Python, far more than the GPU
 work of a small batch. A graph replays them in one call. The step reads and writes only tensors
-that live as long as the generator (`DecoderRows`, the caches, the LoRA pool's slot stacks), so
+that live as long as the step runner (`DecoderRows`, the caches, the LoRA pool's slot stacks), so
 its one input is the list of rows to feed: a step copies its row ids into a static buffer, pads
 them to the bucket's size with the scratch row, and replays. Padding rows write their K/V into a
 scratch block that no sentence owns and attend over one slot of another, so they cannot disturb
 real rows.
 
-A graph holds whatever step the generator hands it: the decoder step alone (with or without the
+A graph holds whatever step the runner hands it: the decoder step alone (with or without the
 output projection: prefix feeding needs no logits), or the decoder step and the search of one
 options group, so that a whole step of a document or a typed sentence is one replay. A batch of
 base-model rows replays graphs captured without LoRA work. When the LoRA pool reallocates its
@@ -107,7 +107,7 @@ class DecodeGraphs(_GraphSet):
         padded = self.rows[:size]
         if not self._holds(rows, size):
             # A step whose rows are those of the last one copies nothing: between two graphs every
-            # copy costs ~6 us of idle device (H200).
+            # copy leaves the device idle.
             self.rows[:n].copy_(rows)
             self.rows[n:size].fill_(self.scratch_row)
             self._held = (rows, rows._version, size)  # the reference keeps their memory from reuse
@@ -140,8 +140,8 @@ class DecodeGraphs(_GraphSet):
 class AdmissionGraphs(_GraphSet):
     """The set-up of one admitted sentence's rows (kernels.admit_rows) as CUDA graphs, one per shape of
     its inputs, which one copy puts in a static buffer. Why: between a typed sentence's encoder
-    launch and its first step's, the host's work is what the GPU waits for at 600M, and launching
-    admit_rows through Triton's Python launcher took it ~225 us there (a replay ~5; H200 machine)."""
+    launch and its first step's, the host's work is what the GPU waits for at 600M, and Triton's
+    Python launcher takes far longer than a replay (docs/performance.md)."""
 
     def __init__(self, lora: LoraPool, device: torch.device, capacity: int):
         super().__init__(lora, device)  # graphs by (rows, False, the inputs' shapes)
@@ -166,7 +166,8 @@ ENCODER_GRAPH_MAX_TOKENS = 256  # longer sources, and several at once, are bound
 
 class EncoderGraphs(_GraphSet):
     """The encoder and the store of the cross K/V of one short source, as CUDA graphs, one per bucket
-    of ENCODER_BUCKET tokens: for a typed sentence at 600M (H200), ~5 ms of launches from Python.
+    of ENCODER_BUCKET tokens: launched from Python, a typed sentence's encoder at 600M is bound by
+    its ~100 launches, not by the GPU.
 
     A source of n tokens fills the first n places of its bucket; the other places form a second
     source of padding, which the encoder's attention keeps apart (so the bucket is always longer
@@ -183,7 +184,8 @@ class EncoderGraphs(_GraphSet):
         self.scratch_slot = scratch_slot
         places = ENCODER_GRAPH_MAX_TOKENS + ENCODER_BUCKET
         # A bucket of `size` places reads its inputs from the front of one buffer, filled by one copy
-        # (`_inputs`): each copy costs the host ~70 us, and one into a strided slice a kernel too.
+        # (`_inputs`): each copy costs the host as much as a kernel's launch, and one into a strided
+        # slice a kernel too.
         self.staged = torch.zeros(4 * places + 2, dtype=torch.int64, device=self.device)
 
     def fits(self, tokens: int) -> bool:

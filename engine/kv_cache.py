@@ -17,10 +17,7 @@ import torch
 import kernels
 from engine.device import to_device
 from engine.packing import packed_positions
-
-
-class OutOfBlocks(RuntimeError):
-    """The pool has no free block left; the scheduler admits work by `num_free_blocks` to avoid this."""
+from engine.scheduler import OutOfBlocks
 
 
 @dataclass
@@ -50,16 +47,13 @@ class PagedKVCache:
         self.reserved = 0  # blocks taken for good (scratch), not counted as capacity
         self.free_blocks = list(range(num_blocks - 1, -1, -1))  # pop() hands out low ids first
 
-    # -- the contract's gauges ---------------------------------------------------------------------
+    # -- gauges ------------------------------------------------------------------------------------
 
     def num_free_blocks(self) -> int:
         return len(self.free_blocks)
 
     def num_total_blocks(self) -> int:
         return self.num_blocks - self.reserved
-
-    def kv_block_size(self) -> int:
-        return self.block_size
 
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import torch
 
 from engine.decoding import NEG_INF
+from kernels import RowState
 
 
 class DecoderRows:
@@ -56,6 +57,10 @@ class DecoderRows:
         self.improvable = torch.ones(R, dtype=torch.bool, device=device)  # HF's early-stop heuristic, per sentence
         self.finished = torch.zeros(R, dtype=torch.bool, device=device)  # its sentence is done: it sits steps out
         self.free_rows = list(range(capacity - 1, -1, -1))  # pop() hands out low ids first
+        # The same tensors as one object, as the kernels take them.
+        self.tensors = RowState(self.hyp, self.kv_slots, self.kv_len, self.write_block, self.prior_offset,
+                                self.cross_slots, self.cross_len, self.limit, self.adapter, self.score,
+                                self.fin_score, self.fin_hyp, self.fin_len, self.improvable, self.finished)
 
     def mark_finished(self, rows: torch.Tensor, done: torch.Tensor) -> None:
         """Flag the rows (S, B) of the sentences whose `done` (S,) is true after a step."""

@@ -20,6 +20,7 @@ from kernels.fused_linear import fused_linear_ref, fused_linear_triton, holds_we
 from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from kernels.lora import lora_ref, lora_triton
 from kernels.packed_attention import packed_attention_ref, packed_attention_triton
+from kernels.row_state import AdmittedRows, RowState, StepInputs, StepReport
 from kernels.gpu_profile import PROFILES, DeviceProfile, device_profile, profile_name
 from kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from kernels.source_attention import source_attention_ref, source_attention_triton
@@ -136,40 +137,33 @@ def embed_layer_norm(tokens, positions, table, scale, position_table, offset, we
     )
 
 
-def admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits,
-               hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset,
-               cross_slots, cross_len, limit, block_size, blocked):
-    """Sets up the rows (n,) of newly admitted sentences: each one's decoder prefix (prefixes (n, W)),
-    an empty cache (or, where prior_offsets[i] != 0, position 0 in the first block of row
-    rows[i + prior_offsets[i]], which feeds it in the sentence's first step), HF's starting beam
-    score (0 for beam 0, else `blocked`), no finished hypothesis, its adapter, its first block where
-    first_blocks >= 0, and the cross-attention slots of its source (its blocks (n, P) of
-    `block_size` slots, its length), and its sentence's max_length (limits). Per-row inputs int32; state as
-    in engine/rows.py, updated in place."""
-    _dispatch(admit_rows_triton, admit_rows_ref, rows,
-              rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp,
-              kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
-              cross_len, limit, block_size, blocked)
+def admit_rows(new, state, block_size, blocked):
+    """Sets up the rows new.rows (n,) of newly admitted sentences (`new` an AdmittedRows): each one's
+    decoder prefix, an empty cache (or, where its prior offset is nonzero, position 0 in the first
+    block of the row that feeds it in the sentence's first step), HF's starting beam score (0 for
+    beam 0, else `blocked`), no finished hypothesis, its adapter, its first block where it has one,
+    the cross-attention slots of its source (blocks of `block_size` slots) and its length, and its
+    sentence's max_length. `state` (a RowState) is updated in place (kernels/admit_rows.py)."""
+    _dispatch(admit_rows_triton, admit_rows_ref, new.rows, new, state, block_size, blocked)
 
 
-def step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch, block_size):
+def step_inputs(rows, state, scratch, block_size):
     """Each of the rows (N,) int64, or `scratch` where its sentence is `finished`, feeds the token at
     its length n = kv_len[r] and claims its cache slot: kv_slots[r, n] = write_block[r] * block_size
-    + n % block_size; kv_len[r] += 1 but for the `scratch` row (length 0, padding). Returns the rows
-    fed r, tokens, positions (= n), write_slots (N,) int64 and self_lens (= n + 1), cross_lens
-    (= cross_len[r]), priors (= i + prior_offset[r] where that is nonzero, else -1; the offset is
-    spent) (N,) int32. State as in engine/rows.py."""
-    return _dispatch(step_inputs_triton, step_inputs_ref, rows,
-                     rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch, block_size)
+    + n % block_size; kv_len[r] += 1 but for the `scratch` row (length 0, padding). Returns
+    StepInputs: the rows fed r, tokens, positions (= n), write_slots (N,) int64 and self_lens
+    (= n + 1), cross_lens (= cross_len[r]), priors (= i + prior_offset[r] where that is nonzero,
+    else -1; the offset is spent) (N,) int32. `state` a RowState (engine/rows.py)."""
+    return _dispatch(step_inputs_triton, step_inputs_ref, rows, rows, state, scratch, block_size)
 
 
-def step_report(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every):
-    """After a step's search over rows (S, B), into pinned host memory: done_host[s] = done[s] and,
-    for each sentence done (or every one, with `every`), its best hypothesis, best_host[s, :n] and
-    length_host[s] = n: its best finished one where it is done and has one (fin_hyp, fin_len of its
-    first row), else its best running one (hyp[rows[s, 0], :kv_len[rows[s, 0]] + 1])."""
-    _dispatch(step_report_triton, step_report_ref, done,
-              done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host, every)
+def step_report(done, rows, state, report, every):
+    """After a step's search over rows (S, B), into the pinned host memory of `report` (a
+    StepReport): done[s] and, for each sentence done (or every one, with `every`), its best
+    hypothesis and its length n: its best finished one where it is done and has one (fin_hyp,
+    fin_len of its first row), else its best running one (hyp[rows[s, 0], :kv_len[rows[s, 0]] + 1]).
+    `state` a RowState (engine/rows.py)."""
+    _dispatch(step_report_triton, step_report_ref, done, done, rows, state, report, every)
 
 
 def fused_linear_holds_weights(weight, M):
@@ -207,22 +201,18 @@ def logsoftmax_topk(logits, k):
     return _dispatch(logsoftmax_topk_triton, logsoftmax_topk_ref, logits, logits, k)
 
 
-def beam_advance(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
-                 improvable, finished, penalty, *, eos_id, limit, early_stopping, blocked, width):
+def beam_advance(values, tokens, rows, eos_from, state, penalty, *, eos_id, early_stopping, blocked, width):
     """One step of HF's beam search after `logsoftmax_topk(logits, 2B + 1)`, for S sentences of B beams in
     rows (S, B) int64: values, tokens (S * B, 2B + 1) each row's best log-probs, descending, and their
-    tokens. A sentence's hypotheses' length n is kv_len[its first row] (R,) int32, and becomes every one of
-    its rows'; `</s>` is not allowed while n < eos_from. Updates the rows' state in place (score, fin_score
-    (R,) float32; hyp, fin_hyp (R, T) int64 and kv_slots (R, T) int32 over positions [0, n], n < width;
-    fin_len (R,) int32; improvable (R,) bool at each sentence's first row; finished (R,) bool, every row of
-    a sentence done) and returns done (S,) bool. penalty (T + 1,) float32: n ** length_penalty; limit (R,)
-    int32: a sentence's max_length (<= T) at its first row; early_stopping 0 (False), 1 (True), 2 ("never"
-    and a positive length penalty); blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked
-    token."""
-    return _dispatch(beam_advance_triton, beam_advance_ref, values,
-                     values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
-                     improvable, finished, penalty, eos_id=eos_id, limit=limit, early_stopping=early_stopping,
-                     blocked=blocked, width=width)
+    tokens. A sentence's hypotheses' length n is state.kv_len[its first row], and becomes every one of
+    its rows'; `</s>` is not allowed while n < eos_from. Updates the rows' state (a RowState) in place:
+    score, fin_score; hyp, fin_hyp and kv_slots over positions [0, n], n < width; fin_len; improvable
+    at each sentence's first row; finished, every row of a sentence done; and returns done (S,) bool.
+    A sentence's max_length is state.limit at its first row. penalty (T + 1,) float32: n **
+    length_penalty; early_stopping 0 (False), 1 (True), 2 ("never" and a positive length penalty);
+    blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked token."""
+    return _dispatch(beam_advance_triton, beam_advance_ref, values, values, tokens, rows, eos_from, state, penalty,
+                     eos_id=eos_id, early_stopping=early_stopping, blocked=blocked, width=width)
 
 
 def lora(x, y, a, b, scale, slots):
@@ -233,7 +223,7 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "PROFILES", "DeviceProfile", "add_layer_norm", "admit_rows", "argmax", "beam_advance", "device_profile",
+    "AdmittedRows", "PROFILES", "DeviceProfile", "RowState", "StepInputs", "StepReport", "add_layer_norm", "admit_rows", "argmax", "beam_advance", "device_profile",
     "embed_layer_norm", "fold_source", "fused_linear", "fused_linear_holds_weights", "logsoftmax_topk", "lora",
     "packed_attention", "profile_name", "slot_attention", "source_attention", "source_scores",
     "step_inputs", "step_report", "store_kv", "triton_failed", "unavailable_message",

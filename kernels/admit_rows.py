@@ -1,8 +1,8 @@
 """The decoder rows of newly admitted sentences, set up in one launch.
 
-`admit_rows(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits,
-hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
-cross_len, limit, block_size, blocked)`, over the rows' state of engine/rows.py. Meaning, as a plain loop:
+`admit_rows(new, state, block_size, blocked)`, `new` the admitted rows' inputs (kernels.AdmittedRows:
+rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits)
+and `state` the rows' state (kernels.RowState, engine/rows.py). Meaning, as a plain loop:
 
     for i, r in enumerate(rows):
         hyp[r, :W] = prefixes[i]                           # the decoder prefix, padded to W
@@ -23,11 +23,10 @@ cross_len, limit, block_size, blocked)`, over the rows' state of engine/rows.py.
 
 with P = source_blocks.shape[1] (block lists padded to the widest); later entries of a row keep
 what they held. The per-row inputs are int32; rows are distinct. A row with a prior offset feeds
-position 1 in its sentence's first step while the row it names feeds position 0 (engine/generator.py).
+position 1 in its sentence's first step while the row it names feeds position 0 (engine/admission.py).
 
-Why: as tensor operations this was ~16 small launches (index writes, fills), ~0.3 ms of host time
-per admission, and with a typed sentence the device finished its encoder first and waited
-(600M: 0.14 ms idle between the encoder and the prefix step; H200, bench.marks, 2026-11-30).
+Why: as tensor operations this is ~16 small launches (index writes, fills), and with a typed
+sentence the device would finish its encoder first and wait for the host's launches.
 """
 
 import torch
@@ -80,10 +79,12 @@ def _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_
     assert score.dtype == fin_score.dtype == torch.float32
 
 
-def admit_rows_triton(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths,
-                      limits, hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block,
-                      prior_offset, cross_slots, cross_len, limit, block_size, blocked):
+def admit_rows_triton(new, state, block_size, blocked):
     """Triton version of `admit_rows_ref`; same arguments, same state afterwards."""
+    rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits = new
+    hyp, kv_len, kv_slots, finished, score = state.hyp, state.kv_len, state.kv_slots, state.finished, state.score
+    fin_score, improvable, adapter, write_block = state.fin_score, state.improvable, state.adapter, state.write_block
+    prior_offset, cross_slots, cross_len, limit = state.prior_offset, state.cross_slots, state.cross_len, state.limit
     _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp,
            kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
            cross_len, limit)
@@ -101,13 +102,15 @@ def admit_rows_triton(rows, prefixes, beams, adapters, first_blocks, prior_offse
     )
 
 
-def admit_rows_ref(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths,
-                   limits, hyp, kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block,
-                   prior_offset, cross_slots, cross_len, limit, block_size, blocked):
-    """Per row i of `rows` (n,): prefixes (n, W), beams, adapters, first_blocks (-1: none),
-    prior_offsets (0: none), source_lengths, limits (n,) and source_blocks (n, P), all int32; the rows'
-    state of engine/rows.py, updated in place; the self-attention cache's block_size (the cross
-    cache's too); HF's `blocked` beam score."""
+def admit_rows_ref(new, state, block_size, blocked):
+    """`new` (kernels.AdmittedRows), per row i of `new.rows` (n,): prefixes (n, W), beams, adapters,
+    first_blocks (-1: none), prior_offsets (0: none), source_lengths, limits (n,) and source_blocks
+    (n, P), all int32; `state` (kernels.RowState), updated in place; the self-attention cache's
+    block_size (the cross cache's too); HF's `blocked` beam score."""
+    rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits = new
+    hyp, kv_len, kv_slots, finished, score = state.hyp, state.kv_len, state.kv_slots, state.finished, state.score
+    fin_score, improvable, adapter, write_block = state.fin_score, state.improvable, state.adapter, state.write_block
+    prior_offset, cross_slots, cross_len, limit = state.prior_offset, state.cross_slots, state.cross_len, state.limit
     _check(rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits, hyp,
            kv_len, kv_slots, finished, score, fin_score, improvable, adapter, write_block, prior_offset, cross_slots,
            cross_len, limit)

@@ -2,11 +2,11 @@
 `_beam_search` step for S sentences of B beams each, as one launch (one program per sentence)
 instead of ~50 small kernels.
 
-`beam_advance(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp,
-fin_len, improvable, finished, penalty, *, eos_id, limit, early_stopping, blocked, width) -> done`.
-K = 2B; `values`, `tokens` (S * B, K + 1) are each row's best log-probabilities, descending, and
-their distinct tokens (logsoftmax_topk's output, or torch.topk's); the state tensors (score, hyp,
-...) are indexed by the row ids in `rows` (S, B) and updated in place. Meaning, as a plain loop:
+`beam_advance(values, tokens, rows, eos_from, state, penalty, *, eos_id, early_stopping, blocked,
+width) -> done`. K = 2B; `values`, `tokens` (S * B, K + 1) are each row's best log-probabilities,
+descending, and their distinct tokens (logsoftmax_topk's output, or torch.topk's); the fields of
+`state` (kernels.RowState: score, hyp, ...) are indexed by the row ids in `rows` (S, B) and updated
+in place. Meaning, as a plain loop:
 
     for s in range(S):
         r = rows[s]                                      # the sentence's rows
@@ -69,9 +69,8 @@ from kernels.logsoftmax_topk import EMPTY_KEY, sort_key
 NEG_INF = float("-inf")
 _NEG_INF = tl.constexpr(NEG_INF)  # the same, for the kernel
 # Elements (beams x positions) of hyp, kv_slots and fin_hyp copied per iteration, and warps: as
-# compiled for sm_90, no register spills up to B = 16. Untuned: one step takes 4.4 us at S = 1 and
-# 6.2 us at S = 512 (B = 4, 40 positions; H200, in CUDA graphs, 2026-11-30). Copying over all of a
-# captured step's `width` (the rows' capacity) instead of [0, n] took 12 us at S = 1.
+# compiled for sm_90, no register spills up to B = 16; untuned. The copies cover positions [0, n]
+# only: a captured step's `width` is the rows' whole capacity.
 COPY_TILE = 512
 NUM_WARPS = 4
 
@@ -224,9 +223,11 @@ def _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hy
     assert hyp.shape[1] < penalty.shape[0], "penalty: a value for every length"
 
 
-def beam_advance_triton(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
-                        improvable, finished, penalty, *, eos_id, limit, early_stopping, blocked, width):
+def beam_advance_triton(values, tokens, rows, eos_from, state, penalty, *, eos_id, early_stopping, blocked, width):
     """Triton version of `beam_advance_ref`; same arguments, same result, same state afterwards."""
+    kv_len, score, hyp, kv_slots, limit = state.kv_len, state.score, state.hyp, state.kv_slots, state.limit
+    fin_score, fin_hyp, fin_len = state.fin_score, state.fin_hyp, state.fin_len
+    improvable, finished = state.improvable, state.finished
     _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable, finished,
            penalty, limit, width)
     assert values.is_contiguous() and tokens.is_contiguous() and rows.is_contiguous()
@@ -254,13 +255,15 @@ def _best(x, k):
     return values[..., :k], indices[..., :k]
 
 
-def beam_advance_ref(values, tokens, rows, kv_len, eos_from, score, hyp, kv_slots, fin_score, fin_hyp, fin_len,
-                     improvable, finished, penalty, *, eos_id, limit, early_stopping, blocked, width):
+def beam_advance_ref(values, tokens, rows, eos_from, state, penalty, *, eos_id, early_stopping, blocked, width):
     """See the module's docstring. values, tokens (S * B, 2B + 1) float32 / int64; rows (S, B) int64;
-    kv_len (R,) int32; eos_from an int; score, fin_score (R,) float32; hyp, fin_hyp (R, T) int64;
-    kv_slots (R, T) int32; fin_len (R,) int32; improvable, finished (R,) bool; penalty (T + 1,)
-    float32; limit (R,) int32, each sentence's max_length (<= T) at its first row. Updates the state
-    tensors in place and returns done (S,) bool."""
+    eos_from an int; `state` (kernels.RowState), of which it uses kv_len (R,) int32, score,
+    fin_score (R,) float32, hyp, fin_hyp (R, T) int64, kv_slots (R, T) int32, fin_len (R,) int32,
+    improvable, finished (R,) bool and limit (R,) int32, each sentence's max_length (<= T) at its
+    first row; penalty (T + 1,) float32. Updates the state in place and returns done (S,) bool."""
+    kv_len, score, hyp, kv_slots, limit = state.kv_len, state.score, state.hyp, state.kv_slots, state.limit
+    fin_score, fin_hyp, fin_len = state.fin_score, state.fin_hyp, state.fin_len
+    improvable, finished = state.improvable, state.finished
     _check(values, tokens, rows, kv_len, score, hyp, kv_slots, fin_score, fin_hyp, fin_len, improvable, finished,
            penalty, limit, width)
     S, B = rows.shape

@@ -26,7 +26,7 @@ slot, slot_table[rows[i], lens[i] - 1], is write_slots[i].
 With them, `priors` (N,) int32 may name for row i another row j = priors[i] of the same call whose
 new token is row i's position before last (slot_table[rows[i], lens[i] - 2] is write_slots[j]), or
 -1: a sentence's first step feeds its position 0 through one beam and position 1 through the others
-(engine/generator.py). The plain loop above means the same; the kernel, which stores a row's new
+(engine/admission.py). The plain loop above means the same; the kernel, which stores a row's new
 token only as it reads it, folds row j's in from registers too.
 """
 

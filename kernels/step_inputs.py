@@ -1,8 +1,8 @@
 """What each decoder row feeds into a decode step, and the cache bookkeeping that goes with it.
 
-`step_inputs(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch, block_size)
--> (fed_rows, tokens, positions, write_slots, self_lens, cross_lens, priors)`, over the rows' state of
-engine/rows.py. Meaning, as a plain loop:
+`step_inputs(rows, state, scratch, block_size) -> StepInputs(fed_rows, tokens, positions, write_slots,
+self_lens, cross_lens, priors)`, over the rows' state `state` (kernels.RowState, engine/rows.py).
+Meaning, as a plain loop:
 
     for i, r in enumerate(rows):
         if finished[r]:                        # its sentence is done: it sits the step out as scratch
@@ -22,13 +22,14 @@ every padding row feeds position 0 afresh. All reads see the state as it was bef
 `prior_offset` is nonzero only in a sentence's first step, for the beams whose position 0 another
 beam feeds in that step (kernels.admit_rows, kernels.slot_attention's `priors`).
 
-Why: done with tensor indexing this is ~17 small launches of ~1.5 us each at the start of every
-step; one program per row does it in one.
+Why: done with tensor indexing this is ~17 small launches at the start of every step; one
+program per row does it in one.
 """
 
 import torch
 
 from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from kernels.row_state import StepInputs
 
 
 @triton.jit
@@ -61,12 +62,13 @@ def _step_inputs_kernel(
 def _outputs(rows):
     """fed_rows, tokens, positions, write_slots (N,) int64; self_lens, cross_lens, priors (N,) int32."""
     N, device = rows.shape[0], rows.device
-    return tuple(torch.empty(N, dtype=dtype, device=device) for dtype in (torch.int64,) * 4 + (torch.int32,) * 3)
+    return StepInputs(*(torch.empty(N, dtype=dtype, device=device) for dtype in (torch.int64,) * 4 + (torch.int32,) * 3))
 
 
-def step_inputs_triton(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch,
-                       block_size):
+def step_inputs_triton(rows, state, scratch, block_size):
     """Triton version of `step_inputs_ref`; same arguments, same result, same state afterwards."""
+    kv_len, write_block, kv_slots, hyp = state.kv_len, state.write_block, state.kv_slots, state.hyp
+    cross_len, finished, prior_offset = state.cross_len, state.finished, state.prior_offset
     assert kv_slots.stride(1) == hyp.stride(1) == 1 and rows.is_contiguous() and finished.dtype == torch.bool
     out = _outputs(rows)
     N = rows.shape[0]
@@ -80,13 +82,14 @@ def step_inputs_triton(rows, kv_len, write_block, kv_slots, hyp, cross_len, fini
     return out
 
 
-def step_inputs_ref(rows, kv_len, write_block, kv_slots, hyp, cross_len, finished, prior_offset, scratch,
-                    block_size):
-    """`rows` (N,) int64 row ids; the rows' state: kv_len, write_block, cross_len, prior_offset (R,)
-    int32, kv_slots (R, T) int32, hyp (R, T) int64, finished (R,) bool; `scratch` the padding row.
-    Updates kv_len, kv_slots and prior_offset in place and returns the rows fed (finished ones
-    replaced by scratch), tokens, positions, write_slots (N,) int64 and self_lens, cross_lens,
-    priors (N,) int32."""
+def step_inputs_ref(rows, state, scratch, block_size):
+    """`rows` (N,) int64 row ids; `state` (kernels.RowState), of which it reads kv_len, write_block,
+    cross_len, prior_offset (R,) int32, kv_slots (R, T) int32, hyp (R, T) int64, finished (R,)
+    bool; `scratch` the padding row. Updates kv_len, kv_slots and prior_offset in place and returns
+    StepInputs: the rows fed (finished ones replaced by scratch), tokens, positions, write_slots
+    (N,) int64 and self_lens, cross_lens, priors (N,) int32."""
+    kv_len, write_block, kv_slots, hyp = state.kv_len, state.write_block, state.kv_slots, state.hyp
+    cross_len, finished, prior_offset = state.cross_len, state.finished, state.prior_offset
     rows = torch.where(finished[rows], scratch, rows)  # (N,)
     n = kv_len[rows]  # (N,) int32
     position = n.long()
@@ -96,4 +99,4 @@ def step_inputs_ref(rows, kv_len, write_block, kv_slots, hyp, cross_len, finishe
     kv_slots[rows, position] = write.int()
     kv_len[rows] = torch.where(rows == scratch, n, n + 1)
     prior_offset[rows] = torch.where(rows == scratch, offset, 0)
-    return rows, hyp[rows, position], position, write, n + 1, cross_len[rows], priors
+    return StepInputs(rows, hyp[rows, position], position, write, n + 1, cross_len[rows], priors)

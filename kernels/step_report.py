@@ -1,8 +1,8 @@
 """What the host reads after a decode step, stored by the step itself into pinned host memory.
 
-`step_report(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host,
-every)`, over the rows' state of engine/rows.py right after a step's search, for S sentences of B
-rows each (rows (S, B)). Meaning, as a plain loop:
+`step_report(done, rows, state, report, every)`, over the rows' state `state` (kernels.RowState,
+engine/rows.py) right after a step's search, for S sentences of B rows each (rows (S, B)), into
+`report` = (done_host, best_host, length_host) (kernels.StepReport). Meaning, as a plain loop:
 
     for s in range(S):
         done_host[s] = done[s]
@@ -16,14 +16,13 @@ rows each (rows (S, B)). Meaning, as a plain loop:
             best_host[s, :n], length_host[s] = tokens[:n], n      # later positions keep what they held
 
 done_host, best_host and length_host are pinned host tensors, readable once the step's event has
-passed (engine/generator.py reads a step's results and partial results from them).
+passed (engine/step_runner.py reads a step's results and partial results from them).
 
-Why: a copy of the step's `done` to the host after its CUDA graph kept the device idle ~9.5 us per
-step (the copy engine's start and the graph's launch behind it); a kernel in the graph storing to
-pinned memory costs ~1 us (H200, 150-kernel graphs replayed as the engine pipelines them,
-2026-11-30). A sentence's partial result streamed to the window cost two more copies and a gather,
-and the result of a typed sentence ~0.65 ms of host work after its last step (a gather of its
-hypothesis on a side stream, then a copy that waits).
+Why: a copy of the step's `done` to the host after its CUDA graph keeps the device idle (the copy
+engine's start, and the next graph's launch behind it); a kernel in the graph storing to pinned
+memory costs far less. A sentence's partial result streamed to the window would cost two more
+copies and a gather, and the result of a typed sentence a gather and a waiting copy after its
+last step.
 """
 
 import torch
@@ -65,9 +64,10 @@ def _check(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best
     assert fin_score.dtype == torch.float32
 
 
-def step_report_triton(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host,
-                       every):
+def step_report_triton(done, rows, state, report, every):
     """Triton version of `step_report_ref`; same arguments, same result."""
+    kv_len, hyp, fin_score, fin_hyp, fin_len = state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len
+    done_host, best_host, length_host = report
     _check(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host)
     assert rows.is_contiguous() and hyp.stride(1) == fin_hyp.stride(1) == best_host.stride(1) == 1
     S, B = rows.shape
@@ -82,11 +82,13 @@ def step_report_triton(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, don
     )
 
 
-def step_report_ref(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host,
-                    every):
-    """done (S,) bool; rows (S, B) int64; the rows' state: kv_len, fin_len (R,) int32, fin_score (R,)
-    float32, hyp, fin_hyp (R, T) int64; done_host (>= S,) bool, best_host (>= S, T') int64 and
-    length_host (>= S,) int32 in pinned host memory (any memory here); `every` a bool."""
+def step_report_ref(done, rows, state, report, every):
+    """done (S,) bool; rows (S, B) int64; `state` (kernels.RowState), of which it reads kv_len,
+    fin_len (R,) int32, fin_score (R,) float32, hyp, fin_hyp (R, T) int64; `report`
+    (kernels.StepReport): done_host (>= S,) bool, best_host (>= S, T') int64 and length_host (>= S,)
+    int32 in pinned host memory (any memory here); `every` a bool."""
+    kv_len, hyp, fin_score, fin_hyp, fin_len = state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len
+    done_host, best_host, length_host = report
     _check(done, rows, kv_len, hyp, fin_score, fin_hyp, fin_len, done_host, best_host, length_host)
     S = rows.shape[0]
     done_host[:S].copy_(done)

@@ -26,12 +26,12 @@ def test_each_part_of_a_run_is_marked_in_order_and_the_methods_come_back():
     labels = [label for label, _, _ in timeline]
     assert labels[0] == "_admit in" and labels[-1].endswith(" out")
     assert labels.index("encode_sources in") < labels.index("encode in") < labels.index("write_cross_kv in")
-    assert labels.index("_start in") < labels.index("_run in") < labels.index("_start out") < labels.index("_launch in")
-    assert labels.count("_launch in") == labels.count("_launch out") == 5  # 6 new tokens: the language code, 5 steps
+    assert labels.index("admit_rows in") < labels.index("run_rows in") < labels.index("admit_rows out") < labels.index("launch in")
+    assert labels.count("launch in") == labels.count("launch out") == 5  # 6 new tokens: the language code, 5 steps
     hosts = [host for _, host, _ in timeline]
     assert hosts == sorted(hosts) and hosts[0] == 0.0
     assert all(gpu is None for _, _, gpu in timeline)  # no GPU here: host times only
-    assert not {"_admit", "_launch"} & set(vars(generator)) and "encode" not in vars(generator.model)
+    assert "_admit" not in vars(generator) and "launch" not in vars(generator.runner) and "encode" not in vars(generator.model)
     with Marks(generator_parts(generator)) as again:
         pass
     assert again.timeline() == []

@@ -75,8 +75,7 @@ def test_beam_step_follows_the_reference_search(options):
         # What the host reads of the step, as the generator has it report: the done sentences' results.
         report = (torch.empty(len(active), dtype=torch.bool), torch.empty(len(active), T, dtype=torch.int64),
                   torch.empty(len(active), dtype=torch.int32))
-        kernels.step_report(done, batch, state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len,
-                            *report, False)
+        kernels.step_report(done, batch, state.tensors, kernels.StepReport(*report), False)
         results.update((s, report[1][i, : report[2][i]].tolist()) for i, s in enumerate(active) if done[i])
         for s in active:
             ref = references[s]
@@ -140,8 +139,7 @@ def search_all(options, poisoned=None, from_step=1):
                        [lengths[s] for s in active])
         report = (torch.empty(len(active), dtype=torch.bool), torch.empty(len(active), T, dtype=torch.int64),
                   torch.empty(len(active), dtype=torch.int32))
-        kernels.step_report(done, batch, state.kv_len, state.hyp, state.fin_score, state.fin_hyp, state.fin_len,
-                            *report, False)
+        kernels.step_report(done, batch, state.tensors, kernels.StepReport(*report), False)
         for i, s in enumerate(active):
             lengths[s] += 1
             state.kv_len[rows[s]] += 1

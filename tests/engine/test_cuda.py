@@ -18,6 +18,7 @@ import torch
 
 import kernels
 from bench.shared_memory import over_limit, report
+from engine import admission
 from engine.device import gpu_profile
 from engine.generator import Generator, Request
 
@@ -91,12 +92,12 @@ def test_mixed_lora_adapters_on_the_gpu_equal_the_cpu(make_translator, peft_adap
     cases = [(text, name) for text in TEXTS for name in [None, *models]]
 
     def run(translator):
-        return translator.generator.generate_beam_batch(
+        return [r.result for r in translator.generator.run(
             [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options, adapter=name)
              for text, name in cases]
-        )
+        )]
 
-    assert gpu.generator.graphs is not None
+    assert gpu.generator.runner.graphs is not None
     assert run(gpu) == run(cpu)
 
 
@@ -125,7 +126,7 @@ def test_a_folded_source_on_the_gpu_translates_as_the_cpu_in_float32(make_transl
             expected = translator.translate([text], "eng_Latn", "fra_Latn",
                                             translator.default_options(max_length=40, num_beams=beams))
             assert gpu.translate([text], "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, num_beams=beams)) == expected
-            assert gpu.generator.folded.slots == S
+            assert gpu.generator.runner.folded.slots == S
 
 
 @pytest.mark.parametrize("dtype", HALVES)
@@ -136,14 +137,14 @@ def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(make_tra
     import kernels._triton
 
     gpu = make_translator(device="cuda", dtype=dtype)
-    generator, model, folded, cache = gpu.generator, gpu.generator.model, gpu.generator.folded, gpu.generator.cross_cache
-    assert folded is not None and generator.encoder_graphs is not None
+    runner, model, folded, cache = gpu.generator.runner, gpu.generator.model, gpu.generator.runner.folded, gpu.generator.cross_cache
+    assert folded is not None and runner.encoder_graphs is not None
     source = gpu.tokenizer.encode_source("The quick brown fox jumps.", "eng_Latn")  # 25 tokens: S = 32, 7 padded
     H, D, C = model.heads, model.head_dim, model.config.d_model
     held = []
-    for graphs in (generator.encoder_graphs, None):  # the graph's fold, then the eager encoder's
-        generator.encoder_graphs = graphs
-        [seq] = generator.encode_sources([source], fold=32)
+    for graphs in (runner.encoder_graphs, None):  # the graph's fold, then the eager encoder's
+        runner.encoder_graphs = graphs
+        [seq] = admission.encode_sources(runner, [source], fold=32)
         held.append([t.float() for t in folded._at(32)])  # a, c, b
         assert folded.slots == 32 and int(folded.length) == 25
         if graphs is not None:
@@ -164,7 +165,7 @@ def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(make_tra
         translator = make_translator(device="cuda", dtype=dtype)
         out = [translator.translate([text], "eng_Latn", "fra_Latn", translator.default_options(max_length=40, num_beams=beams))
                for text in ("Привет, как дела?", "The quick brown fox jumps.") for beams in (4, 1)]
-        assert translator.generator.folded.slots == 32
+        assert translator.generator.runner.folded.slots == 32
         return out
 
     chained = translate()
@@ -199,8 +200,8 @@ def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(make_translator, 
     and with a LoRA adapter."""
     folder, models = peft_adapters
     gpu = make_translator(device="cuda", dtype=HALF, adapters_dir=folder)
-    generator = gpu.generator
-    graphs = generator.encoder_graphs
+    generator, runner = gpu.generator, gpu.generator.runner
+    graphs = runner.encoder_graphs
     assert graphs is not None
     slot = generator.lora.slot_for(next(iter(models))) if with_adapter else -1
     sources = [gpu.tokenizer.encode_source(text, "eng_Latn") for text in TEXTS]
@@ -208,14 +209,14 @@ def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(make_translator, 
     def stored_kv():
         out = []
         for source in sources:
-            [seq] = generator.encode_sources([source], [slot])
+            [seq] = admission.encode_sources(runner, [source], [slot])
             slots = generator.cross_cache.slots_of([seq], torch.device("cuda"))
             out.append(torch.stack([generator.cross_cache.k[:, slots], generator.cross_cache.v[:, slots]]).float())
             generator.cross_cache.free_sequence(seq)
         return out
 
     replayed = stored_kv()
-    generator.encoder_graphs = None
+    runner.encoder_graphs = None
     for graphed, eager in zip(replayed, stored_kv()):
         assert (graphed - eager).norm() / eager.norm() < 2e-2
     assert len(graphs.graphs) < len(sources)  # some sources shared a bucket's graph

@@ -3,7 +3,8 @@
 import torch
 
 from engine.cuda_graphs import bucket_for
-from engine.generator import Generator
+from engine.decoding import DecodingOptions
+from engine.generator import Generator, Request
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz", "Hi"]
 
@@ -16,7 +17,7 @@ def test_padded_steps_translate_exactly_like_unpadded_ones(translator, make_tran
     padded = make_translator()
     padded.generator = Generator.build(padded.generator.model, max_rows=32, graphs=True)
     padded.generator.pipelined = True  # the GPU's order too: finished sentences sit a step out
-    assert padded.generator.graphs is not None
+    assert padded.generator.runner.graphs is not None
     # 4 beams and greedy: decoder step and search in one padded step, padding sentences of scratch
     # rows among them; 3 beams do not divide a bucket: padded decoder step, search on the real rows.
     for options in (dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30), dict(num_beams=3, max_length=30)):
@@ -43,7 +44,7 @@ def test_partial_results_of_graphed_steps_are_those_of_eager_ones(translator, ma
         expected, expected_seen = streamed(translator, options)
         assert len(expected_seen) > 2 * len(TEXTS)
         assert streamed(padded, options) == (expected, expected_seen)
-    assert len(padded.generator._reports) == 4  # (beams, greedy) x the two buffers
+    assert len(padded.generator.runner._reports) == 4  # (beams, greedy) x the two buffers
 
 
 def test_the_warm_up_prepares_the_steps_of_a_typed_sentence_in_the_window(make_translator):
@@ -54,23 +55,27 @@ def test_the_warm_up_prepares_the_steps_of_a_typed_sentence_in_the_window(make_t
     translator.generator = Generator.build(translator.generator.model, max_rows=32, graphs=True)
     options = dict(num_beams=4, max_length=40)
     translator.warm_up(**options)
-    keys = set(translator.generator._reports)
+    keys = set(translator.generator.runner._reports)
     assert keys
     translator.translate([TEXTS[0]], "eng_Latn", "deu_Latn", translator.default_options(**options),
                          on_partial=lambda i, text: None)
-    assert set(translator.generator._reports) == keys
+    assert set(translator.generator.runner._reports) == keys
 
 
 def test_padding_rows_leave_real_rows_logits_alone(make_translator):
     translator = make_translator()
     tok = translator.tokenizer
-    source, prefix = tok.encode_source(TEXTS[0], "eng_Latn"), tok.decoder_prefix("fra_Latn")
+    options = DecodingOptions(num_beams=1, max_length=10)
 
     def three_rows(generator):
-        seqs = [generator.alloc_sequence() for _ in range(3)]
-        for seq in seqs:
-            generator.prefill(source, prefix, seq)
-        return generator.decode_batch([5, 6, 7], seqs).clone()  # 3 rows run as a bucket of 4
+        scheduler = generator.scheduler
+        scheduler.start([Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options)
+                         for text in TEXTS[:3]])
+        generator._admit(scheduler.schedule(generator.num_free_blocks(), generator.cross_cache.num_free_blocks(),
+                                            generator._acquire_adapter))
+        rows = torch.tensor([r for s in scheduler.running for r in s.rows])
+        _, logits = generator.runner.run_rows(rows, with_lora=False, with_logits=True)  # 3 rows run as a bucket of 4
+        return logits.clone()
 
     padded = Generator.build(translator.generator.model, max_rows=8, graphs=True)
     plain = Generator.build(translator.generator.model, max_rows=8, graphs=False)
@@ -80,7 +85,7 @@ def test_padding_rows_leave_real_rows_logits_alone(make_translator):
 
 def test_a_step_copies_its_rows_only_when_they_change(make_translator):
     model = make_translator().generator.model
-    graphs = Generator.build(model, max_rows=8, graphs=True).graphs
+    graphs = Generator.build(model, max_rows=8, graphs=True).runner.graphs
     fed = []
 
     def step(padded):
@@ -126,7 +131,7 @@ def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through
         expected = plain.translate(TEXTS[1:], "eng_Latn", "fra_Latn", plain.default_options(**options))
         assert folded.translate(TEXTS[1:], "eng_Latn", "fra_Latn", folded.default_options(**options)) == expected
         assert not scored_at
-    assert folded.generator._folded_item is None  # let go once its sentence left
+    assert folded.generator.runner.folded_sentence is None  # let go once its sentence left
 
 
 def test_a_sentence_admitted_alone_sets_its_rows_up_from_one_buffer(translator, make_translator, monkeypatch):
@@ -136,7 +141,7 @@ def test_a_sentence_admitted_alone_sets_its_rows_up_from_one_buffer(translator, 
     staged = make_translator()
     staged.generator = Generator.build(staged.generator.model, max_rows=8, graphs=True)
     staged.generator.pipelined = True
-    admissions = staged.generator.admission_graphs
+    admissions = staged.generator.runner.admission_graphs
     runs = []
     run = admissions.run
     monkeypatch.setattr(admissions, "run", lambda lists, set_up: runs.append(len(lists[0])) or run(lists, set_up))

@@ -65,7 +65,7 @@ def test_mixed_language_pairs_in_one_batch(translator, hf_model, hf_tokenizer):
     options = DecodingOptions(num_beams=4, max_length=40)
     tok = translator.tokenizer
     requests = [Request(tok.encode_source(text, src), tok.decoder_prefix(tgt), options) for text, src, tgt in cases]
-    results = translator.generator.generate_beam_batch(requests)
+    results = [r.result for r in translator.generator.run(requests)]
     for (text, src, tgt), result in zip(cases, results):
         expected, _ = hf_generate(hf_model, hf_tokenizer, text, src, tgt, dict(num_beams=4, max_length=40))
         assert result == expected, (text, src, tgt)
@@ -75,9 +75,10 @@ def test_forced_length_matches_generate_with_min_and_max_new_tokens(translator, 
     """The benchmarks force the output length this way: same semantics as HF's min/max_new_tokens."""
     options = DecodingOptions(num_beams=4, min_new_tokens=20, max_new_tokens=20)
     tok = translator.tokenizer
-    [result] = translator.generator.generate_beam_batch(
+    [request] = translator.generator.run(
         [Request(tok.encode_source(TEXTS[0], "eng_Latn"), tok.decoder_prefix("fra_Latn"), options)]
     )
+    result = request.result
     expected, _ = hf_generate(
         hf_model, hf_tokenizer, TEXTS[0], "eng_Latn", "fra_Latn", dict(num_beams=4, min_new_tokens=20, max_new_tokens=20)
     )
@@ -95,8 +96,9 @@ def test_sentences_of_one_search_stop_at_their_own_max_length(translator, hf_mod
     generator, tok = translator.generator, translator.tokenizer
     monkeypatch.setattr(generator, "pipelined", True)  # as on the GPU
     searches = []
-    eager = generator._search_eagerly
-    monkeypatch.setattr(generator, "_search_eagerly", lambda live, *a: searches.append(len(live)) or eager(live, *a))
+    eager = generator.runner._search_eagerly
+    monkeypatch.setattr(generator.runner, "_search_eagerly",
+                        lambda live, *a: searches.append(len(live)) or eager(live, *a))
     eos = tok.eos_id
     ours = translator.default_options(num_beams=beams, max_length=30, forced_eos_id=eos if forced_eos else None)
     caps = [None, 7, 12, 40, 3]  # 40: above the options', which then hold
@@ -114,15 +116,14 @@ def test_sentences_of_one_search_stop_at_their_own_max_length(translator, hf_mod
 def admissions(generator, monkeypatch, requests, feed=None):
     """Runs the requests; returns, for each admission, (rows free before it, the requests it admitted)."""
     seen = []
-    start = generator._start
+    admit = generator.runner.admit
 
-    def recording(items):
-        taken = sum(len(item.seq.rows) for item in items)
-        seen.append((generator.rows.num_free_rows() + taken - (generator.rows.capacity - generator.max_rows),
-                     [item.request for item in items]))
-        return start(items)
+    def recording(sentences, *args):
+        seen.append((generator.rows.num_free_rows() - (generator.rows.capacity - generator.max_rows),
+                     [s.request for s in sentences]))
+        return admit(sentences, *args)
 
-    monkeypatch.setattr(generator, "_start", recording)
+    monkeypatch.setattr(generator.runner, "admit", recording)
     generator.run(requests, feed=feed)
     return seen
 
@@ -183,8 +184,8 @@ def test_no_step_runs_once_every_sentence_is_at_its_length_limit(translator, mon
     generator, tok = translator.generator, translator.tokenizer
     monkeypatch.setattr(generator, "pipelined", True)  # as on the GPU
     steps = []
-    launch = generator._launch
-    monkeypatch.setattr(generator, "_launch", lambda groups: steps.append(launch(groups)) or steps[-1])
+    launch = generator.runner.launch
+    monkeypatch.setattr(generator.runner, "launch", lambda groups: steps.append(launch(groups)) or steps[-1])
     limits = [9, 14]  # new tokens of two sentences decoding together: the language code, then the rest
     requests = [
         Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),
@@ -204,8 +205,8 @@ def test_a_beam_sentence_feeds_its_start_token_in_its_first_step(translator, mon
     checked against generate above); a greedy sentence still feeds `</s>` in a step of its own."""
     generator, tok = translator.generator, translator.tokenizer
     runs = []
-    run = generator._run
-    monkeypatch.setattr(generator, "_run", lambda *args, **kwargs: runs.append(kwargs) or run(*args, **kwargs))
+    run = generator.runner.run_rows
+    monkeypatch.setattr(generator.runner, "run_rows", lambda *args, **kwargs: runs.append(kwargs) or run(*args, **kwargs))
     options = translator.default_options(num_beams=beams, max_length=12)
     fra = tok.decoder_prefix("fra_Latn")
     requests = [Request(tok.encode_source(text, "eng_Latn"), fra, options) for text in TEXTS[:3]]
@@ -215,22 +216,9 @@ def test_a_beam_sentence_feeds_its_start_token_in_its_first_step(translator, mon
     assert (generator.rows.prior_offset == 0).all()
 
 
-def test_a_row_the_contract_primitives_take_names_no_prior_row(translator):
-    """A sentence preempted before its first step leaves its rows' prior offsets set (admission sets
-    them again); a row taken by alloc_sequence must not keep one, or the GPU's attention would read
-    another row's new token in its next step."""
-    generator = translator.generator
-    generator.rows.prior_offset.fill_(1)
-    seq = generator.alloc_sequence()
-    try:
-        assert generator.rows.prior_offset[seq.rows].tolist() == [0]
-    finally:
-        generator.free_sequence(seq, with_source=False)
-        generator.rows.prior_offset.zero_()
-
-
 @pytest.mark.parametrize("beams", [1, 4])
-def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_them(translator, hf_model, hf_tokenizer, beams):
+def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_them(translator, hf_model, hf_tokenizer, beams,
+                                                                                 monkeypatch):
     """Admission feeds each sentence's prefix but its last token before the sentence scores; prefixes
     of different lengths (`</s>` alone, `</s>` and the language code, or more) start in one batch."""
     tok = translator.tokenizer
@@ -240,7 +228,17 @@ def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_the
     options = dict(num_beams=beams, max_length=16)
     requests = [Request(tok.encode_source(text, "eng_Latn"), prefix, translator.default_options(**options))
                 for text, prefix in zip(TEXTS, prefixes)]
+    runner, started = translator.generator.runner, []
+    admit = runner.admit
+
+    def admitting(sentences, *args):
+        admit(sentences, *args)
+        started.extend((len(s.request.prefix), s.cached, len(s.blocks)) for s in sentences)
+
+    monkeypatch.setattr(runner, "admit", admitting)
     translator.generator.run(requests)
+    # As the scheduler counts them: len(prefix) - 1 positions cached, in blocks taken for every beam.
+    assert sorted(started) == sorted((n, n - 1, beams * -(-(n - 1) // 16)) for n in map(len, prefixes))
     hf_tokenizer.src_lang = "eng_Latn"
     for text, prefix, request in zip(TEXTS, prefixes, requests):
         inputs = hf_tokenizer(text, return_tensors="pt")
@@ -280,14 +278,14 @@ def test_on_the_cpu_each_step_is_finished_before_the_next_is_launched(translator
     generator, tok = translator.generator, translator.tokenizer
     assert not generator.pipelined
     carried = []  # per launched step: whether it carried a sentence already done
-    launch = generator._launch
+    launch = generator.runner.launch
 
     def spy(groups):
-        rows = [r for group in groups.values() for item in group.sentences for r in item.seq.rows]
+        rows = [r for group in groups.values() for s in group.sentences for r in s.rows]
         carried.append(bool(generator.rows.finished[rows].any()))
         return launch(groups)
 
-    monkeypatch.setattr(generator, "_launch", spy)
+    monkeypatch.setattr(generator.runner, "launch", spy)
     results = {}
     for pipelined in (False, True):
         monkeypatch.setattr(generator, "pipelined", pipelined)
@@ -399,9 +397,9 @@ def test_a_text_longer_than_the_model_reads_goes_in_pieces(translator):
     assert len(pieces) > 1 and all(len(p) <= limit for p in pieces)
     assert " ".join(tok.decode(p) for p in pieces) == tok.decode(tok.encode_source(text, "eng_Latn"))
     options = translator.default_options(num_beams=2, max_length=20)
-    alone = translator.generator.generate_beam_batch([Request(p, tok.decoder_prefix("fra_Latn"), options) for p in pieces])
+    alone = translator.generator.run([Request(p, tok.decoder_prefix("fra_Latn"), options) for p in pieces])
     [result] = translator.translate([text], "eng_Latn", "fra_Latn", options)
-    assert result == " ".join(tok.decode(ids) for ids in alone)
+    assert result == " ".join(tok.decode(r.result) for r in alone)
 
 
 @pytest.mark.parametrize("beams", [1, 4])
@@ -409,23 +407,24 @@ def test_a_sentence_found_done_sits_out_the_step_launched_meanwhile(translator, 
     """The host reads which sentences a step finished while the device already runs the next step:
     that step must leave a finished sentence's rows as they were, or its result would change before
     the host reads it. (Ended by max_length, every candidate finishes; another step would add more.)"""
-    from collections import deque
-
     generator, tok = translator.generator, translator.tokenizer
+    scheduler, runner = generator.scheduler, generator.runner
     request = Request(tok.encode_source(TEXTS[6], "eng_Latn"), tok.decoder_prefix("fra_Latn"),
                       DecodingOptions(num_beams=beams, max_length=7))
-    waiting, running, groups = deque([request]), [], {}
-    generator._admit(waiting, running, groups)
-    [item] = running
-    while not (step := generator._launch(groups)).done[0]:
+    scheduler.start([request])
+    generator._admit(scheduler.schedule(generator.num_free_blocks(), generator.cross_cache.num_free_blocks(),
+                                        generator._acquire_adapter))
+    [sentence] = scheduler.running
+    while not (step := runner.launch(scheduler.groups)).report.done[0]:
         pass
-    state, rows = generator.rows, torch.tensor(item.seq.rows)
+    state, rows = generator.rows, torch.tensor(sentence.rows)
     tables = (state.hyp, state.kv_slots, state.kv_len, state.score, state.fin_score, state.fin_hyp, state.fin_len)
     before = [t[rows].clone() for t in tables]
-    generator._launch(groups)  # launched before the host has looked at `step.done`
+    runner.launch(scheduler.groups)  # launched before the host has looked at `step.done`
     assert all(torch.equal(t[rows], b) for t, b in zip(tables, before))
-    assert generator._finish(step) == [item]
-    generator._leave(item, groups)
+    assert runner.finish(step) == [sentence]
+    runner.release(sentence)
+    scheduler.update([sentence])
     expected, _ = hf_generate(hf_model, hf_tokenizer, TEXTS[6], "eng_Latn", "fra_Latn", dict(num_beams=beams, max_length=7))
     assert request.result == expected
     assert generator.rows.num_free_rows() == generator.rows.capacity
@@ -507,18 +506,3 @@ def test_an_error_in_the_callers_callback_reaches_it_and_the_sentences_give_thei
     assert generator.rows.num_free_rows() == generator.rows.capacity
     assert generator.num_free_blocks() == generator.num_total_blocks()
     assert [request.result for request in generator.run(make())] == expected
-
-
-def test_the_gpu_memory_for_translation_bounds_the_rows_and_caches():
-    from engine.generator import DEFAULT_GPU_MEMORY, plan_memory
-
-    per_token, per_row = 12 * 2 * 1024 * 2, 256206 * 2  # 600M in bfloat16: K/V of 12 layers; a row's logits
-    plan = plan_memory(DEFAULT_GPU_MEMORY, per_token, per_row, 1024)
-    assert plan.rows == 512  # a power of two whose logits, and the smaller buckets', take a quarter at most
-    assert 1.45 * 2**30 < plan.cache_bytes(per_token)
-    assert 2 * plan.rows * per_row + plan.cache_bytes(per_token) <= DEFAULT_GPU_MEMORY
-    smaller = plan_memory(DEFAULT_GPU_MEMORY // 4, per_token, per_row, 1024)
-    assert smaller.rows == 128 and smaller.cache_tokens < plan.cache_tokens / 3
-    # Never more than half of what is free, nor than the rows can fill.
-    assert plan_memory(64 << 30, per_token, per_row, 1024, free=2 * DEFAULT_GPU_MEMORY) == plan
-    assert plan_memory(64 << 30, per_token, per_row, 20).cache_tokens == 2048 * 20

@@ -47,11 +47,11 @@ def test_the_fused_sites_cover_every_module_once(lora_translator):
 def test_a_mixed_batch_equals_peft_and_each_request_alone(lora_translator, expected, o):
     """Every adapter and the base model, every text, in one continuous batch."""
     cases = [(name, t) for t in range(len(TEXTS)) for name in [None] + NAMES]
-    mixed = lora_translator.generator.generate_beam_batch(requests_for(lora_translator, cases, o))
+    mixed = [r.result for r in lora_translator.generator.run(requests_for(lora_translator, cases, o))]
     for (name, t), result in zip(cases, mixed):
         assert result == expected[name, o, t], (name, TEXTS[t])
     for name, t in cases[: len(NAMES) + 1]:  # the first text of each, alone
-        [alone] = lora_translator.generator.generate_beam_batch(requests_for(lora_translator, [(name, t)], o))
+        [alone] = [r.result for r in lora_translator.generator.run(requests_for(lora_translator, [(name, t)], o))]
         assert alone == expected[name, o, t], name
     pool = lora_translator.generator.lora
     assert sum(pool.refs) == 0
@@ -68,14 +68,14 @@ def test_the_padded_graph_path_mixes_adapters_too(peft_adapters, lora_translator
     generator = Generator.build(lora_translator.generator.model, max_rows=32, graphs=True, adapters_dir=peft_adapters[0])
     generator.pipelined = True  # the GPU's order too
     cases = [(name, t) for t in range(2) for name in ["attn", None, "decoder-only", "layer1-norms"]]  # 3 beams: odd rows
-    results = generator.generate_beam_batch(requests_for(lora_translator, cases, 0))
+    results = [r.result for r in generator.run(requests_for(lora_translator, cases, 0))]
     assert results == [expected[name, 0, t] for name, t in cases]
 
 
 def test_more_adapters_than_slots_wait_for_a_free_slot(peft_adapters, lora_translator, expected):
     generator = Generator.build(lora_translator.generator.model, adapters_dir=peft_adapters[0], adapter_slots=2)
     cases = [(name, 0) for name in NAMES] + [(None, 1), ("attn", 1)]
-    results = generator.generate_beam_batch(requests_for(lora_translator, cases, 1))
+    results = [r.result for r in generator.run(requests_for(lora_translator, cases, 1))]
     assert results == [expected[name, 1, t] for name, t in cases]
     pool = generator.lora
     assert pool.refs == [0, 0] and len(pool.resident()) == 2
@@ -89,7 +89,7 @@ def test_more_adapters_than_slots_wait_for_a_free_slot(peft_adapters, lora_trans
 def test_preempted_requests_give_their_slot_back_and_end_the_same(make_translator, peft_adapters, expected):
     cramped = make_translator(cache_tokens=4 * 48, adapters_dir=peft_adapters[0], adapter_slots=2)
     cases = [(name, t) for t in range(len(TEXTS)) for name in ("attn", None, "ffn-rslora")]
-    results = cramped.generator.generate_beam_batch(requests_for(cramped, cases, 0))
+    results = [r.result for r in cramped.generator.run(requests_for(cramped, cases, 0))]
     assert results == [expected[name, 0, t] for name, t in cases]
     assert cramped.generator.lora.refs == [0, 0]
 
@@ -107,18 +107,6 @@ def test_a_held_slot_is_never_evicted(peft_adapters, lora_translator):
     pool.release_adapter_slot(b)
     pool.swap_lora_from_disk(peft_adapters[0] / "attn", "attn", b)
     assert pool.resident() == {"encoder-only": a, "attn": b}
-
-
-def test_the_active_adapter_serves_requests_that_name_none(lora_translator, expected):
-    pool = lora_translator.generator.lora
-    pool.set_active_lora("attn")
-    try:
-        [result] = lora_translator.generator.generate_beam_batch(requests_for(lora_translator, [(None, 0)], 1))
-        assert result == expected["attn", 1, 0]
-        assert pool.adapter_id_for(-1) == pool.adapter_id_for(pool.resident()["attn"]) != 0
-    finally:
-        pool.set_active_lora(None)
-    assert pool.adapter_id_for(-1) == 0 and pool.acquire_adapter_slot(-1) == -1
 
 
 def copy_adapter(src, dest):
@@ -326,7 +314,7 @@ def test_a_sentence_alone_with_an_adapter_keeps_the_source_cache(peft_adapters, 
     monkeypatch.setattr(kernels, "source_scores", lambda *args: folded_steps.append(1) or source_scores(*args))
     for name in [None] + NAMES:
         folded_steps.clear()
-        [alone] = generator.generate_beam_batch(requests_for(lora_translator, [(name, 1)], 0))
+        [alone] = [r.result for r in generator.run(requests_for(lora_translator, [(name, 1)], 0))]
         assert alone == expected[name, 0, 1], name
         assert bool(folded_steps) == (name is None), name
 

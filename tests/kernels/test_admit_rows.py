@@ -1,7 +1,9 @@
 import pytest
 import torch
 
+from kernels import AdmittedRows
 from kernels.admit_rows import admit_rows_ref, admit_rows_triton
+from row_states import row_state
 
 R, T, SOURCE, BLOCK = 12, 8, 40, 4
 BLOCKED = -1.0e9
@@ -49,7 +51,7 @@ def admitted():
 @pytest.mark.parametrize("fn", [admit_rows_ref, admit_rows_triton])
 def test_sets_up_the_rows_and_leaves_the_others(fn):
     state, before, new = make_state(), make_state(), admitted()
-    fn(*new.values(), *state.values(), BLOCK, BLOCKED)
+    fn(AdmittedRows(**new), row_state(state), BLOCK, BLOCKED)
     rows = new["rows"].long()
     assert state["hyp"][rows, :2].tolist() == new["prefixes"].tolist()
     assert torch.equal(state["hyp"][rows, 2:], before["hyp"][rows, 2:])
@@ -76,7 +78,7 @@ def test_sets_up_the_rows_and_leaves_the_others(fn):
 
 def test_kernel_matches_reference():
     state, ref_state, new = make_state(1), make_state(1), admitted()
-    admit_rows_triton(*new.values(), *state.values(), BLOCK, BLOCKED)
-    admit_rows_ref(*new.values(), *ref_state.values(), BLOCK, BLOCKED)
+    admit_rows_triton(AdmittedRows(**new), row_state(state), BLOCK, BLOCKED)
+    admit_rows_ref(AdmittedRows(**new), row_state(ref_state), BLOCK, BLOCKED)
     for name in state:
         assert torch.equal(state[name], ref_state[name]), name

@@ -9,6 +9,7 @@ import torch
 pytest.importorskip("triton")
 
 from kernels.beam_advance import beam_advance_ref, beam_advance_triton  # noqa: E402
+from row_states import row_state  # noqa: E402
 
 # numpy's x / 0 under the interpreter: the padding sentence's length is 0, and 0 ** length_penalty may be 0.
 pytestmark = pytest.mark.filterwarnings("ignore:divide by zero encountered in divide:RuntimeWarning",
@@ -103,11 +104,12 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
         # `</s>` banned for no sentence, the shorter ones, or all
         eos_from = 0 if torch.rand(1, generator=g) >= banned_rate else int(cur_len[:real].median()) + 1 + T * (step % 2)
         width = T if step % 2 else int(cur_len.max()) + 1  # a captured step's width, or an eager one's
-        args = (values, tokens, rows, ref_kv_len, eos_from)
-        options = dict(eos_id=EOS, limit=limit, early_stopping=early_stopping, blocked=BLOCKED, width=width)
+        options = dict(eos_id=EOS, early_stopping=early_stopping, blocked=BLOCKED, width=width)
         before = {name: ref_state[name].clone() for name in ("hyp", "kv_slots", "fin_hyp")}
-        ref_done = beam_advance_ref(*args, *ref_state.values(), penalty, **options)
-        done = beam_advance_triton(values, tokens, rows, kv_len, eos_from, *state.values(), penalty, **options)
+        ref_done = beam_advance_ref(values, tokens, rows, eos_from, row_state(ref_state | dict(kv_len=ref_kv_len, limit=limit)),
+                                    penalty, **options)
+        done = beam_advance_triton(values, tokens, rows, eos_from, row_state(state | dict(kv_len=kv_len, limit=limit)),
+                                   penalty, **options)
         assert torch.equal(kv_len, ref_kv_len)  # every row of a sentence holds its length again
         assert torch.equal(kv_len[rows[:real]], cur_len[:real, None].int().expand(real, B))
         for s, n in enumerate(cur_len[:real].tolist()):  # positions past the new token keep what they held
@@ -169,8 +171,8 @@ def test_ties_go_to_the_lower_index(fn):
     values = torch.tensor([[-1.0, -1.0, -2.0, -3.0, -4.0]]).repeat(2, 1)
     tokens = torch.tensor([[5, EOS, 7, 4, 9]]).repeat(2, 1)
     state = two_beams([0.0, 0.0])
-    done = fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 3, *state.values(),
-              penalties(1.0), eos_id=EOS, limit=LIMIT_10, early_stopping=0, blocked=BLOCKED, width=3)
+    done = fn(values, tokens, torch.tensor([[1, 0]]), 3, row_state(state | dict(kv_len=LENGTH_2, limit=LIMIT_10)),
+              penalties(1.0), eos_id=EOS, early_stopping=0, blocked=BLOCKED, width=3)
     assert not done.item()
     # Survivors: token 5 of beam 0 (row 1), then token 5 of beam 1 (row 0).
     assert state["hyp"][[1, 0]].tolist() == [[0, 3, 5], [0, 1, 5]]
@@ -185,8 +187,8 @@ def test_banned_eos_keeps_its_place_among_minus_inf(fn):
     values = torch.full((2, 5), float("-inf"))
     tokens = torch.tensor([[5, 6, EOS, 7, 8], [9, EOS, 10, 11, 12]])
     state = two_beams([0.0, BLOCKED])
-    fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 3, *state.values(),
-       penalties(1.0), eos_id=EOS, limit=LIMIT_10, early_stopping=0, blocked=BLOCKED, width=3)
+    fn(values, tokens, torch.tensor([[1, 0]]), 3, row_state(state | dict(kv_len=LENGTH_2, limit=LIMIT_10)),
+       penalties(1.0), eos_id=EOS, early_stopping=0, blocked=BLOCKED, width=3)
     assert state["hyp"][[1, 0]].tolist() == [[0, 3, 5], [0, 3, 6]]
 
 
@@ -197,8 +199,8 @@ def test_minus_inf_beam_ranks_its_candidates_as_sorted(fn):
     values = torch.tensor([[-1.0, -2.0, -3.0, -4.0, -5.0]]).repeat(2, 1)
     tokens = torch.tensor([[EOS, 5, 6, 7, 8], [9, 10, 11, 12, 13]])
     state = two_beams([float("-inf"), float("-inf")])
-    fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 3, *state.values(),
-       penalties(1.0), eos_id=EOS, limit=LIMIT_10, early_stopping=0, blocked=BLOCKED, width=3)
+    fn(values, tokens, torch.tensor([[1, 0]]), 3, row_state(state | dict(kv_len=LENGTH_2, limit=LIMIT_10)),
+       penalties(1.0), eos_id=EOS, early_stopping=0, blocked=BLOCKED, width=3)
     assert state["hyp"][[1, 0]].tolist() == [[0, 3, 5], [0, 3, 6]]
 
 
@@ -210,8 +212,9 @@ def test_max_length_ends_the_sentence(fn):
     values = torch.tensor([[-1.0] + [float("-inf")] * 4, [float("-inf")] * 5])
     tokens = torch.tensor([[5, 6, 7, 8, 9], [10, 11, 12, 13, 14]])
     state = two_beams([0.0, BLOCKED])
-    done = fn(values, tokens, torch.tensor([[1, 0]]), LENGTH_2, 0, *state.values(),
-              penalties(1.0), eos_id=EOS, limit=torch.tensor([10, 3, 10], dtype=torch.int32), early_stopping=0, blocked=BLOCKED, width=3)
+    limit = torch.tensor([10, 3, 10], dtype=torch.int32)
+    done = fn(values, tokens, torch.tensor([[1, 0]]), 0, row_state(state | dict(kv_len=LENGTH_2, limit=limit)),
+              penalties(1.0), eos_id=EOS, early_stopping=0, blocked=BLOCKED, width=3)
     assert done.tolist() == [True] and state["improvable"][1] and state["finished"][[1, 0]].all()
     assert state["fin_score"][[1, 0]].tolist() == [-0.5, float("-inf")]
     assert state["fin_hyp"][1].tolist() == [0, 3, 5] and state["fin_len"][1] == 3

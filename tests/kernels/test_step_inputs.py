@@ -1,6 +1,7 @@
 import torch
 
 from kernels.step_inputs import step_inputs_ref, step_inputs_triton
+from row_states import row_state
 
 BLOCK_SIZE = 4
 
@@ -30,8 +31,8 @@ def make_state(R, T, seed=0, finished=(), prior_offsets=None):
 def run_both(rows, R, T, seed=0, finished=(), prior_offsets=None):
     state = make_state(R, T, seed, finished, prior_offsets)
     ref_state = {name: t.clone() for name, t in state.items()}
-    out = step_inputs_triton(rows, *state.values(), R - 1, BLOCK_SIZE)
-    ref = step_inputs_ref(rows, *ref_state.values(), R - 1, BLOCK_SIZE)
+    out = step_inputs_triton(rows, row_state(state), R - 1, BLOCK_SIZE)
+    ref = step_inputs_ref(rows, row_state(ref_state), R - 1, BLOCK_SIZE)
     return make_state(R, T, seed, finished, prior_offsets), state, out, ref_state, ref
 
 

@@ -1,7 +1,9 @@
 import pytest
 import torch
 
+from kernels import StepReport
 from kernels.step_report import step_report_ref, step_report_triton
+from row_states import row_state
 
 R, T = 9, 10
 
@@ -31,7 +33,7 @@ def test_reports_done_and_the_best_hypotheses(fn, every):
     done_host = torch.zeros(6, dtype=torch.bool)  # room for more sentences than this step has
     best_host = torch.full((6, 12), -7)
     length_host = torch.full((6,), -7, dtype=torch.int32)
-    fn(done, rows, *state.values(), done_host, best_host, length_host, every)
+    fn(done, rows, row_state(state), StepReport(done_host, best_host, length_host), every)
     assert done_host.tolist() == [True, True, False, False, True, False]
     running = lambda lead: (int(state["kv_len"][lead]) + 1, state["hyp"][lead])  # noqa: E731
     expected = {0: (int(state["fin_len"][4]), state["fin_hyp"][4]), 1: running(2)}

@@ -1,0 +1,305 @@
+"""Which sentences decode next: plain bookkeeping over counts, no tensors and no disk.
+
+The step runner (engine/step_runner.py) executes what the scheduler plans, and the generator
+(engine/generator.py) loops: `schedule()` -> run the plan -> `update()` with the sentences the step
+finished (vLLM v1's `schedule()` / `update_from_output()`).
+
+Admission: waiting sentences join while free rows and KV blocks allow, one block of headroom per
+live row and two per new row. While sentences run, waiting ones of priority 1 or more (documents)
+are admitted only once `admit_share` of the rows is free (or all of them fit), since each admission
+costs an encoder pass, and for greedy a prefix step, that a few sentences use poorly. Typed text
+(priority 0) never waits for that.
+
+Preemption: when the coming step would run out of blocks, the most recently admitted sentence is
+preempted (the runner frees its blocks; the sentence is requeued from scratch). The search is
+deterministic, so a restarted sentence ends exactly as it would have.
+
+Out of GPU memory in a step (`shrink`): every running sentence is requeued and the rows a step may
+have are halved; only when a single sentence does not fit does the error reach the caller.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from engine.decoding import DecodingOptions
+    from engine.kv_cache import Sequence
+
+ADMIT_SHARE = 0.25  # see "Admission" above; measured in docs/performance.md
+
+
+class OutOfBlocks(RuntimeError):
+    """The pool has no free block left; the scheduler admits work by free blocks to avoid this."""
+
+
+@dataclass
+class Request:
+    """One sentence to translate. `prefix` is the decoder start: `</s>` then the target language code."""
+
+    src_ids: list[int]
+    prefix: list[int]
+    options: DecodingOptions
+    priority: int = 1  # lower runs first: 0 for typed text, 1 for documents
+    on_partial: Callable[[list[int]], None] | None = None
+    adapter: str | None = None  # a LoRA adapter of the pool's folder; None: the base model
+    on_done: Callable[[Request], None] | None = None  # called with the request once its result is set
+    # This sentence's own max_length (HF's: `</s>`, the language code and the tokens), where it is
+    # below the options': sentences of one batch may stop at different lengths and still share a search.
+    max_length: int | None = None
+    result: list[int] | None = None
+    error: str | None = None  # why it did not run (an unusable adapter; a request `feed` gave too long): no result
+
+    @property
+    def limit(self) -> int:
+        """The longest its hypotheses may grow: its max_length, or the options'."""
+        own = self.max_length if self.max_length is not None else self.options.length
+        return min(own, self.options.length)
+
+    @property
+    def search_options(self) -> DecodingOptions:
+        """The options of the search it shares with others: its options, with its own max_length
+        where a score processor reads that (forced `</s>`), so that every sentence of a search agrees."""
+        if self.options.forced_eos_id is None or self.limit == self.options.length:
+            return self.options
+        return self.options.with_changes(max_length=self.limit, max_new_tokens=None)
+
+    @property
+    def beams(self) -> int:
+        return self.options.num_beams
+
+
+@dataclass(eq=False)  # compared by identity (as a dict key too)
+class Sentence:
+    """One admission of a request: the scheduler's record of it, and where the runner keeps it.
+
+    The scheduler sets who runs (`order`, `live`); the runner fills in the device side as it admits
+    and steps the sentence: its decoder rows, the self-attention blocks they write into, its
+    source's cross K/V, and `cached`, the positions in the cache of each of its rows."""
+
+    request: Request
+    adapter_slot: int  # its LoRA slot, -1 for the base model
+    order: int  # admission order: the youngest is preempted first
+    length: int  # tokens in each of its hypotheses
+    rows: list[int] = field(default_factory=list)
+    blocks: list[int] = field(default_factory=list)
+    source: Sequence | None = None
+    cached: int = 0
+    live: bool = True  # false once it has left (finished, preempted or stopped)
+
+
+class Group:
+    """Running sentences that share decoding options: their searches advance as one."""
+
+    def __init__(self, options: DecodingOptions):
+        self.options = options
+        self.sentences: dict[Sentence, None] = {}  # in admission order; removal without a walk
+        self.device_rows = None  # the runner's tensor of their rows; dropped whenever they change
+
+    def add(self, sentence: Sentence) -> None:
+        self.sentences[sentence] = None
+        self.device_rows = None
+
+    def remove(self, sentence: Sentence) -> None:
+        del self.sentences[sentence]
+        self.device_rows = None
+
+
+@dataclass
+class Plan:
+    """What runs next: sentences to admit (the runner encodes and starts them), sentences to
+    preempt (the runner frees what they hold, after the admissions; they wait again), and whether
+    to step the groups."""
+
+    admit: list[Sentence]
+    preempt: list[Sentence]
+    step: bool
+    # Requests done without a step (their prefix is already at their max_length): result set.
+    finished: list[Request]
+    alone: bool  # the admitted sentences join no running one
+
+
+class Scheduler:
+    def __init__(self, max_rows: int, block_size: int, self_blocks: int, cross_blocks: int):
+        """`self_blocks`, `cross_blocks`: the capacity of the self- and cross-attention caches, in
+        blocks of `block_size` tokens."""
+        self.max_rows = max_rows  # rows admitted at once
+        self.admit_share = ADMIT_SHARE  # of max_rows free before waiting documents join running sentences
+        self.block_size = block_size
+        self.self_blocks = self_blocks
+        self.cross_blocks = cross_blocks
+        self.waiting: deque[Request] = deque()
+        self.running: list[Sentence] = []
+        self.groups: dict[DecodingOptions, Group] = {}
+        self.rows_taken = 0  # by the running sentences
+        self._admissions = itertools.count()
+
+    def start(self, requests: list[Request]) -> None:
+        """A run begins: these requests wait, by priority (in their order within one), and nothing runs."""
+        assert not self.running, "a run that ended early has its sentences stopped (`stop`)"
+        self.waiting = deque(sorted(requests, key=lambda r: r.priority))
+
+    def add(self, request: Request) -> None:
+        """Queue `request` behind the waiting requests of its priority or a more urgent one, ahead of
+        the others: typed text fed while a document waits goes first."""
+        waiting = self.waiting
+        if not waiting or waiting[-1].priority <= request.priority:
+            waiting.append(request)  # the usual case, without a walk over the queue
+            return
+        at = next(i for i, other in enumerate(waiting) if other.priority > request.priority)
+        waiting.insert(at, request)
+
+    def blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.block_size)
+
+    def schedule(
+        self, free_self_blocks: int, free_cross_blocks: int, acquire_adapter: Callable[[Request], int | str | None],
+        in_flight: bool = False,
+    ) -> Plan:
+        """Plan the next step, given the caches' free blocks. `acquire_adapter(request)` takes a
+        reference on the slot of the request's adapter and returns it (-1: the base model), or None
+        when none is free now, or why the adapter cannot be used, which ends that request (its
+        `error`). `in_flight`: a step is still running whose report has not come back (pipelined)."""
+        was_running = bool(self.running)
+        admitted, finished = self._admit(free_self_blocks, free_cross_blocks, acquire_adapter)
+        # A new sentence feeds all but the last token of its prefix at admission, into blocks taken for all its rows.
+        taken = sum(s.request.beams * self.blocks_for(len(s.request.prefix) - 1) for s in admitted)
+        preempt = self._make_room(free_self_blocks - taken, {s: len(s.request.prefix) - 1 for s in admitted})
+        admit = [s for s in admitted if s.live]
+        # Sentences at their length limit are done whatever the step in flight finds: another step
+        # would only keep the device busy.
+        step = bool(self.running) and (not in_flight or any(s.length < s.request.limit for s in self.running))
+        return Plan(admit, preempt, step, finished, not was_running)
+
+    def _worth_admitting(self) -> bool:
+        """Whether waiting sentences should join the running ones: with none running, and for typed
+        text, always; documents once `admit_share` of the rows is free, or all that wait fit."""
+        if not self.running or self.waiting[0].priority == 0:
+            return True
+        free = self.max_rows - self.rows_taken
+        if free >= self.admit_share * self.max_rows:
+            return True
+        wanted = 0
+        for request in self.waiting:
+            wanted += request.beams
+            if wanted > free:
+                return False
+        return True
+
+    def _admit(
+        self, free_self: int, free_cross: int, acquire_adapter: Callable[[Request], int | str | None]
+    ) -> tuple[list[Sentence], list[Request]]:
+        waiting = self.waiting
+        if not waiting or not self._worth_admitting():
+            return [], []
+        admitted: list[Sentence] = []
+        finished: list[Request] = []
+        rows = self.rows_taken
+        free_self -= rows  # one block of headroom per live row
+        while waiting:
+            request = waiting[0]
+            if len(request.prefix) >= request.limit:  # max_length leaves no room to generate
+                waiting.popleft()
+                request.result = list(request.prefix)
+                finished.append(request)
+                continue
+            beams = request.beams
+            cross_blocks = self.blocks_for(len(request.src_ids))
+            if admitted or self.running:
+                if rows + beams > self.max_rows or free_self < 2 * beams or free_cross < cross_blocks:
+                    break
+            elif beams > self.max_rows:
+                raise OutOfBlocks(f"{beams} beams are more than the {self.max_rows} rows a step may have")
+            elif cross_blocks > self.cross_blocks or beams > self.self_blocks:
+                raise OutOfBlocks(f"a sentence of {len(request.src_ids)} source tokens does not fit the KV cache")
+            adapter_slot = acquire_adapter(request)
+            if isinstance(adapter_slot, str):
+                waiting.popleft()
+                request.error = adapter_slot
+                continue
+            if adapter_slot is None:
+                break  # every adapter slot is held by running sentences: wait for one to finish
+            waiting.popleft()
+            admitted.append(Sentence(request, adapter_slot, next(self._admissions), len(request.prefix)))
+            rows += beams
+            free_self -= 2 * beams
+            free_cross -= cross_blocks
+        for sentence in admitted:
+            self._join(sentence)
+        return admitted, finished
+
+    def _join(self, sentence: Sentence) -> None:
+        self.running.append(sentence)
+        self.rows_taken += sentence.request.beams
+        options = sentence.request.search_options
+        self.groups.setdefault(options, Group(options)).add(sentence)
+
+    def _leave(self, sentence: Sentence) -> None:
+        sentence.live = False
+        self.rows_taken -= sentence.request.beams
+        options = sentence.request.search_options
+        group = self.groups[options]
+        group.remove(sentence)
+        if not group.sentences:
+            del self.groups[options]
+
+    def _make_room(self, free_self: int, new: dict[Sentence, int]) -> list[Sentence]:
+        """Preempt the youngest sentences until the coming step's new blocks fit `free_self`; `new`
+        gives the cache positions the sentences admitted now will have once started."""
+        def needed() -> int:
+            return sum(s.request.beams for s in self.running if new.get(s, s.cached) % self.block_size == 0)
+
+        preempted = []
+        while self.running and needed() > free_self:
+            if len(self.running) == 1:
+                raise OutOfBlocks(f"the KV cache ({self.self_blocks} blocks) is too small for one sentence")
+            victim = max(self.running, key=lambda s: s.order)
+            self.running.remove(victim)
+            self._leave(victim)
+            self.waiting.appendleft(victim.request)
+            # Admitted and preempted at once, it never starts: it gives back only its adapter slot.
+            free_self += victim.request.beams * self.blocks_for(new[victim]) if victim in new else len(victim.blocks)
+            preempted.append(victim)
+        return preempted
+
+    def update(self, finished: list[Sentence]) -> None:
+        """The sentences a step reported done leave."""
+        for sentence in finished:
+            self._leave(sentence)
+        if finished:  # one pass, not a list removal per sentence
+            self.running[:] = [s for s in self.running if s.live]
+
+    def unadmit(self, sentences: list[Sentence]) -> None:
+        """Sentences whose admission failed (out of GPU memory) wait again, at the front, as they were."""
+        for sentence in reversed(sentences):
+            if sentence.live:
+                self._leave(sentence)
+            self.waiting.appendleft(sentence.request)
+        self.running[:] = [s for s in self.running if s.live]
+
+    def stop(self) -> list[Sentence]:
+        """A run that ends early: every running sentence leaves; returns them."""
+        left = list(self.running)
+        for sentence in left:
+            self._leave(sentence)
+        self.running.clear()
+        return left
+
+    def shrink(self) -> list[Sentence] | None:
+        """Out of GPU memory mid-step: requeue every running sentence (a restart gives the same
+        result) and halve the rows a step may have; returns the requeued sentences, or None when
+        not even one sentence fits (nothing left to shrink)."""
+        beams = [s.request.beams for s in self.running]
+        beams += [request.beams for request in itertools.islice(self.waiting, 1)]  # one that failed to start
+        if self.max_rows <= max(beams, default=1):
+            return None
+        requeued = sorted(self.running, key=lambda s: s.order, reverse=True)
+        for sentence in requeued:
+            self._leave(sentence)
+            self.waiting.appendleft(sentence.request)
+        self.running.clear()
+        self.max_rows //= 2
+        return requeued

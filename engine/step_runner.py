@@ -1,0 +1,340 @@
+"""The step runner: the device side of decoding, which executes what the scheduler plans.
+
+It owns every live row's state (`DecoderRows`), the two KV caches and the CUDA graphs. Each step
+feeds every row the newest token of its hypothesis through one decoder step (a CUDA graph on the
+GPU), then the searches of all sentences that share decoding options advance together as a few
+tensor operations (engine/batched_search.py). The host does a fixed amount of work per options
+group and a little integer bookkeeping per sentence: nothing per row. Each step ends by storing
+what the host reads of it in host memory (kernels.step_report): which sentences are done, their
+results, and the best hypotheses of those that stream partial results.
+
+Admission (engine/admission.py) encodes the new sentences' sources and sets up their rows.
+
+A typed sentence (admitted alone, a short source, the base model, half precision on the GPU) has
+its source folded into every layer's cross-attention as the encoder's graph ends
+(engine.model.FoldedSources), and its steps score against that instead of reading the source cache,
+while no other sentence runs beside it (`fold_slots`, `_search_in_graph`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+import kernels
+from engine import admission
+from engine.batched_search import search_step
+from engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
+from engine.decoding import DecodingOptions, bans_only_eos
+from engine.device import to_device_many
+from engine.kv_cache import PagedKVCache
+from engine.lora import LoraPool, LoraRows
+from engine.model import FoldedSources, NllbModel
+from engine.rows import DecoderRows
+from engine.scheduler import Group, Sentence
+
+
+@dataclass
+class LaunchedStep:
+    """A step queued on the device: the sentences it advanced and, once the device has run it, which
+    of them are done and the current best hypothesis of those that stream partial results."""
+
+    sentences: list[Sentence]
+    lengths: list[int]  # their hypotheses' lengths after the step
+    report: kernels.StepReport  # host memory the device fills (kernels.step_report), for these sentences
+    partial: list[int]  # the sentences that stream partial results, as indices into `sentences`
+    ready: torch.cuda.Event | None  # recorded after the step; None on the CPU
+
+
+class StepRunner:
+    def __init__(self, model: NllbModel, self_cache: PagedKVCache, cross_cache: PagedKVCache, capacity: int,
+                 lora: LoraPool, folded: FoldedSources | None = None, graphed: bool = False):
+        """Rows for `capacity` at once. `graphed`: decoder steps (and, on CUDA, a lone sentence's
+        admission) run through CUDA graphs; on the CPU that path runs eagerly, padded as on the GPU.
+        `folded`: a lone short sentence's cross-attention by associativity (`FoldedSources`)."""
+        assert self_cache.block_size == cross_cache.block_size, "admission sets up both caches' slots with one size"
+        self.model = model
+        self.self_cache = self_cache
+        self.cross_cache = cross_cache
+        self.lora = lora
+        self.rows = DecoderRows(capacity, model.max_positions, model.max_positions, model.device)
+        self.eos_id = model.config.eos_id
+        self.pad_id = model.config.pad_id
+        self.vocab_size = model.config.vocab_size
+        # A lone short sentence's source folded into the cross-attention (`fold_slots`), and that sentence.
+        self.folded = folded
+        self.folded_sentence: Sentence | None = None
+        # Host memory the steps report into (`_report_memory`), by graph key, or for steps that are not
+        # one graph by ("eager", bucket, parity).
+        self._reports: dict[tuple, kernels.StepReport] = {}
+        self._parity = 0
+        self.scratch_cross_slot = self._prepare_scratch_row()
+        self.graphs: DecodeGraphs | None = None
+        self.encoder_graphs: EncoderGraphs | None = None
+        self.admission_graphs: AdmissionGraphs | None = None
+        if graphed:
+            device = model.device
+            self.graphs = DecodeGraphs(capacity, self.rows.scratch, device, lora)
+            # A sentence's inputs: per row 10 ints, its prefix and its source's block list, each at most max_positions.
+            block_size = self_cache.block_size
+            per_row = 10 + model.max_positions + -(-model.max_positions // block_size)
+            self.admission_graphs = AdmissionGraphs(lora, device, admission.ADMISSION_GRAPH_ROWS * per_row)
+            if device.type == "cuda" and model.attends_packed():
+                self.encoder_graphs = EncoderGraphs(model, cross_cache, lora, self.scratch_cross_slot, folded)
+
+    def _prepare_scratch_row(self) -> int:
+        """The scratch row (a captured step's padding, and every row of a sentence sitting a step
+        out, with or without graphs) writes into a block no sentence owns and reads one slot of
+        another, the source cache's scratch slot, which it returns (padding sources write there)."""
+        scratch = self.rows.scratch
+        self.rows.write_block[scratch] = self.self_cache.reserve_scratch_block()
+        cross_slot = self.cross_cache.reserve_scratch_block() * self.cross_cache.block_size
+        self.rows.cross_slots[scratch, 0] = cross_slot
+        self.rows.cross_len[scratch] = 1
+        return cross_slot
+
+    # -- admission and release -----------------------------------------------------------------------
+
+    def admit(self, sentences: list[Sentence], alone: bool, group: Group) -> None:
+        """Encode the new sentences' sources, set up their rows and feed their decoder prefixes but
+        the last token. `alone`: they join no running sentence; `group`: the group of the first.
+        Out of GPU memory, raises with everything they took given back."""
+        fold = admission.fold_slots(self, sentences) if alone else 0
+        try:
+            crosses = admission.encode_sources(self, [s.request.src_ids for s in sentences],
+                                               [s.adapter_slot for s in sentences], fold)
+            for sentence, cross in zip(sentences, crosses):
+                sentence.source = cross
+                sentence.rows = self.rows.take_rows(sentence.request.beams)
+            rows = admission.admit_rows(self, sentences)
+        except torch.cuda.OutOfMemoryError:
+            for sentence in reversed(sentences):
+                self.release(sentence)
+            raise
+        if len(sentences) == 1 and len(group.sentences) == 1:
+            group.device_rows = rows.view(1, -1).long()  # a sentence alone: no second copy of its rows
+        if fold:
+            self.folded_sentence = sentences[0]
+
+    def release(self, sentence: Sentence) -> None:
+        """A sentence that has left (finished, preempted or stopped) gives back its rows, blocks,
+        source and adapter slot."""
+        self._give_back(sentence)
+        self.lora.release_adapter_slot(sentence.adapter_slot)
+        sentence.adapter_slot = -1
+
+    def _give_back(self, sentence: Sentence) -> None:
+        if sentence is self.folded_sentence:
+            self.folded_sentence = None
+        self.self_cache.give_back(sentence.blocks)
+        self.rows.give_back(sentence.rows)
+        sentence.blocks, sentence.rows, sentence.cached = [], [], 0
+        if sentence.source is not None:
+            self.cross_cache.free_sequence(sentence.source)
+            sentence.source = None
+
+    def shrink(self, max_rows: int) -> None:
+        """Steps have at most `max_rows` rows from now on: free what larger ones held."""
+        if self.graphs is not None:  # graphs of buckets that can no longer run hold memory
+            self.graphs.drop_larger_than(max_rows)
+        if self.model.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    # -- the step ------------------------------------------------------------------------------------
+
+    def launch(self, groups: dict[DecodingOptions, Group]) -> LaunchedStep:
+        """Queue one step: feed every live row one token and advance every group's search."""
+        live = list(groups.values())
+        sentences = [s for group in live for s in group.sentences]
+        self.grow(sentences)
+        with_lora = any(s.adapter_slot >= 0 for s in sentences)
+        partial = [i for i, s in enumerate(sentences) if s.request.on_partial is not None]
+        # The host reads a step's report while the next step runs, and queues the one after only once
+        # it has read it: steps report into two sets of memory in turn.
+        self._parity ^= 1
+        report = self._search_in_graph(live[0], with_lora, bool(partial)) if len(live) == 1 else None
+        if report is None:
+            report = self._search_eagerly(live, with_lora, bool(partial))
+        for s in sentences:
+            s.cached += 1
+            s.length += 1
+        ready = None
+        if self.model.device.type == "cuda":
+            ready = torch.cuda.Event()
+            ready.record()
+        return LaunchedStep(sentences, [s.length for s in sentences], report, partial, ready)
+
+    def finish(self, step: LaunchedStep) -> list[Sentence]:
+        """Wait for a launched step; set its finished sentences' results and report the partial
+        results of the others; returns the finished ones."""
+        if step.ready is not None:
+            step.ready.synchronize()
+        done = step.report.done.tolist()
+        finished = [i for i, s in enumerate(step.sentences) if done[i] and s.live]
+        if not finished and not step.partial:
+            return []
+        # The step reported the finished sentences' results and, if any streams them, every one's
+        # best hypothesis: one conversion of the rows needed, not of all.
+        lengths = step.report.lengths.tolist()
+        width = max([lengths[i] for i in finished] + [step.lengths[i] for i in step.partial])
+        needed = sorted(set(finished).union(step.partial))
+        table = dict(zip(needed, step.report.best[needed, :width].tolist()))  # sentence -> its (width,) row
+        for i in finished:
+            step.sentences[i].request.result = table[i][: lengths[i]]
+        for i in step.partial:
+            s = step.sentences[i]
+            if s.live and s.request.result is None:
+                s.request.on_partial(table[i][: step.lengths[i]])
+        return [step.sentences[i] for i in finished]
+
+    def group_rows(self, group: Group) -> torch.Tensor:
+        """(S, num_beams) row ids of the group, sentence by sentence: the order of its rows in a step."""
+        if group.device_rows is None:
+            # From a flat list: with sentences of natural lengths the group changes at nearly every step.
+            [flat] = to_device_many([[row for s in group.sentences for row in s.rows]], self.model.device)  # (S * B,)
+            group.device_rows = flat.view(len(group.sentences), -1).long()  # (S * B,) -> (S, B)
+        return group.device_rows
+
+    def forward(
+        self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1, folded: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Feed each row (N,) the token of its hypothesis at its cache length: the rows fed (N,), with
+        the scratch row for those of finished sentences, and logits (N, V) if asked. `group` > 1: the
+        rows come in runs of that many beams of one sentence. `folded`: they are all the folded
+        sentence's (`fold_slots`).
+
+        Everything here is device work on `DecoderRows`, so a CUDA graph captures it whole.
+        """
+        state = self.rows
+        # Padding rows (all the scratch row) feed position 0 afresh each step, as do the rows of a
+        # sentence the last step found done: the host learns of it one step late, and its rows must
+        # not move meanwhile.
+        fed = kernels.step_inputs(rows, state.tensors, state.scratch, self.self_cache.block_size)
+        lora = LoraRows(self.lora, state.adapter[fed.rows]) if with_lora else None
+        return fed.rows, self.model.decode_step(
+            tokens=fed.tokens,
+            positions=fed.positions,
+            rows=fed.rows,
+            self_cache=self.self_cache,
+            write_slots=fed.write_slots,
+            self_slots=state.kv_slots,
+            self_lens=fed.self_lens,
+            self_priors=fed.priors,
+            cross_cache=self.cross_cache,
+            cross_slots=state.cross_slots,
+            cross_lens=fed.cross_lens,
+            with_logits=with_logits,
+            lora=lora,
+            group=group,
+            folded=self.folded if folded else None,
+        )
+
+    def run_rows(
+        self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The decoder step over `rows` (N,), through a graph where there is one; what `forward`
+        returns, for these rows. `group` as in `forward`."""
+        if self.graphs is None or not self.graphs.fits(rows.numel()):
+            return self.forward(rows, with_lora, with_logits, group)
+        if bucket_for(rows.numel()) % group:
+            group = 1  # the padding would split a run
+
+        def step(padded: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+            return self.forward(padded, with_lora, with_logits, group)
+
+        fed, logits = self.graphs.run(rows, (with_lora, with_logits, group), step)
+        n = rows.numel()
+        return fed[:n], None if logits is None else logits[:n]
+
+    def _search_in_graph(self, group: Group, with_lora: bool, with_best: bool) -> kernels.StepReport | None:
+        """The decoder step and the group's search as one graph replay, which also stores in pinned
+        host memory what the host reads of it (kernels.step_report), valid once the step's event
+        has passed and until the step after next; `with_best`: the best hypotheses of all
+        sentences, not only of those done. None when the step cannot be one graph (no graphs, score
+        processors that need the host, or a beam count that does not divide the padded batch)."""
+        rows = self.group_rows(group)  # (S, B)
+        beams = group.options.num_beams
+        if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(group.options):
+            return None
+        size = bucket_for(rows.numel())
+        if size % beams:
+            return None
+        # The folded sentence's steps read buffers of its S: a graph per S.
+        alone = len(group.sentences) == 1 and next(iter(group.sentences)) is self.folded_sentence
+        folded = self.folded.slots if alone else 0
+        # Two graphs per step key, each reporting into memory of its own (`_report_memory`).
+        key = (with_lora, group.options, with_best, self._parity, folded)
+        report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
+
+        def step(padded: torch.Tensor) -> None:
+            fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
+            # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
+            self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
+                                    report, with_best)
+
+        self.graphs.run(rows.reshape(-1), key, step)
+        return report.first(rows.shape[0])
+
+    def _search_eagerly(self, live: list[Group], with_lora: bool, with_best: bool) -> kernels.StepReport:
+        """One decoder step over every group's rows, then each group's search and report: what
+        `_search_in_graph` returns, for the groups' sentences in order."""
+        group_rows = [self.group_rows(group) for group in live]  # (S, B) each
+        beams = live[0].options.num_beams if len(live) == 1 else 1  # the rows' runs of one sentence each
+        step_rows = torch.cat([rows.reshape(-1) for rows in group_rows])  # (N,)
+        fed, logits = self.run_rows(step_rows, with_lora, with_logits=True, group=beams)  # (N,), (N, V)
+        S = sum(rows.shape[0] for rows in group_rows)
+        report = self._report_memory(("eager", bucket_for(S), self._parity), bucket_for(S))
+        first_row = first_sentence = 0
+        for group, rows in zip(live, group_rows):
+            lengths = [s.length for s in group.sentences]
+            n, count = rows.numel(), rows.shape[0]
+            # A sentence sitting this step out (done at the last one) counts its length one too far.
+            width = min(max(lengths) + 1, self.rows.max_length)
+            self._search_and_report(group.options, fed[first_row : first_row + n].view(rows.shape),  # (s, B)
+                                    logits[first_row : first_row + n], width, lengths,
+                                    report.part(first_sentence, count), with_best)
+            first_row, first_sentence = first_row + n, first_sentence + count
+        return report.first(S)
+
+    def _search_and_report(
+        self, options: DecodingOptions, sentences: torch.Tensor, logits: torch.Tensor, width: int,
+        lengths: list[int] | None, report: kernels.StepReport, with_best: bool,
+    ) -> None:
+        """One group's search over its rows `sentences` (S, B) as fed and their logits (S * B, V),
+        then its report into `report` (`_report_memory`'s, for the S sentences)."""
+        state = self.rows
+        done = search_step(options)(state, sentences, logits, options, self.eos_id, width, lengths)
+        kernels.step_report(done, sentences, state.tensors, report, with_best)
+
+    def _report_memory(self, key: tuple, sentences: int) -> kernels.StepReport:
+        """Host memory (pinned on the GPU) for the report of a step of `sentences`, by `key`. Keys
+        carry the step's parity, so a step never writes where the host may still be reading the
+        step before."""
+        if key not in self._reports:
+            host = functools.partial(torch.empty, pin_memory=self.model.device.type == "cuda")
+            self._reports[key] = kernels.StepReport(host(sentences, dtype=torch.bool),
+                                                    host((sentences, self.rows.max_length), dtype=torch.int64),
+                                                    host(sentences, dtype=torch.int32))
+        return self._reports[key]
+
+    # -- blocks --------------------------------------------------------------------------------------
+
+    def grow(self, sentences: list[Sentence]) -> None:
+        """A new block for every row of each sentence whose rows are about to start one."""
+        rows, blocks = self.take_blocks(sentences)
+        if rows:
+            rows_t, blocks_t = to_device_many([rows, blocks], self.model.device)
+            self.rows.write_block[rows_t] = blocks_t
+
+    def take_blocks(self, sentences: list[Sentence]) -> tuple[list[int], list[int]]:
+        """`grow`'s host half: takes the blocks and returns (rows, their new blocks)."""
+        rows, blocks = [], []
+        for s in sentences:
+            if s.cached % self.self_cache.block_size == 0:
+                new = self.self_cache.take_blocks(len(s.rows))
+                s.blocks += new
+                rows += s.rows
+                blocks += new
+        return rows, blocks

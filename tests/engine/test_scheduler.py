@@ -1,0 +1,226 @@
+"""The scheduler on its own: plans from counts of rows and blocks, no model and no device."""
+
+import itertools
+import subprocess
+import sys
+
+import pytest
+
+from engine.decoding import DecodingOptions
+from engine.scheduler import OutOfBlocks, Request, Scheduler
+
+BLOCK = 16
+BASE = lambda request: -1  # noqa: E731 every request on the base model
+_ids = itertools.count()
+
+
+def request(beams=1, priority=1, source=10, prefix=2, max_length=20, adapter=None):
+    options = DecodingOptions(num_beams=beams, max_length=max_length)
+    first = next(_ids) * 1000  # requests compare by value: each its own source
+    return Request(list(range(first, first + source)), list(range(prefix)), options, priority, adapter=adapter)
+
+
+def scheduler(max_rows=8, self_blocks=1000, cross_blocks=1000):
+    return Scheduler(max_rows, BLOCK, self_blocks, cross_blocks)
+
+
+def queued(s, *requests):
+    for r in requests:
+        s.add(r)
+    return list(requests)
+
+
+def admitted(plan):
+    return [sentence.request for sentence in plan.admit]
+
+
+def test_the_module_imports_no_torch():
+    code = "import sys, engine.scheduler; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_admission_stops_at_the_rows_a_step_may_have():
+    s = scheduler(max_rows=8)
+    a, b, c = queued(s, request(4), request(4), request(4))
+    plan = s.schedule(1000, 1000, BASE)
+    assert admitted(plan) == [a, b] and list(s.waiting) == [c]
+    assert plan.alone and plan.step and s.rows_taken == 8
+    assert [g.options.num_beams for g in s.groups.values()] == [4] and len(next(iter(s.groups.values())).sentences) == 2
+    assert admitted(s.schedule(1000, 1000, BASE)) == []  # full: c waits
+
+
+def test_admission_keeps_two_blocks_per_new_row_and_one_per_running_row():
+    s = scheduler(max_rows=64)
+    requests = queued(s, *(request(4) for _ in range(4)))
+    # 2 x 4 blocks per new sentence: 17 free blocks admit two (the first is always admitted).
+    assert admitted(s.schedule(17, 1000, BASE)) == requests[:2]
+    # Now 8 rows run, each keeping one block: 8 + 8 needed for one more.
+    assert admitted(s.schedule(15, 1000, BASE)) == []
+    assert admitted(s.schedule(16, 1000, BASE)) == requests[2:3]
+
+
+def test_admission_stops_at_the_source_cache():
+    s = scheduler()
+    a, b = queued(s, request(source=40), request(source=40))  # 3 blocks of 16 each
+    assert admitted(s.schedule(1000, 5, BASE)) == [a]
+    assert list(s.waiting) == [b]
+
+
+def test_a_sentence_that_can_never_fit_is_an_error():
+    s = scheduler(max_rows=4)
+    queued(s, request(8))
+    with pytest.raises(OutOfBlocks, match="8 beams are more than the 4 rows"):
+        s.schedule(1000, 1000, BASE)
+    s = scheduler(cross_blocks=2)
+    queued(s, request(source=40))
+    with pytest.raises(OutOfBlocks, match="40 source tokens does not fit"):
+        s.schedule(1000, 1000, BASE)
+
+
+def test_typed_text_queues_ahead_of_waiting_documents():
+    s = scheduler()
+    d1, d2, t1, d3, t2 = request(), request(), request(priority=0), request(), request(priority=0)
+    queued(s, d1, d2, t1, d3, t2)
+    assert list(s.waiting) == [t1, t2, d1, d2, d3]
+
+
+@pytest.mark.parametrize("share, joins", [(0.0, True), (0.25, True), (0.5, False)])
+def test_documents_join_running_ones_once_a_share_of_the_rows_is_free(share, joins):
+    s = scheduler(max_rows=8)
+    s.admit_share = share
+    first = queued(s, *(request() for _ in range(8)))
+    s.schedule(1000, 1000, BASE)
+    s.update(s.running[:2])  # two of the eight rows free
+    later = queued(s, *(request() for _ in range(4)))  # more than fit
+    assert admitted(s.schedule(1000, 1000, BASE)) == (later[:2] if joins else [])
+    assert all(r not in s.waiting for r in first)
+
+
+def test_documents_join_at_once_when_all_that_wait_fit():
+    s = scheduler(max_rows=8)
+    s.admit_share = 1.0  # else: wait for the batch to drain
+    queued(s, *(request() for _ in range(8)))
+    s.schedule(1000, 1000, BASE)
+    s.update(s.running[:1])
+    [last] = queued(s, request())
+    assert admitted(s.schedule(1000, 1000, BASE)) == [last]
+
+
+def test_typed_text_never_waits_for_the_share():
+    s = scheduler(max_rows=8)
+    s.admit_share = 1.0
+    queued(s, *(request() for _ in range(8)))
+    s.schedule(1000, 1000, BASE)
+    s.update(s.running[:1])
+    document, typed = request(), request(priority=0)
+    queued(s, document, request(), typed)
+    assert admitted(s.schedule(1000, 1000, BASE)) == [typed]  # one row free: the typed sentence takes it
+
+
+def test_the_youngest_sentence_is_preempted_when_the_step_needs_more_blocks():
+    s = scheduler(max_rows=64)
+    a, b, c = queued(s, request(4), request(4), request(4))
+    plan = s.schedule(1000, 1000, BASE)
+    for sentence in plan.admit:  # as the runner leaves them: at a block's end, each row's block taken
+        sentence.cached = BLOCK
+        sentence.blocks = list(range(4))
+    # The coming step takes 4 blocks a sentence: 12 wanted, 6 free and the 4 that c gives back.
+    plan = s.schedule(6, 1000, BASE)
+    assert [p.request for p in plan.preempt] == [c] and list(s.waiting) == [c]
+    assert [x.request for x in s.running] == [a, b] and plan.step
+    plan = s.schedule(3, 1000, BASE)  # 3 free and b's 4 leave room for a
+    assert [p.request for p in plan.preempt] == [b] and list(s.waiting) == [b, c]  # b ahead of c, as admitted
+    assert [x.request for x in s.running] == [a] and s.rows_taken == 4
+
+
+def test_a_sentence_admitted_where_the_step_has_no_room_is_not_started():
+    s = scheduler(max_rows=64)
+    a, b = queued(s, request(4), request(4))
+    plan = s.schedule(1000, 1000, BASE)
+    for sentence in plan.admit:  # both at a block's end
+        sentence.cached = BLOCK
+        sentence.blocks = list(range(4))
+    c = request(1, prefix=2 * BLOCK + 1, max_length=40)  # fills two blocks at admission, needs a third at once
+    queued(s, c)
+    # Admitted (10 - 8 >= 2 blocks), it would leave 8 for the 9 the step needs: it is not started.
+    plan = s.schedule(10, 1000, BASE)
+    assert admitted(plan) == [] and [p.request for p in plan.preempt] == [c] and list(s.waiting) == [c]
+    assert [x.request for x in s.running] == [a, b] and s.rows_taken == 8
+    plan = s.schedule(11, 1000, BASE)
+    assert admitted(plan) == [c] and plan.preempt == []
+    s.update(plan.admit)
+    # One filling three blocks at admission would leave a and b 7 of 10: left out, it leaves them 10.
+    d = request(1, prefix=3 * BLOCK + 1, max_length=60)
+    queued(s, d)
+    plan = s.schedule(10, 1000, BASE)
+    assert [p.request for p in plan.preempt] == [d] and [x.request for x in s.running] == [a, b]
+
+
+def test_one_sentence_too_big_for_the_cache_is_an_error():
+    s = scheduler(self_blocks=4)
+    queued(s, request(4))
+    [sentence] = s.schedule(1000, 1000, BASE).admit
+    sentence.cached = BLOCK
+    with pytest.raises(OutOfBlocks, match="too small for one sentence"):
+        s.schedule(3, 1000, BASE)
+
+
+def test_out_of_memory_requeues_every_sentence_and_halves_the_rows():
+    s = scheduler(max_rows=16)
+    requests = queued(s, *(request(4) for _ in range(5)))
+    s.schedule(1000, 1000, BASE)
+    requeued = s.shrink()
+    assert [x.request for x in requeued] == requests[3::-1]  # youngest first
+    assert list(s.waiting) == requests and s.max_rows == 8 and not s.running and not s.groups and s.rows_taken == 0
+    assert admitted(s.schedule(1000, 1000, BASE)) == requests[:2]
+    assert s.shrink() is not None and s.max_rows == 4
+    assert s.shrink() is None and s.max_rows == 4  # a sentence of 4 beams needs them all
+
+
+def test_finished_sentences_leave_and_free_their_rows():
+    s = scheduler(max_rows=8)
+    greedy, beam = request(1), request(4)
+    queued(s, greedy, beam)
+    plan = s.schedule(1000, 1000, BASE)
+    assert len(s.groups) == 2
+    s.update([plan.admit[0]])
+    assert [x.request for x in s.running] == [beam] and s.rows_taken == 4 and len(s.groups) == 1
+    assert not plan.admit[0].live
+    s.update([plan.admit[1]])
+    assert not s.running and not s.groups and s.rows_taken == 0
+    assert not s.schedule(1000, 1000, BASE).step
+
+
+def test_a_prefix_at_its_max_length_is_done_without_a_row():
+    s = scheduler()
+    done, other = queued(s, request(prefix=2, max_length=2), request())
+    plan = s.schedule(1000, 1000, BASE)
+    assert plan.finished == [done] and done.result == [0, 1] and admitted(plan) == [other]
+
+
+def test_adapters_wait_for_a_slot_and_unusable_ones_end_their_request():
+    s = scheduler()
+    broken, waits, later = queued(s, request(adapter="broken"), request(adapter="busy"), request())
+
+    def acquire(r):
+        if r.adapter == "broken":
+            return "broken: no adapter_config.json"
+        return None if r.adapter == "busy" else -1
+
+    plan = s.schedule(1000, 1000, acquire)
+    assert broken.error == "broken: no adapter_config.json" and admitted(plan) == []
+    assert list(s.waiting) == [waits, later]  # in order: the next waits for a slot too
+    plan = s.schedule(1000, 1000, lambda r: 2 if r.adapter else -1)
+    assert admitted(plan) == [waits, later] and [x.adapter_slot for x in plan.admit] == [2, -1]
+
+
+def test_no_step_is_planned_while_one_in_flight_ends_every_sentence():
+    s = scheduler()
+    queued(s, request(max_length=5), request(max_length=8))
+    s.schedule(1000, 1000, BASE)
+    for sentence, length in zip(s.running, (5, 7)):
+        sentence.length = length
+    assert s.schedule(1000, 1000, BASE, in_flight=True).step  # the second has a token to go
+    s.running[1].length = 8
+    assert not s.schedule(1000, 1000, BASE, in_flight=True).step
+    assert s.schedule(1000, 1000, BASE, in_flight=False).step

@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 
 from app.confidence import doubts
 from app.documents import DocumentError, is_supported, translate_document
-from app.memory import MEMORY_FILE, TranslationMemory
+from app.translation_memory import MEMORY_FILE, TranslationMemory
 from app.settings import AppPaths
 from engine import TranslationCache, get_language, model_identity
 

@@ -1,4 +1,4 @@
-"""The translation memory (app/memory.py): TMX in and out, exact reuse, and its use by the CLI,
+"""The translation memory (app/translation_memory.py): TMX in and out, exact reuse, and its use by the CLI,
 documents and the window's engine thread."""
 
 import io
@@ -9,7 +9,7 @@ from lxml import etree
 
 from app.cli import main
 from app.documents import DocumentError
-from app.memory import MAX_SEGMENT, TranslationMemory, flores_code, language_tag
+from app.translation_memory import MAX_SEGMENT, TranslationMemory, flores_code, language_tag
 
 # As a translation tool writes one: a header naming the source, inline formatting codes, a
 # highlighted run, three languages in one unit, and one language NLLB does not have (Klingon).

@@ -37,8 +37,10 @@ halved, and decoding carries on; only when a single sentence does not fit does t
 the caller.
 
 Adapters: a request naming a LoRA adapter takes a reference on its slot in the LoRA pool at
-admission (promoting it from disk if needed) and gives it back when it finishes or is preempted;
-when every slot is held, it waits. Its rows carry the slot, so one batch mixes adapters.
+admission and gives it back when it finishes or is preempted. An adapter that is not resident is
+read on the pool's own thread and copied into a slot at the top of a later step
+(`LoraPool.install_staged`); until then, or while every slot is held, its requests wait in the
+queue and the others are admitted past them. Its rows carry the slot, so one batch mixes adapters.
 """
 
 from __future__ import annotations
@@ -60,8 +62,10 @@ from engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, buc
 from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
 from engine.device import sum_in_float32, to_device, to_device_many, tokens_to_device
 from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
-from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
+from engine.lora_layers import LoraRows
+from engine.lora_pool import DEFAULT_SLOTS, LoraPool
 from engine.model import FOLD_MAX_ROWS, FoldedSources, NllbModel
+from engine.peft_adapter import AdapterError
 from engine.rows import DecoderRows
 
 
@@ -170,6 +174,7 @@ class Group:
 BLOCK_SIZE = 16
 ADMIT_SHARE = 0.25  # see "Documents join in bulk" above; measured in docs/performance.md
 ADMISSION_GRAPH_ROWS = 16  # a sentence admitted alone with at most this many beams sets its rows up by a graph
+ADAPTER_WAIT = 0.05  # seconds a run with nothing to decode waits for an adapter's read before it looks again
 log = logging.getLogger(__name__)
 
 
@@ -283,13 +288,13 @@ class Generator:
         generator.lora = LoraPool(c, adapter_slots or DEFAULT_SLOTS, device, dtype, adapters_dir)
         generator.folded = folded
         if graphed:
-            generator.graphs = DecodeGraphs(rows, generator.rows.scratch, device, generator.lora)
+            generator.graphs = DecodeGraphs(rows, generator.rows.scratch, device, generator.lora.layers)
             # A sentence's inputs: per row 10 ints, its prefix and its source's block list, each at most max_positions.
             per_row = 10 + model.max_positions + -(-model.max_positions // BLOCK_SIZE)
-            generator.admission_graphs = AdmissionGraphs(generator.lora, device, ADMISSION_GRAPH_ROWS * per_row)
+            generator.admission_graphs = AdmissionGraphs(generator.lora.layers, device, ADMISSION_GRAPH_ROWS * per_row)
             if device.type == "cuda" and model.attends_packed():
                 generator.encoder_graphs = EncoderGraphs(
-                    model, generator.cross_cache, generator.lora, generator.scratch_cross_slot, folded
+                    model, generator.cross_cache, generator.lora.layers, generator.scratch_cross_slot, folded
                 )
         freeze_heap()
         return generator
@@ -421,7 +426,7 @@ class Generator:
         lora = None
         if adapter_slots is not None and max(adapter_slots) >= 0:
             per_source = to_device(adapter_slots, device, torch.int32)
-            lora = LoraRows(self.lora, per_source.repeat_interleave(to_device(lengths, device), output_size=sum(lengths)))  # (T,)
+            lora = LoraRows(self.lora.layers, per_source.repeat_interleave(to_device(lengths, device), output_size=sum(lengths)))  # (T,)
         packed = self.model.encode(tokens, lengths, lora)  # (T, C), sources one after another
         cross = [Sequence() for _ in sources]
         for seq, n in zip(cross, lengths):
@@ -481,7 +486,7 @@ class Generator:
             rows, state.kv_len, state.write_block, state.kv_slots, state.hyp, state.cross_len, state.finished,
             state.prior_offset, state.scratch, self.self_cache.block_size,
         )  # (N,) each
-        lora = LoraRows(self.lora, state.adapter[rows]) if with_lora else None
+        lora = LoraRows(self.lora.layers, state.adapter[rows]) if with_lora else None
         return rows, self.model.decode_step(
             tokens=tokens,
             positions=positions,
@@ -676,10 +681,13 @@ class Generator:
                 if not running:
                     pull(report=False)  # the device is idle: what is finished is reported once it works again
                 try:
+                    self.lora.install_staged()  # adapters read since the last step go into their slots
                     self._admit(waiting, running, groups)
                     if not running:
                         self._report_finished()
-                        continue  # nothing left, or every waiting request failed (an unusable adapter)
+                        if waiting:  # what waits needs an adapter still being read
+                            self.lora.install_staged(timeout=ADAPTER_WAIT)
+                        continue  # or nothing is left, or every waiting request failed (an unusable adapter)
                     self._make_room(waiting, running, groups)
                     # Sentences at their length limit are done whatever the step finds: when the pending
                     # step ends them all, another step would only keep the device busy.
@@ -770,8 +778,15 @@ class Generator:
         admitted: list[tuple[Request, int]] = []
         free_self = self.self_cache.num_free_blocks() - rows  # one block of headroom per live row
         free_cross = self.cross_cache.num_free_blocks()
-        while waiting:
-            request = waiting[0]
+        # Requests whose adapter is not ready keep their place in the queue while those behind them
+        # are admitted: at most max_rows are looked past, and a name found not ready is not asked again.
+        passed = 0
+        not_ready: set[str | None] = set()
+        while passed < min(len(waiting), self.max_rows):
+            request = waiting[passed]
+            if request.adapter in not_ready:
+                passed += 1
+                continue
             beams = request.options.num_beams
             cross_blocks = self.cross_cache.blocks_for(len(request.src_ids))
             if admitted or running:
@@ -784,12 +799,14 @@ class Generator:
             try:
                 adapter_slot = self._acquire_adapter(request)
             except AdapterError as e:
-                waiting.popleft()
+                del waiting[passed]
                 request.error = str(e)
                 continue
-            if adapter_slot is None:
-                break  # every adapter slot is held by running sentences: wait for one to finish
-            waiting.popleft()
+            if adapter_slot is None:  # being read, or every slot is held by running sentences
+                not_ready.add(request.adapter)
+                passed += 1
+                continue
+            del waiting[passed]
             admitted.append((request, adapter_slot))
             rows += beams
             free_self -= 2 * beams
@@ -917,8 +934,8 @@ class Generator:
         return FoldedSources.slots_for(len(request.src_ids))
 
     def _acquire_adapter(self, request: Request) -> int | None:
-        """A reference on the slot of the request's adapter (-1 for the base model), promoting it
-        from disk if needed; None when no slot can be had now."""
+        """A reference on the slot of the request's adapter (-1 for the base model); None while it
+        is not ready (its files are read off this thread: `LoraPool.slot_for`)."""
         name = request.adapter if request.adapter is not None else self.lora.active
         if name is None:
             return -1

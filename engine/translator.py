@@ -15,7 +15,7 @@ from engine.checkpoint import open_checkpoint
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
-from engine.lora import AdapterError, load_adapter
+from engine.peft_adapter import AdapterError, load_adapter
 from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from engine.quantize import int8_supported, quantize_int8
 from engine.weights import load_weights

@@ -132,7 +132,7 @@ class Translator:
         self.tokenizer.lang_id(src_lang)  # raises UnknownLanguageError before any work starts
         adapter = adapter or None
         if adapter is not None:
-            self.generator.lora.slot_for(adapter)  # raises AdapterError before any work starts
+            self.generator.lora.slot_for(adapter)  # a bad name raises AdapterError now; its read starts
         # A text's pieces (one, unless it is too long to read at once), their requests and their
         # translations, decoded as each finishes (while the device works: Generator.run's on_done).
         requests: dict[int, list[Request]] = {}

@@ -80,6 +80,8 @@ def read_adapter(path: Path, name: str, config: NllbConfig, dtype: torch.dtype, 
         return _Read(before, staged(load_adapter(path, config, name), dtype, pin), None)
     except AdapterError as e:
         return _Read(before, None, str(e))
+    except OSError as e:  # a file removed or replaced between two of its checks: this adapter's failure alone
+        return _Read(before, None, f"{path}: unreadable ({e})")
 
 
 def _current_signature(path: Path) -> tuple | None:

@@ -60,7 +60,7 @@ def staged(adapter: Adapter, dtype: torch.dtype, pin: bool) -> Adapter:
 
 def _packed(tensors: list[torch.Tensor], dtype: torch.dtype, pin: bool) -> list[torch.Tensor]:
     """Copies of `tensors` in `dtype`, views of one host buffer (one pinned allocation, not hundreds)."""
-    flat = torch.empty(sum(t.numel() for t in tensors), dtype=dtype, pin_memory=pin)
+    flat = torch.empty(sum(t.numel() for t in tensors), dtype=dtype, pin_memory=pin and bool(tensors))
     out, start = [], 0
     for t in tensors:
         view = flat[start : start + t.numel()].view(t.shape)
@@ -70,25 +70,23 @@ def _packed(tensors: list[torch.Tensor], dtype: torch.dtype, pin: bool) -> list[
     return out
 
 
+def _current_signature(path: Path) -> tuple | None:
+    """`signature(path)`, None while a file is missing."""
+    try:
+        return signature(path)
+    except OSError:
+        return None
+
+
 def read_adapter(path: Path, name: str, config: NllbConfig, dtype: torch.dtype, pin: bool) -> _Read:
     """The staging thread's work for one adapter: files and host tensors only."""
-    try:
-        before = signature(path)
-    except OSError:
-        before = None
+    before = _current_signature(path)
     try:
         return _Read(before, staged(load_adapter(path, config, name), dtype, pin), None)
     except AdapterError as e:
         return _Read(before, None, str(e))
     except OSError as e:  # a file removed or replaced between two of its checks: this adapter's failure alone
         return _Read(before, None, f"{path}: unreadable ({e})")
-
-
-def _current_signature(path: Path) -> tuple | None:
-    try:
-        return signature(path)
-    except OSError:
-        return None
 
 
 class LoraPool:

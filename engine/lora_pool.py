@@ -188,6 +188,17 @@ class LoraPool:
             installed.append(name)
         return installed
 
+    def identity_of(self, name: str) -> int:
+        """The identity of `name`'s current files (as `adapter_id_for` gives it once resident): what a
+        cache of translations keys on. Waits for the adapter's read, so it is for callers outside
+        the step loop (between runs). AdapterError if it is unusable."""
+        while (slot := self.slot_for(name)) is None:
+            if name in self._staged:  # read, waiting for a free slot
+                return self._staged[name].identity
+            wait([self._reads[name]])
+            self.install_staged()
+        return self.identities[slot]
+
     # -- the contract --------------------------------------------------------------------------
 
     def set_active_lora(self, name: str | None) -> None:

@@ -15,7 +15,7 @@ from engine.checkpoint import open_checkpoint
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
-from engine.peft_adapter import AdapterError, load_adapter
+from engine.peft_adapter import AdapterError
 from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from engine.quantize import int8_supported, quantize_int8
 from engine.weights import load_weights
@@ -213,13 +213,7 @@ class Translator:
         adapter's name and a hash of its files, which changes when they do."""
         if not adapter:
             return ""
-        pool = self.generator.lora
-        slot = pool.slot_for(adapter)
-        if slot is None:  # every slot is held: read it without promoting it
-            identity = load_adapter(pool.path_of(adapter), self.config).identity
-        else:
-            identity = pool.adapter_id_for(slot)
-        return f"{adapter}:{identity:016x}"
+        return f"{adapter}:{self.generator.lora.identity_of(adapter):016x}"
 
     def bind_gpu_to_thread(self) -> None:
         self.generator.bind_gpu_to_thread()

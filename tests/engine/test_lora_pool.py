@@ -61,6 +61,7 @@ def test_a_held_slot_is_never_evicted(peft_adapters, lora_translator):
     pool.acquire_adapter_slot(b)
     assert pool.slot_for("encoder-only") is None  # not resident: its read starts
     assert settle(pool) == [] and pool.slot_for("encoder-only") is None  # read, but both slots are held
+    assert pool.identity_of("encoder-only") == load_adapter(folder / "encoder-only", lora_translator.config).identity
     with pytest.raises(NoFreeSlot):
         pool.promote_lora_from_disk(folder / "decoder-only", "decoder-only")
     pool.release_adapter_slot(a)
@@ -155,6 +156,17 @@ def test_a_swap_under_load_leaves_running_requests_alone(peft_adapters, lora_tra
     gone, other = requests_for(lora_translator, [("live", 0), (None, 0)], 1)
     generator.run([gone, other])
     assert gone.result is None and "no such folder" in gone.error and other.result == expected[None, 1, 0]
+
+
+def test_an_identity_asked_for_waits_for_the_one_read(peft_adapters, lora_translator, monkeypatch):
+    reads = []
+    real = lora_pool.load_adapter
+    monkeypatch.setattr(lora_pool, "load_adapter", lambda path, *args: reads.append(path.name) or real(path, *args))
+    pool = LoraPool(lora_translator.config, 2, torch.device("cpu"), torch.float32, peft_adapters[0])
+    identity = pool.identity_of("attn")
+    assert identity == load_adapter(peft_adapters[0] / "attn", lora_translator.config).identity
+    assert pool.slot_for("attn") is not None and pool.adapter_id_for(pool.slot_for("attn")) == identity
+    assert reads == ["attn"]
 
 
 def test_identity_follows_the_files(make_translator, peft_adapters, tmp_path):

@@ -7,9 +7,14 @@ with the output length forced as in `python -m bench`:
 - the document workloads (beam 4 and greedy) with the base model alone, every sentence on one
   adapter, and the sentences spread over the 4 adapters in the same batches;
 - interactive latency (1 sentence, beam 4) with the base model, a resident adapter, and an adapter
-  promoted from disk by the request itself;
-- promotion from disk into a slot: the first one (which allocates the slot stacks), then into
-  existing stacks, with the files in the page cache and after dropping them from it.
+  read from disk for the request itself;
+- promotion from disk into a slot on the calling thread: the first one (which allocates the slot
+  stacks), then into existing stacks, with the files in the page cache and after dropping them from it;
+- what a running document feels of an adapter's arrival: while a document decodes on the base
+  model, a typed sentence arrives on an adapter; the steps' times, read between the document's
+  partial results, in the step loop's ordinary steps and at the worst step from the arrival until
+  the sentence's first step, for a resident adapter and one that is not (read from the page cache,
+  and after dropping it from there). The difference is the stall a disk read puts on the batch.
 
 Prints one JSON object (and writes it under $OUT when set).
 """
@@ -20,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -34,8 +40,9 @@ from engine.config import NllbConfig
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
-from engine.lora import CONFIG_FILE, WEIGHTS_FILE, linear_modules
+from engine.adapters import CONFIG_FILE, WEIGHTS_FILE
 from engine.model import NllbModel
+from engine.peft_adapter import linear_modules
 
 ADAPTERS = ["a0", "a1", "a2", "a3"]
 # For a smoke run on the CPU: the real vocabulary, a small body.
@@ -96,6 +103,62 @@ def requests(sources: list[list[int]], beams: int, new_tokens: int, adapters: li
     return [Request(src, [EOS, TARGET_LANG], options, adapter=adapters[i % len(adapters)]) for i, src in enumerate(sources)]
 
 
+def arrival(generator: Generator, document: list[list[int]], source: list[int], adapter: str,
+            at_step: int = 8) -> dict:
+    """Decode `document` (beam 4, 48 tokens, base model) and, once `at_step` steps have run, let a
+    typed sentence on `adapter` arrive (beam 4, 16 tokens). Step times are read between the
+    document's first sentence's partial results (one a step, each after its step has run)."""
+    stamps: list[float] = []
+    running = requests(document, 4, 48, [None])
+    running[0].on_partial = lambda tokens: stamps.append(time.perf_counter())
+    [typed] = requests([source], 4, 16, [adapter])
+    typed.priority = 0
+    seen: dict[str, int] = {}
+    typed.on_partial = lambda tokens: seen.setdefault("first_step", len(stamps))
+
+    def feed() -> list[Request] | None:
+        """Nothing until `at_step` steps have run, then the typed sentence, then no more."""
+        if "arrived" in seen:
+            return None
+        if len(stamps) < at_step:
+            return []
+        seen["arrived"] = len(stamps)
+        return [typed]
+
+    generator.run(running, feed=feed)
+    steps = [(b - a) * 1e3 for a, b in zip(stamps, stamps[1:])]  # steps[i]: from partial i to i + 1
+    # The typed sentence's first step is the one that ended at stamps[first - 1].
+    arrived, first = seen["arrived"], seen["first_step"]
+    return {"step_ms": statistics.median(steps[: arrived - 1]),
+            "worst_step_until_it_runs_ms": max(steps[arrived - 1 : first - 1]),
+            "steps_until_it_runs": first - arrived}
+
+
+def arrivals(generator: Generator, folder: Path, rng: random.Random, repeats: int) -> dict:
+    """`arrival` for a resident adapter and for one read from disk, median of `repeats` each."""
+    # A document that runs whole from the start, beside room for the typed sentence (`feed` is
+    # asked for more only while fewer than max_rows wait).
+    document = [sentence(rng.randint(10, 60), rng) for _ in range(min(64, generator.max_rows // 4 - 1))]
+    source = sentence(32, rng)
+    arrival(generator, document, source, ADAPTERS[0])  # warm-up: graphs of the mixed steps
+    out = {}
+    for label in ("resident", "read_from_page_cache", "read_after_dropping_page_cache"):
+        runs = []
+        for i in range(repeats):
+            name = ADAPTERS[0]
+            if label != "resident":  # a copy under a new name: not resident, its files in the page cache
+                name = f"arriving{i}-{label}"
+                shutil.copytree(folder / ADAPTERS[1], folder / name)
+                if label == "read_after_dropping_page_cache":
+                    drop_from_page_cache(folder / name)
+            runs.append(arrival(generator, document, source, name))
+        out[label] = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    resident = out["resident"]["worst_step_until_it_runs_ms"]
+    out["stall_ms"] = {label: out[label]["worst_step_until_it_runs_ms"] - resident
+                       for label in ("read_from_page_cache", "read_after_dropping_page_cache")}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.lora")
     parser.add_argument("--size", choices=[*SHAPES, "tiny"], default="600M")
@@ -130,9 +193,10 @@ def main() -> None:
         drop_from_page_cache(folder / name)
         cold.append(timed(device, lambda: pool.promote_lora_from_disk(folder / name, name)) * 1e3)
     out["promote_ms_median"] = {"page_cache": statistics.median(warm), "after_dropping_page_cache": statistics.median(cold)}
-    out["stacks_MB"] = sum(s.a.numel() + s.b.numel() for s in pool.stacks.values()) * model.dtype.itemsize / 1e6
+    out["stacks_MB"] = sum(s.a.numel() + s.b.numel() for s in pool.layers.stacks.values()) * model.dtype.itemsize / 1e6
     for name in ADAPTERS:  # all four resident
-        pool.slot_for(name)
+        if name not in pool.resident():
+            pool.promote_lora_from_disk(folder / name, name)
 
     rng = random.Random(1)
     source = [sentence(32, rng)]
@@ -143,12 +207,16 @@ def main() -> None:
         times = [timed(device, lambda: generator.run(requests(source, 4, 32, [adapter]))) for _ in range(args.repeats)]
         interactive[label] = statistics.median(times) * 1e3
     first_use = []
-    for i in range(3):  # a non-resident adapter: the request promotes it (evicting the LRU one)
+    for i in range(3):  # a non-resident adapter: read for the request (evicting the LRU one)
         (folder / ADAPTERS[i]).rename(folder / f"b{i}")
         first_use.append(timed(device, lambda: generator.run(requests(source, 4, 32, [f"b{i}"]))) * 1e3)
         (folder / f"b{i}").rename(folder / ADAPTERS[i])
-    interactive["adapter_promoted_by_the_request"] = statistics.median(first_use)
+    interactive["adapter_read_for_the_request"] = statistics.median(first_use)
     out["interactive_beam4_32tok_ms_median"] = interactive
+    out["adapter_arriving_beside_a_document"] = arrivals(generator, folder, rng, 3)
+    for name in ADAPTERS:  # the arrivals evicted some
+        if name not in pool.resident():
+            pool.promote_lora_from_disk(folder / name, name)
 
     document = [sentence(rng.randint(10, 60), rng) for _ in range(args.sentences)]
     for beams, key in ((4, "document_beam4_sent_per_s"), (1, "document_greedy_sent_per_s")):

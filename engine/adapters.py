@@ -1,8 +1,8 @@
 """An adapters folder's layout: one PEFT LoRA adapter per subfolder, named by the subfolder, holding
 `adapter_config.json` and `adapter_model.safetensors`; hidden subfolders are not adapters.
 
-No torch here: the window lists and watches the folder while it starts. engine/lora.py reads and
-checks what the subfolders hold.
+No torch here: the window lists and watches the folder while it starts. engine/peft_adapter.py reads
+and checks what the subfolders hold.
 """
 
 from __future__ import annotations

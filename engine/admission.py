@@ -21,7 +21,7 @@ from engine.cuda_graphs import bucket_for
 from engine.decoding import BLOCKED
 from engine.device import to_device, to_device_many, tokens_to_device
 from engine.kv_cache import OutOfBlocks, Sequence
-from engine.lora import LoraRows
+from engine.lora_layers import LoraRows
 from engine.model import FOLD_MAX_ROWS, FoldedSources
 from engine.scheduler import Sentence
 
@@ -68,7 +68,7 @@ def encode_sources(runner: StepRunner, sources: list[list[int]], adapter_slots: 
     lora = None
     if adapter_slots is not None and max(adapter_slots) >= 0:
         per_source = to_device(adapter_slots, device, torch.int32)
-        lora = LoraRows(runner.lora, per_source.repeat_interleave(to_device(lengths, device), output_size=sum(lengths)))  # (T,)
+        lora = LoraRows(runner.lora.layers, per_source.repeat_interleave(to_device(lengths, device), output_size=sum(lengths)))  # (T,)
     packed = runner.model.encode(tokens, lengths, lora)  # (T, C), sources one after another
     cross = [Sequence() for _ in sources]
     for seq, n in zip(cross, lengths):

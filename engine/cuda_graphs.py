@@ -31,7 +31,7 @@ import torch
 import kernels
 from engine.device import copy_many_to_device, copy_to_device
 from engine.kv_cache import PagedKVCache
-from engine.lora import LoraPool, LoraRows
+from engine.lora_layers import LoraLayers, LoraRows
 from engine.model import FoldedSources, NllbModel
 
 Step = Callable[[torch.Tensor], object]  # padded rows (size,) -> output: tensors, in any structure
@@ -45,7 +45,7 @@ class _GraphSet:
     """Captured graphs by key, (bucket, reads the LoRA stacks, ...), sharing one memory pool. The
     graphs that read the LoRA pool's stacks are captured again once it reallocates them."""
 
-    def __init__(self, lora: LoraPool, device: torch.device):
+    def __init__(self, lora: LoraLayers, device: torch.device):
         self.lora = lora
         self.device = device
         self.capture = device.type == "cuda"
@@ -88,7 +88,7 @@ class _GraphSet:
 
 
 class DecodeGraphs(_GraphSet):
-    def __init__(self, max_rows: int, scratch_row: int, device: torch.device, lora: LoraPool):
+    def __init__(self, max_rows: int, scratch_row: int, device: torch.device, lora: LoraLayers):
         super().__init__(lora, device)
         self.max_rows = bucket_for(max_rows)
         self.scratch_row = scratch_row
@@ -143,7 +143,7 @@ class AdmissionGraphs(_GraphSet):
     launch and its first step's, the host's work is what the GPU waits for at 600M, and Triton's
     Python launcher takes far longer than a replay (docs/performance.md)."""
 
-    def __init__(self, lora: LoraPool, device: torch.device, capacity: int):
+    def __init__(self, lora: LoraLayers, device: torch.device, capacity: int):
         super().__init__(lora, device)  # graphs by (rows, False, the inputs' shapes)
         self.staged = torch.zeros(capacity, dtype=torch.int32, device=device)
 
@@ -176,7 +176,7 @@ class EncoderGraphs(_GraphSet):
     """
 
     def __init__(
-        self, model: NllbModel, cross_cache: PagedKVCache, lora: LoraPool, scratch_slot: int,
+        self, model: NllbModel, cross_cache: PagedKVCache, lora: LoraLayers, scratch_slot: int,
         folded: FoldedSources | None = None,
     ):
         super().__init__(lora, model.device)  # graphs by (bucket, with LoRA, S of the fold)

@@ -11,9 +11,10 @@ rows replaced by the scratch row on the device). On the CPU, where a step has ru
 is launched, each step is finished at once.
 
 Adapters: a request naming a LoRA adapter takes a reference on its slot in the LoRA pool at
-admission (`_acquire_adapter`, promoting it from disk if needed) and gives it back when it
-finishes or is preempted; when every slot is held, it waits. Its rows carry the slot, so one batch
-mixes adapters.
+admission (`_acquire_adapter`) and gives it back when it finishes or is preempted. An adapter that
+is not resident is read on the pool's own thread and copied into a slot at the top of a later turn
+(`LoraPool.install_staged`); until then, or while every slot is held, its requests wait in the
+queue and the others are admitted past them. Its rows carry the slot, so one batch mixes adapters.
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ import torch
 from engine.device import sum_in_float32
 from engine.heap import freeze_heap, thaw_heap
 from engine.kv_cache import PagedKVCache
-from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool
+from engine.lora_pool import DEFAULT_SLOTS, LoraPool
 from engine.memory import BLOCK_SIZE, CPU_CACHE_TOKENS, CPU_ROWS, DEFAULT_GPU_MEMORY, MemoryPlan, plan_memory
 from engine.model import FoldedSources, NllbModel
+from engine.peft_adapter import AdapterError
 from engine.scheduler import Plan, Request, Scheduler
 from engine.step_runner import LaunchedStep, StepRunner
 
 __all__ = ["DEFAULT_GPU_MEMORY", "Generator", "Request"]
+ADAPTER_WAIT = 0.05  # seconds a run with nothing to decode waits for an adapter's read before it looks again
 log = logging.getLogger(__name__)
 
 
@@ -203,12 +206,15 @@ class Generator:
                 if not scheduler.running:
                     pull(report=False)  # the device is idle: what is finished is reported once it works again
                 try:
+                    self.lora.install_staged()  # adapters read since the last step go into their slots
                     plan = scheduler.schedule(self.self_cache.num_free_blocks(), self.cross_cache.num_free_blocks(),
                                               self._acquire_adapter, in_flight=pending is not None)
                     self._admit(plan)
                     if not scheduler.running:
                         self._report_finished()
-                        continue  # nothing left, or every waiting request failed (an unusable adapter)
+                        if scheduler.waiting:  # what waits needs an adapter still being read
+                            self.lora.install_staged(timeout=ADAPTER_WAIT)
+                        continue  # or nothing is left, or every waiting request failed (an unusable adapter)
                     launched = runner.launch(scheduler.groups) if plan.step else None
                 except torch.cuda.OutOfMemoryError as e:
                     self._shrink(e)
@@ -251,8 +257,8 @@ class Generator:
                 self.runner.release(sentence)
 
     def _acquire_adapter(self, request: Request) -> int | str | None:
-        """A reference on the slot of the request's adapter (-1 for the base model), promoting it
-        from disk if needed; None when no slot can be had now; why, for an unusable adapter."""
+        """A reference on the slot of the request's adapter (-1 for the base model); None while it is
+        being read (on the pool's thread) or every slot is held; why, for an unusable adapter."""
         if request.adapter is None:
             return -1
         try:

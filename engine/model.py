@@ -25,7 +25,7 @@ from engine.packing import packed_positions
 from kernels.source_scores import BLOCK_M as SOURCE_SCORES_ROWS
 
 if TYPE_CHECKING:
-    from engine.lora import LoraRows
+    from engine.lora_layers import LoraRows
 
 LAYER_NORM_EPS = 1e-5
 # Projections of at most FUSED_MAX_ROWS rows and FUSED_MAX_IN inputs (a decode step of a typed
@@ -108,7 +108,7 @@ class LayerNorm:
 
 
 def project(linear: Linear, x: torch.Tensor, lora: LoraRows | None, site: str, relu: bool = False) -> torch.Tensor:
-    """linear(x), plus each row's LoRA delta for the module(s) computed at `site` (engine/lora.py),
+    """linear(x), plus each row's LoRA delta for the module(s) computed at `site` (engine/lora_layers.py),
     then ReLU if asked."""
     if lora is None:
         return linear(x, relu)
@@ -139,8 +139,41 @@ def add_normalize(
     return x, (h if lora is None else lora.norm(site, x, h))
 
 
+@dataclass(frozen=True)
+class LoraSites:
+    """A layer's LoRA sites (engine/lora_layers.py `fused_sites`): what its projections ask for
+    deltas by, and its norms for an adapter's own copies; named once, as the model is built."""
+
+    self_attn_norm: str
+    qkv: str
+    self_attn_out: str
+    ffn_norm: str
+    fc1: str
+    fc2: str
+    next_norm: str  # the norm after the layer: the next layer's first, or the side's final one
+    cross_attn_norm: str = ""
+    cross_q: str = ""
+    cross_out: str = ""
+
+    @classmethod
+    def of(cls, side: str, i: int, layers: int) -> "LoraSites":
+        """Layer i of the `layers` of `side` ("encoder" or "decoder")."""
+        p = f"{side}.layers.{i}"
+        cross = {}
+        if side == "decoder":
+            cross = dict(cross_attn_norm=f"{p}.encoder_attn_layer_norm", cross_q=f"{p}.encoder_attn.q_proj",
+                         cross_out=f"{p}.encoder_attn.out_proj")
+        next_norm = f"{side}.layer_norm" if i + 1 == layers else f"{side}.layers.{i + 1}.self_attn_layer_norm"
+        return cls(f"{p}.self_attn_layer_norm", f"{p}.self_attn.qkv", f"{p}.self_attn.out_proj",
+                   f"{p}.final_layer_norm", f"{p}.fc1", f"{p}.fc2", next_norm, **cross)
+
+
+CROSS_KV_SITE = "decoder.cross_kv"  # every decoder layer's cross-attention K and V, one matmul
+
+
 @dataclass
 class EncoderLayer:
+    sites: LoraSites
     self_attn_norm: LayerNorm
     qkv: Linear  # q, k and v projections stacked: one matmul
     self_attn_out: Linear
@@ -151,6 +184,7 @@ class EncoderLayer:
 
 @dataclass
 class DecoderLayer:
+    sites: LoraSites
     self_attn_norm: LayerNorm
     qkv: Linear
     self_attn_out: Linear
@@ -202,6 +236,7 @@ class NllbModel:
         qkv = ("q_proj", "k_proj", "v_proj")
         self.encoder_layers = [
             EncoderLayer(
+                sites=LoraSites.of("encoder", i, config.encoder_layers),
                 self_attn_norm=norm(f"encoder.layers.{i}.self_attn_layer_norm"),
                 qkv=stacked(f"encoder.layers.{i}.self_attn", qkv),
                 self_attn_out=linear(f"encoder.layers.{i}.self_attn.out_proj"),
@@ -214,6 +249,7 @@ class NllbModel:
         self.encoder_norm = norm("encoder.layer_norm")
         self.decoder_layers = [
             DecoderLayer(
+                sites=LoraSites.of("decoder", i, config.decoder_layers),
                 self_attn_norm=norm(f"decoder.layers.{i}.self_attn_layer_norm"),
                 qkv=stacked(f"decoder.layers.{i}.self_attn", qkv),
                 self_attn_out=linear(f"decoder.layers.{i}.self_attn.out_proj"),
@@ -301,22 +337,22 @@ class NllbModel:
         """The encoder over packed tokens (T,) at their positions in their sources (T,), with
         `attend` the self-attention of their stacked q, k, v (T, 3C) -> (T, C): hidden states (T, C).
         Device work only, so a CUDA graph can hold it (engine/cuda_graphs.py `EncoderGraphs`)."""
-        x, h = self.embed(tokens, position, self.encoder_layers[0].self_attn_norm, lora, "encoder.layers.0.self_attn_layer_norm")
+        first = self.encoder_layers[0]
+        x, h = self.embed(tokens, position, first.self_attn_norm, lora, first.sites.self_attn_norm)
         for i, layer in enumerate(self.encoder_layers):
-            p = f"encoder.layers.{i}"
-            a = attend(project(layer.qkv, h, lora, f"{p}.self_attn.qkv"))  # (T, 3C) -> (T, C)
-            a = project(layer.self_attn_out, a, lora, f"{p}.self_attn.out_proj")
-            x, h = add_normalize(layer.ffn_norm, a, x, lora, f"{p}.final_layer_norm")  # (T, C) each
+            s = layer.sites
+            a = attend(project(layer.qkv, h, lora, s.qkv))  # (T, 3C) -> (T, C)
+            a = project(layer.self_attn_out, a, lora, s.self_attn_out)
+            x, h = add_normalize(layer.ffn_norm, a, x, lora, s.ffn_norm)  # (T, C) each
             last = i + 1 == len(self.encoder_layers)
             next_norm = self.encoder_norm if last else self.encoder_layers[i + 1].self_attn_norm
-            next_site = "encoder.layer_norm" if last else f"encoder.layers.{i + 1}.self_attn_layer_norm"
-            f = project(layer.fc2, project(layer.fc1, h, lora, f"{p}.fc1", relu=True), lora, f"{p}.fc2")
+            f = project(layer.fc2, project(layer.fc1, h, lora, s.fc1, relu=True), lora, s.fc2)
             if x.dtype == torch.float16:  # as HF: keep fp16 activations finite, and normalise them clamped
                 limit = torch.finfo(torch.float16).max - 1000
                 x = (x + f).clamp(-limit, limit)
-                h = normalize(next_norm, x, lora, next_site)
+                h = normalize(next_norm, x, lora, s.next_norm)
             else:
-                x, h = add_normalize(next_norm, f, x, lora, next_site)
+                x, h = add_normalize(next_norm, f, x, lora, s.next_norm)
         return h
 
     def attends_packed(self) -> bool:
@@ -365,7 +401,7 @@ class NllbModel:
         """
         T = hidden.shape[0]
         L, H, D = self.config.decoder_layers, self.heads, self.head_dim
-        kv = project(self.cross_kv, hidden, lora, "decoder.cross_kv").view(T, L, 2, H, D)  # (T, L, 2, H, D)
+        kv = project(self.cross_kv, hidden, lora, CROSS_KV_SITE).view(T, L, 2, H, D)  # (T, L, 2, H, D)
         cache.write(slots, kv)
         return kv
 
@@ -405,35 +441,34 @@ class NllbModel:
         H, D = self.heads, self.head_dim
         layers = self.decoder_layers
         # Each norm names the projection after it, which may then start early (Linear.holds_weights).
-        x, h = self.embed(tokens, positions, layers[0].self_attn_norm, lora, "decoder.layers.0.self_attn_layer_norm",
+        x, h = self.embed(tokens, positions, layers[0].self_attn_norm, lora, layers[0].sites.self_attn_norm,
                           layers[0].qkv)
         for i, layer in enumerate(layers):
-            p = f"decoder.layers.{i}"
-            q, k, v = project(layer.qkv, h, lora, f"{p}.self_attn.qkv").view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
+            s = layer.sites
+            q, k, v = project(layer.qkv, h, lora, s.qkv).view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
             # The attention kernel stores the new token's K/V in the cache as it reads them.
             a = kernels.slot_attention(q, self_cache.k[i], self_cache.v[i], self_slots, rows, self_lens, self.scale,
                                        k_new=k, v_new=v, write_slots=write_slots, priors=self_priors)
             if not with_logits and i + 1 == len(layers):
                 return None  # a prefix step only fills the cache: the rest of the last layer feeds the logits alone
-            a = project(layer.self_attn_out, a.reshape(N, H * D), lora, f"{p}.self_attn.out_proj")
+            a = project(layer.self_attn_out, a.reshape(N, H * D), lora, s.self_attn_out)
             # (Folded, the scores kernel holds its part of the folded keys before it waits, as cross_q
             # would its weights: the norm may lead into it alike.)
-            x, h = add_normalize(layer.cross_attn_norm, a, x, lora, f"{p}.encoder_attn_layer_norm", layer.cross_q)  # (N, C) each
+            x, h = add_normalize(layer.cross_attn_norm, a, x, lora, s.cross_attn_norm, layer.cross_q)  # (N, C) each
             if folded is not None:
                 a = folded.attend(i, h, self.scale)
             else:
-                q = project(layer.cross_q, h, lora, f"{p}.encoder_attn.q_proj").view(N, H, D)  # (N, H, D)
+                q = project(layer.cross_q, h, lora, s.cross_q).view(N, H, D)  # (N, H, D)
                 if group > 1:
                     a = kernels.source_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale, group)
                 else:
                     a = kernels.slot_attention(q, cross_cache.k[i], cross_cache.v[i], cross_slots, rows, cross_lens, self.scale)
-                a = project(layer.cross_out, a.reshape(N, H * D), lora, f"{p}.encoder_attn.out_proj")
-            x, h = add_normalize(layer.ffn_norm, a, x, lora, f"{p}.final_layer_norm", layer.fc1)
+                a = project(layer.cross_out, a.reshape(N, H * D), lora, s.cross_out)
+            x, h = add_normalize(layer.ffn_norm, a, x, lora, s.ffn_norm, layer.fc1)
             last = i + 1 == len(layers)
             next_norm = self.decoder_norm if last else layers[i + 1].self_attn_norm
-            next_site = "decoder.layer_norm" if last else f"decoder.layers.{i + 1}.self_attn_layer_norm"
-            f = project(layer.fc2, project(layer.fc1, h, lora, f"{p}.fc1", relu=True), lora, f"{p}.fc2")
-            x, h = add_normalize(next_norm, f, x, lora, next_site, None if last else layers[i + 1].qkv)
+            f = project(layer.fc2, project(layer.fc1, h, lora, s.fc1, relu=True), lora, s.fc2)
+            x, h = add_normalize(next_norm, f, x, lora, s.next_norm, None if last else layers[i + 1].qkv)
         return self.lm_head(h)[:, : self.config.vocab_size]  # (N, V)
 
 

@@ -199,12 +199,19 @@ class Scheduler:
         finished: list[Request] = []
         rows = self.rows_taken
         free_self -= rows  # one block of headroom per live row
-        while waiting:
-            request = waiting[0]
+        # Requests whose adapter is not ready keep their place in the queue while those behind them
+        # are admitted: at most max_rows are looked past, and a name found not ready is not asked again.
+        passed = 0
+        not_ready: set[str | None] = set()
+        while passed < min(len(waiting), self.max_rows):
+            request = waiting[passed]
             if len(request.prefix) >= request.limit:  # max_length leaves no room to generate
-                waiting.popleft()
+                del waiting[passed]
                 request.result = list(request.prefix)
                 finished.append(request)
+                continue
+            if request.adapter in not_ready:
+                passed += 1
                 continue
             beams = request.beams
             cross_blocks = self.blocks_for(len(request.src_ids))
@@ -217,12 +224,14 @@ class Scheduler:
                 raise OutOfBlocks(f"a sentence of {len(request.src_ids)} source tokens does not fit the KV cache")
             adapter_slot = acquire_adapter(request)
             if isinstance(adapter_slot, str):
-                waiting.popleft()
+                del waiting[passed]
                 request.error = adapter_slot
                 continue
-            if adapter_slot is None:
-                break  # every adapter slot is held by running sentences: wait for one to finish
-            waiting.popleft()
+            if adapter_slot is None:  # being read, or every slot is held by running sentences
+                not_ready.add(request.adapter)
+                passed += 1
+                continue
+            del waiting[passed]
             admitted.append(Sentence(request, adapter_slot, next(self._admissions), len(request.prefix)))
             rows += beams
             free_self -= 2 * beams

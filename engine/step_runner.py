@@ -30,7 +30,8 @@ from engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, buc
 from engine.decoding import DecodingOptions, bans_only_eos
 from engine.device import to_device_many
 from engine.kv_cache import PagedKVCache
-from engine.lora import LoraPool, LoraRows
+from engine.lora_layers import LoraRows
+from engine.lora_pool import LoraPool
 from engine.model import FoldedSources, NllbModel
 from engine.rows import DecoderRows
 from engine.scheduler import Group, Sentence
@@ -76,13 +77,13 @@ class StepRunner:
         self.admission_graphs: AdmissionGraphs | None = None
         if graphed:
             device = model.device
-            self.graphs = DecodeGraphs(capacity, self.rows.scratch, device, lora)
+            self.graphs = DecodeGraphs(capacity, self.rows.scratch, device, lora.layers)
             # A sentence's inputs: per row 10 ints, its prefix and its source's block list, each at most max_positions.
             block_size = self_cache.block_size
             per_row = 10 + model.max_positions + -(-model.max_positions // block_size)
-            self.admission_graphs = AdmissionGraphs(lora, device, admission.ADMISSION_GRAPH_ROWS * per_row)
+            self.admission_graphs = AdmissionGraphs(lora.layers, device, admission.ADMISSION_GRAPH_ROWS * per_row)
             if device.type == "cuda" and model.attends_packed():
-                self.encoder_graphs = EncoderGraphs(model, cross_cache, lora, self.scratch_cross_slot, folded)
+                self.encoder_graphs = EncoderGraphs(model, cross_cache, lora.layers, self.scratch_cross_slot, folded)
 
     def _prepare_scratch_row(self) -> int:
         """The scratch row (a captured step's padding, and every row of a sentence sitting a step
@@ -212,7 +213,7 @@ class StepRunner:
         # sentence the last step found done: the host learns of it one step late, and its rows must
         # not move meanwhile.
         fed = kernels.step_inputs(rows, state.tensors, state.scratch, self.self_cache.block_size)
-        lora = LoraRows(self.lora, state.adapter[fed.rows]) if with_lora else None
+        lora = LoraRows(self.lora.layers, state.adapter[fed.rows]) if with_lora else None
         return fed.rows, self.model.decode_step(
             tokens=fed.tokens,
             positions=fed.positions,

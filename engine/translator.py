@@ -15,7 +15,7 @@ from engine.checkpoint import open_checkpoint
 from engine.decoding import DecodingOptions
 from engine.device import describe, resolve_device, resolve_dtype
 from engine.generator import Generator, Request
-from engine.lora import AdapterError, load_adapter
+from engine.peft_adapter import AdapterError
 from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from engine.quantize import int8_supported, quantize_int8
 from engine.weights import load_weights
@@ -132,7 +132,7 @@ class Translator:
         self.tokenizer.lang_id(src_lang)  # raises UnknownLanguageError before any work starts
         adapter = adapter or None
         if adapter is not None:
-            self.generator.lora.slot_for(adapter)  # raises AdapterError before any work starts
+            self.generator.lora.slot_for(adapter)  # a bad name raises AdapterError now; its read starts
         # A text's pieces (one, unless it is too long to read at once), their requests and their
         # translations, decoded as each finishes (while the device works: Generator.run's on_done).
         requests: dict[int, list[Request]] = {}
@@ -213,13 +213,7 @@ class Translator:
         adapter's name and a hash of its files, which changes when they do."""
         if not adapter:
             return ""
-        pool = self.generator.lora
-        slot = pool.slot_for(adapter)
-        if slot is None:  # every slot is held: read it without promoting it
-            identity = load_adapter(pool.path_of(adapter), self.config).identity
-        else:
-            identity = pool.adapter_id_for(slot)
-        return f"{adapter}:{identity:016x}"
+        return f"{adapter}:{self.generator.lora.identity_of(adapter):016x}"
 
     def bind_gpu_to_thread(self) -> None:
         self.generator.bind_gpu_to_thread()

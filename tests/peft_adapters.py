@@ -1,5 +1,5 @@
 """LoRA adapters for the tiny test checkpoint, made and saved by PEFT itself, and PEFT's translations
-with them: the oracle for engine/lora.py.
+with them: the oracle for engine/peft_adapter.py, engine/lora_layers.py and engine/lora_pool.py.
 
 PEFT initialises lora_B to zero, which would make every adapter a no-op: B is set to random values
 (and modules_to_save copies are perturbed), so each adapter changes the translations.
@@ -7,6 +7,7 @@ PEFT initialises lora_B to zero, which would make every adapter a no-op: B is se
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import torch
@@ -66,3 +67,35 @@ def peft_generate(model, tokenizer, text: str, src: str, tgt: str, **options) ->
     while ids[-1] == tokenizer.pad_token_id:
         ids.pop()
     return ids, tokenizer.decode(out[0], skip_special_tokens=True)
+
+
+# The texts, languages and options the LoRA tests translate, and what PEFT makes of them.
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。"]
+SRC, TGT = "eng_Latn", "fra_Latn"
+OPTION_SETS = [dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30)]
+NAMES = list(ADAPTER_CONFIGS)
+
+
+def peft_expectations(models: dict[str, PeftModel], base_model, tokenizer) -> dict:
+    """{(adapter or None, option set index, text index): PEFT's token ids} for TEXTS and OPTION_SETS."""
+    out = {}
+    for name, model in [(None, base_model)] + list(models.items()):
+        for o, options in enumerate(OPTION_SETS):
+            for t, text in enumerate(TEXTS):
+                out[name, o, t] = peft_generate(model, tokenizer, text, SRC, TGT, **options)[0]
+    return out
+
+
+def requests_for(translator, cases: list[tuple[str | None, int]], o: int) -> list:
+    """A generator Request per (adapter or None, text index), with option set `o`."""
+    from engine.decoding import DecodingOptions
+    from engine.generator import Request
+
+    tok, options = translator.tokenizer, DecodingOptions(**OPTION_SETS[o])
+    return [Request(tok.encode_source(TEXTS[t], SRC), tok.decoder_prefix(TGT), options, adapter=name) for name, t in cases]
+
+
+def copy_adapter(src: Path, dest: Path) -> None:
+    """`dest` becomes a copy of the adapter folder `src` (new files: a new signature on disk)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(src, dest)

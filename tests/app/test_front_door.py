@@ -64,11 +64,11 @@ def test_a_name_the_front_door_does_not_give_is_an_attribute_error():
 
 
 def test_the_front_door_names_are_the_engine_modules_own():
-    from engine import lora, translator
+    from engine import peft_adapter, translator
 
     assert engine.Translator is translator.Translator
-    assert engine.scan_adapters is lora.scan_adapters
-    assert engine.ADAPTER_FILES == (lora.CONFIG_FILE, lora.WEIGHTS_FILE)
+    assert engine.scan_adapters is peft_adapter.scan_adapters
+    assert engine.ADAPTER_FILES == (peft_adapter.CONFIG_FILE, peft_adapter.WEIGHTS_FILE)
 
 
 def loaded_modules(code: str) -> set[str]:
@@ -90,4 +90,4 @@ def loaded_modules(code: str) -> set[str]:
 def test_the_front_door_loads_torch_only_when_a_name_needs_it(code):
     modules = loaded_modules(code)
     assert not {"torch", "triton", "sentencepiece"} & modules
-    assert "engine.lora" not in modules and "engine.translator" not in modules
+    assert "engine.peft_adapter" not in modules and "engine.translator" not in modules

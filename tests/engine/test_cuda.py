@@ -203,7 +203,8 @@ def test_a_typed_sentence_is_encoded_by_a_graph_as_without_one(make_translator, 
     generator, runner = gpu.generator, gpu.generator.runner
     graphs = runner.encoder_graphs
     assert graphs is not None
-    slot = generator.lora.slot_for(next(iter(models))) if with_adapter else -1
+    name = next(iter(models))
+    slot = generator.lora.promote_lora_from_disk(folder / name, name)[0] if with_adapter else -1
     sources = [gpu.tokenizer.encode_source(text, "eng_Latn") for text in TEXTS]
 
     def stored_kv():

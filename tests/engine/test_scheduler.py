@@ -208,10 +208,24 @@ def test_adapters_wait_for_a_slot_and_unusable_ones_end_their_request():
         return None if r.adapter == "busy" else -1
 
     plan = s.schedule(1000, 1000, acquire)
-    assert broken.error == "broken: no adapter_config.json" and admitted(plan) == []
-    assert list(s.waiting) == [waits, later]  # in order: the next waits for a slot too
+    assert broken.error == "broken: no adapter_config.json" and admitted(plan) == [later]  # admitted past it
+    assert list(s.waiting) == [waits]  # keeping its place until its adapter is read or a slot is free
     plan = s.schedule(1000, 1000, lambda r: 2 if r.adapter else -1)
-    assert admitted(plan) == [waits, later] and [x.adapter_slot for x in plan.admit] == [2, -1]
+    assert admitted(plan) == [waits] and [x.adapter_slot for x in plan.admit] == [2]
+
+
+def test_requests_on_an_adapter_not_ready_are_looked_past_at_most_max_rows_deep():
+    s = scheduler(max_rows=3)
+    waiting = queued(s, *[request(adapter="reading") for _ in range(3)], request())
+    asked = []
+
+    def acquire(r):
+        asked.append(r.adapter)
+        return None if r.adapter == "reading" else -1
+
+    plan = s.schedule(1000, 1000, acquire)
+    assert asked == ["reading"]  # a name found not ready is not asked again
+    assert admitted(plan) == [] and list(s.waiting) == waiting  # the base request lies past max_rows
 
 
 def test_no_step_is_planned_while_one_in_flight_ends_every_sentence():

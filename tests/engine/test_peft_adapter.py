@@ -1,155 +1,22 @@
-"""LoRA adapters against PEFT on the tiny random checkpoint, in float32: token-identical, alone and in
-mixed batches; the slot pool's reference counts and LRU; hot swaps; and broken adapters refused by name."""
+"""PEFT adapter folders read and checked: what a scan lists, broken adapters refused by file and
+problem (and the base model and the other adapters still working beside them), and the config's
+module patterns matched as PEFT matches them, without backtracking."""
 
 import json
 import math
-import shutil
 
 import pytest
 import torch
-from peft_adapters import ADAPTER_CONFIGS, peft_generate
+from peft_adapters import NAMES, OPTION_SETS, SRC, TEXTS, TGT, copy_adapter, peft_expectations, requests_for
 from safetensors.torch import load_file, save_file
 
-from engine.decoding import DecodingOptions
-from engine.generator import Generator, Request
-from engine.lora import AdapterError, LoraPool, fused_sites, linear_modules, load_adapter, scan_adapters
-
-TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。"]
-SRC, TGT = "eng_Latn", "fra_Latn"
-OPTION_SETS = [dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30)]
-NAMES = list(ADAPTER_CONFIGS)
+from engine.peft_adapter import AdapterError, linear_modules, load_adapter, scan_adapters
 
 
 @pytest.fixture(scope="module")
 def expected(peft_adapters, hf_model, hf_tokenizer):
     """{(adapter or None, option set index, text index): PEFT's token ids}."""
-    _, models = peft_adapters
-    out = {}
-    for name, model in [(None, hf_model)] + list(models.items()):
-        for o, options in enumerate(OPTION_SETS):
-            for t, text in enumerate(TEXTS):
-                out[name, o, t] = peft_generate(model, hf_tokenizer, text, SRC, TGT, **options)[0]
-    return out
-
-
-def requests_for(translator, cases, o):
-    tok, options = translator.tokenizer, DecodingOptions(**OPTION_SETS[o])
-    return [Request(tok.encode_source(TEXTS[t], SRC), tok.decoder_prefix(TGT), options, adapter=name) for name, t in cases]
-
-
-def test_the_fused_sites_cover_every_module_once(lora_translator):
-    sites = fused_sites(lora_translator.config)
-    covered = [module for modules in sites.values() for module, _ in modules]
-    assert sorted(covered) == sorted(linear_modules(lora_translator.config))
-
-
-@pytest.mark.parametrize("o", range(len(OPTION_SETS)), ids=["beam4", "greedy"])
-def test_a_mixed_batch_equals_peft_and_each_request_alone(lora_translator, expected, o):
-    """Every adapter and the base model, every text, in one continuous batch."""
-    cases = [(name, t) for t in range(len(TEXTS)) for name in [None] + NAMES]
-    mixed = [r.result for r in lora_translator.generator.run(requests_for(lora_translator, cases, o))]
-    for (name, t), result in zip(cases, mixed):
-        assert result == expected[name, o, t], (name, TEXTS[t])
-    for name, t in cases[: len(NAMES) + 1]:  # the first text of each, alone
-        [alone] = [r.result for r in lora_translator.generator.run(requests_for(lora_translator, [(name, t)], o))]
-        assert alone == expected[name, o, t], name
-    pool = lora_translator.generator.lora
-    assert sum(pool.refs) == 0
-    assert lora_translator.generator.num_free_blocks() == lora_translator.generator.num_total_blocks()
-
-
-def test_every_adapter_changes_the_translation(expected):
-    for name in NAMES:
-        assert any(expected[name, 0, t] != expected[None, 0, t] for t in range(len(TEXTS))), name
-
-
-def test_the_padded_graph_path_mixes_adapters_too(peft_adapters, lora_translator, expected):
-    """The decoder step CUDA graphs replay, run eagerly: rows' slots in the static buffer, padding rows -1."""
-    generator = Generator.build(lora_translator.generator.model, max_rows=32, graphs=True, adapters_dir=peft_adapters[0])
-    generator.pipelined = True  # the GPU's order too
-    cases = [(name, t) for t in range(2) for name in ["attn", None, "decoder-only", "layer1-norms"]]  # 3 beams: odd rows
-    results = [r.result for r in generator.run(requests_for(lora_translator, cases, 0))]
-    assert results == [expected[name, 0, t] for name, t in cases]
-
-
-def test_more_adapters_than_slots_wait_for_a_free_slot(peft_adapters, lora_translator, expected):
-    generator = Generator.build(lora_translator.generator.model, adapters_dir=peft_adapters[0], adapter_slots=2)
-    cases = [(name, 0) for name in NAMES] + [(None, 1), ("attn", 1)]
-    results = [r.result for r in generator.run(requests_for(lora_translator, cases, 1))]
-    assert results == [expected[name, 1, t] for name, t in cases]
-    pool = generator.lora
-    assert pool.refs == [0, 0] and len(pool.resident()) == 2
-    # The least recently used idle adapter is the one evicted.
-    resident = pool.resident()
-    oldest = min(resident, key=lambda n: pool.last_used[resident[n]])
-    slot, evicted = pool.promote_lora_from_disk(peft_adapters[0] / "encoder-only", "encoder-only")
-    assert evicted == oldest and slot == resident[oldest]
-
-
-def test_preempted_requests_give_their_slot_back_and_end_the_same(make_translator, peft_adapters, expected):
-    cramped = make_translator(cache_tokens=4 * 48, adapters_dir=peft_adapters[0], adapter_slots=2)
-    cases = [(name, t) for t in range(len(TEXTS)) for name in ("attn", None, "ffn-rslora")]
-    results = [r.result for r in cramped.generator.run(requests_for(cramped, cases, 0))]
-    assert results == [expected[name, 0, t] for name, t in cases]
-    assert cramped.generator.lora.refs == [0, 0]
-
-
-def test_a_held_slot_is_never_evicted(peft_adapters, lora_translator):
-    pool = LoraPool(lora_translator.config, 2, torch.device("cpu"), torch.float32, peft_adapters[0])
-    a, b = pool.slot_for("attn"), pool.slot_for("ffn-rslora")
-    pool.acquire_adapter_slot(a)
-    pool.acquire_adapter_slot(b)
-    assert pool.slot_for("encoder-only") is None  # both held: the caller waits
-    pool.release_adapter_slot(a)
-    assert pool.slot_for("encoder-only") == a
-    with pytest.raises(RuntimeError, match="held"):
-        pool.swap_lora_from_disk(peft_adapters[0] / "attn", "attn", b)
-    pool.release_adapter_slot(b)
-    pool.swap_lora_from_disk(peft_adapters[0] / "attn", "attn", b)
-    assert pool.resident() == {"encoder-only": a, "attn": b}
-
-
-def copy_adapter(src, dest):
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(src, dest)
-
-
-def test_a_swap_under_load_leaves_running_requests_alone(peft_adapters, lora_translator, expected):
-    """`live` is replaced on disk while its first request decodes: that request finishes on the old
-    weights, the one admitted afterwards gets the new ones, and the old slot is freed."""
-    folder = peft_adapters[0].parent / "swap-adapters"
-    copy_adapter(peft_adapters[0] / "attn", folder / "live")
-    generator = Generator.build(lora_translator.generator.model, max_rows=4, adapters_dir=folder, adapter_slots=2)
-    [first, second, base] = requests_for(lora_translator, [("live", 0), ("live", 1), (None, 2)], 0)
-    identities = []
-
-    def swap(_):
-        if not identities:
-            identities.append(generator.lora.adapter_id_for(generator.lora.resident()["live"]))
-            copy_adapter(peft_adapters[0] / "ffn-rslora", folder / "live")
-
-    first.on_partial = swap
-    generator.run([first, second, base])  # max_rows=4 and 4 beams: one sentence at a time
-    assert first.result == expected["attn", 0, 0]
-    assert second.result == expected["ffn-rslora", 0, 1]
-    assert base.result == expected[None, 0, 2]
-    pool = generator.lora
-    assert sum(pool.refs) == 0 and list(pool.resident()) == ["live"]
-    assert pool.adapter_id_for(pool.resident()["live"]) not in (identities[0], 0)
-    # Removed: its requests fail by name, the others run.
-    shutil.rmtree(folder / "live")
-    gone, other = requests_for(lora_translator, [("live", 0), (None, 0)], 1)
-    generator.run([gone, other])
-    assert gone.result is None and "no such folder" in gone.error and other.result == expected[None, 1, 0]
-
-
-def test_identity_follows_the_files(make_translator, peft_adapters, tmp_path):
-    copy_adapter(peft_adapters[0] / "attn", tmp_path / "x")
-    t = make_translator(adapters_dir=tmp_path)
-    before = t.adapter_identity("x")
-    assert t.adapter_identity(None) == "" and before.startswith("x:") and t.adapter_identity("x") == before
-    copy_adapter(peft_adapters[0] / "decoder-only", tmp_path / "x")
-    assert t.adapter_identity("x") != before
+    return peft_expectations(peft_adapters[1], hf_model, hf_tokenizer)
 
 
 def test_scan_lists_rank_targets_and_size(peft_adapters, lora_translator):
@@ -270,7 +137,7 @@ def broken_folder(peft_adapters, tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", BROKEN)
-def test_a_broken_adapter_is_refused_by_file_and_problem(lora_translator, broken_folder, expected, name):
+def test_a_broken_adapter_is_refused_by_file_and_problem(lora_translator, broken_folder, name):
     message = BROKEN[name][1]
     with pytest.raises(AdapterError, match=None) as refused:
         load_adapter(broken_folder / name, lora_translator.config)
@@ -300,23 +167,6 @@ def test_unusable_names_are_refused(lora_translator):
         with pytest.raises(AdapterError):
             lora_translator.translate(TEXTS[:1], SRC, TGT, adapter=name or "x/y")
 
-
-def test_a_sentence_alone_with_an_adapter_keeps_the_source_cache(peft_adapters, lora_translator, expected, monkeypatch):
-    """A sentence admitted alone is folded (FoldedSources) only with the base model: the fold knows
-    no adapter's q or output projection deltas. Alone, each adapter's translation is still PEFT's."""
-    import kernels
-
-    generator = Generator.build(lora_translator.generator.model, max_rows=32, graphs=True, fold_sources=True,
-                                adapters_dir=peft_adapters[0])
-    generator.pipelined = True
-    folded_steps = []
-    source_scores = kernels.source_scores
-    monkeypatch.setattr(kernels, "source_scores", lambda *args: folded_steps.append(1) or source_scores(*args))
-    for name in [None] + NAMES:
-        folded_steps.clear()
-        [alone] = [r.result for r in generator.run(requests_for(lora_translator, [(name, 1)], 0))]
-        assert alone == expected[name, 0, 1], name
-        assert bool(folded_steps) == (name is None), name
 
 
 # Each keeps Python's backtracking `re` busy for hours on one of NLLB's module names (some 40
@@ -366,5 +216,3 @@ def test_layers_pattern_names_where_the_layer_index_is(peft_adapters, lora_trans
         edit_config(tmp_path / "pattern", layers_pattern=pattern)
         assert load_adapter(tmp_path / "pattern", lora_translator.config).lora.keys() == original, pattern
     edit_config(tmp_path / "pattern", layers_pattern="blocks")
-    with pytest.raises(AdapterError, match="select no module of NLLB"):
-        load_adapter(tmp_path / "pattern", lora_translator.config)

@@ -1,32 +1,19 @@
-"""LoRA adapters: PEFT folders checked and read from disk, and the pool of device slots they serve from.
+"""PEFT LoRA adapter folders, read and checked against the model: nothing here touches a device.
 
 An adapters folder holds one PEFT LoRA adapter per subfolder (`adapter_config.json` +
-`adapter_model.safetensors`), named by the subfolder. `scan_adapters` lists them and says what is
-wrong with the broken ones; `load_adapter` reads one and checks it against the model. The delta of
-a targeted module is PEFT's: `lora_B(lora_A(x)) * scaling`, scaling = lora_alpha / r (or
-/ sqrt(r) with rsLoRA), rank and alpha per module through `rank_pattern` and `alpha_pattern`.
-`modules_to_save` is served for layer norms (a per-adapter copy is small); a copy of any other
-module, and LoRA variants that change the forward pass (DoRA, ...), are refused by name. The
-config's module patterns are regular expressions from an untrusted file: they are matched as PEFT
-matches them, but without backtracking (engine/linear_regex.py).
-
-The pool keeps `num_slots` adapters resident on the device, in slots of stacked matrices: for each
-targeted module a (slots, rank, in) and a (slots, out, rank) stack, rank-padded with zeros, which
-kernels/lora.py reads with each row's slot index (-1 = base model). A request holds its slot by
-reference count from admission to its end; promotion from disk takes an empty slot or the least
-recently used idle one, never one that a running request holds. When an adapter's files change
-on disk, requests admitted afterwards get the new version in another slot, while running requests
-finish on the old one, whose slot is freed when they are done.
-
-Promotion copies into the stacks. A stack is only reallocated when an adapter targets a module
-no earlier adapter did, or with a larger rank; that bumps `layout`, and CUDA graphs captured over
-the old stacks are captured again.
+`adapter_model.safetensors`), named by the subfolder (engine/adapters.py). `scan_adapters` lists
+them and says what is wrong with the broken ones; `load_adapter` reads one and checks it against
+the model. The delta of a targeted module is PEFT's: `lora_B(lora_A(x)) * scaling`, scaling =
+lora_alpha / r (or / sqrt(r) with rsLoRA), rank and alpha per module through `rank_pattern` and
+`alpha_pattern`. `modules_to_save` is served for layer norms (a per-adapter copy is small); a copy
+of any other module, and LoRA variants that change the forward pass (DoRA, ...), are refused by
+name. The config's module patterns are regular expressions from an untrusted file: they are matched
+as PEFT matches them, but without backtracking (engine/linear_regex.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import math
 import os
@@ -36,17 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-import kernels
 from engine.adapters import CONFIG_FILE, WEIGHTS_FILE, adapter_folders
 from engine.config import NllbConfig, read_json_object
 from engine.decoding import OptionsError, check_int
 from engine.linear_regex import LinearPattern, PatternError, compile_pattern
 from engine.weights import expected_shapes
-
-DEFAULT_SLOTS = 4
-LAYER_NORM_EPS = 1e-5  # as engine/model.py
 
 # Settings that change what a LoRA adapter computes, which Dragoman does not implement: refused when set.
 UNSUPPORTED = {
@@ -100,10 +82,6 @@ class AdapterError(ValueError):
     """An adapter that cannot be used; the message names the file and the problem."""
 
 
-class NoFreeSlot(RuntimeError):
-    """Every adapter slot is held by a running request."""
-
-
 # -- NLLB's modules, as PEFT names them -----------------------------------------------------------
 
 
@@ -117,29 +95,6 @@ def norm_modules(config: NllbConfig) -> dict[str, int]:
     """Every layer norm ('encoder.layer_norm', ...) with its width: what modules_to_save may replace."""
     return {name.removesuffix(".weight"): shape[0] for name, shape in expected_shapes(config).items()
             if name.endswith("norm.weight")}
-
-
-def fused_sites(config: NllbConfig) -> dict[str, list[tuple[str, int]]]:
-    """engine/model.py's projections that compute several modules in one matmul, and the
-    single ones: site -> [(module, its first output column)]."""
-    C = config.d_model
-    sites: dict[str, list[tuple[str, int]]] = {}
-    for side, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
-        for i in range(layers):
-            p = f"{side}.layers.{i}"
-            qkv = ("q_proj", "k_proj", "v_proj")
-            sites[f"{p}.self_attn.qkv"] = [(f"{p}.self_attn.{proj}", j * C) for j, proj in enumerate(qkv)]
-            singles = ["self_attn.out_proj", "fc1", "fc2"]
-            if side == "decoder":
-                singles += ["encoder_attn.q_proj", "encoder_attn.out_proj"]
-            for module in singles:
-                sites[f"{p}.{module}"] = [(f"{p}.{module}", 0)]
-    # Cross-attention K and V of every decoder layer, one matmul over the encoder output.
-    sites["decoder.cross_kv"] = [
-        (f"decoder.layers.{i}.encoder_attn.{proj}", (2 * i + j) * C)
-        for i in range(config.decoder_layers) for j, proj in enumerate(("k_proj", "v_proj"))
-    ]
-    return sites
 
 
 # -- reading an adapter folder --------------------------------------------------------------------
@@ -175,8 +130,8 @@ class AdapterInfo:
 
 @dataclass
 class LoraModule:
-    a: torch.Tensor  # (r, in) float32
-    b: torch.Tensor  # (out, r) float32
+    a: torch.Tensor  # (r, in): float32 as read, the slots' dtype once staged (engine/lora_pool.py)
+    b: torch.Tensor  # (out, r)
     scale: float
 
 
@@ -552,240 +507,3 @@ def check_adapter(folder: str | Path, name: str, config: NllbConfig | None = Non
         raise AdapterError(f"adapter {name!r}: no such folder in {folder}")
     _inspect(path, config)
     return path
-
-
-# -- the pool of device slots ---------------------------------------------------------------------
-
-
-@dataclass
-class _Stack:
-    """One targeted module's slots: a (S, R, in), b (S, out, R), scale (S,) float32 (0 = no delta)."""
-
-    a: torch.Tensor
-    b: torch.Tensor
-    scale: torch.Tensor
-
-
-@dataclass
-class _NormStack:
-    """One layer norm's per-slot replacements (float32), and which slots replace it."""
-
-    weight: torch.Tensor  # (S, C)
-    bias: torch.Tensor  # (S, C)
-    used: torch.Tensor  # (S,) bool
-
-
-class LoraPool:
-    """`num_slots` resident adapters on the device, reference-counted by the requests using them.
-
-    The method names are the engine contract's (`acquire_adapter_slot`, `release_adapter_slot`,
-    `adapter_id_for`, `set_active_lora`, `swap_lora_from_disk`, `promote_lora_from_disk`). Slot -1
-    means "the active adapter" there: the one set_active_lora chose, or the base model.
-    """
-
-    def __init__(self, config: NllbConfig, num_slots: int, device: torch.device, dtype: torch.dtype,
-                 folder: str | Path | None = None):
-        if num_slots < 1:
-            raise ValueError("an adapter pool needs at least one slot")
-        self.config = config
-        self.num_slots = num_slots
-        self.device = device
-        self.dtype = dtype
-        self.folder = Path(folder) if folder else None
-        self.sites = fused_sites(config)
-        self.stacks: dict[str, _Stack] = {}
-        self.norm_stacks: dict[str, _NormStack] = {}
-        self.site_stacks: dict[str, list[tuple[_Stack, int]]] = {}
-        self.layout = 0  # bumped whenever stacks are reallocated
-        self.active: str | None = None
-        self.names: list[str | None] = [None] * num_slots  # None: empty, or retired (files changed)
-        self.refs = [0] * num_slots
-        self.identities = [0] * num_slots
-        self.signatures: list[tuple | None] = [None] * num_slots
-        self.last_used = [0] * num_slots
-        self._clock = itertools.count(1)
-
-    # -- finding adapters ----------------------------------------------------------------------
-
-    def path_of(self, name: str) -> Path:
-        check_adapter_name(name)
-        if self.folder is None:
-            raise AdapterError(f"adapter {name!r}: no adapters folder is set")
-        path = self.folder / name
-        if not path.is_dir():
-            raise AdapterError(f"adapter {name!r}: no such folder in {self.folder}")
-        return path
-
-    def resident(self) -> dict[str, int]:
-        """Adapter name -> slot, for the current version of each resident adapter."""
-        return {name: slot for slot, name in enumerate(self.names) if name is not None}
-
-    def slot_for(self, name: str) -> int | None:
-        """The slot holding the current version of `name`, promoted from disk if needed; None when
-        every slot is held by running requests (the caller waits). AdapterError if it is unusable."""
-        path = self.path_of(name)
-        slot = self.resident().get(name)
-        if slot is not None:
-            try:
-                if signature(path) == self.signatures[slot]:
-                    return slot
-            except OSError:
-                pass
-            self.names[slot] = None  # changed on disk: its running requests finish on this copy
-        try:
-            slot, _ = self.promote_lora_from_disk(path, name)
-        except NoFreeSlot:
-            _inspect(path, self.config)  # a broken adapter is refused now, not once a slot is free
-            return None
-        return slot
-
-    # -- the contract --------------------------------------------------------------------------
-
-    def set_active_lora(self, name: str | None) -> None:
-        """The adapter of requests that name none (None: the base model); checked now."""
-        if name is not None:
-            self.slot_for(name)
-        self.active = name
-
-    def _resolve(self, slot: int) -> int:
-        if slot >= 0 or self.active is None:
-            return slot
-        return self.resident().get(self.active, -1)
-
-    def adapter_id_for(self, slot: int) -> int:
-        """The identity of the adapter in `slot` (-1: the active one), 0 for the base model. Anything
-        cached by model output keys on it: it changes when the adapter's files do."""
-        slot = self._resolve(slot)
-        return 0 if slot < 0 else self.identities[slot]
-
-    def acquire_adapter_slot(self, slot: int) -> int:
-        """Take a reference on `slot` (-1: the active adapter's) for a sequence; returns the slot
-        taken, to be released exactly once, or -1 when nothing was taken (the base model)."""
-        slot = self._resolve(slot)
-        if slot >= 0:
-            self.refs[slot] += 1
-            self.last_used[slot] = next(self._clock)
-        return slot
-
-    def release_adapter_slot(self, resolved: int) -> None:
-        if resolved >= 0:
-            assert self.refs[resolved] > 0, f"adapter slot {resolved} released more often than acquired"
-            self.refs[resolved] -= 1
-
-    def promote_lora_from_disk(self, adapter_dir: str | Path, name: str) -> tuple[int, str | None]:
-        """Load the adapter in `adapter_dir` into an empty slot or the least recently used idle one;
-        returns (slot, the evicted adapter's name or None). NoFreeSlot if every slot is held."""
-        victim = self._victim()
-        if victim is None:
-            raise NoFreeSlot(f"all {self.num_slots} adapter slots are held by running requests")
-        adapter = load_adapter(adapter_dir, self.config, name)
-        evicted = self.names[victim]
-        self._write(victim, adapter)
-        return victim, evicted
-
-    def swap_lora_from_disk(self, adapter_dir: str | Path, name: str, slot: int) -> None:
-        """Load the adapter in `adapter_dir` into `slot`, which no running request may hold."""
-        if self.refs[slot]:
-            raise RuntimeError(f"adapter slot {slot} is held by {self.refs[slot]} running request(s)")
-        self._write(slot, load_adapter(adapter_dir, self.config, name))
-
-    # -- slots ---------------------------------------------------------------------------------
-
-    def _victim(self) -> int | None:
-        idle = [s for s in range(self.num_slots) if self.refs[s] == 0]
-        if not idle:
-            return None
-        # Empty and retired slots first, then the least recently used.
-        return min(idle, key=lambda s: (self.names[s] is not None, self.last_used[s]))
-
-    def _write(self, slot: int, adapter: Adapter) -> None:
-        for other, name in enumerate(self.names):
-            if name == adapter.name:
-                self.names[other] = None  # an older copy: running requests finish on it
-        self._fit(adapter)
-        for module, stack in self.stacks.items():
-            stack.a[slot].zero_()
-            stack.b[slot].zero_()
-            stack.scale[slot] = 0.0
-            lora = adapter.lora.get(module)
-            if lora is not None:
-                r = lora.a.shape[0]
-                stack.a[slot, :r].copy_(lora.a)
-                stack.b[slot, :, :r].copy_(lora.b)
-                stack.scale[slot] = lora.scale
-        for module, norm in self.norm_stacks.items():
-            replaced = adapter.norms.get(module)
-            norm.used[slot] = replaced is not None
-            if replaced is not None:
-                norm.weight[slot].copy_(replaced[0])
-                norm.bias[slot].copy_(replaced[1])
-        self.names[slot] = adapter.name
-        self.identities[slot] = adapter.identity
-        self.signatures[slot] = adapter.signature
-        self.last_used[slot] = next(self._clock)
-
-    def _fit(self, adapter: Adapter) -> None:
-        """Grow the stacks to hold `adapter`: new modules, or a larger rank (existing slots kept)."""
-        S, grown = self.num_slots, False
-        for module, lora in adapter.lora.items():
-            rank = lora.a.shape[0]
-            old = self.stacks.get(module)
-            if old is not None and old.a.shape[1] >= rank:
-                continue
-            (out, inp), kw = (lora.b.shape[0], lora.a.shape[1]), dict(device=self.device, dtype=self.dtype)
-            stack = _Stack(torch.zeros(S, rank, inp, **kw), torch.zeros(S, out, rank, **kw),
-                           torch.zeros(S, dtype=torch.float32, device=self.device))
-            if old is not None:
-                stack.a[:, : old.a.shape[1]].copy_(old.a)
-                stack.b[:, :, : old.a.shape[1]].copy_(old.b)
-                stack.scale.copy_(old.scale)
-            self.stacks[module] = stack
-            grown = True
-        for module, (weight, _) in adapter.norms.items():
-            if module not in self.norm_stacks:
-                kw = dict(device=self.device, dtype=torch.float32)
-                self.norm_stacks[module] = _NormStack(torch.zeros(S, weight.shape[0], **kw),
-                                                      torch.zeros(S, weight.shape[0], **kw),
-                                                      torch.zeros(S, dtype=torch.bool, device=self.device))
-                grown = True
-        if grown:
-            self.layout += 1
-            self.site_stacks = {
-                site: [(self.stacks[m], offset) for m, offset in modules if m in self.stacks]
-                for site, modules in self.sites.items()
-            }
-
-    # -- the forward pass's part ---------------------------------------------------------------
-
-    def add(self, site: str, x: torch.Tensor, y: torch.Tensor, slots: torch.Tensor) -> None:
-        """y (M, out) += each row's delta for the modules computed at `site`; x (M, in), slots (M,)."""
-        for stack, offset in self.site_stacks.get(site, ()):
-            kernels.lora(x, y[:, offset : offset + stack.b.shape[1]], stack.a, stack.b, stack.scale, slots)
-
-    def norm(self, site: str, x: torch.Tensor, h: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        """h = norm(x) with each row's replacement weight and bias where its adapter has one."""
-        stack = self.norm_stacks.get(site)
-        if stack is None:
-            return h
-        C = x.shape[-1]
-        x2, h2 = x.reshape(-1, C), h.reshape(-1, C)  # (M, C)
-        s = slots.clamp(min=0).long()
-        use = (slots >= 0) & stack.used[s]  # (M,)
-        normed = F.layer_norm(x2.float(), (C,), eps=LAYER_NORM_EPS) * stack.weight[s] + stack.bias[s]
-        return torch.where(use[:, None], normed.to(h.dtype), h2).view(h.shape)
-
-
-@dataclass
-class LoraRows:
-    """The adapters of one forward pass: the pool, and each row's slot (-1 = base model). Encoder
-    rows are tokens, each with its source's slot."""
-
-    pool: LoraPool
-    slots: torch.Tensor  # (rows,) int32
-
-    def add(self, site: str, x: torch.Tensor, y: torch.Tensor) -> None:
-        """y += the rows' LoRA deltas at `site`; x (..., in) and y (..., out) with rows leading."""
-        self.pool.add(site, x.reshape(-1, x.shape[-1]), y.view(-1, y.shape[-1]), self.slots)
-
-    def norm(self, site: str, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        return self.pool.norm(site, x, h, self.slots)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Iterator, TextIO
 
-from app import __version__
+from dragoman.app import __version__
 
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def app_settings():
-    from app.settings import AppPaths, Settings
+    from dragoman.app.settings import AppPaths, Settings
 
     paths = AppPaths.default()
     return paths, Settings.load(paths.settings_file)
@@ -129,7 +129,7 @@ def human_size(size: int) -> str:
 
 
 def run_adapters(args: argparse.Namespace, stdout: TextIO) -> int:
-    from engine import load_config, scan_adapters
+    from dragoman.engine import load_config, scan_adapters
 
     folder = adapters_folder(args.adapters)
     if not folder.is_dir():
@@ -173,8 +173,8 @@ def chunks(lines: Iterator[str], size: int) -> Iterator[list[str]]:
 
 
 def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    from app.settings import MIN_GPU_MEMORY_MB
-    from engine import DecodingOptions, resolve_language
+    from dragoman.app.settings import MIN_GPU_MEMORY_MB
+    from dragoman.engine import DecodingOptions, resolve_language
 
     src, tgt = resolve_language(args.src), resolve_language(args.tgt)
     overrides = {
@@ -193,11 +193,11 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
 
-    from engine import Translator
+    from dragoman.engine import Translator
 
     adapters_dir = adapters_folder(args.adapters) if args.adapter or args.adapters else None
     if args.adapter:  # checked before the model loads too
-        from engine import check_adapter, load_config
+        from dragoman.engine import check_adapter, load_config
 
         check_adapter(adapters_dir, args.adapter, load_config(args.model))
     if args.files:
@@ -209,8 +209,8 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
                             gpu_memory=gpu_memory)
     options = translator.default_options(**overrides)
 
-    from app.typed_text import TypedText
-    from engine import get_language
+    from dragoman.app.typed_text import TypedText
+    from dragoman.engine import get_language
 
     scripts = get_language(src).script, get_language(tgt).script
     for chunk in chunks(read_lines(stdin), CHUNK_LINES):
@@ -225,7 +225,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
 def document_inputs(names: list[str]) -> dict[Path, Path | None]:
     """The files named, and the supported files under the folders named (recursively, sorted, hidden
     files and our own translations skipped), each with the folder named that it was found in."""
-    from app.jobs import find_documents
+    from dragoman.app.jobs import find_documents
 
     inputs: dict[Path, Path | None] = {}
     for name in names:
@@ -272,8 +272,8 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
     """(the jobs, the inputs refused already, each named on stderr), from `document_inputs`. Under
     --output-dir a document found in a folder named keeps its place below that folder. A clash
     `distinct_jobs` cannot resolve is a UsageError naming both files."""
-    from app.documents import DocumentError, output_path
-    from app.jobs import DocumentJob, distinct_jobs
+    from dragoman.app.documents import DocumentError, output_path
+    from dragoman.app.jobs import DocumentJob, distinct_jobs
 
     output_dir = Path(args.output_dir) if args.output_dir else None
     document_options = {name: value for name, value in vars(args).items() if name in DOCUMENT_OPTIONS}
@@ -298,7 +298,7 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
 def run_jobs(jobs: list, refused: list[str], translator) -> int:
     """Each job in turn; a failed one is named on stderr and the others carry on. 1 if any failed
     (or was `refused` before)."""
-    from app.jobs import JobReport, open_cache, run_document_job
+    from dragoman.app.jobs import JobReport, open_cache, run_document_job
 
     failed = list(refused)
     cache = open_cache()
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_translate(args, sys.stdin, sys.stdout)
         if args.command == "adapters":
             return run_adapters(args, sys.stdout)
-        from app.gui import run_window
+        from dragoman.app.gui import run_window
 
         return run_window(model=args.model, adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device,
                           files=args.files)
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 1  # the reader went away (e.g. `| head`): nothing left to say
     except Exception as e:  # one clear line, never a traceback
-        from engine import UnknownLanguageError
+        from dragoman.engine import UnknownLanguageError
 
         code = 2 if isinstance(e, (UsageError, UnknownLanguageError)) else 1
         message = str(e).splitlines()[0] if str(e) else type(e).__name__

@@ -18,9 +18,9 @@ import time
 
 import torch
 
-import engine.cuda_graphs as cuda_graphs
-import engine.generator as generator_module
-import kernels
+import dragoman.engine.cuda_graphs as cuda_graphs
+import dragoman.engine.generator as generator_module
+from dragoman import kernels
 from bench.__main__ import run, typed_generator
 
 

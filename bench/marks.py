@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from bench.__main__ import add_workload_arguments, prepared, run
-from engine.generator import Generator
+from dragoman.engine.generator import Generator
 
 
 @dataclass

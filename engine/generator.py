@@ -54,15 +54,15 @@ from typing import Callable
 
 import torch
 
-import kernels
-from engine.batched_search import search_step
-from engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
-from engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
-from engine.device import sum_in_float32, to_device, to_device_many, tokens_to_device
-from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
-from engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
-from engine.model import FOLD_MAX_ROWS, FoldedSources, NllbModel
-from engine.rows import DecoderRows
+from dragoman import kernels
+from dragoman.engine.batched_search import search_step
+from dragoman.engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
+from dragoman.engine.decoding import BLOCKED, DecodingOptions, bans_only_eos
+from dragoman.engine.device import sum_in_float32, to_device, to_device_many, tokens_to_device
+from dragoman.engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
+from dragoman.engine.lora import DEFAULT_SLOTS, AdapterError, LoraPool, LoraRows
+from dragoman.engine.model import FOLD_MAX_ROWS, FoldedSources, NllbModel
+from dragoman.engine.rows import DecoderRows
 
 
 @dataclass

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-import kernels
-from engine.device import to_device
-from engine.packing import packed_positions
+from dragoman import kernels
+from dragoman.engine.device import to_device
+from dragoman.engine.packing import packed_positions
 
 
 class OutOfBlocks(RuntimeError):

@@ -38,12 +38,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-import kernels
-from engine.adapters import CONFIG_FILE, WEIGHTS_FILE, adapter_folders
-from engine.config import NllbConfig, read_json_object
-from engine.decoding import OptionsError, check_int
-from engine.linear_regex import LinearPattern, PatternError, compile_pattern
-from engine.weights import expected_shapes
+from dragoman import kernels
+from dragoman.engine.adapters import CONFIG_FILE, WEIGHTS_FILE, adapter_folders
+from dragoman.engine.config import NllbConfig, read_json_object
+from dragoman.engine.decoding import OptionsError, check_int
+from dragoman.engine.linear_regex import LinearPattern, PatternError, compile_pattern
+from dragoman.engine.weights import expected_shapes
 
 DEFAULT_SLOTS = 4
 LAYER_NORM_EPS = 1e-5  # as engine/model.py

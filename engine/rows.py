@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.decoding import NEG_INF
+from dragoman.engine.decoding import NEG_INF
 
 
 class DecoderRows:

@@ -32,7 +32,7 @@ per admission, and with a typed sentence the device finished its encoder first a
 
 import torch
 
-from kernels._triton import tl, triton
+from dragoman.kernels._triton import tl, triton
 
 
 @triton.jit

@@ -28,7 +28,7 @@ step; one program per row does it in one.
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 
 @triton.jit

@@ -28,7 +28,7 @@ hypothesis on a side stream, then a copy that waits).
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 NEG_INF = float("-inf")
 

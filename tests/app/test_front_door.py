@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import engine
+from dragoman import engine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,10 +40,10 @@ def test_the_app_imports_only_the_front_doors_names():
 
 def test_the_walk_finds_imports_of_engine_modules(tmp_path):
     source = tmp_path / "reaching_in.py"
-    source.write_text("import engine.lora\nfrom engine.config import load_config\n"
-                      "def f():\n    from engine import translator, Translator\n")
+    source.write_text("import dragoman.engine.lora\nfrom dragoman.engine.config import load_config\n"
+                      "def f():\n    from dragoman.engine import translator, Translator\n")
     assert sorted(engine_imports(source)) == [
-        (1, "engine.lora", None), (2, "engine.config", "load_config"),
+        (1, "dragoman.engine.lora", None), (2, "dragoman.engine.config", "load_config"),
         (4, "engine", "Translator"), (4, "engine", "translator"),
     ]
     assert "translator" not in engine.__all__ and "Translator" in engine.__all__
@@ -54,17 +54,17 @@ def test_every_front_door_name_resolves(name):
     assert getattr(engine, name) is not None
     assert name in dir(engine)
     namespace = {}
-    exec(f"from engine import {name}", namespace)
+    exec(f"from dragoman.engine import {name}", namespace)
     assert namespace[name] is getattr(engine, name)
 
 
 def test_a_name_the_front_door_does_not_give_is_an_attribute_error():
-    with pytest.raises(AttributeError, match="'engine' has no attribute 'generate_beam_batch'"):
+    with pytest.raises(AttributeError, match="'dragoman.engine' has no attribute 'generate_beam_batch'"):
         engine.generate_beam_batch
 
 
 def test_the_front_door_names_are_the_engine_modules_own():
-    from engine import lora, translator
+    from dragoman.engine import lora, translator
 
     assert engine.Translator is translator.Translator
     assert engine.scan_adapters is lora.scan_adapters
@@ -82,12 +82,12 @@ def loaded_modules(code: str) -> set[str]:
 
 
 @pytest.mark.parametrize("code", [
-    "import engine",
-    "import app.gui",  # the window's start, up to the window module (which imports the model import code)
-    "from app.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
-    "from app.cli import main\ntry:\n    main(['translate', '--help'])\nexcept SystemExit:\n    pass",
+    "from dragoman import engine",
+    "import dragoman.app.gui",  # the window's start, up to the window module (which imports the model import code)
+    "from dragoman.app.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    "from dragoman.app.cli import main\ntry:\n    main(['translate', '--help'])\nexcept SystemExit:\n    pass",
 ])
 def test_the_front_door_loads_torch_only_when_a_name_needs_it(code):
     modules = loaded_modules(code)
     assert not {"torch", "triton", "sentencepiece"} & modules
-    assert "engine.lora" not in modules and "engine.translator" not in modules
+    assert "dragoman.engine.lora" not in modules and "dragoman.engine.translator" not in modules

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from engine.device import (
+from dragoman.engine.device import (
     DeviceError, copy_many_to_device, copy_to_device, resolve_device, resolve_dtype, to_device, to_device_many,
     tokens_to_device,
 )
@@ -73,7 +73,7 @@ def test_copy_many_to_device_gives_the_views_to_device_many_gives_in_one_buffer(
 @pytest.fixture
 def emulated(monkeypatch):
     """A GPU of the named profile (kernels/gpu_profile.py), as DRAGOMAN_GPU_PROFILE emulates one: no GPU is asked."""
-    from kernels import gpu_profile as profile
+    from dragoman.kernels import gpu_profile as profile
 
     monkeypatch.setattr(profile, "_profiles", {})
 

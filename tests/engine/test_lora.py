@@ -10,9 +10,9 @@ import torch
 from peft_adapters import ADAPTER_CONFIGS, peft_generate
 from safetensors.torch import load_file, save_file
 
-from engine.decoding import DecodingOptions
-from engine.generator import Generator, Request
-from engine.lora import AdapterError, LoraPool, fused_sites, linear_modules, load_adapter, scan_adapters
+from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.generator import Generator, Request
+from dragoman.engine.lora import AdapterError, LoraPool, fused_sites, linear_modules, load_adapter, scan_adapters
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。"]
 SRC, TGT = "eng_Latn", "fra_Latn"
@@ -316,7 +316,7 @@ def test_unusable_names_are_refused(lora_translator):
 def test_a_sentence_alone_with_an_adapter_keeps_the_source_cache(peft_adapters, lora_translator, expected, monkeypatch):
     """A sentence admitted alone is folded (FoldedSources) only with the base model: the fold knows
     no adapter's q or output projection deltas. Alone, each adapter's translation is still PEFT's."""
-    import kernels
+    from dragoman import kernels
 
     generator = Generator.build(lora_translator.generator.model, max_rows=32, graphs=True, fold_sources=True,
                                 adapters_dir=peft_adapters[0])
@@ -358,7 +358,7 @@ def test_module_patterns_mean_what_they_mean_to_peft(lora_translator, tmp_path):
     """The linear-time matcher against `re` on every module name, for patterns PEFT users write."""
     import re
 
-    from engine.linear_regex import compile_pattern
+    from dragoman.engine.linear_regex import compile_pattern
 
     patterns = [r".*\.(q_proj|v_proj)", r"model\.decoder\.layers\.\d+\.encoder_attn\.[kv]_proj", r".*fc[12]$",
                 r"(.*\.)?(self_attn\.out_proj)$", r".*layers\.(0|1)\..*", r"^model\.\w+\.layers\.1\b.*", r"[^.]+"]

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels.admit_rows import admit_rows_ref, admit_rows_triton
+from dragoman.kernels.admit_rows import admit_rows_ref, admit_rows_triton
 
 R, T, SOURCE, BLOCK = 12, 8, 40, 4
 BLOCKED = -1.0e9

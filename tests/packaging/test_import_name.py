@@ -63,7 +63,8 @@ def test_every_package_folder_and_data_file_of_the_tree_is_in_the_wheel(wheel):
     names = set(wheel_names(wheel))
     for folder in SUBPACKAGES:
         for init in (ROOT / folder).rglob("__init__.py"):
-            assert f"dragoman/{init.relative_to(ROOT).as_posix()}" in names, f"add its package to pyproject.toml: {init}"
+            package = f"dragoman/{init.relative_to(ROOT).as_posix()}"
+            assert package in names, f"{init.parent}: a package pyproject.toml does not list"
     data = [p for p in (ROOT / "resources").iterdir() if p.is_file() and p.suffix != ".py"]
     assert data and {f"dragoman/resources/{p.name}" for p in data} <= names
 

@@ -28,6 +28,7 @@ step "build environment: $venv"
 rm -rf "$venv"
 "${PYTHON:-python3}" -m venv "$venv"
 PATH=$venv/bin:$PATH
+unset PYTHONPATH  # the build environment's packages only: no checkout or other tree on the path
 # Only Dragoman's runtime dependencies and PyInstaller: test-only packages (transformers, peft,
 # pytest) are not installed, so nothing can pull them into the bundle.
 "${pip[@]}" "${TORCH:-torch==2.13.0}" ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"}

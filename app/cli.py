@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Iterator, TextIO
 
-from app import __version__
+from dragoman.app import __version__
 
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def app_settings():
-    from app.settings import AppPaths, Settings
+    from dragoman.app.settings import AppPaths, Settings
 
     paths = AppPaths.default()
     return paths, Settings.load(paths.settings_file)
@@ -147,7 +147,7 @@ def human_size(size: int) -> str:
 
 
 def run_adapters(args: argparse.Namespace, stdout: TextIO) -> int:
-    from engine import load_config, scan_adapters
+    from dragoman.engine import load_config, scan_adapters
 
     folder = adapters_folder(args.adapters)
     if not folder.is_dir():
@@ -191,8 +191,8 @@ def chunks(lines: Iterator[str], size: int) -> Iterator[list[str]]:
 
 
 def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    from app.settings import MIN_GPU_MEMORY_MB
-    from engine import DecodingOptions, resolve_language
+    from dragoman.app.settings import MIN_GPU_MEMORY_MB
+    from dragoman.engine import DecodingOptions, resolve_language
 
     src, tgt = resolve_language(args.src), resolve_language(args.tgt)
     overrides = {
@@ -211,11 +211,11 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
 
-    from engine import Translator
+    from dragoman.engine import Translator
 
     adapters_dir = adapters_folder(args.adapters) if args.adapter or args.adapters else None
     if args.adapter:  # checked before the model loads too
-        from engine import check_adapter, load_config
+        from dragoman.engine import check_adapter, load_config
 
         check_adapter(adapters_dir, args.adapter, load_config(args.model))
     if args.files:
@@ -227,10 +227,10 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
                             gpu_memory=gpu_memory)
     options = translator.default_options(**overrides)
 
-    from app.confidence import doubts
-    from app.jobs import open_memory, translation_context
-    from app.typed_text import TypedText
-    from engine import get_language
+    from dragoman.app.confidence import doubts
+    from dragoman.app.jobs import open_memory, translation_context
+    from dragoman.app.typed_text import TypedText
+    from dragoman.engine import get_language
 
     scripts = get_language(src).script, get_language(tgt).script
     memory = open_memory()
@@ -260,7 +260,7 @@ def report_doubts(path: str | None, entries: list[dict], where: str) -> None:
     """Say how many translations look wrong; write them to `path` (JSON lines) when given."""
     import json
 
-    from app.documents import write_atomically
+    from dragoman.app.documents import write_atomically
 
     if entries:
         hint = f": see {path}" if path else " (--report FILE lists them)"
@@ -271,8 +271,8 @@ def report_doubts(path: str | None, entries: list[dict], where: str) -> None:
 
 
 def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
-    from app.jobs import open_memory
-    from engine import resolve_language
+    from dragoman.app.jobs import open_memory
+    from dragoman.engine import resolve_language
 
     memory = open_memory()
     try:
@@ -299,7 +299,7 @@ def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
 def document_inputs(names: list[str]) -> dict[Path, Path | None]:
     """The files named, and the supported files under the folders named (recursively, sorted, hidden
     files and our own translations skipped), each with the folder named that it was found in."""
-    from app.jobs import find_documents
+    from dragoman.app.jobs import find_documents
 
     inputs: dict[Path, Path | None] = {}
     for name in names:
@@ -346,8 +346,8 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
     """(the jobs, the inputs refused already, each named on stderr), from `document_inputs`. Under
     --output-dir a document found in a folder named keeps its place below that folder. A clash
     `distinct_jobs` cannot resolve is a UsageError naming both files."""
-    from app.documents import DocumentError, output_path
-    from app.jobs import DocumentJob, distinct_jobs
+    from dragoman.app.documents import DocumentError, output_path
+    from dragoman.app.jobs import DocumentJob, distinct_jobs
 
     output_dir = Path(args.output_dir) if args.output_dir else None
     document_options = {name: value for name, value in vars(args).items() if name in DOCUMENT_OPTIONS}
@@ -372,7 +372,7 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
 def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None = None) -> int:
     """Each job in turn; a failed one is named on stderr and the others carry on. 1 if any failed
     (or was `refused` before). The doubtful translations of all go to `report_path`."""
-    from app.jobs import JobReport, open_cache, open_memory, run_document_job
+    from dragoman.app.jobs import JobReport, open_cache, open_memory, run_document_job
 
     failed = list(refused)
     doubtful = []
@@ -431,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_adapters(args, sys.stdout)
         if args.command == "memory":
             return run_memory(args, sys.stdout)
-        from app.gui import run_window
+        from dragoman.app.gui import run_window
 
         return run_window(model=args.model, adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device,
                           files=args.files)
@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 1  # the reader went away (e.g. `| head`): nothing left to say
     except Exception as e:  # one clear line, never a traceback
-        from engine import UnknownLanguageError
+        from dragoman.engine import UnknownLanguageError
 
         code = 2 if isinstance(e, (UsageError, UnknownLanguageError)) else 1
         message = str(e).splitlines()[0] if str(e) else type(e).__name__

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import unicodedata
 
-from app import detect
-from app.documents.sentences import NO_SPACE_SCRIPTS
-from engine import get_language
+from dragoman.app import detect
+from dragoman.app.documents.sentences import NO_SPACE_SCRIPTS
+from dragoman.engine import get_language
 
 MIN_LETTERS = 12  # below this, in the source, nothing is judged
 MAX_NGRAM = 4

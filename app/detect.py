@@ -11,7 +11,7 @@ import importlib.util
 import re
 from functools import lru_cache
 
-from engine import ISO_639_1, LANGUAGE_CODES
+from dragoman.engine import ISO_639_1, LANGUAGE_CODES
 
 # lid.176 labels that are not ISO 639-1 codes (or mean another variety than ISO_639_1's), for the
 # languages NLLB has. Labels NLLB lacks (e.g. "la", "eml", "bar") map to nothing: no detection.

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from app.documents.safety import DocumentError, check_file, decode_text, parse_xml, read_bytes
-from app.documents.sentences import UNSPACED_CHARACTER
-from engine import ISO_639_1, LANGUAGE_CODES
+from dragoman.app.documents.safety import DocumentError, check_file, decode_text, parse_xml, read_bytes
+from dragoman.app.documents.sentences import UNSPACED_CHARACTER
+from dragoman.engine import ISO_639_1, LANGUAGE_CODES
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_ENTRIES = 10_000

@@ -10,9 +10,9 @@ from typing import Callable, Sequence
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
-from app.qt_compat import MainThreadGarbageCollector
-from app.settings import AUTO_DETECT, AppPaths, Settings
-from engine import UnknownLanguageError, resolve_language
+from dragoman.app.qt_compat import MainThreadGarbageCollector
+from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
+from dragoman.engine import UnknownLanguageError, resolve_language
 
 
 def startup_settings(
@@ -70,7 +70,7 @@ class FileOpenEvents(QObject):
 
 def show_window(paths: AppPaths, settings: Settings, files: Sequence[str | Path] = ()):
     """Show the main window, with `files` (and any opened from Finder later) queued as documents."""
-    from app.window import MainWindow  # after QApplication: widgets need it
+    from dragoman.app.window import MainWindow  # after QApplication: widgets need it
 
     window = MainWindow(paths, settings)
     window.show()

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
-from app.confidence import doubts
-from app.documents import DocumentError, is_supported, translate_document
-from app.translation_memory import MEMORY_FILE, TranslationMemory
-from app.settings import AppPaths
-from engine import TranslationCache, get_language, model_identity
+from dragoman.app.confidence import doubts
+from dragoman.app.documents import DocumentError, is_supported, translate_document
+from dragoman.app.translation_memory import MEMORY_FILE, TranslationMemory
+from dragoman.app.settings import AppPaths
+from dragoman.engine import TranslationCache, get_language, model_identity
 
 CACHE_FILE = "translations.sqlite3"
 # While a document decodes, its translations are stored at most this often (what a killed run can

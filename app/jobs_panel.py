@@ -32,10 +32,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.documents import DocumentError, is_supported, remove_stale_temporaries
-from app.jobs import DocumentJob, distinct_jobs, find_documents
-from app.settings import AppPaths
-from app.tasks import Task
+from dragoman.app.documents import DocumentError, is_supported, remove_stale_temporaries
+from dragoman.app.jobs import DocumentJob, distinct_jobs, find_documents
+from dragoman.app.settings import AppPaths
+from dragoman.app.tasks import Task
 
 PENDING_FILE = "document_jobs.json"
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"

@@ -10,8 +10,8 @@ from PySide6.QtCore import QEvent, QPoint, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QLineEdit, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from app.settings import AUTO_DETECT
-from engine import ISO_639_1, LANGUAGES, get_language
+from dragoman.app.settings import AUTO_DETECT
+from dragoman.engine import ISO_639_1, LANGUAGES, get_language
 
 DETECT_LABEL = "Detect language"
 _BY_NAME = sorted(LANGUAGES, key=lambda lang: lang.name.casefold())

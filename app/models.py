@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine import (
+from dragoman.engine import (
     PYTORCH_BIN_INDEX,
     SAFETENSORS_INDEX,
     SENTENCEPIECE_FILE,

@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app import models
-from app.settings import AppPaths
-from app.tasks import Task
+from dragoman.app import models
+from dragoman.app.settings import AppPaths
+from dragoman.app.tasks import Task
 
 
 def choose_model_folder(parent) -> str:

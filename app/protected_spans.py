@@ -28,8 +28,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
 
-from app.documents.sentences import UNSPACED_CHARACTER
-from app.glossary import MAX_TERM_CHARS, Entry, TermMatcher
+from dragoman.app.documents.sentences import UNSPACED_CHARACTER
+from dragoman.app.glossary import MAX_TERM_CHARS, Entry, TermMatcher
 
 MAX_URL_CHARS = 2048
 MAX_PLACEHOLDER_CHARS = 64

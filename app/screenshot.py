@@ -1,6 +1,6 @@
-"""Screenshot the window translating a text: `python -m app.screenshot OUT.png --model DIR [--theme dark]`.
+"""Screenshot the window translating a text: `python -m dragoman.app.screenshot OUT.png --model DIR [--theme dark]`.
 
-Run it under a real X server (e.g. `xvfb-run -s "-screen 0 1280x800x24" python -m app.screenshot ...`)
+Run it under a real X server (e.g. `xvfb-run -s "-screen 0 1280x800x24" python -m dragoman.app.screenshot ...`)
 so Qt draws with the platform's fonts. On Debian that takes `xvfb`, Qt's xcb libraries
 (`libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxkbcommon-x11-0`) and, for the
 scripts a random test model writes, `fonts-noto-core fonts-noto-cjk`. It uses a throw-away settings folder: the user's settings
@@ -22,7 +22,7 @@ SAMPLE_TEXT = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app.screenshot", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m dragoman.app.screenshot", description=__doc__.splitlines()[0])
     parser.add_argument("output", help="PNG file to write")
     parser.add_argument("--model", required=True, help="NLLB checkpoint folder")
     parser.add_argument("--theme", choices=("light", "dark"), default="light")
@@ -39,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication
 
-    from app.qt_compat import MainThreadGarbageCollector
-    from app.settings import AppPaths, Settings
-    from app.window import MainWindow
+    from dragoman.app.qt_compat import MainThreadGarbageCollector
+    from dragoman.app.settings import AppPaths, Settings
+    from dragoman.app.window import MainWindow
 
     app = QApplication(sys.argv[:1])
     app.setApplicationName("Dragoman")

@@ -22,14 +22,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import models
-from app.models_dialog import ModelsDialog
-from app.settings import MIN_GPU_MEMORY_MB, PRECISIONS, THEMES, AppPaths, Settings
+from dragoman.app import models
+from dragoman.app.models_dialog import ModelsDialog
+from dragoman.app.settings import MIN_GPU_MEMORY_MB, PRECISIONS, THEMES, AppPaths, Settings
 
 
 def device_choices() -> list[tuple[str, str]]:
     """(value, label) for each device this machine has. Asks the CUDA driver for names only: no context is made."""
-    from engine import cuda_device_names  # it loads torch and the kernels: here, not at the window's start
+    from dragoman.engine import cuda_device_names  # it loads torch and the kernels: here, not at the window's start
 
     choices = [("auto", "Automatic (GPU if there is one)"), ("cpu", "CPU")]
     choices += [(f"cuda:{i}", f"GPU {i}: {name}") for i, name in enumerate(cuda_device_names())]

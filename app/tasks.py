@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QThread, Signal
 
-from app.models import Cancelled
+from dragoman.app.models import Cancelled
 
 
 class Task(QThread):

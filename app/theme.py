@@ -7,7 +7,7 @@ from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPalette, QP
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QApplication
 
-import resources
+from dragoman import resources
 
 COLORS = {
     "light": {

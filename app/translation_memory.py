@@ -23,9 +23,9 @@ from pathlib import Path
 
 from lxml import etree
 
-from app.documents import write_atomically
-from app.documents.safety import DocumentError, parse_xml, read_bytes
-from engine import ISO_639_1, LANGUAGE_CODES
+from dragoman.app.documents import write_atomically
+from dragoman.app.documents.safety import DocumentError, parse_xml, read_bytes
+from dragoman.engine import ISO_639_1, LANGUAGE_CODES
 
 MEMORY_FILE = "memory.sqlite3"
 MAX_ENTRIES = 1_000_000  # of one import
@@ -181,7 +181,7 @@ class TranslationMemory:
             query += " WHERE " + " AND ".join(f"{c} = ?" for c, _ in where)
         with self._lock:
             rows = self._db.execute(query + " ORDER BY 1, 2, 3", [v for _, v in where]).fetchall()
-        from app import __version__
+        from dragoman.app import __version__
 
         tmx = etree.Element("tmx", version="1.4")
         etree.SubElement(tmx, "header", {

@@ -10,8 +10,8 @@ Japanese). Unsplit, a line is one sentence, as typed.
 
 from __future__ import annotations
 
-from app.documents.sentences import sentence_gap, split_sentences
-from app.documents.text import line_parts
+from dragoman.app.documents.sentences import sentence_gap, split_sentences
+from dragoman.app.documents.text import line_parts
 
 
 class TypedText:

@@ -33,18 +33,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import detect, models, theme
-from app.language_picker import LanguagePicker
-from app.models_dialog import ModelsDialog, choose_model_folder
-from app.settings import AUTO_DETECT, AppPaths, Settings
-from app.settings_dialog import SettingsDialog
-from app.documents import output_path
-from app.jobs import DocumentJob
-from app.jobs_panel import DocumentsPanel, FileDrops
-from app.tasks import Task
-from app.translation_view import TranslationView
-from app.worker import EngineWorker, TranslationJob
-from engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
+from dragoman.app import detect, models, theme
+from dragoman.app.language_picker import LanguagePicker
+from dragoman.app.models_dialog import ModelsDialog, choose_model_folder
+from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
+from dragoman.app.settings_dialog import SettingsDialog
+from dragoman.app.documents import output_path
+from dragoman.app.jobs import DocumentJob
+from dragoman.app.jobs_panel import DocumentsPanel, FileDrops
+from dragoman.app.tasks import Task
+from dragoman.app.translation_view import TranslationView
+from dragoman.app.worker import EngineWorker, TranslationJob
+from dragoman.engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
 TEXT_POINT_SIZE = 13

@@ -28,11 +28,11 @@ from pathlib import Path
 
 from PySide6.QtCore import QThread, Signal
 
-from app import detect
-from app.confidence import doubts
-from app.jobs import DocumentJob, open_cache, open_memory, run_document_job, translation_context
-from app.typed_text import TypedText
-from engine import get_language
+from dragoman.app import detect
+from dragoman.app.confidence import doubts
+from dragoman.app.jobs import DocumentJob, open_cache, open_memory, run_document_job, translation_context
+from dragoman.app.typed_text import TypedText
+from dragoman.engine import get_language
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ class EngineWorker(QThread):
             return self._quitting or job_id in self._cancelled or (typed and job_id < self._latest_typed)
 
     def _load(self, command: LoadModel) -> None:
-        from engine import Translator
+        from dragoman.engine import Translator
 
         self._unload()  # free the old model's memory before the new one arrives
         try:

@@ -17,13 +17,13 @@ import torch
 
 from bench import emit
 from bench.shared_memory import compiled_kernels, over_limit, report
-from engine.config import NllbConfig
-from engine.decoding import DecodingOptions
-from engine.device import describe, gpu_profile, resolve_device, resolve_dtype
-from engine.generator import DEFAULT_GPU_MEMORY, Generator, Request
-from engine.model import NllbModel
-from engine.quantize import int8_supported, quantize_int8
-from engine.weights import expected_shapes
+from dragoman.engine.config import NllbConfig
+from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.device import describe, gpu_profile, resolve_device, resolve_dtype
+from dragoman.engine.generator import DEFAULT_GPU_MEMORY, Generator, Request
+from dragoman.engine.model import NllbModel
+from dragoman.engine.quantize import int8_supported, quantize_int8
+from dragoman.engine.weights import expected_shapes
 
 SHAPES = {
     "600M": dict(d_model=1024, layers=12, ffn=4096),

@@ -14,8 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
-import kernels._triton as chained
-from kernels import fused_linear
+import dragoman.kernels._triton as chained
+from dragoman.kernels import fused_linear
 
 PHASES, K, N, M = 96, 1024, 1024, 4
 

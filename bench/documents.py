@@ -59,11 +59,11 @@ def capped_request(request_type, source: list[int], *args, **kwargs):
 
 
 def main() -> None:
-    from app.jobs import DocumentJob, run_document_job  # the app's side, only where it is measured
-    import engine.translator as translator_module
-    from engine.generator import Request
-    from engine.translation_cache import TranslationCache
-    from engine.translator import Translator
+    from dragoman.app.jobs import DocumentJob, run_document_job  # the app's side, only where it is measured
+    import dragoman.engine.translator as translator_module
+    from dragoman.engine.generator import Request
+    from dragoman.engine.translation_cache import TranslationCache
+    from dragoman.engine.translator import Translator
 
     parser = argparse.ArgumentParser(prog="python -m bench.documents")
     parser.add_argument("--size", choices=SHAPES, default="600M")

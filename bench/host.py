@@ -18,10 +18,10 @@ import time
 
 import torch
 
-import engine.admission as admission
-import engine.cuda_graphs as cuda_graphs
-import engine.step_runner as step_runner
-import kernels
+import dragoman.engine.admission as admission
+import dragoman.engine.cuda_graphs as cuda_graphs
+import dragoman.engine.step_runner as step_runner
+from dragoman import kernels
 from bench.__main__ import run, typed_generator
 
 

@@ -23,20 +23,20 @@ import torch
 import triton
 from triton.testing import do_bench, do_bench_cudagraph
 
-from kernels import RowState
-from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
-from kernels.argmax import argmax_ref, argmax_triton
-from kernels.beam_advance import beam_advance_ref, beam_advance_triton
-from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
-from kernels.fold_source import fold_source_ref, fold_source_triton
-from kernels.fused_linear import fused_linear_ref, fused_linear_triton
-from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
-from kernels.lora import lora_ref, lora_triton
-from kernels.packed_attention import packed_attention_ref, packed_attention_triton
-from kernels.slot_attention import slot_attention_ref, slot_attention_triton
-from kernels.source_attention import source_attention_ref, source_attention_triton
-from kernels.source_scores import source_scores_ref, source_scores_triton
-from kernels.step_inputs import step_inputs_ref, step_inputs_triton
+from dragoman.kernels import RowState
+from dragoman.kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from dragoman.kernels.argmax import argmax_ref, argmax_triton
+from dragoman.kernels.beam_advance import beam_advance_ref, beam_advance_triton
+from dragoman.kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
+from dragoman.kernels.fold_source import fold_source_ref, fold_source_triton
+from dragoman.kernels.fused_linear import fused_linear_ref, fused_linear_triton
+from dragoman.kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
+from dragoman.kernels.lora import lora_ref, lora_triton
+from dragoman.kernels.packed_attention import packed_attention_ref, packed_attention_triton
+from dragoman.kernels.slot_attention import slot_attention_ref, slot_attention_triton
+from dragoman.kernels.source_attention import source_attention_ref, source_attention_triton
+from dragoman.kernels.source_scores import source_scores_ref, source_scores_triton
+from dragoman.kernels.step_inputs import step_inputs_ref, step_inputs_triton
 
 ROWS = [1, 4, 64, 256]  # decode rows: beams of all sentences in flight
 BEAM = 4

@@ -36,13 +36,13 @@ from safetensors.torch import save_file
 
 from bench.__main__ import EOS, SHAPES, TARGET_LANG, random_weights, sentence, shape_config
 from bench import emit
-from engine.config import NllbConfig
-from engine.decoding import DecodingOptions
-from engine.device import describe, resolve_device, resolve_dtype
-from engine.generator import Generator, Request
-from engine.adapters import CONFIG_FILE, WEIGHTS_FILE
-from engine.model import NllbModel
-from engine.peft_adapter import linear_modules
+from dragoman.engine.config import NllbConfig
+from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.device import describe, resolve_device, resolve_dtype
+from dragoman.engine.generator import Generator, Request
+from dragoman.engine.adapters import CONFIG_FILE, WEIGHTS_FILE
+from dragoman.engine.model import NllbModel
+from dragoman.engine.peft_adapter import linear_modules
 
 ADAPTERS = ["a0", "a1", "a2", "a3"]
 # For a smoke run on the CPU: the real vocabulary, a small body.

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import torch
 
 from bench.__main__ import add_workload_arguments, prepared, run
-from engine import admission
-from engine.generator import Generator
+from dragoman.engine import admission
+from dragoman.engine.generator import Generator
 
 
 @dataclass

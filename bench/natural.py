@@ -22,8 +22,8 @@ import torch
 
 from bench import emit
 from bench.__main__ import EOS, SHAPES, TARGET_LANG, random_model, sentence
-from engine.decoding import DecodingOptions
-from engine.generator import Generator, Request
+from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.generator import Generator, Request
 
 BANNED = 1000  # min_new_tokens past every cap: `</s>` never ends a sentence before its cap
 

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 SENTENCES = {
     "Visit the old town": ("Besuchen Sie die Altstadt", "زوروا المدينة القديمة"),

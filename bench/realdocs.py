@@ -33,9 +33,9 @@ from pathlib import Path
 
 from lxml import etree
 
-from app.documents import DocumentError, is_supported, output_path, translate_document
-from app.documents.sentences import NO_SPACE_SCRIPTS
-from engine.languages import get_language
+from dragoman.app.documents import DocumentError, is_supported, output_path, translate_document
+from dragoman.app.documents.sentences import NO_SPACE_SCRIPTS
+from dragoman.engine.languages import get_language
 
 TAG = re.compile(r"(<\s*/?\s*x\s*\d+\s*/?\s*>)", re.IGNORECASE)  # the driver's placeholder tags
 LETTERS = re.compile(r"[^\W\d_]+")

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One device call: GPU tests, then Dragoman and the peers on each size (results under $OUT).
 # Needs .peers/ (shared/bench's scripts) and .whl/ (the CTranslate2 wheel): see shared/bench/README.md.
+# Run from the repository root: the tree imports as `dragoman` from there with nothing installed
+# (dragoman/__init__.py), for pytest and `python3 -m bench` alike.
 set -u
+cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
 SIZES=${SIZES:-"600M 1.3B 3.3B"}
 rm -rf .ct2 && python3 -m pip install -q --no-index --no-deps --target "$PWD/.ct2" .whl/ctranslate2-*.whl  # fresh: a second install into it breaks the package

@@ -3,7 +3,10 @@
 # with BENCH set, `python -m bench --size 600M` under each "profile:GB of GPU memory[:unchained]" of
 # BENCH (e.g. BENCH="sm_90:64 sm_86:64 sm_90:2 sm_90:64:unchained", the last without chained launches,
 # DRAGOMAN_CHAINED=0). Logs and the figures, as one JSON, under $OUT.
+# Run from the repository root: the tree imports as `dragoman` from there with nothing installed
+# (dragoman/__init__.py), for pytest and `python3 -m bench` alike.
 set -u
+cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
 PROFILES=${PROFILES-"sm_90 sm_86 sm_75 sm_89 sm_80"}
 BUDGET=${BUDGET:-540}  # seconds this script may take: a step that could not finish in what is left is skipped

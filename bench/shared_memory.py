@@ -23,7 +23,7 @@ def compiled_kernels() -> list[Compiled]:
 
     found = []
     for name, module in list(sys.modules.items()):
-        if not (name == "kernels" or name.startswith("kernels.")) or module is None:
+        if not (name == "dragoman.kernels" or name.startswith("dragoman.kernels.")) or module is None:
             continue
         for attribute, fn in vars(module).items():
             if not isinstance(fn, JITFunction) or getattr(fn, "module", None) != name:

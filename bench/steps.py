@@ -16,7 +16,7 @@ import time
 import torch
 
 from bench.__main__ import run, timed, typed_generator
-from engine import admission
+from dragoman.engine import admission
 
 
 def replay_us(graph: torch.cuda.CUDAGraph, replays: int = 40) -> float:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import importlib
 
-from engine.adapters import ADAPTER_FILES, adapter_folders, adapter_names
-from engine.languages import (
+from dragoman.engine.adapters import ADAPTER_FILES, adapter_folders, adapter_names
+from dragoman.engine.languages import (
     ISO_639_1,
     LANGUAGE_CODES,
     LANGUAGES,
@@ -37,30 +37,30 @@ from engine.languages import (
 )
 
 _LAZY = {
-    "Translator": "engine.translator",
-    "DecodingOptions": "engine.decoding",
-    "OptionsError": "engine.decoding",
-    "open_checkpoint": "engine.checkpoint",
-    "load_config": "engine.config",
-    "NllbConfig": "engine.config",
-    "CheckpointError": "engine.config",
-    "SENTENCEPIECE_FILE": "engine.tokenizer",
-    "TokenizerError": "engine.tokenizer",
-    "weight_files": "engine.weights",
-    "read_weight_map": "engine.weights",
-    "check_weights": "engine.weights",
-    "convert_bin": "engine.weights",
-    "safetensors_name": "engine.weights",
-    "SAFETENSORS_INDEX": "engine.weights",
-    "PYTORCH_BIN_INDEX": "engine.weights",
-    "scan_adapters": "engine.peft_adapter",
-    "AdapterInfo": "engine.peft_adapter",
-    "check_adapter": "engine.peft_adapter",
-    "AdapterError": "engine.peft_adapter",
-    "TranslationCache": "engine.translation_cache",
-    "model_identity": "engine.translation_cache",
-    "cuda_device_names": "engine.device",
-    "DeviceError": "engine.device",
+    "Translator": "dragoman.engine.translator",
+    "DecodingOptions": "dragoman.engine.decoding",
+    "OptionsError": "dragoman.engine.decoding",
+    "open_checkpoint": "dragoman.engine.checkpoint",
+    "load_config": "dragoman.engine.config",
+    "NllbConfig": "dragoman.engine.config",
+    "CheckpointError": "dragoman.engine.config",
+    "SENTENCEPIECE_FILE": "dragoman.engine.tokenizer",
+    "TokenizerError": "dragoman.engine.tokenizer",
+    "weight_files": "dragoman.engine.weights",
+    "read_weight_map": "dragoman.engine.weights",
+    "check_weights": "dragoman.engine.weights",
+    "convert_bin": "dragoman.engine.weights",
+    "safetensors_name": "dragoman.engine.weights",
+    "SAFETENSORS_INDEX": "dragoman.engine.weights",
+    "PYTORCH_BIN_INDEX": "dragoman.engine.weights",
+    "scan_adapters": "dragoman.engine.peft_adapter",
+    "AdapterInfo": "dragoman.engine.peft_adapter",
+    "check_adapter": "dragoman.engine.peft_adapter",
+    "AdapterError": "dragoman.engine.peft_adapter",
+    "TranslationCache": "dragoman.engine.translation_cache",
+    "model_identity": "dragoman.engine.translation_cache",
+    "cuda_device_names": "dragoman.engine.device",
+    "DeviceError": "dragoman.engine.device",
 }
 
 __all__ = [
@@ -74,7 +74,7 @@ def __getattr__(name: str):
     # Looked up in its module on every use, not copied here: the module stays the one place the name is bound.
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+        raise AttributeError(f"module 'dragoman.engine' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
 
 

@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING
 
 import torch
 
-import kernels
-from engine.cuda_graphs import bucket_for
-from engine.decoding import BLOCKED
-from engine.device import to_device, to_device_many, tokens_to_device
-from engine.kv_cache import OutOfBlocks, Sequence
-from engine.lora_layers import LoraRows
-from engine.model import FOLD_MAX_ROWS, FoldedSources
-from engine.scheduler import Sentence
+from dragoman import kernels
+from dragoman.engine.cuda_graphs import bucket_for
+from dragoman.engine.decoding import BLOCKED
+from dragoman.engine.device import to_device, to_device_many, tokens_to_device
+from dragoman.engine.kv_cache import OutOfBlocks, Sequence
+from dragoman.engine.lora_layers import LoraRows
+from dragoman.engine.model import FOLD_MAX_ROWS, FoldedSources
+from dragoman.engine.scheduler import Sentence
 
 if TYPE_CHECKING:
-    from engine.step_runner import StepRunner
+    from dragoman.engine.step_runner import StepRunner
 
 ADMISSION_GRAPH_ROWS = 16  # a sentence admitted alone with at most this many beams sets its rows up by a graph
 

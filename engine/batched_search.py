@@ -23,9 +23,9 @@ import functools
 import torch
 import torch.nn.functional as F
 
-import kernels
-from engine.decoding import BLOCKED, NEG_INF, DecodingOptions, bans_only_eos, process_scores
-from engine.rows import DecoderRows
+from dragoman import kernels
+from dragoman.engine.decoding import BLOCKED, NEG_INF, DecodingOptions, bans_only_eos, process_scores
+from dragoman.engine.rows import DecoderRows
 
 
 def _histories(state: DecoderRows, rows: torch.Tensor, lengths: list[int] | None) -> list[list[int]]:

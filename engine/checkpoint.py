@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.config import CheckpointError, GenerationDefaults, NllbConfig, load_config, load_generation_defaults
-from engine.tokenizer import SENTENCEPIECE_FILE, NllbTokenizer, TokenizerError
-from engine.weights import WEIGHT_FILES, check_weights, weight_files
+from dragoman.engine.config import CheckpointError, GenerationDefaults, NllbConfig, load_config, load_generation_defaults
+from dragoman.engine.tokenizer import SENTENCEPIECE_FILE, NllbTokenizer, TokenizerError
+from dragoman.engine.weights import WEIGHT_FILES, check_weights, weight_files
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.decoding import MAX_LENGTH, DecodingOptions, OptionsError, check_int
+from dragoman.engine.decoding import MAX_LENGTH, DecodingOptions, OptionsError, check_int
 
 
 class CheckpointError(ValueError):

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from engine.decoding import BLOCKED, MAX_LENGTH, DecodingOptions, OptionsError, check_int, process_scores
+from dragoman.engine.decoding import BLOCKED, MAX_LENGTH, DecodingOptions, OptionsError, check_int, process_scores
 
 MAX_CONSTRAINTS = 64
 # Rows a constrained greedy sentence runs at most: as many as a beam-8 search's.

@@ -28,11 +28,11 @@ from typing import Callable
 
 import torch
 
-import kernels
-from engine.device import copy_many_to_device, copy_to_device
-from engine.kv_cache import PagedKVCache
-from engine.lora_layers import LoraLayers, LoraRows
-from engine.model import FoldedSources, NllbModel
+from dragoman import kernels
+from dragoman.engine.device import copy_many_to_device, copy_to_device
+from dragoman.engine.kv_cache import PagedKVCache
+from dragoman.engine.lora_layers import LoraLayers, LoraRows
+from dragoman.engine.model import FoldedSources, NllbModel
 
 Step = Callable[[torch.Tensor], object]  # padded rows (size,) -> output: tensors, in any structure
 

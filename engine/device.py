@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from kernels import DeviceProfile, device_profile, profile_name
+from dragoman.kernels import DeviceProfile, device_profile, profile_name
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -24,15 +24,15 @@ from typing import Callable
 
 import torch
 
-from engine.device import sum_in_float32
-from engine.heap import freeze_heap, thaw_heap
-from engine.kv_cache import PagedKVCache
-from engine.lora_pool import DEFAULT_SLOTS, LoraPool
-from engine.memory import BLOCK_SIZE, CPU_CACHE_TOKENS, CPU_ROWS, DEFAULT_GPU_MEMORY, MemoryPlan, plan_memory
-from engine.model import FoldedSources, NllbModel
-from engine.peft_adapter import AdapterError
-from engine.scheduler import Plan, Request, Scheduler
-from engine.step_runner import LaunchedStep, StepRunner
+from dragoman.engine.device import sum_in_float32
+from dragoman.engine.heap import freeze_heap, thaw_heap
+from dragoman.engine.kv_cache import PagedKVCache
+from dragoman.engine.lora_pool import DEFAULT_SLOTS, LoraPool
+from dragoman.engine.memory import BLOCK_SIZE, CPU_CACHE_TOKENS, CPU_ROWS, DEFAULT_GPU_MEMORY, MemoryPlan, plan_memory
+from dragoman.engine.model import FoldedSources, NllbModel
+from dragoman.engine.peft_adapter import AdapterError
+from dragoman.engine.scheduler import Plan, Request, Scheduler
+from dragoman.engine.step_runner import LaunchedStep, StepRunner
 
 __all__ = ["DEFAULT_GPU_MEMORY", "Generator", "Request"]
 ADAPTER_WAIT = 0.05  # seconds a run with nothing to decode waits for an adapter's read before it looks again

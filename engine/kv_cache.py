@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-import kernels
-from engine.device import to_device
-from engine.packing import packed_positions
-from engine.scheduler import OutOfBlocks
+from dragoman import kernels
+from dragoman.engine.device import to_device
+from dragoman.engine.packing import packed_positions
+from dragoman.engine.scheduler import OutOfBlocks
 
 
 @dataclass

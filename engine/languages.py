@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 
-import resources
+from dragoman import resources
 
 
 @dataclass(frozen=True)

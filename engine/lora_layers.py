@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-import kernels
-from engine.config import NllbConfig
-from engine.peft_adapter import Adapter
+from dragoman import kernels
+from dragoman.engine.config import NllbConfig
+from dragoman.engine.peft_adapter import Adapter
 
 LAYER_NORM_EPS = 1e-5  # as engine/model.py
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import torch
 
-from engine.config import NllbConfig
-from engine.lora_layers import LoraLayers
-from engine.peft_adapter import Adapter, AdapterError, LoraModule, check_adapter_name, load_adapter, signature
+from dragoman.engine.config import NllbConfig
+from dragoman.engine.lora_layers import LoraLayers
+from dragoman.engine.peft_adapter import Adapter, AdapterError, LoraModule, check_adapter_name, load_adapter, signature
 
 DEFAULT_SLOTS = 4
 

@@ -17,15 +17,15 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import kernels
-from engine.config import NllbConfig
-from engine.device import to_device
-from engine.kv_cache import PagedKVCache
-from engine.packing import packed_positions
-from kernels.source_scores import BLOCK_M as SOURCE_SCORES_ROWS
+from dragoman import kernels
+from dragoman.engine.config import NllbConfig
+from dragoman.engine.device import to_device
+from dragoman.engine.kv_cache import PagedKVCache
+from dragoman.engine.packing import packed_positions
+from dragoman.kernels.source_scores import BLOCK_M as SOURCE_SCORES_ROWS
 
 if TYPE_CHECKING:
-    from engine.lora_layers import LoraRows
+    from dragoman.engine.lora_layers import LoraRows
 
 LAYER_NORM_EPS = 1e-5
 # Projections of at most FUSED_MAX_ROWS rows and FUSED_MAX_IN inputs (a decode step of a typed

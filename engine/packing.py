@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.device import to_device
+from dragoman.engine.device import to_device
 
 
 def packed_positions(lengths: list[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

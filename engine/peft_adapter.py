@@ -24,11 +24,11 @@ from pathlib import Path
 
 import torch
 
-from engine.adapters import CONFIG_FILE, WEIGHTS_FILE, adapter_folders
-from engine.config import NllbConfig, read_json_object
-from engine.decoding import OptionsError, check_int
-from engine.linear_regex import LinearPattern, PatternError, compile_pattern
-from engine.weights import expected_shapes
+from dragoman.engine.adapters import CONFIG_FILE, WEIGHTS_FILE, adapter_folders
+from dragoman.engine.config import NllbConfig, read_json_object
+from dragoman.engine.decoding import OptionsError, check_int
+from dragoman.engine.linear_regex import LinearPattern, PatternError, compile_pattern
+from dragoman.engine.weights import expected_shapes
 
 # Settings that change what a LoRA adapter computes, which Dragoman does not implement: refused when set.
 UNSUPPORTED = {

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 
 import torch
 
-from engine.model import Linear, NllbModel
+from dragoman.engine.model import Linear, NllbModel
 
 # torch._int_mm's one-row kernel (a matrix-vector product) beats its small-batch kernel several
 # times over while the weight stays in cache; integer sums are exact, so both give the same result.

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import torch
 
-from engine.decoding import NEG_INF
-from kernels import RowState
+from dragoman.engine.decoding import NEG_INF
+from dragoman.kernels import RowState
 
 
 class DecoderRows:

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from engine.decoding import DecodingOptions
-    from engine.kv_cache import Sequence
+    from dragoman.engine.decoding import DecodingOptions
+    from dragoman.engine.kv_cache import Sequence
 
 ADMIT_SHARE = 0.25  # see "Admission" above; measured in docs/performance.md
 

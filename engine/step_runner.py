@@ -23,18 +23,18 @@ from dataclasses import dataclass
 
 import torch
 
-import kernels
-from engine import admission
-from engine.batched_search import search_step
-from engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
-from engine.decoding import DecodingOptions, bans_only_eos
-from engine.device import to_device_many
-from engine.kv_cache import PagedKVCache
-from engine.lora_layers import LoraRows
-from engine.lora_pool import LoraPool
-from engine.model import FoldedSources, NllbModel
-from engine.rows import DecoderRows
-from engine.scheduler import Group, Sentence
+from dragoman import kernels
+from dragoman.engine import admission
+from dragoman.engine.batched_search import search_step
+from dragoman.engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
+from dragoman.engine.decoding import DecodingOptions, bans_only_eos
+from dragoman.engine.device import to_device_many
+from dragoman.engine.kv_cache import PagedKVCache
+from dragoman.engine.lora_layers import LoraRows
+from dragoman.engine.lora_pool import LoraPool
+from dragoman.engine.model import FoldedSources, NllbModel
+from dragoman.engine.rows import DecoderRows
+from dragoman.engine.scheduler import Group, Sentence
 
 
 @dataclass

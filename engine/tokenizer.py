@@ -22,7 +22,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from engine.languages import LANGUAGE_CODES, get_language
+from dragoman.engine.languages import LANGUAGE_CODES, get_language
 
 SENTENCEPIECE_FILE = "sentencepiece.bpe.model"
 FAIRSEQ_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # ids 0..3

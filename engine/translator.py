@@ -9,16 +9,16 @@ from typing import Callable
 
 import torch
 
-import kernels
-from engine.batched_search import ran_out_of_numbers
-from engine.checkpoint import open_checkpoint
-from engine.decoding import DecodingOptions
-from engine.device import describe, resolve_device, resolve_dtype
-from engine.generator import Generator, Request
-from engine.peft_adapter import AdapterError
-from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
-from engine.quantize import int8_supported, quantize_int8
-from engine.weights import load_weights
+from dragoman import kernels
+from dragoman.engine.batched_search import ran_out_of_numbers
+from dragoman.engine.checkpoint import open_checkpoint
+from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.device import describe, resolve_device, resolve_dtype
+from dragoman.engine.generator import Generator, Request
+from dragoman.engine.peft_adapter import AdapterError
+from dragoman.engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
+from dragoman.engine.quantize import int8_supported, quantize_int8
+from dragoman.engine.weights import load_weights
 
 # Texts tokenized a step, at least, while a document decodes (Translator.translate): ~1 ms of host
 # time for sentences of plain text, within the few ms a step of hundreds of sentences keeps the

@@ -17,7 +17,7 @@ from typing import Iterator
 
 import torch
 
-from engine.config import CheckpointError, NllbConfig
+from dragoman.engine.config import CheckpointError, NllbConfig
 
 # Where the shared embedding may be stored: HF saves tied weights once, under any of these names.
 EMBEDDING_NAMES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")

@@ -7,7 +7,7 @@ Also what the decode step's kernels share: chained launches (`chained_launch`, `
 
 import os
 
-from kernels.gpu_profile import profile_of
+from dragoman.kernels.gpu_profile import profile_of
 
 try:
     import triton

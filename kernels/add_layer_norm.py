@@ -15,7 +15,7 @@ With `residual=None` there is nothing to add: `summed` is `x` itself and only `n
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import chained_launch, launch_options, tl, triton
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton
 
 
 @triton.jit

@@ -31,7 +31,7 @@ sentence the device would finish its encoder first and wait for the host's launc
 
 import torch
 
-from kernels._triton import tl, triton
+from dragoman.kernels._triton import tl, triton
 
 
 @triton.jit

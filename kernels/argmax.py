@@ -26,7 +26,7 @@ read one element at a time.
 
 import torch
 
-from kernels._triton import tl, triton
+from dragoman.kernels._triton import tl, triton
 
 # Above every column: marks columns that are not the max.
 _NO_COLUMN = tl.constexpr(2**31 - 1)

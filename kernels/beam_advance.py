@@ -63,8 +63,8 @@ sentence.
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
-from kernels.logsoftmax_topk import EMPTY_KEY, sort_key
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.logsoftmax_topk import EMPTY_KEY, sort_key
 
 NEG_INF = float("-inf")
 _NEG_INF = tl.constexpr(NEG_INF)  # the same, for the kernel

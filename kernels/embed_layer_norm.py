@@ -15,8 +15,8 @@ add, a norm) of ~2 us each; here one program per row does them.
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import chained_launch, launch_options, tl, triton
-from kernels.add_layer_norm import layer_norm_row, norm_params_then_wait
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton
+from dragoman.kernels.add_layer_norm import layer_norm_row, norm_params_then_wait
 
 
 @triton.jit

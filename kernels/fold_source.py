@@ -26,7 +26,7 @@ or b straight into place: the encoder graph +17 us where the torch products took
 
 import torch
 
-from kernels._triton import tl, triton
+from dragoman.kernels._triton import tl, triton
 
 BLOCK_C = 64  # columns of C a program covers
 

@@ -32,10 +32,10 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import (
+from dragoman.kernels._triton import (
     ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton, wait_for_inputs,
 )
-from kernels.gpu_profile import DeviceProfile, profile_of
+from dragoman.kernels.gpu_profile import DeviceProfile, profile_of
 
 
 @triton.jit

@@ -29,7 +29,7 @@ comes out NaN (one of them among its columns), so that healthy rows take no extr
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 INF = float("inf")
 

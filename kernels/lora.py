@@ -17,7 +17,7 @@ in it, so a tile costs one small matmul per distinct adapter, none for base-mode
 
 import torch
 
-from kernels._triton import tl, triton
+from dragoman.kernels._triton import tl, triton
 
 
 @triton.jit

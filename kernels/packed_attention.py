@@ -21,7 +21,7 @@ queries) streams the keys of the block's sources with an online softmax.
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 BLOCK_Q = 32  # queries a program
 BLOCK_KEYS = 32  # keys an iteration

@@ -33,7 +33,7 @@ token only as it reads it, folds row j's in from registers too.
 import torch
 import torch.nn.functional as F
 
-from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 
 @triton.jit

@@ -20,8 +20,8 @@ tensor-core `tl.dot` takes), as GQA flash-decoding kernels do for the query head
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
-from kernels.slot_attention import attend, check_inputs, gather_rows
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.slot_attention import attend, check_inputs, gather_rows
 
 
 @triton.jit

@@ -21,7 +21,7 @@ last to finish adds the partial scores up (`sum_splits`, as fused_linear's split
 
 import torch
 
-from kernels._triton import (
+from dragoman.kernels._triton import (
     ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, sum_splits, tl, triton, wait_for_inputs,
 )
 

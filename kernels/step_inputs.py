@@ -28,8 +28,8 @@ program per row does it in one.
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
-from kernels.row_state import StepInputs
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.row_state import StepInputs
 
 
 @triton.jit

@@ -27,7 +27,7 @@ last step.
 
 import torch
 
-from kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 
 NEG_INF = float("-inf")
 

@@ -13,7 +13,7 @@ bf16): 600M greedy 82.57 -> 81.75 ms a document. Program (block of tokens, layer
 V) copies its tokens' rows, each C = H * D contiguous elements on both sides.
 """
 
-from kernels._triton import tl, triton
+from dragoman.kernels._triton import tl, triton
 
 BLOCK_T = 16  # tokens a program
 BLOCK_C = 256  # elements of a row a step

@@ -28,11 +28,15 @@ step "build environment: $venv"
 rm -rf "$venv"
 "${PYTHON:-python3}" -m venv "$venv"
 PATH=$venv/bin:$PATH
+unset PYTHONPATH  # the build environment's packages only: no checkout or other tree on the path
 # Only Dragoman's runtime dependencies and PyInstaller: test-only packages (transformers, peft,
 # pytest) are not installed, so nothing can pull them into the bundle.
 "${pip[@]}" "${TORCH:-torch==2.13.0}" ${TORCH_INDEX:+--extra-index-url "$TORCH_INDEX"}
-"${pip[@]}" -e ".[package]"
-version=$(python -c 'import app; print(app.__version__)')
+# Dragoman installed, not editable: PyInstaller analyses the installed dragoman package. setuptools
+# builds in build/ of the checkout, whatever BUILD_DIR says: a stale module there would go into the wheel.
+rm -rf build/lib build/bdist.* dragoman.egg-info
+"${pip[@]}" ".[package]"
+version=$(cd "$build" && python -c 'from dragoman.app import __version__; print(__version__)')
 arch=$(dpkg --print-architecture)
 python -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda or "none")'
 

@@ -1,9 +1,9 @@
-"""The bundle's entry point: the `dragoman` command, as `pip install` gives it (app.cli:main)."""
+"""The bundle's entry point: the `dragoman` command, as `pip install` gives it (dragoman.app.cli:main)."""
 
 import sys
 import warnings
 
-from app.cli import main
+from dragoman.app.cli import main
 
 # torch warns on import when numpy is absent; the engine never hands torch a numpy array, and the
 # bundle leaves numpy out (~35 MB).

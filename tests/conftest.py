@@ -71,7 +71,7 @@ def peft_adapters(tiny_checkpoint, tmp_path_factory):
 def make_translator(tiny_checkpoint):
     """make_translator(**options): a new engine of tiny_checkpoint, on the CPU in float32 unless told,
     for a test that changes it or needs one of its own."""
-    from engine.translator import Translator
+    from dragoman.engine.translator import Translator
 
     def make_translator(device="cpu", dtype="float32", **options):
         return Translator(tiny_checkpoint, device=device, dtype=dtype, **options)
@@ -83,7 +83,7 @@ def make_translator(tiny_checkpoint):
 def translator(tiny_checkpoint):
     """The engine of tiny_checkpoint on the CPU in float32, shared by a module's tests: a test may
     change it only through monkeypatch, which puts it back."""
-    from engine.translator import Translator
+    from dragoman.engine.translator import Translator
 
     return Translator(tiny_checkpoint, device="cpu", dtype="float32")
 
@@ -91,7 +91,7 @@ def translator(tiny_checkpoint):
 @pytest.fixture(scope="module")
 def lora_translator(tiny_checkpoint, peft_adapters):
     """`translator` with peft_adapters' folder as its adapters, shared by a module's tests."""
-    from engine.translator import Translator
+    from dragoman.engine.translator import Translator
 
     return Translator(tiny_checkpoint, device="cpu", dtype="float32", adapters_dir=peft_adapters[0])
 
@@ -100,7 +100,7 @@ def lora_translator(tiny_checkpoint, peft_adapters):
 def gpu_profile(monkeypatch):
     """gpu_profile(name): the GPU of that profile (kernels/gpu_profile.py) as DRAGOMAN_GPU_PROFILE
     emulates one, with the per-process cache emptied; no GPU is asked. Gives the device to plan for."""
-    from kernels import gpu_profile as profile
+    from dragoman.kernels import gpu_profile as profile
 
     monkeypatch.setattr(profile, "_profiles", {})
 

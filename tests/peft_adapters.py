@@ -88,8 +88,8 @@ def peft_expectations(models: dict[str, PeftModel], base_model, tokenizer) -> di
 
 def requests_for(translator, cases: list[tuple[str | None, int]], o: int) -> list:
     """A generator Request per (adapter or None, text index), with option set `o`."""
-    from engine.decoding import DecodingOptions
-    from engine.generator import Request
+    from dragoman.engine.decoding import DecodingOptions
+    from dragoman.engine.generator import Request
 
     tok, options = translator.tokenizer, DecodingOptions(**OPTION_SETS[o])
     return [Request(tok.encode_source(TEXTS[t], SRC), tok.decoder_prefix(TGT), options, adapter=name) for name, t in cases]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from engine.constraints import search_scores
-from engine.decoding import process_scores
+from dragoman.engine.constraints import search_scores
+from dragoman.engine.decoding import process_scores
 
 
 def toy_logits(vocab: int, eos: int):

@@ -21,9 +21,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from app.documents import docx, epub, html, markdown, odt, pdf, pptx, subtitles, text, xlsx
-from app.documents.safety import DocumentError
-from app.documents.segments import BATCH_SENTENCES, Cancelled, translate_segments
+from dragoman.app.documents import docx, epub, html, markdown, odt, pdf, pptx, subtitles, text, xlsx
+from dragoman.app.documents.safety import DocumentError
+from dragoman.app.documents.segments import BATCH_SENTENCES, Cancelled, translate_segments
 
 __all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported", "output_path",
            "remove_stale_temporaries", "temporary_pattern", "translate_document"]

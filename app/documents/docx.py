@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.zipxml import ZipXmlDocument, open_office
-from app.documents.xmlflow import XmlFlow
+from dragoman.app.documents.zipxml import ZipXmlDocument, open_office
+from dragoman.app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".docx", ".docm", ".dotx")
 TEXT_PARTS = frozenset(

@@ -13,10 +13,10 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
-from app.documents.html import XhtmlFlow
-from app.documents.safety import DocumentError
-from app.documents.xmlflow import XmlFlow
-from app.documents.zipxml import ZipXmlDocument, open_package, part_name
+from dragoman.app.documents.html import XhtmlFlow
+from dragoman.app.documents.safety import DocumentError
+from dragoman.app.documents.xmlflow import XmlFlow
+from dragoman.app.documents.zipxml import ZipXmlDocument, open_package, part_name
 
 EXTENSIONS = (".epub",)
 XHTML_TYPES = {"application/xhtml+xml", "text/html"}

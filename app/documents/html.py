@@ -23,9 +23,9 @@ from pathlib import Path
 import lxml.html
 from lxml import etree
 
-from app.documents.safety import DocumentError, decode_text, read_bytes
-from app.documents.segments import Document, Run, Segment
-from app.documents.xmlflow import BLOCK, XmlFlow
+from dragoman.app.documents.safety import DocumentError, decode_text, read_bytes
+from dragoman.app.documents.segments import Document, Run, Segment
+from dragoman.app.documents.xmlflow import BLOCK, XmlFlow
 
 EXTENSIONS = (".html", ".htm", ".xhtml")
 MAX_DEPTH = 255  # libxml2's bound on nesting (XML_PARSE_HUGE lifts it; it stays off)

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from app.documents.segments import Run, shared_depth
-from app.documents.sentences import UNSPACED_CHARACTER
-from app.documents.text import SlotDocument, addresses, read_text, split_lines
+from dragoman.app.documents.segments import Run, shared_depth
+from dragoman.app.documents.sentences import UNSPACED_CHARACTER
+from dragoman.app.documents.text import SlotDocument, addresses, read_text, split_lines
 
 EXTENSIONS = (".md", ".markdown")
 _SPECIAL = "*`"  # always escaped in translated text: they would start formatting

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.zipxml import ZipXmlDocument, open_package
-from app.documents.xmlflow import XmlFlow
+from dragoman.app.documents.zipxml import ZipXmlDocument, open_package
+from dragoman.app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".odt", ".ott")
 

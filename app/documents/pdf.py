@@ -25,10 +25,10 @@ import re
 import zlib
 from pathlib import Path
 
-from app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
-from app.documents.safety import DocumentError, check_file
-from app.documents.segments import Document, Run, Segment
-from app.documents.text import SlotDocument
+from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
+from dragoman.app.documents.safety import DocumentError, check_file
+from dragoman.app.documents.segments import Document, Run, Segment
+from dragoman.app.documents.text import SlotDocument
 
 EXTENSIONS = (".pdf",)
 OPTIONS = ("pdf_as", "bilingual")
@@ -62,7 +62,7 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False) -> Documen
         return _extract_text(path)
     import pikepdf
 
-    from app.documents.pdf_write import show_strings
+    from dragoman.app.documents.pdf_write import show_strings
 
     pdf = open_checked(path)
     try:
@@ -160,8 +160,8 @@ class PdfDocument(Document):
     def write(self, translations: list[list[Run]], out_path: Path) -> None:
         import pikepdf
 
-        from app.documents.pdf_fonts import FontLibrary
-        from app.documents.pdf_write import write_pdf
+        from dragoman.app.documents.pdf_fonts import FontLibrary
+        from dragoman.app.documents.pdf_write import write_pdf
 
         text = "".join(r.text for runs in translations for r in runs)
         # Han characters in the Japanese or Korean face where the text has kana or hangul

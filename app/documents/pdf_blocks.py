@@ -23,8 +23,8 @@ import statistics
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from app.documents.segments import Run, merge_runs
-from app.documents.sentences import is_translatable
+from dragoman.app.documents.segments import Run, merge_runs
+from dragoman.app.documents.sentences import is_translatable
 
 SHOW_OPERATORS = ("Tj", "TJ", "'", '"')
 SIZE_CHANGE = 1.15  # lines whose sizes differ by this factor are in different blocks (a heading and its text)

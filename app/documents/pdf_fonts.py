@@ -26,7 +26,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.documents.safety import DocumentError
+from dragoman.app.documents.safety import DocumentError
 
 MAX_DESCENT = -0.3
 FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".otc")

@@ -22,9 +22,9 @@ import unicodedata
 import zlib
 from dataclasses import dataclass
 
-from app.documents.pdf_blocks import SHOW_OPERATORS, Block, Page
-from app.documents.pdf_fonts import Face, FontLibrary, Glyph
-from app.documents.segments import Run
+from dragoman.app.documents.pdf_blocks import SHOW_OPERATORS, Block, Page
+from dragoman.app.documents.pdf_fonts import Face, FontLibrary, Glyph
+from dragoman.app.documents.segments import Run
 
 SHRINK_FLOOR = 0.9
 GROWN_FLOOR = 0.5

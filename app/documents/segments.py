@@ -37,7 +37,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
 
-from app.documents.sentences import NO_SPACE_SCRIPTS, is_translatable, sentence_gap, split_sentences
+from dragoman.app.documents.sentences import NO_SPACE_SCRIPTS, is_translatable, sentence_gap, split_sentences
 
 # Sentences per translate_batch call where the caller does not say: progress moves, and a crash
 # loses, a call at a time. (The app's document jobs hand the engine a whole document in one call

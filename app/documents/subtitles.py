@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from app.documents.safety import DocumentError
-from app.documents.segments import Run, shared_depth
-from app.documents.sentences import UNSPACED_CHARACTER
-from app.documents.text import SlotDocument, read_text, split_lines
+from dragoman.app.documents.safety import DocumentError
+from dragoman.app.documents.segments import Run, shared_depth
+from dragoman.app.documents.sentences import UNSPACED_CHARACTER
+from dragoman.app.documents.text import SlotDocument, read_text, split_lines
 
 EXTENSIONS = (".srt", ".vtt", ".ass", ".ssa")
 _TIMING = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}")

@@ -18,8 +18,8 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.documents.safety import decode_text, read_bytes
-from app.documents.segments import Document, Run, Segment
+from dragoman.app.documents.safety import decode_text, read_bytes
+from dragoman.app.documents.segments import Document, Run, Segment
 
 EXTENSIONS = (".txt", ".text")
 _PREFIX = re.compile(r"^(\s*(?:[-*+•·–]\s+|\d+[.)]\s+|[a-zA-Z][.)]\s+)?)")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.documents.zipxml import ZipXmlDocument, open_office
-from app.documents.xmlflow import XmlFlow
+from dragoman.app.documents.zipxml import ZipXmlDocument, open_office
+from dragoman.app.documents.xmlflow import XmlFlow
 
 EXTENSIONS = (".xlsx", ".xlsm", ".xltx")
 TEXT_PARTS = frozenset({"sharedStrings", "worksheet", "comments", "threadedComment", "drawing", "chart"})

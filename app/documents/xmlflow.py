@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from app.documents.segments import Run, Segment
-from app.documents.sentences import is_translatable
+from dragoman.app.documents.segments import Run, Segment
+from dragoman.app.documents.sentences import is_translatable
 
 BLOCK, INLINE, LEAF, ATOM, BREAK, PROP, SKIP = "block", "inline", "leaf", "atom", "break", "prop", "skip"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"

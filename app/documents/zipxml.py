@@ -19,9 +19,9 @@ from urllib.parse import unquote
 
 from lxml import etree
 
-from app.documents.safety import DocumentError, SafeZip, serialize_xml
-from app.documents.segments import Document, Run, Segment
-from app.documents.xmlflow import XmlFlow, local
+from dragoman.app.documents.safety import DocumentError, SafeZip, serialize_xml
+from dragoman.app.documents.segments import Document, Run, Segment
+from dragoman.app.documents.xmlflow import XmlFlow, local
 
 URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 

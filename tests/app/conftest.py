@@ -36,7 +36,7 @@ def collect_garbage_on_the_gui_thread():
 @pytest.fixture(autouse=True)
 def paths(tmp_path, monkeypatch):
     """The app's folders, all under tmp_path (no test reads or writes the real user's settings)."""
-    from app.settings import AppPaths
+    from dragoman.app.settings import AppPaths
 
     monkeypatch.setenv("DRAGOMAN_HOME", str(tmp_path / "home"))
     return AppPaths.default()
@@ -46,7 +46,7 @@ def paths(tmp_path, monkeypatch):
 def settings(tiny_checkpoint):
     """The window's settings for tiny_checkpoint on the CPU in float32, decoding greedy and short (a
     test may change them)."""
-    from app.settings import Settings
+    from dragoman.app.settings import Settings
 
     return Settings(model_dir=str(tiny_checkpoint), device="cpu", precision="float32", num_beams=1, max_length=12,
                     source_language="eng_Latn", target_language="fra_Latn")
@@ -72,8 +72,8 @@ def open_window(qtbot, paths):
     window.opened. Closed at the end of the test, its engine thread stopped."""
     from PySide6.QtCore import QCoreApplication
 
-    from app.gui import show_window
-    from app.settings import Settings
+    from dragoman.app.gui import show_window
+    from dragoman.app.settings import Settings
     from recorder import WAIT_MS, Recorder
 
     windows = []

@@ -7,8 +7,8 @@ import sys
 import pytest
 import torch
 
-from app import __version__
-from app.cli import main
+from dragoman.app import __version__
+from dragoman.app.cli import main
 
 LINES = ["Hello world, how are you?", "", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz"]
 
@@ -89,11 +89,11 @@ def test_bad_option_and_bad_input_are_reported(tiny_checkpoint, monkeypatch, cap
 
 
 def test_the_real_command_runs_as_a_process(tiny_checkpoint):
-    version = subprocess.run([sys.executable, "-m", "app.cli", "--version"], capture_output=True, text=True)
+    version = subprocess.run([sys.executable, "-m", "dragoman.app.cli", "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and version.stdout.strip() == f"dragoman {__version__}"
     args = ["translate", "--model", str(tiny_checkpoint), "--from", "rus_Cyrl", "--to", "eng_Latn", "--beams", "2"]
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", *args, "--max-length", "20", "--device", "cpu", "--dtype", "float32"],
+        [sys.executable, "-m", "dragoman.app.cli", *args, "--max-length", "20", "--device", "cpu", "--dtype", "float32"],
         input="Привет\n\nмир\n",
         capture_output=True,
         text=True,

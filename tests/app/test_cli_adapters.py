@@ -8,7 +8,7 @@ import sys
 import pytest
 from peft_adapters import ADAPTER_CONFIGS, peft_generate
 
-from app.cli import main
+from dragoman.app.cli import main
 
 LINES = ["The quick brown fox jumps over the lazy dog.", "", "Привет, как дела?"]
 

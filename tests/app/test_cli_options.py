@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.cli import main
+from dragoman.app.cli import main
 
 
 @pytest.mark.parametrize(

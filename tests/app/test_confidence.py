@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from app.cli import main
-from app.confidence import doubts, longest_loop
+from dragoman.app.cli import main
+from dragoman.app.confidence import doubts, longest_loop
 
 SOURCE = "The weather is lovely today in the old town."
 

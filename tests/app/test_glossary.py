@@ -3,7 +3,7 @@ when bad, and their terms found in sentences."""
 
 import pytest
 
-from app.glossary import (
+from dragoman.app.glossary import (
     MAX_ENTRIES,
     MAX_TBX_MARKUP,
     MAX_TERM_CHARS,
@@ -112,9 +112,9 @@ def test_bytes_that_are_not_text_are_refused_with_their_offset(tmp_path):
 
 
 def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    import app.glossary
+    import dragoman.app.glossary
 
-    monkeypatch.setattr(app.glossary, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(dragoman.app.glossary, "MAX_FILE_BYTES", 100)
     path = write(tmp_path, "g.csv", "cat,chat\n" * 20)
     with pytest.raises(GlossaryError, match="g.csv: too large"):
         read_glossary(path)

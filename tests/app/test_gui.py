@@ -7,10 +7,10 @@ import pytest
 from PySide6.QtGui import QFileOpenEvent
 from PySide6.QtWidgets import QApplication
 
-import app.gui
-from app import __version__
-from app.cli import main
-from app.jobs_panel import DONE
+import dragoman.app.gui
+from dragoman.app import __version__
+from dragoman.app.cli import main
+from dragoman.app.jobs_panel import DONE
 from recorder import WAIT_MS
 
 NOTHING_TO_TRANSLATE = "Nothing to translate there: no supported documents"
@@ -46,7 +46,7 @@ def status_says(qtbot, window, text):
 
 def test_files_without_a_subcommand_open_the_window_with_them(monkeypatch):
     opened = []
-    monkeypatch.setattr(app.gui, "run_window", lambda **choices: opened.append(choices) or 0)
+    monkeypatch.setattr(dragoman.app.gui, "run_window", lambda **choices: opened.append(choices) or 0)
     assert main(["notes.txt", "--to", "deu_Latn", "film.srt"]) == 0
     assert opened == [dict(model=None, adapters=None, src=None, tgt="deu_Latn", device=None,
                            files=["notes.txt", "film.srt"])]
@@ -55,7 +55,7 @@ def test_files_without_a_subcommand_open_the_window_with_them(monkeypatch):
 
 
 def test_subcommands_and_version_are_unchanged(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(app.gui, "run_window", lambda **choices: pytest.fail("the window opened"))
+    monkeypatch.setattr(dragoman.app.gui, "run_window", lambda **choices: pytest.fail("the window opened"))
     with pytest.raises(SystemExit) as exit:
         main(["--version"])
     assert exit.value.code == 0 and capsys.readouterr().out == f"dragoman {__version__}\n"

@@ -4,10 +4,10 @@ import sqlite3
 
 import pytest
 
-import app.jobs
-from app.documents import Cancelled, DocumentError, output_path
-from app.jobs import DocumentJob, JobReport, distinct_jobs, find_documents, run_document_job
-from engine.translation_cache import TranslationCache
+import dragoman.app.jobs
+from dragoman.app.documents import Cancelled, DocumentError, output_path
+from dragoman.app.jobs import DocumentJob, JobReport, distinct_jobs, find_documents, run_document_job
+from dragoman.engine.translation_cache import TranslationCache
 
 SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(24)]
 
@@ -37,7 +37,7 @@ def assert_translated(job, translator) -> None:
 
 def test_a_document_goes_to_the_engine_in_one_call_whose_results_are_counted_and_stored_as_they_come(
         translator, job, tmp_path, monkeypatch):
-    monkeypatch.setattr(app.jobs, "CACHE_SECONDS", 0.0)
+    monkeypatch.setattr(dragoman.app.jobs, "CACHE_SECONDS", 0.0)
     calls = engine_calls(translator, monkeypatch)
     cache = TranslationCache(tmp_path / "cache.sqlite3")
     stored_while_decoding = []
@@ -85,7 +85,7 @@ def test_blank_texts_are_reported_at_once_and_each_text_once(translator):
 
 
 def test_a_cache_that_cannot_be_written_fails_the_job_and_the_next_one_runs(translator, job, tmp_path, monkeypatch):
-    monkeypatch.setattr(app.jobs, "CACHE_SECONDS", 0.0)  # stores while sentences still decode
+    monkeypatch.setattr(dragoman.app.jobs, "CACHE_SECONDS", 0.0)  # stores while sentences still decode
     full = TranslationCache(tmp_path / "full.sqlite3")
 
     def no_room(*_):

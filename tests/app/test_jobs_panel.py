@@ -11,10 +11,10 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
-import engine.translator
-from app.jobs import DocumentJob
-from app.jobs_panel import CANCELLED, DONE, FAILED, PENDING_FILE, RUNNING, save_pending
-from app.settings import Settings
+import dragoman.engine.translator
+from dragoman.app.jobs import DocumentJob
+from dragoman.app.jobs_panel import CANCELLED, DONE, FAILED, PENDING_FILE, RUNNING, save_pending
+from dragoman.app.settings import Settings
 from recorder import WAIT_MS
 
 SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(40)]
@@ -173,8 +173,8 @@ def test_a_job_stopped_by_quitting_resumes_at_the_next_start(qtbot, open_window,
     assert not (tmp_path / "long.fra_Latn.txt").exists()
 
     translated = []
-    original = engine.translator.Translator.translate
-    monkeypatch.setattr(engine.translator.Translator, "translate",
+    original = dragoman.engine.translator.Translator.translate
+    monkeypatch.setattr(dragoman.engine.translator.Translator, "translate",
                         lambda self, texts, *a, **k: translated.extend(texts) or original(self, texts, *a, **k))
     window = open_window(Settings.load(paths.settings_file))
     rows = rows_settled(qtbot, window, 1)

@@ -1,7 +1,7 @@
 from PySide6.QtCore import Qt
 
-from app.language_picker import DETECT_LABEL, LanguagePicker, search_languages
-from app.settings import AUTO_DETECT
+from dragoman.app.language_picker import DETECT_LABEL, LanguagePicker, search_languages
+from dragoman.app.settings import AUTO_DETECT
 
 
 def test_search_finds_by_english_name_native_name_and_code():

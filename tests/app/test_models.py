@@ -7,9 +7,9 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from app import models
-from app.models import Cancelled, CheckpointError, OfflineError
-from engine.translator import Translator
+from dragoman.app import models
+from dragoman.app.models import Cancelled, CheckpointError, OfflineError
+from dragoman.engine.translator import Translator
 from fake_hub import FakeHub
 
 TEXTS = ["Hello world, the cat reads a book.", "The small dog sees the river."]

@@ -5,9 +5,9 @@ import functools
 import pytest
 from PySide6.QtCore import Qt
 
-import app.models_dialog
-from app import models
-from app.models_dialog import ModelsDialog
+import dragoman.app.models_dialog
+from dragoman.app import models
+from dragoman.app.models_dialog import ModelsDialog
 from fake_hub import FakeHub
 
 REPO = models.CATALOG[0].repo_id
@@ -64,7 +64,7 @@ def test_offline_download_says_so(qtbot, dialog, monkeypatch):
 
 
 def test_import_folder_from_the_dialog(qtbot, dialog, paths, tiny_checkpoint, monkeypatch):
-    monkeypatch.setattr(app.models_dialog, "choose_model_folder", lambda parent: str(tiny_checkpoint))
+    monkeypatch.setattr(dragoman.app.models_dialog, "choose_model_folder", lambda parent: str(tiny_checkpoint))
     qtbot.mouseClick(dialog.import_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: dialog.installed.count() == 1, timeout=WAIT_MS)
     assert dialog.chosen_path() == str(paths.models_dir / tiny_checkpoint.name)

@@ -3,7 +3,7 @@ terms, found with their offsets, and what only looks like them left alone."""
 
 import pytest
 
-from app.protected_spans import MAX_URL_CHARS, ProtectedTerms, find_protected_spans
+from dragoman.app.protected_spans import MAX_URL_CHARS, ProtectedTerms, find_protected_spans
 
 
 def found(text, terms=None):

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from app.gui import startup_settings
-from app.settings import AUTO_DETECT, MAX_RECENT_LANGUAGES, AppPaths, Settings
-from engine.languages import UnknownLanguageError
+from dragoman.app.gui import startup_settings
+from dragoman.app.settings import AUTO_DETECT, MAX_RECENT_LANGUAGES, AppPaths, Settings
+from dragoman.engine.languages import UnknownLanguageError
 
 
 def test_dragoman_home_holds_every_folder(paths, tmp_path):
@@ -74,6 +74,6 @@ def test_command_line_unknown_language_is_refused_with_suggestions(paths):
 
 
 def test_the_gpu_memory_default_is_the_engine_s():
-    from engine.generator import DEFAULT_GPU_MEMORY
+    from dragoman.engine.generator import DEFAULT_GPU_MEMORY
 
     assert Settings().gpu_memory_mb << 20 == DEFAULT_GPU_MEMORY

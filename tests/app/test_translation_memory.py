@@ -7,9 +7,9 @@ import sys
 import pytest
 from lxml import etree
 
-from app.cli import main
-from app.documents import DocumentError
-from app.translation_memory import MAX_SEGMENT, TranslationMemory, flores_code, language_tag
+from dragoman.app.cli import main
+from dragoman.app.documents import DocumentError
+from dragoman.app.translation_memory import MAX_SEGMENT, TranslationMemory, flores_code, language_tag
 
 # As a translation tool writes one: a header naming the source, inline formatting codes, a
 # highlighted run, three languages in one unit, and one language NLLB does not have (Klingon).
@@ -138,7 +138,7 @@ def test_the_cli_imports_lists_exports_and_translates_with_the_memory(tiny_check
 
 
 def test_a_document_takes_remembered_sentences_and_counts_them(tiny_checkpoint, tmp_path, monkeypatch, capsys):
-    from app.jobs import open_memory
+    from dragoman.app.jobs import open_memory
 
     memory = open_memory()
     memory.add("eng_Latn", "fra_Latn", {"The old town.": "La vieille ville."})

@@ -4,7 +4,7 @@ from PySide6.QtCore import QEvent, QPoint
 from PySide6.QtGui import QHelpEvent, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app.translation_view import TranslationView
+from dragoman.app.translation_view import TranslationView
 
 
 def test_doubtful_lines_are_underlined_and_say_why_on_hover(qtbot):

@@ -1,6 +1,6 @@
 """Typed text is cut like a text document's lines: sentences on their own, the rest kept as typed."""
 
-from app.typed_text import TypedText
+from dragoman.app.typed_text import TypedText
 
 
 def marked(text: TypedText) -> list[str]:

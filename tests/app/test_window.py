@@ -7,10 +7,10 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-import app.window
-from app.settings import AUTO_DETECT, Settings
-from app.settings_dialog import SettingsDialog
-from app.window import NO_ADAPTER
+import dragoman.app.window
+from dragoman.app.settings import AUTO_DETECT, Settings
+from dragoman.app.settings_dialog import SettingsDialog
+from dragoman.app.window import NO_ADAPTER
 from recorder import WAIT_MS
 
 LONG_TEXT = "\n".join(f"The small dog {i} sees the green river tomorrow." for i in range(24))
@@ -247,7 +247,7 @@ def test_first_run_explains_and_imports_a_model(qtbot, open_window, paths, tiny_
 
     not_a_model = tmp_path / "photos"
     not_a_model.mkdir()
-    monkeypatch.setattr(app.window, "choose_model_folder", lambda parent: str(not_a_model))
+    monkeypatch.setattr(dragoman.app.window, "choose_model_folder", lambda parent: str(not_a_model))
     qtbot.mouseClick(window.welcome.import_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.welcome.error.text() != "", timeout=WAIT_MS)
     assert window.welcome.error.text() == (
@@ -257,7 +257,7 @@ def test_first_run_explains_and_imports_a_model(qtbot, open_window, paths, tiny_
     assert window.pages.currentWidget() is window.welcome
     assert not paths.models_dir.exists() or not any(paths.models_dir.iterdir())
 
-    monkeypatch.setattr(app.window, "choose_model_folder", lambda parent: str(tiny_checkpoint))
+    monkeypatch.setattr(dragoman.app.window, "choose_model_folder", lambda parent: str(tiny_checkpoint))
     qtbot.mouseClick(window.welcome.import_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.model_ready, timeout=WAIT_MS)
     assert window.pages.currentWidget() is window.translator_page
@@ -297,7 +297,7 @@ def test_a_gpu_kernel_failure_stays_in_the_status_bar(qtbot, open_window, settin
 
 
 def test_the_bilingual_box_makes_pdf_jobs_bilingual_and_they_are_resumed_so(qtbot, open_window, settings, tmp_path):
-    from app.jobs_panel import load_pending, save_pending
+    from dragoman.app.jobs_panel import load_pending, save_pending
 
     window = open_window(settings, wait_for_model=False)
     pdf = tmp_path / "report.pdf"

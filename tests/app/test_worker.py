@@ -3,8 +3,8 @@
 import pytest
 from PySide6.QtCore import QCoreApplication
 
-from app.worker import EngineWorker, TranslationJob
-from engine.translator import Translator
+from dragoman.app.worker import EngineWorker, TranslationJob
+from dragoman.engine.translator import Translator
 from recorder import WAIT_MS, Recorder
 
 OPTIONS = {"num_beams": 4, "max_length": 40}
@@ -48,7 +48,7 @@ def test_translation_equals_the_engine(qtbot, worker, translator):
 
 
 def test_a_gpu_kernel_failure_is_reported_once_and_what_the_engine_holds_after_each_job(qtbot, worker, monkeypatch):
-    import kernels
+    from dragoman import kernels
 
     monkeypatch.setattr(kernels, "_unavailable", "RuntimeError: no C compiler")
     ids = [worker.submit(TranslationJob([f"Hello {i}."], "eng_Latn", "fra_Latn", OPTIONS)) for i in range(2)]
@@ -238,7 +238,7 @@ def test_a_pause_in_typing_decodes_only_the_lines_that_changed(qtbot, worker, tr
 
 
 def test_recent_translations_forget_the_least_recently_used(translator, monkeypatch):
-    from app.worker import RecentTranslations
+    from dragoman.app.worker import RecentTranslations
 
     recent, decoded = RecentTranslations(capacity=2), []
     translate = translator.translate
@@ -256,7 +256,7 @@ def test_recent_translations_forget_the_least_recently_used(translator, monkeypa
 
 
 def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_index(translator):
-    from app.worker import _YieldingToTypedText
+    from dragoman.app.worker import _YieldingToTypedText
 
     class Worker:  # typed text "arrives" once three of the document's sentences have finished
         paused = 0
@@ -304,7 +304,7 @@ def test_typed_lines_are_translated_sentence_by_sentence(qtbot, worker, translat
 
 
 def test_typed_sentences_in_the_translation_memory_come_from_it(qtbot, worker, translator, paths):
-    from app.jobs import open_memory
+    from dragoman.app.jobs import open_memory
 
     memory = open_memory(paths)
     memory.add("eng_Latn", "fra_Latn", {"The old town.": "La vieille ville."})
@@ -319,7 +319,7 @@ def test_typed_sentences_in_the_translation_memory_come_from_it(qtbot, worker, t
 def test_typed_lines_that_may_be_wrong_are_said_before_the_translation(qtbot, worker, translator):
     """The random model's gibberish looks wrong in places: the worker's reasons are app.confidence's
     for each line's sentences, given before the translation, and a line with none is not named."""
-    from app.confidence import doubts
+    from dragoman.app.confidence import doubts
 
     texts = ["The quick brown fox jumps over the lazy dog. We went to the market early.", "",
              "A sentence that is long enough to be judged."]

@@ -4,9 +4,9 @@ import torch
 
 from bench.__main__ import VOCAB, random_weights, sentence
 from bench.natural import measure, natural_lengths
-from engine.config import NllbConfig
-from engine.generator import Generator
-from engine.model import NllbModel
+from dragoman.engine.config import NllbConfig
+from dragoman.engine.generator import Generator
+from dragoman.engine.model import NllbModel
 
 
 def tiny_generator(max_rows):

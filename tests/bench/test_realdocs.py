@@ -15,7 +15,7 @@ from docx.opc.constants import RELATIONSHIP_TYPE
 from docx.oxml import parse_xml
 from openpyxl.worksheet.formula import ArrayFormula
 
-from app.documents import is_supported
+from dragoman.app.documents import is_supported
 from bench.realdocs import TAG, StandIn, Unreadable, check_folder, compare, read_facts
 
 REALDOCS = Path(__file__).resolve().parents[3] / "shared" / "realdocs"

@@ -4,7 +4,7 @@ import zipfile
 
 import pytest
 
-from app.documents import DocumentError, translate_document
+from dragoman.app.documents import DocumentError, translate_document
 
 from document_fakes import make_epub, upper_keeping_tags
 

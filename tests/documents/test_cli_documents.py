@@ -13,9 +13,9 @@ from pathlib import Path
 import docx
 import pytest
 
-from app.cli import main
-from app.jobs import open_cache
-from engine.translation_cache import TranslationCache
+from dragoman.app.cli import main
+from dragoman.app.jobs import open_cache
+from dragoman.engine.translation_cache import TranslationCache
 
 from document_fakes import pdf_bytes
 
@@ -106,7 +106,7 @@ RESUME_SENTENCES = 600
 def run_cli(tiny_checkpoint, home, doc):
     """`dragoman translate DOC` in a process of its own."""
     env = {**os.environ, "DRAGOMAN_HOME": str(home), "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.Popen([sys.executable, "-m", "app.cli", *translate_args(tiny_checkpoint), str(doc)], env=env,
+    return subprocess.Popen([sys.executable, "-m", "dragoman.app.cli", *translate_args(tiny_checkpoint), str(doc)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 from document_fakes import make_epub, upper_keeping_tags
 
@@ -264,7 +264,7 @@ def test_nothing_translated_twice_and_output_kept(tmp_path):
 
     out = run(tmp_path, "in.txt", translate)
     assert calls == [["Same line."]]
-    from app.documents import DocumentError
+    from dragoman.app.documents import DocumentError
 
     with pytest.raises(DocumentError, match="already exists"):
         translate_document(tmp_path / "in.txt", out, translate)

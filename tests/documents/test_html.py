@@ -6,7 +6,7 @@ import codecs
 import lxml.html
 import pytest
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 from document_fakes import upper_losing_tags
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-import app.documents
-from app.documents import translate_document
+import dragoman.app.documents
+from dragoman.app.documents import translate_document
 
 from document_fakes import upper_losing_tags
 
-DOCUMENTS = str(Path(app.documents.__file__).parent)
+DOCUMENTS = str(Path(dragoman.app.documents.__file__).parent)
 
 
 def lines_executed(action) -> int:
@@ -104,7 +104,7 @@ def test_a_two_megabyte_paragraph_is_translated(tmp_path):
 
 def test_nesting_beyond_the_parsers_bound_is_refused_in_one_line(tmp_path):
     """libxml2 builds no deeper than 255 levels: HTML past that would lose its text, XML fails."""
-    from app.documents import DocumentError
+    from dragoman.app.documents import DocumentError
 
     deep = "<b>word " * 1000 + "</b>" * 1000
     (tmp_path / "deep.html").write_text(f"<html><body><p>{deep}</p></body></html>", encoding="utf-8")

@@ -10,7 +10,7 @@ import zipfile
 import pytest
 from lxml import etree
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 from document_fakes import no_spaces, one_word, upper_keeping_tags, upper_losing_tags
 

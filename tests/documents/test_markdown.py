@@ -2,7 +2,7 @@
 
 from markdown_it import MarkdownIt
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 from document_fakes import TAG, Recording, upper_keeping_tags, upper_losing_tags
 

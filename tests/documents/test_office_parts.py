@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from app.documents import DocumentError, translate_document
+from dragoman.app.documents import DocumentError, translate_document
 
 from document_fakes import upper_keeping_tags
 

@@ -10,7 +10,7 @@ import sys
 import docx
 import pytest
 
-from app.documents import DocumentError, temporary_pattern, text, translate_document
+from dragoman.app.documents import DocumentError, temporary_pattern, text, translate_document
 
 from document_fakes import upper_keeping_tags
 

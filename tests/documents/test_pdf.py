@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from app.documents import DocumentError, output_path, translate_document
+from dragoman.app.documents import DocumentError, output_path, translate_document
 
 from document_fakes import pdf_bytes, upper_keeping_tags
 
@@ -110,7 +110,7 @@ class FakeTranslator:
 
 
 def test_the_command_line_names_the_refused_pdf_and_goes_on(tmp_path, capsys):
-    from app.cli import translate_files
+    from dragoman.app.cli import translate_files
 
     tmp_path = tmp_path / "docs"  # tmp_path/home holds the translation cache
     tmp_path.mkdir()
@@ -131,7 +131,7 @@ def test_the_command_line_names_the_refused_pdf_and_goes_on(tmp_path, capsys):
     ([], "good.fra_Latn.pdf", 2), (["--bilingual"], "good.fra_Latn.bilingual.pdf", 4), (["--pdf-as", "text"], "good.fra_Latn.txt", 0),
 ], ids=["pdf", "bilingual", "text"])
 def test_the_command_lines_pdf_options(tmp_path, options, name, pages):
-    from app.cli import build_parser, translate_files
+    from dragoman.app.cli import build_parser, translate_files
 
     (tmp_path / "docs").mkdir()
     good = tmp_path / "docs" / "good.pdf"

@@ -17,8 +17,8 @@ from reportlab.pdfbase.cidfonts import UnicodeCIDFont
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.pdfgen import canvas
 
-from app.documents import DocumentError, translate_document
-from app.documents import pdf as pdf_format
+from dragoman.app.documents import DocumentError, translate_document
+from dragoman.app.documents import pdf as pdf_format
 
 from document_fakes import pdf_bytes, upper_keeping_tags, upper_losing_tags
 
@@ -406,7 +406,7 @@ def test_one_operator_drawing_a_kept_and_a_translated_block_is_cut_between_them(
 
 def test_fonts_are_found_in_the_font_folders_without_fontconfig(source, tmp_path, monkeypatch):
     """As on Windows and macOS: the folders' fonts named from their own name tables, Noto Sans first."""
-    from app.documents import pdf_fonts
+    from dragoman.app.documents import pdf_fonts
 
     monkeypatch.setattr(pdf_fonts.shutil, "which", lambda name: None)
     noto = Path(NOTO).parent

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from app.documents import DocumentError, translate_document
-from app.documents import docx as docx_format, epub, xlsx
-from app.documents.safety import MAX_PARSED_BYTES, MAX_PARSED_MARKUP, MAX_UNPACKED_BYTES, MiB, PEAK_BYTES, parse_xml
+from dragoman.app.documents import DocumentError, translate_document
+from dragoman.app.documents import docx as docx_format, epub, xlsx
+from dragoman.app.documents.safety import MAX_PARSED_BYTES, MAX_PARSED_MARKUP, MAX_UNPACKED_BYTES, MiB, PEAK_BYTES, parse_xml
 
 from document_fakes import make_epub, upper_keeping_tags
 
@@ -189,7 +189,7 @@ def test_a_legitimate_highly_compressible_word_file_is_translated(tmp_path):
 PEAK_PROBE = """
 import json, re, sys
 from pathlib import Path
-from app.documents import DocumentError, docx
+from dragoman.app.documents import DocumentError, docx
 
 def high_water():  # the process's own peak RSS (ru_maxrss would include the parent's at fork)
     return int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) * 1024

@@ -3,7 +3,7 @@ split by the source script's rules and joined with the target script's conventio
 
 import pytest
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 ZH_EN = {
     "我们明天去北京。": "We go to Beijing tomorrow.",
@@ -84,7 +84,7 @@ def test_chinese_docx(tmp_path, direction):
 
 
 def test_thai_text_is_cut_at_spaces_and_joined_with_spaces(tmp_path):
-    from app.documents.sentences import THAI_PIECE
+    from dragoman.app.documents.sentences import THAI_PIECE
 
     phrase = "วันนี้อากาศดีมากเราจะไปเที่ยวทะเลด้วยกัน"
     line = " ".join(phrase + "ก" * i for i in range(8))  # distinct pieces: each is translated once

@@ -3,7 +3,7 @@ every run with text keeps some text whatever the translation looks like."""
 
 import pytest
 
-from app.documents.segments import Run, Segment, translate_segments
+from dragoman.app.documents.segments import Run, Segment, translate_segments
 
 
 def translated(runs, translation, target_script="Latn"):
@@ -85,7 +85,7 @@ def test_a_translation_shorter_than_its_runs_leaves_the_last_ones_their_words():
 
 @pytest.mark.parametrize("name", ["in.html", "in.docx"])
 def test_a_document_sentence_translated_empty_is_written_as_its_source(tmp_path, name):
-    from app.documents import translate_document
+    from dragoman.app.documents import translate_document
 
     first, second = "The first sentence stays.", "The second one comes back empty."
     if name.endswith(".html"):

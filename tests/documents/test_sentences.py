@@ -1,5 +1,5 @@
-from app.documents.segments import Run, Segment, translate_segments
-from app.documents.sentences import MAX_SENTENCE_CHARS, NO_SPACE_SCRIPTS, sentence_gap, split_sentences
+from dragoman.app.documents.segments import Run, Segment, translate_segments
+from dragoman.app.documents.sentences import MAX_SENTENCE_CHARS, NO_SPACE_SCRIPTS, sentence_gap, split_sentences
 
 
 def sentences(text, script="Latn"):

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from app.documents import DocumentError, translate_document
-from app.documents.subtitles import rewrap
+from dragoman.app.documents import DocumentError, translate_document
+from dragoman.app.documents.subtitles import rewrap
 
 from document_fakes import TAG, Recording, upper_keeping_tags
 

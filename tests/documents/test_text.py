@@ -4,7 +4,7 @@ import codecs
 
 import pytest
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 from document_fakes import Recording, upper_keeping_tags
 

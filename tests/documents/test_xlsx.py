@@ -7,7 +7,7 @@ import openpyxl
 from lxml import etree
 from openpyxl.worksheet.formula import ArrayFormula
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 from document_fakes import Recording, upper_keeping_tags
 

@@ -1,7 +1,7 @@
 """An adapters folder's layout: which subfolders the window offers, and which `scan_adapters` inspects."""
 
-from engine.adapters import adapter_folders, adapter_names
-from engine.peft_adapter import scan_adapters
+from dragoman.engine.adapters import adapter_folders, adapter_names
+from dragoman.engine.peft_adapter import scan_adapters
 
 
 def test_adapters_are_the_subfolders_holding_a_config(tmp_path):

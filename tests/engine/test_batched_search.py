@@ -7,10 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import kernels
-from engine.batched_search import beam_step, greedy_step, ran_out_of_numbers
-from engine.decoding import BLOCKED, BeamSearch, DecodingOptions, GreedySearch, process_scores
-from engine.rows import DecoderRows
+from dragoman import kernels
+from dragoman.engine.batched_search import beam_step, greedy_step, ran_out_of_numbers
+from dragoman.engine.decoding import BLOCKED, BeamSearch, DecodingOptions, GreedySearch, process_scores
+from dragoman.engine.rows import DecoderRows
 
 EOS, VOCAB, T = 2, 60, 32
 PREFIXES = [[2, 7], [2, 9, 11, 13], [2, 8, 5]]  # sentences at different lengths in one batch

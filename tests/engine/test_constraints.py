@@ -15,8 +15,8 @@ from reference_search import (
     toy_logits,
 )
 
-from engine.constraints import MAX_CONSTRAINTS, ConstrainedBeamSearch, Constraints, search_scores
-from engine.decoding import BeamSearch, DecodingOptions, GreedySearch, OptionsError
+from dragoman.engine.constraints import MAX_CONSTRAINTS, ConstrainedBeamSearch, Constraints, search_scores
+from dragoman.engine.decoding import BeamSearch, DecodingOptions, GreedySearch, OptionsError
 
 EOS, VOCAB = 2, 40
 PREFIX = [2, 7]  # `</s>` and a language code

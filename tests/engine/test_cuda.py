@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import kernels
+from dragoman import kernels
 from bench.shared_memory import over_limit, report
-from engine import admission
-from engine.device import gpu_profile
-from engine.generator import Generator, Request
+from dragoman.engine import admission
+from dragoman.engine.device import gpu_profile
+from dragoman.engine.generator import Generator, Request
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -104,7 +104,7 @@ def test_mixed_lora_adapters_on_the_gpu_equal_the_cpu(make_translator, peft_adap
 def test_chained_kernel_launches_give_the_same_tokens_as_plain_ones(make_translator, monkeypatch):
     """Programmatic dependent launch (Hopper on) starts each kernel of a step before the last one
     ends; a kernel that read its input before waiting would change the tokens."""
-    import kernels._triton
+    import dragoman.kernels._triton
 
     def translate():
         gpu = make_translator(device="cuda", dtype=HALF)
@@ -134,7 +134,7 @@ def test_a_folded_source_in_half_precision_agrees_with_the_source_cache(make_tra
     """Half precision folds a typed sentence's source by default, in the encoder's graph; the folded
     keys and values are rounded to it, so each layer's cross-attention sublayer must agree with the
     plain one in float32 to that rounding; and its steps, chained or not, give the same tokens."""
-    import kernels._triton
+    import dragoman.kernels._triton
 
     gpu = make_translator(device="cuda", dtype=dtype)
     runner, model, folded, cache = gpu.generator.runner, gpu.generator.model, gpu.generator.runner.folded, gpu.generator.cross_cache
@@ -230,7 +230,7 @@ def test_without_a_c_compiler_the_gpu_translates_as_the_cpu_through_the_referenc
     the tokens are the CPU's, and the log says so once."""
     code = textwrap.dedent("""
         import json, sys
-        from engine.translator import Translator
+        from dragoman.engine.translator import Translator
         gpu = Translator(sys.argv[1], device="cuda", dtype="float32")
         texts = json.loads(sys.argv[2])
         print(json.dumps([gpu.translate(texts, "eng_Latn", "fra_Latn", gpu.default_options(max_length=40, num_beams=b))
@@ -254,8 +254,8 @@ def test_600m_shaped_activations_stay_finite_in_float16():
     step's logits finite, with weights scaled to make each layer's output of order one (std
     3 / sqrt(fan in)) and float32 sums."""
     from bench.__main__ import random_weights, sentence, shape_config
-    from engine.decoding import DecodingOptions
-    from engine.model import NllbModel
+    from dragoman.engine.decoding import DecodingOptions
+    from dragoman.engine.model import NllbModel
     import random
 
     config, device = shape_config("600M"), torch.device("cuda")
@@ -298,7 +298,7 @@ LAYERS = [(1024, 1024), (1024, 3072), (1024, 4096), (4096, 1024), (1024, 8192), 
 def test_fused_linear_at_the_models_shapes_is_within_twice_the_reference_s_error(M):
     """The plans the profile gives fused_linear (smaller tiles, fewer stages, splits) compute the
     same function in the card's half precision: the flash-attention rule against float64."""
-    from kernels.fused_linear import fused_linear_ref, fused_linear_triton
+    from dragoman.kernels.fused_linear import fused_linear_ref, fused_linear_triton
 
     dtype, g = getattr(torch, HALF), torch.Generator(device="cuda").manual_seed(M)
     for K, N in LAYERS:

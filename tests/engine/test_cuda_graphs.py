@@ -2,9 +2,9 @@
 
 import torch
 
-from engine.cuda_graphs import bucket_for
-from engine.decoding import DecodingOptions
-from engine.generator import Generator, Request
+from dragoman.engine.cuda_graphs import bucket_for
+from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.generator import Generator, Request
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz", "Hi"]
 
@@ -109,7 +109,7 @@ def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through
     """A sentence admitted alone with a source of at most 64 tokens decodes through its folded
     source (FoldedSources: kernels.source_scores), at S 16, 32 or 64; a longer one, and sentences
     admitted together, through the source cache. Same translations either way (float32)."""
-    import kernels
+    from dragoman import kernels
 
     plain = make_translator()
     plain.generator = Generator.build(plain.generator.model, max_rows=32, graphs=True, fold_sources=False)

@@ -14,7 +14,7 @@ from transformers.generation.logits_process import (
     RepetitionPenaltyLogitsProcessor,
 )
 
-from engine.decoding import MAX_BEAMS, MAX_LENGTH, BeamSearch, DecodingOptions, OptionsError, process_scores
+from dragoman.engine.decoding import MAX_BEAMS, MAX_LENGTH, BeamSearch, DecodingOptions, OptionsError, process_scores
 
 EOS = 2
 

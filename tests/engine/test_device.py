@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from engine.device import (
+from dragoman.engine.device import (
     DeviceError, copy_many_to_device, copy_to_device, resolve_device, resolve_dtype, to_device, to_device_many,
     tokens_to_device,
 )

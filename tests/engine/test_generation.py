@@ -6,8 +6,8 @@ Correct means token-identical: every option set, every language pair, batched ag
 import pytest
 import torch
 
-from engine.decoding import DecodingOptions
-from engine.generator import Request
+from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.generator import Request
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -314,11 +314,11 @@ def test_texts_past_those_that_decode_together_are_fed_while_steps_run(make_tran
     """Texts past the sentences that decode together are tokenized in portions while steps run
     (Generator.run's `feed`), and each translation is decoded once its request is done (`on_done`):
     the answers are generate's, blank texts stay blank, and nothing is fed twice."""
-    import engine.translator
+    import dragoman.engine.translator
 
     small = make_translator(max_rows=8)  # 2 sentences of 4 beams at once
     monkeypatch.setattr(small.generator, "pipelined", pipelined)
-    monkeypatch.setattr(engine.translator, "FEED_TEXTS", 2)
+    monkeypatch.setattr(dragoman.engine.translator, "FEED_TEXTS", 2)
     portions = []
     run = small.generator.run
 
@@ -355,7 +355,7 @@ def test_blank_lines_stay_blank_and_stop_returns_early(translator):
 
 
 def test_unknown_language_is_refused_with_suggestions(translator):
-    from engine.languages import UnknownLanguageError
+    from dragoman.engine.languages import UnknownLanguageError
 
     with pytest.raises(UnknownLanguageError, match="fra_Latn"):
         translator.translate(["hello"], "eng_Latn", "fra_latn")
@@ -433,8 +433,8 @@ def test_a_sentence_found_done_sits_out_the_step_launched_meanwhile(translator, 
 def test_steps_of_few_rows_run_their_projections_through_the_fused_kernel(translator, hf_model, hf_tokenizer, monkeypatch):
     """The GPU's few-row decoder step (projections and ReLU in kernels.fused_linear, in half
     precision there), here in float32 through the kernel's reference: still HF's translations."""
-    import kernels
-    from engine import model
+    from dragoman import kernels
+    from dragoman.engine import model
 
     calls = []
     fused_linear = kernels.fused_linear

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
+from dragoman.engine.kv_cache import OutOfBlocks, PagedKVCache, Sequence
 
 
 def make_cache(blocks=8, block_size=4):

@@ -3,8 +3,8 @@ import unicodedata
 import pytest
 from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
 
-import resources
-from engine.languages import (
+from dragoman import resources
+from dragoman.engine.languages import (
     ISO_639_1,
     LANGUAGE_CODES,
     LANGUAGES,

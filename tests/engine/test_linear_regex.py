@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from engine.linear_regex import MAX_PATTERN_LENGTH, LinearPattern, PatternError
+from dragoman.engine.linear_regex import MAX_PATTERN_LENGTH, LinearPattern, PatternError
 
 ATOMS = ["a", "b", ".", r"\.", "[ab]", "[^a]", "[a-c_]", r"\d", r"\w", r"\W", r"\s", "(a|b)", "(a|ab)", "(?:ab)",
          "^", "$", r"\b", r"\B", r"\A", r"\Z", "(?P<n>a)", "()"]

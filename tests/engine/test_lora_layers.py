@@ -5,9 +5,9 @@ deltas by are the modules PEFT names."""
 import pytest
 from peft_adapters import NAMES, OPTION_SETS, TEXTS, peft_expectations, requests_for
 
-from engine.generator import Generator
-from engine.lora_layers import LoraLayers, fused_sites
-from engine.peft_adapter import linear_modules, norm_modules
+from dragoman.engine.generator import Generator
+from dragoman.engine.lora_layers import LoraLayers, fused_sites
+from dragoman.engine.peft_adapter import linear_modules, norm_modules
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_the_padded_graph_path_mixes_adapters_too(peft_adapters, lora_translator
 def test_a_sentence_alone_with_an_adapter_keeps_the_source_cache(peft_adapters, lora_translator, expected, monkeypatch):
     """A sentence admitted alone is folded (FoldedSources) only with the base model: the fold knows
     no adapter's q or output projection deltas. Alone, each adapter's translation is still PEFT's."""
-    import kernels
+    from dragoman import kernels
 
     generator = Generator.build(lora_translator.generator.model, max_rows=32, graphs=True, fold_sources=True,
                                 adapters_dir=peft_adapters[0])

@@ -9,10 +9,10 @@ import pytest
 import torch
 from peft_adapters import NAMES, TEXTS, copy_adapter, peft_expectations, requests_for
 
-from engine import lora_pool
-from engine.generator import Generator
-from engine.lora_pool import LoraPool, NoFreeSlot
-from engine.peft_adapter import AdapterError, load_adapter
+from dragoman.engine import lora_pool
+from dragoman.engine.generator import Generator
+from dragoman.engine.lora_pool import LoraPool, NoFreeSlot
+from dragoman.engine.peft_adapter import AdapterError, load_adapter
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """How much of the GPU the engine plans to take."""
 
-from engine.memory import DEFAULT_GPU_MEMORY, plan_memory
+from dragoman.engine.memory import DEFAULT_GPU_MEMORY, plan_memory
 
 
 def test_the_gpu_memory_for_translation_bounds_the_rows_and_caches():

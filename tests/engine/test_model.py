@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from engine.kv_cache import PagedKVCache
-from engine.model import FoldedSources
+from dragoman.engine.kv_cache import PagedKVCache
+from dragoman.engine.model import FoldedSources
 
 
 @pytest.mark.parametrize("length, S", [(1, 16), (7, 16), (16, 16), (17, 32), (32, 32), (33, 64), (64, 64)])

@@ -1,6 +1,6 @@
 import torch
 
-from engine.packing import packed_positions
+from dragoman.engine.packing import packed_positions
 
 
 def test_each_item_knows_its_sequence_and_position():

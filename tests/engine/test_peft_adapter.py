@@ -10,7 +10,7 @@ import torch
 from peft_adapters import NAMES, OPTION_SETS, SRC, TEXTS, TGT, copy_adapter, peft_expectations, requests_for
 from safetensors.torch import load_file, save_file
 
-from engine.peft_adapter import AdapterError, linear_modules, load_adapter, scan_adapters
+from dragoman.engine.peft_adapter import AdapterError, linear_modules, load_adapter, scan_adapters
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def test_module_patterns_mean_what_they_mean_to_peft(lora_translator, tmp_path):
     """The linear-time matcher against `re` on every module name, for patterns PEFT users write."""
     import re
 
-    from engine.linear_regex import compile_pattern
+    from dragoman.engine.linear_regex import compile_pattern
 
     patterns = [r".*\.(q_proj|v_proj)", r"model\.decoder\.layers\.\d+\.encoder_attn\.[kv]_proj", r".*fc[12]$",
                 r"(.*\.)?(self_attn\.out_proj)$", r".*layers\.(0|1)\..*", r"^model\.\w+\.layers\.1\b.*", r"[^.]+"]

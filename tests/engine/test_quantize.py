@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from engine.device import DeviceError, resolve_dtype
-from engine.model import Linear
-from engine.quantize import Int8Linear, int8_supported, onednn_supported
+from dragoman.engine.device import DeviceError, resolve_dtype
+from dragoman.engine.model import Linear
+from dragoman.engine.quantize import Int8Linear, int8_supported, onednn_supported
 
 pytestmark = pytest.mark.skipif(not int8_supported(), reason="this torch has no int8 CPU kernels")
 

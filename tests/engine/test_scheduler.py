@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from engine.decoding import DecodingOptions
-from engine.scheduler import OutOfBlocks, Request, Scheduler
+from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.scheduler import OutOfBlocks, Request, Scheduler
 
 BLOCK = 16
 BASE = lambda request: -1  # noqa: E731 every request on the base model
@@ -35,7 +35,7 @@ def admitted(plan):
 
 
 def test_the_module_imports_no_torch():
-    code = "import sys, engine.scheduler; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, dragoman.engine.scheduler; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -10,8 +10,8 @@ import pytest
 import sentencepiece as spm
 from nllb_checkpoint import training_sentences
 
-from engine.languages import LANGUAGE_CODES, UnknownLanguageError
-from engine.tokenizer import SENTENCEPIECE_FILE, NllbTokenizer, TokenizerError, _grapheme_clusters
+from dragoman.engine.languages import LANGUAGE_CODES, UnknownLanguageError
+from dragoman.engine.tokenizer import SENTENCEPIECE_FILE, NllbTokenizer, TokenizerError, _grapheme_clusters
 
 SOURCE_LANGUAGES = ["eng_Latn", "fra_Latn", "zho_Hans", "ace_Arab", "zul_Latn"]
 
@@ -212,5 +212,5 @@ def test_sentencepiece_model_of_another_layout(tmp_path):
 
 def test_engine_does_not_import_transformers():
     repository = Path(__file__).resolve().parents[2]
-    code = "import sys, engine.tokenizer, engine.languages; sys.exit('transformers' in sys.modules)"
+    code = "import sys, dragoman.engine.tokenizer, dragoman.engine.languages; sys.exit('transformers' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=repository).returncode == 0

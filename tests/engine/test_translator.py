@@ -4,8 +4,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, FoldedSources
-from engine.translator import ModelOutputError, Translator
+from dragoman.engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, FoldedSources
+from dragoman.engine.translator import ModelOutputError, Translator
 
 
 def test_the_warm_up_translates_a_sentence_of_each_kind_alone_and_keeps_nothing(make_translator, monkeypatch):
@@ -32,7 +32,7 @@ def test_when_the_gpu_kernels_fail_translation_goes_on_with_the_same_tokens(make
     import triton.runtime.interpreter
     import triton.runtime.jit
 
-    import kernels
+    from dragoman import kernels
 
     translator = make_translator()
     texts = ["The quick brown fox jumps over the lazy dog.", "Ein kurzer Satz"]
@@ -50,7 +50,7 @@ def test_when_the_gpu_kernels_fail_translation_goes_on_with_the_same_tokens(make
     monkeypatch.setattr(kernels, "_unavailable", None)
     for kind in (triton.runtime.jit.JITFunction, triton.runtime.interpreter.InterpretedFunction):
         monkeypatch.setattr(kind, "run", fail)
-    with caplog.at_level("WARNING", logger="kernels"):
+    with caplog.at_level("WARNING", logger="dragoman.kernels"):
         assert translator.translate(texts, "eng_Latn", "fra_Latn", options) == expected
         assert translator.translate(texts[:1], "eng_Latn", "fra_Latn", options) == expected[:1]
     assert len(tried) == 1

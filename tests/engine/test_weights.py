@@ -10,9 +10,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.config import CheckpointError, load_config, load_generation_defaults
-from engine.translator import Translator
-from engine.weights import load_weights
+from dragoman.engine.config import CheckpointError, load_config, load_generation_defaults
+from dragoman.engine.translator import Translator
+from dragoman.engine.weights import load_weights
 
 CPU = torch.device("cpu")
 

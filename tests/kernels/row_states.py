@@ -2,7 +2,7 @@
 
 import torch
 
-from kernels import RowState
+from dragoman.kernels import RowState
 
 
 def row_state(tensors: dict[str, torch.Tensor]) -> RowState:

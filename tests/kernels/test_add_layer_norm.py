@@ -2,7 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from dragoman.kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 SHAPES = [(5, 32), (3, 100), (2, 3, 1024)]

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from kernels import AdmittedRows
-from kernels.admit_rows import admit_rows_ref, admit_rows_triton
+from dragoman.kernels import AdmittedRows
+from dragoman.kernels.admit_rows import admit_rows_ref, admit_rows_triton
 from row_states import row_state
 
 R, T, SOURCE, BLOCK = 12, 8, 40, 4

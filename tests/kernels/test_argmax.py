@@ -5,10 +5,10 @@ import torch
 
 pytest.importorskip("triton")  # the kernel needs triton; kernels.argmax_ref alone does not
 
-from kernels.argmax import argmax_ref, argmax_triton
+from dragoman.kernels.argmax import argmax_ref, argmax_triton
 
 # The module itself: the attribute kernels.argmax is the dispatching function.
-argmax_module = importlib.import_module("kernels.argmax")
+argmax_module = importlib.import_module("dragoman.kernels.argmax")
 
 # Logits are only read, so bfloat16 is exact under the interpreter too (see conftest.py).
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]

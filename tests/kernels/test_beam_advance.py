@@ -8,7 +8,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernels.beam_advance import beam_advance_ref, beam_advance_triton  # noqa: E402
+from dragoman.kernels.beam_advance import beam_advance_ref, beam_advance_triton  # noqa: E402
 from row_states import row_state  # noqa: E402
 
 # numpy's x / 0 under the interpreter: the padding sentence's length is 0, and 0 ** length_penalty may be 0.

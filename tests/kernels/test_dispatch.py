@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import kernels
+from dragoman import kernels
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,7 @@ def test_imports_and_runs_without_triton():
     # sys.modules["triton"] = None makes `import triton` fail, as where it is not installed.
     code = (
         "import sys; sys.modules['triton'] = None\n"
-        "import torch, kernels\n"
+        "import torch; from dragoman import kernels\n"
         "assert not kernels.HAVE_TRITON\n"
         "x = torch.randn(3, 16)\n"
         "kernels.add_layer_norm(x, x, torch.ones(16), torch.zeros(16), 1e-5)\n"
@@ -96,7 +96,7 @@ def test_a_kernel_that_fails_falls_back_to_its_reference_for_good_saying_so_once
                                                                                     caplog):
     q, k, v, table, rows, lens, x = small_inputs()
     weight, bias = torch.randn(5, 8), torch.randn(5)
-    with caplog.at_level("WARNING", logger="kernels"):
+    with caplog.at_level("WARNING", logger="dragoman.kernels"):
         assert torch.equal(kernels.fused_linear(x, weight, bias), kernels.fused_linear_ref(x, weight, bias))
         assert torch.equal(kernels.slot_attention(q, k, v, table, rows, lens, 0.5),
                            kernels.slot_attention_ref(q, k, v, table, rows, lens, 0.5))

@@ -2,7 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
+from dragoman.kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels.fold_source import fold_source_ref, fold_source_triton
+from dragoman.kernels.fold_source import fold_source_ref, fold_source_triton
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels.fused_linear import fused_linear_ref, fused_linear_triton
+from dragoman.kernels.fused_linear import fused_linear_ref, fused_linear_triton
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from kernels import gpu_profile as profile
-from kernels.fused_linear import _plan, fused_linear_ref, fused_linear_triton, shared_bytes
-from kernels.gpu_profile import PROFILES, device_profile, profile_of
+from dragoman.kernels import gpu_profile as profile
+from dragoman.kernels.fused_linear import _plan, fused_linear_ref, fused_linear_triton, shared_bytes
+from dragoman.kernels.gpu_profile import PROFILES, device_profile, profile_of
 
 # The projections of a decode step and of a typed sentence's encoder (48 padded rows) at 600M, 1.3B
 # and 3.3B: (K, N), with the output projection's 256,206 columns.

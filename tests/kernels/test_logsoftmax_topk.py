@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
+from dragoman.kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 
 # Logits are only read, so bfloat16 is exact under the interpreter too (see conftest.py).
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels.lora import lora_ref, lora_triton
+from dragoman.kernels.lora import lora_ref, lora_triton
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 # (rows M, in K, out N, slots S, padded rank R): one decode tile, several tiles with a ragged end,

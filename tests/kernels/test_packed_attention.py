@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels.packed_attention import packed_attention_ref, packed_attention_triton
+from dragoman.kernels.packed_attention import packed_attention_ref, packed_attention_triton
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 

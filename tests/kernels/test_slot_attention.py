@@ -3,9 +3,9 @@ import importlib
 import pytest
 import torch
 
-from kernels.slot_attention import slot_attention_ref, slot_attention_triton
+from dragoman.kernels.slot_attention import slot_attention_ref, slot_attention_triton
 
-slot_attention_module = importlib.import_module("kernels.slot_attention")
+slot_attention_module = importlib.import_module("dragoman.kernels.slot_attention")
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 

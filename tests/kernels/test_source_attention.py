@@ -3,11 +3,11 @@ import importlib
 import pytest
 import torch
 
-from kernels.slot_attention import slot_attention_ref
-from kernels.source_attention import source_attention_ref, source_attention_triton
+from dragoman.kernels.slot_attention import slot_attention_ref
+from dragoman.kernels.source_attention import source_attention_ref, source_attention_triton
 
 # The module itself: `kernels.source_attention` is the dispatching function of the same name.
-source_attention_module = importlib.import_module("kernels.source_attention")
+source_attention_module = importlib.import_module("dragoman.kernels.source_attention")
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 

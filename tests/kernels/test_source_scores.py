@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels.source_scores import source_scores_ref, source_scores_triton
+from dragoman.kernels.source_scores import source_scores_ref, source_scores_triton
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 

@@ -1,6 +1,6 @@
 import torch
 
-from kernels.step_inputs import step_inputs_ref, step_inputs_triton
+from dragoman.kernels.step_inputs import step_inputs_ref, step_inputs_triton
 from row_states import row_state
 
 BLOCK_SIZE = 4

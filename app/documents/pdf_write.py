@@ -11,7 +11,8 @@ spaces, between CJK characters, between Thai words) to fill the block's box, at 
 down to `SHRINK_FLOOR` of it; then the box grows right and down into free space (up to the next
 block, a ruled line or the page's text area) and the size shrinks further, down to `GROWN_FLOOR`.
 Right-to-left paragraphs are set flush right, their words right to left (runs of left-to-right words
-keep their order). Bold and italic runs keep their style. Glyphs come from HarfBuzz (pdf_fonts.py).
+keep their order). Bold and italic runs keep their style. The block's own embedded font is used
+where it has every character, else a system font; glyphs come from HarfBuzz (pdf_fonts.py).
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ class Setting:
     rtl: bool = False
 
 
-def _characters(runs: list[Run], fonts: FontLibrary) -> list[list[tuple[str, Face]]]:
+def _characters(runs: list[Run], fonts: FontLibrary, originals: dict) -> list[list[tuple[str, Face]]]:
     """The translation cut where a line may break (Unicode line breaking, UAX #14, from Qt: at
-    spaces, between CJK characters, between Thai words), each character with the face that draws it."""
+    spaces, between CJK characters, between Thai words), each character with the face that draws
+    it: the block's own font for its style (`originals`) where it has one, else a system font."""
     from PySide6.QtCore import QTextBoundaryFinder
 
     pieces = [(run.atom if isinstance(run.atom, str) else run.text, run.style) for run in runs]  # a list marker as it was
@@ -68,7 +70,9 @@ def _characters(runs: list[Run], fonts: FontLibrary) -> list[list[tuple[str, Fac
                 continue
             # spaces, digits and punctuation in the face of the text around them, where it has them
             common = previous is not None and not unicodedata.category(ch).startswith("L") and previous.covers(ch)
-            face = previous if common else fonts.face_for(ch, style)
+            original = originals.get(style)
+            face = (previous if common else original if original is not None and original.covers(ch)
+                    else fonts.face_for(ch, style))
             if ch == " " or not units or units[-1][0][0] == " " or index - 1 in breaks:
                 units.append([(ch, face)])
             else:
@@ -222,8 +226,9 @@ def _grown(box, page: Page, obstacles, align: str) -> tuple[float, float, float,
 
 
 def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obstacles) -> Setting:
+    originals = fonts.originals(block.fonts, runs)
     units = [(glyphs, sum(g.advance for g in glyphs), _is_space(glyphs))
-             for glyphs in map(_shaped, _characters(runs, fonts))]
+             for glyphs in map(_shaped, _characters(runs, fonts, originals))]
     rtl = _is_rtl("".join(r.text for r in runs))
     size, leading = block.size, block.leading
     box = block.bbox

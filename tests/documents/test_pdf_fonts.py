@@ -1,0 +1,174 @@
+"""PDF out in the PDF's own fonts: a translation is set in the font program the original block
+embeds where that program has a glyph for each of its characters (a reportlab subset, a complete
+font), else in a Noto font; bold and italic are kept either way. The PDFs embed DejaVu Sans from
+the system (found with fontconfig) and are read back with pdfminer.six, pikepdf and fontTools."""
+
+import io
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pikepdf
+import pytest
+from fontTools.pens.recordingPen import DecomposingRecordingPen
+from fontTools.ttLib import TTFont as FontFile
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.ttfonts import TTFont
+from reportlab.pdfgen import canvas
+
+from app.documents import translate_document
+
+from document_fakes import upper_keeping_tags
+
+W, H = A4
+
+
+def system_font(pattern: str, file_name: str) -> str:
+    """The installed font file fontconfig gives for `pattern`, or the test is skipped."""
+    if shutil.which("fc-match") is None:
+        pytest.skip("fontconfig is not installed")
+    path = subprocess.run(["fc-match", "--format", "%{file}", pattern], capture_output=True, text=True).stdout
+    if Path(path).name != file_name:
+        pytest.skip(f"{file_name} is not installed")
+    return path
+
+
+@pytest.fixture(scope="module")
+def dejavu():
+    return system_font("DejaVu Sans:style=Book", "DejaVuSans.ttf"), system_font("DejaVu Sans:style=Bold", "DejaVuSans-Bold.ttf")
+
+
+def fonts_of(path) -> dict[str, tuple[FontFile, dict[str, int]]]:
+    """BaseFont (tag removed) -> (its embedded program, text -> glyph id from its ToUnicode) of the
+    Type0 fonts (those the writer adds, and the complete font of complete_font_pdf)."""
+    out = {}
+    with pikepdf.open(path) as pdf:
+        for font in pdf.pages[0].Resources.Font.values():
+            if font.get("/Subtype") != "/Type0":
+                continue
+            program = FontFile(io.BytesIO(font.DescendantFonts[0].FontDescriptor.FontFile2.read_bytes()))
+            unicode = {bytes.fromhex(text.decode()).decode("utf-16-be"): int(gid, 16)
+                       for gid, text in re.findall(rb"<([0-9A-F]{4})> <([0-9A-F]+)>", font.ToUnicode.read_bytes())}
+            out[str(font.BaseFont).split("+")[-1]] = (program, unicode)
+    return out
+
+
+def outline(font: FontFile, name: str):
+    """The glyph's contours, composites drawn out (the writer's subsets decompose them)."""
+    glyphs = font.getGlyphSet()
+    pen = DecomposingRecordingPen(glyphs)
+    glyphs[name].draw(pen)
+    return pen.value
+
+
+def drawn_texts(path) -> dict[str, str]:
+    """pdfminer's font name (tag removed) -> the text drawn in it, a space between lines."""
+    from pdfminer.high_level import extract_pages
+    from pdfminer.layout import LTChar, LTTextLine
+
+    out: dict[str, str] = {}
+
+    def walk(item):
+        if isinstance(item, LTChar):
+            name = item.fontname.split("+", 1)[-1]
+            out[name] = out.get(name, "") + item.get_text()
+            return
+        for child in getattr(item, "_objs", []):
+            walk(child)
+        if isinstance(item, LTTextLine):
+            for name in out:
+                out[name] = out[name].rstrip() + " "
+
+    for page in extract_pages(str(path)):
+        walk(page)
+    return {name: text.strip() for name, text in out.items()}
+
+
+def assert_same_glyphs(path, base_font: str, system_file: str, text: str):
+    """Every character of `text` is drawn in the output's `base_font` with the system file's outline."""
+    program, unicode = fonts_of(path)[base_font]
+    system = FontFile(system_file)
+    for ch in set(text) - {" "}:
+        assert outline(program, program.getGlyphOrder()[unicode[ch]]) == outline(system, system.getBestCmap()[ord(ch)]), ch
+
+
+def reportlab_pdf(path, dejavu):
+    """A regular and a bold line, each in a DejaVu subset as reportlab embeds it (printable ASCII
+    and the characters the document uses)."""
+    pdfmetrics.registerFont(TTFont("DejaVu", dejavu[0]))
+    pdfmetrics.registerFont(TTFont("DejaVuBold", dejavu[1]))
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.setFont("DejaVu", 12)
+    c.drawString(72, H - 100, "The text of the page is set in its own font.")
+    c.setFont("DejaVuBold", 16)
+    c.drawString(72, H - 200, "A bold heading")
+    c.showPage()
+    c.save()
+
+
+def test_a_translation_the_embedded_subset_covers_is_set_in_it(tmp_path, dejavu):
+    source, out = tmp_path / "own.pdf", tmp_path / "own.fra_Latn.pdf"
+    reportlab_pdf(source, dejavu)
+    translate_document(source, out, upper_keeping_tags)
+    texts = drawn_texts(out)
+    assert texts["DejaVuSans-Regular"] == "T:THE TEXT OF THE PAGE IS SET IN ITS OWN FONT."
+    assert texts["DejaVuSans-Bold"] == "T:A BOLD HEADING"
+    assert not any(name.startswith("Noto") for name in texts)
+    assert_same_glyphs(out, "DejaVuSans-Regular", dejavu[0], texts["DejaVuSans-Regular"])
+    assert_same_glyphs(out, "DejaVuSans-Bold", dejavu[1], texts["DejaVuSans-Bold"])
+
+
+def test_a_translation_the_subset_does_not_cover_is_set_in_noto_keeping_bold(tmp_path, dejavu):
+    source, out = tmp_path / "own.pdf", tmp_path / "own.rus_Cyrl.pdf"
+    reportlab_pdf(source, dejavu)
+    translations = {"The text of the page is set in its own font.": "Текст страницы набран своим шрифтом.",
+                    "A bold heading": "Жирный заголовок"}
+    translate_document(source, out, lambda texts: [translations[t] for t in texts])
+    texts = drawn_texts(out)
+    assert texts["NotoSans-Regular"] == "Текст страницы набран своим шрифтом."
+    assert texts["NotoSans-Bold"] == "Жирный заголовок"
+    assert not any(name.startswith("DejaVu") and text.strip() for name, text in texts.items())
+
+
+def complete_font_pdf(path, font_file: str, text: str):
+    """One line drawn in `font_file` embedded whole (a Type0 font, Identity-H, codes = glyph ids),
+    as producers that do not subset write it."""
+    font = FontFile(font_file)
+    cmap, scale = font.getBestCmap(), 1000 / font["head"].unitsPerEm
+    gids = [font.getGlyphID(cmap[ord(ch)]) for ch in text]
+    pdf = pikepdf.new()
+    bfchar = "\n".join(f"<{g:04X}> <{ord(ch):04X}>" for g, ch in sorted(set(zip(gids, text))))
+    to_unicode = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /U def "
+                  f"1 begincodespacerange <0000> <FFFF> endcodespacerange {len(set(gids))} beginbfchar\n{bfchar}\n"
+                  "endbfchar endcmap CMapName currentdict /CMap defineresource pop end end")
+    widths = pikepdf.Array([x for g in sorted(set(gids)) for x in (g, [round(font["hmtx"][font.getGlyphName(g)][0] * scale)])])
+    descriptor = pikepdf.Dictionary(
+        Type=pikepdf.Name.FontDescriptor, FontName=pikepdf.Name("/DejaVuSans"), Flags=32, ItalicAngle=0,
+        FontBBox=[-1021, -464, 1794, 1233], Ascent=760, Descent=-240, CapHeight=730, StemV=80,
+        FontFile2=pdf.make_stream(Path(font_file).read_bytes()))
+    descendant = pikepdf.Dictionary(
+        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.CIDFontType2, BaseFont=pikepdf.Name("/DejaVuSans"),
+        CIDSystemInfo=pikepdf.Dictionary(Registry=pikepdf.String("Adobe"), Ordering=pikepdf.String("Identity"), Supplement=0),
+        FontDescriptor=descriptor, CIDToGIDMap=pikepdf.Name.Identity, W=widths)
+    type0 = pikepdf.Dictionary(
+        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type0, BaseFont=pikepdf.Name("/DejaVuSans"),
+        Encoding=pikepdf.Name("/Identity-H"), DescendantFonts=[descendant], ToUnicode=pdf.make_stream(to_unicode.encode()))
+    page = pdf.add_blank_page(page_size=(W, H))
+    page.Resources = pikepdf.Dictionary(Font=pikepdf.Dictionary(F1=pdf.make_indirect(type0)))
+    page.Contents = pdf.make_stream(b"BT /F1 12 Tf 72 700 Td <" + b"".join(b"%04X" % g for g in gids) + b"> Tj ET")
+    pdf.save(path)
+
+
+@pytest.mark.parametrize("translation, face", [
+    ("Всё это написано по-русски.", "DejaVuSans-Regular"),  # DejaVu Sans has Cyrillic
+    ("这是一个中文句子。", "NotoSansCJKSC-Regular"),  # and no Han characters
+], ids=["Cyrillic", "CJK"])
+def test_a_complete_embedded_font_is_used_for_every_script_it_covers(tmp_path, dejavu, translation, face):
+    source, out = tmp_path / "whole.pdf", tmp_path / "whole.x.pdf"
+    complete_font_pdf(source, dejavu[0], "All of this is written in English.")
+    translate_document(source, out, lambda texts: [translation] * len(texts))
+    assert drawn_texts(out)[face] == translation
+    if face.startswith("DejaVu"):
+        assert_same_glyphs(out, face, dejavu[0], translation)

@@ -186,7 +186,27 @@ CHAIN_LOOKAHEAD = 3  # blocks looked at for a sentence's continuation (past a fo
 
 def _chains(blocks, order: list[int]) -> list[list[int]]:
     """The translated blocks (indexes, in reading order) grouped where a sentence runs from one
-    into the next: the next block of the same size, past headers and footers, that continues it."""
+    into the next: the next block of the same size, past headers and footers, that continues it,
+    from the foot of a column to the head of the next (not from one label of a form to the next)."""
+    on_page: dict[int, list] = {}
+    for block in blocks:
+        on_page.setdefault(block.page, []).append(block)
+
+    def alone(block, below: bool, besides) -> bool:
+        """No block of the block's size but `besides` below it (above it) in its column."""
+        x0, y0, x1, y1 = block.bbox
+        return not any(other is not block and other is not besides and abs(other.size - block.size) < 0.1 * block.size
+                       and other.bbox[0] < x1 and other.bbox[2] > x0
+                       and (other.bbox[3] <= y0 if below else other.bbox[1] >= y1) for other in on_page[block.page])
+
+    def goes_on(block, after) -> bool:
+        """`after` is where `block` goes on: the head of the next column or page, or right below it."""
+        if not continues(block, after):
+            return False
+        if after.page == block.page and after.bbox[0] < block.bbox[2] and after.bbox[2] > block.bbox[0]:
+            return block.bbox[1] - after.bbox[3] < block.size  # the same column: the next line
+        return alone(block, True, after) and alone(after, False, block)
+
     chains: list[list[int]] = []
     joined: set[int] = set()
     for position, i in enumerate(order):
@@ -197,7 +217,7 @@ def _chains(blocks, order: list[int]) -> list[list[int]]:
             last = blocks[chain[-1]]
             following = [(p, j) for p, j in enumerate(order[at + 1 : at + 1 + CHAIN_LOOKAHEAD], at + 1)
                          if j not in joined and abs(blocks[j].size - last.size) < 0.1 * last.size]
-            if not following or not continues(last, blocks[following[0][1]]):
+            if not following or not goes_on(last, blocks[following[0][1]]):
                 break
             at, j = following[0]
             chain.append(j)

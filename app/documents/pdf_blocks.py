@@ -3,7 +3,8 @@
 pdfminer.six lays the characters of each page out in lines and boxes (columns and reading order
 from its box ordering); a box is cut into blocks where the font size changes, where a ruled line
 runs between two lines, where a line starts indented or the one before it ends short (a
-paragraph's last line). A block's lines are joined into one text (a hyphen at a line end joins the
+paragraph's last line). A number at the start of a line set apart from the rest by a wide gap (a
+form's row number, a section number) is a block of its own, kept as it is. A block's lines are joined into one text (a hyphen at a line end joins the
 word), so a sentence that runs across lines is translated whole.
 
 Each character remembers which text-showing operator of the page's content stream drew it (the
@@ -37,6 +38,10 @@ ITALIC_NAME = re.compile(r"ital|oblique|CMTI|CMSL", re.IGNORECASE)
 MONO_FONT = re.compile(r"courier|mono|CMTT|consol|menlo|typewriter", re.IGNORECASE)
 LEADER = re.compile(r"\s*(?:\.\s*){3,}\s*[\dIVXLCivxlc]+\s*$")  # a table of contents' dots and page number, kept
 BULLET = re.compile(r"^([•▪◦‣●■□–*-]|\d{1,3}[.)]|[a-z][.)])\s")  # a list item's marker, kept out of the translation
+NUMBER = re.compile(r"\d{1,4}[a-z]?(?:\.\d{1,3})*[.)]?|\(?(?:\d{1,4}|[ivxIVX]{1,5}|[a-zA-Z])[.)]")  # 7, 8a, 2.1, 3), (iv), a.
+WORD_GAP = 0.15  # ems between two characters that make them two words
+SPACE = 0.3  # ems: a usual word space
+NUMBER_GAP = 0.6  # ems after a leading number that set it apart as a cell of its own
 NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
 
 
@@ -50,6 +55,7 @@ class Line:
     size: float
     baseline: float
     chars: list = field(default_factory=list, repr=False)  # pdfminer's LTChar objects, while the page is read
+    number: bool = False  # a leading number set apart from its line (see _cells): a block of its own
 
 
 @dataclass
@@ -307,20 +313,20 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
         for line in box:
             if not isinstance(line, LTTextLineHorizontal):
                 continue
-            chars = [c for c in line if isinstance(c, LTChar)]
-            if not chars:
-                continue
-            pieces = []
-            for item in line:
-                if isinstance(item, LTChar):
-                    pieces.append((item.get_text(), _style(item, styles), item.show if item.upright else -1))
-                elif item.get_text() == " ":
-                    pieces.append((" ", None, None))
-            while pieces and not pieces[-1][0].strip():
-                pieces.pop()
-            size = statistics.median(c.size for c in chars)
-            baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
-            lines.append(Line(pieces, line.x0, line.y0, line.x1, line.y1, size, baseline, chars))
+            for items, number in _cells(list(line)):
+                chars = [c for c in items if isinstance(c, LTChar)]
+                pieces = []
+                for item in items:
+                    if isinstance(item, LTChar):
+                        pieces.append((item.get_text(), _style(item, styles), item.show if item.upright else -1))
+                    elif item.get_text() == " ":
+                        pieces.append((" ", None, None))
+                while pieces and not pieces[-1][0].strip():
+                    pieces.pop()
+                size = statistics.median(c.size for c in chars)
+                baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
+                lines.append(Line(pieces, min(c.x0 for c in chars), min(c.y0 for c in chars), max(c.x1 for c in chars),
+                                  max(c.y1 for c in chars), size, baseline, chars, number))
         if lines and flows and _flows_on(flows[-1][-1], lines[0]):
             flows[-1] += lines  # pdfminer cut a paragraph at an indented or hanging line: _cut decides
         elif lines:
@@ -407,6 +413,28 @@ def _source_font(font) -> SourceFont | None:
         return None
 
 
+def _cells(items: list) -> list[tuple[list, bool]]:
+    """A line's items (pdfminer's characters and the spaces it adds) cut after a leading number set
+    apart from the rest (a form's row number, a section number): a gap of NUMBER_GAP ems and twice
+    the line's other gaps. Each part says whether it is that number; a line without characters has none."""
+    from pdfminer.layout import LTChar
+
+    visible = [(i, c) for i, c in enumerate(items) if isinstance(c, LTChar) and c.get_text().strip()]
+    if not visible:
+        return []
+    gaps = [(b.x0 - a.x1) / a.size for (_, a), (_, b) in zip(visible, visible[1:]) if a.size]
+    word_gaps = [g for g in gaps if g > WORD_GAP]
+    if not word_gaps:
+        return [(items, False)]
+    first = next(k for k, g in enumerate(gaps) if g > WORD_GAP)
+    others = word_gaps[1:]
+    usual = statistics.median(others) if others else SPACE
+    number = "".join(c.get_text() for _, c in visible[: first + 1])
+    if not NUMBER.fullmatch(number) or word_gaps[0] < max(NUMBER_GAP, 2 * usual):
+        return [(items, False)]
+    return [(items[: visible[first][0] + 1], True), (items[visible[first + 1][0] :], False)]
+
+
 def _count_images(item) -> int:
     from pdfminer.layout import LTImage
 
@@ -437,7 +465,8 @@ def _cut(page: int, lines: list[Line], rules) -> list[Block]:
             left, _, right, _ = block.bbox
             width = max(right, line.x1) - min(left, line.x0)
             new = (
-                max(line.size, previous.size) > SIZE_CHANGE * min(line.size, previous.size)
+                line.number or previous.number
+                or max(line.size, previous.size) > SIZE_CHANGE * min(line.size, previous.size)
                 or previous.x1 - previous.x0 < SHORT_LINE * width
                 or line.x0 > left + 1.5 * line.size
                 or previous.baseline - line.baseline > 2.0 * max(line.size, previous.size)
@@ -462,6 +491,8 @@ def _decide(block: Block, upright_page: bool) -> None:
     text = block.text
     block.translate = (
         upright_page
+        and not all(line.number for line in block.lines)
+        and not NUMBER.fullmatch(text.strip())  # a row number alone: 8a, IV.
         and is_translatable(text)
         and not URL.match(text)
         and "(cid:" not in text

@@ -10,6 +10,8 @@ Typesetting: the translation is broken into lines where Unicode's line breaking 
 spaces, between CJK characters, between Thai words) to fill the block's box, at the original size where it fits, shrinking
 down to `SHRINK_FLOOR` of it; then the box grows right and down into free space (up to the next
 block, a ruled line or the page's text area) and the size shrinks further, down to `GROWN_FLOOR`.
+A word is never cut where its script does not allow a break: a word wider than the box makes the
+size go down like lines too many for it.
 Right-to-left paragraphs are set flush right, their words right to left (runs of left-to-right words
 keep their order). Bold and italic runs keep their style. The block's own embedded font is used
 where it has every character, else a system font; glyphs come from HarfBuzz (pdf_fonts.py).
@@ -114,8 +116,8 @@ def _is_space(unit: list[Glyph]) -> bool:
 
 
 def _wrap(units: list[tuple[list[Glyph], float, bool]], width: float, size: float) -> list[list[list[Glyph]]]:
-    """Units (glyphs, width in ems, whether a space) filled into lines of `width`; a unit longer
-    than a line is cut between clusters."""
+    """Units (glyphs, width in ems, whether a space) filled into lines of `width`. A unit is never
+    cut: one wider than a line has a line of its own, and `_fit` tries a smaller size or a wider box."""
     lines: list[list] = [[]]
     used = 0.0
     for unit, em, space in units:
@@ -124,20 +126,11 @@ def _wrap(units: list[tuple[list[Glyph], float, bool]], width: float, size: floa
                 lines[-1].append(unit)
                 used += em * size
             continue
-        pieces = [(unit, em * size)]
-        if em * size > width:
-            cut: list[list[Glyph]] = []
-            for glyph in unit:
-                if glyph.text or not cut:
-                    cut.append([])
-                cut[-1].append(glyph)
-            pieces = [(piece, _width(piece, size)) for piece in cut]
-        for piece, piece_width in pieces:
-            if lines[-1] and used + piece_width > width:
-                lines.append([])
-                used = 0.0
-            lines[-1].append(piece)
-            used += piece_width
+        if lines[-1] and used + em * size > width:
+            lines.append([])
+            used = 0.0
+        lines[-1].append(unit)
+        used += em * size
     return [line for line in map(_trim, lines) if line]
 
 
@@ -191,7 +184,8 @@ def _fit(units, box, size, leading, floor) -> Setting | None:
     s = size
     while True:
         lines = _wrap(units, x1 - x0, s)
-        if _height(lines, s, leading) <= y1 - y0 + 0.5:
+        widest = max((_width([g for unit in line for g in unit], s) for line in lines), default=0.0)
+        if _height(lines, s, leading) <= y1 - y0 + 0.5 and widest <= x1 - x0 + 0.5:
             return Setting(lines, s, box)
         if s <= floor:
             return None
@@ -236,7 +230,7 @@ def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obsta
     if setting is None:
         grown = _grown(box, page, obstacles, block.align)
         setting = _fit(units, grown, size, leading, max(size * GROWN_FLOOR, min(MIN_SIZE, size)))
-        if setting is None:  # does not fit even so: the smallest size, running over the box's bottom
+        if setting is None:  # does not fit even so: the smallest size, running over the box's bottom (or side)
             small = max(size * GROWN_FLOOR, min(MIN_SIZE, size))
             setting = Setting(_wrap(units, grown[2] - grown[0], small), small, grown)
     setting.rtl = rtl

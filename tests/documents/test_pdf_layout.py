@@ -448,3 +448,25 @@ def test_text_in_forms_and_on_rotated_pages_is_left_as_it_is(tmp_path):
         assert a.pages[1].Contents.read_bytes() == b.pages[1].Contents.read_bytes()
         form = lambda pdf: next(iter(pdf.pages[0].Resources.XObject.values())).read_raw_bytes()
         assert form(a) == form(b)
+
+
+def test_a_word_too_wide_for_its_box_is_set_smaller_not_broken(tmp_path):
+    """A one-word label beside another, with free space below: the longer translation could be
+    cut into two lines there, but a word breaks only where its script allows: the size goes down."""
+    path = tmp_path / "choice.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.setFont("Helvetica", 10)
+    c.drawString(100, H - 100, "Yes")
+    c.drawString(160, H - 100, "No")
+    c.drawString(100, H - 300, "Sign here.")
+    c.showPage()
+    c.save()
+    out = tmp_path / "choice.deu_Latn.pdf"
+    words = {"Yes": "Selbstverständlich", "No": "Nein", "Sign here.": "Hier unterschreiben."}
+    translate_document(path, out, lambda texts: [words[t] for t in texts])
+    drawn = [c for _, c in chars(out) if "Noto" in c.fontname]
+    word = [c for c in drawn if c.x0 < 155 and c.y0 > H - 250]
+    assert "".join(c.get_text() for c in word) == "Selbstverständlich"
+    assert len({round(c.y0, 1) for c in word}) == 1 and word[0].size < 10  # one line, smaller
+    assert max(c.x1 for c in word) < 160  # and clear of the next label
+    assert "".join(c.get_text() for c in drawn if c.x0 >= 155 and c.y0 > H - 250) == "Nein"

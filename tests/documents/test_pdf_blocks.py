@@ -1,0 +1,66 @@
+"""PDF blocks on a form, made with reportlab and read back with pdfminer.six: row numbers set apart
+from their labels are blocks of their own, kept as they are; labels that do not run on from one
+to the next are not joined into one sentence."""
+
+from pdfminer.high_level import extract_pages
+from pdfminer.layout import LTChar
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen import canvas
+
+from app.documents import translate_document
+
+from document_fakes import upper_keeping_tags
+
+W, H = A4
+ROWS = [("1", "wages, salaries and tips"), ("2", "taxable interest"), ("8a", "ordinary dividends"),
+        ("17", "other income from the list")]
+
+
+def make_form(path):
+    """Numbered rows (the number in bold, a wide gap, the label; a rule under each row, a field on
+    the right), a footnote with its number, and a block of name and address labels, one under the other."""
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for row, (number, label) in enumerate(ROWS):
+        y = H - 100 - 20 * row
+        c.setFont("Helvetica-Bold", 9)
+        c.drawString(60, y, number)
+        c.setFont("Helvetica", 9)
+        c.drawString(78, y, label)  # about an em after the number: pdfminer puts both in one line
+        c.line(56, y - 5, 400, y - 5)
+        c.rect(300, y - 3, 90, 12)
+    c.setFont("Helvetica", 9)
+    for row, label in enumerate(["first name", "last name", "home address"]):
+        c.drawString(60, H - 250 - 30 * row, label)
+        c.line(130, H - 252 - 30 * row, 400, H - 252 - 30 * row)
+    c.setFont("Helvetica", 7)
+    c.drawString(60, 60, "3)")
+    c.drawString(72, 60, "Enter the amount shown on the statement.")
+    c.showPage()
+    c.save()
+
+
+def test_row_numbers_are_kept_apart_from_their_labels(tmp_path):
+    source, out = tmp_path / "form.pdf", tmp_path / "form.fra_Latn.pdf"
+    make_form(source)
+    sent = []
+
+    def translate(texts):
+        sent.extend(texts)
+        return upper_keeping_tags(texts)
+
+    translate_document(source, out, translate)
+    assert sorted(sent) == sorted([label for _, label in ROWS] + ["first name", "last name", "home address",
+                                                                   "Enter the amount shown on the statement."])
+
+    def chars(path):
+        return [c for page in extract_pages(str(path)) for box in page if hasattr(box, "__iter__")
+                for line in box if hasattr(line, "__iter__") for c in line if isinstance(c, LTChar)]
+
+    numbers = lambda path: [(c.get_text(), round(c.x0, 2), round(c.y0, 2)) for c in chars(path)
+                            if c.fontname == "Helvetica-Bold" or (c.get_text() in "3)" and c.size < 8 and c.fontname == "Helvetica")]
+    assert numbers(out) == numbers(source)  # drawn by the original operators, where they were
+    for row, (_, label) in enumerate(ROWS):  # each label's translation starts where the label did
+        line = sorted((c for c in chars(out) if "Noto" in c.fontname and abs(c.y0 - chars(source)[0].y0 + 20 * row) < 3),
+                      key=lambda c: c.x0)
+        assert "".join(c.get_text() for c in line).replace(" ", "") == "T:" + label.upper().replace(" ", "")
+        assert abs(line[0].x0 - 78) < 1

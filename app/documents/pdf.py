@@ -203,8 +203,10 @@ def _chains(blocks, order: list[int]) -> list[list[int]]:
         """`after` is where `block` goes on: the head of the next column or page, or right below it."""
         if not continues(block, after):
             return False
-        if after.page == block.page and after.bbox[0] < block.bbox[2] and after.bbox[2] > block.bbox[0]:
-            return block.bbox[1] - after.bbox[3] < block.size  # the same column: the next line
+        (x0, y0, x1, _), (a0, _, a1, a_top) = block.bbox, after.bbox
+        if after.page == block.page and a0 < x1 and a1 > x0:  # the same column: the next line, aligned alike
+            aligned = abs(a0 - x0) < 1 or abs((a0 + a1) - (x0 + x1)) < 4
+            return aligned and y0 - a_top < block.size
         return alone(block, True, after) and alone(after, False, block)
 
     chains: list[list[int]] = []

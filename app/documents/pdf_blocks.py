@@ -424,6 +424,8 @@ def _cells(items: list) -> list[tuple[list, bool]]:
         return []
     gaps = [(b.x0 - a.x1) / a.size for (_, a), (_, b) in zip(visible, visible[1:]) if a.size]
     word_gaps = [g for g in gaps if g > WORD_GAP]
+    if NUMBER.fullmatch("".join(c.get_text() for _, c in visible)):
+        return [(items, True)]  # a number on a line of its own, as a column of row numbers has them
     if not word_gaps:
         return [(items, False)]
     first = next(k for k, g in enumerate(gaps) if g > WORD_GAP)

@@ -14,11 +14,13 @@ from document_fakes import upper_keeping_tags
 W, H = A4
 ROWS = [("1", "wages, salaries and tips"), ("2", "taxable interest"), ("8a", "ordinary dividends"),
         ("17", "other income from the list")]
+DENSE_ROWS = [("19", "unemployment compensation", 76), ("20a", "social security benefits", 100)]  # (number, label, its x)
 
 
 def make_form(path):
     """Numbered rows (the number in bold, a wide gap, the label; a rule under each row, a field on
-    the right), a footnote with its number, and a block of name and address labels, one under the other."""
+    the right), denser rows, one with its label far from its number (pdfminer gives that number a
+    line of its own), a footnote with its number, and name and address labels, one under the other."""
     c = canvas.Canvas(str(path), pagesize=A4)
     for row, (number, label) in enumerate(ROWS):
         y = H - 100 - 20 * row
@@ -28,6 +30,12 @@ def make_form(path):
         c.drawString(78, y, label)  # about an em after the number: pdfminer puts both in one line
         c.line(56, y - 5, 400, y - 5)
         c.rect(300, y - 3, 90, 12)
+    for row, (number, label, x) in enumerate(DENSE_ROWS):  # close enough for pdfminer to put them in one box
+        y = H - 200 - 12 * row
+        c.setFont("Helvetica-Bold", 8)
+        c.drawString(60, y, number)
+        c.setFont("Helvetica", 8)
+        c.drawString(x, y, label)
     c.setFont("Helvetica", 9)
     for row, label in enumerate(["first name", "last name", "home address"]):
         c.drawString(60, H - 250 - 30 * row, label)
@@ -49,7 +57,7 @@ def test_row_numbers_are_kept_apart_from_their_labels(tmp_path):
         return upper_keeping_tags(texts)
 
     translate_document(source, out, translate)
-    assert sorted(sent) == sorted([label for _, label in ROWS] + ["first name", "last name", "home address",
+    assert sorted(sent) == sorted([row[1] for row in ROWS + DENSE_ROWS] + ["first name", "last name", "home address",
                                                                    "Enter the amount shown on the statement."])
 
     def chars(path):

@@ -205,7 +205,7 @@ def _chains(blocks, order: list[int]) -> list[list[int]]:
             return False
         (x0, y0, x1, _), (a0, _, a1, a_top) = block.bbox, after.bbox
         if after.page == block.page and a0 < x1 and a1 > x0:  # the same column: the next line, aligned alike
-            aligned = abs(a0 - x0) < 1 or abs((a0 + a1) - (x0 + x1)) < 4
+            aligned = abs(a0 - x0) < 1 or abs((a0 + a1) - (x0 + x1)) < 2 * block.size  # left, or centred
             return aligned and y0 - a_top < block.size
         return alone(block, True, after) and alone(after, False, block)
 

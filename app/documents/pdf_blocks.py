@@ -35,6 +35,9 @@ MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX", re.IGNORECA
 URL = re.compile(r"^\s*(?:https?://|www\.|mailto:)\S+\s*$|^\s*\S+@\S+\.\w+\s*$", re.IGNORECASE)
 BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|CMBX|CMB\d", re.IGNORECASE)
 ITALIC_NAME = re.compile(r"ital|oblique|CMTI|CMSL", re.IGNORECASE)
+SERIF_FONT = re.compile(r"times|serif|roman|georgia|garamond|palatino|minion|cambria|antiqua|caslon|baskerville|"
+                        r"century|charter|utopia|bookman|bodoni|CMR\d|CMBX|CMTI|LMRoman|Nimbus ?Rom|Tinos|Liberation ?Serif",
+                        re.IGNORECASE)
 MONO_FONT = re.compile(r"courier|mono|CMTT|consol|menlo|typewriter", re.IGNORECASE)
 LEADER = re.compile(r"\s*(?:\.\s*){3,}\s*[\dIVXLCivxlc]+\s*$")  # a table of contents' dots and page number, kept
 BULLET = re.compile(r"^([•▪◦‣●■□–*-]|\d{1,3}[.)]|[a-z][.)])\s")  # a list item's marker, kept out of the translation
@@ -68,6 +71,7 @@ class Block:
     color: tuple = ()
     align: str = "left"  # or "right", "center"
     invisible: bool = False  # drawn invisibly (text render mode 3): a scan's OCR layer
+    serif: bool = False  # most of its letters are in a serif face
     fonts: dict = field(default_factory=dict)  # (bold, italic) -> the SourceFont most of its letters of that style are in
 
     @property
@@ -317,6 +321,8 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
                 chars = [c for c in items if isinstance(c, LTChar)]
                 pieces = []
                 for item in items:
+                    if item.get_text() == " " and pieces and pieces[-1][0] == " ":
+                        continue  # a space drawn and the one pdfminer adds for its width (justified text): one
                     if isinstance(item, LTChar):
                         pieces.append((item.get_text(), _style(item, styles), item.show if item.upright else -1))
                     elif item.get_text() == " ":
@@ -488,6 +494,8 @@ def _decide(block: Block, upright_page: bool) -> None:
     block.shows = {show for line in block.lines for _, _, show in line.pieces if show is not None}
     block.glyphs = {(c.show, c.glyph) for c in chars if c.show is not None}
     block.invisible = all(c.invisible for c in chars)
+    letters = [c for c in chars if c.get_text().isalpha()]
+    block.serif = sum(_is_serif(c) for c in letters) > len(letters) / 2
     color = getattr(chars[0].graphicstate, "ncolor", None) if chars else None
     block.color = tuple(color) if isinstance(color, (list, tuple)) else ((color,) if isinstance(color, (int, float)) else ())
     text = block.text
@@ -502,6 +510,19 @@ def _decide(block: Block, upright_page: bool) -> None:
         and sum(bool(MATH_FONT.search(c.fontname or "")) for c in symbols) < 0.3 * max(len(symbols), 1)
         and not all(MONO_FONT.search(c.fontname or "") for c in chars if c.get_text().strip())  # code
     )
+
+
+def _is_serif(char) -> bool:
+    """The character's font is a serif face, by its name or its descriptor's Serif flag."""
+    name = char.fontname or ""
+    if "sans" in name.lower():
+        return False
+    descriptor = getattr(char.font, "descriptor", None) or {}
+    try:
+        flags = int(descriptor.get("Flags", 0))
+    except (TypeError, ValueError):
+        flags = 0
+    return bool(SERIF_FONT.search(name) or flags & 2)
 
 
 def _alignment(block: Block, left: float, right: float, page_width: float) -> str:

@@ -6,8 +6,9 @@ style (`FontLibrary.originals`); its characters are those the PDF maps to its gl
 encoding) and those of its own Unicode cmap, so a subset covers what the document used and a
 complete font all it has. Otherwise a character is drawn with the first font already in use that has a glyph for it; else the system
 is asked for one: fontconfig (`fc-list :charset=...`) on Linux, else the font folders (Windows,
-macOS, Linux without fontconfig). Noto fonts are preferred (Noto Sans before the others, the CJK
-face of the text's language for Han characters), bold and italic as the source run was. No font
+macOS, Linux without fontconfig). Noto fonts are preferred (Noto Sans before the others, Noto
+Serif for text set in a serif face, the CJK face of the text's language for Han characters), bold
+and italic as the source run was. No font
 for a character is one clear line naming its script.
 
 Text is shaped with HarfBuzz (uharfbuzz) word by word: contextual forms and ligatures (Arabic,
@@ -71,6 +72,7 @@ class Face:
 
         self.path, self.index, self.family, self.style_name, self.data = path, index, family, style, data
         self.style = ("Bold" in style, "Italic" in style or "Oblique" in style)  # (bold, italic)
+        self.serif = "Serif" in family
         self.font = TTFont(io.BytesIO(data), lazy=True) if data is not None else TTFont(path, fontNumber=index, lazy=True)
         self.cmap = self.font.getBestCmap() or {}
         self.upm = self.font["head"].unitsPerEm
@@ -227,13 +229,15 @@ def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
 STYLE_NAMES = {(False, False): "Regular", (True, False): "Bold", (False, True): "Italic", (True, True): "Bold Italic"}
 
 
-def _rank(family: str, style: str, wanted: tuple[bool, bool], han_face: str) -> tuple:
+def _rank(family: str, style: str, wanted: tuple[bool, bool], han_face: str, serif: bool) -> tuple:
+    kind = "Noto Serif" if serif else "Noto Sans"
     family_rank = (
-        0 if family == "Noto Sans" else
-        1 if family == han_face else
-        2 if family.startswith("Noto Sans") and "Mono" not in family else
-        3 if family.startswith("Noto Serif") else
-        5 if "Mono" in family else 4
+        0 if family == kind else
+        1 if family == han_face.replace("Noto Sans", kind) else
+        2 if family.startswith(kind) and "Mono" not in family else
+        3 if family.startswith("Noto Sans") and "Mono" not in family else
+        4 if family.startswith("Noto Serif") else
+        6 if "Mono" in family else 5
     )
     return (family_rank, style != STYLE_NAMES[wanted], style != "Regular", family, style)
 
@@ -290,8 +294,8 @@ class FontLibrary:
     def __init__(self, han_face: str = "Noto Sans CJK SC"):
         self.faces: dict[tuple[str, int], Face] = {}
         self.han_face = han_face
-        self.found: dict[tuple[str, tuple], Face | None] = {}  # what the system gave for a character
-        self.chosen: dict[tuple[str, tuple], Face] = {}
+        self.found: dict[tuple, Face | None] = {}  # (character, style, serif) -> what the system gave
+        self.chosen: dict[tuple, Face] = {}
         self.use_fontconfig = shutil.which("fc-list") is not None
         self.embedded: dict[tuple, Face | None] = {}  # (SourceFont, style) -> its face
 
@@ -315,20 +319,22 @@ class FontLibrary:
             faces[style] = face
         return faces
 
-    def face_for(self, ch: str, style: tuple[bool, bool]) -> Face:
-        """A face with a glyph for `ch`, in `style` (bold, italic) where one is installed."""
-        face = self.chosen.get((ch, style))
+    def face_for(self, ch: str, style: tuple[bool, bool], serif: bool = False) -> Face:
+        """A face with a glyph for `ch`, in `style` (bold, italic) and a serif one for `serif` text
+        where one is installed."""
+        key = (ch, style, serif)
+        face = self.chosen.get(key)
         if face is None:
-            face = self.chosen[(ch, style)] = self._choose(ch, style)
+            face = self.chosen[key] = self._choose(ch, style, serif)
         return face
 
-    def _choose(self, ch: str, style: tuple[bool, bool]) -> Face:
+    def _choose(self, ch: str, style: tuple[bool, bool], serif: bool) -> Face:
         for face in self.faces.values():
-            if face.style == style and face.covers(ch):
+            if face.style == style and face.serif == serif and face.covers(ch):
                 return face
-        key = (ch, style)
+        key = (ch, style, serif)
         if key not in self.found:
-            self.found[key] = self._find(ch, style)
+            self.found[key] = self._find(ch, style, serif)
         if self.found[key] is None:
             raise DocumentError(
                 f"no font for the {script_name(ch)} script (U+{ord(ch):04X}) is installed: "
@@ -336,14 +342,14 @@ class FontLibrary:
             )
         return self.found[key]
 
-    def _find(self, ch: str, style: tuple[bool, bool]) -> Face | None:
-        """The best installed face with a glyph for `ch`, in `style` where there is a choice."""
+    def _find(self, ch: str, style: tuple[bool, bool], serif: bool) -> Face | None:
+        """The best installed face with a glyph for `ch`, in `style` (and serif) where there is a choice."""
         if self.use_fontconfig:
             candidates = _fontconfig_candidates(ch)
         else:
             folders = FONT_FOLDERS.get("linux" if sys.platform.startswith("linux") else sys.platform, [])
             candidates = folder_candidates(tuple(folders))
-        for path, index, family, style_name in sorted(candidates, key=lambda c: _rank(c[2], c[3], style, self.han_face)):
+        for path, index, family, style_name in sorted(candidates, key=lambda c: _rank(c[2], c[3], style, self.han_face, serif)):
             face = self.faces.get((path, index))
             if face is None:
                 try:

@@ -44,7 +44,7 @@ class Setting:
     rtl: bool = False
 
 
-def _characters(runs: list[Run], fonts: FontLibrary, originals: dict) -> list[list[tuple[str, Face]]]:
+def _characters(runs: list[Run], fonts: FontLibrary, originals: dict, serif: bool) -> list[list[tuple[str, Face]]]:
     """The translation cut where a line may break (Unicode line breaking, UAX #14, from Qt: at
     spaces, between CJK characters, between Thai words), each character with the face that draws
     it: the block's own font for its style (`originals`) where it has one, else a system font."""
@@ -74,7 +74,7 @@ def _characters(runs: list[Run], fonts: FontLibrary, originals: dict) -> list[li
             common = previous is not None and not unicodedata.category(ch).startswith("L") and previous.covers(ch)
             original = originals.get(style)
             face = (previous if common else original if original is not None and original.covers(ch)
-                    else fonts.face_for(ch, style))
+                    else fonts.face_for(ch, style, serif))
             if ch == " " or not units or units[-1][0][0] == " " or index - 1 in breaks:
                 units.append([(ch, face)])
             else:
@@ -222,7 +222,7 @@ def _grown(box, page: Page, obstacles, align: str) -> tuple[float, float, float,
 def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obstacles) -> Setting:
     originals = fonts.originals(block.fonts, runs)
     units = [(glyphs, sum(g.advance for g in glyphs), _is_space(glyphs))
-             for glyphs in map(_shaped, _characters(runs, fonts, originals))]
+             for glyphs in map(_shaped, _characters(runs, fonts, originals, block.serif))]
     rtl = _is_rtl("".join(r.text for r in runs))
     size, leading = block.size, block.leading
     box = block.bbox

@@ -72,3 +72,24 @@ def test_row_numbers_are_kept_apart_from_their_labels(tmp_path):
                       key=lambda c: c.x0)
         assert "".join(c.get_text() for c in line).replace(" ", "") == "T:" + label.upper().replace(" ", "")
         assert abs(line[0].x0 - 78) < 1
+
+
+def test_justified_text_gives_single_spaces(tmp_path):
+    """reportlab justifies with word spacing on drawn spaces; pdfminer adds its own space where the
+    gap is wide: the model gets one space between words."""
+    from reportlab.lib.enums import TA_JUSTIFY
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.platypus import Frame, Paragraph
+
+    source = tmp_path / "justified.pdf"
+    text = ("Justified lines stretch the spaces between their words so that both edges are straight. "
+            "The last line of the paragraph is set as it comes.")
+    c = canvas.Canvas(str(source), pagesize=A4)
+    style = ParagraphStyle("body", fontName="Times-Roman", fontSize=10, leading=12.5, alignment=TA_JUSTIFY)
+    Frame(72, H - 300, 160, 200).addFromList([Paragraph(text, style)], c)  # narrow: wide spaces
+    c.showPage()
+    c.save()
+    sent = []
+    translate_document(source, tmp_path / "justified.x.pdf", lambda texts: sent.extend(texts) or upper_keeping_tags(texts))
+    assert sent == ["Justified lines stretch the spaces between their words so that both edges are straight.",
+                    "The last line of the paragraph is set as it comes."]

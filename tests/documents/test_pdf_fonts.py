@@ -172,3 +172,24 @@ def test_a_complete_embedded_font_is_used_for_every_script_it_covers(tmp_path, d
     assert drawn_texts(out)[face] == translation
     if face.startswith("DejaVu"):
         assert_same_glyphs(out, face, dejavu[0], translation)
+
+
+def test_text_in_a_serif_face_is_set_in_noto_serif(tmp_path):
+    """A standard font embeds no program: Times (serif) gives Noto Serif, Helvetica Noto Sans,
+    Times-BoldItalic Noto Serif Bold Italic."""
+    if not shutil.which("fc-list") or "Noto Serif" not in subprocess.run(["fc-list", ":", "family"], capture_output=True,
+                                                                        text=True).stdout.split("\n"):
+        pytest.skip("Noto Serif is not installed")
+    source, out = tmp_path / "faces.pdf", tmp_path / "faces.x.pdf"
+    c = canvas.Canvas(str(source), pagesize=A4)
+    for y, font, text in ((700, "Times-Roman", "A line in Times."), (650, "Helvetica", "A line in Helvetica."),
+                          (600, "Times-BoldItalic", "A line in bold italic Times.")):
+        c.setFont(font, 12)
+        c.drawString(72, y, text)
+    c.showPage()
+    c.save()
+    translate_document(source, out, upper_keeping_tags)
+    texts = drawn_texts(out)
+    assert texts["NotoSerif-Regular"] == "T:A LINE IN TIMES."
+    assert texts["NotoSans-Regular"] == "T:A LINE IN HELVETICA."
+    assert texts["NotoSerif-BoldItalic"] == "T:A LINE IN BOLD ITALIC TIMES."

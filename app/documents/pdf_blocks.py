@@ -30,12 +30,13 @@ from app.documents.sentences import is_translatable
 
 SHOW_OPERATORS = ("Tj", "TJ", "'", '"')
 SIZE_CHANGE = 1.15  # lines whose sizes differ by this factor are in different blocks (a heading and its text)
+LINE_ABOVE, LINE_BELOW = 1.0, 0.35  # sizes a line's box reaches above and below its baseline at most
 SHORT_LINE = 0.8  # a line shorter than this share of its block's width ends a paragraph
 MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX", re.IGNORECASE)
 URL = re.compile(r"^\s*(?:https?://|www\.|mailto:)\S+\s*$|^\s*\S+@\S+\.\w+\s*$", re.IGNORECASE)
 BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|CMBX|CMB\d", re.IGNORECASE)
 ITALIC_NAME = re.compile(r"ital|oblique|CMTI|CMSL", re.IGNORECASE)
-SERIF_FONT = re.compile(r"times|serif|roman|georgia|garamond|palatino|minion|cambria|antiqua|caslon|baskerville|"
+SERIF_FONT = re.compile(r"times|serif|georgia|garamond|palatino|minion|cambria|antiqua|caslon|baskerville|"
                         r"century|charter|utopia|bookman|bodoni|CMR\d|CMBX|CMTI|LMRoman|Nimbus ?Rom|Tinos|Liberation ?Serif",
                         re.IGNORECASE)
 MONO_FONT = re.compile(r"courier|mono|CMTT|consol|menlo|typewriter", re.IGNORECASE)
@@ -331,8 +332,11 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
                     pieces.pop()
                 size = statistics.median(c.size for c in chars)
                 baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
-                lines.append(Line(pieces, min(c.x0 for c in chars), min(c.y0 for c in chars), max(c.x1 for c in chars),
-                                  max(c.y1 for c in chars), size, baseline, chars, number))
+                # a few larger glyphs (big digits, an initial) do not make the line taller than its size
+                top, bottom = baseline + LINE_ABOVE * size, baseline - LINE_BELOW * size
+                lines.append(Line(pieces, min(c.x0 for c in chars), max(min(c.y0 for c in chars), bottom),
+                                  max(c.x1 for c in chars), min(max(c.y1 for c in chars), top), size, baseline,
+                                  chars, number))
         if lines and flows and _flows_on(flows[-1][-1], lines[0]):
             flows[-1] += lines  # pdfminer cut a paragraph at an indented or hanging line: _cut decides
         elif lines:

@@ -193,9 +193,11 @@ def _chains(blocks, order: list[int]) -> list[list[int]]:
         on_page.setdefault(block.page, []).append(block)
 
     def alone(block, below: bool, besides) -> bool:
-        """No block of the block's size but `besides` below it (above it) in its column."""
+        """No translated block (page numbers do not count) of the block's size but `besides` below
+        it (above it) in its column."""
         x0, y0, x1, y1 = block.bbox
-        return not any(other is not block and other is not besides and abs(other.size - block.size) < 0.1 * block.size
+        return not any(other.translate and other is not block and other is not besides
+                       and abs(other.size - block.size) < 0.1 * block.size
                        and other.bbox[0] < x1 and other.bbox[2] > x0
                        and (other.bbox[3] <= y0 if below else other.bbox[1] >= y1) for other in on_page[block.page])
 

@@ -3,9 +3,10 @@
 pdfminer.six lays the characters of each page out in lines and boxes (columns and reading order
 from its box ordering); a box is cut into blocks where the font size changes, where a ruled line
 runs between two lines, where a line starts indented or the one before it ends short (a
-paragraph's last line). A number at the start of a line set apart from the rest by a wide gap (a
-form's row number, a section number) is a block of its own, kept as it is. A block's lines are joined into one text (a hyphen at a line end joins the
-word), so a sentence that runs across lines is translated whole.
+paragraph's last line). A number set apart from the rest of its line by a wide gap, or alone on
+its line (a form's row number, a section number), is a block of its own, kept as it is. A block's
+lines are joined into one text (a hyphen at a line end joins the word), so a sentence that runs
+across lines is translated whole.
 
 Each character remembers which text-showing operator of the page's content stream drew it (the
 n-th `Tj`/`TJ`/`'`/`"` of the page) and which glyph of it, so the writer can remove a block's text.
@@ -36,13 +37,13 @@ MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX", re.IGNORECA
 URL = re.compile(r"^\s*(?:https?://|www\.|mailto:)\S+\s*$|^\s*\S+@\S+\.\w+\s*$", re.IGNORECASE)
 BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|CMBX|CMB\d", re.IGNORECASE)
 ITALIC_NAME = re.compile(r"ital|oblique|CMTI|CMSL", re.IGNORECASE)
-SERIF_FONT = re.compile(r"times|serif|georgia|garamond|palatino|minion|cambria|antiqua|caslon|baskerville|"
-                        r"century|charter|utopia|bookman|bodoni|CMR\d|CMBX|CMTI|LMRoman|Nimbus ?Rom|Tinos|Liberation ?Serif",
-                        re.IGNORECASE)
+SERIF_FONT = re.compile(r"times|serif|georgia|garamond|palatino|minion|cambria|antiqua|caslon|baskerville|century|"
+                        r"charter|utopia|bookman|bodoni|CMR\d|CMBX|CMTI|LMRoman|Nimbus ?Rom|Tinos", re.IGNORECASE)
 MONO_FONT = re.compile(r"courier|mono|CMTT|consol|menlo|typewriter", re.IGNORECASE)
 LEADER = re.compile(r"\s*(?:\.\s*){3,}\s*[\dIVXLCivxlc]+\s*$")  # a table of contents' dots and page number, kept
 BULLET = re.compile(r"^([•▪◦‣●■□–*-]|\d{1,3}[.)]|[a-z][.)])\s")  # a list item's marker, kept out of the translation
-NUMBER = re.compile(r"\d{1,4}[a-z]?(?:\.\d{1,3})*[.)]?|\(?(?:\d{1,4}|[ivxIVX]{1,5}|[a-zA-Z])[.)]")  # 7, 8a, 2.1, 3), (iv), a.
+# a row, item or section number: 7, 8a, 2.1, 3), (iv), a.
+NUMBER = re.compile(r"\d{1,4}[a-z]?(?:\.\d{1,3})*[.)]?|\(?(?:\d{1,4}|[ivxIVX]{1,5}|[a-zA-Z])[.)]")
 WORD_GAP = 0.15  # ems between two characters that make them two words
 SPACE = 0.3  # ems: a usual word space
 NUMBER_GAP = 0.6  # ems after a leading number that set it apart as a cell of its own
@@ -73,7 +74,7 @@ class Block:
     align: str = "left"  # or "right", "center"
     invisible: bool = False  # drawn invisibly (text render mode 3): a scan's OCR layer
     serif: bool = False  # most of its letters are in a serif face
-    fonts: dict = field(default_factory=dict)  # (bold, italic) -> the SourceFont most of its letters of that style are in
+    fonts: dict = field(default_factory=dict)  # (bold, italic) -> SourceFont of most of its letters in that style
 
     @property
     def bbox(self) -> tuple[float, float, float, float]:

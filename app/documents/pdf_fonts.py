@@ -4,12 +4,12 @@ A block's translation is set in the font program the original embeds (TrueType, 
 FontFile3) where that program has a drawn glyph for every character of the translation in each
 style (`FontLibrary.originals`); its characters are those the PDF maps to its glyphs (ToUnicode,
 encoding) and those of its own Unicode cmap, so a subset covers what the document used and a
-complete font all it has. Otherwise a character is drawn with the first font already in use that has a glyph for it; else the system
-is asked for one: fontconfig (`fc-list :charset=...`) on Linux, else the font folders (Windows,
-macOS, Linux without fontconfig). Noto fonts are preferred (Noto Sans before the others, Noto
-Serif for text set in a serif face, the CJK face of the text's language for Han characters), bold
-and italic as the source run was. No font
-for a character is one clear line naming its script.
+complete font all it has. Otherwise a character is drawn with the first font already in use that
+has a glyph for it; else the system is asked for one: fontconfig (`fc-list :charset=...`) on
+Linux, else the font folders (Windows, macOS, Linux without fontconfig). Noto fonts are preferred
+(Noto Sans before the others, Noto Serif for text set in a serif face, the CJK face of the text's
+language for Han characters), bold and italic as the source run was. No font for a character is
+one clear line naming its script.
 
 Text is shaped with HarfBuzz (uharfbuzz) word by word: contextual forms and ligatures (Arabic,
 Indic scripts), mark positioning (Thai, Hebrew points), kerning. Each font used is embedded as a
@@ -212,8 +212,8 @@ def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
             if pen.value or chr(codepoint).isspace():
                 drawn[codepoint] = name
         subtables = []
-        for format, encoding, chars in ((4, 1, {c: n for c, n in drawn.items() if c <= 0xFFFF}), (12, 10, drawn)):
-            table = CmapSubtable.newSubtable(format)
+        for table_format, encoding, chars in ((4, 1, {c: n for c, n in drawn.items() if c <= 0xFFFF}), (12, 10, drawn)):
+            table = CmapSubtable.newSubtable(table_format)
             table.platformID, table.platEncID, table.language, table.cmap = 3, encoding, 0, chars
             subtables.append(table)
         font["cmap"] = newTable("cmap")

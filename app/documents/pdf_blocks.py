@@ -161,8 +161,9 @@ class SourceFont:
 
     name: str  # the BaseFont, without a subset's tag
     program: bytes
-    glyphs: dict[str, int]  # character -> glyph id (CID fonts)
+    glyphs: dict[str, int]  # character -> glyph id (CID fonts; in a bare CFF program the CID, which names the glyph)
     codes: dict[str, int]  # character -> code, found in the program's own symbol or Mac cmap (simple fonts)
+    cff: bool = False  # a bare CFF program (FontFile3 /Type1C, /CIDFontType0C), not TrueType or OpenType
 
 
 @dataclass
@@ -378,10 +379,10 @@ def _block_fonts(block: Block, styles: dict, sources: dict) -> dict:
 
 
 def _source_font(font) -> SourceFont | None:
-    """The TrueType or OpenType program the font embeds, with the characters it draws; None for a
-    font with none (the standard 14, Type 1, Type 3, bare CFF) or a CMap other than Identity."""
+    """The TrueType, OpenType or CFF program the font embeds, with the characters it draws; None
+    for a font with none (the standard 14, Type 1, Type 3) or a CMap other than Identity."""
     from pdfminer.cmapdb import FileUnicodeMap, IdentityCMap
-    from pdfminer.pdffont import PDFCIDFont, PDFTrueTypeFont
+    from pdfminer.pdffont import PDFCIDFont, PDFType1Font, PDFTrueTypeFont
     from pdfminer.pdftypes import PDFStream, resolve1
     from pdfminer.psparser import literal_name
 
@@ -390,11 +391,15 @@ def _source_font(font) -> SourceFont | None:
         descriptor = resolve1(spec.get("FontDescriptor")) if spec else None
         if not isinstance(descriptor, dict):
             return None
-        program = resolve1(descriptor.get("FontFile2"))
+        program, cff = resolve1(descriptor.get("FontFile2")), False
         if program is None:
             program = resolve1(descriptor.get("FontFile3"))
-            if not isinstance(program, PDFStream) or literal_name(program.get("Subtype")) != "OpenType":
+            if not isinstance(program, PDFStream):
                 return None
+            kind = literal_name(program.get("Subtype"))
+            if kind not in ("OpenType", "Type1C", "CIDFontType0C"):
+                return None
+            cff = kind != "OpenType"
         if not isinstance(program, PDFStream):
             return None
         glyphs: dict[str, int] = {}
@@ -402,13 +407,13 @@ def _source_font(font) -> SourceFont | None:
         if isinstance(font, PDFCIDFont):
             if not isinstance(font.cmap, IdentityCMap) or not isinstance(font.unicode_map, FileUnicodeMap):
                 return None
-            mapping = resolve1(spec.get("CIDToGIDMap"))
+            mapping = None if cff else resolve1(spec.get("CIDToGIDMap"))  # a CFF program's glyphs go by CID
             table = mapping.get_data() if isinstance(mapping, PDFStream) else None
             for cid, text in sorted(font.unicode_map.cid2unichr.items()):
                 gid = int.from_bytes(table[2 * cid : 2 * cid + 2], "big") if table is not None else cid
                 if len(text) == 1 and gid:
                     glyphs.setdefault(text, gid)
-        elif isinstance(font, PDFTrueTypeFont):
+        elif isinstance(font, PDFTrueTypeFont) or (cff and isinstance(font, PDFType1Font)):
             for code in range(256):
                 try:
                     text = font.to_unichr(code)
@@ -419,7 +424,7 @@ def _source_font(font) -> SourceFont | None:
         else:
             return None
         name = re.sub(r"^[A-Z]{6}\+", "", font.fontname or "")
-        return SourceFont(name, program.get_data(), glyphs, codes)
+        return SourceFont(name, program.get_data(), glyphs, codes, cff)
     except Exception:  # a broken font dictionary or program: the translation is set in a system font
         return None
 

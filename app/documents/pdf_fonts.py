@@ -1,15 +1,15 @@
 """Fonts for translated PDF text: the PDF's own or found on the system, embedded as small subsets.
 
-A block's translation is set in the font program the original embeds (TrueType, or OpenType in
-FontFile3) where that program has a drawn glyph for every character of the translation in each
-style (`FontLibrary.originals`); its characters are those the PDF maps to its glyphs (ToUnicode,
-encoding) and those of its own Unicode cmap, so a subset covers what the document used and a
-complete font all it has. Otherwise a character is drawn with the first font already in use that
-has a glyph for it; else the system is asked for one: fontconfig (`fc-list :charset=...`) on
-Linux, else the font folders (Windows, macOS, Linux without fontconfig). Noto fonts are preferred
-(Noto Sans before the others, Noto Serif for text set in a serif face, the CJK face of the text's
-language for Han characters), bold and italic as the source run was. No font for a character is
-one clear line naming its script.
+A block's translation is set in the font program the original embeds (TrueType, OpenType, or a
+bare CFF program put in an OpenType font) where that program has a drawn glyph for every
+character of the translation in each style (`FontLibrary.originals`); its characters are those
+the PDF maps to its glyphs (ToUnicode, encoding, CFF glyph names) and those of its own Unicode
+cmap, so a subset covers what the document used and a complete font all it has. Otherwise a
+character is drawn with the first font already in use that has a glyph for it; else the system
+is asked for one: fontconfig (`fc-list :charset=...`) on Linux, else the font folders (Windows,
+macOS, Linux without fontconfig). Noto fonts are preferred (Noto Sans before the others, Noto
+Serif for text set in a serif face, the CJK face of the text's language for Han characters), bold
+and italic as the source run was. No font for a character is one clear line naming its script.
 
 Text is shaped with HarfBuzz (uharfbuzz) word by word: contextual forms and ligatures (Arabic,
 Indic scripts), mark positioning (Thai, Hebrew points), kerning. Each font used is embedded as a
@@ -190,16 +190,25 @@ def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
     from fontTools.ttLib import TTFont, newTable
     from fontTools.ttLib.tables._c_m_a_p import CmapSubtable
 
+    from fontTools.agl import toUnicode
+
     try:
-        font = TTFont(io.BytesIO(source.program))
+        font = TTFont(io.BytesIO(_opentype_from_cff(source.program) if source.cff else source.program))
         order = font.getGlyphOrder()
-        mapping = {ord(ch): order[gid] for ch, gid in source.glyphs.items() if gid < len(order)}
-        tables = {(t.platformID, t.platEncID): t.cmap for t in font["cmap"].tables} if "cmap" in font else {}
-        symbol, mac = tables.get((3, 0), {}), tables.get((1, 0), {})
-        for ch, code in source.codes.items():
-            name = symbol.get(0xF000 + code) or symbol.get(code) or mac.get(code)
-            if name:
-                mapping[ord(ch)] = name
+        if source.cff:  # glyphs named by CID (CID-keyed) or by what they draw (the Adobe glyph list)
+            names = set(order)
+            mapping = {ord(ch): f"cid{cid:05d}" for ch, cid in source.glyphs.items() if f"cid{cid:05d}" in names}
+            for name in order:
+                if len(text := toUnicode(name)) == 1:
+                    mapping.setdefault(ord(text), name)
+        else:
+            mapping = {ord(ch): order[gid] for ch, gid in source.glyphs.items() if gid < len(order)}
+            tables = {(t.platformID, t.platEncID): t.cmap for t in font["cmap"].tables} if "cmap" in font else {}
+            symbol, mac = tables.get((3, 0), {}), tables.get((1, 0), {})
+            for ch, code in source.codes.items():
+                name = symbol.get(0xF000 + code) or symbol.get(code) or mac.get(code)
+                if name:
+                    mapping[ord(ch)] = name
         for codepoint, name in (font.getBestCmap() or {}).items():
             mapping.setdefault(codepoint, name)
         glyph_set = font.getGlyphSet()
@@ -224,6 +233,38 @@ def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
         return Face(source.name, 0, family, STYLE_NAMES[style], data=out.getvalue())
     except Exception:  # a broken or unusual program: the translation is set in a system font
         return None
+
+
+def _opentype_from_cff(data: bytes) -> bytes:
+    """A bare CFF program (FontFile3 /Type1C or /CIDFontType0C) in an OpenType font: the tables a
+    font needs around it, advances from its charstrings, ascent and descent from its bounding box."""
+    from fontTools.cffLib import CFFFontSet
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.basePen import NullPen
+    from fontTools.ttLib import newTable
+
+    cff = CFFFontSet()
+    cff.decompile(io.BytesIO(data), None)
+    top = cff[cff.fontNames[0]]
+    order = top.getGlyphOrder()
+    scale = getattr(top, "FontMatrix", [0.001])[0]
+    metrics = {}
+    for name in order:
+        charstring = top.CharStrings[name]
+        charstring.draw(NullPen())  # which sets its width
+        metrics[name] = (round(charstring.width), 0)
+    builder = FontBuilder(round(1 / scale) if scale > 0 else 1000, isTTF=False)
+    builder.setupGlyphOrder(order)
+    builder.setupCharacterMap({})
+    builder.font["CFF "] = newTable("CFF ")
+    builder.font["CFF "].cff = cff
+    builder.setupHorizontalMetrics(metrics)
+    bbox = getattr(top, "FontBBox", [0, -200, 1000, 800])
+    builder.setupHorizontalHeader(ascent=round(bbox[3]), descent=round(bbox[1]))
+    builder.setupPost()
+    out = io.BytesIO()
+    builder.save(out)
+    return out.getvalue()
 
 
 STYLE_NAMES = {(False, False): "Regular", (True, False): "Bold", (False, True): "Italic", (True, True): "Bold Italic"}

@@ -193,3 +193,55 @@ def test_text_in_a_serif_face_is_set_in_noto_serif(tmp_path):
     assert texts["NotoSerif-Regular"] == "T:A LINE IN TIMES."
     assert texts["NotoSans-Regular"] == "T:A LINE IN HELVETICA."
     assert texts["NotoSerif-BoldItalic"] == "T:A LINE IN BOLD ITALIC TIMES."
+
+
+def cff_pdf(path, font_file: str, text: str, extra: str):
+    """One line drawn in a Type 1 font whose program is bare CFF (FontFile3 /Type1C), as Acrobat
+    Distiller embeds fonts: the glyphs of `text` and `extra`, built from `font_file`'s outlines."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.t2CharStringPen import T2CharStringPen
+
+    source = FontFile(font_file)
+    cmap, glyphs = source.getBestCmap(), source.getGlyphSet()
+    names = [".notdef"] + sorted({cmap[ord(ch)] for ch in text + extra})
+    charstrings = {}
+    for name in names:
+        pen = T2CharStringPen(glyphs[name].width, glyphs)
+        glyphs[name].draw(pen)
+        charstrings[name] = pen.getCharString()
+    builder = FontBuilder(source["head"].unitsPerEm, isTTF=False)
+    builder.setupGlyphOrder(names)
+    builder.setupCharacterMap({})
+    builder.setupCFF("DejaVuSans", {"FullName": "DejaVu Sans"}, charstrings, {})
+    program = builder.font["CFF "].compile(builder.font)
+    scale = 1000 / source["head"].unitsPerEm
+    widths = [round(glyphs[cmap[code]].width * scale) if code in cmap else 0 for code in range(32, 127)]
+    pdf = pikepdf.new()
+    descriptor = pikepdf.Dictionary(
+        Type=pikepdf.Name.FontDescriptor, FontName=pikepdf.Name("/ABCDEF+DejaVuSans"), Flags=32, ItalicAngle=0,
+        FontBBox=[-1021, -464, 1794, 1233], Ascent=760, Descent=-240, CapHeight=730, StemV=80,
+        FontFile3=pdf.make_stream(program, Subtype=pikepdf.Name("/Type1C")))
+    font = pikepdf.Dictionary(Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name("/ABCDEF+DejaVuSans"),
+                              FirstChar=32, LastChar=126, Widths=widths, Encoding=pikepdf.Name.WinAnsiEncoding,
+                              FontDescriptor=descriptor)
+    page = pdf.add_blank_page(page_size=(W, H))
+    page.Resources = pikepdf.Dictionary(Font=pikepdf.Dictionary(F1=pdf.make_indirect(font)))
+    page.Contents = pdf.make_stream(b"BT /F1 12 Tf 72 700 Td (" + text.encode("latin-1") + b") Tj ET")
+    pdf.save(path)
+
+
+def test_a_bare_cff_program_is_used_where_it_covers_the_translation(tmp_path, dejavu):
+    source = tmp_path / "cff.pdf"
+    cff_pdf(source, dejavu[0], "Hello world, here it is.", "HELOWRDITS:")
+    out = tmp_path / "cff.x.pdf"
+    translate_document(source, out, upper_keeping_tags)
+    texts = drawn_texts(out)
+    assert texts["DejaVuSans-Regular"] == "T:HELLO WORLD, HERE IT IS."
+    program, unicode = fonts_of(out)["DejaVuSans-Regular"]
+    system = FontFile(dejavu[0])
+    for ch in "HELOWRD":  # the same outlines, curves made quadratic again: the same bounds within a unit or two
+        bounds = [program["glyf"][program.getGlyphOrder()[unicode[ch]]], system["glyf"][system.getBestCmap()[ord(ch)]]]
+        assert all(abs(a - b) <= 2 for a, b in zip(*[(g.xMin, g.yMin, g.xMax, g.yMax) for g in bounds])), ch
+    other = tmp_path / "cff.y.pdf"  # no V in the program: a system font
+    translate_document(source, other, lambda texts: ["Very well."] * len(texts))
+    assert drawn_texts(other)["NotoSans-Regular"] == "Very well."

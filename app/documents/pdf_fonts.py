@@ -229,8 +229,8 @@ def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
         font["cmap"].tableVersion, font["cmap"].tables = 0, subtables
         out = io.BytesIO()
         font.save(out)
-        family = re.split(r"[-,]", source.name)[0] or "Embedded"
-        return Face(source.name, 0, family, STYLE_NAMES[style], data=out.getvalue())
+        family, _, style_name = re.sub(r"[-,]", "-", source.name).partition("-")  # Arial,Bold; Helvetica-Cn
+        return Face(source.name, 0, family or "Embedded", style_name or STYLE_NAMES[style], data=out.getvalue())
     except Exception:  # a broken or unusual program: the translation is set in a system font
         return None
 

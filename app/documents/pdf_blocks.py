@@ -164,6 +164,7 @@ class SourceFont:
     glyphs: dict[str, int]  # character -> glyph id (CID fonts; in a bare CFF program the CID, which names the glyph)
     codes: dict[str, int]  # character -> code, found in the program's own symbol or Mac cmap (simple fonts)
     cff: bool = False  # a bare CFF program (FontFile3 /Type1C, /CIDFontType0C), not TrueType or OpenType
+    subset: bool = True  # the BaseFont has a subset's tag (ABCDEF+): glyphs left out may be there, empty
 
 
 @dataclass
@@ -424,7 +425,7 @@ def _source_font(font) -> SourceFont | None:
         else:
             return None
         name = re.sub(r"^[A-Z]{6}\+", "", font.fontname or "")
-        return SourceFont(name, program.get_data(), glyphs, codes, cff)
+        return SourceFont(name, program.get_data(), glyphs, codes, cff, name != font.fontname)
     except Exception:  # a broken font dictionary or program: the translation is set in a system font
         return None
 

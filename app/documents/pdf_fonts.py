@@ -67,7 +67,8 @@ class Face:
     """One font file (a face of a collection), or a font program given as `data`, and the glyphs
     drawn with it, numbered from 1."""
 
-    def __init__(self, path: str, index: int, family: str, style: str, data: bytes | None = None):
+    def __init__(self, path: str, index: int, family: str, style: str, data: bytes | None = None,
+                 drawn_only: bool = False):
         from fontTools.ttLib import TTFont
 
         self.path, self.index, self.family, self.style_name, self.data = path, index, family, style, data
@@ -75,6 +76,8 @@ class Face:
         self.serif = "Serif" in family
         self.font = TTFont(io.BytesIO(data), lazy=True) if data is not None else TTFont(path, fontNumber=index, lazy=True)
         self.cmap = self.font.getBestCmap() or {}
+        # a PDF's subset keeps empty glyphs for the characters it left out: those it does not cover
+        self.outlined: dict[str, bool] | None = {} if drawn_only else None
         self.upm = self.font["head"].unitsPerEm
         self.hmtx = self.font["hmtx"]
         hhea = self.font["hhea"]
@@ -87,7 +90,16 @@ class Face:
         self.shaped: dict[str, tuple[Glyph, ...]] = {}
 
     def covers(self, ch: str) -> bool:
-        return ord(ch) in self.cmap
+        name = self.cmap.get(ord(ch))
+        if name is None or self.outlined is None or ch.isspace():
+            return name is not None
+        if ch not in self.outlined:
+            from fontTools.pens.recordingPen import RecordingPen
+
+            pen = RecordingPen()
+            self.font.getGlyphSet()[name].draw(pen)
+            self.outlined[ch] = bool(pen.value)
+        return self.outlined[ch]
 
     def shape(self, text: str) -> tuple[Glyph, ...]:
         """The glyphs of `text` (one script, one direction) in visual order, left to right."""
@@ -184,16 +196,15 @@ def _bbox(glyf, order) -> list[int]:
 
 def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
     """The font program a PDF embeds (pdf_blocks.SourceFont) as a face whose Unicode cmap holds the
-    characters it draws there and those of its own Unicode cmap, only where the glyph has an outline
-    (a subset keeps empty glyphs for those it left out); None where the program cannot be read."""
-    from fontTools.pens.recordingPen import RecordingPen
+    characters it draws there and those of its own Unicode cmap; a subset's face covers only those
+    whose glyph has an outline. None where the program cannot be read."""
+    from fontTools.agl import toUnicode
     from fontTools.ttLib import TTFont, newTable
     from fontTools.ttLib.tables._c_m_a_p import CmapSubtable
 
-    from fontTools.agl import toUnicode
-
     try:
-        font = TTFont(io.BytesIO(_opentype_from_cff(source.program) if source.cff else source.program))
+        program = _opentype_from_cff(source.program) if source.cff else source.program
+        font = TTFont(io.BytesIO(program))
         order = font.getGlyphOrder()
         if source.cff:  # glyphs named by CID (CID-keyed) or by what they draw (the Adobe glyph list)
             names = set(order)
@@ -209,28 +220,23 @@ def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
                 name = symbol.get(0xF000 + code) or symbol.get(code) or mac.get(code)
                 if name:
                     mapping[ord(ch)] = name
-        for codepoint, name in (font.getBestCmap() or {}).items():
-            mapping.setdefault(codepoint, name)
-        glyph_set = font.getGlyphSet()
-        drawn = {}
-        for codepoint, name in mapping.items():
-            if name not in glyph_set:
-                continue
-            pen = RecordingPen()
-            glyph_set[name].draw(pen)
-            if pen.value or chr(codepoint).isspace():
-                drawn[codepoint] = name
-        subtables = []
-        for table_format, encoding, chars in ((4, 1, {c: n for c, n in drawn.items() if c <= 0xFFFF}), (12, 10, drawn)):
-            table = CmapSubtable.newSubtable(table_format)
-            table.platformID, table.platEncID, table.language, table.cmap = 3, encoding, 0, chars
-            subtables.append(table)
-        font["cmap"] = newTable("cmap")
-        font["cmap"].tableVersion, font["cmap"].tables = 0, subtables
-        out = io.BytesIO()
-        font.save(out)
+        own = font.getBestCmap() or {}
+        if any(own.get(codepoint) != name for codepoint, name in mapping.items()):  # a cmap for HarfBuzz to read
+            mapping = {**own, **mapping}
+            subtables = []
+            bmp = {c: n for c, n in mapping.items() if c <= 0xFFFF}
+            for table_format, encoding, chars in ((4, 1, bmp), (12, 10, mapping)):
+                table = CmapSubtable.newSubtable(table_format)
+                table.platformID, table.platEncID, table.language, table.cmap = 3, encoding, 0, chars
+                subtables.append(table)
+            font["cmap"] = newTable("cmap")
+            font["cmap"].tableVersion, font["cmap"].tables = 0, subtables
+            out = io.BytesIO()
+            font.save(out)
+            program = out.getvalue()
         family, _, style_name = re.sub(r"[-,]", "-", source.name).partition("-")  # Arial,Bold; Helvetica-Cn
-        return Face(source.name, 0, family or "Embedded", style_name or STYLE_NAMES[style], data=out.getvalue())
+        return Face(source.name, 0, family or "Embedded", style_name or STYLE_NAMES[style], data=program,
+                    drawn_only=source.subset)
     except Exception:  # a broken or unusual program: the translation is set in a system font
         return None
 

@@ -132,7 +132,7 @@ def test_a_translation_the_subset_does_not_cover_is_set_in_noto_keeping_bold(tmp
     assert not any(name.startswith("DejaVu") and text.strip() for name, text in texts.items())
 
 
-def complete_font_pdf(path, font_file: str, text: str):
+def complete_font_pdf(path, font_file: str, text: str, base_font: str = "DejaVuSans"):
     """One line drawn in `font_file` embedded whole (a Type0 font, Identity-H, codes = glyph ids),
     as producers that do not subset write it."""
     font = FontFile(font_file)
@@ -145,15 +145,15 @@ def complete_font_pdf(path, font_file: str, text: str):
                   "endbfchar endcmap CMapName currentdict /CMap defineresource pop end end")
     widths = pikepdf.Array([x for g in sorted(set(gids)) for x in (g, [round(font["hmtx"][font.getGlyphName(g)][0] * scale)])])
     descriptor = pikepdf.Dictionary(
-        Type=pikepdf.Name.FontDescriptor, FontName=pikepdf.Name("/DejaVuSans"), Flags=32, ItalicAngle=0,
+        Type=pikepdf.Name.FontDescriptor, FontName=pikepdf.Name("/" + base_font), Flags=32, ItalicAngle=0,
         FontBBox=[-1021, -464, 1794, 1233], Ascent=760, Descent=-240, CapHeight=730, StemV=80,
         FontFile2=pdf.make_stream(Path(font_file).read_bytes()))
     descendant = pikepdf.Dictionary(
-        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.CIDFontType2, BaseFont=pikepdf.Name("/DejaVuSans"),
+        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.CIDFontType2, BaseFont=pikepdf.Name("/" + base_font),
         CIDSystemInfo=pikepdf.Dictionary(Registry=pikepdf.String("Adobe"), Ordering=pikepdf.String("Identity"), Supplement=0),
         FontDescriptor=descriptor, CIDToGIDMap=pikepdf.Name.Identity, W=widths)
     type0 = pikepdf.Dictionary(
-        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type0, BaseFont=pikepdf.Name("/DejaVuSans"),
+        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type0, BaseFont=pikepdf.Name("/" + base_font),
         Encoding=pikepdf.Name("/Identity-H"), DescendantFonts=[descendant], ToUnicode=pdf.make_stream(to_unicode.encode()))
     page = pdf.add_blank_page(page_size=(W, H))
     page.Resources = pikepdf.Dictionary(Font=pikepdf.Dictionary(F1=pdf.make_indirect(type0)))
@@ -245,3 +245,20 @@ def test_a_bare_cff_program_is_used_where_it_covers_the_translation(tmp_path, de
     other = tmp_path / "cff.y.pdf"  # no V in the program: a system font
     translate_document(source, other, lambda texts: ["Very well."] * len(texts))
     assert drawn_texts(other)["NotoSans-Regular"] == "Very well."
+
+
+def test_a_subsets_empty_glyphs_do_not_count(tmp_path, dejavu):
+    """A subset (its name tagged ABCDEF+) may keep every glyph slot and empty the glyphs it left out:
+    a translation needing one of those is set in a system font."""
+    from fontTools.ttLib.tables._g_l_y_f import Glyph
+
+    font = FontFile(dejavu[0])
+    font["glyf"][font.getBestCmap()[ord("W")]] = Glyph()  # no contours
+    emptied = tmp_path / "emptied.ttf"
+    font.save(emptied)
+    source = tmp_path / "subset.pdf"
+    complete_font_pdf(source, str(emptied), "Hello there, said the owl.", base_font="ABCDEF+DejaVuSans")
+    for translation, face in (("Hallo, sagte die Eule.", "DejaVuSans-Regular"), ("Wer ist da?", "NotoSans-Regular")):
+        out = tmp_path / f"subset.{face}.pdf"
+        translate_document(source, out, lambda texts: [translation] * len(texts))
+        assert drawn_texts(out)[face] == translation

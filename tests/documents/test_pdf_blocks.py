@@ -20,7 +20,8 @@ DENSE_ROWS = [("19", "unemployment compensation", 76), ("20a", "social security 
 def make_form(path):
     """Numbered rows (the number in bold, a wide gap, the label; a rule under each row, a field on
     the right), denser rows, one with its label far from its number (pdfminer gives that number a
-    line of its own), a footnote with its number, and name and address labels, one under the other."""
+    line of its own), a footnote with its number, name and address labels one under the other, and
+    labels side by side."""
     c = canvas.Canvas(str(path), pagesize=A4)
     for row, (number, label) in enumerate(ROWS):
         y = H - 100 - 20 * row
@@ -40,6 +41,9 @@ def make_form(path):
     for row, label in enumerate(["first name", "last name", "home address"]):
         c.drawString(60, H - 250 - 30 * row, label)
         c.line(130, H - 252 - 30 * row, 400, H - 252 - 30 * row)
+    for y, labels in ((H - 360, ("city", "postal code")), (H - 390, ("country", "phone"))):  # side by side
+        for x, label in zip((60, 250), labels):
+            c.drawString(x, y, label)
     c.setFont("Helvetica", 7)
     c.drawString(60, 60, "3)")
     c.drawString(72, 60, "Enter the amount shown on the statement.")
@@ -58,6 +62,7 @@ def test_row_numbers_are_kept_apart_from_their_labels(tmp_path):
 
     translate_document(source, out, translate)
     assert sorted(sent) == sorted([row[1] for row in ROWS + DENSE_ROWS] + ["first name", "last name", "home address",
+                                                                   "city", "postal code", "country", "phone",
                                                                    "Enter the amount shown on the statement."])
 
     def chars(path):

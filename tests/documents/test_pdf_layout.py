@@ -470,3 +470,23 @@ def test_a_word_too_wide_for_its_box_is_set_smaller_not_broken(tmp_path):
     assert len({round(c.y0, 1) for c in word}) == 1 and word[0].size < 10  # one line, smaller
     assert max(c.x1 for c in word) < 160  # and clear of the next label
     assert "".join(c.get_text() for c in drawn if c.x0 >= 155 and c.y0 > H - 250) == "Nein"
+
+
+def test_a_sentence_runs_on_past_the_footnotes_at_the_foot_of_its_column(tmp_path):
+    path = tmp_path / "notes.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for x, lines in ((72, ["The first column ends in the middle", "of a sentence that"]), (320, ["goes on in the second column."])):
+        text = c.beginText(x, H - 80)
+        text.setFont("Helvetica", 11)
+        text.setLeading(14)
+        for line in lines:
+            text.textLine(line)
+        c.drawText(text)
+    c.setFont("Helvetica", 7)
+    for n, y in enumerate((140, 125, 110, 95, 80), 1):  # footnotes at the foot of the first column, read before the second
+        c.drawString(72, y, f"{n} A note at the foot of the column.")
+    c.showPage()
+    c.save()
+    sent = []
+    translate_document(path, tmp_path / "notes.x.pdf", lambda texts: sent.extend(texts) or upper_keeping_tags(texts))
+    assert "The first column ends in the middle of a sentence that goes on in the second column." in sent

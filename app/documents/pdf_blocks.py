@@ -155,9 +155,9 @@ def cut_runs(runs: list[Run], start: int, end: int) -> list[Run]:
 
 @dataclass(eq=False)
 class SourceFont:
-    """A TrueType or OpenType program a PDF font embeds, and the characters its glyphs draw in the
-    PDF (from the font's ToUnicode map or encoding): the writer sets a translation in it again where
-    it has a glyph for every character."""
+    """A TrueType, OpenType or bare CFF program a PDF font embeds, and the characters its glyphs
+    draw in the PDF (from the font's ToUnicode map or encoding): the writer sets a translation in it
+    again where it has a glyph for every character."""
 
     name: str  # the BaseFont, without a subset's tag
     program: bytes
@@ -258,7 +258,7 @@ def read_pages(data: bytes) -> list[Page]:
     interpreter = PDFPageInterpreter(manager, device)
     document = PDFDocument(PDFParser(io.BytesIO(data)))
     pages = []
-    sources: dict[int, SourceFont | None] = {}  # id(pdfminer's font) -> its program, read once
+    sources: dict[object, SourceFont | None] = {}  # pdfminer's font -> its program, read once
     for index, page in enumerate(PDFPage.create_pages(document)):
         interpreter.process_page(page)
         layout = device.get_result()
@@ -372,10 +372,10 @@ def _block_fonts(block: Block, styles: dict, sources: dict) -> dict:
     out = {}
     for style, by_font in counts.items():
         font = fonts[max(by_font, key=by_font.get)]
-        if id(font) not in sources:
-            sources[id(font)] = _source_font(font)
-        if sources[id(font)] is not None:
-            out[style] = sources[id(font)]
+        if font not in sources:
+            sources[font] = _source_font(font)
+        if sources[font] is not None:
+            out[style] = sources[font]
     return out
 
 
@@ -439,7 +439,7 @@ def _cells(items: list) -> list[tuple[list, bool]]:
     visible = [(i, c) for i, c in enumerate(items) if isinstance(c, LTChar) and c.get_text().strip()]
     if not visible:
         return []
-    gaps = [(b.x0 - a.x1) / a.size for (_, a), (_, b) in zip(visible, visible[1:]) if a.size]
+    gaps = [(b.x0 - a.x1) / a.size if a.size else 0.0 for (_, a), (_, b) in zip(visible, visible[1:])]
     word_gaps = [g for g in gaps if g > WORD_GAP]
     if NUMBER.fullmatch("".join(c.get_text() for _, c in visible)):
         return [(items, True)]  # a number on a line of its own, as a column of row numbers has them

@@ -1,17 +1,26 @@
-"""`python -m bench.pdf_book --pages N OUT.pdf`: an N-page PDF of running text to time PDF translation.
+"""PDF translation timed on a long book: `python -m bench.pdf_book --pages 300 --checkpoint DIR --device cuda`.
 
-Each page has a running header, a heading, two columns of paragraphs (~40 sentences of 10-25
-words) and a page number, written with reportlab (a test dependency). The sentences are drawn
-from a fixed vocabulary by a seeded generator, so every run makes the same file:
-`dragoman translate --model DIR --from eng_Latn --to fra_Latn --max-length 48 OUT.pdf` then times
-reading the layout, translating and setting the translation.
+Writes an N-page PDF of running text with reportlab (a test dependency): each page has a running
+header, a heading, two columns of paragraphs (~40 sentences of 10-25 words) and a page number; the
+sentences are drawn from a fixed vocabulary by a seeded generator, so every run makes the same
+file. Then translates it into PDF through the app's document path (`app.jobs.run_document_job`:
+reading the layout, sentence splitting, the engine, typesetting, writing; no translation cache),
+after a warm-up on a two-page book (kernels compiled, graphs captured), and prints one JSON object:
+pages/s and sentences/s for the whole path, and the seconds of the same path with the model
+replaced by the identity (what reading and writing the PDF cost). --checkpoint is a Hugging Face
+NLLB folder; where it has no config.json, bench.checkpoint's random-weight model of --size is
+written there. Translations are forced to --new-tokens tokens (DESIGN.md's document workload;
+0: the model stops by itself). `--make-only OUT.pdf` only writes the book.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import tempfile
 import textwrap
+import time
+from pathlib import Path
 
 WORDS = ("the river town market bridge museum morning evening light street house garden people "
          "walk old new small green long quiet visitors history century square church window road "
@@ -61,10 +70,64 @@ def make_book(path: str, pages: int, seed: int = 0) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.pdf_book", description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=10)
-    parser.add_argument("out")
+    parser.add_argument("--pages", type=int, default=300)
+    parser.add_argument("--checkpoint", type=Path, help="NLLB checkpoint folder (a random one is written if it has none)")
+    parser.add_argument("--size", default="600M", help="shape of the random checkpoint (600M, 1.3B, 3.3B)")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--beams", type=int, default=4)
+    parser.add_argument("--new-tokens", type=int, default=40, help="tokens each translation is forced to (0: not forced)")
+    parser.add_argument("--to", dest="target", default="fra_Latn")
+    parser.add_argument("--make-only", metavar="OUT.pdf", help="write the book there and stop")
     args = parser.parse_args()
-    print(f"{args.out}: {args.pages} pages, {make_book(args.out, args.pages)} sentences")
+    if args.make_only:
+        print(f"{args.make_only}: {args.pages} pages, {make_book(args.make_only, args.pages)} sentences")
+        return
+    if args.checkpoint is None:
+        parser.error("--checkpoint DIR is needed to translate (or --make-only OUT.pdf)")
+    time_book(args)
+
+
+def time_book(args) -> None:
+    import torch
+
+    from app.documents import translate_document
+    from app.jobs import DocumentJob, run_document_job
+    from bench import emit
+    from bench.checkpoint import write_checkpoint
+    from engine import Translator
+
+    if not (args.checkpoint / "config.json").exists():
+        write_checkpoint(args.checkpoint, args.size)
+    translator = Translator(args.checkpoint, device=args.device)
+    options = {"num_beams": args.beams}
+    if args.new_tokens:
+        options.update(min_new_tokens=args.new_tokens, max_new_tokens=args.new_tokens)
+    with tempfile.TemporaryDirectory(prefix="dragoman-pdf-book-") as folder:
+        work = Path(folder)
+
+        def translate(book: Path) -> float:
+            job = DocumentJob(book, work / f"{book.stem}.{args.target}.pdf", "eng_Latn", args.target, options,
+                              overwrite=True)
+            start = time.perf_counter()
+            run_document_job(job, translator, None)
+            if translator.device.type == "cuda":
+                torch.cuda.synchronize(translator.device)
+            return time.perf_counter() - start
+
+        warm_up = work / "warm-up.pdf"
+        make_book(str(warm_up), 2, seed=1)
+        translate(warm_up)
+        book = work / "book.pdf"
+        sentences = make_book(str(book), args.pages)
+        seconds = translate(book)
+        start = time.perf_counter()
+        translate_document(book, work / "book.identity.pdf", lambda texts: texts, target_script=args.target[4:])
+        layout_seconds = time.perf_counter() - start
+        out = {"pages": args.pages, "sentences": sentences, "device": translator.describe(), "beams": args.beams,
+               "new_tokens": args.new_tokens or "natural", "seconds": seconds, "pages_per_s": args.pages / seconds,
+               "sentences_per_s": sentences / seconds, "layout_only_seconds": layout_seconds,
+               "output_MB": (work / f"book.{args.target}.pdf").stat().st_size / 1e6}
+    emit(out, f"pdf_book_{args.pages}", translator.device)
 
 
 if __name__ == "__main__":

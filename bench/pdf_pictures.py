@@ -1,16 +1,24 @@
-"""`python -m bench.pdf_pictures docs/pdf-before-after.png`: a brochure page before and after PDF translation.
+"""`python -m bench.pdf_pictures [--form F1040.pdf] [FOLDER]`: pages before and after PDF translation, side by side.
 
-The page is made here with reportlab (two columns, a heading, a picture, a table, a link, a
-footer) and goes through the app's document path (app.documents.translate_document) into German
-and Arabic. The translations are fixed sentences written for this picture, not a model's output:
-the picture shows the layout work (text removed and set again in its boxes, right to left in
-Arabic), not translation quality. Pages are rendered with pypdfium2 and put side by side.
+Each picture is rendered with pypdfium2 from documents that go through the app's document path
+(app.documents.translate_document):
+- FOLDER/pdf-before-after.png: a brochure page made here with reportlab (two columns, a heading
+  on a coloured band, a picture, a table, a link, a footer), into German and Arabic;
+- FOLDER/pdf-paper.png: a two-column paper page made here (title, abstract, headings, justified
+  columns, a figure with its caption, a table, a footnote, a running header), into German;
+- FOLDER/pdf-form.png, with --form: page 1 of a real form, the 2010 IRS Form 1040 (a work of
+  the US federal government, in the public domain; pdf.js keeps a filled-in copy as
+  test/pdfs/prefilled_f1040.pdf), into a pseudo-translation.
+The German and Arabic are fixed sentences written for these pictures, not a model's output; the
+form, which has too many texts to write by hand, gets the pseudo-translation that software
+localisation uses to test layouts (`pseudo`): each letter accented, each longer word a third
+longer. The pictures show the layout work (text removed and set again in its boxes, right to left
+in Arabic), not translation quality.
 """
 
 from __future__ import annotations
 
 import io
-import sys
 import tempfile
 from pathlib import Path
 
@@ -103,33 +111,185 @@ def make_page(path: Path) -> None:
     c.save()
 
 
-def stand_in(column: int):
+PAPER = {
+    "Proceedings of the Workshop on Document Layout, 2026": "Tagungsband des Workshops zu Dokumentlayout, 2026",
+    "Reading order in born-digital documents": "Lesereihenfolge in digital erzeugten Dokumenten",
+    "A. Writer, B. Author": "A. Writer, B. Author",
+    "Department of Informatics, Example University": "Institut für Informatik, Beispieluniversität",
+    "Abstract": "Zusammenfassung",
+    "We study how a program can find the order in which people read the parts of a page.":
+        "Wir untersuchen, wie ein Programm die Reihenfolge finden kann, in der Menschen die Teile einer Seite lesen.",
+    "Columns, tables and footnotes make this harder than it looks.":
+        "Spalten, Tabellen und Fußnoten machen das schwieriger, als es aussieht.",
+    "Our method uses the positions and sizes of the characters alone.":
+        "Unsere Methode verwendet allein die Positionen und Größen der Zeichen.",
+    "1 Introduction": "1 Einleitung",
+    "A page of a scientific paper is read column by column, from the top down.":
+        "Eine Seite eines wissenschaftlichen Artikels wird Spalte für Spalte von oben nach unten gelesen.",
+    "Headings, figures and their captions interrupt the flow of the text.":
+        "Überschriften, Abbildungen und ihre Bildunterschriften unterbrechen den Fluss des Textes.",
+    "A translation must keep this order, or its sentences lose their meaning.1":  # 1: a footnote's mark
+        "Eine Übersetzung muss diese Reihenfolge bewahren, sonst verlieren ihre Sätze ihren Sinn.1",
+    "Figure 1 shows how often each kind of block appears in our test set.":
+        "Abbildung 1 zeigt, wie oft jede Art von Block in unserer Testmenge vorkommt.",
+    "Figure 1: Blocks per page in the test set.": "Abbildung 1: Blöcke pro Seite in der Testmenge.",
+    "2 Method": "2 Methode",
+    "Characters are first grouped into lines, and lines into blocks.":
+        "Zeichen werden zuerst zu Zeilen gruppiert und Zeilen zu Blöcken.",
+    "A block ends where the font size changes or where a line starts indented.":
+        "Ein Block endet dort, wo sich die Schriftgröße ändert oder eine Zeile eingerückt beginnt.",
+    "Blocks are then ordered by column and by their height on the page.":
+        "Die Blöcke werden dann nach Spalte und nach ihrer Höhe auf der Seite geordnet.",
+    "Table 1: Accuracy of the reading order.": "Tabelle 1: Genauigkeit der Lesereihenfolge.",
+    "Document type": "Dokumenttyp", "Pages": "Seiten", "Correct": "Richtig",
+    "Papers": "Artikel", "Forms": "Formulare", "Brochures": "Broschüren",
+    "The results in Table 1 show that forms are the hardest case.":
+        "Die Ergebnisse in Tabelle 1 zeigen, dass Formulare der schwierigste Fall sind.",
+    "Their labels stand in rows and columns rather than in sentences.":
+        "Ihre Beschriftungen stehen in Zeilen und Spalten statt in Sätzen.",
+    "1 The test set and the program are available from the authors.":
+        "1 Die Testmenge und das Programm sind bei den Autoren erhältlich.",
+}
+
+
+def make_paper(path: Path) -> None:
+    from PIL import Image, ImageDraw
+    from reportlab.lib.enums import TA_CENTER, TA_JUSTIFY
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.pdfgen import canvas
+    from reportlab.platypus import Frame, Image as Picture, Paragraph, Spacer, Table, TableStyle
+
+    width, height = A4
+    body = ParagraphStyle("body", fontName="Times-Roman", fontSize=10, leading=12.5, alignment=TA_JUSTIFY)
+    heading = ParagraphStyle("heading", fontName="Times-Bold", fontSize=12, leading=15, spaceBefore=6, spaceAfter=3)
+    caption = ParagraphStyle("caption", fontName="Times-Italic", fontSize=9, leading=11, alignment=TA_CENTER)
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.setFont("Times-Italic", 8)
+    c.drawString(56, height - 36, "Proceedings of the Workshop on Document Layout, 2026")
+    c.setFont("Times-Bold", 18)
+    c.drawCentredString(width / 2, height - 80, "Reading order in born-digital documents")
+    c.setFont("Times-Roman", 11)
+    c.drawCentredString(width / 2, height - 100, "A. Writer, B. Author")
+    c.setFont("Times-Italic", 10)
+    c.drawCentredString(width / 2, height - 114, "Department of Informatics, Example University")
+    abstract = [Paragraph("Abstract", ParagraphStyle("a", parent=heading, alignment=TA_CENTER, fontSize=10)),
+                Paragraph("We study how a program can find the order in which people read the parts of a page. "
+                          "Columns, tables and footnotes make this harder than it looks. "
+                          "Our method uses the positions and sizes of the characters alone.",
+                          ParagraphStyle("i", parent=body, fontName="Times-Italic"))]
+    Frame(110, height - 215, width - 220, 90, showBoundary=0).addFromList(abstract, c)
+    chart = Image.new("RGB", (460, 240), "white")
+    draw = ImageDraw.Draw(chart)
+    for i, (value, colour) in enumerate(((180, "#3b6ea5"), (120, "#d9822b"), (70, "#5a9e5a"), (40, "#a33b3b"))):
+        draw.rectangle((40 + 105 * i, 220 - value, 110 + 105 * i, 220), fill=colour)
+    draw.line((30, 220, 450, 220), fill="black", width=2)
+    draw.line((30, 20, 30, 220), fill="black", width=2)
+    data = io.BytesIO()
+    chart.save(data, "PNG")
+    data.seek(0)
+    table = Table([["Document type", "Pages", "Correct"], ["Papers", "120", "97%"], ["Forms", "80", "91%"],
+                   ["Brochures", "45", "94%"]], colWidths=[90, 50, 55])
+    table.setStyle(TableStyle([("FONT", (0, 0), (-1, 0), "Times-Bold", 9), ("FONT", (0, 1), (-1, -1), "Times-Roman", 9),
+                               ("LINEABOVE", (0, 0), (-1, 0), 1, "black"), ("LINEBELOW", (0, 0), (-1, 0), 0.5, "black"),
+                               ("LINEBELOW", (0, -1), (-1, -1), 1, "black"), ("ALIGN", (1, 0), (-1, -1), "RIGHT")]))
+    left = [Paragraph("1 Introduction", heading),
+            Paragraph("A page of a scientific paper is read column by column, from the top down. Headings, figures "
+                      "and their captions interrupt the flow of the text. A translation must keep this order, or its "
+                      "sentences lose their meaning.<super>1</super>", body),
+            Spacer(1, 6),
+            Paragraph("Figure 1 shows how often each kind of block appears in our test set.", body),
+            Spacer(1, 8), Picture(data, 220, 115), Spacer(1, 4),
+            Paragraph("Figure 1: Blocks per page in the test set.", caption)]
+    right = [Paragraph("2 Method", heading),
+             Paragraph("Characters are first grouped into lines, and lines into blocks. A block ends where the font "
+                       "size changes or where a line starts indented. Blocks are then ordered by column and by their "
+                       "height on the page.", body),
+             Spacer(1, 10), Paragraph("Table 1: Accuracy of the reading order.", caption), Spacer(1, 4), table,
+             Spacer(1, 10),
+             Paragraph("The results in Table 1 show that forms are the hardest case. Their labels stand in rows and "
+                       "columns rather than in sentences.", body)]
+    column = (width - 112 - 20) / 2
+    Frame(56, 300, column, height - 530, showBoundary=0).addFromList(left, c)
+    Frame(56 + column + 20, 300, column, height - 530, showBoundary=0).addFromList(right, c)
+    c.line(56, 112, 160, 112)
+    c.setFont("Times-Roman", 6)
+    c.drawString(56, 102, "1")
+    c.setFont("Times-Roman", 8)
+    c.drawString(61, 99, "The test set and the program are available from the authors.")
+    c.setFont("Times-Roman", 9)
+    c.drawCentredString(width / 2, 50, "3")
+    c.showPage()
+    c.save()
+
+
+VOWELS = dict(zip("aeiouAEIOU", "áéîõüÅÉÎÕÜ"))
+ACCENTED = {**dict(zip("cnsyzCNSYZ", "çñšýžÇÑŠÝŽ")), **VOWELS}
+
+
+def pseudo(text: str) -> str:
+    """Software localisation's pseudo-translation: every letter accented, and every word of four
+    letters or more a third longer (its vowels doubled until it is), placeholder tags kept."""
+    import re
+
+    def word(match) -> str:
+        w = match.group()
+        if len(w) >= 4:
+            extra = -(-len(w) // 3)
+            w = "".join(ch * 2 if ch in VOWELS and (extra := extra - 1) >= 0 else ch for ch in w)
+        return "".join(ACCENTED.get(ch, ch) for ch in w)
+
+    return "".join(part if re.fullmatch(r"<\s*/?\s*x\d+\s*/?>", part) else re.sub(r"[A-Za-z]+", word, part)
+                   for part in re.split(r"(<\s*/?\s*x\d+\s*/?>)", text))
+
+
+def from_table(table: dict, column: int | None = None):
     def translate(texts: list[str]) -> list[str]:
-        return [SENTENCES[t][column] for t in texts]
+        return [table[t] if column is None else table[t][column] for t in texts]
 
     return translate
 
 
-def main(out: str) -> None:
+def side_by_side(pages: list[Path], out: Path, scale: float) -> None:
+    """The first page of each PDF rendered, in a row on grey, saved as a PNG of 256 colours."""
     import pypdfium2
     from PIL import Image
 
-    with tempfile.TemporaryDirectory() as folder:
-        source = Path(folder) / "brochure.pdf"
-        make_page(source)
-        pages = [source]
-        for column, target in enumerate(("deu_Latn", "arb_Arab")):
-            pages.append(translate_document(source, Path(folder) / f"brochure.{target}.pdf", stand_in(column),
-                                            target_script=target[4:]))
-        images = [pypdfium2.PdfDocument(str(p))[0].render(scale=1.6).to_pil() for p in pages]
+    images = [pypdfium2.PdfDocument(str(p))[0].render(scale=scale).to_pil() for p in pages]
     gap = 16
-    picture = Image.new("RGB", (sum(i.width for i in images) + gap * (len(images) + 1), images[0].height + 2 * gap), "#d0d0d0")
+    picture = Image.new("RGB", (sum(i.width for i in images) + gap * (len(images) + 1), images[0].height + 2 * gap),
+                        "#d0d0d0")
     x = gap
     for image in images:
         picture.paste(image, (x, gap))
         x += image.width + gap
-    picture.save(out, optimize=True)
+    picture.quantize(256, dither=Image.Dither.NONE).save(out, optimize=True)
+
+
+def main(folder: Path, form: Path | None) -> None:
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        brochure = work / "brochure.pdf"
+        make_page(brochure)
+        pages = [brochure]
+        for column, target in enumerate(("deu_Latn", "arb_Arab")):
+            pages.append(translate_document(brochure, work / f"brochure.{target}.pdf", from_table(SENTENCES, column),
+                                            target_script=target[4:]))
+        side_by_side(pages, folder / "pdf-before-after.png", 1.6)
+        paper = work / "paper.pdf"
+        make_paper(paper)
+        german = translate_document(paper, work / "paper.deu_Latn.pdf", from_table(PAPER))
+        side_by_side([paper, german], folder / "pdf-paper.png", 1.3)
+        if form is not None:
+            pseudo_form = translate_document(form, work / "form.pseudo.pdf", lambda texts: [pseudo(t) for t in texts])
+            side_by_side([form, pseudo_form], folder / "pdf-form.png", 1.3)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "docs/pdf-before-after.png")
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.pdf_pictures", description=__doc__.splitlines()[0])
+    parser.add_argument("--form", type=Path, help="the IRS Form 1040 of pdf.js (test/pdfs/prefilled_f1040.pdf)")
+    parser.add_argument("folder", type=Path, nargs="?", default=Path("docs"))
+    args = parser.parse_args()
+    main(args.folder, args.form)

@@ -181,12 +181,39 @@ class PdfDocument(Document):
         self.pdf.close()
 
 
-CHAIN_LOOKAHEAD = 3  # blocks looked at for a sentence's continuation (past a footer, a header)
+CHAIN_LOOKAHEAD = 8  # blocks looked at for a sentence's continuation (past footnotes, a footer, a header)
 
 
 def _chains(blocks, order: list[int]) -> list[list[int]]:
     """The translated blocks (indexes, in reading order) grouped where a sentence runs from one
-    into the next: the next block of the same size, past headers and footers, that continues it."""
+    into the next: the next block of the same size, past headers and footers, that continues it,
+    from the foot of a column to the head of the next (not from one label of a form to the next)."""
+    on_page: dict[int, list] = {}
+    for block in blocks:
+        on_page.setdefault(block.page, []).append(block)
+
+    def at_foot(block, besides) -> bool:
+        """No translated block (page numbers do not count) of the block's size but `besides` below it in its column."""
+        x0, y0, x1, _ = block.bbox
+        return not any(other.translate and other is not block and other is not besides
+                       and abs(other.size - block.size) < 0.1 * block.size
+                       and other.bbox[0] < x1 and other.bbox[2] > x0 and other.bbox[3] <= y0 for other in on_page[block.page])
+
+    def goes_on(block, after) -> bool:
+        """`after` is where `block` goes on: the head of the next column or page, or right below it."""
+        if not continues(block, after):
+            return False
+        (x0, y0, x1, y1), (a0, _, a1, a_top) = block.bbox, after.bbox
+        if after.page == block.page:
+            if a0 < x1 and a1 > x0:  # the same column: the next line, aligned alike
+                aligned = abs(a0 - x0) < 1 or abs((a0 + a1) - (x0 + x1)) < 2 * block.size  # left, or centred
+                return aligned and y0 - a_top < block.size
+            # the head of the next column starts no lower than the block, and the block is a paragraph's
+            # lines, not a form's label (one line; the next label of its row starts as high)
+            if a_top < y1 - block.size or len(block.lines) < 2:
+                return False
+        return at_foot(block, after)
+
     chains: list[list[int]] = []
     joined: set[int] = set()
     for position, i in enumerate(order):
@@ -197,7 +224,7 @@ def _chains(blocks, order: list[int]) -> list[list[int]]:
             last = blocks[chain[-1]]
             following = [(p, j) for p, j in enumerate(order[at + 1 : at + 1 + CHAIN_LOOKAHEAD], at + 1)
                          if j not in joined and abs(blocks[j].size - last.size) < 0.1 * last.size]
-            if not following or not continues(last, blocks[following[0][1]]):
+            if not following or not goes_on(last, blocks[following[0][1]]):
                 break
             at, j = following[0]
             chain.append(j)

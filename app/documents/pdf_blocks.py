@@ -3,8 +3,10 @@
 pdfminer.six lays the characters of each page out in lines and boxes (columns and reading order
 from its box ordering); a box is cut into blocks where the font size changes, where a ruled line
 runs between two lines, where a line starts indented or the one before it ends short (a
-paragraph's last line). A block's lines are joined into one text (a hyphen at a line end joins the
-word), so a sentence that runs across lines is translated whole.
+paragraph's last line). A number set apart from the rest of its line by a wide gap, or alone on
+its line (a form's row number, a section number), is a block of its own, kept as it is. A block's
+lines are joined into one text (a hyphen at a line end joins the word), so a sentence that runs
+across lines is translated whole.
 
 Each character remembers which text-showing operator of the page's content stream drew it (the
 n-th `Tj`/`TJ`/`'`/`"` of the page) and which glyph of it, so the writer can remove a block's text.
@@ -12,7 +14,8 @@ A block is kept as it is (not translated) when it has no letters, is a URL, is c
 is set in math fonts, has characters whose text the PDF does not give (no ToUnicode), is not
 upright, is drawn invisibly or as a clipping path, or shares an operator it cannot be cut out of
 with a kept block. List markers and a table of contents' leaders stay out of the translation.
-Text inside form XObjects is not seen here and stays untouched.
+Text inside form XObjects is not seen here and stays untouched. A translated block remembers the
+embedded font program its letters of each style are drawn in (`SourceFont`), for the writer.
 """
 
 from __future__ import annotations
@@ -28,14 +31,22 @@ from dragoman.app.documents.sentences import is_translatable
 
 SHOW_OPERATORS = ("Tj", "TJ", "'", '"')
 SIZE_CHANGE = 1.15  # lines whose sizes differ by this factor are in different blocks (a heading and its text)
+LINE_ABOVE, LINE_BELOW = 1.0, 0.35  # sizes a line's box reaches above and below its baseline at most
 SHORT_LINE = 0.8  # a line shorter than this share of its block's width ends a paragraph
 MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSBM|MSAM|Math|Symbol|STIX", re.IGNORECASE)
 URL = re.compile(r"^\s*(?:https?://|www\.|mailto:)\S+\s*$|^\s*\S+@\S+\.\w+\s*$", re.IGNORECASE)
 BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|CMBX|CMB\d", re.IGNORECASE)
 ITALIC_NAME = re.compile(r"ital|oblique|CMTI|CMSL", re.IGNORECASE)
+SERIF_FONT = re.compile(r"times|serif|georgia|garamond|palatino|minion|cambria|antiqua|caslon|baskerville|century|"
+                        r"charter|utopia|bookman|bodoni|CMR\d|CMBX|CMTI|LMRoman|Nimbus ?Rom|Tinos", re.IGNORECASE)
 MONO_FONT = re.compile(r"courier|mono|CMTT|consol|menlo|typewriter", re.IGNORECASE)
 LEADER = re.compile(r"\s*(?:\.\s*){3,}\s*[\dIVXLCivxlc]+\s*$")  # a table of contents' dots and page number, kept
 BULLET = re.compile(r"^([•▪◦‣●■□–*-]|\d{1,3}[.)]|[a-z][.)])\s")  # a list item's marker, kept out of the translation
+# a row, item or section number: 7, 8a, 2.1, 3), (iv), a.
+NUMBER = re.compile(r"\d{1,4}[a-z]?(?:\.\d{1,3})*[.)]?|\(?(?:\d{1,4}|[ivxIVX]{1,5}|[a-zA-Z])[.)]")
+WORD_GAP = 0.15  # ems between two characters that make them two words
+SPACE = 0.3  # ems: a usual word space
+NUMBER_GAP = 0.6  # ems after a leading number that set it apart as a cell of its own
 NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
 
 
@@ -49,6 +60,7 @@ class Line:
     size: float
     baseline: float
     chars: list = field(default_factory=list, repr=False)  # pdfminer's LTChar objects, while the page is read
+    number: bool = False  # a leading number set apart from its line (see _cells): a block of its own
 
 
 @dataclass
@@ -61,6 +73,8 @@ class Block:
     color: tuple = ()
     align: str = "left"  # or "right", "center"
     invisible: bool = False  # drawn invisibly (text render mode 3): a scan's OCR layer
+    serif: bool = False  # most of its letters are in a serif face
+    fonts: dict = field(default_factory=dict)  # (bold, italic) -> SourceFont of most of its letters in that style
 
     @property
     def bbox(self) -> tuple[float, float, float, float]:
@@ -137,6 +151,20 @@ def cut_runs(runs: list[Run], start: int, end: int) -> list[Run]:
             out.append(Run(run.text[a - offset : b - offset], run.style))
         offset += len(run.text)
     return out
+
+
+@dataclass(eq=False)
+class SourceFont:
+    """A TrueType, OpenType or bare CFF program a PDF font embeds, and the characters its glyphs
+    draw in the PDF (from the font's ToUnicode map or encoding): the writer sets a translation in it
+    again where it has a glyph for every character."""
+
+    name: str  # the BaseFont, without a subset's tag
+    program: bytes
+    glyphs: dict[str, int]  # character -> glyph id (CID fonts; in a bare CFF program the CID, which names the glyph)
+    codes: dict[str, int]  # character -> code, found in the program's own symbol or Mac cmap (simple fonts)
+    cff: bool = False  # a bare CFF program (FontFile3 /Type1C, /CIDFontType0C), not TrueType or OpenType
+    subset: bool = True  # the BaseFont has a subset's tag (ABCDEF+): glyphs left out may be there, empty
 
 
 @dataclass
@@ -216,17 +244,27 @@ def read_pages(data: bytes) -> list[Page]:
             self.glyph += 1
             return advance
 
-    manager = PDFResourceManager(caching=True)
+    class Manager(PDFResourceManager):
+        """Keeps on each font the dictionary it was made from (a Type0 font: its descendant's)."""
+
+        def get_font(self, objid, spec):
+            font = super().get_font(objid, spec)
+            if not hasattr(font, "spec"):
+                font.spec = spec
+            return font
+
+    manager = Manager(caching=True)
     device = Device(manager, laparams=LAParams(line_margin=0.5, char_margin=2.0, boxes_flow=0.5))
     interpreter = PDFPageInterpreter(manager, device)
     document = PDFDocument(PDFParser(io.BytesIO(data)))
     pages = []
+    sources: dict[object, SourceFont | None] = {}  # pdfminer's font -> its program, read once
     for index, page in enumerate(PDFPage.create_pages(document)):
         interpreter.process_page(page)
         layout = device.get_result()
         x0, y0, x1, y1 = page.mediabox
         splittable = {i for i, elements in enumerate(device.glyphs) if elements is not None}
-        page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable)
+        page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable, sources)
         page_layout.shows, page_layout.advances, page_layout.glyphs = device.shows, device.advances, device.glyphs
         pages.append(page_layout)
     return pages
@@ -263,7 +301,7 @@ def _elements(textstate, seq) -> list | None:
     return elements
 
 
-def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) -> Page:
+def _page(index, layout, page_size, origin, upright_page, splittable: set[int], sources: dict) -> Page:
     from pdfminer.layout import LTChar, LTCurve, LTFigure, LTImage, LTTextBoxHorizontal, LTTextLineHorizontal
 
     rules, boxes, images, figures = [], [], 0, []
@@ -283,20 +321,25 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) 
         for line in box:
             if not isinstance(line, LTTextLineHorizontal):
                 continue
-            chars = [c for c in line if isinstance(c, LTChar)]
-            if not chars:
-                continue
-            pieces = []
-            for item in line:
-                if isinstance(item, LTChar):
-                    pieces.append((item.get_text(), _style(item, styles), item.show if item.upright else -1))
-                elif item.get_text() == " ":
-                    pieces.append((" ", None, None))
-            while pieces and not pieces[-1][0].strip():
-                pieces.pop()
-            size = statistics.median(c.size for c in chars)
-            baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
-            lines.append(Line(pieces, line.x0, line.y0, line.x1, line.y1, size, baseline, chars))
+            for items, number in _cells(list(line)):
+                chars = [c for c in items if isinstance(c, LTChar)]
+                pieces = []
+                for item in items:
+                    if item.get_text() == " " and pieces and pieces[-1][0] == " ":
+                        continue  # a space drawn and the one pdfminer adds for its width (justified text): one
+                    if isinstance(item, LTChar):
+                        pieces.append((item.get_text(), _style(item, styles), item.show if item.upright else -1))
+                    elif item.get_text() == " ":
+                        pieces.append((" ", None, None))
+                while pieces and not pieces[-1][0].strip():
+                    pieces.pop()
+                size = statistics.median(c.size for c in chars)
+                baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
+                # a few larger glyphs (big digits, an initial) do not make the line taller than its size
+                top, bottom = baseline + LINE_ABOVE * size, baseline - LINE_BELOW * size
+                lines.append(Line(pieces, min(c.x0 for c in chars), max(min(c.y0 for c in chars), bottom),
+                                  max(c.x1 for c in chars), min(max(c.y1 for c in chars), top), size, baseline,
+                                  chars, number))
         if lines and flows and _flows_on(flows[-1][-1], lines[0]):
             flows[-1] += lines  # pdfminer cut a paragraph at an indented or hanging line: _cut decides
         elif lines:
@@ -307,11 +350,108 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int]) 
         left, right = min(b.bbox[0] for b in blocks), max(b.bbox[2] for b in blocks)
     for block in blocks:
         _decide(block, upright_page)
+        if block.translate:
+            block.fonts = _block_fonts(block, styles, sources)
         block.align = _alignment(block, left, right, page_size[0])
         for line in block.lines:
             line.chars = []  # pdfminer's objects are not needed any more: a long document's memory
     _keep_shared(blocks, splittable)
     return Page(index, origin, blocks, rules, images, figures)
+
+
+def _block_fonts(block: Block, styles: dict, sources: dict) -> dict:
+    """(bold, italic) -> the embedded program most of the block's letters of that style are drawn in."""
+    counts: dict[tuple, dict[int, int]] = {}  # style -> id(font) -> letters
+    fonts = {}
+    for line in block.lines:
+        for char in line.chars:
+            if char.get_text().isalpha():
+                by_font = counts.setdefault(_style(char, styles), {})
+                by_font[id(char.font)] = by_font.get(id(char.font), 0) + 1
+                fonts[id(char.font)] = char.font
+    out = {}
+    for style, by_font in counts.items():
+        font = fonts[max(by_font, key=by_font.get)]
+        if font not in sources:
+            sources[font] = _source_font(font)
+        if sources[font] is not None:
+            out[style] = sources[font]
+    return out
+
+
+def _source_font(font) -> SourceFont | None:
+    """The TrueType, OpenType or CFF program the font embeds, with the characters it draws; None
+    for a font with none (the standard 14, Type 1, Type 3) or a CMap other than Identity."""
+    from pdfminer.cmapdb import FileUnicodeMap, IdentityCMap
+    from pdfminer.pdffont import PDFCIDFont, PDFType1Font, PDFTrueTypeFont
+    from pdfminer.pdftypes import PDFStream, resolve1
+    from pdfminer.psparser import literal_name
+
+    spec = getattr(font, "spec", None)
+    try:
+        descriptor = resolve1(spec.get("FontDescriptor")) if spec else None
+        if not isinstance(descriptor, dict):
+            return None
+        program, cff = resolve1(descriptor.get("FontFile2")), False
+        if program is None:
+            program = resolve1(descriptor.get("FontFile3"))
+            if not isinstance(program, PDFStream):
+                return None
+            kind = literal_name(program.get("Subtype"))
+            if kind not in ("OpenType", "Type1C", "CIDFontType0C"):
+                return None
+            cff = kind != "OpenType"
+        if not isinstance(program, PDFStream):
+            return None
+        glyphs: dict[str, int] = {}
+        codes: dict[str, int] = {}
+        if isinstance(font, PDFCIDFont):
+            if not isinstance(font.cmap, IdentityCMap) or not isinstance(font.unicode_map, FileUnicodeMap):
+                return None
+            mapping = None if cff else resolve1(spec.get("CIDToGIDMap"))  # a CFF program's glyphs go by CID
+            table = mapping.get_data() if isinstance(mapping, PDFStream) else None
+            for cid, text in sorted(font.unicode_map.cid2unichr.items()):
+                gid = int.from_bytes(table[2 * cid : 2 * cid + 2], "big") if table is not None else cid
+                if len(text) == 1 and gid:
+                    glyphs.setdefault(text, gid)
+        elif isinstance(font, PDFTrueTypeFont) or (cff and isinstance(font, PDFType1Font)):
+            for code in range(256):
+                try:
+                    text = font.to_unichr(code)
+                except Exception:  # the code draws no known character
+                    continue
+                if len(text) == 1:
+                    codes.setdefault(text, code)
+        else:
+            return None
+        name = re.sub(r"^[A-Z]{6}\+", "", font.fontname or "")
+        return SourceFont(name, program.get_data(), glyphs, codes, cff, name != font.fontname)
+    except Exception:  # a broken font dictionary or program: the translation is set in a system font
+        return None
+
+
+def _cells(items: list) -> list[tuple[list, bool]]:
+    """A line's items (pdfminer's characters and the spaces it adds) cut after a leading number set
+    apart from the rest (a form's row number, a section number): a gap of NUMBER_GAP ems and twice
+    the line's other gaps. Each part says whether it is that number; a line without characters has none."""
+    from pdfminer.layout import LTChar
+
+    visible = [(i, c) for i, c in enumerate(items) if isinstance(c, LTChar) and c.get_text().strip()]
+    if not visible:
+        return []
+    gaps = [(b.x0 - a.x1) / a.size if a.size else 0.0 for (_, a), (_, b) in zip(visible, visible[1:])]
+    word_gaps = [g for g in gaps if g > WORD_GAP]
+    if NUMBER.fullmatch("".join(c.get_text() for _, c in visible)):
+        return [(items, True)]  # a number on a line of its own, as a column of row numbers has them
+    if not word_gaps:
+        return [(items, False)]
+    first = next(k for k, g in enumerate(gaps) if g > WORD_GAP)
+    others = word_gaps[1:]
+    usual = statistics.median(others) if others else SPACE
+    number = "".join(c.get_text() for _, c in visible[: first + 1])
+    if not NUMBER.fullmatch(number) or word_gaps[0] < max(NUMBER_GAP, 2 * usual):
+        return [(items, False)]
+    return [(items[: visible[first][0] + 1], True), (items[visible[first + 1][0] :], False)]
 
 
 def _count_images(item) -> int:
@@ -344,7 +484,8 @@ def _cut(page: int, lines: list[Line], rules) -> list[Block]:
             left, _, right, _ = block.bbox
             width = max(right, line.x1) - min(left, line.x0)
             new = (
-                max(line.size, previous.size) > SIZE_CHANGE * min(line.size, previous.size)
+                line.number or previous.number
+                or max(line.size, previous.size) > SIZE_CHANGE * min(line.size, previous.size)
                 or previous.x1 - previous.x0 < SHORT_LINE * width
                 or line.x0 > left + 1.5 * line.size
                 or previous.baseline - line.baseline > 2.0 * max(line.size, previous.size)
@@ -364,11 +505,15 @@ def _decide(block: Block, upright_page: bool) -> None:
     block.shows = {show for line in block.lines for _, _, show in line.pieces if show is not None}
     block.glyphs = {(c.show, c.glyph) for c in chars if c.show is not None}
     block.invisible = all(c.invisible for c in chars)
+    letters = [c for c in chars if c.get_text().isalpha()]
+    block.serif = sum(_is_serif(c) for c in letters) > len(letters) / 2
     color = getattr(chars[0].graphicstate, "ncolor", None) if chars else None
     block.color = tuple(color) if isinstance(color, (list, tuple)) else ((color,) if isinstance(color, (int, float)) else ())
     text = block.text
     block.translate = (
         upright_page
+        and not all(line.number for line in block.lines)
+        and not NUMBER.fullmatch(text.strip())  # a row number alone: 8a, IV.
         and is_translatable(text)
         and not URL.match(text)
         and "(cid:" not in text
@@ -376,6 +521,19 @@ def _decide(block: Block, upright_page: bool) -> None:
         and sum(bool(MATH_FONT.search(c.fontname or "")) for c in symbols) < 0.3 * max(len(symbols), 1)
         and not all(MONO_FONT.search(c.fontname or "") for c in chars if c.get_text().strip())  # code
     )
+
+
+def _is_serif(char) -> bool:
+    """The character's font is a serif face, by its name or its descriptor's Serif flag."""
+    name = char.fontname or ""
+    if "sans" in name.lower():
+        return False
+    descriptor = getattr(char.font, "descriptor", None) or {}
+    try:
+        flags = int(descriptor.get("Flags", 0))
+    except (TypeError, ValueError):
+        flags = 0
+    return bool(SERIF_FONT.search(name) or flags & 2)
 
 
 def _alignment(block: Block, left: float, right: float, page_width: float) -> str:

@@ -1,10 +1,15 @@
-"""Fonts for translated PDF text: found on the system per character, embedded as small subsets.
+"""Fonts for translated PDF text: the PDF's own or found on the system, embedded as small subsets.
 
-A character is drawn with the first font already in use that has a glyph for it; else the system
+A block's translation is set in the font program the original embeds (TrueType, OpenType, or a
+bare CFF program put in an OpenType font) where that program has a drawn glyph for every
+character of the translation in each style (`FontLibrary.originals`); its characters are those
+the PDF maps to its glyphs (ToUnicode, encoding, CFF glyph names) and those of its own Unicode
+cmap, so a subset covers what the document used and a complete font all it has. Otherwise a
+character is drawn with the first font already in use that has a glyph for it; else the system
 is asked for one: fontconfig (`fc-list :charset=...`) on Linux, else the font folders (Windows,
-macOS, Linux without fontconfig). Noto fonts are preferred (Noto Sans before the others, the CJK
-face of the text's language for Han characters), bold and italic as the source run was. No font
-for a character is one clear line naming its script.
+macOS, Linux without fontconfig). Noto fonts are preferred (Noto Sans before the others, Noto
+Serif for text set in a serif face, the CJK face of the text's language for Han characters), bold
+and italic as the source run was. No font for a character is one clear line naming its script.
 
 Text is shaped with HarfBuzz (uharfbuzz) word by word: contextual forms and ligatures (Arabic,
 Indic scripts), mark positioning (Thai, Hebrew points), kerning. Each font used is embedded as a
@@ -19,6 +24,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,15 +64,20 @@ class Glyph:
 
 
 class Face:
-    """One font file (a face of a collection) and the glyphs drawn with it, numbered from 1."""
+    """One font file (a face of a collection), or a font program given as `data`, and the glyphs
+    drawn with it, numbered from 1."""
 
-    def __init__(self, path: str, index: int, family: str, style: str):
+    def __init__(self, path: str, index: int, family: str, style: str, data: bytes | None = None,
+                 drawn_only: bool = False):
         from fontTools.ttLib import TTFont
 
-        self.path, self.index, self.family, self.style_name = path, index, family, style
+        self.path, self.index, self.family, self.style_name, self.data = path, index, family, style, data
         self.style = ("Bold" in style, "Italic" in style or "Oblique" in style)  # (bold, italic)
-        self.font = TTFont(path, fontNumber=index, lazy=True)
+        self.serif = "Serif" in family
+        self.font = TTFont(io.BytesIO(data), lazy=True) if data is not None else TTFont(path, fontNumber=index, lazy=True)
         self.cmap = self.font.getBestCmap() or {}
+        # a PDF's subset keeps empty glyphs for the characters it left out: those it does not cover
+        self.outlined: dict[str, bool] | None = {} if drawn_only else None
         self.upm = self.font["head"].unitsPerEm
         self.hmtx = self.font["hmtx"]
         hhea = self.font["hhea"]
@@ -79,7 +90,16 @@ class Face:
         self.shaped: dict[str, tuple[Glyph, ...]] = {}
 
     def covers(self, ch: str) -> bool:
-        return ord(ch) in self.cmap
+        name = self.cmap.get(ord(ch))
+        if name is None or self.outlined is None or ch.isspace():
+            return name is not None
+        if ch not in self.outlined:
+            from fontTools.pens.recordingPen import RecordingPen
+
+            pen = RecordingPen()
+            self.font.getGlyphSet()[name].draw(pen)
+            self.outlined[ch] = bool(pen.value)
+        return self.outlined[ch]
 
     def shape(self, text: str) -> tuple[Glyph, ...]:
         """The glyphs of `text` (one script, one direction) in visual order, left to right."""
@@ -92,7 +112,8 @@ class Face:
         import uharfbuzz as hb
 
         if self.hb_font is None:
-            self.hb_font = hb.Font(hb.Face(hb.Blob.from_file_path(self.path), self.index))
+            blob = hb.Blob(self.data) if self.data is not None else hb.Blob.from_file_path(self.path)
+            self.hb_font = hb.Font(hb.Face(blob, self.index))
         buffer = hb.Buffer()
         buffer.add_codepoints([ord(ch) for ch in text])  # clusters are then character offsets
         buffer.guess_segment_properties()
@@ -173,16 +194,97 @@ def _bbox(glyf, order) -> list[int]:
     return [min(g.xMin for g in boxes), min(g.yMin for g in boxes), max(g.xMax for g in boxes), max(g.yMax for g in boxes)]
 
 
+def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
+    """The font program a PDF embeds (pdf_blocks.SourceFont) as a face whose Unicode cmap holds the
+    characters it draws there and those of its own Unicode cmap; a subset's face covers only those
+    whose glyph has an outline. None where the program cannot be read."""
+    from fontTools.agl import toUnicode
+    from fontTools.ttLib import TTFont, newTable
+    from fontTools.ttLib.tables._c_m_a_p import CmapSubtable
+
+    try:
+        program = _opentype_from_cff(source.program) if source.cff else source.program
+        font = TTFont(io.BytesIO(program))
+        order = font.getGlyphOrder()
+        if source.cff:  # glyphs named by CID (CID-keyed) or by what they draw (the Adobe glyph list)
+            names = set(order)
+            mapping = {ord(ch): f"cid{cid:05d}" for ch, cid in source.glyphs.items() if f"cid{cid:05d}" in names}
+            for name in order:
+                if len(text := toUnicode(name)) == 1:
+                    mapping.setdefault(ord(text), name)
+        else:
+            mapping = {ord(ch): order[gid] for ch, gid in source.glyphs.items() if gid < len(order)}
+            tables = {(t.platformID, t.platEncID): t.cmap for t in font["cmap"].tables} if "cmap" in font else {}
+            symbol, mac = tables.get((3, 0), {}), tables.get((1, 0), {})
+            for ch, code in source.codes.items():
+                name = symbol.get(0xF000 + code) or symbol.get(code) or mac.get(code)
+                if name:
+                    mapping[ord(ch)] = name
+        own = font.getBestCmap() or {}
+        if any(own.get(codepoint) != name for codepoint, name in mapping.items()):  # a cmap for HarfBuzz to read
+            mapping = {**own, **mapping}
+            subtables = []
+            bmp = {c: n for c, n in mapping.items() if c <= 0xFFFF}
+            for table_format, encoding, chars in ((4, 1, bmp), (12, 10, mapping)):
+                table = CmapSubtable.newSubtable(table_format)
+                table.platformID, table.platEncID, table.language, table.cmap = 3, encoding, 0, chars
+                subtables.append(table)
+            font["cmap"] = newTable("cmap")
+            font["cmap"].tableVersion, font["cmap"].tables = 0, subtables
+            out = io.BytesIO()
+            font.save(out)
+            program = out.getvalue()
+        family, _, style_name = re.sub(r"[-,]", "-", source.name).partition("-")  # Arial,Bold; Helvetica-Cn
+        return Face(source.name, 0, family or "Embedded", style_name or STYLE_NAMES[style], data=program,
+                    drawn_only=source.subset)
+    except Exception:  # a broken or unusual program: the translation is set in a system font
+        return None
+
+
+def _opentype_from_cff(data: bytes) -> bytes:
+    """A bare CFF program (FontFile3 /Type1C or /CIDFontType0C) in an OpenType font: the tables a
+    font needs around it, advances from its charstrings, ascent and descent from its bounding box."""
+    from fontTools.cffLib import CFFFontSet
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.basePen import NullPen
+    from fontTools.ttLib import newTable
+
+    cff = CFFFontSet()
+    cff.decompile(io.BytesIO(data), None)
+    top = cff[cff.fontNames[0]]
+    order = top.getGlyphOrder()
+    scale = getattr(top, "FontMatrix", [0.001])[0]
+    metrics = {}
+    for name in order:
+        charstring = top.CharStrings[name]
+        charstring.draw(NullPen())  # which sets its width
+        metrics[name] = (round(charstring.width), 0)
+    builder = FontBuilder(round(1 / scale) if scale > 0 else 1000, isTTF=False)
+    builder.setupGlyphOrder(order)
+    builder.setupCharacterMap({})
+    builder.font["CFF "] = newTable("CFF ")
+    builder.font["CFF "].cff = cff
+    builder.setupHorizontalMetrics(metrics)
+    bbox = getattr(top, "FontBBox", [0, -200, 1000, 800])
+    builder.setupHorizontalHeader(ascent=round(bbox[3]), descent=round(bbox[1]))
+    builder.setupPost()
+    out = io.BytesIO()
+    builder.save(out)
+    return out.getvalue()
+
+
 STYLE_NAMES = {(False, False): "Regular", (True, False): "Bold", (False, True): "Italic", (True, True): "Bold Italic"}
 
 
-def _rank(family: str, style: str, wanted: tuple[bool, bool], han_face: str) -> tuple:
+def _rank(family: str, style: str, wanted: tuple[bool, bool], han_face: str, serif: bool) -> tuple:
+    kind = "Noto Serif" if serif else "Noto Sans"
     family_rank = (
-        0 if family == "Noto Sans" else
-        1 if family == han_face else
-        2 if family.startswith("Noto Sans") and "Mono" not in family else
-        3 if family.startswith("Noto Serif") else
-        5 if "Mono" in family else 4
+        0 if family == kind else
+        1 if family == han_face.replace("Noto Sans", kind) else
+        2 if family.startswith(kind) and "Mono" not in family else
+        3 if family.startswith("Noto Sans") and "Mono" not in family else
+        4 if family.startswith("Noto Serif") else
+        6 if "Mono" in family else 5
     )
     return (family_rank, style != STYLE_NAMES[wanted], style != "Regular", family, style)
 
@@ -239,24 +341,47 @@ class FontLibrary:
     def __init__(self, han_face: str = "Noto Sans CJK SC"):
         self.faces: dict[tuple[str, int], Face] = {}
         self.han_face = han_face
-        self.found: dict[tuple[str, tuple], Face | None] = {}  # what the system gave for a character
-        self.chosen: dict[tuple[str, tuple], Face] = {}
+        self.found: dict[tuple, Face | None] = {}  # (character, style, serif) -> what the system gave
+        self.chosen: dict[tuple, Face] = {}
         self.use_fontconfig = shutil.which("fc-list") is not None
+        self.embedded: dict[tuple, Face | None] = {}  # (SourceFont, style) -> its face
 
-    def face_for(self, ch: str, style: tuple[bool, bool]) -> Face:
-        """A face with a glyph for `ch`, in `style` (bold, italic) where one is installed."""
-        face = self.chosen.get((ch, style))
+    def originals(self, fonts: dict, runs) -> dict[tuple[bool, bool], Face]:
+        """The faces of the block's own embedded fonts (`fonts`: (bold, italic) -> SourceFont) by
+        style, where they have a glyph for every character of the translation's runs; else none."""
+        faces = {}
+        for run in runs:
+            if run.atom is not None or not run.text.strip():
+                continue
+            style = run.style if isinstance(run.style, tuple) else (False, False)
+            source = fonts.get(style)
+            if source is None:
+                return {}
+            key = (source, style)
+            if key not in self.embedded:
+                self.embedded[key] = embedded_face(source, style)
+            face = self.embedded[key]
+            if face is None or not all(face.covers(ch) for ch in run.text if not ch.isspace() and ch.isprintable()):
+                return {}
+            faces[style] = face
+        return faces
+
+    def face_for(self, ch: str, style: tuple[bool, bool], serif: bool = False) -> Face:
+        """A face with a glyph for `ch`, in `style` (bold, italic) and a serif one for `serif` text
+        where one is installed."""
+        key = (ch, style, serif)
+        face = self.chosen.get(key)
         if face is None:
-            face = self.chosen[(ch, style)] = self._choose(ch, style)
+            face = self.chosen[key] = self._choose(ch, style, serif)
         return face
 
-    def _choose(self, ch: str, style: tuple[bool, bool]) -> Face:
+    def _choose(self, ch: str, style: tuple[bool, bool], serif: bool) -> Face:
         for face in self.faces.values():
-            if face.style == style and face.covers(ch):
+            if face.style == style and face.serif == serif and face.covers(ch):
                 return face
-        key = (ch, style)
+        key = (ch, style, serif)
         if key not in self.found:
-            self.found[key] = self._find(ch, style)
+            self.found[key] = self._find(ch, style, serif)
         if self.found[key] is None:
             raise DocumentError(
                 f"no font for the {script_name(ch)} script (U+{ord(ch):04X}) is installed: "
@@ -264,14 +389,14 @@ class FontLibrary:
             )
         return self.found[key]
 
-    def _find(self, ch: str, style: tuple[bool, bool]) -> Face | None:
-        """The best installed face with a glyph for `ch`, in `style` where there is a choice."""
+    def _find(self, ch: str, style: tuple[bool, bool], serif: bool) -> Face | None:
+        """The best installed face with a glyph for `ch`, in `style` (and serif) where there is a choice."""
         if self.use_fontconfig:
             candidates = _fontconfig_candidates(ch)
         else:
             folders = FONT_FOLDERS.get("linux" if sys.platform.startswith("linux") else sys.platform, [])
             candidates = folder_candidates(tuple(folders))
-        for path, index, family, style_name in sorted(candidates, key=lambda c: _rank(c[2], c[3], style, self.han_face)):
+        for path, index, family, style_name in sorted(candidates, key=lambda c: _rank(c[2], c[3], style, self.han_face, serif)):
             face = self.faces.get((path, index))
             if face is None:
                 try:

@@ -10,8 +10,11 @@ Typesetting: the translation is broken into lines where Unicode's line breaking 
 spaces, between CJK characters, between Thai words) to fill the block's box, at the original size where it fits, shrinking
 down to `SHRINK_FLOOR` of it; then the box grows right and down into free space (up to the next
 block, a ruled line or the page's text area) and the size shrinks further, down to `GROWN_FLOOR`.
+A word is never cut where its script does not allow a break: a word wider than the box makes the
+size go down like lines too many for it.
 Right-to-left paragraphs are set flush right, their words right to left (runs of left-to-right words
-keep their order). Bold and italic runs keep their style. Glyphs come from HarfBuzz (pdf_fonts.py).
+keep their order). Bold and italic runs keep their style. The block's own embedded font is used
+where it has every character, else a system font; glyphs come from HarfBuzz (pdf_fonts.py).
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ class Setting:
     rtl: bool = False
 
 
-def _characters(runs: list[Run], fonts: FontLibrary) -> list[list[tuple[str, Face]]]:
+def _characters(runs: list[Run], fonts: FontLibrary, originals: dict, serif: bool) -> list[list[tuple[str, Face]]]:
     """The translation cut where a line may break (Unicode line breaking, UAX #14, from Qt: at
-    spaces, between CJK characters, between Thai words), each character with the face that draws it."""
+    spaces, between CJK characters, between Thai words), each character with the face that draws
+    it: the block's own font for its style (`originals`) where it has one, else a system font."""
     from PySide6.QtCore import QTextBoundaryFinder
 
     pieces = [(run.atom if isinstance(run.atom, str) else run.text, run.style) for run in runs]  # a list marker as it was
@@ -68,7 +72,9 @@ def _characters(runs: list[Run], fonts: FontLibrary) -> list[list[tuple[str, Fac
                 continue
             # spaces, digits and punctuation in the face of the text around them, where it has them
             common = previous is not None and not unicodedata.category(ch).startswith("L") and previous.covers(ch)
-            face = previous if common else fonts.face_for(ch, style)
+            original = originals.get(style)
+            face = (previous if common else original if original is not None and original.covers(ch)
+                    else fonts.face_for(ch, style, serif))
             if ch == " " or not units or units[-1][0][0] == " " or index - 1 in breaks:
                 units.append([(ch, face)])
             else:
@@ -110,8 +116,8 @@ def _is_space(unit: list[Glyph]) -> bool:
 
 
 def _wrap(units: list[tuple[list[Glyph], float, bool]], width: float, size: float) -> list[list[list[Glyph]]]:
-    """Units (glyphs, width in ems, whether a space) filled into lines of `width`; a unit longer
-    than a line is cut between clusters."""
+    """Units (glyphs, width in ems, whether a space) filled into lines of `width`. A unit is never
+    cut: one wider than a line has a line of its own, and `_fit` tries a smaller size or a wider box."""
     lines: list[list] = [[]]
     used = 0.0
     for unit, em, space in units:
@@ -120,20 +126,11 @@ def _wrap(units: list[tuple[list[Glyph], float, bool]], width: float, size: floa
                 lines[-1].append(unit)
                 used += em * size
             continue
-        pieces = [(unit, em * size)]
-        if em * size > width:
-            cut: list[list[Glyph]] = []
-            for glyph in unit:
-                if glyph.text or not cut:
-                    cut.append([])
-                cut[-1].append(glyph)
-            pieces = [(piece, _width(piece, size)) for piece in cut]
-        for piece, piece_width in pieces:
-            if lines[-1] and used + piece_width > width:
-                lines.append([])
-                used = 0.0
-            lines[-1].append(piece)
-            used += piece_width
+        if lines[-1] and used + em * size > width:
+            lines.append([])
+            used = 0.0
+        lines[-1].append(unit)
+        used += em * size
     return [line for line in map(_trim, lines) if line]
 
 
@@ -187,7 +184,8 @@ def _fit(units, box, size, leading, floor) -> Setting | None:
     s = size
     while True:
         lines = _wrap(units, x1 - x0, s)
-        if _height(lines, s, leading) <= y1 - y0 + 0.5:
+        widest = max((_width([g for unit in line for g in unit], s) for line in lines), default=0.0)
+        if _height(lines, s, leading) <= y1 - y0 + 0.5 and widest <= x1 - x0 + 0.5:
             return Setting(lines, s, box)
         if s <= floor:
             return None
@@ -222,8 +220,9 @@ def _grown(box, page: Page, obstacles, align: str) -> tuple[float, float, float,
 
 
 def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obstacles) -> Setting:
+    originals = fonts.originals(block.fonts, runs)
     units = [(glyphs, sum(g.advance for g in glyphs), _is_space(glyphs))
-             for glyphs in map(_shaped, _characters(runs, fonts))]
+             for glyphs in map(_shaped, _characters(runs, fonts, originals, block.serif))]
     rtl = _is_rtl("".join(r.text for r in runs))
     size, leading = block.size, block.leading
     box = block.bbox
@@ -231,7 +230,7 @@ def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obsta
     if setting is None:
         grown = _grown(box, page, obstacles, block.align)
         setting = _fit(units, grown, size, leading, max(size * GROWN_FLOOR, min(MIN_SIZE, size)))
-        if setting is None:  # does not fit even so: the smallest size, running over the box's bottom
+        if setting is None:  # does not fit even so: the smallest size, running over the box's bottom (or side)
             small = max(size * GROWN_FLOOR, min(MIN_SIZE, size))
             setting = Setting(_wrap(units, grown[2] - grown[0], small), small, grown)
     setting.rtl = rtl

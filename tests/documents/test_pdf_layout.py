@@ -416,7 +416,7 @@ def test_fonts_are_found_in_the_font_folders_without_fontconfig(source, tmp_path
     assert "T:这是一个中文句子。" in page_texts(out)[0]
     with pikepdf.open(out) as pdf:
         names = {str(f.BaseFont).split("+")[1] for f in pdf.pages[0].Resources.Font.values() if "+Noto" in str(f.get("/BaseFont"))}
-    assert {"NotoSans-Regular", "NotoSans-Bold", "NotoSansCJKSC-Regular"} <= names
+    assert {"NotoSans-Regular", "NotoSans-Bold", "NotoSerifCJKSC-Regular"} <= names  # STSong is a serif (Song) face
 
 
 def test_text_in_forms_and_on_rotated_pages_is_left_as_it_is(tmp_path):
@@ -448,3 +448,45 @@ def test_text_in_forms_and_on_rotated_pages_is_left_as_it_is(tmp_path):
         assert a.pages[1].Contents.read_bytes() == b.pages[1].Contents.read_bytes()
         form = lambda pdf: next(iter(pdf.pages[0].Resources.XObject.values())).read_raw_bytes()
         assert form(a) == form(b)
+
+
+def test_a_word_too_wide_for_its_box_is_set_smaller_not_broken(tmp_path):
+    """A one-word label beside another, with free space below: the longer translation could be
+    cut into two lines there, but a word breaks only where its script allows: the size goes down."""
+    path = tmp_path / "choice.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.setFont("Helvetica", 10)
+    c.drawString(100, H - 100, "Yes")
+    c.drawString(160, H - 100, "No")
+    c.drawString(100, H - 300, "Sign here.")
+    c.showPage()
+    c.save()
+    out = tmp_path / "choice.deu_Latn.pdf"
+    words = {"Yes": "Selbstverständlich", "No": "Nein", "Sign here.": "Hier unterschreiben."}
+    translate_document(path, out, lambda texts: [words[t] for t in texts])
+    drawn = [c for _, c in chars(out) if "Noto" in c.fontname]
+    word = [c for c in drawn if c.x0 < 155 and c.y0 > H - 250]
+    assert "".join(c.get_text() for c in word) == "Selbstverständlich"
+    assert len({round(c.y0, 1) for c in word}) == 1 and word[0].size < 10  # one line, smaller
+    assert max(c.x1 for c in word) < 160  # and clear of the next label
+    assert "".join(c.get_text() for c in drawn if c.x0 >= 155 and c.y0 > H - 250) == "Nein"
+
+
+def test_a_sentence_runs_on_past_the_footnotes_at_the_foot_of_its_column(tmp_path):
+    path = tmp_path / "notes.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for x, lines in ((72, ["The first column ends in the middle", "of a sentence that"]), (320, ["goes on in the second column."])):
+        text = c.beginText(x, H - 80)
+        text.setFont("Helvetica", 11)
+        text.setLeading(14)
+        for line in lines:
+            text.textLine(line)
+        c.drawText(text)
+    c.setFont("Helvetica", 7)
+    for n, y in enumerate((140, 125, 110, 95, 80), 1):  # footnotes at the foot of the first column, read before the second
+        c.drawString(72, y, f"{n} A note at the foot of the column.")
+    c.showPage()
+    c.save()
+    sent = []
+    translate_document(path, tmp_path / "notes.x.pdf", lambda texts: sent.extend(texts) or upper_keeping_tags(texts))
+    assert "The first column ends in the middle of a sentence that goes on in the second column." in sent

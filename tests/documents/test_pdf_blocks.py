@@ -1,0 +1,100 @@
+"""PDF blocks on a form, made with reportlab and read back with pdfminer.six: row numbers set apart
+from their labels are blocks of their own, kept as they are; labels that do not run on from one
+to the next are not joined into one sentence."""
+
+from pdfminer.high_level import extract_pages
+from pdfminer.layout import LTChar
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen import canvas
+
+from app.documents import translate_document
+
+from document_fakes import upper_keeping_tags
+
+W, H = A4
+ROWS = [("1", "wages, salaries and tips"), ("2", "taxable interest"), ("8a", "ordinary dividends"),
+        ("17", "other income from the list")]
+DENSE_ROWS = [("19", "unemployment compensation", 76), ("20a", "social security benefits", 100)]  # (number, label, its x)
+
+
+def make_form(path):
+    """Numbered rows (the number in bold, a wide gap, the label; a rule under each row, a field on
+    the right), denser rows, one with its label far from its number (pdfminer gives that number a
+    line of its own), a footnote with its number, name and address labels one under the other, and
+    labels side by side."""
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for row, (number, label) in enumerate(ROWS):
+        y = H - 100 - 20 * row
+        c.setFont("Helvetica-Bold", 9)
+        c.drawString(60, y, number)
+        c.setFont("Helvetica", 9)
+        c.drawString(78, y, label)  # about an em after the number: pdfminer puts both in one line
+        c.line(56, y - 5, 400, y - 5)
+        c.rect(300, y - 3, 90, 12)
+    for row, (number, label, x) in enumerate(DENSE_ROWS):  # close enough for pdfminer to put them in one box
+        y = H - 200 - 12 * row
+        c.setFont("Helvetica-Bold", 8)
+        c.drawString(60, y, number)
+        c.setFont("Helvetica", 8)
+        c.drawString(x, y, label)
+    c.setFont("Helvetica", 9)
+    for row, label in enumerate(["first name", "last name", "home address"]):
+        c.drawString(60, H - 250 - 30 * row, label)
+        c.line(130, H - 252 - 30 * row, 400, H - 252 - 30 * row)
+    for y, labels in ((H - 360, ("city", "postal code")), (H - 390, ("country", "phone"))):  # side by side
+        for x, label in zip((60, 250), labels):
+            c.drawString(x, y, label)
+    c.setFont("Helvetica", 7)
+    c.drawString(60, 60, "3)")
+    c.drawString(72, 60, "Enter the amount shown on the statement.")
+    c.showPage()
+    c.save()
+
+
+def test_row_numbers_are_kept_apart_from_their_labels(tmp_path):
+    source, out = tmp_path / "form.pdf", tmp_path / "form.fra_Latn.pdf"
+    make_form(source)
+    sent = []
+
+    def translate(texts):
+        sent.extend(texts)
+        return upper_keeping_tags(texts)
+
+    translate_document(source, out, translate)
+    assert sorted(sent) == sorted([row[1] for row in ROWS + DENSE_ROWS] + ["first name", "last name", "home address",
+                                                                   "city", "postal code", "country", "phone",
+                                                                   "Enter the amount shown on the statement."])
+
+    def chars(path):
+        return [c for page in extract_pages(str(path)) for box in page if hasattr(box, "__iter__")
+                for line in box if hasattr(line, "__iter__") for c in line if isinstance(c, LTChar)]
+
+    numbers = lambda path: [(c.get_text(), round(c.x0, 2), round(c.y0, 2)) for c in chars(path)
+                            if c.fontname == "Helvetica-Bold" or (c.get_text() in "3)" and c.size < 8 and c.fontname == "Helvetica")]
+    assert numbers(out) == numbers(source)  # drawn by the original operators, where they were
+    for row, (_, label) in enumerate(ROWS):  # each label's translation starts where the label did
+        line = sorted((c for c in chars(out) if "Noto" in c.fontname and abs(c.y0 - chars(source)[0].y0 + 20 * row) < 3),
+                      key=lambda c: c.x0)
+        assert "".join(c.get_text() for c in line).replace(" ", "") == "T:" + label.upper().replace(" ", "")
+        assert abs(line[0].x0 - 78) < 1
+
+
+def test_justified_text_gives_single_spaces(tmp_path):
+    """reportlab justifies with word spacing on drawn spaces; pdfminer adds its own space where the
+    gap is wide: the model gets one space between words."""
+    from reportlab.lib.enums import TA_JUSTIFY
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.platypus import Frame, Paragraph
+
+    source = tmp_path / "justified.pdf"
+    text = ("Justified lines stretch the spaces between their words so that both edges are straight. "
+            "The last line of the paragraph is set as it comes.")
+    c = canvas.Canvas(str(source), pagesize=A4)
+    style = ParagraphStyle("body", fontName="Times-Roman", fontSize=10, leading=12.5, alignment=TA_JUSTIFY)
+    Frame(72, H - 300, 160, 200).addFromList([Paragraph(text, style)], c)  # narrow: wide spaces
+    c.showPage()
+    c.save()
+    sent = []
+    translate_document(source, tmp_path / "justified.x.pdf", lambda texts: sent.extend(texts) or upper_keeping_tags(texts))
+    assert sent == ["Justified lines stretch the spaces between their words so that both edges are straight.",
+                    "The last line of the paragraph is set as it comes."]

@@ -90,11 +90,11 @@ def main() -> None:
 def time_book(args) -> None:
     import torch
 
-    from app.documents import translate_document
-    from app.jobs import DocumentJob, run_document_job
+    from dragoman.app.documents import translate_document
+    from dragoman.app.jobs import DocumentJob, run_document_job
     from bench import emit
     from bench.checkpoint import write_checkpoint
-    from engine import Translator
+    from dragoman.engine import Translator
 
     if not (args.checkpoint / "config.json").exists():
         write_checkpoint(args.checkpoint, args.size)

@@ -7,7 +7,7 @@ from pdfminer.layout import LTChar
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 from document_fakes import upper_keeping_tags
 

@@ -18,7 +18,7 @@ from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.pdfgen import canvas
 
-from app.documents import translate_document
+from dragoman.app.documents import translate_document
 
 from document_fakes import upper_keeping_tags
 

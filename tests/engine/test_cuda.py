@@ -86,8 +86,11 @@ def test_low_precision_runs_and_frees_its_blocks(make_translator, dtype):
 def test_mixed_lora_adapters_on_the_gpu_equal_the_cpu(make_translator, peft_adapters):
     """The LoRA kernel in CUDA graphs: every adapter and the base model in one batch, float32."""
     folder, models = peft_adapters
-    cpu = make_translator(adapters_dir=folder)
-    gpu = make_translator(device="cuda", dtype="float32", adapters_dir=folder)
+    cpu = make_translator(adapters_dir=folder, adapter_slots=len(models))
+    gpu = make_translator(device="cuda", dtype="float32", adapters_dir=folder, adapter_slots=len(models))
+    for translator in (cpu, gpu):  # resident before the run: no read on the pool's thread decides what a step holds
+        for name in models:
+            translator.generator.lora.promote_lora_from_disk(folder / name, name)
     tok, options = cpu.tokenizer, cpu.default_options(num_beams=4, max_length=40)
     cases = [(text, name) for text in TEXTS for name in [None, *models]]
 

@@ -252,17 +252,18 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
                                      "translation": found[sentence], "reasons": reasons})
     finally:
         memory.close()
-    report_doubts(args.report, doubtful, "stdin")
+    report_doubts(args.report, doubtful, "stdin", quiet=True)
     return 0
 
 
-def report_doubts(path: str | None, entries: list[dict], where: str) -> None:
-    """Say how many translations look wrong; write them to `path` (JSON lines) when given."""
+def report_doubts(path: str | None, entries: list[dict], where: str, quiet: bool = False) -> None:
+    """Say how many translations look wrong (unless `quiet` and no `path`: stdin translated in a
+    pipe says nothing on stderr but errors); write them to `path` (JSON lines) when given."""
     import json
 
     from dragoman.app.documents import write_atomically
 
-    if entries:
+    if entries and (path or not quiet):
         hint = f": see {path}" if path else " (--report FILE lists them)"
         print(f"dragoman: {where}: {len(entries)} translation{'s' if len(entries) != 1 else ''} look wrong{hint}",
               file=sys.stderr)

@@ -51,11 +51,14 @@ def read_report(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+LINES = ["The quick brown fox jumps over the lazy dog.", "", "Ein kurzer Satz, aber nicht zu kurz.",
+         "We went to the market early and bought some bread."]
+
+
 def test_the_report_lists_every_doubtful_line_of_stdin(tiny_checkpoint, tmp_path, monkeypatch, capsys):
     """The random test model writes gibberish, so most of its translations look wrong: each entry
     must be what `doubts` says of that line's sentence, and no doubtful sentence may be missing."""
-    lines = ["The quick brown fox jumps over the lazy dog.", "", "Ein kurzer Satz, aber nicht zu kurz.",
-             "We went to the market early and bought some bread."]
+    lines = LINES
     args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
             "--dtype", "float32", "--max-length", "24", "--report", str(tmp_path / "report.jsonl")]
     code, out, err = run_cli(args, "\n".join(lines) + "\n", monkeypatch, capsys)
@@ -86,3 +89,11 @@ def test_the_report_names_each_documents_doubtful_sentences(tiny_checkpoint, tmp
                 expected.append({"file": str(tmp_path / f"{name}.txt"), "sentence": number, "source": source,
                                  "translation": translation, "reasons": reasons})
     assert read_report(tmp_path / "report.jsonl") == expected and expected
+
+
+def test_stdin_without_a_report_says_nothing_on_stderr(tiny_checkpoint, monkeypatch, capsys):
+    """The same lines as above, some of whose translations look wrong: a pipe's stderr stays clean."""
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
+            "--dtype", "float32", "--max-length", "24"]
+    code, out, err = run_cli(args, "\n".join(LINES) + "\n", monkeypatch, capsys)
+    assert code == 0 and len(out.split("\n")) == len(LINES) + 1 and err == ""

@@ -42,7 +42,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from dragoman.engine.decoding import BLOCKED, MAX_LENGTH, DecodingOptions, OptionsError, check_int, process_scores
+from dragoman.engine.decoding import (
+    BLOCKED, MAX_LENGTH, BeamHypotheses, DecodingOptions, OptionsError, check_int, process_scores,
+)
 
 MAX_CONSTRAINTS = 64
 # Rows a constrained greedy sentence runs at most: as many as a beam-8 search's.
@@ -161,7 +163,7 @@ class Candidate:
     hit: bool  # ends the hypothesis: `</s>` or max_length
 
 
-class ConstrainedBeamSearch:
+class ConstrainedBeamSearch(BeamHypotheses):
     """Beam search for one sentence whose output must hold every one of `constraints` (token id
     sequences): BeamSearch's bookkeeping over banks. `advance` takes the live rows' processed
     log-probabilities (`search_scores`) and answers which rows continue with which token."""
@@ -193,21 +195,6 @@ class ConstrainedBeamSearch:
         self.improvable = True  # HF's is_early_stop_heuristic_unsatisfied
         self.cur_len = len(prefix)
         self.done = self.cur_len >= options.length
-
-    @property
-    def live(self) -> list[list[int]]:
-        return [b.tokens for b in self.beams]
-
-    def best(self) -> list[int]:
-        """The best finished hypothesis, or while running the best live one."""
-        if self.done and self.finished:
-            return self.finished[0][1]
-        return self.beams[0].tokens
-
-    def alternatives(self, n: int) -> list[list[int]]:
-        """Up to `n` (at most num_beams) finished hypotheses, best first."""
-        check_int("alternatives", n, 1, self.options.num_beams)
-        return [tokens for _, tokens in self.finished[:n]]
 
     def _allowed(self, scores: torch.Tensor) -> None:
         """Sets to -inf, in place, each token after which the constraints no longer fit."""

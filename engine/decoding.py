@@ -170,22 +170,14 @@ class GreedySearch:
         return [] if self.done else [(0, token)]
 
 
-class BeamSearch:
-    """HF's vectorised `_beam_search`, for one sentence, written as plain bookkeeping.
+class BeamHypotheses:
+    """What a beam search of one sentence holds: its live `beams` (each with `.tokens`), best first,
+    and its `finished` hypotheses as (normalised score, tokens), best first."""
 
-    The first step after the forced language code has one live beam: HF's other initial beams
-    carry a -1e9 score and never reach the top candidates while the vocabulary is larger than
-    2 * num_beams, so they are never materialised here.
-    """
-
-    def __init__(self, prefix: list[int], options: DecodingOptions, eos_id: int):
-        self.options = options
-        self.eos_id = eos_id
-        self.beams = [Beam(list(prefix), 0.0)]
-        self.finished: list[tuple[float, list[int]]] = []  # (normalised score, tokens), best first
-        self.improvable = True  # HF's is_early_stop_heuristic_unsatisfied
-        self.cur_len = len(prefix)
-        self.done = self.cur_len >= options.length
+    options: DecodingOptions
+    beams: list
+    finished: list[tuple[float, list[int]]]
+    done: bool
 
     @property
     def live(self) -> list[list[int]]:
@@ -202,6 +194,24 @@ class BeamSearch:
         exceed num_beams."""
         check_int("alternatives", n, 1, self.options.num_beams)
         return [tokens for _, tokens in self.finished[:n]]
+
+
+class BeamSearch(BeamHypotheses):
+    """HF's vectorised `_beam_search`, for one sentence, written as plain bookkeeping.
+
+    The first step after the forced language code has one live beam: HF's other initial beams
+    carry a -1e9 score and never reach the top candidates while the vocabulary is larger than
+    2 * num_beams, so they are never materialised here.
+    """
+
+    def __init__(self, prefix: list[int], options: DecodingOptions, eos_id: int):
+        self.options = options
+        self.eos_id = eos_id
+        self.beams = [Beam(list(prefix), 0.0)]
+        self.finished: list[tuple[float, list[int]]] = []  # (normalised score, tokens), best first
+        self.improvable = True  # HF's is_early_stop_heuristic_unsatisfied
+        self.cur_len = len(prefix)
+        self.done = self.cur_len >= options.length
 
     def candidates_per_row(self) -> int:
         return 2 * self.options.num_beams

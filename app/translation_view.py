@@ -1,5 +1,5 @@
 """The target pane: the translation, its doubtful lines (app.confidence) underlined with a dotted
-line, and the reason shown when the pointer rests on one."""
+line, and the reason shown when the pointer rests on one; a completion still streaming is greyed."""
 
 from __future__ import annotations
 

@@ -4,6 +4,11 @@ The window never computes: every translation, model load, import and download ru
 thread and comes back as signals. The typed text is split into lines, each translated sentence by
 sentence (app.typed_text; blank lines stay blank), and the target pane shows each line's current
 best beam hypothesis until the final text replaces it.
+
+Once a translation is shown, the target pane is editable: typing into a sentence's translation
+completes that sentence, after a pause, from its start up to the cursor (the rest of it greyed while
+it streams); leaving the edited sentence, or Ctrl+Return there, accepts it into the translation
+memory. Editing the source again discards the edits.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from PySide6.QtCore import QFileSystemWatcher, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QFont, QGuiApplication, QKeySequence, QTextCursor
+from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -382,6 +387,7 @@ class MainWindow(QMainWindow):
 
     def apply_theme(self) -> None:
         self.colors = theme.apply(QApplication.instance(), self.settings.theme)
+        self.target.pending_colour = QColor(self.colors["muted"])
         for button in self.findChildren(QToolButton, "icon"):
             button.setIcon(theme.icon(button.property("icon_name"), self.colors["text"]))
         for picker in (self.source_picker, self.target_picker):

@@ -14,6 +14,11 @@ memory (`RecentTranslations`): a pause in typing decodes only the sentences that
 sentence being edited decodes alone (on the GPU, the path of a lone sentence:
 engine.model.FoldedSources). Partial hypotheses are reported per line, the line's other sentences
 as far as they are known.
+
+A typed job with a `completion` completes one sentence from the start of its translation that a
+person typed in the target pane (`completing` streams it); a translation the person accepts
+(`accept`) goes into the translation memory with the job's context, so that the same sentence,
+model and options give it back from then on.
 """
 
 from __future__ import annotations
@@ -317,6 +322,11 @@ class EngineWorker(QThread):
                 current[index] = translation
                 on_partial(text.line_of[index], text.line(text.line_of[index], current))
 
+            def on_completion(index: int, translation: str) -> None:
+                on_sentence(index, translation)
+                if not should_stop():
+                    self.completing.emit(job_id, translation)
+
             known: dict[str, str] = {}
             if job.typed:
                 context = translation_context(self.translator, job.adapter, source, job.target, options)
@@ -333,8 +343,7 @@ class EngineWorker(QThread):
                     known.pop(text.sentences[completed], None)
                     [results[completed]] = self.translator.translate(
                         [text.sentences[completed]], source, job.target, options, priority=0,
-                        on_partial=lambda _, t: (on_sentence(completed, t), self.completing.emit(job_id, t)),
-                        should_stop=should_stop,
+                        on_partial=lambda _, t: on_completion(completed, t), should_stop=should_stop,
                         adapter=job.adapter, starts=[job.completion[1]],
                     )
             else:

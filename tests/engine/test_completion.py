@@ -105,3 +105,10 @@ def test_a_start_that_leaves_no_room_within_max_length_is_refused_in_one_line(tr
     start = "un deux trois quatre cinq six sept huit"
     with pytest.raises(OptionsError, match=r"^start of \d+ tokens leaves nothing to complete within max_length 8"):
         translator.translate([TEXTS[0]], SRC, TGT, options, starts=[start])
+
+
+def test_a_start_for_a_text_too_long_to_read_at_once_is_refused_in_one_line(translator):
+    long_text = "word " * (translator.generator.model.max_positions + 8)
+    with pytest.raises(OptionsError, match=r"^start cannot complete a text of more than the model's \d+ source tokens$"):
+        translator.translate([long_text], SRC, TGT, translator.default_options(num_beams=1, max_length=8),
+                             starts=["Le"])

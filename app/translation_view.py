@@ -1,5 +1,5 @@
 """The target pane: the translation, its doubtful lines (app.confidence) underlined with a dotted
-line, and the reason shown when the pointer rests on one."""
+line, and the reason shown when the pointer rests on one; a completion still streaming is greyed."""
 
 from __future__ import annotations
 
@@ -14,6 +14,29 @@ class TranslationView(QPlainTextEdit):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._doubts: dict[int, str] = {}
+        self._doubt_marks: list[QTextEdit.ExtraSelection] = []
+        self._pending: list[QTextEdit.ExtraSelection] = []
+        self.pending_colour = QColor("#8a8a8a")
+
+    def set_pending(self, line: int, start: int, end: int) -> None:
+        """Grey characters start..end of `line`: a completion still streaming; end <= start clears it."""
+        self._pending = []
+        block = self.document().findBlockByNumber(line)
+        if block.isValid() and end > start:
+            mark = QTextEdit.ExtraSelection()
+            mark.format.setForeground(self.pending_colour)
+            mark.cursor = QTextCursor(block)
+            mark.cursor.setPosition(block.position() + start)
+            mark.cursor.setPosition(block.position() + end, QTextCursor.MoveMode.KeepAnchor)
+            self._pending = [mark]
+        self.setExtraSelections(self._doubt_marks + self._pending)
+
+    def pending(self) -> tuple[int, int] | None:
+        """The greyed range (positions in the document), if any."""
+        if not self._pending:
+            return None
+        cursor = self._pending[0].cursor
+        return cursor.selectionStart(), cursor.selectionEnd()
 
     def set_doubts(self, doubts: dict[int, str]) -> None:
         """Mark lines (by number) as doubtful, each with its reason; {} clears the marks."""
@@ -31,7 +54,8 @@ class TranslationView(QPlainTextEdit):
             mark.cursor = QTextCursor(block)
             mark.cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
             marks.append(mark)
-        self.setExtraSelections(marks)
+        self._doubt_marks = marks
+        self.setExtraSelections(marks + self._pending)
 
     def doubt_at(self, position) -> str | None:
         """The reason to doubt the line under `position` (viewport coordinates), if it is marked."""

@@ -47,5 +47,15 @@ class TypedText:
         """Line `number` with the translations known so far (None: not yet, left out)."""
         return "".join(piece if isinstance(piece, str) else translations[piece] or "" for piece in self._pieces[number])
 
+    def spans(self, number: int, translations: list[str | None]) -> list[tuple[int, int, int]]:
+        """(sentence index, start, end) of each sentence's translation within `line(number, translations)`."""
+        found, at = [], 0
+        for piece in self._pieces[number]:
+            text = piece if isinstance(piece, str) else translations[piece] or ""
+            if not isinstance(piece, str):
+                found.append((piece, at, at + len(text)))
+            at += len(text)
+        return found
+
     def lines(self, translations: list[str | None]) -> list[str]:
         return [self.line(number, translations) for number in range(len(self._pieces))]

@@ -4,16 +4,22 @@ The window never computes: every translation, model load, import and download ru
 thread and comes back as signals. The typed text is split into lines, each translated sentence by
 sentence (app.typed_text; blank lines stay blank), and the target pane shows each line's current
 best beam hypothesis until the final text replaces it.
+
+Once a translation is shown, the target pane is editable: typing into a sentence's translation
+completes that sentence, after a pause, from its start up to the cursor (the rest of it greyed while
+it streams); leaving the edited sentence, or Ctrl+Return there, accepts it into the translation
+memory. Editing the source again discards the edits.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 from PySide6.QtCore import QFileSystemWatcher, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QFont, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -212,6 +218,17 @@ class MainWindow(QMainWindow):
         self.detected = ""  # FLORES code found in the current text, when the source is "Detect language"
         self.model_ready = False
         self.task: Task | None = None  # a model import started from the first-run page
+        # Editing the translation: the job and sentences the target pane shows (`laid_out`), each
+        # line's sentences as [sentence index, start, end] kept in step with the person's edits, the
+        # sentence being edited (line, index), and the completion job running for it.
+        self.jobs: dict[int, TranslationJob] = {}
+        self.shown_job: TranslationJob | None = None
+        self.shown_sentences: list[str] = []
+        self.spans: dict[int, list[list[int]]] = {}
+        self.editing: tuple[int, int] | None = None
+        self.completion_job = 0
+        self.completion_start: tuple[int, int, int] | None = None  # line, sentence start, typed length
+        self._showing = False  # the window itself is changing the target pane
 
         self._build()
         self._connect()
@@ -231,7 +248,7 @@ class MainWindow(QMainWindow):
         self.source.setPlaceholderText("Type or paste text to translate")
         self.source.setFont(text_font)
         self.source.setTabChangesFocus(True)
-        self.target = TranslationView(objectName="target", readOnly=True)
+        self.target = TranslationView(objectName="target", readOnly=True)  # editable once a translation is shown
         self.target.setPlaceholderText("Translation")
         self.target.setFont(text_font)
         self.target.setTabChangesFocus(True)
@@ -299,6 +316,7 @@ class MainWindow(QMainWindow):
         self.statusBar().setSizeGripEnabled(False)
 
         self.typing_timer = QTimer(self, singleShot=True, interval=TYPING_PAUSE_MS)
+        self.completion_timer = QTimer(self, singleShot=True, interval=TYPING_PAUSE_MS)
 
         def action(text: str, keys, slot) -> QAction:
             a = QAction(text, self)
@@ -308,7 +326,7 @@ class MainWindow(QMainWindow):
             self.addAction(a)
             return a
 
-        action("Translate now", ["Ctrl+Return", "Ctrl+Enter"], self.translate_now)
+        action("Translate now, or accept the edited translation", ["Ctrl+Return", "Ctrl+Enter"], self.translate_or_accept)
         action("Swap languages", ["Ctrl+Shift+S"], self.swap_languages)
         action("Stop", ["Escape"], self.cancel_translation)
         action("Copy translation", ["Ctrl+Shift+C"], self.copy_translation)
@@ -339,6 +357,12 @@ class MainWindow(QMainWindow):
         w.doubted.connect(self._on_doubted)
         w.failed.connect(self._on_failed)
         w.cancelled.connect(self._on_cancelled)
+        w.laid_out.connect(self._on_laid_out)
+        w.completing.connect(self._on_completing)
+        w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered", 3000))
+        self.target.document().contentsChange.connect(self._on_target_edited)
+        self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
+        self.completion_timer.timeout.connect(self.complete_now)
         self.source.textChanged.connect(self._on_text_changed)
         self.typing_timer.timeout.connect(self.translate_now)
         self.source_picker.changed.connect(self._on_source_changed)
@@ -363,6 +387,7 @@ class MainWindow(QMainWindow):
 
     def apply_theme(self) -> None:
         self.colors = theme.apply(QApplication.instance(), self.settings.theme)
+        self.target.pending_colour = QColor(self.colors["muted"])
         for button in self.findChildren(QToolButton, "icon"):
             button.setIcon(theme.icon(button.property("icon_name"), self.colors["text"]))
         for picker in (self.source_picker, self.target_picker):
@@ -471,6 +496,7 @@ class MainWindow(QMainWindow):
     # -- translating ---------------------------------------------------------------------------------
 
     def _on_text_changed(self) -> None:
+        self._discard_edits()
         text = self.source.toPlainText()
         self.count_label.setText(f"{len(text):,} character{'s' if len(text) != 1 else ''}")
         if text.strip():
@@ -529,6 +555,7 @@ class MainWindow(QMainWindow):
         old = self.target.toPlainText().split("\n")
         self.segments = [old[i] if i < len(old) and text.strip() else "" for i, text in enumerate(job.texts)]
         self.job_id = self.worker.submit(job)
+        self.jobs = {self.job_id: job}
         self.job_started = time.monotonic()
         self.activity_label.setText("Translating…" if self.model_ready else "Waiting for the model…")
         self.stop_button.show()
@@ -560,6 +587,10 @@ class MainWindow(QMainWindow):
             self.doubts = doubts
 
     def _on_translated(self, job_id: int, texts: list) -> None:
+        if job_id == self.completion_job:
+            self.completion_job = 0
+            self.target.set_pending(0, 0, 0)
+            return
         if job_id != self.job_id:
             return
         self.job_id = 0
@@ -573,6 +604,9 @@ class MainWindow(QMainWindow):
         )
 
     def _on_failed(self, job_id: int, message: str) -> None:
+        if job_id == self.completion_job:
+            self._stop_completion()
+            self.statusBar().showMessage(f"Completion failed: {message}")
         if job_id == self.job_id:
             self.job_id = 0
             self._idle()
@@ -580,6 +614,8 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Translation failed: {message}")
 
     def _on_cancelled(self, job_id: int) -> None:
+        if job_id == self.completion_job:
+            self._stop_completion()
         if job_id == self.job_id:
             self.job_id = 0
             self._idle()
@@ -596,10 +632,145 @@ class MainWindow(QMainWindow):
             self.target.style().unpolish(self.target)
             self.target.style().polish(self.target)
         if self.target.toPlainText() != text:
+            self._showing = True
             self.target.setPlainText(text)
+            self._showing = False
         if streaming:  # the marks of the last translation no longer apply
             self.doubts = {}
             self.target.set_doubts({})
+
+    # -- editing the translation ---------------------------------------------------------------------
+
+    def _on_laid_out(self, job_id: int, layout: tuple) -> None:
+        """A translation arrived: where each sentence's translation is, so that a person may edit it."""
+        text, results = layout
+        if job_id == self.completion_job:
+            line, start, typed = self.completion_start
+            j = self.editing[1] if self.editing else None
+            if j is not None:
+                self._replace_sentence(line, j, results[j], typed, pending=False)
+            return
+        if job_id not in self.jobs:
+            return
+        job = self.jobs[job_id]
+        # What it was translated from, as a completion or the memory will need it again.
+        self.shown_job = replace(job, source=self.detected or job.source, detect=False) if job.detect else job
+        self.shown_sentences = list(text.sentences)
+        lines = text.lines(results)
+        self.spans = {n: [list(span) for span in text.spans(n, results)] for n in range(len(lines))}
+        self.editing = None
+        self.target.setReadOnly(False)
+
+    def _discard_edits(self) -> None:
+        """The source changed: the translation shown, and any edit of it, are about to be replaced."""
+        self.completion_timer.stop()
+        self._stop_completion()
+        self.editing = None
+        self.spans = {}
+        self.shown_job = None
+        self.target.setReadOnly(True)
+
+    def _stop_completion(self) -> None:
+        if self.completion_job:
+            self.worker.cancel(self.completion_job)
+            self.completion_job = 0
+        self.target.set_pending(0, 0, 0)
+
+    def _span_at(self, line: int, column: int) -> list[int] | None:
+        return next((span for span in self.spans.get(line, []) if span[1] <= column <= span[2]), None)
+
+    def _on_target_edited(self, position: int, removed: int, added: int) -> None:
+        if self._showing or self.shown_job is None:
+            return
+        block = self.target.document().findBlock(position)
+        line, column = block.blockNumber(), position - block.position()
+        span = self._span_at(line, column)
+        if span is None or block.blockNumber() != self.target.document().findBlock(position + added).blockNumber() \
+                or self.target.document().blockCount() != len(self.spans):
+            self.spans = {}  # lines joined or split: where sentences are is no longer known
+            self.editing = None
+            return
+        if self.editing is not None and self.editing != (line, span[0]):
+            self.accept_edit()
+        self._stop_completion()  # its text would overwrite what is being typed
+        delta = added - removed
+        for other in self.spans[line]:
+            if other[1] > column:
+                other[1] += delta
+            if other[2] >= column:
+                other[2] += delta
+        self.editing = (line, span[0])
+        self.completion_timer.start()
+
+    def _on_target_cursor_moved(self) -> None:
+        if self._showing or self.editing is None:
+            return
+        cursor = self.target.textCursor()
+        line, column = cursor.blockNumber(), cursor.positionInBlock()
+        span = self._span_at(line, column)
+        if span is None or (line, span[0]) != self.editing:
+            self.accept_edit()
+
+    def complete_now(self) -> None:
+        """Complete the sentence being edited from its start up to the cursor (after a pause in typing)."""
+        self.completion_timer.stop()
+        if self.editing is None or self.shown_job is None:
+            return
+        line, j = self.editing
+        span = next(s for s in self.spans[line] if s[0] == j)
+        cursor = self.target.textCursor()
+        column = cursor.positionInBlock() if cursor.blockNumber() == line else span[2]
+        start = self.target.document().findBlockByNumber(line).text()[span[1]:column]
+        if not start.strip():
+            return
+        job = replace(self.shown_job, completion=(j, start))
+        self.completion_start = (line, span[1], len(start))
+        self.completion_job = self.worker.submit(job)
+
+    def _on_completing(self, job_id: int, text: str) -> None:
+        if job_id == self.completion_job and self.editing is not None:
+            line, start, typed = self.completion_start
+            self._replace_sentence(line, self.editing[1], text, typed, pending=True)
+
+    def _replace_sentence(self, line: int, j: int, text: str, typed: int, pending: bool) -> None:
+        """Sentence j of `line` becomes `text` (its first `typed` characters are what the person typed),
+        the cursor after the typed part, the rest greyed while `pending`."""
+        span = next(s for s in self.spans[line] if s[0] == j)
+        block = self.target.document().findBlockByNumber(line)
+        cursor = QTextCursor(block)
+        cursor.setPosition(block.position() + span[1])
+        cursor.setPosition(block.position() + span[2], QTextCursor.MoveMode.KeepAnchor)
+        self._showing = True
+        cursor.insertText(text)
+        delta = len(text) - (span[2] - span[1])
+        for other in self.spans[line]:
+            if other[1] > span[1]:
+                other[1] += delta
+                other[2] += delta
+        span[2] = span[1] + len(text)
+        cursor.setPosition(block.position() + span[1] + typed)
+        self.target.setTextCursor(cursor)
+        self._showing = False
+        self.target.set_pending(line, span[1] + typed, span[2] if pending else span[1])
+
+    def accept_edit(self) -> None:
+        """The edited sentence's translation, as it stands, goes into the translation memory."""
+        if self.editing is None or self.shown_job is None:
+            return
+        line, j = self.editing
+        self.editing = None
+        self.completion_timer.stop()
+        span = next(s for s in self.spans[line] if s[0] == j)
+        translation = self.target.document().findBlockByNumber(line).text()[span[1]:span[2]].strip()
+        if translation:
+            self.worker.accept(self.shown_job, self.shown_sentences[j], translation)
+
+    def translate_or_accept(self) -> None:
+        """Ctrl+Return: in the target pane, accept the edited sentence; elsewhere translate now."""
+        if self.target.hasFocus() and self.editing is not None:
+            self.accept_edit()
+        else:
+            self.translate_now()
 
     # -- languages and the rest ----------------------------------------------------------------------
 

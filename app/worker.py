@@ -14,6 +14,11 @@ memory (`RecentTranslations`): a pause in typing decodes only the sentences that
 sentence being edited decodes alone (on the GPU, the path of a lone sentence:
 engine.model.FoldedSources). Partial hypotheses are reported per line, the line's other sentences
 as far as they are known.
+
+A typed job with a `completion` completes one sentence from the start of its translation that a
+person typed in the target pane (`completing` streams it); a translation the person accepts
+(`accept`) goes into the translation memory with the job's context, so that the same sentence,
+model and options give it back from then on.
 """
 
 from __future__ import annotations
@@ -45,6 +50,18 @@ class TranslationJob:
     typed: bool = True  # typed text: runs first, and a newer typed job supersedes it
     adapter: str = ""  # LoRA adapter: a subfolder of adapters_dir; "" = the base model
     adapters_dir: str = ""  # the adapters folder (settings); "" = keep the engine's
+    # (sentence index, the start of its translation a person typed): that sentence is completed from
+    # the start (Translator.translate's `starts`), the others come from what is known of them.
+    completion: tuple[int, str] | None = None
+
+
+@dataclass(frozen=True)
+class AcceptTranslation:
+    """A translation a person edited and accepted: stored in the translation memory with the job's context."""
+
+    job: TranslationJob  # the languages, options and adapter it was translated with
+    sentence: str
+    translation: str
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,9 @@ class EngineWorker(QThread):
     detected = Signal(int, str)  # job id, detected FLORES-200 code ("" when unsure)
     partial = Signal(int, int, str)  # job id, segment index, current best hypothesis of that segment
     translated = Signal(int, list)  # job id, one translation per segment (the final texts)
+    laid_out = Signal(int, object)  # job id, (TypedText, its sentences' translations), before `translated`
+    completing = Signal(int, str)  # job id, the hypothesis of the sentence a completion job completes
+    remembered = Signal(str, str)  # a sentence and the translation the memory now holds for it
     doubted = Signal(int, object)  # job id, {segment index: why its translation may be wrong}, before `translated`
     failed = Signal(int, str)  # job id, error message
     cancelled = Signal(int)  # job id: cancelled, superseded, or dropped at quit
@@ -164,6 +184,10 @@ class EngineWorker(QThread):
         self._put(_FIRST if typed else _DOCUMENTS, (job_id, job))
         return job_id
 
+    def accept(self, job: TranslationJob, sentence: str, translation: str) -> None:
+        """Store a translation a person accepted in the memory (on this thread); `remembered` follows."""
+        self._put(_FIRST, AcceptTranslation(job, sentence, translation))
+
     def cancel(self, job_id: int) -> None:
         with self._lock:
             self._cancelled.add(job_id)
@@ -187,6 +211,8 @@ class EngineWorker(QThread):
                         self.cancelled.emit(command[0])
                 elif isinstance(command, LoadModel):
                     self._load(command)
+                elif isinstance(command, AcceptTranslation):
+                    self._remember(command)
                 else:
                     self._run_job(*command)
         finally:
@@ -200,6 +226,15 @@ class EngineWorker(QThread):
         if self._memory is None:
             self._memory = open_memory(self._paths)
         return self._memory
+
+    def _remember(self, command: AcceptTranslation) -> None:
+        job = command.job
+        if self.translator is None:
+            return
+        options = self.translator.default_options(**job.options)
+        context = translation_context(self.translator, job.adapter, job.source, job.target, options)
+        self._open_memory().add(job.source, job.target, {command.sentence: command.translation}, context)
+        self.remembered.emit(command.sentence, command.translation)
 
     def _should_stop(self, job_id: int, typed: bool) -> bool:
         with self._lock:
@@ -287,12 +322,30 @@ class EngineWorker(QThread):
                 current[index] = translation
                 on_partial(text.line_of[index], text.line(text.line_of[index], current))
 
+            def on_completion(index: int, translation: str) -> None:
+                on_sentence(index, translation)
+                if not should_stop():
+                    self.completing.emit(job_id, translation)
+
             known: dict[str, str] = {}
             if job.typed:
                 context = translation_context(self.translator, job.adapter, source, job.target, options)
                 known = self._open_memory().find(source, job.target, context, text.sentences)
-                results = self._recent.translate(self.translator, text.sentences, source, job.target, options,
-                                                 job.adapter, on_sentence, should_stop, known)
+                completed = job.completion[0] if job.completion is not None else None
+                others = [i for i in range(len(text.sentences)) if i != completed]
+                found = self._recent.translate(self.translator, [text.sentences[i] for i in others], source,
+                                               job.target, options, job.adapter,
+                                               lambda k, t: on_sentence(others[k], t), should_stop, known)
+                results = [None] * len(text.sentences)
+                for i, result in zip(others, found):
+                    results[i] = result
+                if completed is not None:  # a person's start: neither the memory nor recent translations apply
+                    known.pop(text.sentences[completed], None)
+                    [results[completed]] = self.translator.translate(
+                        [text.sentences[completed]], source, job.target, options, priority=0,
+                        on_partial=lambda _, t: on_completion(completed, t), should_stop=should_stop,
+                        adapter=job.adapter, starts=[job.completion[1]],
+                    )
             else:
                 results = self.translator.translate(
                     text.sentences, source, job.target, options, priority=1, on_partial=on_sentence,
@@ -309,6 +362,7 @@ class EngineWorker(QThread):
             if sentence not in known:  # a person chose those
                 reasons.setdefault(text.line_of[index], []).extend(doubts(sentence, result, source, job.target))
         self.doubted.emit(job_id, {line: "; ".join(dict.fromkeys(r)) for line, r in reasons.items() if r})
+        self.laid_out.emit(job_id, (text, results))
         self.translated.emit(job_id, text.lines(results))
 
     def _typed_waiting(self) -> bool:

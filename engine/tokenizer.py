@@ -97,6 +97,11 @@ class NllbTokenizer:
     def decoder_prefix(self, tgt_lang: str) -> list[int]:
         return [self.eos_id, self.lang_id(tgt_lang)]
 
+    def encode_target_start(self, text: str) -> list[int]:
+        """The pieces of the start of a translation, as Hugging Face's tokenizer gives them without
+        special tokens: what follows `decoder_prefix` to force that start."""
+        return self._text_ids(text)
+
     def decode(self, ids: Iterable[int]) -> str:
         """The text of `ids`, as Hugging Face's decode(ids, skip_special_tokens=True): specials
         (<unk> included), language codes, <mask> and ids past the vocabulary are dropped."""

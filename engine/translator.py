@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -12,7 +14,7 @@ import torch
 from dragoman import kernels
 from dragoman.engine.batched_search import ran_out_of_numbers
 from dragoman.engine.checkpoint import open_checkpoint
-from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.decoding import DecodingOptions, OptionsError
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
 from dragoman.engine.generator import Generator, Request
 from dragoman.engine.peft_adapter import AdapterError
@@ -29,6 +31,33 @@ FEED_TEXTS = 32
 
 class ModelOutputError(RuntimeError):
     """The model gave no usable scores for a sentence (NaN), so it has no translation."""
+
+
+@dataclass
+class CompletionStart:
+    """How a sentence is completed from the start of its translation that a person typed.
+
+    A start that ends within a word ("Bonjo") or after a space is first forced without its last
+    partial word and the space (`attempts[0]`), so that the model writes the word in its own pieces
+    ("▁Bonjour", not "▁Bon" "jo" + "ur"); that completion is kept when its text goes on from what
+    was typed. Otherwise the start is forced whole, in the pieces of the typed text (`attempts[-1]`).
+    Either way the search is `generate` with `decoder_input_ids` = `</s>`, the language code, the attempt."""
+
+    typed: str
+    shown: str  # the typed text as the tokens give it back (normalized, without a leading space)
+    attempts: list[list[int]]  # forced target tokens, the last one the whole typed start
+
+    def goes_on(self, text: str) -> bool:
+        """Whether `text`, a decoded hypothesis, goes on from the typed start."""
+        return text.startswith(self.shown)
+
+    def as_typed(self, text: str) -> str:
+        """`text`, which goes on from the typed start, with that start exactly as typed."""
+        return self.typed + text[len(self.shown):]
+
+
+def _ends_in_a_word(text: str) -> bool:
+    return bool(text) and unicodedata.category(text[-1])[0] in "LMN"
 
 
 class Translator:
@@ -114,8 +143,14 @@ class Translator:
         should_stop: Callable[[], bool] | None = None,
         adapter: str | None = None,
         on_result: Callable[[int, str], None] | None = None,
+        starts: list[str | None] | None = None,
     ) -> list[str]:
         """Translate each text (one segment each; one too long for the model goes in pieces); blank texts stay empty.
+
+        `starts[i]`, where given and not blank, is the start of text i's translation as a person
+        typed it: the translation is completed from it (`CompletionStart`) and begins with it
+        exactly. A start that leaves no room within max_length, or one given for a text too long
+        to read at once, raises OptionsError.
 
         `on_partial(i, text)` receives the current best hypothesis of text i while it decodes;
         `on_result(i, translation)` text i's translation as soon as it is whole (blank texts at once),
@@ -130,6 +165,12 @@ class Translator:
         options = options or self.default_options()
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         self.tokenizer.lang_id(src_lang)  # raises UnknownLanguageError before any work starts
+        completions = {i: self.completion_start(start, options) for i, start in enumerate(starts or [])
+                       if start and start.strip() and i < len(texts) and texts[i].strip()}
+        for i in completions:
+            if len(self._sources(texts[i], src_lang)) > 1:
+                raise OptionsError("start", f"cannot complete a text of more than the model's "
+                                            f"{self.generator.model.max_positions} source tokens")
         adapter = adapter or None
         if adapter is not None:
             self.generator.lora.slot_for(adapter)  # a bad name raises AdapterError now; its read starts
@@ -137,6 +178,8 @@ class Translator:
         # translations, decoded as each finishes (while the device works: Generator.run's on_done).
         requests: dict[int, list[Request]] = {}
         decoded: dict[int, list[str | None]] = {}
+        # Completions whose first attempt did not go on from the typed start: forced whole, after the run.
+        retries: list[Request] = []
 
         def done(i: int, piece: int, request: Request) -> None:
             if ran_out_of_numbers(request.result, request.limit, request.options, self.tokenizer.eos_id):
@@ -145,19 +188,35 @@ class Translator:
                 precision = str(self.dtype).removeprefix("torch.")
                 raise ModelOutputError(f"the model's output was not a number (NaN) for the sentence \"{preview}\": "
                                        f"the weights are broken or the precision ({precision}) overflows")
-            decoded[i][piece] = self.tokenizer.decode(request.result)
+            text = self.tokenizer.decode(request.result)
+            if i in completions:
+                start = completions[i]
+                if not start.goes_on(text) and request.prefix[len(prefix):] != start.attempts[-1]:
+                    retries.append(make_request(i, 0, request.src_ids, start.attempts[-1]))
+                    return
+                text = start.as_typed(text) if start.goes_on(text) else text
+            decoded[i][piece] = text
             if on_result is not None and None not in decoded[i]:
                 on_result(i, " ".join(decoded[i]))
 
+        def stream(i: int, ids: list[int]) -> None:
+            text = self.tokenizer.decode(ids)
+            start = completions.get(i)
+            if start is None:
+                on_partial(i, text)
+            elif start.goes_on(text):  # a first attempt that strays from the typed start is not shown
+                on_partial(i, start.as_typed(text))
+
+        def make_request(i: int, piece: int, source: list[int], forced: list[int]) -> Request:
+            partial = functools.partial(stream, i) if on_partial is not None and len(decoded[i]) == 1 else None
+            return Request(source, prefix + forced, options, priority, partial, adapter=adapter,
+                           on_done=functools.partial(done, i, piece))
+
         def prepare(i: int, text: str) -> list[Request]:
             sources = self._sources(text, src_lang)
-            partial = None
-            if on_partial is not None and len(sources) == 1:
-                partial = lambda ids, i=i: on_partial(i, self.tokenizer.decode(ids))  # noqa: E731
             decoded[i] = [None] * len(sources)
-            requests[i] = [Request(source, prefix, options, priority, partial, adapter=adapter,
-                                   on_done=functools.partial(done, i, piece))
-                           for piece, source in enumerate(sources)]
+            forced = completions[i].attempts[0] if i in completions else []
+            requests[i] = [make_request(i, piece, source, forced) for piece, source in enumerate(sources)]
             return requests[i]
 
         # The sentences that decode together (a wave) are tokenized before the first step, the rest
@@ -175,7 +234,9 @@ class Translator:
             return [r for i, text in portion for r in prepare(i, text)] if portion else None
 
         self.generator.run(first, should_stop, feed)
-        for request in (r for pieces in requests.values() for r in pieces):
+        if retries and not (should_stop is not None and should_stop()):
+            self.generator.run(retries, should_stop)
+        for request in (r for pieces in [*requests.values(), retries] for r in pieces):
             if request.error is not None:  # its files changed for the worse since the check above
                 raise AdapterError(request.error)
         results = []
@@ -187,6 +248,24 @@ class Translator:
             else:
                 results.append(" ".join(decoded[i]))
         return results
+
+    def completion_start(self, typed: str, options: DecodingOptions) -> CompletionStart:
+        """How a translation is completed from `typed`, its start (`CompletionStart`); a start
+        that leaves no token to generate within max_length raises OptionsError."""
+        tok = self.tokenizer
+        whole = tok.encode_target_start(typed)
+        room = options.length - 2  # after `</s>` and the language code
+        if len(whole) >= room:
+            raise OptionsError("start", f"of {len(whole)} tokens leaves nothing to complete within max_length "
+                                        f"{options.length} (the start may have {room - 1} tokens at most)")
+        head = typed.rstrip()
+        if head == typed and _ends_in_a_word(typed):
+            while _ends_in_a_word(head):
+                head = head[:-1]
+            head = head.rstrip()
+        first = tok.encode_target_start(head) if head.strip() else []
+        attempts = [whole] if head == typed or first == whole else [first, whole]
+        return CompletionStart(typed, tok.decode(whole), attempts)
 
     def _sources(self, text: str, src_lang: str) -> list[list[int]]:
         """The text's source ids in pieces the model can read: a text longer than the model's

@@ -9,7 +9,8 @@ recorder stays connected until the worker has stopped and its queue is flushed.
 from __future__ import annotations
 
 SIGNALS = ("loaded", "load_failed", "detected", "partial", "doubted", "translated", "failed", "cancelled",
-           "document_progress", "document_done", "document_failed", "holding", "kernels_unavailable")
+           "document_progress", "document_done", "document_failed", "holding", "kernels_unavailable", "laid_out",
+           "completing", "remembered")
 WAIT_MS = 30_000
 
 

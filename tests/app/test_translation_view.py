@@ -30,3 +30,20 @@ def test_doubtful_lines_are_underlined_and_say_why_on_hover(qtbot):
     qtbot.waitUntil(lambda: hover(1) == "This translation may be wrong: the same words 4 times in a row")
     view.set_doubts({})
     assert view.extraSelections() == [] and view.doubt_at(point_on(1)) is None
+
+
+def test_a_streaming_completion_is_greyed_beside_the_doubt_marks(qtbot):
+    view = TranslationView()
+    qtbot.addWidget(view)
+    view.setPlainText("Une ligne.\nLe chat dort.")
+    view.set_doubts({0: "too short"})
+    line = view.document().findBlockByNumber(1)
+    view.set_pending(1, 3, 13)
+    doubt, pending = view.extraSelections()
+    assert pending.cursor.selectedText() == "chat dort."
+    assert pending.format.foreground().color() == view.pending_colour
+    assert view.pending() == (line.position() + 3, line.position() + 13)
+    view.set_doubts({})  # the grey stays while the marks change
+    assert view.pending() is not None and len(view.extraSelections()) == 1
+    view.set_pending(0, 0, 0)
+    assert view.pending() is None and view.extraSelections() == []

@@ -53,3 +53,13 @@ def test_a_line_shows_the_sentences_known_so_far():
 def test_quotes_and_brackets_stay_with_their_sentence_away_from_addresses():
     text = TypedText(['He said "Go." (Then he left.)'], "Latn", "Latn")
     assert text.sentences == ['He said "Go."', "(Then he left.)"]
+
+
+def test_spans_place_each_sentences_translation_within_its_line():
+    text = TypedText(["  - The cat sleeps. The dog barks!", "Hi."], "Latn", "Latn")
+    translations = ["Le chat dort.", "Le chien aboie !", "Salut."]
+    line = text.line(0, translations)
+    spans = text.spans(0, translations)
+    assert [line[start:end] for _, start, end in spans] == translations[:2]
+    assert [j for j, _, _ in spans] == [0, 1]
+    assert text.spans(1, translations) == [(2, 0, len("Salut."))]

@@ -430,7 +430,7 @@ class NllbModel:
 
         Row i writes its K/V at flat slot `write_slots[i]` of the self-attention cache, attends over
         the first `self_lens[i]` slots listed in `self_slots[rows[i]]` (the one before last may be
-        row `self_priors[i]`'s new token: kernels.slot_attention's `priors`), and over the first
+        row `self_priors[i]`'s new token: kernels.NewTokens' `priors`), and over the first
         `cross_lens[i]` source slots in `cross_slots[rows[i]]` (beams of one sentence list the same
         source slots). `lora` gives each row its adapter slot. With `group` > 1 the rows come in
         runs of `group` that share a source (a sentence's beams), and cross-attention reads each
@@ -448,7 +448,7 @@ class NllbModel:
             q, k, v = project(layer.qkv, h, lora, s.qkv).view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
             # The attention kernel stores the new token's K/V in the cache as it reads them.
             a = kernels.slot_attention(q, self_cache.k[i], self_cache.v[i], self_slots, rows, self_lens, self.scale,
-                                       k_new=k, v_new=v, write_slots=write_slots, priors=self_priors)
+                                       kernels.NewTokens(k, v, write_slots, self_priors))
             if not with_logits and i + 1 == len(layers):
                 return None  # a prefix step only fills the cache: the rest of the last layer feeds the logits alone
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, s.self_attn_out)

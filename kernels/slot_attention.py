@@ -1,11 +1,11 @@
 """Decode attention where each row lists the cache slots of its tokens: one new query token per row.
 
 Meaning, as a plain loop (`lens[i]` counts the current token, whose K/V is already cached or, given
-the optional `k_new`, `v_new`, `write_slots`, stored by the op itself first):
+the optional `new` (a NewTokens), stored by the op itself first):
 
-    if write_slots is not None:
+    if new is not None:
         for i in range(N):
-            k[write_slots[i]], v[write_slots[i]] = k_new[i], v_new[i]
+            k[new.write_slots[i]], v[new.write_slots[i]] = new.k[i], new.v[i]
     for i in range(N):
         for h in range(H):
             slots = slot_table[rows[i], :lens[i]]
@@ -19,13 +19,13 @@ each writes only its own blocks: reordering beams is a gather of slot lists, nev
 (FasterTransformer's cache indirection, at the granularity of tokens). Entries of a slot list
 past the row's length are never read, so they may hold anything.
 
-Given `k_new`, `v_new`, `write_slots`, the op also stores each row's new token in the cache (in
-place), sparing the decode step two scatter kernels per layer; the caller guarantees the row's last
-slot, slot_table[rows[i], lens[i] - 1], is write_slots[i].
+Given `new`, the op also stores each row's new token in the cache (in place), sparing the decode
+step two scatter kernels per layer; the caller guarantees the row's last slot,
+slot_table[rows[i], lens[i] - 1], is new.write_slots[i].
 
-With them, `priors` (N,) int32 may name for row i another row j = priors[i] of the same call whose
-new token is row i's position before last (slot_table[rows[i], lens[i] - 2] is write_slots[j]), or
--1: a sentence's first step feeds its position 0 through one beam and position 1 through the others
+`new.priors` (N,) int32 may name for row i another row j = priors[i] of the same call whose new
+token is row i's position before last (slot_table[rows[i], lens[i] - 2] is write_slots[j]), or -1:
+a sentence's first step feeds its position 0 through one beam and position 1 through the others
 (engine/admission.py). The plain loop above means the same; the kernel, which stores a row's new
 token only as it reads it, folds row j's in from registers too.
 """
@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.row_state import NewTokens
 
 
 @triton.jit
@@ -191,33 +192,28 @@ def check_inputs(q, k, v, slot_table, rows, lens):
     assert rows.shape == lens.shape == (N,) and rows.is_contiguous() and lens.is_contiguous()
 
 
-def _check_new_token(q, k, k_new, v_new, write_slots, priors=None):
-    """Asserts the optional new-token arguments are all given or all None (priors only with them),
-    and agree with q, k."""
-    given = [x is not None for x in (k_new, v_new, write_slots)]
-    assert all(given) or not any(given), "k_new, v_new and write_slots go together"
-    if write_slots is None:
-        assert priors is None, "priors name other rows' new tokens: they need k_new, v_new, write_slots"
+def _check_new_token(q, k, new: NewTokens | None):
+    """Asserts the new tokens, if given, agree with q and the cache k; returns whether they are given."""
+    if new is None:
         return False
-    if priors is not None:
-        assert priors.dtype == torch.int32 and priors.shape == (q.shape[0],) and priors.is_contiguous()
-    assert k_new.shape == v_new.shape == q.shape, "k_new, v_new must be (N, H, D) like q"
-    assert k_new.dtype == v_new.dtype == k.dtype, "k_new, v_new must have the cache's dtype"
-    assert k_new.stride(-1) == v_new.stride(-1) == 1, "head dim must be contiguous"
-    assert write_slots.dtype in (torch.int32, torch.int64), "write_slots must be int32 or int64"
-    assert write_slots.shape == (q.shape[0],) and write_slots.is_contiguous()
+    assert new.k.shape == new.v.shape == q.shape, "new.k, new.v must be (N, H, D) like q"
+    assert new.k.dtype == new.v.dtype == k.dtype, "new.k, new.v must have the cache's dtype"
+    assert new.k.stride(-1) == new.v.stride(-1) == 1, "head dim must be contiguous"
+    assert new.write_slots.dtype in (torch.int32, torch.int64), "write_slots must be int32 or int64"
+    assert new.write_slots.shape == (q.shape[0],) and new.write_slots.is_contiguous()
+    if new.priors is not None:
+        assert new.priors.dtype == torch.int32 and new.priors.shape == (q.shape[0],) and new.priors.is_contiguous()
     return True
 
 
-def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None,
-                          priors=None):
+def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, new: NewTokens | None = None):
     """Triton version of `slot_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
     check_inputs(q, k, v, slot_table, rows, lens)
     assert k.stride() == v.stride(), "k and v must share a layout"
-    write = _check_new_token(q, k, k_new, v_new, write_slots, priors)
-    if not write:
-        k_new, v_new, write_slots = q, q, lens  # never read: WRITE=False compiles their use out
+    write = _check_new_token(q, k, new)
+    # Without new tokens these stand-ins are never read: WRITE=False compiles their use out.
+    k_new, v_new, write_slots, priors = new if write else (q, q, lens, None)
     assert k_new.stride() == v_new.stride(), "k_new and v_new must share a layout"
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
@@ -238,18 +234,18 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None,
     return out
 
 
-def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None,
-                       priors=None):
+def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, new: NewTokens | None = None):
     """Decode attention of `q` (N, H, D) over the cache `k`, `v` (slots, H, D): row i reads the
     `lens[i]` (>= 1, current token included) slots listed in `slot_table[rows[i]]`, slot_table
     (R, T) int32. Softmax and sums in float32 (float64 for float64 inputs); returns (N, H, D) in
     q's dtype.
 
-    Given k_new, v_new (N, H, D) and write_slots (N,) int32 or int64, first stores k_new[i],
-    v_new[i] in the cache at write_slots[i], in place; row i's last slot must be write_slots[i]."""
-    if _check_new_token(q, k, k_new, v_new, write_slots):
-        k.index_copy_(0, write_slots.long(), k_new)
-        v.index_copy_(0, write_slots.long(), v_new)
+    Given `new`, first stores new.k[i], new.v[i] in the cache at new.write_slots[i], in place; row
+    i's last slot must be new.write_slots[i]. Its priors change nothing here: the cache holds every
+    new token before any is read."""
+    if _check_new_token(q, k, new):
+        k.index_copy_(0, new.write_slots.long(), new.k)
+        v.index_copy_(0, new.write_slots.long(), new.v)
     keys, values, valid = gather_rows(k, v, slot_table, rows, lens)
     return attend(q[:, None], keys, values, valid, scale).squeeze(1)  # (N, H, D)
 

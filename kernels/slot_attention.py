@@ -148,26 +148,17 @@ def _slot_attention_kernel(
 
 
 def _config(N, H, D, write=False):
-    """(heads per program, tokens per step, warps, early), as measured on an H200 (bf16, in CUDA
-    graphs). With many programs: one warp each, two heads side by side, ~1,024 K elements per step
-    (2 heads x 8 tokens at D = 64, x 4 at D = 128). At most 32 programs are resident per SM, so a
-    one-warp program with two heads keeps twice the loads in flight: self-attention at 512 rows
-    (greedy) 15.7 against 17.1 us with one head, 2,048 rows 56.8 against 62.3, and at D = 128
-    99 against 144 (cross-attention at 512 rows: 23.2 against 23.5 at D = 64, 41 against 59 at
-    128). Larger steps, or a program's sums split over several warps, lose 1.5-5x. Self-attention
+    """(heads per program, tokens per step, warps, early), as measured fastest in CUDA graphs
+    (docs/performance.md). With many programs: one warp each, two heads side by side, ~1,024 K
+    elements per step (2 heads x 8 tokens at D = 64, x 4 at D = 128). At most 32 programs are
+    resident per SM, so a one-warp program with two heads keeps twice the loads in flight. Larger
+    steps, or a program's sums split over several warps, lose, by up to several times. Self-attention
     (`write`: the new token stored) takes half those steps, each next one read one step ahead
-    (`EARLY`): at 512 / 1,024 / 2,048 rows of 20 tokens 13.0 / 25.5 / 48.1 against 14.7 / 27.7 /
-    51.2 us, of 40 tokens 23.4 / 45.5 / 87.3 against 24.8 / 47.4 / 90.1; cross-attention no better
-    (22.9 / 43.4 / 80.4 against 23.1 / 43.1 / 80.0; D = 64, 112 configs swept at 512
-    rows). From 16 to 255 rows (a short document's step), one warp and one head each, ~1,024
-    elements per step (half past 128 rows at 16 heads), each next step read early too: self/cross
-    at 32 rows 3.3/3.1 against 6.2/7.3 us over four warps, at 64 rows 3.7/3.5 against 5.9/5.4 with
-    two heads, at 128 rows 7.1/4.7 against 6.5/6.1 (2026-11-30); early, at 32 / 64 / 128 / 200 rows
-    of 40 tokens 3.46 / 5.21 / 7.76 / 11.46 against 3.98 / 6.26 / 9.17 / 13.07, cross-attention
-    over 10-60 tokens 3.70 / 5.24 / 7.38 / 11.51 against 4.29 / 6.67 / 9.27 / 11.89. With
-    fewer programs (a typed sentence's step), one head per program over four warps, the first step's
-    K/V read before the wait for q, and each next step's one step ahead: 4 rows of 20 tokens 1.7 against
-    2.7 us; early reads cost one-head programs at many rows ~25% (2,048 rows: 52 against 65 us)."""
+    (`EARLY`); cross-attention gains nothing by that. From 16 to 255 rows (a short document's
+    step), one warp and one head each, ~1,024 elements per step (half past 128 rows at 16 heads),
+    each next step read early too. With fewer programs (a typed sentence's step), one head per
+    program over four warps, the first step's K/V read before the wait for q, and each next step's
+    one step ahead. Early reads slow one-head programs at many rows, hence two heads there."""
     if N * H >= 4096:
         heads = 2 if H % 2 == 0 else 1
         tile = max(1, 1024 // (heads * triton.next_power_of_2(D)))

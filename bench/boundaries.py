@@ -1,6 +1,6 @@
 """What a kernel boundary costs on the GPU, against a grid barrier inside one persistent kernel:
-`python -m bench.boundaries` (CUDA only). docs/performance.md says what the H200's figures meant
-for the engine.
+`python -m bench.boundaries` (CUDA only). docs/performance.md says what the figures meant for the
+engine.
 
 Each figure is per phase of a chain of PHASES, replayed from a CUDA graph (median of 15):
 - fused_linear chained / plain: 4 rows of a 1,024 -> 1,024 projection, weights rotating past L2;

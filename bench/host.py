@@ -4,10 +4,9 @@
 Runs the interactive workload (one 32-token sentence, beam 4, 32 tokens) to capture its graphs,
 then 20 more with a plain timer around each call below (no events, no sync), and prints each
 call's median host µs and how often a run makes it. Why in place: code that runs once a request
-finds the host's caches cold after the steps, and measured 3-8 times its cost in a loop
-(admit_rows' launch 225 against 38 µs, a pinned copy 100 against 12). At 600M
-the GPU's typed-sentence encoder takes ~0.45 ms: the host's work between its launch and the first
-step's is what the first step waits for once it takes longer than that.
+finds the host's caches cold after the steps, and costs several times what it costs in a loop.
+The host's work between the typed sentence's encoder launch and the first step's is what the first
+step waits for once it takes longer than the encoder takes on the GPU.
 """
 
 from __future__ import annotations

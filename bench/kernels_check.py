@@ -23,7 +23,7 @@ import torch
 import triton
 from triton.testing import do_bench, do_bench_cudagraph
 
-from dragoman.kernels import RowState
+from dragoman.kernels import NewTokens, RowState
 from dragoman.kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from dragoman.kernels.argmax import argmax_ref, argmax_triton
 from dragoman.kernels.beam_advance import beam_advance_ref, beam_advance_triton
@@ -72,7 +72,7 @@ def self_attention_inputs(N, D):
     """Runs of BEAM rows, the beams of one sentence, one length in 10..40 per sentence: a run's beams
     share the slots of their first 80% of positions, as beams agreeing on a prefix do, and hold the
     others, their last (the new token's) included, in slots of their own. Returns slot_attention's
-    arguments, and the new tokens (k_new, v_new, write_slots) as the engine's decode step passes them."""
+    arguments, and the new tokens (a NewTokens) as the engine's decode step passes them."""
     lens = torch.randint(10, 41, (N // BEAM,)).repeat_interleave(BEAM)  # (N,)
     T = int(lens.max())
     own = torch.randperm(N * T).view(N, T)  # (N, T)
@@ -83,7 +83,7 @@ def self_attention_inputs(N, D):
     k, v = torch.randn(N * T, H, D, dtype=DTYPE), torch.randn(N * T, H, D, dtype=DTYPE)
     q, k_new, v_new = torch.randn(3, N, H, D, dtype=DTYPE)  # 3 x (N, H, D)
     args = (q, k, v, table.int(), torch.arange(N, dtype=torch.int32), lens.int())
-    new = dict(k_new=k_new.cuda(), v_new=v_new.cuda(), write_slots=write_slots.cuda())
+    new = NewTokens(k_new.cuda(), v_new.cuda(), write_slots.cuda())
     return [a.cuda() for a in args] + [D**-0.5], new
 
 
@@ -210,9 +210,9 @@ def main():
     # Self-attention at a document's 2,048 rows (512 sentences of beam 4, H=16, lengths 10-40), the new
     # token stored by the op as in the engine's decode step.
     args, new = self_attention_inputs(2048, 64)
-    error = rel_error(slot_attention_triton(*args, **new), slot_attention_ref(*args, **new))
+    error = rel_error(slot_attention_triton(*args, new), slot_attention_ref(*args, new))
     record("slot_attention", "N=2048 D=64 g=4 len10-40 new", error,
-           lambda: slot_attention_triton(*args, **new), lambda: slot_attention_ref(*args, **new))
+           lambda: slot_attention_triton(*args, new), lambda: slot_attention_ref(*args, new))
     for C in (1024, 2048):
         for N in ROWS + [8192]:
             args = add_layer_norm_inputs(N, C)

@@ -4,12 +4,11 @@
 Wraps the generator's parts (admission, encoder, row set-up, each step's launch and finish) so
 that every call records the host's clock and, on the GPU, an event on the current stream, at its
 entry and exit. The GPU column says when the device got there; where it trails the host, the host
-is ahead; where it equals the host's, the device had caught up and was waiting for the host. This
-found the 3 ms a document's token list took on the host while the GPU idled.
+is ahead; where it equals the host's, the device had caught up and was waiting for the host.
 
-Caveat: each mark costs the host ~20-40 us (an event created and recorded), so marks inflate the
-host's share of a part that makes many calls; confirm a host-side saving with an A/B of unmarked
-runs before claiming it (an admission set-up once looked like 1 ms under marks and measured as nothing).
+Caveat: each mark costs the host an event created and recorded, so marks inflate the host's share
+of a part that makes many calls; confirm a host-side saving by timing unmarked runs of both before
+claiming it.
 """
 
 from __future__ import annotations

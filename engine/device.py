@@ -98,8 +98,8 @@ def _send(host: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 def to_device_many(lists: list[list], device: torch.device) -> list[torch.Tensor]:
     """`to_device` of several lists of ints, each flat or made of equal-length lists, in one copy:
-    int32 views (n,) or (n, m) of one tensor. Why: each copy costs the host ~70 us on the H200
-    machine (pinned staging, the copy's launch), and a sentence's admission made a dozen."""
+    int32 views (n,) or (n, m) of one tensor. Why: each copy costs the host a pinned staging
+    buffer and a launch, and a sentence's admission made a dozen."""
     host, shapes = _pack(lists)
     return _views(_send(host, device), shapes)
 
@@ -140,11 +140,10 @@ def _views(flat: torch.Tensor, shapes: list[tuple[int, ...]]) -> list[torch.Tens
 
 def tokens_to_device(sequences: list[list[int]], device: torch.device) -> torch.Tensor:
     """The token ids of all `sequences`, one after another, as an int64 tensor (T,) on `device`
-    (queued like `to_device`). Why not `to_device`: `torch.tensor` reads a Python list at ~110 ns an
-    element, 3 ms on the H200 machine's host for a 512-sentence document's ~18k tokens, while the GPU
-    waited for them; through `array` it is ~4 times faster, and ~2 times more from a flat list
-    (lists joined by `+=`, then read in one go: 302 against 597 us for those tokens on the CI
-    machine's CPU, where `array` read them through `itertools.chain`)."""
+    (queued like `to_device`). Why not `to_device`: `torch.tensor` reads a Python list element by
+    element, long enough for a document's tokens that the GPU waited for them; `array` reads them
+    several times faster, and faster again from one flat list (lists joined by `+=`, then read in
+    one go) than through `itertools.chain`."""
     flat: list[int] = []
     for sequence in sequences:
         flat += sequence

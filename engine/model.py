@@ -30,22 +30,19 @@ if TYPE_CHECKING:
 LAYER_NORM_EPS = 1e-5
 # Projections of at most FUSED_MAX_ROWS rows and FUSED_MAX_IN inputs (a decode step of a typed
 # sentence) in half precision run through kernels.fused_linear: one pass over the weight, where
-# cuBLAS at 4 rows splits K and reduces in a second kernel (4 rows, H200, in CUDA graphs, cuBLAS
-# against fused: 1024 -> 1024 8.2 against 4.0 us, 4096 -> 1024 7.3 against 6.0, 8192 -> 2048 13.5
-# against 11.6). Up to 64 rows (a typed sentence's encoder, a few sentences' beams) fused_linear
-# reads each weight block once for all of them (kernels.fused_linear's wide row block): a beam-4
-# document of 8 sentences (32-row steps) 36.3 -> 31.6 ms at 600M against cuBLAS, 68.1 -> 64.3 at
-# 1.3B; with kernels.packed_attention, the typed sentence's encoder graph 578 -> 542 us (H200, one
-# process alternating, 2026-11-30). float32 keeps cuBLAS's exact float32 matmuls, the parity target.
+# cuBLAS at a few rows splits K and reduces in a second kernel. Up to 64 rows (a typed sentence's
+# encoder, a few sentences' beams) fused_linear reads each weight block once for all of them
+# (kernels.fused_linear's wide row block), which beats cuBLAS on a short document's steps and the
+# typed sentence's encoder too (docs/performance.md). float32 keeps cuBLAS's exact float32 matmuls,
+# the parity target.
 FUSED_MAX_ROWS = 64
 FUSED_MAX_IN = 8192
 FUSED_DTYPES = (torch.bfloat16, torch.float16)
 # A typed sentence's source of at most FOLD_SLOTS[-1] tokens is folded into the cross-attention
 # (FoldedSources), padded to the first of these that holds it. Past ~head_dim tokens a head's folded
-# keys and values outweigh W_q and W_o, yet the fold still saves a kernel a layer: at 60 tokens
-# (S = 64) 600M 15.99 against 16.68 ms, 1.3B 30.99 against 32.31, 3.3B 50.53 against 55.43; at 120
-# (S = 128) 17.50 / 18.21, 34.34 / 34.94, 54.58 / 58.18, for buffers twice as large (H200, bf16,
-# one process alternating, 2026-11-30). 64 holds most typed sentences.
+# keys and values outweigh W_q and W_o, yet the fold still saves a kernel a layer and stays faster
+# at 64 and at 128 (docs/performance.md); 64 holds most typed sentences, and a slot of 128 would
+# double the buffers.
 FOLD_SLOTS = (16, 32, 64)
 FOLD_MAX_ROWS = SOURCE_SCORES_ROWS  # the rows kernels.source_scores scores in one tile
 
@@ -63,8 +60,8 @@ def sinusoidal_positions(num_positions: int, dim: int, padding_idx: int) -> torc
     return table
 
 
-# Every backend but cuDNN's: it plans anew for each (sources, width) shape, ~100 ms each time, and
-# with continuous batching nearly every admission brings a new shape.
+# Every backend but cuDNN's: it plans anew for each (sources, width) shape, at the cost of many
+# steps each time, and with continuous batching nearly every admission brings a new shape.
 ENCODER_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
@@ -219,8 +216,8 @@ class NllbModel:
         vocab = config.vocab_size
         if output.is_cuda and vocab % 64:
             # Logits rows of 256,206 bf16 values are not 16-byte aligned, which keeps cuBLAS off its
-            # Hopper kernels (2.5x slower here). Pad the projection with zero rows; decode_step slices
-            # their logits off.
+            # fastest kernels (docs/performance.md). Pad the projection with zero rows; decode_step
+            # slices their logits off.
             padded = output.new_zeros(-(-vocab // 64) * 64, output.shape[1])  # (V rounded up, C)
             padded[:vocab] = output
             if output is self.embed_tokens:
@@ -321,7 +318,7 @@ class NllbModel:
         final hidden states (T, C) in the same order.
 
         Everything runs on the T real tokens, with no padding (a document's sentences vary in
-        length, and padding was ~40% of the encoder's work), but attention where
+        length, and padding would be much of the encoder's work), but attention where
         kernels.packed_attention cannot run, which runs on a padded grid. `lora` gives each token
         its source's adapter slot.
         """
@@ -430,7 +427,7 @@ class NllbModel:
 
         Row i writes its K/V at flat slot `write_slots[i]` of the self-attention cache, attends over
         the first `self_lens[i]` slots listed in `self_slots[rows[i]]` (the one before last may be
-        row `self_priors[i]`'s new token: kernels.slot_attention's `priors`), and over the first
+        row `self_priors[i]`'s new token: kernels.NewTokens' `priors`), and over the first
         `cross_lens[i]` source slots in `cross_slots[rows[i]]` (beams of one sentence list the same
         source slots). `lora` gives each row its adapter slot. With `group` > 1 the rows come in
         runs of `group` that share a source (a sentence's beams), and cross-attention reads each
@@ -448,7 +445,7 @@ class NllbModel:
             q, k, v = project(layer.qkv, h, lora, s.qkv).view(N, 3, H, D).unbind(1)  # 3 x (N, H, D)
             # The attention kernel stores the new token's K/V in the cache as it reads them.
             a = kernels.slot_attention(q, self_cache.k[i], self_cache.v[i], self_slots, rows, self_lens, self.scale,
-                                       k_new=k, v_new=v, write_slots=write_slots, priors=self_priors)
+                                       kernels.NewTokens(k, v, write_slots, self_priors))
             if not with_logits and i + 1 == len(layers):
                 return None  # a prefix step only fills the cache: the rest of the last layer feeds the logits alone
             a = project(layer.self_attn_out, a.reshape(N, H * D), lora, s.self_attn_out)

@@ -60,8 +60,7 @@ class Int8Linear:
     @classmethod
     def from_linear(cls, linear: Linear, onednn: bool = False) -> "Int8Linear":
         """The int8 version of `linear`; with `onednn`, its weight prepacked for oneDNN's int8 linear
-        (2-3 times faster than torch._int_mm at a few rows: 10.5 against 22.8 ms for the 600M
-        output layer at 4 rows, on the 2-core CI machine)."""
+        (faster than torch._int_mm at a few rows, docs/performance.md "CPU")."""
         weight = linear.weight.float()
         scale = weight.abs().amax(dim=1).clamp(min=1e-12) / 127  # (out,)
         quantized = torch.round(weight / scale[:, None]).to(torch.int8)  # (out, in)

@@ -106,13 +106,14 @@ class NllbTokenizer:
         """The text of `ids`, as Hugging Face's decode(ids, skip_special_tokens=True): specials
         (<unk> included), language codes, <mask> and ids past the vocabulary are dropped."""
         ids = [i - 1 for i in map(int, ids) if self.unk_id < i < self._first_language_id]
-        pieces = self._sp.id_to_piece(ids) if ids else []  # one call for all: 3 against 10 us for 40 ids
+        pieces = self._sp.id_to_piece(ids) if ids else []  # one call for all: a call per id is several times slower
         # Every "▁" is a space; only the first piece's leading one goes (Metaspace decoder).
         return "".join(pieces).replace(SPACE_PIECE, " ").removeprefix(" ")
 
     def _piece_ids(self, sentencepiece_ids: list[int]) -> list[int]:
         """Our ids of sentencepiece's: one past them (fairseq's layout), its unknown piece as <unk>.
-        One comprehension for a sentence's pieces: a method call per piece took ~3 us a sentence."""
+        One comprehension for a sentence's pieces, with no method call per piece: those calls were a
+        measurable share of a sentence's tokenizing."""
         unk, sentencepiece_unk = self.unk_id, self._sentencepiece_unk
         return [unk if i == sentencepiece_unk else i + 1 for i in sentencepiece_ids]
 
@@ -120,7 +121,7 @@ class NllbTokenizer:
         ids = []
         # re.split with a group: odd chunks are the special tokens found in the text. Each holds
         # "<" or "_", which most text has not: the search over ~200 alternatives took half of a
-        # plain sentence's ~25 us.
+        # plain sentence's tokenizing.
         chunks = self._special_in_text.split(text) if "<" in text or "_" in text else [text]
         for index, chunk in enumerate(chunks):
             if index % 2:
@@ -162,8 +163,8 @@ class CharacterMap:
 
     def normalize(self, text: str) -> str:
         # Most text has no character that a rule or a cluster could change, and stays as it is:
-        # checked per distinct character, where walking the clusters costs ~1 us a character (a
-        # 512-sentence document batch took ~45 ms of host time that way while the GPU waited).
+        # checked per distinct character, where walking the clusters of every character kept the GPU
+        # waiting for a document's batch.
         if self._all_plain(text):
             return text
         return "".join(map(self._normalize_cluster, _grapheme_clusters(text)))

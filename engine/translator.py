@@ -22,10 +22,10 @@ from dragoman.engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from dragoman.engine.quantize import int8_supported, quantize_int8
 from dragoman.engine.weights import load_weights
 
-# Texts tokenized a step, at least, while a document decodes (Translator.translate): ~1 ms of host
-# time for sentences of plain text, within the few ms a step of hundreds of sentences keeps the
-# device busy. Greedy waves of 2,048 sentences take 64 a step: at 32, a wave that ended found
-# ~1,300 ready, and the rest joined a few a step, each time with an encoder pass and a prefix step.
+# Texts tokenized a step, at least, while a document decodes (Translator.translate): host time for
+# sentences of plain text well within what a step of hundreds of sentences keeps the device busy.
+# Greedy waves of 2,048 sentences take 64 a step: at 32, a wave that ended found only part of the
+# next one ready, and the rest joined a few a step, each time with an encoder pass and a prefix step.
 FEED_TEXTS = 32
 
 
@@ -80,7 +80,7 @@ class Translator:
         self.model_dir = model_dir
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
-        # The CPU default is int8 weights: ~8x faster than float32 (README, "CPU"); float32 stays exact.
+        # The CPU default is int8 weights: much faster than float32 (docs/performance.md, "CPU"); float32 stays exact.
         self.int8 = dtype == "int8" or (dtype == "auto" and self.device.type == "cpu" and int8_supported())
         checkpoint = open_checkpoint(model_dir)  # every file checked before anything is allocated
         self.config = checkpoint.config
@@ -312,9 +312,8 @@ class Translator:
         before Triton's disk cache has them) and captures the CUDA graphs of a typed sentence's
         steps (keyed by the decoding options); the longer source runs the encoder's projections
         through cuBLAS, whose first call sets the library up. Done while the model loads, a
-        person's first typed sentence does not wait for it (H200, tiny checkpoint: 10.2 s on a
-        fresh install and 0.82 s later without a warm-up; 0.14 s after warming up on the short
-        sentence alone, 0.12 s of it cuBLAS's set-up). See `needs_warm_up`."""
+        person's first typed sentence does not wait for it (docs/performance.md, "Warm at load").
+        See `needs_warm_up`."""
         tok = self.tokenizer
         texts, text = [], "Hello."
         for bound in sorted({0, FUSED_MAX_ROWS, *FOLD_SLOTS[:-1]}):  # a source just past each

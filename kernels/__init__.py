@@ -20,7 +20,7 @@ from dragoman.kernels.fused_linear import fused_linear_ref, fused_linear_triton,
 from dragoman.kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
 from dragoman.kernels.lora import lora_ref, lora_triton
 from dragoman.kernels.packed_attention import packed_attention_ref, packed_attention_triton
-from dragoman.kernels.row_state import AdmittedRows, RowState, StepInputs, StepReport
+from dragoman.kernels.row_state import AdmittedRows, NewTokens, RowState, StepInputs, StepReport
 from dragoman.kernels.gpu_profile import PROFILES, DeviceProfile, device_profile, profile_name
 from dragoman.kernels.slot_attention import slot_attention_ref, slot_attention_triton
 from dragoman.kernels.source_attention import source_attention_ref, source_attention_triton
@@ -76,15 +76,14 @@ def unavailable_message() -> str | None:
     return f"GPU kernels unavailable: {_unavailable}; using the slower PyTorch path"
 
 
-def slot_attention(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None, priors=None):
+def slot_attention(q, k, v, slot_table, rows, lens, scale, new: NewTokens | None = None):
     """Decode attention over one layer's cache of token slots. q (N, H, D); k, v (slots, H, D); row
     i reads the first lens[i] slots of slot_table[rows[i]] (slot_table (R, T) int32, rows (N,),
-    lens (N,) int32, current token included). Given k_new, v_new (N, H, D) and write_slots (N,)
-    int32/int64, first stores row i's new token in the cache at write_slots[i] (in place), which
-    must be row i's last slot; then `priors` (N,) int32 may name the row j whose new token is row
-    i's position before last (-1: none). Returns (N, H, D) in q's dtype."""
-    return _dispatch(slot_attention_triton, slot_attention_ref, q, q, k, v, slot_table, rows, lens, scale,
-                     k_new=k_new, v_new=v_new, write_slots=write_slots, priors=priors)
+    lens (N,) int32, current token included). Given `new` (a NewTokens), first stores row i's new
+    token in the cache at new.write_slots[i] (in place), which must be row i's last slot; then
+    new.priors may name the row j whose new token is row i's position before last (-1: none).
+    Returns (N, H, D) in q's dtype."""
+    return _dispatch(slot_attention_triton, slot_attention_ref, q, q, k, v, slot_table, rows, lens, scale, new)
 
 
 def source_attention(q, k, v, slot_table, rows, lens, scale, group):
@@ -223,7 +222,7 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "AdmittedRows", "PROFILES", "DeviceProfile", "RowState", "StepInputs", "StepReport", "add_layer_norm", "admit_rows", "argmax", "beam_advance", "device_profile",
+    "AdmittedRows", "NewTokens", "PROFILES", "DeviceProfile", "RowState", "StepInputs", "StepReport", "add_layer_norm", "admit_rows", "argmax", "beam_advance", "device_profile",
     "embed_layer_norm", "fold_source", "fused_linear", "fused_linear_holds_weights", "logsoftmax_topk", "lora",
     "packed_attention", "profile_name", "slot_attention", "source_attention", "source_scores",
     "step_inputs", "step_report", "store_kv", "triton_failed", "unavailable_message",

@@ -53,11 +53,10 @@ def chained_launch(tensor) -> bool:
     The exception: a layer norm (kernels/add_layer_norm.py, embed_layer_norm.py) launched with
     `lead` lets the next kernel start before it waits. The engine asks for it where the next kernel
     is a projection that holds its weights (`fused_linear.holds_weights`): it reads only weights
-    before waiting, and gets the norm's ~1 us plus the kernel before to load them. 600M interactive
-    19.89 -> 18.66 ms, 1.3B 35.39 -> 34.47; for every projection after a norm, held or not, 3.3B
-    lost (56.66 -> 59.88: its qkv and fc1 do not hold their weights) (H200, A/Bs in one process,
-    2026-11-30). A kernel after a norm launched with `lead` must read nothing but weights before
-    waiting. Hopper and later only (kernels/gpu_profile.py)."""
+    before waiting, and gets the norm plus the kernel before to load them. Asked for after every
+    norm, held or not, it slows 3.3B, whose qkv and fc1 do not hold their weights
+    (docs/performance.md). A kernel after a norm launched with `lead` must read nothing but
+    weights before waiting. Hopper and later only (kernels/gpu_profile.py)."""
     if not (_CHAINED and HAVE_TRITON and tensor.is_cuda):
         return False
     return profile_of(tensor).chained

@@ -31,9 +31,8 @@ from dragoman.kernels._triton import tl, triton
 # Above every column: marks columns that are not the max.
 _NO_COLUMN = tl.constexpr(2**31 - 1)
 
-# Chunk sizes and warps: at 512 x 256,206 bf16 the two stages take 90 us against torch.argmax's
-# 155 (H200, in CUDA graphs, 2026-11-30), 3.9 us at 4 rows; a sweep of chunks 2,048-16,384 with
-# 1-8 warps found nothing faster (91-176 us). Stage 1 runs one program per (row, chunk): the
+# Chunk sizes and warps: the fastest of a sweep of chunks of 2,048-16,384 columns over 1-8 warps,
+# and faster than torch.argmax over a document's logits (docs/performance.md). Stage 1 runs one program per (row, chunk): the
 # chunk is the smallest power of two in [MIN_CHUNK, MAX_CHUNK] that keeps the launch at or under
 # TARGET_PROGRAMS programs, so many rows read MAX_CHUNK columns a program and few rows split finer
 # (V = 256206: N = 4 -> 512 columns, 2,004 programs; N >= 64 -> 2,048 columns, N * 126 programs).

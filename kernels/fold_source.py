@@ -17,11 +17,10 @@ Products sum in float32 and are rounded to a's dtype (c stays float32), as a mat
 rounds them.
 
 Why: torch's batched products over (layer, head) need W_o's head blocks contiguous, and copying
-them (and the products into the buffers' layout) took three quarters of the fold's 125 us at 600M
-(H200, inside the typed sentence's encoder graph, on its critical path). Here program (layer x
-head, column block, part) reads its block of W_q or W_o once and writes its block of a (with c)
-or b straight into place: the encoder graph +17 us where the torch products took +100 (600M),
-+41 against +205 (1.3B).
+them (and the products into the buffers' layout) took most of the fold's time, inside the typed
+sentence's encoder graph, on its critical path. Here program (layer x head, column block, part)
+reads its block of W_q or W_o once and writes its block of a (with c) or b straight into place,
+adding far less to the encoder graph than the torch products did (docs/performance.md).
 """
 
 import torch

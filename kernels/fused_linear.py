@@ -6,23 +6,18 @@
         y = x[m] @ weight.T + bias              # float32 sums, rounded to x's dtype
         out[m] = max(y, 0) if relu else y
 
-Why: at a handful of rows a decoder step is bound by kernel launches and weight reads. cuBLAS at 4
-rows reads a 1024 x 1024 weight in ~7.6 us (split-K, then a reduction kernel) where one pass over
-the weight takes ~3.1 us on an H200 (measured inside CUDA graphs). Each program computes BLOCK_N
-output columns for all rows, reading its weight rows once; the rows' inputs (a few KB) come from
-L2. Tried and dropped (2026-11-29): the layer norm in the prologue and the residual add in the
-epilogue. Every program recomputing the norm's statistics in two serial passes over x made the
-600M interactive step slower (44.9 against 41.1 ms). Dropped again (2026-11-30, chained): the
-residual add in the epilogue and the norm done by the last program to store its columns (one
-launch fewer per sublayer): 23.3-24.0 against 22.9-23.0 ms. One program normalising all rows after
-an atomic takes longer than a chained kernel of one program per row.
+Why: at a handful of rows a decoder step is bound by kernel launches and weight reads. cuBLAS at a
+few rows splits K and adds the parts up in a second kernel; here one pass reads the weight once.
+Each program computes BLOCK_N output columns for all rows, reading its weight rows once; the rows'
+inputs (a few KB) come from L2. The layer norm before and the residual add after stay kernels of
+their own: in the prologue every program would recompute the norm's statistics in two serial
+passes over x, and one program normalising all rows after an atomic takes longer than a chained
+kernel of one program per row.
 
 Chained (kernels/_triton.py `chained_launch`), a program starts while the kernel before it still
 runs, asks L2 for its weight rows where that pays (`_prefetch`), or loads them into registers
-(`_hold`), then waits for x: 600M interactive 33.4 against 35.6 ms unchained, with the other
-decode-step kernels chained too (H200, 2026-11-30); held weights 22.9 -> 22.1 ms (2026-11-30).
-What a chained program costs beyond the work (H200, in a graph): an empty kernel 0.74 us; a grid
-barrier inside one persistent kernel 1.04 us, so persistent kernels were not pursued.
+(`_hold`), then waits for x. Layers stay kernels of their own rather than phases of one persistent
+kernel: a grid barrier costs more than a chained kernel boundary.
 Narrow layers with long inputs split them between programs (`_split`); the last program to finish
 an output block adds the partial sums up, so it is still one launch.
 """
@@ -69,9 +64,8 @@ def _fused_linear_kernel(
     CHAINS: tl.constexpr, CHAINED: tl.constexpr, PREFETCH: tl.constexpr, LINE: tl.constexpr, K_LINES: tl.constexpr,
 ):
     # Program (column block, row block, split) sums inputs k_first .. k_first + K_SPLIT. A static
-    # trip count and masks only where shapes need them (against a runtime loop end and masks on
-    # every load): 4 rows of the output projection 121.9 against 134.8 us, 2,048 -> 8,192 10.1
-    # against 11.2 (H200, chained, 2026-11-30).
+    # trip count and masks only where shapes need them: a runtime loop end and masks on every load
+    # slow the output projection and the wide layers.
     m = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     split = tl.program_id(2)
@@ -127,19 +121,18 @@ def _fused_linear_kernel(
 
 
 def _blocks(N, K):
-    """(BLOCK_N, BLOCK_K, num_warps), as measured on an H200 at 4 and 16 rows: narrow column blocks
-    keep >= 64 programs on the decoder's 1,024- to 4,096-wide layers; wide ones suit the output
-    projection and the 3.3B model's wider layers. The 8,192-input layers (fc2 of 1.3B and 3.3B)
-    take 32 columns over 4 warps, split 4 ways: 8,192 -> 2,048 11.6 us against 21.3 for 16 columns
-    over 2 warps and 13.5 for cuBLAS; 8,192 -> 1,024 8.9 against 11.0 and 9.2 (4 rows, weights
-    rotating past L2, 2026-11-30)."""
+    """(BLOCK_N, BLOCK_K, num_warps), as measured fastest at 4 and 16 rows (docs/performance.md):
+    narrow column blocks keep >= 64 programs on the decoder's 1,024- to 4,096-wide layers; wide ones
+    suit the output projection and the 3.3B model's wider layers. The 8,192-input layers (fc2 of
+    1.3B and 3.3B) take 32 columns over 4 warps, split 4 ways, which beats both 16 columns over 2
+    warps and cuBLAS there."""
     if N >= 100_000:
         return 64, 128, 2
     if K >= 8192:
         return 32, 256, 4
     if N >= 6144:
         return 64, 256, 4
-    if N >= 2048 and K >= 2048:  # 3.3B's 2,048 -> 2,048 (4 splits): 5.6 against 6.0 us
+    if N >= 2048 and K >= 2048:  # 3.3B's 2,048 -> 2,048: 32 columns in 4 splits beat 16 in 2
         return 32, 128, 4
     return 16, 256, 2
 
@@ -147,15 +140,12 @@ def _blocks(N, K):
 def _split(programs, N, K, BLOCK_N, multiprocessors):
     """How many programs share each output block's K inputs. Narrow blocks of a long K run long
     chains of loads: splitting them until ~256 programs share the work, each over >= 1,024 inputs,
-    took 4 rows of a 4,096 -> 1,024 layer from 11.4 to 6.4 us and 2,048 -> 2,048 from 7.0 to 6.4
-    (H200, in CUDA graphs). Wide blocks (64 columns) and shorter chains only lost by it. 32-column
-    blocks split down to 512 inputs (2,048 -> 2,048: 4 splits 5.6 us, where the best of 16-column
-    blocks, 2 splits, took 6.0). The feed-forward's second layer of 600M and 1.3B (1,024 outputs of
-    4,096 or 8,192 inputs) takes 8 splits: in the engine, after the norms let projections start
-    early, 600M interactive 18.08 -> 17.74 ms, 1.3B 34.73 -> 33.61 (H200, A/B in one process,
-    2026-11-30; 4 chains of 4 splits instead: 18.12 ms). The ~256 programs are two per
-    multiprocessor of the H200's 132, rounded down to a power of two: a card of fewer
-    multiprocessors splits less."""
+    shortens the chains enough to pay for the partial sums. Wide blocks (64 columns) and shorter
+    chains only lose by it. 32-column blocks split down to 512 inputs. The feed-forward's second
+    layer of 600M and 1.3B (1,024 outputs of 4,096 or 8,192 inputs) takes 8 splits, which beat 4
+    splits of 4 chains once the norms let projections start early. The ~256 programs are two per
+    multiprocessor, rounded down to a power of two: a card of fewer multiprocessors splits less.
+    The figures are in docs/performance.md."""
     least = 1024 if BLOCK_N <= 16 else 512  # inputs per split
     target = 1 << (2 * multiprocessors).bit_length() - 1
     split = 1
@@ -168,50 +158,39 @@ def _split(programs, N, K, BLOCK_N, multiprocessors):
 
 def _prefetch(BLOCK_N, programs):
     """Whether a chained launch asks L2 for its weights before waiting: for narrow blocks in one
-    wave (4 rows of 1,024 -> 1,024: 4.4 -> 4.0 us). Programs of 64 columns lost by it (2,048 ->
-    8,192: 10.7 -> 17.2 us; the output projection: 124 -> 190 us)."""
+    wave. Programs of 64 columns, the output projection's among them, lose by it."""
     return BLOCK_N <= 16 and programs <= 512
 
 
 def _hold(N, BLOCK_N, k_split):
     """Whether programs load their whole weight block into registers before waiting for x, so
     that after the wait only x is read: where outputs are at most 4,096 columns and a program's
-    block small (<= 16 x 1,024). 4 rows, H200, chained, against the stepped loop: 1,024 -> 1,024
-    2.6 against 3.9 us; 4,096 -> 1,024 (4 splits) 5.5 against 6.2; 2,048 -> 2,048 5.1 against 5.6;
-    1,024 -> 3,072 2.8 against 4.1 and 1,024 -> 4,096 3.7 against 4.5 (2026-11-30, 2 warps; in
-    an engine A/B in one process 600M interactive 20.42 -> 20.10 ms, 1.3B 36.97 -> 36.41; an
-    earlier sweep, weights rotating past L2, had 1,024 -> 3,072 lose, 4.6 against 4.3 us). Wider
-    layers lose (1,024 -> 8,192: 10.4 against 6.3), as do bigger blocks (8,192 inputs in 4 splits
-    of 32 columns: 12.0 against 9.0): their held programs keep the next kernel's from starting
-    early."""
+    block small (<= 16 x 1,024), which then beats the stepped loop. Wider layers lose by it, as do
+    bigger blocks: their held programs keep the next kernel's from starting early."""
     return N <= 4096 and BLOCK_N * k_split <= 16 * 1024
 
 
 def _chains(N, split):
     """(chains, num_warps) of a held program, or None to keep _blocks's warps and one chain: its
     inputs split into chains whose products do not wait on each other (a 16 x 1,024 by 1,024 x 16
-    product in one chain is 64 tensor-core steps each waiting for the last). Measured at 4 rows
-    (H200, chained, CUDA graphs, 2026-11-30): 1,024 -> 1,024 in 4 chains over 4 warps 1.83 against
-    2.10 us; wider or split layers gained nothing or lost (1,024 -> 3,072 3.04 against 2.67;
-    4,096 -> 1,024 in 4 splits 4.86 against 4.29; 1,024 -> 4,096 3.61 against 3.66)."""
+    product in one chain is 64 tensor-core steps each waiting for the last). Only 1,024 -> 1,024
+    unsplit gains, in 4 chains over 4 warps; wider or split layers gain nothing or lose."""
     return (4, 4) if N <= 1024 and split == 1 else None
 
 
 BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
 # 17 to 64 rows (a typed sentence's encoder, 48 padded rows; a few sentences' beams) in one row
 # block, weights not held (64 rows of x in registers would spill), planned as one block of few rows
-# is: three 16-row blocks split less and read each weight block three times (600M interactive 16.12
-# against 15.80 ms, H200, 2026-11-30).
+# is: three 16-row blocks split less and read each weight block three times.
 WIDE_BLOCK_M = 64
 
 
 def _wide_plan(N, K):
     """((BLOCK_N, BLOCK_K, num_warps), split) of a 64-row block, or None where `_blocks` and `_split`
-    plan it (the output projection). Measured at 48 and 32 rows (H200, bf16, chained, CUDA graphs,
-    weights rotating past L2, `_blocks`' plan against this, us, 2026-11-30): 1,024 -> 1,024 4.37
-    against 3.76; -> 3,072 6.04 / 5.00; -> 4,096 6.19 / 5.25; 4,096 -> 1,024 (8 splits) 11.14 /
-    7.16; 8,192 -> 1,024 12.65 / 9.77; the cross K/V of all layers, 1,024 -> 24,576 19.94 / 16.35,
-    -> 49,152 37.16 / 30.97 (cuBLAS 16.5, 30.6); 1,024 -> 8,192 as `_blocks` (7.1)."""
+    plan it (the output projection). Chosen at 48 and 32 rows against `_blocks`' plan, which this
+    beats on every layer of the decoder and encoder (docs/performance.md); the cross K/V of all
+    layers at once (24,576 or 49,152 outputs) takes about cuBLAS's time, and 1,024 -> 8,192 plans as
+    `_blocks` does."""
     if N >= 100_000:
         return None
     if N >= 16384:
@@ -247,9 +226,9 @@ def shared_bytes(block_m, BLOCK_N, BLOCK_K, k_split, hold, stages, element_size)
 def _plan(M, N, K, profile: DeviceProfile, element_size, split=None, hold=None, blocks=None) -> Plan:
     """The launch for x (M, K) and weight (N, K) of `element_size` bytes on a device of `profile`;
     `split`, `hold` and `blocks` (BLOCK_N, BLOCK_K, num_warps) as given, where given. The tiles
-    measured on the H200 shrink until they fit the device's shared memory: holding the weights
+    chosen on a Hopper card shrink until they fit the device's shared memory: holding the weights
     gives way to the loop, then the loop's depth to 2 stages, then BLOCK_K halves (GeForce cards
-    have 99 KB a block, Turing 64, where the H200's 64-row plans take up to 192)."""
+    have 99 KB a block, Turing 64, where the largest 64-row plans take up to 192)."""
     block_m = BLOCK_M if M <= BLOCK_M else WIDE_BLOCK_M
     wide = _wide_plan(N, K) if block_m == WIDE_BLOCK_M else None
     if wide is not None:

@@ -2,8 +2,8 @@
 count, whether launches may chain, and the half precision its tensor cores have.
 
 Read from `torch.cuda.get_device_properties`, or, where DRAGOMAN_GPU_PROFILE names one of
-PROFILES, that card's limits on whatever GPU runs them: the H200 the tests run on then plans,
-chains and checks its kernels as a GeForce of that generation would. The kernels' plans come from
+PROFILES, that card's limits on whatever GPU runs them: a larger card then plans, chains and
+checks its kernels as a GeForce of that generation would. The kernels' plans come from
 the profile, never from figures of one card.
 """
 
@@ -68,7 +68,7 @@ def device_profile(index: int = 0) -> DeviceProfile:
 
 def profile_of(tensor) -> DeviceProfile:
     """The profile of `tensor`'s GPU. A CPU tensor (Triton's interpreter, in the tests) plans as the
-    named profile, or as the H200 its kernels were measured on."""
+    named profile, or as sm_90, the card the plans were measured on."""
     if not tensor.is_cuda:
         return PROFILES[profile_name() or "sm_90"]
     index = tensor.device.index

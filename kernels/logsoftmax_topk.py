@@ -140,7 +140,7 @@ def logsoftmax_topk_triton(logits, k):
     N, V = logits.shape
     assert logits.stride(1) == 1, "logits' last dim must be contiguous"
     assert 1 <= k <= V, "need 1 <= k <= V"
-    # Sizes and warps as measured fastest on an H200 at V = 256206, N = 1 to 256.
+    # Sizes and warps as measured fastest at V = 256206, N = 1 to 256.
     SLICE = min(256, triton.next_power_of_2(V))
     num_slices = triton.cdiv(V, SLICE)
     SLICES_PER_PROGRAM = min(8, triton.next_power_of_2(num_slices))

@@ -10,12 +10,10 @@ sources, each token's source given).
             q, k, v = (qkv[rows, j * C + h * D : j * C + (h + 1) * D] for j in range(3))   # (n, D) each
             out[rows, h * D : (h + 1) * D] = softmax(q @ k.T * scale) @ v          # float32, rounded
 
-Why: FlashAttention's variable-length kernel takes 6.5 us a layer on a 48-token bucket at 600M and
-cannot launch chained; with the encoder's projections through fused_linear, this keeps the whole
-typed-sentence encoder chained (kernels/_triton.py): its graph 599 -> 542 us at 600M, 1,197 ->
-1,054 at 1.3B (H200, bf16, 2026-11-30). On a document of 512 sources of 10-60 tokens it takes
-95 against FlashAttention's 199 us a layer (its 128-query tiles are mostly padding): the encoder
-11.43 -> 10.07 ms at 600M, 33.56 -> 30.41 at 1.3B. One program per (head, block of
+Why: FlashAttention's variable-length kernel cannot launch chained; with the encoder's projections
+through fused_linear, this keeps the whole typed-sentence encoder chained (kernels/_triton.py).
+On a document of hundreds of short sources it is also faster than FlashAttention, whose 128-query
+tiles are then mostly padding (docs/performance.md). One program per (head, block of
 queries) streams the keys of the block's sources with an online softmax.
 """
 

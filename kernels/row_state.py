@@ -54,6 +54,15 @@ class StepInputs(NamedTuple):
     priors: torch.Tensor  # (N,) int32: the row of the step feeding its position before last, -1: none
 
 
+class NewTokens(NamedTuple):
+    """The new token of each of N rows, which kernels.slot_attention stores in the cache as it reads it."""
+
+    k: torch.Tensor  # (N, H, D): its key, in the cache's dtype
+    v: torch.Tensor  # (N, H, D): its value
+    write_slots: torch.Tensor  # (N,) int32 or int64: the cache slot it goes into, the row's last
+    priors: torch.Tensor | None = None  # (N,) int32: the row of the call whose new token is this row's position before last, -1: none
+
+
 class StepReport(NamedTuple):
     """Host memory (pinned on a GPU) a step reports into, for S sentences (kernels.step_report)."""
 

@@ -1,11 +1,11 @@
 """Decode attention where each row lists the cache slots of its tokens: one new query token per row.
 
 Meaning, as a plain loop (`lens[i]` counts the current token, whose K/V is already cached or, given
-the optional `k_new`, `v_new`, `write_slots`, stored by the op itself first):
+the optional `new` (a NewTokens), stored by the op itself first):
 
-    if write_slots is not None:
+    if new is not None:
         for i in range(N):
-            k[write_slots[i]], v[write_slots[i]] = k_new[i], v_new[i]
+            k[new.write_slots[i]], v[new.write_slots[i]] = new.k[i], new.v[i]
     for i in range(N):
         for h in range(H):
             slots = slot_table[rows[i], :lens[i]]
@@ -19,13 +19,13 @@ each writes only its own blocks: reordering beams is a gather of slot lists, nev
 (FasterTransformer's cache indirection, at the granularity of tokens). Entries of a slot list
 past the row's length are never read, so they may hold anything.
 
-Given `k_new`, `v_new`, `write_slots`, the op also stores each row's new token in the cache (in
-place), sparing the decode step two scatter kernels per layer; the caller guarantees the row's last
-slot, slot_table[rows[i], lens[i] - 1], is write_slots[i].
+Given `new`, the op also stores each row's new token in the cache (in place), sparing the decode
+step two scatter kernels per layer; the caller guarantees the row's last slot,
+slot_table[rows[i], lens[i] - 1], is new.write_slots[i].
 
-With them, `priors` (N,) int32 may name for row i another row j = priors[i] of the same call whose
-new token is row i's position before last (slot_table[rows[i], lens[i] - 2] is write_slots[j]), or
--1: a sentence's first step feeds its position 0 through one beam and position 1 through the others
+`new.priors` (N,) int32 may name for row i another row j = priors[i] of the same call whose new
+token is row i's position before last (slot_table[rows[i], lens[i] - 2] is write_slots[j]), or -1:
+a sentence's first step feeds its position 0 through one beam and position 1 through the others
 (engine/admission.py). The plain loop above means the same; the kernel, which stores a row's new
 token only as it reads it, folds row j's in from registers too.
 """
@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.row_state import NewTokens
 
 
 @triton.jit
@@ -147,26 +148,17 @@ def _slot_attention_kernel(
 
 
 def _config(N, H, D, write=False):
-    """(heads per program, tokens per step, warps, early), as measured on an H200 (bf16, in CUDA
-    graphs). With many programs: one warp each, two heads side by side, ~1,024 K elements per step
-    (2 heads x 8 tokens at D = 64, x 4 at D = 128). At most 32 programs are resident per SM, so a
-    one-warp program with two heads keeps twice the loads in flight: self-attention at 512 rows
-    (greedy) 15.7 against 17.1 us with one head, 2,048 rows 56.8 against 62.3, and at D = 128
-    99 against 144 (cross-attention at 512 rows: 23.2 against 23.5 at D = 64, 41 against 59 at
-    128). Larger steps, or a program's sums split over several warps, lose 1.5-5x. Self-attention
+    """(heads per program, tokens per step, warps, early), as measured fastest in CUDA graphs
+    (docs/performance.md). With many programs: one warp each, two heads side by side, ~1,024 K
+    elements per step (2 heads x 8 tokens at D = 64, x 4 at D = 128). At most 32 programs are
+    resident per SM, so a one-warp program with two heads keeps twice the loads in flight. Larger
+    steps, or a program's sums split over several warps, lose, by up to several times. Self-attention
     (`write`: the new token stored) takes half those steps, each next one read one step ahead
-    (`EARLY`): at 512 / 1,024 / 2,048 rows of 20 tokens 13.0 / 25.5 / 48.1 against 14.7 / 27.7 /
-    51.2 us, of 40 tokens 23.4 / 45.5 / 87.3 against 24.8 / 47.4 / 90.1; cross-attention no better
-    (22.9 / 43.4 / 80.4 against 23.1 / 43.1 / 80.0; D = 64, 112 configs swept at 512
-    rows). From 16 to 255 rows (a short document's step), one warp and one head each, ~1,024
-    elements per step (half past 128 rows at 16 heads), each next step read early too: self/cross
-    at 32 rows 3.3/3.1 against 6.2/7.3 us over four warps, at 64 rows 3.7/3.5 against 5.9/5.4 with
-    two heads, at 128 rows 7.1/4.7 against 6.5/6.1 (2026-11-30); early, at 32 / 64 / 128 / 200 rows
-    of 40 tokens 3.46 / 5.21 / 7.76 / 11.46 against 3.98 / 6.26 / 9.17 / 13.07, cross-attention
-    over 10-60 tokens 3.70 / 5.24 / 7.38 / 11.51 against 4.29 / 6.67 / 9.27 / 11.89. With
-    fewer programs (a typed sentence's step), one head per program over four warps, the first step's
-    K/V read before the wait for q, and each next step's one step ahead: 4 rows of 20 tokens 1.7 against
-    2.7 us; early reads cost one-head programs at many rows ~25% (2,048 rows: 52 against 65 us)."""
+    (`EARLY`); cross-attention gains nothing by that. From 16 to 255 rows (a short document's
+    step), one warp and one head each, ~1,024 elements per step (half past 128 rows at 16 heads),
+    each next step read early too. With fewer programs (a typed sentence's step), one head per
+    program over four warps, the first step's K/V read before the wait for q, and each next step's
+    one step ahead. Early reads slow one-head programs at many rows, hence two heads there."""
     if N * H >= 4096:
         heads = 2 if H % 2 == 0 else 1
         tile = max(1, 1024 // (heads * triton.next_power_of_2(D)))
@@ -191,33 +183,28 @@ def check_inputs(q, k, v, slot_table, rows, lens):
     assert rows.shape == lens.shape == (N,) and rows.is_contiguous() and lens.is_contiguous()
 
 
-def _check_new_token(q, k, k_new, v_new, write_slots, priors=None):
-    """Asserts the optional new-token arguments are all given or all None (priors only with them),
-    and agree with q, k."""
-    given = [x is not None for x in (k_new, v_new, write_slots)]
-    assert all(given) or not any(given), "k_new, v_new and write_slots go together"
-    if write_slots is None:
-        assert priors is None, "priors name other rows' new tokens: they need k_new, v_new, write_slots"
+def _check_new_token(q, k, new: NewTokens | None):
+    """Asserts the new tokens, if given, agree with q and the cache k; returns whether they are given."""
+    if new is None:
         return False
-    if priors is not None:
-        assert priors.dtype == torch.int32 and priors.shape == (q.shape[0],) and priors.is_contiguous()
-    assert k_new.shape == v_new.shape == q.shape, "k_new, v_new must be (N, H, D) like q"
-    assert k_new.dtype == v_new.dtype == k.dtype, "k_new, v_new must have the cache's dtype"
-    assert k_new.stride(-1) == v_new.stride(-1) == 1, "head dim must be contiguous"
-    assert write_slots.dtype in (torch.int32, torch.int64), "write_slots must be int32 or int64"
-    assert write_slots.shape == (q.shape[0],) and write_slots.is_contiguous()
+    assert new.k.shape == new.v.shape == q.shape, "new.k, new.v must be (N, H, D) like q"
+    assert new.k.dtype == new.v.dtype == k.dtype, "new.k, new.v must have the cache's dtype"
+    assert new.k.stride(-1) == new.v.stride(-1) == 1, "head dim must be contiguous"
+    assert new.write_slots.dtype in (torch.int32, torch.int64), "write_slots must be int32 or int64"
+    assert new.write_slots.shape == (q.shape[0],) and new.write_slots.is_contiguous()
+    if new.priors is not None:
+        assert new.priors.dtype == torch.int32 and new.priors.shape == (q.shape[0],) and new.priors.is_contiguous()
     return True
 
 
-def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None,
-                          priors=None):
+def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, new: NewTokens | None = None):
     """Triton version of `slot_attention_ref`; same arguments, same result."""
     N, H, D = q.shape
     check_inputs(q, k, v, slot_table, rows, lens)
     assert k.stride() == v.stride(), "k and v must share a layout"
-    write = _check_new_token(q, k, k_new, v_new, write_slots, priors)
-    if not write:
-        k_new, v_new, write_slots = q, q, lens  # never read: WRITE=False compiles their use out
+    write = _check_new_token(q, k, new)
+    # Without new tokens these stand-ins are never read: WRITE=False compiles their use out.
+    k_new, v_new, write_slots, priors = new if write else (q, q, lens, None)
     assert k_new.stride() == v_new.stride(), "k_new and v_new must share a layout"
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
@@ -238,18 +225,18 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, *, k_new=None,
     return out
 
 
-def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, *, k_new=None, v_new=None, write_slots=None,
-                       priors=None):
+def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, new: NewTokens | None = None):
     """Decode attention of `q` (N, H, D) over the cache `k`, `v` (slots, H, D): row i reads the
     `lens[i]` (>= 1, current token included) slots listed in `slot_table[rows[i]]`, slot_table
     (R, T) int32. Softmax and sums in float32 (float64 for float64 inputs); returns (N, H, D) in
     q's dtype.
 
-    Given k_new, v_new (N, H, D) and write_slots (N,) int32 or int64, first stores k_new[i],
-    v_new[i] in the cache at write_slots[i], in place; row i's last slot must be write_slots[i]."""
-    if _check_new_token(q, k, k_new, v_new, write_slots):
-        k.index_copy_(0, write_slots.long(), k_new)
-        v.index_copy_(0, write_slots.long(), v_new)
+    Given `new`, first stores new.k[i], new.v[i] in the cache at new.write_slots[i], in place; row
+    i's last slot must be new.write_slots[i]. Its priors change nothing here: the cache holds every
+    new token before any is read."""
+    if _check_new_token(q, k, new):
+        k.index_copy_(0, new.write_slots.long(), new.k)
+        v.index_copy_(0, new.write_slots.long(), new.v)
     keys, values, valid = gather_rows(k, v, slot_table, rows, lens)
     return attend(q[:, None], keys, values, valid, scale).squeeze(1)  # (N, H, D)
 

@@ -95,12 +95,11 @@ def _source_attention_kernel(
 
 
 def _tile_and_warps(num_programs):
-    """(source tokens per step, warps, early) for each (run, head) program, as measured on an H200
-    (beam 4, H=16, sources of ~40 and ~100 tokens): with many programs, one warp each on 16-token
-    steps keeps many resident per SM (2,048 rows: 31 us against 54 for slot_attention at D=64, 56
-    against 153 at D=128; 128 rows, 512 programs: 4.0 against 4.8 over four warps, 2026-11-30);
-    with few, 32-token steps over four warps, the first step's K/V read before the wait for q (as
-    in slot_attention: one sentence's beams, 1.6 against 2.6 us; 64 rows 3.0 against 3.7)."""
+    """(source tokens per step, warps, early) for each (run, head) program, as measured fastest at
+    beam 4, H=16, sources of ~40 and ~100 tokens (docs/performance.md): with many programs, one
+    warp each on 16-token steps keeps many resident per SM, where four warps a program are slower;
+    with few, 32-token steps over four warps, the first step's K/V read
+    before the wait for q (as in slot_attention)."""
     if num_programs >= 512:
         return 16, 1, False
     return 32, 4, True

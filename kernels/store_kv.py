@@ -7,9 +7,8 @@
             k[l, slots[t]] = kv[t, l, 0]
             v[l, slots[t]] = kv[t, l, 1]
 
-Why: `index_copy_` from kv's strided (L, T, H, D) views, K then V, took 1,405 us at a 512-sentence
-document's 17,490 tokens at 600M (12 layers) and 2,765 at 24 layers; this takes 463 and 892 (H200,
-bf16): 600M greedy 82.57 -> 81.75 ms a document. Program (block of tokens, layer, K or
+Why: `index_copy_` from kv's strided (L, T, H, D) views, K then V, is several times slower on a
+document's tokens (docs/performance.md). Program (block of tokens, layer, K or
 V) copies its tokens' rows, each C = H * D contiguous elements on both sides.
 """
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from dragoman.app.documents.segments import Run, Segment
+from dragoman.app.documents.segments import Run
 from dragoman.app.documents.sentences import is_translatable
 
 BLOCK, INLINE, LEAF, ATOM, BREAK, PROP, SKIP = "block", "inline", "leaf", "atom", "break", "prop", "skip"
@@ -351,7 +351,3 @@ def append_text(parent, text: str) -> None:
         parent.text = (parent.text or "") + text
     else:
         last.tail = (last.tail or "") + text
-
-
-def chunk_segments(chunks: list[Chunk]) -> list[Segment]:
-    return [Segment(c.runs) for c in chunks]

@@ -3,6 +3,7 @@ import importlib
 import pytest
 import torch
 
+from dragoman.kernels import NewTokens
 from dragoman.kernels.slot_attention import slot_attention_ref, slot_attention_triton
 
 slot_attention_module = importlib.import_module("dragoman.kernels.slot_attention")
@@ -121,11 +122,11 @@ def test_writes_new_token(lens, H, D, dtype, slot_dtype, config, poisoned_output
     scale = D**-0.5
     k_ref, v_ref = k.clone(), v.clone()
     k_64, v_64 = k.double(), v.double()
-    new = dict(k_new=k_new, v_new=v_new, write_slots=write_slots)
-    out = slot_attention_triton(q, k, v, table, rows, lens, scale, **new)
-    ref = slot_attention_ref(q, k_ref, v_ref, table, rows, lens, scale, **new)
+    new = NewTokens(k_new, v_new, write_slots)
+    out = slot_attention_triton(q, k, v, table, rows, lens, scale, new)
+    ref = slot_attention_ref(q, k_ref, v_ref, table, rows, lens, scale, new)
     truth = slot_attention_ref(q.double(), k_64, v_64, table, rows, lens, scale,
-                               k_new=k_new.double(), v_new=v_new.double(), write_slots=write_slots)
+                               NewTokens(k_new.double(), v_new.double(), write_slots))
     assert out.shape == q.shape and out.dtype == dtype
     check_error(out, ref, truth)
     # The cache holds the new tokens and is otherwise untouched (unused slots stay NaN).
@@ -142,9 +143,9 @@ def test_padding_rows_share_a_write_slot():
     table[rows[2:].long(), 0] = scratch
     write_slots[2:] = scratch
     k_ref, v_ref = k.clone(), v.clone()
-    new = dict(k_new=k_new, v_new=v_new, write_slots=write_slots)
-    out = slot_attention_triton(q, k, v, table, rows, lens, 0.5, **new)
-    ref = slot_attention_ref(q, k_ref, v_ref, table, rows, lens, 0.5, **new)
+    new = NewTokens(k_new, v_new, write_slots)
+    out = slot_attention_triton(q, k, v, table, rows, lens, 0.5, new)
+    ref = slot_attention_ref(q, k_ref, v_ref, table, rows, lens, 0.5, new)
     torch.testing.assert_close(out[:2], ref[:2])
     torch.testing.assert_close(out[2:], v_new[2:])  # one token alone: softmax weight 1 on its own value
     for h in range(2):
@@ -163,13 +164,12 @@ def test_reads_another_rows_new_token(dtype, config, poisoned_outputs, check_err
             table[rows[i], lens[i] - 2] = write_slots[j]
     scale = 0.25
     k_ref, v_ref = k.clone(), v.clone()
-    new = dict(k_new=k_new, v_new=v_new, write_slots=write_slots, priors=torch.tensor(priors, dtype=torch.int32))
-    out = slot_attention_triton(q, k, v, table, rows, lens, scale, **new)
-    ref = slot_attention_ref(q, k_ref, v_ref, table, rows, lens, scale, **new)
+    new = NewTokens(k_new, v_new, write_slots, torch.tensor(priors, dtype=torch.int32))
+    out = slot_attention_triton(q, k, v, table, rows, lens, scale, new)
+    ref = slot_attention_ref(q, k_ref, v_ref, table, rows, lens, scale, new)
     truth = slot_attention_ref(q.double(), k.double(), v.double(), table, rows, lens, scale)  # the cache as written
     check_error(out, ref, truth)
     torch.testing.assert_close(k, k_ref, rtol=0, atol=0, equal_nan=True)
     # Without priors the kernel reads those slots from the cache, where they do not hold the tokens yet.
     k[write_slots], v[write_slots] = float("nan"), float("nan")
-    new.pop("priors")
-    assert slot_attention_triton(q, k, v, table, rows, lens, scale, **new)[[0, 2, 3, 5]].isnan().any()
+    assert slot_attention_triton(q, k, v, table, rows, lens, scale, new._replace(priors=None))[[0, 2, 3, 5]].isnan().any()

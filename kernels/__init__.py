@@ -222,7 +222,8 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "AdmittedRows", "NewTokens", "PROFILES", "DeviceProfile", "RowState", "StepInputs", "StepReport", "add_layer_norm", "admit_rows", "argmax", "beam_advance", "device_profile",
+    "AdmittedRows", "NewTokens", "PROFILES", "DeviceProfile", "RowState", "StepInputs", "StepReport",
+    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "device_profile",
     "embed_layer_norm", "fold_source", "fused_linear", "fused_linear_holds_weights", "logsoftmax_topk", "lora",
     "packed_attention", "profile_name", "slot_attention", "source_attention", "source_scores",
     "step_inputs", "step_report", "store_kv", "triton_failed", "unavailable_message",

@@ -31,11 +31,12 @@ from dragoman.kernels._triton import tl, triton
 # Above every column: marks columns that are not the max.
 _NO_COLUMN = tl.constexpr(2**31 - 1)
 
-# Chunk sizes and warps: the fastest of a sweep of chunks of 2,048-16,384 columns over 1-8 warps,
-# and faster than torch.argmax over a document's logits (docs/performance.md). Stage 1 runs one program per (row, chunk): the
-# chunk is the smallest power of two in [MIN_CHUNK, MAX_CHUNK] that keeps the launch at or under
-# TARGET_PROGRAMS programs, so many rows read MAX_CHUNK columns a program and few rows split finer
-# (V = 256206: N = 4 -> 512 columns, 2,004 programs; N >= 64 -> 2,048 columns, N * 126 programs).
+# Chunk sizes and warps: faster than torch.argmax over a document's logits, and no chunk of
+# 2,048-16,384 columns over 1-8 warps did better (docs/performance.md). Stage 1 runs one program
+# per (row, chunk): the chunk is the smallest power of two in [MIN_CHUNK, MAX_CHUNK] that keeps the
+# launch at or under TARGET_PROGRAMS programs, so many rows read MAX_CHUNK columns a program and few
+# rows split finer (V = 256206: N = 4 -> 512 columns, 2,004 programs; N >= 64 -> 2,048 columns,
+# N * 126 programs).
 MIN_CHUNK, MAX_CHUNK = 512, 2048
 TARGET_PROGRAMS = 4096
 CHUNK_WARPS = 1  # one warp: reductions without shared memory; 16 to 64 columns per thread

@@ -60,7 +60,8 @@ class NewTokens(NamedTuple):
     k: torch.Tensor  # (N, H, D): its key, in the cache's dtype
     v: torch.Tensor  # (N, H, D): its value
     write_slots: torch.Tensor  # (N,) int32 or int64: the cache slot it goes into, the row's last
-    priors: torch.Tensor | None = None  # (N,) int32: the row of the call whose new token is this row's position before last, -1: none
+    # (N,) int32: the row of the same call whose new token is this row's position before last, -1: none
+    priors: torch.Tensor | None = None
 
 
 class StepReport(NamedTuple):

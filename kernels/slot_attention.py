@@ -152,13 +152,13 @@ def _config(N, H, D, write=False):
     (docs/performance.md). With many programs: one warp each, two heads side by side, ~1,024 K
     elements per step (2 heads x 8 tokens at D = 64, x 4 at D = 128). At most 32 programs are
     resident per SM, so a one-warp program with two heads keeps twice the loads in flight. Larger
-    steps, or a program's sums split over several warps, lose, by up to several times. Self-attention
-    (`write`: the new token stored) takes half those steps, each next one read one step ahead
-    (`EARLY`); cross-attention gains nothing by that. From 16 to 255 rows (a short document's
+    steps, or a program's sums split over several warps, lose by up to several times.
+    Self-attention (`write`: the new token stored) takes half those steps, each next one read one
+    step ahead (`EARLY`); cross-attention gains nothing by that. From 16 to 255 rows (a short document's
     step), one warp and one head each, ~1,024 elements per step (half past 128 rows at 16 heads),
     each next step read early too. With fewer programs (a typed sentence's step), one head per
     program over four warps, the first step's K/V read before the wait for q, and each next step's
-    one step ahead. Early reads slow one-head programs at many rows, hence two heads there."""
+    one step ahead. Early reads slow one-head programs at many rows."""
     if N * H >= 4096:
         heads = 2 if H % 2 == 0 else 1
         tile = max(1, 1024 // (heads * triton.next_power_of_2(D)))

@@ -98,8 +98,8 @@ def _tile_and_warps(num_programs):
     """(source tokens per step, warps, early) for each (run, head) program, as measured fastest at
     beam 4, H=16, sources of ~40 and ~100 tokens (docs/performance.md): with many programs, one
     warp each on 16-token steps keeps many resident per SM, where four warps a program are slower;
-    with few, 32-token steps over four warps, the first step's K/V read
-    before the wait for q (as in slot_attention)."""
+    with few, 32-token steps over four warps, the first step's K/V read before the wait for q (as
+    in slot_attention)."""
     if num_programs >= 512:
         return 16, 1, False
     return 32, 4, True

@@ -172,4 +172,5 @@ def test_reads_another_rows_new_token(dtype, config, poisoned_outputs, check_err
     torch.testing.assert_close(k, k_ref, rtol=0, atol=0, equal_nan=True)
     # Without priors the kernel reads those slots from the cache, where they do not hold the tokens yet.
     k[write_slots], v[write_slots] = float("nan"), float("nan")
-    assert slot_attention_triton(q, k, v, table, rows, lens, scale, new._replace(priors=None))[[0, 2, 3, 5]].isnan().any()
+    without_priors = new._replace(priors=None)
+    assert slot_attention_triton(q, k, v, table, rows, lens, scale, without_priors)[[0, 2, 3, 5]].isnan().any()

@@ -100,7 +100,7 @@ def test_inputs_that_map_to_one_output_never_overwrite_each_other(tiny_checkpoin
     assert not (tmp_path / "flat").exists()
 
 
-RESUME_SENTENCES = 600
+RESUME_SENTENCES = 1200
 
 
 def run_cli(tiny_checkpoint, home, doc):

@@ -230,7 +230,7 @@ def main():
             record("embed_layer_norm", f"N={N} C={C}", rel_error(normed, ref_normed),
                    lambda: embed_layer_norm_triton(*args), lambda: embed_layer_norm_ref(*args))
             del table
-    for N in ROWS + [2048]:  # a decode step's rows, the last 3 padding (the scratch row)
+    for N in ROWS + [2048]:  # a decode step's rows, the last 3 padding (the padding row)
         R, T = N + 1, 1024
         feed = torch.cat([torch.randperm(R - 1)[: max(1, N - 3)], torch.full((min(3, N - 1),), R - 1)]).cuda()
         kv_len = torch.randint(0, T - 1, (R,), dtype=torch.int32).cuda()

@@ -4,8 +4,8 @@ Launching a decoder step op by op costs ~180 kernel launches from Python, far mo
 work of a small batch. A graph replays them in one call. The step reads and writes only tensors
 that live as long as the step runner (`DecoderRows`, the caches, the LoRA pool's slot stacks), so
 its one input is the list of rows to feed: a step copies its row ids into a static buffer, pads
-them to the bucket's size with the scratch row, and replays. Padding rows write their K/V into a
-scratch block that no sentence owns and attend over one slot of another, so they cannot disturb
+them to the bucket's size with the padding row, and replays. Padding rows write their K/V into a
+padding block that no sentence owns and attend over one slot of another, so they cannot disturb
 real rows.
 
 A graph holds whatever step the runner hands it: the decoder step alone (with or without the
@@ -88,18 +88,18 @@ class _GraphSet:
 
 
 class DecodeGraphs(_GraphSet):
-    def __init__(self, max_rows: int, scratch_row: int, device: torch.device, lora: LoraLayers):
+    def __init__(self, max_rows: int, padding_row: int, device: torch.device, lora: LoraLayers):
         super().__init__(lora, device)
         self.max_rows = bucket_for(max_rows)
-        self.scratch_row = scratch_row
-        self.rows = torch.full((self.max_rows,), scratch_row, dtype=torch.int64, device=device)
+        self.padding_row = padding_row
+        self.rows = torch.full((self.max_rows,), padding_row, dtype=torch.int64, device=device)
         self._held: tuple[torch.Tensor, int, int] | None = None  # the rows `self.rows` holds, their version, bucket
 
     def fits(self, rows: int) -> bool:
         return rows <= self.max_rows
 
     def run(self, rows: torch.Tensor, key: tuple, step: Step) -> object:
-        """`step` over the rows (N,) padded to their bucket with the scratch row, replayed from the
+        """`step` over the rows (N,) padded to their bucket with the padding row, replayed from the
         graph captured for (bucket, *key) on its first use; returns its output for the padded batch,
         valid until the next run. `key[0]` says whether the step reads the LoRA pool's stacks."""
         n = rows.numel()
@@ -109,15 +109,15 @@ class DecodeGraphs(_GraphSet):
             # A step whose rows are those of the last one copies nothing: between two graphs every
             # copy leaves the device idle.
             self.rows[:n].copy_(rows)
-            self.rows[n:size].fill_(self.scratch_row)
+            self.rows[n:size].fill_(self.padding_row)
             self._held = (rows, rows._version, size)  # the reference keeps their memory from reuse
         if not self.capture:
             return step(padded)
 
         def warm_up() -> None:
-            # It runs for real, so it feeds the scratch row alone: real rows must not advance.
+            # It runs for real, so it feeds the padding row alone: real rows must not advance.
             real = padded.clone()
-            padded.fill_(self.scratch_row)
+            padded.fill_(self.padding_row)
             step(padded)
             padded.copy_(real)
 
@@ -171,17 +171,17 @@ class EncoderGraphs(_GraphSet):
 
     A source of n tokens fills the first n places of its bucket; the other places form a second
     source of padding, which the encoder's attention keeps apart (so the bucket is always longer
-    than n), and whose K/V are stored in the scratch slot. Only for models whose encoder attends
+    than n), and whose K/V are stored in the padding slot. Only for models whose encoder attends
     over packed sources (`NllbModel.attends_packed`).
     """
 
     def __init__(
-        self, model: NllbModel, cross_cache: PagedKVCache, lora: LoraLayers, scratch_slot: int,
+        self, model: NllbModel, cross_cache: PagedKVCache, lora: LoraLayers, padding_slot: int,
         folded: FoldedSources | None = None,
     ):
         super().__init__(lora, model.device)  # graphs by (bucket, with LoRA, S of the fold)
         self.model, self.cross_cache, self.folded = model, cross_cache, folded
-        self.scratch_slot = scratch_slot
+        self.padding_slot = padding_slot
         places = ENCODER_GRAPH_MAX_TOKENS + ENCODER_BUCKET
         # A bucket of `size` places reads its inputs from the front of one buffer, filled by one copy
         # (`_inputs`): each copy costs the host as much as a kernel's launch, and one into a strided
@@ -200,7 +200,7 @@ class EncoderGraphs(_GraphSet):
         padding = size - n
         host = array.array("q", tokens + [self.model.config.pad_id] * padding)
         host.extend([*range(n), *range(padding)])
-        host.extend(slots + [self.scratch_slot] * padding)
+        host.extend(slots + [self.padding_slot] * padding)
         host.extend([adapter_slot] * size)
         host.frombytes(array.array("i", [0, n, size, 0]).tobytes())  # the bounds, int32, in two int64 places
         copy_to_device(self.staged[: len(host)], torch.frombuffer(host, dtype=torch.int64))

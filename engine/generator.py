@@ -7,7 +7,7 @@ back to the scheduler.
 
 On the GPU steps are pipelined: the host queues step t + 1 before it reads which sentences step t
 finished, so the device never waits for the host; a sentence found done sits step t + 1 out (its
-rows replaced by the scratch row on the device). On the CPU, where a step has run by the time it
+rows replaced by the padding row on the device). On the CPU, where a step has run by the time it
 is launched, each step is finished at once.
 
 Adapters: a request naming a LoRA adapter takes a reference on its slot in the LoRA pool at

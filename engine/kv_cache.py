@@ -44,7 +44,7 @@ class PagedKVCache:
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.block_size = block_size
         self.num_blocks = num_blocks
-        self.reserved = 0  # blocks taken for good (scratch), not counted as capacity
+        self.reserved = 0  # blocks taken for good (padding), not counted as capacity
         self.free_blocks = list(range(num_blocks - 1, -1, -1))  # pop() hands out low ids first
 
     # -- gauges ------------------------------------------------------------------------------------
@@ -70,7 +70,7 @@ class PagedKVCache:
     def give_back(self, blocks: list[int]) -> None:
         self.free_blocks.extend(reversed(blocks))
 
-    def reserve_scratch_block(self) -> int:
+    def reserve_padding_block(self) -> int:
         """A block no one will ever own: padding rows of a captured step write and read it."""
         self.reserved += 1
         return self.take_blocks(1)[0]

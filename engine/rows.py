@@ -19,9 +19,9 @@ position 1 and read position 0 from beam 1's new K/V (`prior_offset`, from admis
 step: the offset from a row's place in the step to beam 1's). Beam 1's scores of that step are
 HF's -1e9 placeholders, so nothing it finds survives the search; after it, every row holds both.
 
-The last row is scratch: padding rows of a captured step are all this row, and so are, for one
+The last row is the padding row: padding rows of a captured step are all this row, and so are, for one
 step, the rows of a sentence that has just finished (`finished`: the host learns that a sentence is
-done one step late, and meanwhile its rows must not move; kernels.step_inputs feeds the scratch row
+done one step late, and meanwhile its rows must not move; kernels.step_inputs feeds the padding row
 in their place).
 """
 
@@ -39,7 +39,7 @@ class DecoderRows:
         self.capacity = capacity
         self.max_length = max_length
         self.max_source = max_source
-        self.scratch = capacity
+        self.padding_row = capacity
         i32, i64 = dict(dtype=torch.int32, device=device), dict(dtype=torch.int64, device=device)
         self.hyp = torch.zeros(R, T, **i64)  # decoder input so far: `</s>`, language code, tokens
         self.kv_slots = torch.zeros(R, T, **i32)  # self-attention slot of each position

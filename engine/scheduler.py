@@ -11,7 +11,7 @@ costs an encoder pass, and for greedy a prefix step, that a few sentences use po
 (priority 0) never waits for that.
 
 Preemption: when the coming step would run out of blocks, the most recently admitted sentence is
-preempted (the runner frees its blocks; the sentence is requeued from scratch). The search is
+preempted (the runner frees its blocks; the sentence is requeued from its start). The search is
 deterministic, so a restarted sentence ends exactly as it would have.
 
 Out of GPU memory in a step (`shrink`): every running sentence is requeued and the rows a step may

@@ -71,29 +71,29 @@ class StepRunner:
         # one graph by ("eager", bucket, parity).
         self._reports: dict[tuple, kernels.StepReport] = {}
         self._parity = 0
-        self.scratch_cross_slot = self._prepare_scratch_row()
+        self.padding_cross_slot = self._prepare_padding_row()
         self.graphs: DecodeGraphs | None = None
         self.encoder_graphs: EncoderGraphs | None = None
         self.admission_graphs: AdmissionGraphs | None = None
         if graphed:
             device = model.device
-            self.graphs = DecodeGraphs(capacity, self.rows.scratch, device, lora.layers)
+            self.graphs = DecodeGraphs(capacity, self.rows.padding_row, device, lora.layers)
             # A sentence's inputs: per row 10 ints, its prefix and its source's block list, each at most max_positions.
             block_size = self_cache.block_size
             per_row = 10 + model.max_positions + -(-model.max_positions // block_size)
             self.admission_graphs = AdmissionGraphs(lora.layers, device, admission.ADMISSION_GRAPH_ROWS * per_row)
             if device.type == "cuda" and model.attends_packed():
-                self.encoder_graphs = EncoderGraphs(model, cross_cache, lora.layers, self.scratch_cross_slot, folded)
+                self.encoder_graphs = EncoderGraphs(model, cross_cache, lora.layers, self.padding_cross_slot, folded)
 
-    def _prepare_scratch_row(self) -> int:
-        """The scratch row (a captured step's padding, and every row of a sentence sitting a step
+    def _prepare_padding_row(self) -> int:
+        """The padding row (a captured step's padding, and every row of a sentence sitting a step
         out, with or without graphs) writes into a block no sentence owns and reads one slot of
-        another, the source cache's scratch slot, which it returns (padding sources write there)."""
-        scratch = self.rows.scratch
-        self.rows.write_block[scratch] = self.self_cache.reserve_scratch_block()
-        cross_slot = self.cross_cache.reserve_scratch_block() * self.cross_cache.block_size
-        self.rows.cross_slots[scratch, 0] = cross_slot
-        self.rows.cross_len[scratch] = 1
+        another, the source cache's padding slot, which it returns (padding sources write there)."""
+        padding_row = self.rows.padding_row
+        self.rows.write_block[padding_row] = self.self_cache.reserve_padding_block()
+        cross_slot = self.cross_cache.reserve_padding_block() * self.cross_cache.block_size
+        self.rows.cross_slots[padding_row, 0] = cross_slot
+        self.rows.cross_len[padding_row] = 1
         return cross_slot
 
     # -- admission and release -----------------------------------------------------------------------
@@ -202,17 +202,17 @@ class StepRunner:
         self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1, folded: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Feed each row (N,) the token of its hypothesis at its cache length: the rows fed (N,), with
-        the scratch row for those of finished sentences, and logits (N, V) if asked. `group` > 1: the
+        the padding row for those of finished sentences, and logits (N, V) if asked. `group` > 1: the
         rows come in runs of that many beams of one sentence. `folded`: they are all the folded
         sentence's (`fold_slots`).
 
         Everything here is device work on `DecoderRows`, so a CUDA graph captures it whole.
         """
         state = self.rows
-        # Padding rows (all the scratch row) feed position 0 afresh each step, as do the rows of a
+        # Padding rows (all the padding row) feed position 0 afresh each step, as do the rows of a
         # sentence the last step found done: the host learns of it one step late, and its rows must
         # not move meanwhile.
-        fed = kernels.step_inputs(rows, state.tensors, state.scratch, self.self_cache.block_size)
+        fed = kernels.step_inputs(rows, state.tensors, state.padding_row, self.self_cache.block_size)
         lora = LoraRows(self.lora.layers, state.adapter[fed.rows]) if with_lora else None
         return fed.rows, self.model.decode_step(
             tokens=fed.tokens,
@@ -271,7 +271,7 @@ class StepRunner:
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
-            # Padding rows form whole sentences of the scratch row; their search writes only scratch state.
+            # Padding rows form whole sentences of the padding row; their search writes only padding state.
             self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
                                     report, with_best)
 

@@ -146,14 +146,14 @@ def admit_rows(new, state, block_size, blocked):
     _dispatch(admit_rows_triton, admit_rows_ref, new.rows, new, state, block_size, blocked)
 
 
-def step_inputs(rows, state, scratch, block_size):
-    """Each of the rows (N,) int64, or `scratch` where its sentence is `finished`, feeds the token at
+def step_inputs(rows, state, padding_row, block_size):
+    """Each of the rows (N,) int64, or `padding_row` where its sentence is `finished`, feeds the token at
     its length n = kv_len[r] and claims its cache slot: kv_slots[r, n] = write_block[r] * block_size
-    + n % block_size; kv_len[r] += 1 but for the `scratch` row (length 0, padding). Returns
+    + n % block_size; kv_len[r] += 1 but for the padding row (length 0). Returns
     StepInputs: the rows fed r, tokens, positions (= n), write_slots (N,) int64 and self_lens
     (= n + 1), cross_lens (= cross_len[r]), priors (= i + prior_offset[r] where that is nonzero,
     else -1; the offset is spent) (N,) int32. `state` a RowState (engine/rows.py)."""
-    return _dispatch(step_inputs_triton, step_inputs_ref, rows, rows, state, scratch, block_size)
+    return _dispatch(step_inputs_triton, step_inputs_ref, rows, rows, state, padding_row, block_size)
 
 
 def step_report(done, rows, state, report, every):

@@ -45,7 +45,7 @@ max_length at its first row: sentences of one step may stop at different lengths
 float32 throughout (sums, IEEE divisions), so the kernel and the reference agree bit for bit.
 Values must not be NaN.
 
-Sentences never share rows, except padding ones made of one scratch row repeated: their program
+Sentences never share rows, except padding ones made of one padding row repeated: their program
 writes only that row, in an unspecified order.
 
 The kernel, one program per sentence, ranks by the int64 keys of kernels/logsoftmax_topk.py

@@ -45,7 +45,7 @@ class AdmittedRows(NamedTuple):
 class StepInputs(NamedTuple):
     """What each of N rows feeds into a decode step (kernels.step_inputs)."""
 
-    rows: torch.Tensor  # (N,) int64: the rows fed, scratch for those of finished sentences
+    rows: torch.Tensor  # (N,) int64: the rows fed, padding_row for those of finished sentences
     tokens: torch.Tensor  # (N,) int64
     positions: torch.Tensor  # (N,) int64
     write_slots: torch.Tensor  # (N,) int64: where the new token's K/V go

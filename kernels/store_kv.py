@@ -64,7 +64,7 @@ def store_kv_triton(kv, slots, k, v):
 
 def store_kv_ref(kv, slots, k, v):
     """`kv` (T, L, 2, H, D): each token's K and V of every layer; `slots` (T,) int32 or int64,
-    distinct but for a scratch slot nobody reads (a graph bucket's padding tokens share one); `k`,
+    distinct but for a padding slot nobody reads (a graph bucket's padding tokens share one); `k`,
     `v` (L, slots, H, D) in kv's dtype. Stores token t's layer-l K and V at
     k[l, slots[t]], v[l, slots[t]], in place."""
     check_inputs(kv, slots, k, v)

@@ -18,12 +18,12 @@ def test_padded_steps_translate_exactly_like_unpadded_ones(translator, make_tran
     padded.generator = Generator.build(padded.generator.model, max_rows=32, graphs=True)
     padded.generator.pipelined = True  # the GPU's order too: finished sentences sit a step out
     assert padded.generator.runner.graphs is not None
-    # 4 beams and greedy: decoder step and search in one padded step, padding sentences of scratch
+    # 4 beams and greedy: decoder step and search in one padded step, padding sentences of the padding row
     # rows among them; 3 beams do not divide a bucket: padded decoder step, search on the real rows.
     for options in (dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30), dict(num_beams=3, max_length=30)):
         expected = translator.translate(TEXTS, "eng_Latn", "fra_Latn", translator.default_options(**options))
         assert padded.translate(TEXTS, "eng_Latn", "fra_Latn", padded.default_options(**options)) == expected
-    assert padded.generator.num_free_blocks() == padded.generator.num_total_blocks()  # scratch is not capacity
+    assert padded.generator.num_free_blocks() == padded.generator.num_total_blocks()  # the padding block is not capacity
 
 
 def test_partial_results_of_graphed_steps_are_those_of_eager_ones(translator, make_translator):
@@ -101,8 +101,8 @@ def test_a_step_copies_its_rows_only_when_they_change(make_translator):
     graphs.run(torch.tensor([3, 1, 5]), ("key",), step)  # other memory, padded to a bucket of 4
     graphs.run(group_rows.reshape(-1)[:2], ("key",), step)  # a part of the same memory
     graphs.run(group_rows.t().reshape(-1), ("key",), step)  # the same values in another order
-    scratch = graphs.scratch_row
-    assert fed == [[3, 1, 2, 0], [3, 1, 2, 0], [3, 1, 5, 0], [3, 1, 5, scratch], [3, 1], [3, 5, 1, 0]]
+    padding_row = graphs.padding_row
+    assert fed == [[3, 1, 2, 0], [3, 1, 2, 0], [3, 1, 5, 0], [3, 1, 5, padding_row], [3, 1], [3, 5, 1, 0]]
 
 
 def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through_the_cache(make_translator, monkeypatch):

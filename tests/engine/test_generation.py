@@ -253,9 +253,9 @@ def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_the
 
 @pytest.mark.parametrize("beams", [1, 4])
 def test_a_sentence_sitting_a_step_out_leaves_the_others_cache_alone(make_translator, translator, beams):
-    """Pipelined, a finished sentence's rows sit the step launched meanwhile out as the scratch row,
+    """Pipelined, a finished sentence's rows sit the step launched meanwhile out as the padding row,
     which writes its K/V into a block of its own. Without CUDA graphs that block was never set aside,
-    so the scratch row wrote into block 0: on a fresh engine, the first sentence's, changing its
+    so the padding row wrote into block 0: on a fresh engine, the first sentence's, changing its
     result (found on the CPU, which pipelined its steps then)."""
     tok = translator.tokenizer
     fresh = make_translator()
@@ -303,7 +303,7 @@ def test_a_small_cache_preempts_and_still_gives_the_same_answers(make_translator
     """With room for about one sentence the scheduler must preempt and requeue; results must not change."""
     options = translator.default_options(num_beams=4, max_length=40)
     expected = translator.translate(TEXTS, "eng_Latn", "spa_Latn", options)
-    cramped = make_translator(cache_tokens=4 * 48 + 16)  # + the scratch block
+    cramped = make_translator(cache_tokens=4 * 48 + 16)  # + the padding block
     assert cramped.translate(TEXTS, "eng_Latn", "spa_Latn", options) == expected
     assert cramped.generator.num_free_blocks() == cramped.generator.num_total_blocks()
 

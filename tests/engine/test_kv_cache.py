@@ -56,11 +56,11 @@ def test_slots_of_lists_each_sequence_s_tokens_across_its_blocks():
     assert slots == cache.slot_list(a) + cache.slot_list(b)
 
 
-def test_scratch_blocks_are_not_capacity():
+def test_padding_blocks_are_not_capacity():
     cache = make_cache()
-    scratch = cache.reserve_scratch_block()
+    padding_block = cache.reserve_padding_block()
     assert cache.num_total_blocks() == cache.num_free_blocks() == 7
-    assert scratch not in cache.take_blocks(7)
+    assert padding_block not in cache.take_blocks(7)
 
 
 def test_running_out_of_blocks_is_an_error_not_corruption():

@@ -1,7 +1,7 @@
 """beam_advance's kernel against its reference, bit for bit, over multi-step runs of random candidates:
 equal candidate scores (values on a coarse grid, HF's -1e9 beams at the first step), `</s>` among
 the candidates of most rows, banned `</s>`, hypotheses reaching max_length (each sentence its own),
-rows in no particular order, and a padding sentence made of the scratch row."""
+rows in no particular order, and a padding sentence made of the padding row."""
 
 import pytest
 import torch
@@ -25,7 +25,7 @@ def penalties(length_penalty):
 
 
 def start(B, g):
-    """State for len(PREFIX_LENGTHS) sentences in shuffled rows plus the scratch row (last), as HF
+    """State for len(PREFIX_LENGTHS) sentences in shuffled rows plus the padding row (last), as HF
     starts: beam scores (0, -1e9, ...), no finished hypotheses; everything else random."""
     S, R = len(PREFIX_LENGTHS), len(PREFIX_LENGTHS) * B + 1
     rows = torch.randperm(R - 1, generator=g).view(S, B)  # (S, B)
@@ -41,7 +41,7 @@ def start(B, g):
         improvable=torch.ones(R, dtype=torch.bool),
         finished=torch.zeros(R, dtype=torch.bool),
     )
-    padding = torch.full((1, B), R - 1)  # a padding sentence: the scratch row B times
+    padding = torch.full((1, B), R - 1)  # a padding sentence: the padding row B times
     limit = torch.full((R,), T, dtype=torch.int32)
     limit[rows] = torch.tensor(MAX_LENGTHS, dtype=torch.int32)[:, None]  # every row of a sentence holds its own
     return torch.cat([rows, padding]), state, limit
@@ -91,7 +91,7 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
     S = rows.shape[0]
     real = S - 1
     penalty = penalties(length_penalty)
-    cur_len = torch.tensor(PREFIX_LENGTHS + [0])  # the scratch row's kv_len is 0 at the search
+    cur_len = torch.tensor(PREFIX_LENGTHS + [0])  # the padding row's kv_len is 0 at the search
     history = []
     step = 0
     while int(cur_len.max()) < T:
@@ -118,7 +118,7 @@ def advance_both(B, early_stopping, length_penalty, make_candidates, banned_rate
         assert done.dtype == torch.bool and done.shape == (S,)
         assert torch.equal(done[:real], ref_done[:real]), f"step {step}"
         assert torch.equal(ref_state["finished"][rows[:real]], ref_done[:real, None].expand(real, B))
-        for name in state:  # all but the scratch row, which the padding sentence writes in any order
+        for name in state:  # all but the padding row, which the padding sentence writes in any order
             assert torch.equal(bits(state[name][:-1]), bits(ref_state[name][:-1])), f"{name}, step {step}"
         history.append(({name: t[:-1].clone() for name, t in ref_state.items()}, ref_done[:real]))
         cur_len = torch.where(torch.arange(S) < real, cur_len + 1, 0)

@@ -135,13 +135,13 @@ def test_writes_new_token(lens, H, D, dtype, slot_dtype, config, poisoned_output
     torch.testing.assert_close(k[write_slots.long()], k_new, rtol=0, atol=0)
 
 
-def test_padding_rows_share_a_write_slot():
-    # Padding rows of a captured step all write into one scratch slot and attend over it alone: no
+def test_padding_slots_share_a_write_slot():
+    # Padding rows of a captured step all write into one padding slot and attend over it alone: no
     # crash, the real rows are unaffected, and each head of the slot ends up holding one padding row's.
     q, k, v, table, rows, lens, k_new, v_new, write_slots = make_new_tokens([5, 18, 1, 1, 1], 2, 8, torch.float32)
-    scratch = int(write_slots[2])
-    table[rows[2:].long(), 0] = scratch
-    write_slots[2:] = scratch
+    padding_slot = int(write_slots[2])
+    table[rows[2:].long(), 0] = padding_slot
+    write_slots[2:] = padding_slot
     k_ref, v_ref = k.clone(), v.clone()
     new = NewTokens(k_new, v_new, write_slots)
     out = slot_attention_triton(q, k, v, table, rows, lens, 0.5, new)
@@ -149,7 +149,7 @@ def test_padding_rows_share_a_write_slot():
     torch.testing.assert_close(out[:2], ref[:2])
     torch.testing.assert_close(out[2:], v_new[2:])  # one token alone: softmax weight 1 on its own value
     for h in range(2):
-        assert any(torch.equal(k[scratch, h], k_new[i, h]) and torch.equal(v[scratch, h], v_new[i, h])
+        assert any(torch.equal(k[padding_slot, h], k_new[i, h]) and torch.equal(v[padding_slot, h], v_new[i, h])
                    for i in range(2, 5))
 
 

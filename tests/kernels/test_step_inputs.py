@@ -7,7 +7,7 @@ BLOCK_SIZE = 4
 
 
 def make_state(R, T, seed=0, finished=(), prior_offsets=None):
-    """The rows' state of engine/rows.py for R rows, the last one scratch (length 0; its flag
+    """The rows' state of engine/rows.py for R rows, the last one padding_row (length 0; its flag
     `finished` set, as a padding sentence's search may leave it), the rows `finished`, and
     `prior_offsets` {row: offset} (none by default)."""
     g = torch.Generator().manual_seed(seed)
@@ -38,7 +38,7 @@ def run_both(rows, R, T, seed=0, finished=(), prior_offsets=None):
 
 def test_matches_reference_with_padding_rows(poisoned_outputs):
     R, T = 9, 12
-    rows = torch.tensor([3, 0, 5, 8, 8, 8])  # three real rows, then the scratch row as padding
+    rows = torch.tensor([3, 0, 5, 8, 8, 8])  # three real rows, then the padding row as padding
     before, state, out, ref_state, ref = run_both(rows, R, T)
     for got, want in zip(out, ref):
         assert got.dtype == want.dtype and torch.equal(got, want)
@@ -69,8 +69,8 @@ def test_more_rows_than_one_program():
         assert torch.equal(state[name], ref_state[name]), name
 
 
-def test_rows_of_finished_sentences_sit_the_step_out_as_scratch(poisoned_outputs):
-    """A sentence found done by the last step feeds nothing: its rows become the scratch row, whose
+def test_rows_of_finished_sentences_sit_the_step_out_as_the_padding_row(poisoned_outputs):
+    """A sentence found done by the last step feeds nothing: its rows become the padding row, whose
     length stays 0, and keep their own state."""
     R, T = 9, 12
     rows = torch.tensor([3, 0, 5, 1, 8, 8])

@@ -14,7 +14,7 @@ def make_state(seed=0):
     g = torch.Generator().manual_seed(seed)
     kv_len = torch.randint(0, T, (R,), generator=g, dtype=torch.int32)
     kv_len[2] = T - 1  # its hypothesis is T long
-    kv_len[-1] = 0  # the scratch row
+    kv_len[-1] = 0  # the padding row
     fin_score = torch.full((R,), float("-inf"))
     fin_score[[4, 6]] = torch.tensor([-1.5, -2.0])
     fin_len = torch.tensor([3, 5, 2, 7, 4, 6, 10, 1, 1], dtype=torch.int32)
@@ -27,7 +27,7 @@ def make_state(seed=0):
 def test_reports_done_and_the_best_hypotheses(fn, every):
     state = make_state()
     # Sentences of two rows: done with a finished hypothesis (lead 4); done without one (lead 2,
-    # greedy-like); not done though it has one (lead 6); not done (lead 3); padding (scratch).
+    # greedy-like); not done though it has one (lead 6); not done (lead 3); padding (padding_row).
     rows = torch.tensor([[4, 1], [2, 0], [6, 7], [3, 5], [8, 8]])
     done = torch.tensor([True, True, False, False, True])
     done_host = torch.zeros(6, dtype=torch.bool)  # room for more sentences than this step has
@@ -45,5 +45,5 @@ def test_reports_done_and_the_best_hypotheses(fn, every):
             n = min(n, T)
             assert length_host[s] == n and best_host[s, :n].tolist() == tokens[:n].tolist()
             assert (best_host[s, n:] == -7).all()  # past the hypothesis: untouched
-        elif s != 4:  # (the padding sentence, done, reports the scratch row)
+        elif s != 4:  # (the padding sentence, done, reports the padding row)
             assert length_host[s] == -7 and (best_host[s] == -7).all()

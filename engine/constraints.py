@@ -281,16 +281,7 @@ class ConstrainedBeamSearch(BeamHypotheses):
         self.beams = [Hypothesis(self.beams[c.row].tokens + [c.token], c.score, c.met, c.row) for c in survivors]
         self.cur_len = cur_len + 1
 
-        # can anything still improve? (HF's heuristic for early_stopping False / "never")
-        if early_stopping == "never" and lp > 0.0:
-            best_length = max_length - 1
-        else:
-            best_length = self.cur_len - 1
-        best_possible = self.beams[0].score / (best_length**lp)
-        worst_finished = self.finished[-1][0] if len(self.finished) == capacity else BLOCKED
-        self.improvable = self.improvable and best_possible > worst_finished
-        all_finished = len(self.finished) == capacity and early_stopping is True
-        self.done = not self.improvable or all_finished
+        self.done = self._settled(capacity, early_stopping)  # can anything still improve?
         if self.done:
             return []
         return [(b.row, b.tokens[-1]) for b in self.beams]

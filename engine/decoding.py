@@ -195,6 +195,17 @@ class BeamHypotheses:
         check_int("alternatives", n, 1, self.options.num_beams)
         return [tokens for _, tokens in self.finished[:n]]
 
+    def _settled(self, capacity: int, early_stopping) -> bool:
+        """After a step: is the search done? HF's heuristic, once `capacity` hypotheses have finished:
+        no live beam can still beat the worst of them (early_stopping False or "never"), or at once
+        (True). Updates `improvable`."""
+        lp = self.options.length_penalty
+        best_length = self.options.length - 1 if early_stopping == "never" and lp > 0.0 else self.cur_len - 1
+        best_possible = self.beams[0].score / (best_length**lp)
+        worst_finished = self.finished[-1][0] if len(self.finished) == capacity else BLOCKED
+        self.improvable = self.improvable and best_possible > worst_finished
+        return not self.improvable or (len(self.finished) == capacity and early_stopping is True)
+
 
 class BeamSearch(BeamHypotheses):
     """HF's vectorised `_beam_search`, for one sentence, written as plain bookkeeping.
@@ -255,16 +266,8 @@ class BeamSearch(BeamHypotheses):
         self.beams = new_beams
         self.cur_len = cur_len + 1
 
-        # g. can anything still improve? (HF's heuristic for early_stopping False / "never")
-        if self.options.early_stopping == "never" and lp > 0.0:
-            best_length = max_length - 1
-        else:
-            best_length = self.cur_len - 1
-        best_possible = self.beams[0].score / (best_length**lp)
-        worst_finished = self.finished[-1][0] if len(self.finished) == num_beams else BLOCKED
-        self.improvable = self.improvable and best_possible > worst_finished
-        all_finished = len(self.finished) == num_beams and self.options.early_stopping is True
-        self.done = not self.improvable or all_finished or all(hits)
+        # g. can anything still improve?
+        self.done = self._settled(num_beams, self.options.early_stopping) or all(hits)
         if self.done:
             return []
         return [(b.row, b.tokens[-1]) for b in self.beams]

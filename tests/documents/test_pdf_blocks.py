@@ -9,7 +9,7 @@ from reportlab.pdfgen import canvas
 
 from dragoman.app.documents import translate_document
 
-from document_fakes import upper_keeping_tags
+from document_fakes import Recording, upper_keeping_tags
 
 W, H = A4
 ROWS = [("1", "wages, salaries and tips"), ("2", "taxable interest"), ("8a", "ordinary dividends"),
@@ -54,14 +54,10 @@ def make_form(path):
 def test_row_numbers_are_kept_apart_from_their_labels(tmp_path):
     source, out = tmp_path / "form.pdf", tmp_path / "form.fra_Latn.pdf"
     make_form(source)
-    sent = []
-
-    def translate(texts):
-        sent.extend(texts)
-        return upper_keeping_tags(texts)
+    translate = Recording(upper_keeping_tags)
 
     translate_document(source, out, translate)
-    assert sorted(sent) == sorted([row[1] for row in ROWS + DENSE_ROWS] + ["first name", "last name", "home address",
+    assert sorted(translate.sent) == sorted([row[1] for row in ROWS + DENSE_ROWS] + ["first name", "last name", "home address",
                                                                    "city", "postal code", "country", "phone",
                                                                    "Enter the amount shown on the statement."])
 
@@ -94,7 +90,7 @@ def test_justified_text_gives_single_spaces(tmp_path):
     Frame(72, H - 300, 160, 200).addFromList([Paragraph(text, style)], c)  # narrow: wide spaces
     c.showPage()
     c.save()
-    sent = []
-    translate_document(source, tmp_path / "justified.x.pdf", lambda texts: sent.extend(texts) or upper_keeping_tags(texts))
-    assert sent == ["Justified lines stretch the spaces between their words so that both edges are straight.",
+    translate = Recording(upper_keeping_tags)
+    translate_document(source, tmp_path / "justified.x.pdf", translate)
+    assert translate.sent == ["Justified lines stretch the spaces between their words so that both edges are straight.",
                     "The last line of the paragraph is set as it comes."]

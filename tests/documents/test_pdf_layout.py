@@ -20,7 +20,7 @@ from reportlab.pdfgen import canvas
 from dragoman.app.documents import DocumentError, translate_document
 from dragoman.app.documents import pdf as pdf_format
 
-from document_fakes import pdf_bytes, upper_keeping_tags, upper_losing_tags
+from document_fakes import Recording, pdf_bytes, upper_keeping_tags, upper_losing_tags
 
 NOTO = "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf"
 W, H = A4
@@ -33,6 +33,16 @@ LEFT = ["The left column starts here and runs", "down the page for a few lines o
 RIGHT = ["The right column is read after the", "left one, from its top to its", "bottom."]
 
 
+
+def draw_lines(c, x, y, lines, size=11, leading=14):
+    """Lines of Helvetica from (x, y) down, as one text object (one block for the reader)."""
+    text = c.beginText(x, y)
+    text.setFont("Helvetica", size)
+    text.setLeading(leading)
+    for line in lines:
+        text.textLine(line)
+    c.drawText(text)
+
 def make_pdf(path):
     """Page 1: header, heading, paragraph, bold run, Cyrillic, Chinese, a link, an image, a footnote, a page number.
     Page 2: two columns and a ruled table."""
@@ -44,12 +54,7 @@ def make_pdf(path):
     c.drawRightString(W - 72, H - 40, "Spring issue")
     c.setFont("Helvetica-Bold", 18)
     c.drawString(72, H - 90, "Introduction to the project")
-    text = c.beginText(72, H - 120)
-    text.setFont("Helvetica", 11)
-    text.setLeading(14)
-    for line in PARAGRAPH:
-        text.textLine(line)
-    c.drawText(text)
+    draw_lines(c, 72, H - 120, PARAGRAPH)
     text = c.beginText(72, H - 190)
     text.setFont("Helvetica", 11)
     text.textOut("A line with ")
@@ -77,12 +82,7 @@ def make_pdf(path):
     c.drawString(W / 2, 30, "3")
     c.showPage()
     for x, lines in ((72, LEFT), (320, RIGHT)):
-        text = c.beginText(x, H - 80)
-        text.setFont("Helvetica", 11)
-        text.setLeading(14)
-        for line in lines:
-            text.textLine(line)
-        c.drawText(text)
+        draw_lines(c, x, H - 80, lines)
     c.setFont("NotoSans", 11)
     c.drawString(72, H - 200, "• The first item of a list")
     c.drawString(72, H - 216, "• The second item")
@@ -304,12 +304,7 @@ def nested(data: bytes, depth: int) -> bytes:
 
 def one_paragraph(path):
     c = canvas.Canvas(str(path), pagesize=A4)
-    text = c.beginText(72, H - 100)
-    text.setFont("Helvetica", 12)
-    text.setLeading(15)
-    for line in PARAGRAPH:
-        text.textLine(line)
-    c.drawText(text)
+    draw_lines(c, 72, H - 100, PARAGRAPH, size=12, leading=15)
     c.showPage()
     c.save()
 
@@ -354,12 +349,7 @@ def test_a_sentence_running_into_the_next_column_and_page_is_translated_whole(tm
     columns = [(72, ["A sentence starts in the left", "column and then it goes"]),
                (320, ["on into the right column and", "ends here. Another one starts"])]
     for x, lines in columns:
-        text = c.beginText(x, H - 80)
-        text.setFont("Helvetica", 11)
-        text.setLeading(14)
-        for line in lines:
-            text.textLine(line)
-        c.drawText(text)
+        draw_lines(c, x, H - 80, lines)
     c.setFont("Helvetica", 8)
     c.drawString(W / 2, 30, "1")
     c.showPage()
@@ -369,16 +359,12 @@ def test_a_sentence_running_into_the_next_column_and_page_is_translated_whole(tm
     c.drawString(72, H - 80, "at the end of the page and finishes on the next.")
     c.showPage()
     c.save()
-    sent = []
-
-    def translate(texts):
-        sent.extend(texts)
-        return upper_keeping_tags(texts)
+    translate = Recording(upper_keeping_tags)
 
     out = tmp_path / "flow.fra_Latn.pdf"
     translate_document(path, out, translate)
-    assert "A sentence starts in the left column and then it goes on into the right column and ends here." in sent
-    assert "Another one starts at the end of the page and finishes on the next." in sent
+    assert "A sentence starts in the left column and then it goes on into the right column and ends here." in translate.sent
+    assert "Another one starts at the end of the page and finishes on the next." in translate.sent
     first, second = page_texts(out)
     # each block gets its share of the translation, in its own place
     assert "T:A SENTENCE STARTS" in first and "FINISHES ON THE NEXT." in second and "T:RUNNING HEADER" in second
@@ -476,17 +462,12 @@ def test_a_sentence_runs_on_past_the_footnotes_at_the_foot_of_its_column(tmp_pat
     path = tmp_path / "notes.pdf"
     c = canvas.Canvas(str(path), pagesize=A4)
     for x, lines in ((72, ["The first column ends in the middle", "of a sentence that"]), (320, ["goes on in the second column."])):
-        text = c.beginText(x, H - 80)
-        text.setFont("Helvetica", 11)
-        text.setLeading(14)
-        for line in lines:
-            text.textLine(line)
-        c.drawText(text)
+        draw_lines(c, x, H - 80, lines)
     c.setFont("Helvetica", 7)
     for n, y in enumerate((140, 125, 110, 95, 80), 1):  # footnotes at the foot of the first column, read before the second
         c.drawString(72, y, f"{n} A note at the foot of the column.")
     c.showPage()
     c.save()
-    sent = []
-    translate_document(path, tmp_path / "notes.x.pdf", lambda texts: sent.extend(texts) or upper_keeping_tags(texts))
-    assert "The first column ends in the middle of a sentence that goes on in the second column." in sent
+    translate = Recording(upper_keeping_tags)
+    translate_document(path, tmp_path / "notes.x.pdf", translate)
+    assert "The first column ends in the middle of a sentence that goes on in the second column." in translate.sent

@@ -33,7 +33,6 @@ LEFT = ["The left column starts here and runs", "down the page for a few lines o
 RIGHT = ["The right column is read after the", "left one, from its top to its", "bottom."]
 
 
-
 def draw_lines(c, x, y, lines, size=11, leading=14):
     """Lines of Helvetica from (x, y) down, as one text object (one block for the reader)."""
     text = c.beginText(x, y)
@@ -42,6 +41,7 @@ def draw_lines(c, x, y, lines, size=11, leading=14):
     for line in lines:
         text.textLine(line)
     c.drawText(text)
+
 
 def make_pdf(path):
     """Page 1: header, heading, paragraph, bold run, Cyrillic, Chinese, a link, an image, a footnote, a page number.

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
-
-import torch
+from pathlib import Path
 
 
-def emit(out: dict, name: str, device: torch.device) -> None:
-    """Print the results as one JSON object (with the GPU's peak memory) and keep them as $OUT/NAME.json
-    when $OUT is set, as on the device machine."""
-    if device.type == "cuda":
+def add_out_argument(parser: argparse.ArgumentParser) -> None:
+    """`--out DIR`: where a script keeps its results as JSON, besides printing them."""
+    parser.add_argument("--out", type=Path, metavar="DIR", help="also write the results as JSON into this folder")
+
+
+def emit(out: dict, name: str, device, out_dir: Path | None) -> None:
+    """Print the results as one JSON object (with the GPU's peak memory) and, with an `out_dir`,
+    keep them as out_dir/NAME.json."""
+    if device.type == "cuda":  # a torch.device
+        import torch  # here, so that scripts that only write files do without it
+
         out["max_mem_GB"] = torch.cuda.max_memory_allocated(device) / 1e9
         out["max_reserved_GB"] = torch.cuda.max_memory_reserved(device) / 1e9  # what the process held at most
     print(json.dumps(out, indent=1))
-    if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], f"{name}.json"), "w") as f:
-            json.dump(out, f, indent=1)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"{name}.json").write_text(json.dumps(out, indent=1))

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from bench import emit
+from bench import add_out_argument, emit
 from bench.shared_memory import compiled_kernels, over_limit, report
 from dragoman.engine.config import NllbConfig
 from dragoman.engine.decoding import DecodingOptions
@@ -145,6 +145,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=512, help="sentences of the document workloads (fewer on a CPU)")
     parser.add_argument("--gpu-memory", type=float, default=DEFAULT_GPU_MEMORY / 2**30,
                         help="GB of GPU memory for rows and caches beyond the weights (the app's default)")
+    add_out_argument(parser)
     args = parser.parse_args()
 
     device = resolve_device(args.device)
@@ -193,7 +194,7 @@ def main() -> None:
         out["kernel_shared_memory_max_B"] = max((c.shared for c in compiled_kernels()), default=0)
         out["kernels_over_shared_memory"] = len(over_limit(limit))
         print(report(limit))
-    emit(out, f"dragoman_{args.size}", device)
+    emit(out, f"dragoman_{args.size}", device, args.out)
 
 if __name__ == "__main__":
     main()

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from bench import emit, natural
+from bench import add_out_argument, emit, natural
 from bench.__main__ import SHAPES
 from bench.checkpoint import write_checkpoint
 
@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--cache", action="store_true", help="store translations in a new translation cache each round")
     parser.add_argument("--natural", action="store_true", help="each translation capped at its own length, not 40")
+    add_out_argument(parser)
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="dragoman-bench-"))
@@ -128,7 +129,7 @@ def main() -> None:
            "new_tokens": "natural" if args.natural else NEW_TOKENS}
     for path, times in seconds.items():
         out[f"{path}_sent_per_s"] = len(sentences) / statistics.median(times)
-    emit(out, f"documents_{args.size}_beam{args.beams}", device)
+    emit(out, f"documents_{args.size}_beam{args.beams}", device, args.out)
 
 
 if __name__ == "__main__":

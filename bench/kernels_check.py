@@ -5,15 +5,15 @@ Python); the Triton kernel also as replayed from a CUDA graph, as the engine's d
 
     python -m bench.kernels_check        # or: python bench/kernels_check.py, from the repo root
 
-Prints one table; writes it as JSON to $OUT/kernels.json when OUT is set. The error column is
+Prints one table; writes it as JSON to DIR/kernels.json with `--out DIR`. The error column is
 max |kernel - reference| / max |reference| (for logsoftmax_topk: of the values and the logsumexp,
 after checking that the indices agree; for argmax: 0, after checking that the indices are equal;
 for beam_advance: 0, after checking that `done` and the state are bit for bit the reference's);
 speedup is torch us / triton us, both launched eagerly.
 """
 
+import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import torch
 import triton
 from triton.testing import do_bench, do_bench_cudagraph
 
+from bench import add_out_argument
 from dragoman.kernels import NewTokens, RowState
 from dragoman.kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from dragoman.kernels.argmax import argmax_ref, argmax_triton
@@ -121,7 +122,7 @@ def argmax_inputs(N):
     against +0.0 (the answers: 2047, 5000, 77777, 3)."""
     logits = (torch.randn(N, VOCAB, device="cuda") * 4).to(DTYPE)
     logits[0, [100000, 2048, 2047]] = 50.0
-    logits[1, [0, 200000, 5000]] = torch.tensor([float("inf"), float("nan"), float("nan")], dtype=DTYPE, device="cuda")
+    logits[1, [0, 200000, 5000]] = torch.tensor([float("nan"), float("nan"), float("inf")], dtype=DTYPE, device="cuda")
     logits[2] = float("-inf")
     logits[2, 77777] = -3.0
     logits[3] = float("-inf")
@@ -180,6 +181,9 @@ def beam_advance_agrees(S):
 
 
 def main():
+    parser = argparse.ArgumentParser(prog="python -m bench.kernels_check")
+    add_out_argument(parser)
+    args = parser.parse_args()
     torch.manual_seed(0)
     rows = []
 
@@ -317,10 +321,11 @@ def main():
     for r in rows:
         print(f"{r['kernel']:<16} {r['shape']:<28} {r['rel_error']:8.1e} {r['triton_us']:10.1f} "
               f"{r['triton_graph_us']:8.1f} {r['ref_us']:9.1f} {r['ref_us'] / r['triton_us']:7.1f}x")
-    if os.environ.get("OUT"):
+    if args.out is not None:
         report = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
                       rows=rows)
-        Path(os.environ["OUT"], "kernels.json").write_text(json.dumps(report, indent=1))
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "kernels.json").write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ with the output length forced as in `python -m bench`:
   the sentence's first step, for a resident adapter and one that is not (read from the page cache,
   and after dropping it from there). The difference is the stall a disk read puts on the batch.
 
-Prints one JSON object (and writes it under $OUT when set).
+Prints one JSON object (and writes it into `--out DIR` when given).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import torch
 from safetensors.torch import save_file
 
 from bench.__main__ import EOS, SHAPES, TARGET_LANG, random_weights, sentence, shape_config
-from bench import emit
+from bench import add_out_argument, emit
 from dragoman.engine.config import NllbConfig
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
@@ -167,6 +167,7 @@ def main() -> None:
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--sentences", type=int, default=512, help="sentences of the document workloads")
     parser.add_argument("--repeats", type=int, default=10, help="timed runs of the interactive workload")
+    add_out_argument(parser)
     args = parser.parse_args()
 
     device = resolve_device(args.device)
@@ -227,7 +228,7 @@ def main() -> None:
             results[label] = len(document) / seconds
         results["4_adapters_vs_base"] = results["4_adapters_mixed"] / results["base"]
         out[key] = results
-    emit(out, f"dragoman_lora_{args.size}", device)
+    emit(out, f"dragoman_lora_{args.size}", device, args.out)
 
 if __name__ == "__main__":
     main()

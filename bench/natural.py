@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from bench import emit
+from bench import add_out_argument, emit
 from bench.__main__ import EOS, SHAPES, TARGET_LANG, random_model, sentence
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Generator, Request
@@ -88,6 +88,7 @@ def main() -> None:
     parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.25, 1.0],
                         help="admit_share values to compare (0: admit as soon as a sentence fits; 1: drain)")
     parser.add_argument("--rounds", type=int, default=3, help="timed runs of each share (median)")
+    add_out_argument(parser)
     args = parser.parse_args()
 
     device = torch.device("cuda")
@@ -102,7 +103,7 @@ def main() -> None:
     for share, (seconds, steps) in results.items():
         out[f"share_{share:g}_sent_per_s"] = len(sources) / seconds
         out[f"share_{share:g}_steps"] = steps
-    emit(out, f"natural_{args.size}_beam{args.beams}", device)
+    emit(out, f"natural_{args.size}_beam{args.beams}", device, args.out)
 
 
 if __name__ == "__main__":

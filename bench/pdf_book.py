@@ -22,6 +22,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from bench import add_out_argument
+
 WORDS = ("the river town market bridge museum morning evening light street house garden people "
          "walk old new small green long quiet visitors history century square church window road "
          "follow reach open close show find keep leave return build remember cross north south").split()
@@ -78,6 +80,7 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=40, help="tokens each translation is forced to (0: not forced)")
     parser.add_argument("--to", dest="target", default="fra_Latn")
     parser.add_argument("--make-only", metavar="OUT.pdf", help="write the book there and stop")
+    add_out_argument(parser)
     args = parser.parse_args()
     if args.make_only:
         print(f"{args.make_only}: {args.pages} pages, {make_book(args.make_only, args.pages)} sentences")
@@ -127,7 +130,7 @@ def time_book(args) -> None:
                "new_tokens": args.new_tokens or "natural", "seconds": seconds, "pages_per_s": args.pages / seconds,
                "sentences_per_s": sentences / seconds, "layout_only_seconds": layout_seconds,
                "output_MB": (work / f"book.{args.target}.pdf").stat().st_size / 1e6}
-    emit(out, f"pdf_book_{args.pages}", translator.device)
+    emit(out, f"pdf_book_{args.pages}", translator.device, args.out)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ for spec in ${BENCH:-}; do
   [ "$(left)" -gt 100 ] || { echo "bench $spec skipped, $(left) s left"; continue; }
   start=$SECONDS
   DRAGOMAN_GPU_PROFILE=$p DRAGOMAN_CHAINED=$chained timeout $(( $(left) - 10 )) python3 -m bench --size 600M \
-    --gpu-memory "$gb" > "$OUT/bench_$name.log" 2>&1 && mv "$OUT/dragoman_600M.json" "$OUT/bench_${name}.json"
+    --gpu-memory "$gb" --out "$OUT" > "$OUT/bench_$name.log" 2>&1 && mv "$OUT/dragoman_600M.json" "$OUT/bench_${name}.json"
   echo "bench $spec ($((SECONDS - start)) s):"; grep -E '"(interactive|document|rows|cache|max_|kernel)' "$OUT/bench_$name.log"
   grep -E "OVER|Error" "$OUT/bench_$name.log" | head -5
 done

@@ -12,7 +12,7 @@ rm -rf .ct2 && python3 -m pip install -q --no-index --no-deps --target "$PWD/.ct
 L=$(python3 -c 'import os, nvidia; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')
 mkdir -p .cb12 && ln -sf $L/libcublas.so.13 .cb12/libcublas.so.12 && ln -sf $L/libcublasLt.so.13 .cb12/libcublasLt.so.12
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
-timeout 120 python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda.py 2>&1 | tail -5
+timeout 180 python3 -m pytest -q -p no:cacheprovider tests/engine/test_cuda*.py 2>&1 | tail -5
 [ -z "${KERNELS:-}" ] || timeout 400 python3 -m bench.kernels_check ${OUT:+--out "$OUT"} 2>&1 | tail -80  # KERNELS=1: each kernel against its reference in bf16
 for size in $SIZES; do
   timeout 200 python3 -m bench --size $size --batches 64,256 --gpu-memory 64 ${OUT:+--out "$OUT"} 2>&1 | tail -20  # the memory the speed table was measured with

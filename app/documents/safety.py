@@ -325,7 +325,8 @@ def parse_xml(data: bytes, name: str) -> etree._ElementTree:
         tree = etree.parse(io.BytesIO(data), _parser())
     except etree.XMLSyntaxError as e:
         # libxml2 breaks some messages over lines and names an option the user cannot set; lxml adds its source
-        reason = re.sub(r" \(<string>, line \d+\)$", "", " ".join(str(e).replace(", try XML_PARSE_HUGE", "").split()))
+        reason = re.sub(r",? (try|use) XML_PARSE_HUGE( option)?", "", " ".join(str(e).split()))
+        reason = re.sub(r" \(<string>, line \d+\)$", "", reason)
         raise DocumentError(f"{name} is not well-formed XML ({reason})") from None
     dtd = tree.docinfo.internalDTD
     if dtd is not None and next(dtd.iterentities(), None) is not None:

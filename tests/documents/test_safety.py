@@ -381,3 +381,13 @@ def test_a_text_over_the_parsers_limit_is_refused_in_one_line(tmp_path):
         slide = z.read("ppt/slides/slide1.xml")
     rewrite(path, {"ppt/slides/slide1.xml": slide.replace(b"Some text", b"x" * (11 * MiB))})
     refused(path, r"^ppt/slides/slide1.xml is not well-formed XML \(Resource limit exceeded: Text node too long, line \d+, column \d+\)$")
+
+
+def test_nesting_past_the_parsers_depth_is_refused_without_naming_a_libxml2_option():
+    """libxml2 says "use XML_PARSE_HUGE option" for deep nesting: an option no user can set."""
+    data = b"<a>" * 300 + b"</a>" * 300
+    with pytest.raises(DocumentError) as refused:
+        parse_xml(data, "deep.xml")
+    message = str(refused.value)
+    assert message.startswith("deep.xml is not well-formed XML (Excessive depth in document: 256")
+    assert "XML_PARSE_HUGE" not in message and "\n" not in message

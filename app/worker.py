@@ -19,6 +19,10 @@ A typed job with a `completion` completes one sentence from the start of its tra
 person typed in the target pane (`completing` streams it); a translation the person accepts
 (`accept`) goes into the translation memory with the job's context, so that the same sentence,
 model and options give it back from then on.
+
+A click on a translated sentence asks for its alternatives (`find_alternatives`): the sentence
+decoded alone with ALTERNATIVES beams (at least), its best finished hypotheses coming back in
+`alternatives_found`. It runs as typed text does, before waiting documents.
 """
 
 from __future__ import annotations
@@ -53,6 +57,18 @@ class TranslationJob:
     # (sentence index, the start of its translation a person typed): that sentence is completed from
     # the start (Translator.translate's `starts`), the others come from what is known of them.
     completion: tuple[int, str] | None = None
+
+
+ALTERNATIVES = 4  # hypotheses a click on a sentence asks for
+
+
+@dataclass(frozen=True)
+class FindAlternatives:
+    """The alternatives of one sentence of a typed job, for a click on its translation."""
+
+    job: TranslationJob  # the languages, options and adapter it was translated with
+    sentence: str
+    count: int = ALTERNATIVES
 
 
 @dataclass(frozen=True)
@@ -138,6 +154,7 @@ class EngineWorker(QThread):
     laid_out = Signal(int, object)  # job id, (TypedText, its sentences' translations), before `translated`
     completing = Signal(int, str)  # job id, the hypothesis of the sentence a completion job completes
     remembered = Signal(str, str)  # a sentence and the translation the memory now holds for it
+    alternatives_found = Signal(int, object)  # job id, [engine.Translation]: the sentence's best, best first
     doubted = Signal(int, object)  # job id, {segment index: why its translation may be wrong}, before `translated`
     failed = Signal(int, str)  # job id, error message
     cancelled = Signal(int)  # job id: cancelled, superseded, or dropped at quit
@@ -182,6 +199,13 @@ class EngineWorker(QThread):
             with self._lock:
                 self._latest_typed = job_id
         self._put(_FIRST if typed else _DOCUMENTS, (job_id, job))
+        return job_id
+
+    def find_alternatives(self, job: TranslationJob, sentence: str) -> int:
+        """Queue the search for `sentence`'s alternatives; returns the id `alternatives_found` (or
+        `failed`) carries."""
+        job_id = next(self._ids)
+        self._put(_FIRST, (job_id, FindAlternatives(job, sentence)))
         return job_id
 
     def accept(self, job: TranslationJob, sentence: str, translation: str) -> None:
@@ -280,6 +304,8 @@ class EngineWorker(QThread):
         try:
             if isinstance(job, DocumentJob):
                 self._translate_document(job_id, job)
+            elif isinstance(job, FindAlternatives):
+                self._find_alternatives(job_id, job)
             else:
                 self._translate(job_id, job)
         finally:
@@ -365,11 +391,28 @@ class EngineWorker(QThread):
         self.laid_out.emit(job_id, (text, results))
         self.translated.emit(job_id, text.lines(results))
 
+    def _find_alternatives(self, job_id: int, command: FindAlternatives) -> None:
+        if self.translator is None:
+            self.failed.emit(job_id, "No model is loaded.")
+            return
+        job = command.job
+        try:
+            options = self.translator.default_options(**job.options)
+            options = options.with_changes(num_beams=max(options.num_beams, command.count))
+            [found] = self.translator.translate_full([command.sentence], job.source, job.target, options, priority=0,
+                                                     adapter=job.adapter, alternatives=command.count)
+        except Exception as e:  # out of memory, an adapter gone...: said, the thread goes on
+            self.failed.emit(job_id, str(e) or type(e).__name__)
+            return
+        self.alternatives_found.emit(job_id, [found, *found.alternatives])
+
     def _typed_waiting(self) -> bool:
-        """Is a typed job next in the queue (not a model load, not quitting)?"""
+        """Is a typed job, or a click's alternatives, next in the queue (not a model load, not quitting)?"""
         with self._queue.mutex:
             head = self._queue.queue[0][2] if self._queue.queue else None
-        return isinstance(head, tuple) and isinstance(head[1], TranslationJob) and head[1].typed
+        if not isinstance(head, tuple):
+            return False
+        return isinstance(head[1], FindAlternatives) or (isinstance(head[1], TranslationJob) and head[1].typed)
 
     def _run_waiting_typed(self) -> None:
         while self._typed_waiting():

@@ -426,7 +426,8 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
                           file=sys.stderr)
                 print(written, file=sys.stdout)
                 doubtful += [{"file": str(job.source_path), "sentence": d.sentence, "source": d.source,
-                              "translation": d.translation, "reasons": list(d.reasons)} for d in report.doubtful]
+                              "translation": d.translation, "score": d.score, "reasons": list(d.reasons)}
+                             for d in report.doubtful]
             except KeyboardInterrupt:
                 raise
             except Exception as e:  # DocumentError, a bad file the format library choked on, out of memory...

@@ -97,13 +97,14 @@ class RecentTranslations:
 
     def __init__(self, capacity: int = 4096):
         self.capacity = capacity
-        self._found: OrderedDict[tuple, str] = OrderedDict()
+        self._found: OrderedDict[tuple, object] = OrderedDict()  # engine.Translation, by context and text
 
     def translate(self, translator, texts, source, target, options, adapter, on_partial, should_stop,
-                  known: dict[str, str] | None = None) -> list:
+                  known: dict[str, str] | None = None, scores: dict[str, float] | None = None) -> list:
         """translator.translate(texts, ...) for typed text, decoding only the texts not `known` (from
         the translation memory) and not seen with the same languages, options and adapter: the
-        others are reported at once through `on_partial`."""
+        others are reported at once through `on_partial`. `scores` receives the engine's score of
+        each text it has one for."""
         context = (translator.adapter_identity(adapter), source, target, options)
         results: list[str | None] = [None] * len(texts)
         missing = []
@@ -117,17 +118,21 @@ class RecentTranslations:
                 missing.append(i)
             else:
                 self._found.move_to_end((context, text))
-                results[i] = found
-                on_partial(i, found)
+                results[i] = found.text
+                on_partial(i, found.text)
+                if scores is not None and found.score is not None:
+                    scores[text] = found.score
         if missing:
-            done = translator.translate(
+            done = translator.translate_full(
                 [texts[i] for i in missing], source, target, options, priority=0,
                 on_partial=lambda j, text: on_partial(missing[j], text), should_stop=should_stop, adapter=adapter,
             )
             for i, result in zip(missing, done):
-                results[i] = result
                 if result is not None:  # not stopped before it finished
+                    results[i] = result.text
                     self._found[context, texts[i]] = result
+                    if scores is not None and result.score is not None:
+                        scores[texts[i]] = result.score
             while len(self._found) > self.capacity:
                 self._found.popitem(last=False)
         return results
@@ -354,6 +359,7 @@ class EngineWorker(QThread):
                     self.completing.emit(job_id, translation)
 
             known: dict[str, str] = {}
+            scores: dict[str, float] = {}  # the engine's, by sentence (app.confidence)
             if job.typed:
                 context = translation_context(self.translator, job.adapter, source, job.target, options)
                 known = self._open_memory().find(source, job.target, context, text.sentences)
@@ -361,22 +367,24 @@ class EngineWorker(QThread):
                 others = [i for i in range(len(text.sentences)) if i != completed]
                 found = self._recent.translate(self.translator, [text.sentences[i] for i in others], source,
                                                job.target, options, job.adapter,
-                                               lambda k, t: on_sentence(others[k], t), should_stop, known)
+                                               lambda k, t: on_sentence(others[k], t), should_stop, known, scores)
                 results = [None] * len(text.sentences)
                 for i, result in zip(others, found):
                     results[i] = result
                 if completed is not None:  # a person's start: neither the memory nor recent translations apply
                     known.pop(text.sentences[completed], None)
-                    [results[completed]] = self.translator.translate(
+                    [result] = self.translator.translate_full(
                         [text.sentences[completed]], source, job.target, options, priority=0,
                         on_partial=lambda _, t: on_completion(completed, t), should_stop=should_stop,
                         adapter=job.adapter, starts=[job.completion[1]],
                     )
+                    results[completed] = self._text_and_score(text.sentences[completed], result, scores)
             else:
-                results = self.translator.translate(
+                full = self.translator.translate_full(
                     text.sentences, source, job.target, options, priority=1, on_partial=on_sentence,
                     should_stop=should_stop, adapter=job.adapter,
                 )
+                results = [self._text_and_score(s, t, scores) for s, t in zip(text.sentences, full)]
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)
             return
@@ -386,7 +394,8 @@ class EngineWorker(QThread):
         reasons: dict[int, list[str]] = {}
         for index, (sentence, result) in enumerate(zip(text.sentences, results)):
             if sentence not in known:  # a person chose those
-                reasons.setdefault(text.line_of[index], []).extend(doubts(sentence, result, source, job.target))
+                reasons.setdefault(text.line_of[index], []).extend(
+                    doubts(sentence, result, source, job.target, scores.get(sentence)))
         self.doubted.emit(job_id, {line: "; ".join(dict.fromkeys(r)) for line, r in reasons.items() if r})
         self.laid_out.emit(job_id, (text, results))
         self.translated.emit(job_id, text.lines(results))
@@ -405,6 +414,15 @@ class EngineWorker(QThread):
             self.failed.emit(job_id, str(e) or type(e).__name__)
             return
         self.alternatives_found.emit(job_id, [found, *found.alternatives])
+
+    @staticmethod
+    def _text_and_score(sentence: str, translation, scores: dict[str, float]) -> str | None:
+        """The text of `sentence`'s Translation (None: stopped), its score kept in `scores`."""
+        if translation is None:
+            return None
+        if translation.score is not None:
+            scores[sentence] = translation.score
+        return translation.text
 
     def _typed_waiting(self) -> bool:
         """Is a typed job, or a click's alternatives, next in the queue (not a model load, not quitting)?"""
@@ -457,19 +475,21 @@ class _YieldingToTypedText:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, **kwargs) -> list[str | None]:
+    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, on_translation=None,
+                  **kwargs) -> list[str | None]:
         def stop_for_now() -> bool:
             return (should_stop is not None and should_stop()) or self._worker._typed_waiting()
 
-        def reported(pending: list[int]):
-            """on_result for a call over texts[pending]: its indices are the pending list's."""
-            return None if on_result is None else lambda j, translation: on_result(pending[j], translation)
+        def reported(pending: list[int], callback):
+            """on_result (or on_translation) for a call over texts[pending]: its indices are the pending list's."""
+            return None if callback is None else lambda j, translation: callback(pending[j], translation)
 
         results: list[str | None] = [None] * len(texts)
         pending = list(range(len(texts)))
         while pending:
             found = self._translator.translate([texts[i] for i in pending], *args, should_stop=stop_for_now,
-                                               on_result=reported(pending), **kwargs)
+                                               on_result=reported(pending, on_result),
+                                               on_translation=reported(pending, on_translation), **kwargs)
             for i, result in zip(pending, found):
                 results[i] = result
             pending = [i for i in pending if results[i] is None]

@@ -57,8 +57,8 @@ def greedy_step(
 
     `scored`: each row's `score` also sums the log-probabilities of its tokens (the log-softmax of
     the processed logits at the token chosen, as HF's `compute_transition_scores` with
-    `normalize_logits`). It costs a float32 pass over the logits, so only steps with a sentence
-    that asks for its score pay it."""
+    `normalize_logits`). It costs one more read of the logits, so only steps with a sentence that
+    asks for its score pay it."""
     row = rows[:, 0]  # (S,)
     cur_len = state.kv_len[row].long()  # (S,)
     if bans_only_eos(options):
@@ -74,8 +74,8 @@ def greedy_step(
     # as `ran_out_of_numbers` tells.
     numberless = ~(scores.gather(1, token[:, None])[:, 0] > NEG_INF)  # (S,)
     if scored:
-        chosen = scores.gather(1, token[:, None])[:, 0].float()  # (S,)
-        state.score[row] += chosen - torch.logsumexp(scores.float(), dim=-1)
+        _, _, lse = kernels.logsoftmax_topk(scores, 1)  # (S,) one more read of the scores
+        state.score[row] += scores.gather(1, token[:, None])[:, 0].float() - lse
     state.hyp[row, cur_len] = token
     done = (token == eos_id) | (cur_len + 1 >= state.limit[row]) | numberless
     state.mark_finished(rows, done)

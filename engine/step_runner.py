@@ -184,23 +184,32 @@ class StepRunner:
         table = dict(zip(needed, step.report.best[needed, :width].tolist()))  # sentence -> its (width,) row
         for i in finished:
             step.sentences[i].request.result = table[i][: lengths[i]]
-        wanting = [step.sentences[i] for i in finished if step.sentences[i].request.alternatives]
+        wanting = [i for i in finished if step.sentences[i].request.alternatives]
         if wanting:
-            self._read_hypotheses(wanting)
+            self._read_hypotheses([step.sentences[i] for i in wanting], step.report.scores[wanting].tolist())
         for i in step.partial:
             s = step.sentences[i]
             if s.live and s.request.result is None:
                 s.request.on_partial(table[i][: step.lengths[i]])
         return [step.sentences[i] for i in finished]
 
-    def _read_hypotheses(self, sentences: list[Sentence]) -> None:
-        """Set each finished sentence's `request.hypotheses`: beam search's `alternatives` best
-        finished hypotheses and their scores, from the fin_* of its first rows (the i-th best sits
-        at its i-th row), or greedy's one hypothesis and the mean log-probability of its tokens.
-        Its rows are not given back yet, and a step launched meanwhile fed the padding row in their
-        place, so they hold what its last step left. Only sentences that ask pay these reads."""
+    def _read_hypotheses(self, sentences: list[Sentence], scores: list[float]) -> None:
+        """Set each finished sentence's `request.hypotheses`, given the scores its step reported:
+        greedy's one hypothesis with the mean log-probability of its tokens; beam search's best
+        with its score or, asked for more, its `alternatives` best finished hypotheses and their
+        scores, read from the fin_* of its first rows (the i-th best sits at its i-th row; a search
+        that ended without one, as one with a negative length penalty may, gives its best running
+        hypothesis with its sum of log-probabilities). Its rows are not given back yet, and a step
+        launched meanwhile fed the padding row in their place, so they hold what its last step
+        left. Only sentences that ask pay the reads, which wait for the step in flight."""
+        for s, score in zip(sentences, scores):
+            result = s.request.result
+            if s.request.beams == 1:
+                s.request.hypotheses = [(result, score / (len(result) - len(s.request.prefix)))]
+            elif s.request.alternatives == 1:
+                s.request.hypotheses = [(result, score)]
         state, device = self.rows, self.model.device
-        beam = [s for s in sentences if s.request.beams > 1]
+        beam = [s for s in sentences if s.request.alternatives > 1]
         if beam:
             rows = torch.tensor([row for s in beam for row in s.rows[: s.request.alternatives]], device=device)
             width = max(s.request.limit for s in beam)
@@ -211,12 +220,6 @@ class StepRunner:
                 found = range(at, at + s.request.alternatives)
                 s.request.hypotheses = [(tokens[j][: lengths[j]], scores[j]) for j in found if scores[j] > NEG_INF]
                 at = found.stop
-        greedy = [s for s in sentences if s.request.beams == 1]
-        if greedy:
-            sums = state.score[torch.tensor([s.rows[0] for s in greedy], device=device)].tolist()
-            for s, total in zip(greedy, sums):
-                result = s.request.result
-                s.request.hypotheses = [(result, total / (len(result) - len(s.request.prefix)))]
 
     def group_rows(self, group: Group) -> torch.Tensor:
         """(S, num_beams) row ids of the group, sentence by sentence: the order of its rows in a step."""
@@ -354,7 +357,8 @@ class StepRunner:
             host = functools.partial(torch.empty, pin_memory=self.model.device.type == "cuda")
             self._reports[key] = kernels.StepReport(host(sentences, dtype=torch.bool),
                                                     host((sentences, self.rows.max_length), dtype=torch.int64),
-                                                    host(sentences, dtype=torch.int32))
+                                                    host(sentences, dtype=torch.int32),
+                                                    host(sentences, dtype=torch.float32))
         return self._reports[key]
 
     # -- blocks --------------------------------------------------------------------------------------

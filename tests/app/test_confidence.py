@@ -81,22 +81,28 @@ def test_the_report_lists_every_doubtful_line_of_stdin(tiny_checkpoint, translat
     assert f"stdin: {len(expected)} translation" in err and "look wrong: see" in err
 
 
-def test_the_report_names_each_documents_doubtful_sentences(tiny_checkpoint, tmp_path, monkeypatch, capsys):
+def test_the_report_names_each_documents_doubtful_sentences(tiny_checkpoint, translator, tmp_path, monkeypatch,
+                                                             capsys):
+    """With the engine's score where it gave one: b.txt's sentence comes from the cache, which keeps none."""
     sentences = ["The quick brown fox jumps over the lazy dog.", "We went to the market early and bought bread."]
     (tmp_path / "a.txt").write_text("\n".join(sentences) + "\n")
     (tmp_path / "b.txt").write_text(sentences[1] + "\n")
     args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
-            "--max-length", "24", "--report", str(tmp_path / "report.jsonl"), str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+            "--dtype", "float32", "--max-length", "24", "--report", str(tmp_path / "report.jsonl"),
+            str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    scores = {"a": [t.score for t in translator.translate_full(sentences, "eng_Latn", "fra_Latn",
+                                                               translator.default_options(max_length=24))],
+              "b": [None]}
     code, out, err = run_cli(args, "", monkeypatch, capsys)
     assert code == 0, err
     translated = {"a": (tmp_path / "a.fra_Latn.txt").read_text().splitlines(),
                   "b": (tmp_path / "b.fra_Latn.txt").read_text().splitlines()}
     expected = []
     for name, sources in (("a", sentences), ("b", sentences[1:])):
-        for number, (source, translation) in enumerate(zip(sources, translated[name]), 1):
-            if reasons := doubts(source, translation, "eng_Latn", "fra_Latn"):
+        for number, (source, translation, score) in enumerate(zip(sources, translated[name], scores[name]), 1):
+            if reasons := doubts(source, translation, "eng_Latn", "fra_Latn", score):
                 expected.append({"file": str(tmp_path / f"{name}.txt"), "sentence": number, "source": source,
-                                 "translation": translation, "reasons": reasons})
+                                 "translation": translation, "score": score, "reasons": reasons})
     assert read_report(tmp_path / "report.jsonl") == expected and expected
 
 

@@ -74,7 +74,8 @@ def test_plain_translate_reads_no_hypotheses_and_gives_the_same_texts(translator
     runner = translator.generator.runner
     reads = []
     read = runner._read_hypotheses
-    monkeypatch.setattr(runner, "_read_hypotheses", lambda sentences: reads.append(sentences) or read(sentences))
+    monkeypatch.setattr(runner, "_read_hypotheses",
+                        lambda sentences, scores: reads.append(sentences) or read(sentences, scores))
     for beams in (1, 4):
         options = translator.default_options(num_beams=beams, max_length=30)
         plain = translator.translate(TEXTS, SRC, TGT, options)

@@ -201,7 +201,8 @@ class StepRunner:
         that ended without one, as one with a negative length penalty may, gives its best running
         hypothesis with its sum of log-probabilities). Its rows are not given back yet, and a step
         launched meanwhile fed the padding row in their place, so they hold what its last step
-        left. Only sentences that ask pay the reads, which wait for the step in flight."""
+        left. Only sentences that ask for more than one hypothesis read fin_*, a read that waits
+        for the step in flight."""
         for s, score in zip(sentences, scores):
             result = s.request.result
             if s.request.beams == 1:
@@ -213,12 +214,13 @@ class StepRunner:
         if beam:
             rows = torch.tensor([row for s in beam for row in s.rows[: s.request.alternatives]], device=device)
             width = max(s.request.limit for s in beam)
-            lengths, scores = state.fin_len[rows].tolist(), state.fin_score[rows].tolist()
+            lengths, fin_scores = state.fin_len[rows].tolist(), state.fin_score[rows].tolist()
             tokens = state.fin_hyp[rows, :width].tolist()  # (N, width)
             at = 0
             for s in beam:
                 found = range(at, at + s.request.alternatives)
-                s.request.hypotheses = [(tokens[j][: lengths[j]], scores[j]) for j in found if scores[j] > NEG_INF]
+                s.request.hypotheses = [(tokens[j][: lengths[j]], fin_scores[j]) for j in found
+                                        if fin_scores[j] > NEG_INF]
                 at = found.stop
 
     def group_rows(self, group: Group) -> torch.Tensor:

@@ -39,7 +39,7 @@ class Translation:
 
     `score` is the length-normalised log-probability of the hypothesis: beam search's score of the
     finished hypothesis (HF's `sequences_scores`), greedy's mean log-probability of its tokens; None
-    where nothing was decoded (a blank text, a start that filled max_length). A text decoded in
+    where nothing was decoded (a blank text, a max_length that leaves no token to generate). A text decoded in
     pieces (too long to read at once) scores the mean of its pieces' scores and has no alternatives.
     `alternatives` are the other finished hypotheses, best first (HF's `num_return_sequences`: the
     first returned sequence is `text`); each has no alternatives of its own."""

@@ -91,7 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
                            help="PDF: each original page followed by its translation (STEM.<to>.bilingual.pdf)")
     translate.add_argument("--report", metavar="FILE",
                            help="write the translations that look wrong (a loop, a length out of range, the source "
-                                "given back, another language) to FILE, one JSON object a line")
+                                "given back, another language, a low score) to FILE, one JSON object a line")
+    translate.add_argument("--alternatives", type=int, metavar="N",
+                           help="print one JSON object per stdin line (each line translated whole): its source, "
+                                "translation and score, and the N - 1 next best translations with their scores "
+                                "(N at most --beams)")
     translate.add_argument(
         "files", nargs="*", metavar="FILE",
         help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt docx pptx xlsx odt epub pdf)",
@@ -207,6 +211,13 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         DecodingOptions(**overrides)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if args.alternatives is not None:
+        if args.files:
+            raise UsageError("--alternatives translates stdin, not documents")
+        if args.alternatives < 1:
+            raise UsageError(f"--alternatives {args.alternatives}: at least 1")
+        if args.beams is not None and args.alternatives > args.beams:
+            raise UsageError(f"--alternatives {args.alternatives}: more than the {args.beams} beams (--beams)")
     if args.gpu_memory is not None and args.gpu_memory < MIN_GPU_MEMORY_MB:
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
@@ -226,6 +237,8 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory)
     options = translator.default_options(**overrides)
+    if args.alternatives is not None and args.alternatives > options.num_beams:
+        raise UsageError(f"--alternatives {args.alternatives}: more than the {options.num_beams} beams (--beams)")
 
     from dragoman.app.confidence import doubts
     from dragoman.app.jobs import open_memory, translation_context
@@ -238,22 +251,43 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     doubtful = []
     try:
         for index, chunk in enumerate(chunks(read_lines(stdin), CHUNK_LINES)):
-            text = TypedText(chunk, *scripts, split=not args.no_split)
-            found = memory.find(src, tgt, context, text.sentences)
-            missing = [s for s in dict.fromkeys(text.sentences) if s not in found]
-            found.update(zip(missing, translator.translate(missing, src, tgt, options, adapter=args.adapter)))
-            for line in text.lines([found[s] for s in text.sentences]):
-                stdout.write(line + "\n")
+            if args.alternatives is not None:  # each line whole, a blank one too
+                text, sentences, line_of = None, chunk, range(len(chunk))
+            else:
+                text = TypedText(chunk, *scripts, split=not args.no_split)
+                sentences, line_of = text.sentences, text.line_of
+            remembered = memory.find(src, tgt, context, sentences)
+            missing = [s for s in dict.fromkeys(sentences) if s not in remembered]
+            full = dict(zip(missing, translator.translate_full(missing, src, tgt, options, adapter=args.adapter,
+                                                               alternatives=args.alternatives or 1)))
+            found = {**remembered, **{s: t.text for s, t in full.items()}}
+            if text is None:
+                for sentence in chunk:
+                    stdout.write(alternatives_line(sentence, found[sentence], full.get(sentence)) + "\n")
+            else:
+                for line in text.lines([found[s] for s in sentences]):
+                    stdout.write(line + "\n")
             stdout.flush()
-            translated = set(missing)  # not those from the memory: a person chose them
-            for sentence, number in zip(text.sentences, text.line_of):
-                if sentence in translated and (reasons := doubts(sentence, found[sentence], src, tgt)):
+            for sentence, number in zip(sentences, line_of):
+                # Not those from the memory: a person chose them.
+                score = full[sentence].score if sentence in full else None
+                if sentence in full and (reasons := doubts(sentence, found[sentence], src, tgt, score)):
                     doubtful.append({"line": index * CHUNK_LINES + number + 1, "source": sentence,
-                                     "translation": found[sentence], "reasons": reasons})
+                                     "translation": found[sentence], "score": score, "reasons": reasons})
     finally:
         memory.close()
     report_doubts(args.report, doubtful, "stdin", quiet=True)
     return 0
+
+
+def alternatives_line(source: str, translation: str, full) -> str:
+    """--alternatives' JSON line for one stdin line; `full`, the engine's Translation, is None for a
+    translation from the memory (no score, no alternatives)."""
+    import json
+
+    others = [{"translation": t.text, "score": t.score} for t in full.alternatives] if full is not None else []
+    return json.dumps({"source": source, "translation": translation, "score": full.score if full is not None else None,
+                       "alternatives": others}, ensure_ascii=False)
 
 
 def report_doubts(path: str | None, entries: list[dict], where: str, quiet: bool = False) -> None:
@@ -392,7 +426,8 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
                           file=sys.stderr)
                 print(written, file=sys.stdout)
                 doubtful += [{"file": str(job.source_path), "sentence": d.sentence, "source": d.source,
-                              "translation": d.translation, "reasons": list(d.reasons)} for d in report.doubtful]
+                              "translation": d.translation, "score": d.score, "reasons": list(d.reasons)}
+                             for d in report.doubtful]
             except KeyboardInterrupt:
                 raise
             except Exception as e:  # DocumentError, a bad file the format library choked on, out of memory...

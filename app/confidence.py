@@ -1,7 +1,7 @@
 """Doubts about a translation: signs that the model probably failed, each said as a reason.
 
-They are read from the two texts alone, so they apply to every translation whatever made it (the
-engine, the cache, the translation memory):
+They are read from the two texts, so they apply to every translation whatever made it (the engine,
+the cache, the translation memory), and, where the engine gave one, from its score:
 
 - a loop: the same word, or run of up to four words (characters, in scripts written without
   spaces), three times or more in a row where the source has no such run;
@@ -9,7 +9,9 @@ engine, the cache, the translation memory):
   letters are scaled by how many its script spends on the same content;
 - a copy: the source given back unchanged;
 - another language than asked: the offline language detector is sure the translation is in
-  another language (and knows the language asked for).
+  another language (and knows the language asked for);
+- a low score: the model was unsure of its own words (engine.Translation's score, a log-probability
+  per token, below LOW_SCORE).
 
 Short texts are not judged: a name, a number or a two-word heading proves nothing. Every check is
 linear in the text.
@@ -29,6 +31,11 @@ LOOP_REPEATS = 3
 MIN_RATIO, MAX_RATIO = 1 / 3, 3.0  # scaled translation letters / scaled source letters
 SURE_SCORE = 0.8  # the detector's probability above which "another language" is said
 MIN_DETECT_LETTERS = 20
+# A mean log-probability per token of -1.5 is a geometric mean of e^-1.5 = 0.22 for the probability
+# the model gave each token it chose: it spread most of its belief over other words at every step,
+# which is guessing, not translating (a sentence it knows puts most of it on each token, a mean
+# closer to 0). Beam search's score divides by length**length_penalty: per token at NLLB's 1.0.
+LOW_SCORE = -1.5
 # Letters a script spends on what English says in 100 (FLORES-200 devtest, character counts, rounded).
 LETTERS_PER_100_LATIN = {
     "Hans": 30, "Hant": 30, "Jpan": 40, "Kore": 40, "Hang": 40, "Ethi": 65, "Hebr": 80, "Arab": 85,
@@ -63,8 +70,9 @@ def longest_loop(items: list[str]) -> int:
     return best
 
 
-def doubts(source: str, translation: str, source_lang: str, target_lang: str) -> list[str]:
-    """The reasons to doubt `translation` of `source`, in words for the user; [] when none."""
+def doubts(source: str, translation: str, source_lang: str, target_lang: str, score: float | None = None) -> list[str]:
+    """The reasons to doubt `translation` of `source`, in words for the user; [] when none.
+    `score`: the engine's score of it (None: not known, as for a translation from the cache)."""
     if letters(source) < MIN_LETTERS or not translation.strip():
         return []
     source_script, target_script = get_language(source_lang).script, get_language(target_lang).script
@@ -82,6 +90,8 @@ def doubts(source: str, translation: str, source_lang: str, target_lang: str) ->
         reasons.append("the source, not translated")
     elif (found := detected_language(translation)) and found[:3] != target_lang[:3]:
         reasons.append(f"looks like {get_language(found).name}, not {get_language(target_lang).name}")
+    if score is not None and score < LOW_SCORE:
+        reasons.append(f"the model was unsure of it (score {score:.2f})")
     return reasons
 
 

@@ -78,6 +78,7 @@ class Doubtful:
     source: str
     translation: str
     reasons: tuple[str, ...]
+    score: float | None = None  # the engine's (engine.Translation); None for one from the cache
 
 
 def find_documents(folder: Path) -> list[Path]:
@@ -161,6 +162,12 @@ def cached_translate_batch(
             unstored.clear()
             store_by = time.monotonic() + CACHE_SECONDS
 
+        scores: dict[str, float] = {}  # the engine's, for the doubts
+
+        def on_translation(i: int, translation) -> None:
+            if translation.score is not None:
+                scores[missing[i]] = translation.score
+
         def on_result(i: int, translation: str) -> None:
             nonlocal reported
             found[missing[i]] = unstored[missing[i]] = translation
@@ -173,7 +180,8 @@ def cached_translate_batch(
         if missing:
             try:
                 results = translator.translate(missing, job.source, job.target, options, priority=1,
-                                               should_stop=should_stop, adapter=job.adapter, on_result=on_result)
+                                               should_stop=should_stop, adapter=job.adapter, on_result=on_result,
+                                               on_translation=on_translation)
                 for text, result in zip(missing, results):
                     if result is not None and text not in found:  # from a translator that does not report
                         found[text] = unstored[text] = result
@@ -184,8 +192,9 @@ def cached_translate_batch(
                 report.sentences += 1
                 translation = found.get(text)
                 if translation is not None and text not in remembered:
-                    if reasons := doubts(text, translation, job.source, job.target):
-                        report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons)))
+                    score = scores.get(text)
+                    if reasons := doubts(text, translation, job.source, job.target, score):
+                        report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons), score))
         return [found.get(t) for t in texts]
 
     return translate_batch

@@ -1,18 +1,23 @@
 """The target pane: the translation, its doubtful lines (app.confidence) underlined with a dotted
-line, and the reason shown when the pointer rests on one; a completion still streaming is greyed."""
+line, and the reason shown when the pointer rests on one; a completion still streaming is greyed.
+A click that places the cursor (no drag, no selection) is told as `clicked`, for the window to
+offer the sentence's alternatives."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, QPoint, Qt, Signal
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip
+from PySide6.QtWidgets import QApplication, QPlainTextEdit, QTextEdit, QToolTip
 
 DOUBT_COLOUR = QColor("#d08a2e")  # reads on the light and the dark theme
 
 
 class TranslationView(QPlainTextEdit):
+    clicked = Signal(QPoint)  # where a plain left click put the cursor, in viewport coordinates
+
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        self._pressed_at: QPoint | None = None
         self._doubts: dict[int, str] = {}
         self._doubt_marks: list[QTextEdit.ExtraSelection] = []
         self._pending: list[QTextEdit.ExtraSelection] = []
@@ -60,6 +65,20 @@ class TranslationView(QPlainTextEdit):
     def doubt_at(self, position) -> str | None:
         """The reason to doubt the line under `position` (viewport coordinates), if it is marked."""
         return self._doubts.get(self.cursorForPosition(position).blockNumber())
+
+    def mousePressEvent(self, event) -> None:
+        plain = event.button() == Qt.MouseButton.LeftButton and event.modifiers() == Qt.KeyboardModifier.NoModifier
+        self._pressed_at = event.position().toPoint() if plain else None
+        super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event) -> None:
+        super().mouseReleaseEvent(event)
+        pressed, self._pressed_at = self._pressed_at, None
+        at = event.position().toPoint()
+        if (pressed is not None and event.button() == Qt.MouseButton.LeftButton
+                and (at - pressed).manhattanLength() < QApplication.startDragDistance()
+                and not self.textCursor().hasSelection()):
+            self.clicked.emit(at)
 
     def viewportEvent(self, event) -> bool:
         if event.type() == QEvent.Type.ToolTip:

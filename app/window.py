@@ -8,7 +8,9 @@ best beam hypothesis until the final text replaces it.
 Once a translation is shown, the target pane is editable: typing into a sentence's translation
 completes that sentence, after a pause, from its start up to the cursor (the rest of it greyed while
 it streams); leaving the edited sentence, or Ctrl+Return there, accepts it into the translation
-memory. Editing the source again discards the edits.
+memory. Editing the source again discards the edits. A click on a sentence's translation asks the
+worker for its alternatives and lists them in a small menu there; picking one puts it in the
+sentence's place and into the translation memory, as an accepted edit.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMenu,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
@@ -228,6 +231,9 @@ class MainWindow(QMainWindow):
         self.editing: tuple[int, int] | None = None
         self.completion_job = 0
         self.completion_start: tuple[int, int, int] | None = None  # line, sentence start, typed length
+        # A click's alternatives: (request id, line, sentence index, where, its text then), and their menu.
+        self.alternatives_asked: tuple[int, int, int, object, str] | None = None
+        self.alternatives_menu: QMenu | None = None
         self._showing = False  # the window itself is changing the target pane
 
         self._build()
@@ -359,6 +365,8 @@ class MainWindow(QMainWindow):
         w.cancelled.connect(self._on_cancelled)
         w.laid_out.connect(self._on_laid_out)
         w.completing.connect(self._on_completing)
+        w.alternatives_found.connect(self._on_alternatives_found)
+        self.target.clicked.connect(self._on_target_clicked)
         w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered", 3000))
         self.target.document().contentsChange.connect(self._on_target_edited)
         self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
@@ -604,6 +612,9 @@ class MainWindow(QMainWindow):
         )
 
     def _on_failed(self, job_id: int, message: str) -> None:
+        if self.alternatives_asked is not None and job_id == self.alternatives_asked[0]:
+            self.alternatives_asked = None
+            self.statusBar().showMessage(f"No alternatives: {message}")
         if job_id == self.completion_job:
             self._stop_completion()
             self.statusBar().showMessage(f"Completion failed: {message}")
@@ -760,10 +771,60 @@ class MainWindow(QMainWindow):
         line, j = self.editing
         self.editing = None
         self.completion_timer.stop()
-        span = next(s for s in self.spans[line] if s[0] == j)
-        translation = self.target.document().findBlockByNumber(line).text()[span[1]:span[2]].strip()
+        translation = self._sentence_text(line, j).strip()
         if translation:
             self.worker.accept(self.shown_job, self.shown_sentences[j], translation)
+
+    def _sentence_text(self, line: int, j: int) -> str:
+        span = next(s for s in self.spans[line] if s[0] == j)
+        return self.target.document().findBlockByNumber(line).text()[span[1]:span[2]]
+
+    def _on_target_clicked(self, position) -> None:
+        """A click on a sentence's translation: ask for its alternatives (the menu comes with them)."""
+        if self.shown_job is None or self.job_id or self.completion_job:
+            return
+        cursor = self.target.cursorForPosition(position)
+        line = cursor.blockNumber()
+        span = self._span_at(line, cursor.positionInBlock())
+        if span is None or self.editing == (line, span[0]) or not self._sentence_text(line, span[0]).strip():
+            return
+        request = self.worker.find_alternatives(self.shown_job, self.shown_sentences[span[0]])
+        self.alternatives_asked = (request, line, span[0], position, self._sentence_text(line, span[0]))
+
+    def _on_alternatives_found(self, request: int, found: list) -> None:
+        """The menu of a clicked sentence's alternatives, unless its translation changed meanwhile."""
+        if self.alternatives_asked is None or self.alternatives_asked[0] != request:
+            return
+        _, line, j, position, text = self.alternatives_asked
+        self.alternatives_asked = None
+        if self.shown_job is None or line not in self.spans or self.editing is not None \
+                or not any(s[0] == j for s in self.spans[line]) or self._sentence_text(line, j) != text:
+            return
+        others: dict[str, object] = {}  # different tokens may decode to one text: each text once, at its best
+        for translation in found:
+            if translation.text.strip() and translation.text != text.strip():
+                others.setdefault(translation.text, translation)
+        if not others:
+            self.statusBar().showMessage("No other translation of this sentence", 3000)
+            return
+        menu = QMenu(self.target)
+        for translation in others.values():
+            action = menu.addAction(f"{translation.text}\t{translation.score:.2f}")
+            action.setToolTip("Score: the mean log-probability of its words (closer to 0: surer)")
+            action.triggered.connect(lambda _=False, chosen=translation.text: self._choose_alternative(line, j, chosen))
+        if self.alternatives_menu is not None:
+            self.alternatives_menu.deleteLater()
+        self.alternatives_menu = menu
+        menu.popup(self.target.viewport().mapToGlobal(position))
+
+    def _choose_alternative(self, line: int, j: int, text: str) -> None:
+        """A picked alternative replaces sentence j of `line` and is remembered as an accepted edit."""
+        if self.shown_job is None or line not in self.spans or not any(s[0] == j for s in self.spans[line]):
+            return
+        self._replace_sentence(line, j, text, 0, pending=False)
+        if len(self.spans[line]) == 1 and self.doubts.pop(line, None) is not None:  # a person chose it
+            self.target.set_doubts(self.doubts)
+        self.worker.accept(self.shown_job, self.shown_sentences[j], text)
 
     def translate_or_accept(self) -> None:
         """Ctrl+Return: in the target pane, accept the edited sentence; elsewhere translate now."""

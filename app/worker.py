@@ -19,6 +19,10 @@ A typed job with a `completion` completes one sentence from the start of its tra
 person typed in the target pane (`completing` streams it); a translation the person accepts
 (`accept`) goes into the translation memory with the job's context, so that the same sentence,
 model and options give it back from then on.
+
+A click on a translated sentence asks for its alternatives (`find_alternatives`): the sentence
+decoded alone with ALTERNATIVES beams (at least), its best finished hypotheses coming back in
+`alternatives_found`. It runs as typed text does, before waiting documents.
 """
 
 from __future__ import annotations
@@ -55,6 +59,18 @@ class TranslationJob:
     completion: tuple[int, str] | None = None
 
 
+ALTERNATIVES = 4  # hypotheses a click on a sentence asks for
+
+
+@dataclass(frozen=True)
+class FindAlternatives:
+    """The alternatives of one sentence of a typed job, for a click on its translation."""
+
+    job: TranslationJob  # the languages, options and adapter it was translated with
+    sentence: str
+    count: int = ALTERNATIVES
+
+
 @dataclass(frozen=True)
 class AcceptTranslation:
     """A translation a person edited and accepted: stored in the translation memory with the job's context."""
@@ -81,13 +97,14 @@ class RecentTranslations:
 
     def __init__(self, capacity: int = 4096):
         self.capacity = capacity
-        self._found: OrderedDict[tuple, str] = OrderedDict()
+        self._found: OrderedDict[tuple, object] = OrderedDict()  # engine.Translation, by context and text
 
     def translate(self, translator, texts, source, target, options, adapter, on_partial, should_stop,
-                  known: dict[str, str] | None = None) -> list:
+                  known: dict[str, str] | None = None, scores: dict[str, float] | None = None) -> list:
         """translator.translate(texts, ...) for typed text, decoding only the texts not `known` (from
         the translation memory) and not seen with the same languages, options and adapter: the
-        others are reported at once through `on_partial`."""
+        others are reported at once through `on_partial`. `scores` receives the engine's score of
+        each text it has one for."""
         context = (translator.adapter_identity(adapter), source, target, options)
         results: list[str | None] = [None] * len(texts)
         missing = []
@@ -101,17 +118,21 @@ class RecentTranslations:
                 missing.append(i)
             else:
                 self._found.move_to_end((context, text))
-                results[i] = found
-                on_partial(i, found)
+                results[i] = found.text
+                on_partial(i, found.text)
+                if scores is not None and found.score is not None:
+                    scores[text] = found.score
         if missing:
-            done = translator.translate(
+            done = translator.translate_full(
                 [texts[i] for i in missing], source, target, options, priority=0,
                 on_partial=lambda j, text: on_partial(missing[j], text), should_stop=should_stop, adapter=adapter,
             )
             for i, result in zip(missing, done):
-                results[i] = result
                 if result is not None:  # not stopped before it finished
+                    results[i] = result.text
                     self._found[context, texts[i]] = result
+                    if scores is not None and result.score is not None:
+                        scores[texts[i]] = result.score
             while len(self._found) > self.capacity:
                 self._found.popitem(last=False)
         return results
@@ -138,6 +159,7 @@ class EngineWorker(QThread):
     laid_out = Signal(int, object)  # job id, (TypedText, its sentences' translations), before `translated`
     completing = Signal(int, str)  # job id, the hypothesis of the sentence a completion job completes
     remembered = Signal(str, str)  # a sentence and the translation the memory now holds for it
+    alternatives_found = Signal(int, object)  # job id, [engine.Translation]: the sentence's best, best first
     doubted = Signal(int, object)  # job id, {segment index: why its translation may be wrong}, before `translated`
     failed = Signal(int, str)  # job id, error message
     cancelled = Signal(int)  # job id: cancelled, superseded, or dropped at quit
@@ -182,6 +204,13 @@ class EngineWorker(QThread):
             with self._lock:
                 self._latest_typed = job_id
         self._put(_FIRST if typed else _DOCUMENTS, (job_id, job))
+        return job_id
+
+    def find_alternatives(self, job: TranslationJob, sentence: str) -> int:
+        """Queue the search for `sentence`'s alternatives; returns the id `alternatives_found` (or
+        `failed`) carries."""
+        job_id = next(self._ids)
+        self._put(_FIRST, (job_id, FindAlternatives(job, sentence)))
         return job_id
 
     def accept(self, job: TranslationJob, sentence: str, translation: str) -> None:
@@ -280,6 +309,8 @@ class EngineWorker(QThread):
         try:
             if isinstance(job, DocumentJob):
                 self._translate_document(job_id, job)
+            elif isinstance(job, FindAlternatives):
+                self._find_alternatives(job_id, job)
             else:
                 self._translate(job_id, job)
         finally:
@@ -328,6 +359,7 @@ class EngineWorker(QThread):
                     self.completing.emit(job_id, translation)
 
             known: dict[str, str] = {}
+            scores: dict[str, float] = {}  # the engine's, by sentence (app.confidence)
             if job.typed:
                 context = translation_context(self.translator, job.adapter, source, job.target, options)
                 known = self._open_memory().find(source, job.target, context, text.sentences)
@@ -335,22 +367,24 @@ class EngineWorker(QThread):
                 others = [i for i in range(len(text.sentences)) if i != completed]
                 found = self._recent.translate(self.translator, [text.sentences[i] for i in others], source,
                                                job.target, options, job.adapter,
-                                               lambda k, t: on_sentence(others[k], t), should_stop, known)
+                                               lambda k, t: on_sentence(others[k], t), should_stop, known, scores)
                 results = [None] * len(text.sentences)
                 for i, result in zip(others, found):
                     results[i] = result
                 if completed is not None:  # a person's start: neither the memory nor recent translations apply
                     known.pop(text.sentences[completed], None)
-                    [results[completed]] = self.translator.translate(
+                    [result] = self.translator.translate_full(
                         [text.sentences[completed]], source, job.target, options, priority=0,
                         on_partial=lambda _, t: on_completion(completed, t), should_stop=should_stop,
                         adapter=job.adapter, starts=[job.completion[1]],
                     )
+                    results[completed] = self._text_and_score(text.sentences[completed], result, scores)
             else:
-                results = self.translator.translate(
+                full = self.translator.translate_full(
                     text.sentences, source, job.target, options, priority=1, on_partial=on_sentence,
                     should_stop=should_stop, adapter=job.adapter,
                 )
+                results = [self._text_and_score(s, t, scores) for s, t in zip(text.sentences, full)]
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)
             return
@@ -360,16 +394,43 @@ class EngineWorker(QThread):
         reasons: dict[int, list[str]] = {}
         for index, (sentence, result) in enumerate(zip(text.sentences, results)):
             if sentence not in known:  # a person chose those
-                reasons.setdefault(text.line_of[index], []).extend(doubts(sentence, result, source, job.target))
+                reasons.setdefault(text.line_of[index], []).extend(
+                    doubts(sentence, result, source, job.target, scores.get(sentence)))
         self.doubted.emit(job_id, {line: "; ".join(dict.fromkeys(r)) for line, r in reasons.items() if r})
         self.laid_out.emit(job_id, (text, results))
         self.translated.emit(job_id, text.lines(results))
 
+    def _find_alternatives(self, job_id: int, command: FindAlternatives) -> None:
+        if self.translator is None:
+            self.failed.emit(job_id, "No model is loaded.")
+            return
+        job = command.job
+        try:
+            options = self.translator.default_options(**job.options)
+            options = options.with_changes(num_beams=max(options.num_beams, command.count))
+            [found] = self.translator.translate_full([command.sentence], job.source, job.target, options, priority=0,
+                                                     adapter=job.adapter, alternatives=command.count)
+        except Exception as e:  # out of memory, an adapter gone...: said, the thread goes on
+            self.failed.emit(job_id, str(e) or type(e).__name__)
+            return
+        self.alternatives_found.emit(job_id, [found, *found.alternatives])
+
+    @staticmethod
+    def _text_and_score(sentence: str, translation, scores: dict[str, float]) -> str | None:
+        """The text of `sentence`'s Translation (None: stopped), its score kept in `scores`."""
+        if translation is None:
+            return None
+        if translation.score is not None:
+            scores[sentence] = translation.score
+        return translation.text
+
     def _typed_waiting(self) -> bool:
-        """Is a typed job next in the queue (not a model load, not quitting)?"""
+        """Is a typed job, or a click's alternatives, next in the queue (not a model load, not quitting)?"""
         with self._queue.mutex:
             head = self._queue.queue[0][2] if self._queue.queue else None
-        return isinstance(head, tuple) and isinstance(head[1], TranslationJob) and head[1].typed
+        if not isinstance(head, tuple):
+            return False
+        return isinstance(head[1], FindAlternatives) or (isinstance(head[1], TranslationJob) and head[1].typed)
 
     def _run_waiting_typed(self) -> None:
         while self._typed_waiting():
@@ -414,19 +475,21 @@ class _YieldingToTypedText:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, **kwargs) -> list[str | None]:
+    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, on_translation=None,
+                  **kwargs) -> list[str | None]:
         def stop_for_now() -> bool:
             return (should_stop is not None and should_stop()) or self._worker._typed_waiting()
 
-        def reported(pending: list[int]):
-            """on_result for a call over texts[pending]: its indices are the pending list's."""
-            return None if on_result is None else lambda j, translation: on_result(pending[j], translation)
+        def reported(pending: list[int], callback):
+            """on_result (or on_translation) for a call over texts[pending]: its indices are the pending list's."""
+            return None if callback is None else lambda j, translation: callback(pending[j], translation)
 
         results: list[str | None] = [None] * len(texts)
         pending = list(range(len(texts)))
         while pending:
             found = self._translator.translate([texts[i] for i in pending], *args, should_stop=stop_for_now,
-                                               on_result=reported(pending), **kwargs)
+                                               on_result=reported(pending, on_result),
+                                               on_translation=reported(pending, on_translation), **kwargs)
             for i, result in zip(pending, found):
                 results[i] = result
             pending = [i for i in pending if results[i] is None]

@@ -3,7 +3,8 @@
 This module is the engine's front door: the app imports these names from `engine` and never from
 its modules.
 
-- `Translator`: loads a checkpoint on a device and translates; `DecodingOptions` are its options.
+- `Translator`: loads a checkpoint on a device and translates; `DecodingOptions` are its options;
+  `Translation` a text's translation with its score and alternatives (`Translator.translate_full`).
 - Languages: `LANGUAGES`, `LANGUAGE_CODES`, `ISO_639_1`, `Language`, `get_language`,
   `resolve_language`.
 - Checkpoints: `open_checkpoint`, `load_config`, `NllbConfig`, `weight_files`, `read_weight_map`,
@@ -38,6 +39,7 @@ from dragoman.engine.languages import (
 
 _LAZY = {
     "Translator": "dragoman.engine.translator",
+    "Translation": "dragoman.engine.translator",
     "DecodingOptions": "dragoman.engine.decoding",
     "OptionsError": "dragoman.engine.decoding",
     "open_checkpoint": "dragoman.engine.checkpoint",

@@ -51,8 +51,14 @@ def greedy_step(
     eos_id: int,
     width: int,
     lengths: list[int] | None = None,
+    scored: bool = False,
 ) -> torch.Tensor:
-    """HF's `_sample` without sampling: the argmax of the processed raw logits. rows (S, 1)."""
+    """HF's `_sample` without sampling: the argmax of the processed raw logits. rows (S, 1).
+
+    `scored`: each row's `score` also sums the log-probabilities of its tokens (the log-softmax of
+    the processed logits at the token chosen, as HF's `compute_transition_scores` with
+    `normalize_logits`). It costs one more read of the logits, so only steps with a sentence that
+    asks for its score pay it."""
     row = rows[:, 0]  # (S,)
     cur_len = state.kv_len[row].long()  # (S,)
     if bans_only_eos(options):
@@ -67,6 +73,9 @@ def greedy_step(
     # A row without a number (NaN throughout: the forward pass overflowed) ends its sentence here,
     # as `ran_out_of_numbers` tells.
     numberless = ~(scores.gather(1, token[:, None])[:, 0] > NEG_INF)  # (S,)
+    if scored:
+        _, _, lse = kernels.logsoftmax_topk(scores, 1)  # (S,) one more read of the scores
+        state.score[row] += scores.gather(1, token[:, None])[:, 0].float() - lse
     state.hyp[row, cur_len] = token
     done = (token == eos_id) | (cur_len + 1 >= state.limit[row]) | numberless
     state.mark_finished(rows, done)

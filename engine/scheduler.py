@@ -50,7 +50,11 @@ class Request:
     # This sentence's own max_length (HF's: `</s>`, the language code and the tokens), where it is
     # below the options': sentences of one batch may stop at different lengths and still share a search.
     max_length: int | None = None
+    # How many of its best finished hypotheses it wants with their scores (`hypotheses`); 0: only
+    # its result, so that plain sentences read nothing more.
+    alternatives: int = 0
     result: list[int] | None = None
+    hypotheses: list[tuple[list[int], float]] | None = None  # (tokens, score), best first; set with `result`
     error: str | None = None  # why it did not run (an unusable adapter; a request `feed` gave too long): no result
 
     @property
@@ -98,14 +102,17 @@ class Group:
         self.options = options
         self.sentences: dict[Sentence, None] = {}  # in admission order; removal without a walk
         self.device_rows = None  # the runner's tensor of their rows; dropped whenever they change
+        self.scored = 0  # of its sentences, those that want their hypotheses' scores (Request.alternatives)
 
     def add(self, sentence: Sentence) -> None:
         self.sentences[sentence] = None
         self.device_rows = None
+        self.scored += sentence.request.alternatives > 0
 
     def remove(self, sentence: Sentence) -> None:
         del self.sentences[sentence]
         self.device_rows = None
+        self.scored -= sentence.request.alternatives > 0
 
 
 @dataclass

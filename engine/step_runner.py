@@ -25,9 +25,9 @@ import torch
 
 from dragoman import kernels
 from dragoman.engine import admission
-from dragoman.engine.batched_search import search_step
+from dragoman.engine.batched_search import greedy_step, search_step
 from dragoman.engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
-from dragoman.engine.decoding import DecodingOptions, bans_only_eos
+from dragoman.engine.decoding import NEG_INF, DecodingOptions, bans_only_eos
 from dragoman.engine.device import to_device_many
 from dragoman.engine.kv_cache import PagedKVCache
 from dragoman.engine.lora_layers import LoraRows
@@ -184,11 +184,44 @@ class StepRunner:
         table = dict(zip(needed, step.report.best[needed, :width].tolist()))  # sentence -> its (width,) row
         for i in finished:
             step.sentences[i].request.result = table[i][: lengths[i]]
+        wanting = [i for i in finished if step.sentences[i].request.alternatives]
+        if wanting:
+            self._read_hypotheses([step.sentences[i] for i in wanting], step.report.scores[wanting].tolist())
         for i in step.partial:
             s = step.sentences[i]
             if s.live and s.request.result is None:
                 s.request.on_partial(table[i][: step.lengths[i]])
         return [step.sentences[i] for i in finished]
+
+    def _read_hypotheses(self, sentences: list[Sentence], scores: list[float]) -> None:
+        """Set each finished sentence's `request.hypotheses`, given the scores its step reported:
+        greedy's one hypothesis with the mean log-probability of its tokens; beam search's best
+        with its score or, asked for more, its `alternatives` best finished hypotheses and their
+        scores, read from the fin_* of its first rows (the i-th best sits at its i-th row; a search
+        that ended without one, as one with a negative length penalty may, gives its best running
+        hypothesis with its sum of log-probabilities). Its rows are not given back yet, and a step
+        launched meanwhile fed the padding row in their place, so they hold what its last step
+        left. Only sentences that ask for more than one hypothesis read fin_*, a read that waits
+        for the step in flight."""
+        for s, score in zip(sentences, scores):
+            result = s.request.result
+            if s.request.beams == 1:
+                s.request.hypotheses = [(result, score / (len(result) - len(s.request.prefix)))]
+            elif s.request.alternatives == 1:
+                s.request.hypotheses = [(result, score)]
+        state, device = self.rows, self.model.device
+        beam = [s for s in sentences if s.request.alternatives > 1]
+        if beam:
+            rows = torch.tensor([row for s in beam for row in s.rows[: s.request.alternatives]], device=device)
+            width = max(s.request.limit for s in beam)
+            lengths, fin_scores = state.fin_len[rows].tolist(), state.fin_score[rows].tolist()
+            tokens = state.fin_hyp[rows, :width].tolist()  # (N, width)
+            at = 0
+            for s in beam:
+                found = range(at, at + s.request.alternatives)
+                s.request.hypotheses = [(tokens[j][: lengths[j]], fin_scores[j]) for j in found
+                                        if fin_scores[j] > NEG_INF]
+                at = found.stop
 
     def group_rows(self, group: Group) -> torch.Tensor:
         """(S, num_beams) row ids of the group, sentence by sentence: the order of its rows in a step."""
@@ -266,14 +299,15 @@ class StepRunner:
         alone = len(group.sentences) == 1 and next(iter(group.sentences)) is self.folded_sentence
         folded = self.folded.slots if alone else 0
         # Two graphs per step key, each reporting into memory of its own (`_report_memory`).
-        key = (with_lora, group.options, with_best, self._parity, folded)
+        scored = self._scored(group)
+        key = (with_lora, group.options, with_best, self._parity, folded, scored)
         report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
             # Padding rows form whole sentences of the padding row; their search writes only padding state.
             self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
-                                    report, with_best)
+                                    report, with_best, scored)
 
         self.graphs.run(rows.reshape(-1), key, step)
         return report.first(rows.shape[0])
@@ -295,19 +329,27 @@ class StepRunner:
             width = min(max(lengths) + 1, self.rows.max_length)
             self._search_and_report(group.options, fed[first_row : first_row + n].view(rows.shape),  # (s, B)
                                     logits[first_row : first_row + n], width, lengths,
-                                    report.part(first_sentence, count), with_best)
+                                    report.part(first_sentence, count), with_best, self._scored(group))
             first_row, first_sentence = first_row + n, first_sentence + count
         return report.first(S)
 
     def _search_and_report(
         self, options: DecodingOptions, sentences: torch.Tensor, logits: torch.Tensor, width: int,
-        lengths: list[int] | None, report: kernels.StepReport, with_best: bool,
+        lengths: list[int] | None, report: kernels.StepReport, with_best: bool, scored: bool = False,
     ) -> None:
         """One group's search over its rows `sentences` (S, B) as fed and their logits (S * B, V),
-        then its report into `report` (`_report_memory`'s, for the S sentences)."""
+        then its report into `report` (`_report_memory`'s, for the S sentences). `scored`: a
+        greedy search sums its rows' log-probabilities (`_scored`)."""
         state = self.rows
-        done = search_step(options)(state, sentences, logits, options, self.eos_id, width, lengths)
+        search = functools.partial(greedy_step, scored=True) if scored else search_step(options)
+        done = search(state, sentences, logits, options, self.eos_id, width, lengths)
         kernels.step_report(done, sentences, state.tensors, report, with_best)
+
+    @staticmethod
+    def _scored(group: Group) -> bool:
+        """Whether the group's search sums its rows' log-probabilities: greedy, where one of its
+        sentences wants its score (beam search keeps its scores anyway)."""
+        return group.options.num_beams == 1 and group.scored > 0
 
     def _report_memory(self, key: tuple, sentences: int) -> kernels.StepReport:
         """Host memory (pinned on the GPU) for the report of a step of `sentences`, by `key`. Keys
@@ -317,7 +359,8 @@ class StepRunner:
             host = functools.partial(torch.empty, pin_memory=self.model.device.type == "cuda")
             self._reports[key] = kernels.StepReport(host(sentences, dtype=torch.bool),
                                                     host((sentences, self.rows.max_length), dtype=torch.int64),
-                                                    host(sentences, dtype=torch.int32))
+                                                    host(sentences, dtype=torch.int32),
+                                                    host(sentences, dtype=torch.float32))
         return self._reports[key]
 
     # -- blocks --------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -14,7 +14,7 @@ import torch
 from dragoman import kernels
 from dragoman.engine.batched_search import ran_out_of_numbers
 from dragoman.engine.checkpoint import open_checkpoint
-from dragoman.engine.decoding import DecodingOptions, OptionsError
+from dragoman.engine.decoding import DecodingOptions, OptionsError, check_int
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
 from dragoman.engine.generator import Generator, Request
 from dragoman.engine.peft_adapter import AdapterError
@@ -31,6 +31,22 @@ FEED_TEXTS = 32
 
 class ModelOutputError(RuntimeError):
     """The model gave no usable scores for a sentence (NaN), so it has no translation."""
+
+
+@dataclass
+class Translation:
+    """A text's translation with its score and, where asked, its alternatives.
+
+    `score` is the length-normalised log-probability of the hypothesis: beam search's score of the
+    finished hypothesis (HF's `sequences_scores`), greedy's mean log-probability of its tokens; None
+    where nothing was decoded (a blank text, a max_length that leaves no token to generate). A text decoded in
+    pieces (too long to read at once) scores the mean of its pieces' scores and has no alternatives.
+    `alternatives` are the other finished hypotheses, best first (HF's `num_return_sequences`: the
+    first returned sequence is `text`); each has no alternatives of its own."""
+
+    text: str
+    score: float | None = None
+    alternatives: list[Translation] = field(default_factory=list)
 
 
 @dataclass
@@ -54,6 +70,15 @@ class CompletionStart:
     def as_typed(self, text: str) -> str:
         """`text`, which goes on from the typed start, with that start exactly as typed."""
         return self.typed + text[len(self.shown):]
+
+
+def _joined(pieces: list[Translation]) -> Translation:
+    """The Translation of a text decoded in these pieces (one, unless it was too long)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    scores = [p.score for p in pieces]
+    score = None if None in scores else sum(scores) / len(scores)
+    return Translation(" ".join(p.text for p in pieces), score)
 
 
 def _ends_in_a_word(text: str) -> bool:
@@ -144,6 +169,8 @@ class Translator:
         adapter: str | None = None,
         on_result: Callable[[int, str], None] | None = None,
         starts: list[str | None] | None = None,
+        alternatives: int = 1,
+        on_translation: Callable[[int, Translation], None] | None = None,
     ) -> list[str]:
         """Translate each text (one segment each; one too long for the model goes in pieces); blank texts stay empty.
 
@@ -161,8 +188,13 @@ class Translator:
         that cannot be used raises AdapterError, naming the file and the problem. A sentence for which
         the model's scores hold no number (NaN: broken weights, or float16 overflow) raises
         ModelOutputError, naming the sentence, instead of giving a garbled translation.
+
+        `on_translation(i, translation)`, like `on_result`, receives text i's `Translation` (its
+        score and up to `alternatives` - 1 alternatives) as soon as it is whole; only then are
+        scores read. `alternatives` may not exceed num_beams (OptionsError).
         """
         options = options or self.default_options()
+        check_int("alternatives", alternatives, 1, options.num_beams)
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         self.tokenizer.lang_id(src_lang)  # raises UnknownLanguageError before any work starts
         completions = {i: self.completion_start(start, options) for i, start in enumerate(starts or [])
@@ -178,6 +210,8 @@ class Translator:
         # translations, decoded as each finishes (while the device works: Generator.run's on_done).
         requests: dict[int, list[Request]] = {}
         decoded: dict[int, list[str | None]] = {}
+        scored: dict[int, list[Translation | None]] = {}  # with on_translation: the pieces' Translations
+        wanted = alternatives if on_translation is not None else 0  # Request.alternatives
         # Completions whose first attempt did not go on from the typed start: forced whole, after the run.
         retries: list[Request] = []
 
@@ -198,6 +232,10 @@ class Translator:
             decoded[i][piece] = text
             if on_result is not None and None not in decoded[i]:
                 on_result(i, " ".join(decoded[i]))
+            if on_translation is not None:
+                scored[i][piece] = self._translation(request, text, completions.get(i))
+                if None not in scored[i]:
+                    on_translation(i, _joined(scored[i]))
 
         def stream(i: int, ids: list[int]) -> None:
             text = self.tokenizer.decode(ids)
@@ -210,11 +248,12 @@ class Translator:
         def make_request(i: int, piece: int, source: list[int], forced: list[int]) -> Request:
             partial = functools.partial(stream, i) if on_partial is not None and len(decoded[i]) == 1 else None
             return Request(source, prefix + forced, options, priority, partial, adapter=adapter,
-                           on_done=functools.partial(done, i, piece))
+                           on_done=functools.partial(done, i, piece), alternatives=wanted)
 
         def prepare(i: int, text: str) -> list[Request]:
             sources = self._sources(text, src_lang)
             decoded[i] = [None] * len(sources)
+            scored[i] = [None] * len(sources)
             forced = completions[i].attempts[0] if i in completions else []
             requests[i] = [make_request(i, piece, source, forced) for piece, source in enumerate(sources)]
             return requests[i]
@@ -226,6 +265,8 @@ class Translator:
         for i, text in enumerate(texts):
             if on_result is not None and not text.strip():
                 on_result(i, "")
+            if on_translation is not None and not text.strip():
+                on_translation(i, Translation(""))
         wave = self.generator.sentences_at_once(options.num_beams)
         first = [r for i, text in itertools.islice(texts_left, wave) for r in prepare(i, text)]
 
@@ -248,6 +289,43 @@ class Translator:
             else:
                 results.append(" ".join(decoded[i]))
         return results
+
+    def translate_full(
+        self,
+        texts: list[str],
+        src_lang: str,
+        tgt_lang: str,
+        options: DecodingOptions | None = None,
+        *,
+        on_translation: Callable[[int, Translation], None] | None = None,
+        **parameters,
+    ) -> list[Translation | None]:
+        """`translate`, each text's `Translation` instead of its text (None: stopped before it was
+        done); the parameters are translate's."""
+        results: list[Translation | None] = [None] * len(texts)
+
+        def keep(i: int, translation: Translation) -> None:
+            results[i] = translation
+            if on_translation is not None:
+                on_translation(i, translation)
+
+        self.translate(texts, src_lang, tgt_lang, options, on_translation=keep, **parameters)
+        return results
+
+    def _translation(self, request: Request, text: str, start: CompletionStart | None) -> Translation:
+        """A finished request's Translation: `text`, its decoded result, with the score and the
+        other hypotheses the step runner read (a completion's, as typed; those that stray from
+        the typed start left out)."""
+        hypotheses = request.hypotheses or [(request.result, None)]
+        others = []
+        for tokens, score in hypotheses[1:]:
+            other = self.tokenizer.decode(tokens)
+            if start is not None:
+                if not start.goes_on(other):
+                    continue
+                other = start.as_typed(other)
+            others.append(Translation(other, score))
+        return Translation(text, hypotheses[0][1], others)
 
     def completion_start(self, typed: str, options: DecodingOptions) -> CompletionStart:
         """How a translation is completed from `typed`, its start (`CompletionStart`); a start

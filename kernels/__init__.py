@@ -160,7 +160,8 @@ def step_report(done, rows, state, report, every):
     """After a step's search over rows (S, B), into the pinned host memory of `report` (a
     StepReport): done[s] and, for each sentence done (or every one, with `every`), its best
     hypothesis and its length n: its best finished one where it is done and has one (fin_hyp,
-    fin_len of its first row), else its best running one (hyp[rows[s, 0], :kv_len[rows[s, 0]] + 1]).
+    fin_len of its first row), else its best running one (hyp[rows[s, 0], :kv_len[rows[s, 0]] + 1]),
+    and its score (that finished one's fin_score, else the running one's score).
     `state` a RowState (engine/rows.py)."""
     _dispatch(step_report_triton, step_report_ref, done, done, rows, state, report, every)
 

@@ -70,6 +70,7 @@ class StepReport(NamedTuple):
     done: torch.Tensor  # (S,) bool
     best: torch.Tensor  # (S, T') int64: best hypotheses
     lengths: torch.Tensor  # (S,) int32: their lengths
+    scores: torch.Tensor  # (S,) float32: their scores (fin_score of a finished one, else the score sum)
 
     def first(self, count: int) -> "StepReport":
         """The report of the first `count` sentences."""

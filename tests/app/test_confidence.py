@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from dragoman.app.cli import main
-from dragoman.app.confidence import doubts, longest_loop
+from dragoman.app.confidence import LOW_SCORE, doubts, longest_loop
 
 SOURCE = "The weather is lovely today in the old town."
 
@@ -34,6 +34,13 @@ def test_each_sign_of_a_failed_translation_is_said(translation, target, reasons)
     assert doubts(SOURCE, translation, "eng_Latn", target) == reasons
 
 
+def test_a_low_score_is_a_doubt_and_an_unknown_score_is_none():
+    good = "Il fait très beau aujourd'hui dans la vieille ville."
+    assert doubts(SOURCE, good, "eng_Latn", "fra_Latn", -1.6) == ["the model was unsure of it (score -1.60)"]
+    assert doubts(SOURCE, good, "eng_Latn", "fra_Latn", LOW_SCORE) == []
+    assert doubts(SOURCE, good, "eng_Latn", "fra_Latn", -0.4) == doubts(SOURCE, good, "eng_Latn", "fra_Latn") == []
+
+
 def test_what_the_source_repeats_or_too_short_a_source_is_not_doubted():
     assert doubts("Ha ha ha, very very very funny.", "Ha ha ha, très très très drôle.", "eng_Latn", "fra_Latn") == []
     assert doubts("Chapter 1", "Chapter 1", "eng_Latn", "fra_Latn") == []  # a heading or a name proves nothing
@@ -55,7 +62,7 @@ LINES = ["The quick brown fox jumps over the lazy dog.", "", "Ein kurzer Satz, a
          "We went to the market early and bought some bread."]
 
 
-def test_the_report_lists_every_doubtful_line_of_stdin(tiny_checkpoint, tmp_path, monkeypatch, capsys):
+def test_the_report_lists_every_doubtful_line_of_stdin(tiny_checkpoint, translator, tmp_path, monkeypatch, capsys):
     """The random test model writes gibberish, so most of its translations look wrong: each entry
     must be what `doubts` says of that line's sentence, and no doubtful sentence may be missing."""
     lines = LINES
@@ -64,30 +71,38 @@ def test_the_report_lists_every_doubtful_line_of_stdin(tiny_checkpoint, tmp_path
     code, out, err = run_cli(args, "\n".join(lines) + "\n", monkeypatch, capsys)
     assert code == 0, err
     translations = out.split("\n")[:-1]
-    expected = [{"line": n + 1, "source": line, "translation": translations[n],
-                 "reasons": doubts(line, translations[n], "eng_Latn", "fra_Latn")}
-                for n, line in enumerate(lines) if line and doubts(line, translations[n], "eng_Latn", "fra_Latn")]
+    scores = [t.score for t in translator.translate_full(lines, "eng_Latn", "fra_Latn",
+                                                         translator.default_options(max_length=24))]
+    expected = [{"line": n + 1, "source": line, "translation": translations[n], "score": scores[n],
+                 "reasons": doubts(line, translations[n], "eng_Latn", "fra_Latn", scores[n])}
+                for n, line in enumerate(lines) if line and doubts(line, translations[n], "eng_Latn", "fra_Latn", scores[n])]
     assert read_report(tmp_path / "report.jsonl") == expected
     assert expected, "the random model's gibberish should look wrong somewhere"
     assert f"stdin: {len(expected)} translation" in err and "look wrong: see" in err
 
 
-def test_the_report_names_each_documents_doubtful_sentences(tiny_checkpoint, tmp_path, monkeypatch, capsys):
+def test_the_report_names_each_documents_doubtful_sentences(tiny_checkpoint, translator, tmp_path, monkeypatch,
+                                                             capsys):
+    """With the engine's score where it gave one: b.txt's sentence comes from the cache, which keeps none."""
     sentences = ["The quick brown fox jumps over the lazy dog.", "We went to the market early and bought bread."]
     (tmp_path / "a.txt").write_text("\n".join(sentences) + "\n")
     (tmp_path / "b.txt").write_text(sentences[1] + "\n")
     args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
-            "--max-length", "24", "--report", str(tmp_path / "report.jsonl"), str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+            "--dtype", "float32", "--max-length", "24", "--report", str(tmp_path / "report.jsonl"),
+            str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    scores = {"a": [t.score for t in translator.translate_full(sentences, "eng_Latn", "fra_Latn",
+                                                               translator.default_options(max_length=24))],
+              "b": [None]}
     code, out, err = run_cli(args, "", monkeypatch, capsys)
     assert code == 0, err
     translated = {"a": (tmp_path / "a.fra_Latn.txt").read_text().splitlines(),
                   "b": (tmp_path / "b.fra_Latn.txt").read_text().splitlines()}
     expected = []
     for name, sources in (("a", sentences), ("b", sentences[1:])):
-        for number, (source, translation) in enumerate(zip(sources, translated[name]), 1):
-            if reasons := doubts(source, translation, "eng_Latn", "fra_Latn"):
+        for number, (source, translation, score) in enumerate(zip(sources, translated[name], scores[name]), 1):
+            if reasons := doubts(source, translation, "eng_Latn", "fra_Latn", score):
                 expected.append({"file": str(tmp_path / f"{name}.txt"), "sentence": number, "source": source,
-                                 "translation": translation, "reasons": reasons})
+                                 "translation": translation, "score": score, "reasons": reasons})
     assert read_report(tmp_path / "report.jsonl") == expected and expected
 
 

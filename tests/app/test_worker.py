@@ -337,3 +337,21 @@ def test_typed_lines_that_may_be_wrong_are_said_before_the_translation(qtbot, wo
     assert said[2] == wanted and wanted
     kinds = worker.events.kinds(job_id)
     assert kinds.index("doubted") < kinds.index("translated")
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_a_low_score_is_a_doubt_with_the_engine_s_score(qtbot, worker, translator, monkeypatch, typed):
+    """The threshold raised above every score: each translated line is doubted for its score, as
+    the engine gives it, typed (also when the sentence comes back from the recent translations) or not."""
+    from dragoman.app import confidence
+
+    monkeypatch.setattr(confidence, "LOW_SCORE", 0.0)
+    texts = ["Hello world, the cat reads a book.", "The small dog sees the green river tomorrow."]
+    scores = [t.score for t in translator.translate_full(texts, "eng_Latn", "fra_Latn",
+                                                         translator.default_options(**OPTIONS))]
+    for _ in range(2):
+        job_id = worker.submit(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS, typed=typed))
+        doubted = worker.events.wait(qtbot, "doubted", job_id)[2]
+        assert sorted(doubted) == [0, 1]
+        for line, score in enumerate(scores):
+            assert doubted[line].endswith(f"the model was unsure of it (score {score:.2f})")

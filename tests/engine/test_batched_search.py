@@ -74,7 +74,7 @@ def test_beam_step_follows_the_reference_search(options):
                          [lengths[s] for s in active])
         # What the host reads of the step, as the generator has it report: the done sentences' results.
         report = (torch.empty(len(active), dtype=torch.bool), torch.empty(len(active), T, dtype=torch.int64),
-                  torch.empty(len(active), dtype=torch.int32))
+                  torch.empty(len(active), dtype=torch.int32), torch.empty(len(active)))
         kernels.step_report(done, batch, state.tensors, kernels.StepReport(*report), False)
         results.update((s, report[1][i, : report[2][i]].tolist()) for i, s in enumerate(active) if done[i])
         for s in active:
@@ -138,7 +138,7 @@ def search_all(options, poisoned=None, from_step=1):
         done = step_of(state, batch, logits[active].reshape(-1, VOCAB).clone(), options, EOS, T,
                        [lengths[s] for s in active])
         report = (torch.empty(len(active), dtype=torch.bool), torch.empty(len(active), T, dtype=torch.int64),
-                  torch.empty(len(active), dtype=torch.int32))
+                  torch.empty(len(active), dtype=torch.int32), torch.empty(len(active)))
         kernels.step_report(done, batch, state.tensors, kernels.StepReport(*report), False)
         for i, s in enumerate(active):
             lengths[s] += 1

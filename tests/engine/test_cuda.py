@@ -62,6 +62,28 @@ def test_sentences_of_several_option_groups_in_one_step_on_the_gpu_equal_the_cpu
     assert results[1][1], "partial results streamed"
 
 
+@pytest.mark.parametrize("options", [dict(num_beams=4), dict(num_beams=1)])
+def test_scores_and_alternatives_on_the_gpu_equal_the_cpu(make_translator, translator, options):
+    """Through the graphs (a lone typed sentence, then a batch), pipelined: the hypotheses read
+    after the next step was queued, greedy's scores summed in a graph of their own."""
+    gpu = make_translator(device="cuda", dtype="float32")
+    n = options["num_beams"]
+    results = []
+    for engine in (translator, gpu):
+        chosen = engine.default_options(max_length=40, **options)
+        [alone] = engine.translate_full(TEXTS[:1], "eng_Latn", "fra_Latn", chosen, alternatives=n, priority=0)
+        batch = engine.translate_full(TEXTS, "eng_Latn", "fra_Latn", chosen, alternatives=n)
+        plain = engine.translate(TEXTS, "eng_Latn", "fra_Latn", chosen)
+        results.append(([alone, *batch], plain))
+    (cpu, cpu_plain), (ours, plain) = results
+    assert plain == cpu_plain == [t.text for t in ours[1:]]
+    for expected, got in zip(cpu, ours):
+        assert [t.text for t in [got, *got.alternatives]] == [t.text for t in [expected, *expected.alternatives]]
+        assert [t.score for t in [got, *got.alternatives]] == pytest.approx(
+            [t.score for t in [expected, *expected.alternatives]], abs=1e-4)
+        assert len(got.alternatives) == n - 1
+
+
 def test_a_warmed_up_gpu_translates_as_the_cpu_and_holds_nothing_back(make_translator, translator):
     """The warm-up at load (graphs captured for typed text's options) leaves results and memory as they were."""
     gpu = make_translator(device="cuda", dtype="float32")

@@ -19,7 +19,8 @@ def make_state(seed=0):
     fin_score[[4, 6]] = torch.tensor([-1.5, -2.0])
     fin_len = torch.tensor([3, 5, 2, 7, 4, 6, 10, 1, 1], dtype=torch.int32)
     return dict(kv_len=kv_len, hyp=torch.randint(0, 1000, (R, T), generator=g), fin_score=fin_score,
-                fin_hyp=torch.randint(0, 1000, (R, T), generator=g), fin_len=fin_len)
+                fin_hyp=torch.randint(0, 1000, (R, T), generator=g), fin_len=fin_len,
+                score=torch.randn(R, generator=g))
 
 
 @pytest.mark.parametrize("every", [False, True])
@@ -33,17 +34,19 @@ def test_reports_done_and_the_best_hypotheses(fn, every):
     done_host = torch.zeros(6, dtype=torch.bool)  # room for more sentences than this step has
     best_host = torch.full((6, 12), -7)
     length_host = torch.full((6,), -7, dtype=torch.int32)
-    fn(done, rows, row_state(state), StepReport(done_host, best_host, length_host), every)
+    score_host = torch.full((6,), -7.0)
+    fn(done, rows, row_state(state), StepReport(done_host, best_host, length_host, score_host), every)
     assert done_host.tolist() == [True, True, False, False, True, False]
-    running = lambda lead: (int(state["kv_len"][lead]) + 1, state["hyp"][lead])  # noqa: E731
-    expected = {0: (int(state["fin_len"][4]), state["fin_hyp"][4]), 1: running(2)}
+    running = lambda lead: (int(state["kv_len"][lead]) + 1, state["hyp"][lead], state["score"][lead])  # noqa: E731
+    expected = {0: (int(state["fin_len"][4]), state["fin_hyp"][4], state["fin_score"][4]), 1: running(2)}
     if every:
         expected |= {2: running(6), 3: running(3)}
     for s in range(6):
         if s in expected:
-            n, tokens = expected[s]
+            n, tokens, score = expected[s]
             n = min(n, T)
             assert length_host[s] == n and best_host[s, :n].tolist() == tokens[:n].tolist()
+            assert score_host[s] == score
             assert (best_host[s, n:] == -7).all()  # past the hypothesis: untouched
         elif s != 4:  # (the padding sentence, done, reports the padding row)
-            assert length_host[s] == -7 and (best_host[s] == -7).all()
+            assert length_host[s] == -7 and (best_host[s] == -7).all() and score_host[s] == -7

@@ -144,6 +144,7 @@ class Translator:
         adapter: str | None = None,
         on_result: Callable[[int, str], None] | None = None,
         starts: list[str | None] | None = None,
+        terms: list[list[str]] | None = None,
     ) -> list[str]:
         """Translate each text (one segment each; one too long for the model goes in pieces); blank texts stay empty.
 
@@ -162,6 +163,9 @@ class Translator:
         the model's scores hold no number (NaN: broken weights, or float16 overflow) raises
         ModelOutputError, naming the sentence, instead of giving a garbled translation.
         """
+        if terms is not None and not (isinstance(terms, list) and all(
+                isinstance(t, list) and all(isinstance(s, str) for s in t) for t in terms)):
+            raise TypeError("terms must be a list of lists of str")
         options = options or self.default_options()
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         self.tokenizer.lang_id(src_lang)  # raises UnknownLanguageError before any work starts

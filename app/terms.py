@@ -1,0 +1,127 @@
+"""A sentence's terms: the strings its translation must hold verbatim (the engine's `terms=`).
+
+One place for typed text, stdin and documents alike (`Terms.for_pair(...).of(sentence)`):
+
+- the target terms of the glossary entries whose source terms occur in the sentence
+  (app.glossary.TermMatcher), from the enabled glossaries for the language pair;
+- do-not-translate spans as the sentence writes them (app.protected_spans): the user's list and,
+  unless `protect` is off, URLs, e-mail addresses, placeholders and numbers with units;
+- in a document sentence, its placeholder tags (`<x1>`, `</x1>`, `<x2/>`: app.documents.segments),
+  so that its formatting comes back where the model puts the words.
+
+Where a glossary match and a do-not-translate span overlap, the glossary wins: it says how to
+translate those words. Terms that might not fit within the decoder's length are left out (tags
+last of all, then glossary terms, then the user's spans, then the automatic ones), so that one
+crowded sentence never fails a document (`fit`).
+
+A translation cache keys on the sentence with its terms (`cache_text`): a sentence translated
+with a glossary is not reused without it, nor the other way round, and a sentence with no terms
+keeps the key it always had.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from dragoman.app.documents.segments import PLACEHOLDER_TAG
+from dragoman.app.glossary import Glossary, TermMatcher
+from dragoman.app.protected_spans import ProtectedTerms, find_protected_spans
+
+# Decoder positions a translation always takes besides its terms: `</s>`, the language code, the end.
+FIXED_POSITIONS = 3
+
+
+@dataclass(frozen=True)
+class GlossaryPair:
+    """One language pair of a glossary file, as the Glossary dialog enables it (None: any language)."""
+
+    name: str  # the file's name
+    source_lang: str | None
+    target_lang: str | None
+
+    def label(self) -> str:
+        return f"{self.source_lang or 'any'} → {self.target_lang or 'any'}"
+
+
+def glossary_pairs(glossary: Glossary) -> dict[GlossaryPair, int]:
+    """The language pairs of a glossary's entries, with the number of entries of each, in file order."""
+    pairs: dict[GlossaryPair, int] = {}
+    for entry in glossary.entries:
+        pair = GlossaryPair(glossary.path.name, entry.source_lang, entry.target_lang)
+        pairs[pair] = pairs.get(pair, 0) + 1
+    return pairs
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The glossaries and do-not-translate settings that a translation keeps to."""
+
+    glossaries: tuple[Glossary, ...] = ()
+    disabled: frozenset[GlossaryPair] = frozenset()  # pairs of those glossaries turned off
+    do_not_translate: tuple[str, ...] = ()
+    protect: bool = True  # URLs, e-mail addresses, placeholders, numbers with units
+
+    def for_pair(self, src_lang: str, tgt_lang: str) -> PairTerms:
+        entries = (e for g in self.glossaries for e in g.entries if e.applies_to(src_lang, tgt_lang)
+                   and GlossaryPair(g.path.name, e.source_lang, e.target_lang) not in self.disabled)
+        protected = ProtectedTerms(self.do_not_translate) if self.do_not_translate else None
+        return PairTerms(TermMatcher(entries), protected, self.protect)
+
+
+class PairTerms:
+    """A sentence's terms for one language pair."""
+
+    def __init__(self, matcher: TermMatcher, protected: ProtectedTerms | None, protect: bool):
+        self.matcher = matcher
+        self.protected = protected
+        self.protect = protect
+
+    def of(self, sentence: str, tagged: bool = False, max_length: int | None = None) -> list[str]:
+        """The terms of `sentence`, each once, in the order of the source; with `tagged` (a
+        document sentence) its placeholder tags too; within `max_length` decoder positions
+        where given (`fit`)."""
+        found: list[tuple[int, int, str]] = []  # (start in the sentence, rank, term)
+        glossary = self.matcher.find(sentence)
+        found += [(m.start, GLOSSARY, m.entry.target) for m in glossary]
+        if self.protect:
+            spans = find_protected_spans(sentence, self.protected)
+        else:
+            spans = self.protected.find(sentence) if self.protected is not None else []
+        found += [(s.start, USER if s.kind == "term" else AUTOMATIC, sentence[s.start:s.end]) for s in spans
+                  if not any(m.start < s.end and s.start < m.end for m in glossary)]
+        if tagged:
+            found += [(m.start(), TAG, m.group()) for m in PLACEHOLDER_TAG.finditer(sentence)]
+        ranks: dict[str, int] = {}
+        for _, rank, term in sorted(found):
+            ranks[term] = min(rank, ranks.get(term, rank))
+        return fit(ranks, max_length) if max_length is not None else list(ranks)
+
+
+# What is kept first when a sentence's terms crowd its translation.
+TAG, GLOSSARY, USER, AUTOMATIC = range(4)
+
+
+def token_bound(term: str) -> int:
+    """At most how many tokens a term takes: a sentencepiece piece covers at least one character,
+    and a word's leading `▁` may be a piece of its own."""
+    return len(term) + len(term.split())
+
+
+def fit(ranks: dict[str, int], max_length: int) -> list[str]:
+    """The terms (in order, each with its rank) less those left out so that the rest surely fit
+    within `max_length` decoder positions: kept by rank, then in order, as far as room goes."""
+    room = max_length - FIXED_POSITIONS
+    terms = list(ranks)
+    kept: set[str] = set()
+    for term in sorted(terms, key=lambda t: ranks[t]):  # stable: in order within a rank
+        if token_bound(term) <= room:
+            kept.add(term)
+            room -= token_bound(term)
+    return [t for t in terms if t in kept]
+
+
+def cache_text(text: str, terms: list[str]) -> str:
+    """What a translation cache keys on for `text` translated with `terms`: the text itself when
+    there are none, else the text and its terms."""
+    return text if not terms else f"{text}\x00terms\x00{json.dumps(terms, ensure_ascii=False)}"

@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
                            help="translate a PDF into a PDF with its layout (STEM.<to>.pdf, default) or into text (STEM.<to>.txt)")
     translate.add_argument("--bilingual", action="store_true",
                            help="PDF: each original page followed by its translation (STEM.<to>.bilingual.pdf)")
+    translate.add_argument("--glossary", action="append", default=[], metavar="FILE",
+                           help="translate terms as this glossary says (CSV/TSV: source,target[,source_lang,target_lang]; "
+                                "or TBX); may be given several times")
+    translate.add_argument("--no-protect", action="store_true",
+                           help="let the model rewrite URLs, e-mail addresses, placeholders and numbers with units "
+                                "(default: kept as written)")
     translate.add_argument("--report", metavar="FILE",
                            help="write the translations that look wrong (a loop, a length out of range, the source "
                                 "given back, another language) to FILE, one JSON object a line")
@@ -210,6 +216,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     if args.gpu_memory is not None and args.gpu_memory < MIN_GPU_MEMORY_MB:
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
+    terms = command_line_terms(args)
 
     from dragoman.engine import Translator
 
@@ -222,7 +229,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides)  # a typo costs nothing
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                                 gpu_memory=gpu_memory)
-        return run_jobs(jobs, refused, translator, args.report)
+        return run_jobs(jobs, refused, translator, args.report, terms)
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory)
     options = translator.default_options(**overrides)
@@ -235,13 +242,16 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     scripts = get_language(src).script, get_language(tgt).script
     memory = open_memory()
     context = translation_context(translator, args.adapter or "", src, tgt, options)
+    pair_terms = terms.for_pair(src, tgt)
     doubtful = []
     try:
         for index, chunk in enumerate(chunks(read_lines(stdin), CHUNK_LINES)):
             text = TypedText(chunk, *scripts, split=not args.no_split)
             found = memory.find(src, tgt, context, text.sentences)
             missing = [s for s in dict.fromkeys(text.sentences) if s not in found]
-            found.update(zip(missing, translator.translate(missing, src, tgt, options, adapter=args.adapter)))
+            found.update(zip(missing, translator.translate(
+                missing, src, tgt, options, adapter=args.adapter,
+                terms=[pair_terms.of(s, max_length=options.length) for s in missing])))
             for line in text.lines([found[s] for s in text.sentences]):
                 stdout.write(line + "\n")
             stdout.flush()
@@ -254,6 +264,18 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         memory.close()
     report_doubts(args.report, doubtful, "stdin", quiet=True)
     return 0
+
+
+def command_line_terms(args: argparse.Namespace):
+    """The glossaries of --glossary, read before the model loads (a bad one is a usage error), and --no-protect."""
+    from dragoman.app.glossary import GlossaryError, read_glossary
+    from dragoman.app.terms import Terms
+
+    try:
+        glossaries = tuple(read_glossary(Path(name).expanduser()) for name in args.glossary)
+    except GlossaryError as e:
+        raise UsageError(f"--glossary {e}") from None
+    return Terms(glossaries, protect=not args.no_protect)
 
 
 def report_doubts(path: str | None, entries: list[dict], where: str, quiet: bool = False) -> None:
@@ -370,9 +392,10 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
         raise UsageError(str(e)) from None
 
 
-def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None = None) -> int:
+def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None = None, terms=None) -> int:
     """Each job in turn; a failed one is named on stderr and the others carry on. 1 if any failed
-    (or was `refused` before). The doubtful translations of all go to `report_path`."""
+    (or was `refused` before). The doubtful translations of all go to `report_path`. `terms`: the
+    glossaries and do-not-translate settings (app.terms.Terms)."""
     from dragoman.app.jobs import JobReport, open_cache, open_memory, run_document_job
 
     failed = list(refused)
@@ -383,12 +406,17 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
             bar = ProgressBar(job.source_path.name, sys.stderr)
             report = JobReport()
             try:
-                written = run_document_job(job, translator, cache, progress=bar, report=report, memory=memory)
+                written = run_document_job(job, translator, cache, progress=bar, report=report, memory=memory,
+                                           terms=terms)
                 bar.end()
                 if report.cached or report.remembered:  # a run stopped before, a document translated already
                     kept = [f"{n} from the {where}" for n, where in ((report.remembered, "translation memory"),
                                                                      (report.cached, "translation cache")) if n]
                     print(f"dragoman: {job.source_path}: {report.translated} sentences translated, {', '.join(kept)}",
+                          file=sys.stderr)
+                if report.proportional:
+                    print(f"dragoman: {job.source_path}: formatting placed by proportion in {report.proportional} "
+                          f"sentence{'s' if report.proportional != 1 else ''} (the translation lost their tags)",
                           file=sys.stderr)
                 print(written, file=sys.stdout)
                 doubtful += [{"file": str(job.source_path), "sentence": d.sentence, "source": d.source,

@@ -100,7 +100,9 @@ class FakeTranslator:
     model_dir = Path("fake-model")
 
     def default_options(self, **overrides):
-        return {"num_beams": 1, **overrides}
+        from dragoman.engine import DecodingOptions
+
+        return DecodingOptions(num_beams=1, **overrides)
 
     def adapter_identity(self, name):
         return name

@@ -110,11 +110,17 @@ def token_bound(term: str) -> int:
 
 def fit(ranks: dict[str, int], max_length: int) -> list[str]:
     """The terms (in order, each with its rank) less those left out so that the rest surely fit
-    within `max_length` decoder positions: kept by rank, then in order, as far as room goes."""
+    within `max_length` decoder positions: kept by rank, then in order, as far as room goes. A
+    sentence's tags are kept all or none: with one missing, its formatting is placed
+    proportionally whatever the others do."""
     room = max_length - FIXED_POSITIONS
     terms = list(ranks)
+    tags = [t for t in terms if ranks[t] == TAG]
     kept: set[str] = set()
-    for term in sorted(terms, key=lambda t: ranks[t]):  # stable: in order within a rank
+    if sum(map(token_bound, tags)) <= room:
+        kept.update(tags)
+        room -= sum(map(token_bound, tags))
+    for term in sorted((t for t in terms if ranks[t] != TAG), key=ranks.get):  # stable: in order within a rank
         if token_bound(term) <= room:
             kept.add(term)
             room -= token_bound(term)

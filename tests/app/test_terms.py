@@ -70,6 +70,8 @@ def test_a_document_sentences_tags_are_terms_and_crowded_terms_keep_the_tags_fir
     # one position less: the first glossary term no longer fits, a shorter one after it does
     assert terms.of(sentence, tagged=True, max_length=room - 1) == ["<x1>", "</x1>", "fichier", "<x2/>"]
     assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags))) == tags
+    # too little room for all the tags: none of them, since one missing is as bad as all
+    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags)) - 1) == ["enregistrer"]
 
 
 def test_the_cache_text_is_the_sentence_itself_without_terms():

@@ -23,11 +23,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from dragoman.app.documents.segments import PLACEHOLDER_TAG
-from dragoman.app.glossary import Glossary, TermMatcher
+from dragoman.app.glossary import Glossary, GlossaryError, TermMatcher, read_glossary
 from dragoman.app.protected_spans import ProtectedTerms, find_protected_spans
+from dragoman.app.settings import AppPaths, Settings
 
+# The user's own glossary in the glossaries folder: it comes first, so its entries win.
+USER_GLOSSARY = "my-glossary.tsv"
+GLOSSARY_SUFFIXES = (".csv", ".tsv", ".txt", ".tbx", ".xml")
 # Decoder positions a translation always takes besides its terms: `</s>`, the language code, the end.
 FIXED_POSITIONS = 3
 
@@ -67,6 +72,34 @@ class Terms:
                    and GlossaryPair(g.path.name, e.source_lang, e.target_lang) not in self.disabled)
         protected = ProtectedTerms(self.do_not_translate) if self.do_not_translate else None
         return PairTerms(TermMatcher(entries), protected, self.protect)
+
+
+def glossary_files(folder: Path) -> list[Path]:
+    """The glossary files of the glossaries folder: the user's own first, then by name."""
+    if not folder.is_dir():
+        return []
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix.lower() in GLOSSARY_SUFFIXES
+                   and not f.name.startswith("."))
+    return sorted(files, key=lambda f: f.name != USER_GLOSSARY)
+
+
+def read_glossaries(folder: Path) -> tuple[list[Glossary], list[str]]:
+    """The glossaries of the folder, and one line for each file that cannot be used (GlossaryError)."""
+    glossaries, problems = [], []
+    for file in glossary_files(folder):
+        try:
+            glossaries.append(read_glossary(file))
+        except GlossaryError as e:
+            problems.append(str(e))
+    return glossaries, problems
+
+
+def saved_terms(paths: AppPaths, settings: Settings, glossaries: list[Glossary] | None = None) -> Terms:
+    """The Terms the window's settings say: the glossaries folder's (or `glossaries`, read already)."""
+    if glossaries is None:
+        glossaries, _ = read_glossaries(paths.glossaries_dir)
+    disabled = frozenset(GlossaryPair(name, src or None, tgt or None) for name, src, tgt in settings.glossary_pairs_off)
+    return Terms(tuple(glossaries), disabled, tuple(settings.do_not_translate), settings.protect)
 
 
 class PairTerms:

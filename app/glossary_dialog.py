@@ -139,7 +139,7 @@ class GlossaryDialog(QDialog):
                 self.glossaries.setItem(row, 0, name)
                 self.glossaries.setItem(row, 1, QTableWidgetItem(pair.label()))
                 self.glossaries.setItem(row, 2, QTableWidgetItem(str(count)))
-        self._say("; ".join(p for p in problems if not p.startswith(USER_GLOSSARY)))
+        self._say("; ".join(problems))
 
     def _say(self, problem: str) -> None:
         self.problem.setText(problem)
@@ -181,12 +181,13 @@ class GlossaryDialog(QDialog):
 
     def _load_user_glossary(self) -> None:
         path = self.folder / USER_GLOSSARY
+        self.user_glossary_unreadable = False  # edited by hand, say: kept unless entries are typed here
         if not path.exists():
             return
         try:
             glossary = read_glossary(path)
-        except GlossaryError as e:
-            self._say(str(e))
+        except GlossaryError:  # `refresh` says why
+            self.user_glossary_unreadable = True
             return
         for entry in glossary.entries:
             self.add_entry(entry.source, entry.target, entry.source_lang or "", entry.target_lang or "")
@@ -241,7 +242,7 @@ class GlossaryDialog(QDialog):
                     return
             self.folder.mkdir(parents=True, exist_ok=True)
             write_atomically(path, data)
-        else:
+        elif not self.user_glossary_unreadable:
             path.unlink(missing_ok=True)
         self.keep_terms = keep
         super().accept()

@@ -10,9 +10,9 @@ One place for typed text, stdin and documents alike (`Terms.for_pair(...).of(sen
   so that its formatting comes back where the model puts the words.
 
 Where a glossary match and a do-not-translate span overlap, the glossary wins: it says how to
-translate those words. Terms that might not fit within the decoder's length are left out (tags
-last of all, then glossary terms, then the user's spans, then the automatic ones), so that one
-crowded sentence never fails a document (`fit`).
+translate those words. Terms that might not fit within the decoder's length are left out (the
+automatic spans first, then the user's, then glossary terms; a sentence's tags, all or none,
+last), so that one crowded sentence never fails a document (`fit`).
 
 A translation cache keys on the sentence with its terms (`cache_text`): a sentence translated
 with a glossary is not reused without it, nor the other way round, and a sentence with no terms
@@ -35,6 +35,8 @@ USER_GLOSSARY = "my-glossary.tsv"
 GLOSSARY_SUFFIXES = (".csv", ".tsv", ".txt", ".tbx", ".xml")
 # Decoder positions a translation always takes besides its terms: `</s>`, the language code, the end.
 FIXED_POSITIONS = 3
+# What is kept first when a sentence's terms crowd its translation.
+TAG, GLOSSARY, USER, AUTOMATIC = range(4)
 
 
 @dataclass(frozen=True)
@@ -94,10 +96,9 @@ def read_glossaries(folder: Path) -> tuple[list[Glossary], list[str]]:
     return glossaries, problems
 
 
-def saved_terms(paths: AppPaths, settings: Settings, glossaries: list[Glossary] | None = None) -> Terms:
-    """The Terms the window's settings say: the glossaries folder's (or `glossaries`, read already)."""
-    if glossaries is None:
-        glossaries, _ = read_glossaries(paths.glossaries_dir)
+def saved_terms(paths: AppPaths, settings: Settings) -> Terms:
+    """The Terms the window's settings say, with the glossaries folder's glossaries (unreadable ones left out)."""
+    glossaries, _ = read_glossaries(paths.glossaries_dir)
     disabled = frozenset(GlossaryPair(name, src or None, tgt or None) for name, src, tgt in settings.glossary_pairs_off)
     return Terms(tuple(glossaries), disabled, tuple(settings.do_not_translate), settings.protect)
 
@@ -129,10 +130,6 @@ class PairTerms:
         for _, rank, term in sorted(found):
             ranks[term] = min(rank, ranks.get(term, rank))
         return fit(ranks, max_length) if max_length is not None else list(ranks)
-
-
-# What is kept first when a sentence's terms crowd its translation.
-TAG, GLOSSARY, USER, AUTOMATIC = range(4)
 
 
 def token_bound(term: str) -> int:

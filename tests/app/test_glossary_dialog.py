@@ -148,3 +148,14 @@ def test_the_windows_glossary_reaches_the_engine_with_typed_text(qtbot, open_win
     qtbot.waitUntil(lambda: sum(e[0] == "translated" for e in window.events.events) > done, timeout=WAIT_MS)
     assert calls == [(["A cat sleeps."], [["chat"]])]
     assert (paths.glossaries_dir / USER_GLOSSARY).exists()
+
+
+def test_a_users_glossary_broken_by_hand_is_said_and_kept(qtbot, paths):
+    paths.glossaries_dir.mkdir(parents=True)
+    broken = paths.glossaries_dir / USER_GLOSSARY
+    broken.write_text("source\ttarget\nsave\n", encoding="utf-8")
+    dialog = open_dialog(qtbot, Settings(), paths)
+    assert dialog.problem.text() == f"{USER_GLOSSARY}: line 2: the target term is empty"
+    assert dialog.user_entries() == []
+    dialog.accept()
+    assert broken.read_text(encoding="utf-8") == "source\ttarget\nsave\n"

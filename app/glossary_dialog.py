@@ -68,6 +68,7 @@ class GlossaryDialog(QDialog):
         self.glossaries.setHorizontalHeaderLabels(["File", "Languages", "Entries"])
         self.glossaries.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.glossaries.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.glossaries.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.glossaries.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
         self.glossaries.verticalHeader().hide()
         import_button = QPushButton("Import…", toolTip="Add CSV, TSV or TBX glossaries")
@@ -137,7 +138,9 @@ class GlossaryDialog(QDialog):
                 name.setCheckState(Qt.Unchecked if pair in self.pairs_off else Qt.Checked)
                 name.setData(_PAIR, pair)
                 self.glossaries.setItem(row, 0, name)
-                self.glossaries.setItem(row, 1, QTableWidgetItem(pair.label()))
+                languages = QTableWidgetItem(pair.label())
+                languages.setToolTip(f"{pair.source_lang or 'any'} → {pair.target_lang or 'any'}")
+                self.glossaries.setItem(row, 1, languages)
                 self.glossaries.setItem(row, 2, QTableWidgetItem(str(count)))
         self._say("; ".join(problems))
 

@@ -29,6 +29,7 @@ from dragoman.app.documents.segments import PLACEHOLDER_TAG
 from dragoman.app.glossary import Glossary, GlossaryError, TermMatcher, read_glossary
 from dragoman.app.protected_spans import ProtectedTerms, find_protected_spans
 from dragoman.app.settings import AppPaths, Settings
+from dragoman.engine import get_language
 
 # The user's own glossary in the glossaries folder: it comes first, so its entries win.
 USER_GLOSSARY = "my-glossary.tsv"
@@ -48,7 +49,9 @@ class GlossaryPair:
     target_lang: str | None
 
     def label(self) -> str:
-        return f"{self.source_lang or 'any'} → {self.target_lang or 'any'}"
+        """"English → French", "any → any"."""
+        source, target = (get_language(code).name if code else "any" for code in (self.source_lang, self.target_lang))
+        return f"{source} → {target}"
 
 
 def glossary_pairs(glossary: Glossary) -> dict[GlossaryPair, int]:

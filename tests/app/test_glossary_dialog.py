@@ -40,10 +40,10 @@ def test_imported_glossaries_are_listed_per_pair_and_a_pair_turned_off_stays_off
     dialog = open_dialog(qtbot, Settings(), paths)
     assert dialog.import_files([csv, tbx])
     assert (paths.glossaries_dir / "ui.csv").read_bytes() == csv.read_bytes()  # a copy: the original may go
-    assert table(dialog) == [("terms.tbx", "eng_Latn → fra_Latn", "1", True),
-                             ("terms.tbx", "fra_Latn → eng_Latn", "1", True),
-                             ("ui.csv", "eng_Latn → fra_Latn", "2", True),
-                             ("ui.csv", "eng_Latn → deu_Latn", "1", True)]
+    assert table(dialog) == [("terms.tbx", "English → French", "1", True),
+                             ("terms.tbx", "French → English", "1", True),
+                             ("ui.csv", "English → French", "2", True),
+                             ("ui.csv", "English → German", "1", True)]
     dialog.glossaries.item(2, 0).setCheckState(Qt.Unchecked)
     dialog.accept()
     settings = dialog.result_settings()

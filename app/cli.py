@@ -243,6 +243,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     memory = open_memory()
     context = translation_context(translator, args.adapter or "", src, tgt, options)
     pair_terms = terms.for_pair(src, tgt)
+    positions = translator.config.max_position_embeddings
     doubtful = []
     try:
         for index, chunk in enumerate(chunks(read_lines(stdin), CHUNK_LINES)):
@@ -251,7 +252,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             missing = [s for s in dict.fromkeys(text.sentences) if s not in found]
             found.update(zip(missing, translator.translate(
                 missing, src, tgt, options, adapter=args.adapter,
-                terms=[pair_terms.of(s, max_length=options.length) for s in missing])))
+                terms=[pair_terms.of(s, max_length=options.length, max_positions=positions) for s in missing])))
             for line in text.lines([found[s] for s in text.sentences]):
                 stdout.write(line + "\n")
             stdout.flush()

@@ -141,12 +141,14 @@ def cached_translate_batch(
     options = translator.default_options(**job.options)
     context = translation_context(translator, job.adapter, job.source, job.target, options)
     pair_terms = (terms or Terms()).for_pair(job.source, job.target)
+    positions = translator.config.max_position_embeddings
 
     def translate_batch(texts: list[str]) -> list[str | None]:
         # The memory holds what a person chose for a sentence: it is reused whatever the glossary.
         found = memory.find(job.source, job.target, context, texts) if memory is not None else {}
         remembered = set(found)  # chosen by a person: not doubted
-        sentence_terms = {t: pair_terms.of(t, tagged=True, max_length=options.length) for t in texts}
+        sentence_terms = {t: pair_terms.of(t, tagged=True, max_length=options.length,
+                                               max_positions=positions) for t in texts}
         keys = {t: cache_text(t, sentence_terms[t]) for t in texts}
         if cache is not None:
             stored = cache.get_many(context, [keys[t] for t in texts if t not in found])

@@ -12,7 +12,9 @@ One place for typed text, stdin and documents alike (`Terms.for_pair(...).of(sen
 Where a glossary match and a do-not-translate span overlap, the glossary wins: it says how to
 translate those words. Terms that might not fit within the decoder's length are left out (the
 automatic spans first, then the user's, then glossary terms; a sentence's tags, all or none,
-last), so that one crowded sentence never fails a document (`fit`).
+last), so that one crowded sentence never fails a document (`fit`); so is every term of a text
+that might be too long for the model to read at once (the engine cuts such a text in pieces, and
+a term cannot be kept across them: `readable_at_once`).
 
 A translation cache keys on the sentence with its terms (`cache_text`): a sentence translated
 with a glossary is not reused without it, nor the other way round, and a sentence with no terms
@@ -114,10 +116,14 @@ class PairTerms:
         self.protected = protected
         self.protect = protect
 
-    def of(self, sentence: str, tagged: bool = False, max_length: int | None = None) -> list[str]:
+    def of(self, sentence: str, tagged: bool = False, max_length: int | None = None,
+           max_positions: int | None = None) -> list[str]:
         """The terms of `sentence`, each once, in the order of the source; with `tagged` (a
         document sentence) its placeholder tags too; within `max_length` decoder positions
-        where given (`fit`)."""
+        where given (`fit`); none for a sentence that a model of `max_positions` source
+        positions might not read at once (`readable_at_once`)."""
+        if max_positions is not None and not readable_at_once(sentence, max_positions):
+            return []
         found: list[tuple[int, int, str]] = []  # (start in the sentence, rank, term)
         glossary = self.matcher.find(sentence)
         found += [(m.start, GLOSSARY, m.entry.target) for m in glossary]
@@ -158,6 +164,12 @@ def fit(ranks: dict[str, int], max_length: int) -> list[str]:
             kept.add(term)
             room -= token_bound(term)
     return [t for t in terms if t in kept]
+
+
+def readable_at_once(text: str, max_positions: int) -> bool:
+    """Whether `text` surely fits in the model's source positions with its language code and `</s>`
+    (`token_bound`, as for terms)."""
+    return token_bound(text) + 2 <= max_positions
 
 
 def cache_text(text: str, terms: list[str]) -> str:

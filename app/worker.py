@@ -90,7 +90,9 @@ class RecentTranslations:
         the translation memory) and not seen with the same languages, options, adapter and terms
         (app.terms): the others are reported at once through `on_partial`."""
         context = (translator.adapter_identity(adapter), source, target, options)
-        sentence_terms = [tuple(terms.of(t, max_length=options.length)) if terms else () for t in texts]
+        positions = translator.config.max_position_embeddings
+        sentence_terms = [tuple(terms.of(t, max_length=options.length, max_positions=positions)) if terms else ()
+                          for t in texts]
         results: list[str | None] = [None] * len(texts)
         missing = []
         for i, text in enumerate(texts):
@@ -343,6 +345,7 @@ class EngineWorker(QThread):
 
             known: dict[str, str] = {}
             terms = self._current_terms().for_pair(source, job.target)
+            positions = self.translator.config.max_position_embeddings
             if job.typed:
                 context = translation_context(self.translator, job.adapter, source, job.target, options)
                 known = self._open_memory().find(source, job.target, context, text.sentences)
@@ -360,13 +363,13 @@ class EngineWorker(QThread):
                         [text.sentences[completed]], source, job.target, options, priority=0,
                         on_partial=lambda _, t: on_completion(completed, t), should_stop=should_stop,
                         adapter=job.adapter, starts=[job.completion[1]],
-                        terms=[terms.of(text.sentences[completed], max_length=options.length)],
+                        terms=[terms.of(text.sentences[completed], max_length=options.length, max_positions=positions)],
                     )
             else:
                 results = self.translator.translate(
                     text.sentences, source, job.target, options, priority=1, on_partial=on_sentence,
                     should_stop=should_stop, adapter=job.adapter,
-                    terms=[terms.of(s, max_length=options.length) for s in text.sentences],
+                    terms=[terms.of(s, max_length=options.length, max_positions=positions) for s in text.sentences],
                 )
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)

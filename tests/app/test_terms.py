@@ -74,6 +74,23 @@ def test_a_document_sentences_tags_are_terms_and_crowded_terms_keep_the_tags_fir
     assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags)) - 1) == ["enregistrer"]
 
 
+def test_a_text_the_model_might_not_read_at_once_gets_no_terms(glossary, translator, tmp_path):
+    terms = Terms((glossary,)).for_pair("eng_Latn", "fra_Latn")
+    short = "Save the file."
+    assert terms.of(short, max_positions=token_bound(short) + 2) == ["enregistrer", "fichier"]
+    assert terms.of(short, max_positions=token_bound(short) + 1) == []
+    # in a document: the engine would cut such a text in pieces, where no term can be kept
+    positions = translator.config.max_position_embeddings
+    long = "Save " + ", ".join(["the file"] * (positions // 8)) + "."  # one sentence, longer than the positions
+    source = tmp_path / "in.txt"
+    source.write_text(f"{long}\n\nSave the file now.\n", encoding="utf-8")
+    recording = RecordingTranslator(translator)
+    job = DocumentJob(source, tmp_path / "out.txt", "eng_Latn", "fra_Latn", options={"num_beams": 1, "max_length": 40},
+                      overwrite=True)
+    run_document_job(job, recording, None, terms=Terms((glossary,)))
+    assert recording.calls == [([long, "Save the file now."], [[], ["enregistrer", "fichier"]])]
+
+
 def test_the_cache_text_is_the_sentence_itself_without_terms():
     assert cache_text("Save it.", []) == "Save it."
     assert cache_text("Save it.", ["enregistrer"]) != cache_text("Save it.", [])

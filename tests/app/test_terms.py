@@ -2,6 +2,7 @@
 
 import pytest
 
+from dragoman.app.documents.segments import PLACEHOLDER_TAG
 from dragoman.app.glossary import read_glossary
 from dragoman.app.jobs import DocumentJob, JobReport, run_document_job
 from dragoman.app.terms import FIXED_POSITIONS, GlossaryPair, Terms, cache_text, glossary_pairs, token_bound
@@ -158,8 +159,6 @@ def test_a_document_job_reports_the_sentences_whose_formatting_was_placed_by_pro
     [(texts, _)] = recording.calls
     results = translator.translate(texts, "eng_Latn", "fra_Latn", translator.default_options(**job.options),
                                    terms=recording.calls[0][1])
-    from dragoman.app.documents.segments import PLACEHOLDER_TAG
-
     lost = sum(1 for text, result in zip(texts, results)
                if PLACEHOLDER_TAG.search(text) and PLACEHOLDER_TAG.findall(result) != PLACEHOLDER_TAG.findall(text))
     assert report.proportional == lost  # each distinct tagged sentence once, the repeated one too
@@ -172,18 +171,51 @@ def keeps(translator, term: str) -> bool:
     return term in text
 
 
-def test_with_constraints_every_tagged_sentence_comes_back_with_its_tags(translator, tmp_path):
-    if not keeps(translator, "<x1>"):
-        pytest.skip("the engine does not keep terms, or this model cannot write the tags (no '<' in its vocabulary)")
+@pytest.fixture(scope="module")
+def tag_translator(tmp_path_factory):
+    """An engine of a tiny random checkpoint like tiny_checkpoint whose vocabulary can write the
+    placeholder tags (tiny_checkpoint's has no `<`): a quarter of its training sentences have one."""
+    import random
+
+    import nllb_checkpoint
+    from dragoman.engine.translator import Translator
+
+    plain = nllb_checkpoint.training_sentences
+
+    def with_tags(count: int = 4000, seed: int = 1234) -> list[str]:
+        sentences, rng = plain(count, seed), random.Random(seed)
+        for i in range(0, len(sentences), 4):
+            words = sentences[i].split(" ")
+            k, n = rng.randrange(len(words)), rng.randint(1, 3)
+            words[k] = f"<x{n}>{words[k]}</x{n}>" if rng.random() < 0.7 else f"{words[k]} <x{n}/>"
+            sentences[i] = " ".join(words)
+        return sentences
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nllb_checkpoint, "training_sentences", with_tags)
+        checkpoint = nllb_checkpoint.build_checkpoint(tmp_path_factory.mktemp("checkpoints") / "tiny-tags")
+    return Translator(checkpoint, device="cpu", dtype="float32")
+
+
+def test_with_constraints_every_tag_of_a_document_sentence_comes_back(tag_translator, tmp_path):
+    if not keeps(tag_translator, "<x1>"):
+        pytest.skip("the engine does not keep terms (constrained search) in this build")
     source = tmp_path / "in.md"
     source.write_text("Click **here** to go on.\n\nPress *Save* and **wait** a bit.\n\n"
                       "A [link](https://example.org) and `code` here.\n", encoding="utf-8")
+    recording = RecordingTranslator(tag_translator)
     for beams in (1, 4):
         job = DocumentJob(source, tmp_path / "out.md", "eng_Latn", "fra_Latn",
                           options={"num_beams": beams, "max_length": 40}, overwrite=True)
-        report = JobReport()
-        run_document_job(job, translator, None, report=report)
-        assert report.proportional == 0
+        recording.calls.clear()
+        run_document_job(job, recording, None)
+        [(texts, terms)] = recording.calls
+        results = tag_translator.translate(texts, "eng_Latn", "fra_Latn", tag_translator.default_options(**job.options),
+                                           terms=terms)
+        tagged = [(text, result) for text, result in zip(texts, results) if "<x" in text]
+        assert len(tagged) == 3
+        for text, result in tagged:
+            assert all(result.count(tag) >= 1 for tag in PLACEHOLDER_TAG.findall(text)), (text, result)
 
 
 def test_with_constraints_glossary_and_protected_terms_appear_in_the_translation(translator, glossary):

@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
                            help="translate a PDF into a PDF with its layout (STEM.<to>.pdf, default) or into text (STEM.<to>.txt)")
     translate.add_argument("--bilingual", action="store_true",
                            help="PDF: each original page followed by its translation (STEM.<to>.bilingual.pdf)")
+    translate.add_argument("--glossary", action="append", default=[], metavar="FILE",
+                           help="translate terms as this glossary says (CSV/TSV: source,target[,source_lang,target_lang]; "
+                                "or TBX); may be given several times")
+    translate.add_argument("--no-protect", action="store_true",
+                           help="let the model rewrite URLs, e-mail addresses, placeholders and numbers with units "
+                                "(default: kept as written)")
     translate.add_argument("--report", metavar="FILE",
                            help="write the translations that look wrong (a loop, a length out of range, the source "
                                 "given back, another language, a low score) to FILE, one JSON object a line")
@@ -221,6 +227,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     if args.gpu_memory is not None and args.gpu_memory < MIN_GPU_MEMORY_MB:
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
+    terms = command_line_terms(args)
 
     from dragoman.engine import Translator
 
@@ -233,7 +240,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides)  # a typo costs nothing
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                                 gpu_memory=gpu_memory)
-        return run_jobs(jobs, refused, translator, args.report)
+        return run_jobs(jobs, refused, translator, args.report, terms)
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory)
     options = translator.default_options(**overrides)
@@ -248,6 +255,8 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     scripts = get_language(src).script, get_language(tgt).script
     memory = open_memory()
     context = translation_context(translator, args.adapter or "", src, tgt, options)
+    pair_terms = terms.for_pair(src, tgt)
+    positions = translator.config.max_position_embeddings
     doubtful = []
     try:
         for index, chunk in enumerate(chunks(read_lines(stdin), CHUNK_LINES)):
@@ -258,8 +267,9 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
                 sentences, line_of = text.sentences, text.line_of
             remembered = memory.find(src, tgt, context, sentences)
             missing = [s for s in dict.fromkeys(sentences) if s not in remembered]
-            full = dict(zip(missing, translator.translate_full(missing, src, tgt, options, adapter=args.adapter,
-                                                               alternatives=args.alternatives or 1)))
+            full = dict(zip(missing, translator.translate_full(
+                missing, src, tgt, options, adapter=args.adapter, alternatives=args.alternatives or 1,
+                terms=[pair_terms.of(s, max_length=options.length, max_positions=positions) for s in missing])))
             found = {**remembered, **{s: t.text for s, t in full.items()}}
             if text is None:
                 for sentence in chunk:
@@ -288,6 +298,18 @@ def alternatives_line(source: str, translation: str, full) -> str:
     others = [{"translation": t.text, "score": t.score} for t in full.alternatives] if full is not None else []
     return json.dumps({"source": source, "translation": translation, "score": full.score if full is not None else None,
                        "alternatives": others}, ensure_ascii=False)
+
+
+def command_line_terms(args: argparse.Namespace):
+    """The glossaries of --glossary, read before the model loads (a bad one is a usage error), and --no-protect."""
+    from dragoman.app.glossary import GlossaryError, read_glossary
+    from dragoman.app.terms import Terms
+
+    try:
+        glossaries = tuple(read_glossary(Path(name).expanduser()) for name in args.glossary)
+    except GlossaryError as e:
+        raise UsageError(f"--glossary {e}") from None
+    return Terms(glossaries, protect=not args.no_protect)
 
 
 def report_doubts(path: str | None, entries: list[dict], where: str, quiet: bool = False) -> None:
@@ -404,9 +426,10 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
         raise UsageError(str(e)) from None
 
 
-def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None = None) -> int:
+def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None = None, terms=None) -> int:
     """Each job in turn; a failed one is named on stderr and the others carry on. 1 if any failed
-    (or was `refused` before). The doubtful translations of all go to `report_path`."""
+    (or was `refused` before). The doubtful translations of all go to `report_path`. `terms`: the
+    glossaries and do-not-translate settings (app.terms.Terms)."""
     from dragoman.app.jobs import JobReport, open_cache, open_memory, run_document_job
 
     failed = list(refused)
@@ -417,12 +440,17 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
             bar = ProgressBar(job.source_path.name, sys.stderr)
             report = JobReport()
             try:
-                written = run_document_job(job, translator, cache, progress=bar, report=report, memory=memory)
+                written = run_document_job(job, translator, cache, progress=bar, report=report, memory=memory,
+                                           terms=terms)
                 bar.end()
                 if report.cached or report.remembered:  # a run stopped before, a document translated already
                     kept = [f"{n} from the {where}" for n, where in ((report.remembered, "translation memory"),
                                                                      (report.cached, "translation cache")) if n]
                     print(f"dragoman: {job.source_path}: {report.translated} sentences translated, {', '.join(kept)}",
+                          file=sys.stderr)
+                if report.proportional:
+                    print(f"dragoman: {job.source_path}: formatting placed by proportion in {report.proportional} "
+                          f"sentence{'s' if report.proportional != 1 else ''} (the translation lost their tags)",
                           file=sys.stderr)
                 print(written, file=sys.stdout)
                 doubtful += [{"file": str(job.source_path), "sentence": d.sentence, "source": d.source,

@@ -22,6 +22,7 @@ from dragoman.app.confidence import doubts
 from dragoman.app.documents import DocumentError, is_supported, translate_document
 from dragoman.app.translation_memory import MEMORY_FILE, TranslationMemory
 from dragoman.app.settings import AppPaths
+from dragoman.app.terms import Terms, cache_text
 from dragoman.engine import TranslationCache, get_language, model_identity
 
 CACHE_FILE = "translations.sqlite3"
@@ -63,13 +64,15 @@ class DocumentJob:
 class JobReport:
     """What a document job's sentences came from: `translated` by the engine, `cached` from earlier
     runs, `remembered` from the translation memory; and the `doubtful` ones (app.confidence) of
-    the first two kinds, in the document's order."""
+    the first two kinds, in the document's order. `proportional`: the distinct sentences whose
+    formatting was placed proportionally, their translation not having exactly their tags."""
 
     translated: int = 0
     cached: int = 0
     remembered: int = 0
     doubtful: list[Doubtful] = field(default_factory=list)
     sentences: int = 0  # the document's distinct sentences seen so far, the number of the next one
+    proportional: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,21 +131,29 @@ def distinct_jobs(jobs: list[DocumentJob], taken: Iterable[Path] = ()) -> list[D
 def cached_translate_batch(
     translator, cache: TranslationCache | None, job: DocumentJob, should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None, report: JobReport | None = None,
-    memory: TranslationMemory | None = None,
+    memory: TranslationMemory | None = None, terms: Terms | None = None,
 ) -> Callable[[list[str]], list[str | None]]:
     """`translate_batch(texts)` for `translate_document`: the texts the translation memory or the
-    cache holds come from them, the rest from the engine in one call. Translations are stored as
-    they come, every CACHE_SECONDS, and whatever came before a stop (or an error) is stored before
-    the call returns. `progress(done, len(texts))` follows the results, at most every ~0.5%;
-    `report` counts the texts of each kind."""
+    cache holds come from them, the rest from the engine in one call, each with its terms
+    (app.terms: `terms`' glossaries and do-not-translate spans, and its placeholder tags).
+    Translations are stored as they come, every CACHE_SECONDS, and whatever came before a stop
+    (or an error) is stored before the call returns. `progress(done, len(texts))` follows the
+    results, at most every ~0.5%; `report` counts the texts of each kind."""
     options = translator.default_options(**job.options)
     context = translation_context(translator, job.adapter, job.source, job.target, options)
+    pair_terms = (terms or Terms()).for_pair(job.source, job.target)
+    positions = translator.config.max_position_embeddings
 
     def translate_batch(texts: list[str]) -> list[str | None]:
+        # The memory holds what a person chose for a sentence: it is reused whatever the glossary.
         found = memory.find(job.source, job.target, context, texts) if memory is not None else {}
         remembered = set(found)  # chosen by a person: not doubted
+        sentence_terms = {t: pair_terms.of(t, tagged=True, max_length=options.length,
+                                               max_positions=positions) for t in texts}
+        keys = {t: cache_text(t, sentence_terms[t]) for t in texts}
         if cache is not None:
-            found.update(cache.get_many(context, [t for t in texts if t not in found]))
+            stored = cache.get_many(context, [keys[t] for t in texts if t not in found])
+            found.update((t, stored[keys[t]]) for t in texts if keys[t] in stored and t not in found)
         missing = [t for t in texts if t not in found]
         if report is not None:
             report.remembered += len(remembered)
@@ -158,7 +169,7 @@ def cached_translate_batch(
         def store() -> None:
             nonlocal store_by
             if cache is not None and unstored:
-                cache.put_many(context, unstored)
+                cache.put_many(context, {keys[t]: translation for t, translation in unstored.items()})
             unstored.clear()
             store_by = time.monotonic() + CACHE_SECONDS
 
@@ -181,7 +192,8 @@ def cached_translate_batch(
             try:
                 results = translator.translate(missing, job.source, job.target, options, priority=1,
                                                should_stop=should_stop, adapter=job.adapter, on_result=on_result,
-                                               on_translation=on_translation)
+                                               on_translation=on_translation,
+                                               terms=[sentence_terms[t] for t in missing])
                 for text, result in zip(missing, results):
                     if result is not None and text not in found:  # from a translator that does not report
                         found[text] = unstored[text] = result
@@ -208,20 +220,28 @@ def run_document_job(
     should_stop: Callable[[], bool] | None = None,
     report: JobReport | None = None,
     memory: TranslationMemory | None = None,
+    terms: Terms | None = None,
 ) -> Path:
     """Translate `job`'s file. Its distinct sentences go to the engine in one call (batch_sentences
     None), so `cached_translate_batch`'s progress counts the document's: one call keeps a GPU's
     rows full from the document's first sentence to its last, where calls of a few thousand
     sentences each decoded their last ones with rows left empty and tokenized the next call's
-    first ones with the device idle. `report`, if given, counts its sentences translated and cached."""
+    first ones with the device idle. `report`, if given, counts its sentences translated and cached,
+    and those placed proportionally. `terms`: the glossaries and do-not-translate settings."""
+
+    def proportional(text: str) -> None:
+        if report is not None:
+            report.proportional += 1
+
     return translate_document(
         job.source_path,
         job.output_path,
-        cached_translate_batch(translator, cache, job, should_stop, progress, report, memory),
+        cached_translate_batch(translator, cache, job, should_stop, progress, report, memory, terms),
         source_script=get_language(job.source).script,
         target_script=get_language(job.target).script,
         progress=progress,
         overwrite=job.overwrite,
         batch_sentences=None,
         options=job.document_options,
+        proportional=proportional,
     )

@@ -123,6 +123,7 @@ class JobRow(QFrame):
         self.job = job
         self.state = QUEUED
         self.output: Path | None = None
+        self.proportional = 0  # its sentences whose formatting was placed proportionally (JobReport)
         self._timing: tuple[float, int] | None = None  # (when, done) at the first progress report
 
         self.name = QLabel(job.source_path.name, toolTip=str(job.source_path))
@@ -153,7 +154,11 @@ class JobRow(QFrame):
         elif state == DONE:
             self.progress.setRange(0, max(1, self.progress.maximum()))
             self.progress.setValue(self.progress.maximum())
-            self.status.setText(f"Saved as {self.output.name}" if self.output else "Done")
+            saved = f"Saved as {self.output.name}" if self.output else "Done"
+            if self.proportional:
+                saved += (f"; formatting placed by proportion in {self.proportional} "
+                          f"sentence{'s' if self.proportional != 1 else ''}")
+            self.status.setText(saved)
         elif state == FAILED:
             self.status.setText(f"Failed: {message}")
         elif state == CANCELLED:
@@ -213,6 +218,7 @@ class DocumentsPanel(QFrame):
         self.toggle.toggled.connect(self._on_toggled)
         self.clear_button.clicked.connect(self.clear_finished)
         worker.document_progress.connect(self._on_progress)
+        worker.document_report.connect(self._on_report)
         worker.document_done.connect(self._on_done)
         worker.document_failed.connect(self._on_failed)
         worker.cancelled.connect(self._on_cancelled)
@@ -331,6 +337,10 @@ class DocumentsPanel(QFrame):
         if row := self._row_for(job_id):
             row.show_progress(done, total)
             self._update_header()
+
+    def _on_report(self, job_id: int, report) -> None:
+        if row := self._row_for(job_id):
+            row.proportional = report.proportional
 
     def _on_done(self, job_id: int, output: str) -> None:
         if row := self._row_for(job_id):

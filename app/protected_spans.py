@@ -97,10 +97,14 @@ class ProtectedTerms:
 def find_protected_spans(text: str, terms: ProtectedTerms | None = None) -> list[ProtectedSpan]:
     """The spans of `text` to keep verbatim, in order, none overlapping."""
     found: list[ProtectedSpan] = terms.find(text) if terms is not None else []
+    # Only the scanners whose spans the text has the characters for, each only where its span may start.
+    scanners = [(kind, scan, starts) for kind, scan, needs, starts in _SCANNERS if needs(text)]
     i, n = 0, len(text)
-    while i < n:
+    while i < n and scanners:
         best = None
-        for kind, scan in _SCANNERS:
+        for kind, scan, starts in scanners:
+            if starts is not None and not starts(text[i]):
+                continue
             end = scan(text, i)
             if end is not None and (best is None or end > best.end):
                 best = ProtectedSpan(i, end, kind)
@@ -295,5 +299,18 @@ def _number(text: str, i: int) -> int | None:
     return None
 
 
-_SCANNERS = (("url", _url), ("email", _email), ("placeholder", _braces), ("placeholder", _percent),
-             ("placeholder", _dollar), ("number", _number))
+def _has_url_prefix(text: str) -> bool:
+    lower = text.lower()
+    return "://" in lower or "www." in lower or "mailto:" in lower
+
+
+# (kind, scanner, whether a text may hold such a span, whether one may start at a character: None = any)
+_SCANNERS = (
+    ("url", _url, _has_url_prefix, lambda c: c in "hHfFmMwW"),
+    ("email", _email, lambda text: "@" in text, None),
+    ("placeholder", _braces, lambda text: "{" in text, lambda c: c in "{$"),
+    ("placeholder", _percent, lambda text: "%" in text, lambda c: c == "%"),
+    ("placeholder", _dollar, lambda text: "$" in text, lambda c: c == "$"),
+    ("number", _number, lambda text: any(c.isdecimal() for c in text),
+     lambda c: c.isdecimal() or c in CURRENCY_SYMBOLS or c in _MINUS),
+)

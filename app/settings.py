@@ -57,6 +57,11 @@ class AppPaths:
     def default_adapters_dir(self) -> Path:
         return self.data_dir / "adapters"
 
+    @property
+    def glossaries_dir(self) -> Path:
+        """The glossaries in use: copies of those imported, and the user's own (app.glossary_dialog)."""
+        return self.data_dir / "glossaries"
+
 
 @dataclass
 class Settings:
@@ -74,6 +79,10 @@ class Settings:
     source_language: str = "eng_Latn"  # or AUTO_DETECT
     target_language: str = "fra_Latn"
     recent_languages: list[str] = field(default_factory=list)
+    # Glossary pairs turned off in the Glossary dialog: [file name, source, target] ("" = any language).
+    glossary_pairs_off: list[list[str]] = field(default_factory=list)
+    do_not_translate: list[str] = field(default_factory=list)  # terms kept as written
+    protect: bool = True  # also keep URLs, e-mail addresses, placeholders and numbers with units as written
 
     def remember_language(self, code: str) -> None:
         """Move `code` to the front of the recently used languages."""
@@ -105,6 +114,9 @@ class Settings:
             if type(value) is type(default):
                 setattr(settings, f.name, value)
         settings.recent_languages = [c for c in settings.recent_languages if isinstance(c, str)]
+        settings.glossary_pairs_off = [p for p in settings.glossary_pairs_off
+                                       if isinstance(p, list) and len(p) == 3 and all(isinstance(x, str) for x in p)]
+        settings.do_not_translate = [t for t in settings.do_not_translate if isinstance(t, str) and t.strip()]
         if settings.theme not in THEMES:
             settings.theme = "system"
         if settings.precision not in PRECISIONS:

@@ -47,6 +47,8 @@ from dragoman.app.language_picker import LanguagePicker
 from dragoman.app.models_dialog import ModelsDialog, choose_model_folder
 from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
 from dragoman.app.settings_dialog import SettingsDialog
+from dragoman.app.glossary_dialog import GlossaryDialog
+from dragoman.app.terms import saved_terms
 from dragoman.app.documents import output_path
 from dragoman.app.jobs import DocumentJob
 from dragoman.app.jobs_panel import DocumentsPanel, FileDrops
@@ -214,6 +216,7 @@ class MainWindow(QMainWindow):
             settings.source_language = next(iter(settings.recent_languages), "eng_Latn")
 
         self.worker = EngineWorker(paths=paths)
+        self.worker.set_terms(saved_terms(paths, settings))
         self.job_id = 0  # the job whose results the target pane shows
         self.doubts: dict[int, str] = {}  # its lines that may be wrong, and why (app.confidence)
         self.job_started = 0.0
@@ -276,6 +279,8 @@ class MainWindow(QMainWindow):
         self.adapter_picker = AdapterPicker()
         self.adapter_picker.rescan(s.adapters_path(self.paths), s.adapter)
         self.settings_button = self._icon_button("settings", "Settings (Ctrl+,)")
+        self.glossary_button = QToolButton(text="Glossary", objectName="glossaryButton",
+                                           toolTip="Glossaries and terms not to translate (Ctrl+Shift+G)")
         self.bilingual_box = QCheckBox("Bilingual PDF", toolTip="PDF documents: each original page followed by its translation")
 
         top_right = QHBoxLayout()
@@ -285,6 +290,7 @@ class MainWindow(QMainWindow):
         top_right.addWidget(self.bilingual_box)
         top_right.addWidget(QLabel("Adapter", objectName="hint"))
         top_right.addWidget(self.adapter_picker)
+        top_right.addWidget(self.glossary_button)
         top_right.addWidget(self.settings_button)
 
         grid = QGridLayout()
@@ -340,6 +346,7 @@ class MainWindow(QMainWindow):
         action("Source language", ["Ctrl+Shift+F"], self.source_picker.open_popup)
         action("Target language", ["Ctrl+Shift+T"], self.target_picker.open_popup)
         action("Settings", ["Ctrl+,"], self.open_settings)
+        action("Glossary", ["Ctrl+Shift+G"], self.open_glossary)
         action("Quit", ["Ctrl+Q"], self.close)
         self.source_picker.setToolTip(self.source_picker.toolTip() + " (Ctrl+Shift+F)")
         self.target_picker.setToolTip(self.target_picker.toolTip() + " (Ctrl+Shift+T)")
@@ -380,6 +387,7 @@ class MainWindow(QMainWindow):
         self.copy_button.clicked.connect(self.copy_translation)
         self.stop_button.clicked.connect(self.cancel_translation)
         self.settings_button.clicked.connect(self.open_settings)
+        self.glossary_button.clicked.connect(self.open_glossary)
         self.adapter_picker.currentIndexChanged.connect(self._on_adapter_changed)
         self.adapter_picker.changed_on_disk.connect(self._on_adapter_files_changed)
         self.welcome.import_button.clicked.connect(self.import_model_folder)
@@ -895,6 +903,19 @@ class MainWindow(QMainWindow):
         if dialog.exec() == QDialog.Accepted:
             self.apply_settings(dialog.result_settings())
         dialog.deleteLater()
+
+    def open_glossary(self) -> None:
+        dialog = GlossaryDialog(self.settings, self.paths, self)
+        if dialog.exec() == QDialog.Accepted:
+            self.apply_glossary(dialog.result_settings())
+        dialog.deleteLater()
+
+    def apply_glossary(self, new: Settings) -> None:
+        """Jobs from now on keep to the glossaries and do-not-translate list; the text is translated again."""
+        self.settings = new
+        self.save_settings()
+        self.worker.set_terms(saved_terms(self.paths, new))
+        self.translate_now()
 
     def apply_settings(self, new: Settings) -> None:
         old = self.settings

@@ -39,7 +39,8 @@ from PySide6.QtCore import QThread, Signal
 
 from dragoman.app import detect
 from dragoman.app.confidence import doubts
-from dragoman.app.jobs import DocumentJob, open_cache, open_memory, run_document_job, translation_context
+from dragoman.app.jobs import DocumentJob, JobReport, open_cache, open_memory, run_document_job, translation_context
+from dragoman.app.terms import PairTerms, Terms
 from dragoman.app.typed_text import TypedText
 from dragoman.engine import get_language
 
@@ -100,12 +101,16 @@ class RecentTranslations:
         self._found: OrderedDict[tuple, object] = OrderedDict()  # engine.Translation, by context and text
 
     def translate(self, translator, texts, source, target, options, adapter, on_partial, should_stop,
-                  known: dict[str, str] | None = None, scores: dict[str, float] | None = None) -> list:
+                  known: dict[str, str] | None = None, terms: PairTerms | None = None,
+                  scores: dict[str, float] | None = None) -> list:
         """translator.translate(texts, ...) for typed text, decoding only the texts not `known` (from
-        the translation memory) and not seen with the same languages, options and adapter: the
-        others are reported at once through `on_partial`. `scores` receives the engine's score of
-        each text it has one for."""
+        the translation memory) and not seen with the same languages, options, adapter and terms
+        (app.terms): the others are reported at once through `on_partial`. `scores` receives the
+        engine's score of each text it has one for."""
         context = (translator.adapter_identity(adapter), source, target, options)
+        positions = translator.config.max_position_embeddings
+        sentence_terms = [tuple(terms.of(t, max_length=options.length, max_positions=positions)) if terms else ()
+                          for t in texts]
         results: list[str | None] = [None] * len(texts)
         missing = []
         for i, text in enumerate(texts):
@@ -113,11 +118,11 @@ class RecentTranslations:
                 results[i] = known[text]
                 on_partial(i, known[text])
                 continue
-            found = self._found.get((context, text))
+            found = self._found.get((context, text, sentence_terms[i]))
             if found is None:
                 missing.append(i)
             else:
-                self._found.move_to_end((context, text))
+                self._found.move_to_end((context, text, sentence_terms[i]))
                 results[i] = found.text
                 on_partial(i, found.text)
                 if scores is not None and found.score is not None:
@@ -126,11 +131,12 @@ class RecentTranslations:
             done = translator.translate_full(
                 [texts[i] for i in missing], source, target, options, priority=0,
                 on_partial=lambda j, text: on_partial(missing[j], text), should_stop=should_stop, adapter=adapter,
+                terms=[list(sentence_terms[i]) for i in missing],
             )
             for i, result in zip(missing, done):
                 if result is not None:  # not stopped before it finished
                     results[i] = result.text
-                    self._found[context, texts[i]] = result
+                    self._found[context, texts[i], sentence_terms[i]] = result
                     if scores is not None and result.score is not None:
                         scores[texts[i]] = result.score
             while len(self._found) > self.capacity:
@@ -165,6 +171,7 @@ class EngineWorker(QThread):
     cancelled = Signal(int)  # job id: cancelled, superseded, or dropped at quit
     document_progress = Signal(int, int, int)  # job id, sentences done, total
     document_done = Signal(int, str)  # job id, the output file written
+    document_report = Signal(int, object)  # job id, its JobReport, before `document_done`
     document_failed = Signal(int, str)  # job id, error message
 
     def __init__(self, parent=None, paths=None):
@@ -183,6 +190,7 @@ class EngineWorker(QThread):
         self.translator = None  # owned by this thread: only run() and what it calls use it
         self._recent = RecentTranslations()  # typed lines' translations by the loaded model
         self._kernels_reported = False  # the kernels' failure is for the whole process: said once
+        self._terms = Terms()  # the glossaries and do-not-translate settings jobs keep to (set_terms)
 
     # -- called from the GUI thread ------------------------------------------------------------------
 
@@ -216,6 +224,15 @@ class EngineWorker(QThread):
     def accept(self, job: TranslationJob, sentence: str, translation: str) -> None:
         """Store a translation a person accepted in the memory (on this thread); `remembered` follows."""
         self._put(_FIRST, AcceptTranslation(job, sentence, translation))
+
+    def set_terms(self, terms: Terms) -> None:
+        """The glossaries and do-not-translate settings of the jobs that start from now on."""
+        with self._lock:
+            self._terms = terms
+
+    def _current_terms(self) -> Terms:
+        with self._lock:
+            return self._terms
 
     def cancel(self, job_id: int) -> None:
         with self._lock:
@@ -360,6 +377,8 @@ class EngineWorker(QThread):
 
             known: dict[str, str] = {}
             scores: dict[str, float] = {}  # the engine's, by sentence (app.confidence)
+            terms = self._current_terms().for_pair(source, job.target)
+            positions = self.translator.config.max_position_embeddings
             if job.typed:
                 context = translation_context(self.translator, job.adapter, source, job.target, options)
                 known = self._open_memory().find(source, job.target, context, text.sentences)
@@ -367,7 +386,7 @@ class EngineWorker(QThread):
                 others = [i for i in range(len(text.sentences)) if i != completed]
                 found = self._recent.translate(self.translator, [text.sentences[i] for i in others], source,
                                                job.target, options, job.adapter,
-                                               lambda k, t: on_sentence(others[k], t), should_stop, known, scores)
+                                               lambda k, t: on_sentence(others[k], t), should_stop, known, terms, scores)
                 results = [None] * len(text.sentences)
                 for i, result in zip(others, found):
                     results[i] = result
@@ -377,12 +396,14 @@ class EngineWorker(QThread):
                         [text.sentences[completed]], source, job.target, options, priority=0,
                         on_partial=lambda _, t: on_completion(completed, t), should_stop=should_stop,
                         adapter=job.adapter, starts=[job.completion[1]],
+                        terms=[terms.of(text.sentences[completed], max_length=options.length, max_positions=positions)],
                     )
                     results[completed] = self._text_and_score(text.sentences[completed], result, scores)
             else:
                 full = self.translator.translate_full(
                     text.sentences, source, job.target, options, priority=1, on_partial=on_sentence,
                     should_stop=should_stop, adapter=job.adapter,
+                    terms=[terms.of(s, max_length=options.length, max_positions=positions) for s in text.sentences],
                 )
                 results = [self._text_and_score(s, t, scores) for s, t in zip(text.sentences, full)]
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on
@@ -449,11 +470,12 @@ class EngineWorker(QThread):
         if self._cache is None:
             self._cache = open_cache(self._paths)
         translator = _YieldingToTypedText(self, self.translator)
+        report = JobReport()
         try:
             written = run_document_job(
                 job, translator, self._cache,
                 progress=lambda done, total: self.document_progress.emit(job_id, done, total), should_stop=should_stop,
-                memory=self._open_memory(),
+                memory=self._open_memory(), report=report, terms=self._current_terms(),
             )
         except Exception as e:  # DocumentError, Cancelled, a file its format library chokes on, out of memory...
             if should_stop():
@@ -461,6 +483,7 @@ class EngineWorker(QThread):
             else:
                 self.document_failed.emit(job_id, str(e).splitlines()[0] if str(e) else type(e).__name__)
             return
+        self.document_report.emit(job_id, report)
         self.document_done.emit(job_id, str(written))
 
 
@@ -475,7 +498,7 @@ class _YieldingToTypedText:
     def __getattr__(self, name):
         return getattr(self._translator, name)
 
-    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, on_translation=None,
+    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, on_translation=None, terms=None,
                   **kwargs) -> list[str | None]:
         def stop_for_now() -> bool:
             return (should_stop is not None and should_stop()) or self._worker._typed_waiting()
@@ -489,7 +512,8 @@ class _YieldingToTypedText:
         while pending:
             found = self._translator.translate([texts[i] for i in pending], *args, should_stop=stop_for_now,
                                                on_result=reported(pending, on_result),
-                                               on_translation=reported(pending, on_translation), **kwargs)
+                                               on_translation=reported(pending, on_translation), **kwargs,
+                                               terms=None if terms is None else [terms[i] for i in pending])
             for i, result in zip(pending, found):
                 results[i] = result
             pending = [i for i in pending if results[i] is None]

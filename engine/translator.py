@@ -171,6 +171,7 @@ class Translator:
         starts: list[str | None] | None = None,
         alternatives: int = 1,
         on_translation: Callable[[int, Translation], None] | None = None,
+        terms: list[list[str]] | None = None,
     ) -> list[str]:
         """Translate each text (one segment each; one too long for the model goes in pieces); blank texts stay empty.
 
@@ -193,6 +194,9 @@ class Translator:
         score and up to `alternatives` - 1 alternatives) as soon as it is whole; only then are
         scores read. `alternatives` may not exceed num_beams (OptionsError).
         """
+        if terms is not None and not (isinstance(terms, list) and all(
+                isinstance(t, list) and all(isinstance(s, str) for s in t) for t in terms)):
+            raise TypeError("terms must be a list of lists of str")
         options = options or self.default_options()
         check_int("alternatives", alternatives, 1, options.num_beams)
         prefix = self.tokenizer.decoder_prefix(tgt_lang)

@@ -62,10 +62,12 @@ def translate_document(
     overwrite: bool = False,
     batch_sentences: int | None = BATCH_SENTENCES,
     options: dict | None = None,
+    proportional: Callable[[str], None] | None = None,
 ) -> Path:
     """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop.
     `batch_sentences`: distinct sentences per `translate_batch` call (None: all in one). `options`:
-    document options; each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual)."""
+    document options; each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual).
+    `proportional`: see `translate_segments`."""
     path, out_path = Path(path), Path(out_path)
     if out_path.resolve() == path.resolve():
         raise DocumentError("the output would replace the input")
@@ -76,7 +78,7 @@ def translate_document(
     document = module.extract(path, **{k: v for k, v in (options or {}).items() if k in getattr(module, "OPTIONS", ())})
     try:
         translations = translate_segments(
-            document.segments, translate_batch, source_script, target_script, progress, batch_sentences
+            document.segments, translate_batch, source_script, target_script, progress, batch_sentences, proportional
         )
         out_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = create_temporary(out_path)

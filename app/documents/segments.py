@@ -14,7 +14,7 @@ sentence once, and rebuilds the segment's runs:
   <x2/>.` NLLB copies such tags most of the time.
 - If the translation has exactly the tags it was given, well formed and not nested, each tag's
   words get that run's formatting and each atom goes where its tag is.
-- If not (tags lost, doubled, mangled, as a random test model always does), the tags are removed
+- If not (tags lost, doubled, mangled, as a random test model does without constraints), the tags are removed
   and the formatting is mapped proportionally: run i of the source, which covered a share of the
   source characters, covers the same share of the translation, with cuts moved to the nearest word
   start (any character in scripts written without spaces, `UNSPACED_SCRIPTS`, or where the
@@ -43,7 +43,8 @@ from dragoman.app.documents.sentences import NO_SPACE_SCRIPTS, is_translatable, 
 # loses, a call at a time. (The app's document jobs hand the engine a whole document in one call
 # that reports results as they come: app/jobs.py.)
 BATCH_SENTENCES = 32
-_TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)
+_TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)  # as a translation may write them
+PLACEHOLDER_TAG = re.compile(r"<x\d+/?>|</x\d+>")  # as `_Sentence` writes them
 # Scripts whose words are not separated by spaces: formatting may start at any character.
 UNSPACED_SCRIPTS = NO_SPACE_SCRIPTS | {"Thai", "Laoo", "Khmr", "Tibt"}
 _SPACES = re.compile(r"\s+")
@@ -121,12 +122,13 @@ class _Sentence:
                 parts.append(f"<x{len(self.tagged)}>{run.text}</x{len(self.tagged)}>")
         self.key = "".join(parts)
 
-    def rebuild(self, translation: str, target_script: str) -> list[Run]:
+    def rebuild(self, translation: str, target_script: str) -> tuple[list[Run], bool]:
+        """The translated runs, and whether the formatting had to be placed proportionally."""
         translation = translation.strip()
         runs = self._from_tags(translation)
         if runs is None:
-            runs = self._proportional(re.sub(r"\s{2,}", " ", _TAG.sub("", translation)).strip(), target_script)
-        return runs
+            return self._proportional(re.sub(r"\s{2,}", " ", _TAG.sub("", translation)).strip(), target_script), True
+        return runs, False
 
     def _from_tags(self, translation: str) -> list[Run] | None:
         runs: list[Run] = []
@@ -269,12 +271,15 @@ def translate_segments(
     target_script: str,
     progress: Callable[[int, int], None] | None = None,
     batch_sentences: int | None = BATCH_SENTENCES,
+    proportional: Callable[[str], None] | None = None,
 ) -> list[list[Run]]:
     """The translated runs of each segment. Each distinct sentence is translated once.
 
     `translate_batch(texts)` returns one translation per text (None: stopped, raises Cancelled),
     called on `batch_sentences` texts at a time (None: all in one call); `progress(done, total)`
-    counts distinct sentences, before the first call and after each.
+    counts distinct sentences, before the first call and after each. `proportional(text)` is
+    called once for each distinct tagged sentence whose translation did not have exactly its
+    tags, so that its formatting was placed proportionally.
     """
     plans = [_plan(segment, source_script) for segment in segments]
     unique = list(dict.fromkeys(p.key for plan in plans for p in plan if isinstance(p, _Sentence) and is_translatable(p.key)))
@@ -291,13 +296,19 @@ def translate_segments(
         if progress:
             progress(i + len(batch), len(unique))
     out = []
+    placed_proportionally: set[str] = set()
     for plan in plans:
         runs: list[Run] = []
         for index, piece in enumerate(plan):
             if isinstance(piece, _Sentence):
                 translation = translations.get(piece.key, "")
                 if _TAG.sub("", translation).strip():
-                    runs.extend(piece.rebuild(translation, target_script))
+                    rebuilt, by_proportion = piece.rebuild(translation, target_script)
+                    runs.extend(rebuilt)
+                    if by_proportion and piece.tagged and piece.key not in placed_proportionally:
+                        placed_proportionally.add(piece.key)
+                        if proportional is not None:
+                            proportional(piece.key)
                 else:  # no letters (a stray number between sentences), or an empty translation: as it was
                     runs.extend(piece.runs)
             elif 0 < index < len(plan) - 1:  # between two sentences: the target script's spacing

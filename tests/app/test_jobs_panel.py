@@ -197,3 +197,21 @@ def test_a_job_whose_output_a_crash_left_in_place_is_done_and_its_temporary_file
     rows = rows_settled(qtbot, window, 1)
     assert rows["a.txt"].state == DONE
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.fra_Latn.txt", "a.txt", "home"]
+
+
+def test_a_done_job_says_how_many_sentences_had_their_formatting_placed_by_proportion(
+        qtbot, open_window, settings, tmp_path, monkeypatch):
+    import re
+
+    def translate(self, texts, *args, terms=None, **kwargs):  # tags kept only where the text says "keep"
+        return [t.upper() if "keep" in t else re.sub(r"</?x\d+/?>", "", t).upper() for t in texts]
+
+    monkeypatch.setattr(dragoman.engine.translator.Translator, "translate", translate)
+    (tmp_path / "lost.md").write_text("Some **bold** words.\n\nMore *slanted* words.\n\nPlain.\n", encoding="utf-8")
+    (tmp_path / "kept.md").write_text("We keep **bold** words.\n", encoding="utf-8")
+    window = open_window(settings, True)
+    drop(window, tmp_path / "lost.md", tmp_path / "kept.md")
+    rows = rows_settled(qtbot, window, 2)
+    assert rows["lost.md"].status.text() == "Saved as lost.fra_Latn.md; formatting placed by proportion in 2 sentences"
+    assert rows["kept.md"].status.text() == "Saved as kept.fra_Latn.md"
+    assert (tmp_path / "kept.fra_Latn.md").read_text(encoding="utf-8").strip() == "WE KEEP **BOLD** WORDS."

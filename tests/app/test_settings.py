@@ -77,3 +77,17 @@ def test_the_gpu_memory_default_is_the_engine_s():
     from dragoman.engine.generator import DEFAULT_GPU_MEMORY
 
     assert Settings().gpu_memory_mb << 20 == DEFAULT_GPU_MEMORY
+
+
+def test_glossary_settings_round_trip_and_bad_entries_are_dropped(paths):
+    settings = Settings(glossary_pairs_off=[["ui.csv", "eng_Latn", ""]], do_not_translate=["Dragoman"], protect=False)
+    settings.save(paths.settings_file)
+    assert Settings.load(paths.settings_file) == settings
+    assert paths.glossaries_dir == paths.data_dir / "glossaries"
+    paths.settings_file.write_text(json.dumps({
+        "glossary_pairs_off": [["ui.csv", "eng_Latn", "fra_Latn"], ["short"], "ui.csv", ["a", "b", 3]],
+        "do_not_translate": ["Acme", "", 7, "  "], "protect": "no",
+    }))
+    loaded = Settings.load(paths.settings_file)
+    assert (loaded.glossary_pairs_off, loaded.do_not_translate, loaded.protect) == (
+        [["ui.csv", "eng_Latn", "fra_Latn"]], ["Acme"], True)

@@ -278,6 +278,32 @@ def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_inde
     assert reported == dict(enumerate(results))
 
 
+def test_a_document_paused_for_typed_text_gives_each_text_its_own_terms_again(translator, monkeypatch):
+    from dragoman.app.worker import _YieldingToTypedText
+
+    class Worker:  # typed text "arrives" once two of the document's sentences have finished
+        paused = 0
+
+        def _typed_waiting(self):
+            return self.paused == 0 and len(reported) >= 2
+
+        def _run_waiting_typed(self):
+            self.paused += 1
+
+    calls = []
+    translate = translator.translate
+    monkeypatch.setattr(translator, "translate", lambda texts, *a, terms=None, **k: calls.append(
+        dict(zip(texts, terms))) or translate(texts, *a, terms=terms, **k))
+    reported = {}
+    worker = Worker()
+    terms = [[f"term {i}"] for i in range(len(MANY_LINES))]
+    _YieldingToTypedText(worker, translator).translate(
+        MANY_LINES, "eng_Latn", "fra_Latn", translator.default_options(**OPTIONS),
+        on_result=lambda i, text: reported.setdefault(i, text), terms=terms)
+    assert worker.paused == 1 and len(calls) == 2 and len(calls[1]) < len(MANY_LINES)
+    assert all(given == [f"term {MANY_LINES.index(text)}"] for call in calls for text, given in call.items())
+
+
 def test_typed_lines_are_translated_sentence_by_sentence(qtbot, worker, translator, monkeypatch):
     """Each sentence of a line is decoded on its own and the line streams and ends as their join;
     a ruler stays as typed; editing one sentence decodes that sentence alone."""

@@ -97,10 +97,13 @@ class FakeTranslator:
     """What the CLI's document jobs need from the engine, translating with upper_keeping_tags."""
 
     device = types.SimpleNamespace(type="cpu")
+    config = types.SimpleNamespace(max_position_embeddings=1024)
     model_dir = Path("fake-model")
 
     def default_options(self, **overrides):
-        return {"num_beams": 1, **overrides}
+        from dragoman.engine import DecodingOptions
+
+        return DecodingOptions(num_beams=1, **overrides)
 
     def adapter_identity(self, name):
         return name

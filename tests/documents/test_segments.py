@@ -106,3 +106,14 @@ def test_a_document_sentence_translated_empty_is_written_as_its_source(tmp_path,
 
         p = docx.Document(tmp_path / f"out-{name}").paragraphs[0]
         assert p.text == f"T:{first} {second}" and [r.text for r in p.runs if r.bold] == [second]
+
+
+def test_the_sentences_placed_by_proportion_are_reported_once_each():
+    from document_fakes import upper_keeping_tags, upper_losing_tags
+
+    segments = [Segment([Run("Click "), Run("here", "b"), Run(" now.")]), Segment([Run("Plain text.")]),
+                Segment([Run("Click "), Run("here", "b"), Run(" now.")]), Segment([Run("A long "), Run("note", "i"), Run(" here.")])]
+    for fake, expected in ((upper_keeping_tags, []), (upper_losing_tags, ["Click <x1>here</x1> now.", "A long <x1>note</x1> here."])):
+        placed = []
+        translate_segments(segments, fake, "Latn", "Latn", proportional=placed.append)
+        assert placed == expected

@@ -1,0 +1,166 @@
+"""The device-side constrained search (engine/constrained_search.py) against the per-sentence
+reference (engine/constraints.py's ConstrainedBeamSearch), step by step: same hypotheses in the
+same rows, same scores, met counts and finished hypotheses, same results. One batch holds
+sentences of different constraint counts and max_lengths, and beside them, on the same rows'
+state, plain sentences that batched_search steps as it always does."""
+
+import pytest
+import torch
+from reference_search import beam_step as reference_beam_step
+from reference_search import greedy_step as reference_greedy_step
+from reference_search import toy_logits
+
+from dragoman import kernels
+from dragoman.engine.batched_search import beam_step, greedy_step
+from dragoman.engine.constrained_search import ConstraintTables, constrained_step
+from dragoman.engine.constraints import ConstrainedBeamSearch, Constraints, search_scores, search_width
+from dragoman.engine.decoding import BLOCKED, BeamSearch, DecodingOptions, GreedySearch
+from dragoman.engine.rows import DecoderRows
+
+EOS, VOCAB, T = 2, 40, 40
+TOY = toy_logits(VOCAB, EOS)
+# (prefix, constraints, max_length less than the options'): counts, overlaps, conflicts, repeats
+SENTENCES = [
+    ([2, 7], [[5, 6]], 0),
+    ([2, 9, 11], [[5, 6], [6, 7], [9, 30]], 2),  # [6, 7] may share 5 6's 6
+    ([2, 8], [[8, 8, 9]], 1),  # falls back on its repeated token, not to 0
+    ([2, 7], [[11, 12, 13], [11, 14], [36]], 0),  # two continue 11
+    ([2, 30, 5], [[5, 6, 7, 8], [39, 38]], 3),  # the prefix meets one token already
+]
+PLAIN = [[2, 7], [2, 13, 14]]  # sentences without constraints, in a group of their own
+
+OPTIONS = [
+    DecodingOptions(num_beams=4, max_length=20),
+    DecodingOptions(num_beams=3, max_length=18, length_penalty=0.6, early_stopping=True, min_new_tokens=3),
+    DecodingOptions(num_beams=2, max_length=18, length_penalty=1.3, early_stopping="never", min_length=6),
+    DecodingOptions(num_beams=3, max_length=18, repetition_penalty=1.4, no_repeat_ngram_size=3),  # host histories
+    DecodingOptions(num_beams=3, max_length=16, forced_eos_id=EOS),
+    DecodingOptions(num_beams=1, max_length=20),
+    DecodingOptions(num_beams=1, max_length=18, min_new_tokens=4, repetition_penalty=1.3),
+]
+
+
+class Batch:
+    """Sentences on the rows of one DecoderRows, each in a group of the sentences of its width."""
+
+    def __init__(self, options):
+        self.options = options
+        # A forced `</s>` reads max_length: sentences of their own max_length search apart (Request.search_options).
+        self.own = [options.with_changes(max_length=options.length - less * (options.forced_eos_id is None),
+                                         max_new_tokens=None) for _, _, less in SENTENCES]
+        self.refs = [ConstrainedBeamSearch(p, own, EOS, c) for (p, c, _), own in zip(SENTENCES, self.own)]
+        self.plain = [(BeamSearch if options.num_beams > 1 else GreedySearch)(p, options, EOS) for p in PLAIN]
+        widths = [search_width(options.num_beams, r.constraints.total) for r in self.refs]
+        self.state = DecoderRows(sum(widths) + len(PLAIN) * options.num_beams, T, 4, torch.device("cpu"))
+        self.rows, first = [], 0
+        for width in widths + [options.num_beams] * len(PLAIN):
+            self.rows.append(torch.arange(first, first + width))
+            first += width
+        s = self.state
+        for i, prefix in enumerate([p for p, _, _ in SENTENCES] + PLAIN):
+            rows = self.rows[i]
+            s.hyp[rows, : len(prefix)] = torch.tensor(prefix)
+            s.kv_len[rows] = len(prefix)
+            s.limit[rows] = self.own[i].length if i < len(SENTENCES) else options.length
+            if i < len(SENTENCES):  # as admission sets a constrained sentence up
+                s.score[rows] = torch.tensor([0.0] + [float("-inf")] * (len(rows) - 1))
+                met = self.refs[i].constraints.start(prefix)
+                s.met[rows, : len(met)] = torch.tensor(met, dtype=torch.int32)
+            else:
+                s.score[rows] = torch.tensor([0.0] + [BLOCKED] * (len(rows) - 1))
+        self.results = {}
+
+    def logits(self, rows):
+        """The toy model's logits of each row's hypothesis."""
+        return TOY([self.state.hyp[r, : self.state.kv_len[r]].tolist() for r in rows.reshape(-1).tolist()])
+
+    def report(self, done, rows, sentences):
+        report = kernels.StepReport(torch.empty(len(sentences), dtype=torch.bool),
+                                    torch.empty(len(sentences), T, dtype=torch.int64),
+                                    torch.empty(len(sentences), dtype=torch.int32))
+        kernels.step_report(done, rows, self.state.tensors, report, False)
+        for i, s in enumerate(sentences):
+            if done[i]:
+                self.results[s] = report.best[i, : report.lengths[i]].tolist()
+
+    def step(self, active):
+        """One step of every active sentence: the device searches, then the references."""
+        constrained = [s for s in active if s < len(SENTENCES)]
+        by_width = {}
+        for s in constrained:
+            by_width.setdefault(len(self.rows[s]), []).append(s)
+        for width, group in by_width.items():
+            rows = torch.stack([self.rows[s] for s in group])  # (S, W)
+            tables = ConstraintTables.build([self.refs[s].constraints for s in group], rows.device)
+            lengths = [self.refs[s].cur_len for s in group]
+            done = constrained_step(self.state, rows, self.logits(rows), self.options, EOS, T, lengths, tables)
+            self.report(done, rows, group)
+            for s, d in zip(group, done.tolist()):
+                ref = self.refs[s]
+                ref.advance(search_scores(TOY(ref.live), ref.live, ref.options, EOS))
+                assert d == ref.done, f"sentence {s}"
+        plain = [s for s in active if s >= len(SENTENCES)]
+        if plain:
+            rows = torch.stack([self.rows[s] for s in plain])
+            lengths = [self.state.kv_len[r[0]].item() for r in rows]
+            step = beam_step if self.options.num_beams > 1 else greedy_step
+            done = step(self.state, rows, self.logits(rows), self.options, EOS, T, lengths)
+            self.report(done, rows, plain)
+            for s, d in zip(plain, done.tolist()):
+                ref = self.plain[s - len(SENTENCES)]
+                (reference_beam_step if self.options.num_beams > 1 else reference_greedy_step)(ref, TOY, EOS)
+                assert d == ref.done
+        for s in active:
+            self.state.kv_len[self.rows[s]] += 1  # the next decoder step feeds the new token
+
+    def check(self, s, step):
+        """Sentence s's rows hold what its reference holds."""
+        ref, rows, state = self.refs[s], self.rows[s], self.state
+        where = f"sentence {s}, step {step}"
+        n = len(ref.beams)
+        assert state.hyp[rows[:n], : ref.cur_len].tolist() == ref.live, where
+        assert state.score[rows[:n]].tolist() == pytest.approx([b.score for b in ref.beams], rel=1e-5, abs=1e-5), where
+        assert (state.score[rows[n:]] == float("-inf")).all(), where
+        C = len(ref.constraints.sequences)
+        assert [tuple(m) for m in state.met[rows[:n], :C].tolist()] == [b.met for b in ref.beams], where
+        fin = state.fin_score[rows]
+        assert fin[fin > float("-inf")].tolist() == pytest.approx([f[0] for f in ref.finished], rel=1e-5), where
+        for i, (_, tokens) in enumerate(ref.finished):
+            assert state.fin_hyp[rows[i], : state.fin_len[rows[i]]].tolist() == tokens, where
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=[f"o{i}-beams{o.num_beams}" for i, o in enumerate(OPTIONS)])
+def test_constrained_step_follows_the_reference_search(options):
+    batch = Batch(options)
+    everyone = list(range(len(SENTENCES) + len(PLAIN)))
+    searches = batch.refs + batch.plain
+    for step in range(T):
+        active = [s for s in everyone if not searches[s].done]
+        if not active:
+            break
+        batch.step(active)
+        for s in active:
+            if s < len(SENTENCES) and not batch.refs[s].done:
+                batch.check(s, step)
+            elif s >= len(SENTENCES) and not searches[s].done:
+                ref = searches[s]
+                assert batch.state.hyp[batch.rows[s][: len(ref.live)], : len(ref.live[0])].tolist() == ref.live
+    assert all(s.done for s in searches), "every sentence ends by max_length"
+    assert [batch.results[s] for s in everyone] == [r.best() for r in searches]
+    for s, (_, constraints, _) in enumerate(SENTENCES):
+        tokens = batch.results[s]
+        assert all(any(tokens[i : i + len(c)] == c for i in range(len(tokens))) for c in constraints), (s, tokens)
+    widths = {len(batch.rows[s]) for s in range(len(SENTENCES))}
+    assert options.num_beams > 1 or len(widths) > 1, "greedy sentences of several widths"
+
+
+def test_tables_hold_each_constraints_automaton():
+    constraints = [Constraints([[8, 8, 9]], EOS), Constraints([[5, 6], [6, 7], [9]], EOS)]
+    tables = ConstraintTables.build(constraints, torch.device("cpu"))
+    assert tables.lengths.tolist() == [[3, 0, 0], [2, 2, 1]]
+    assert tables.tokens.tolist() == [[8, 9, 8, 8], [5, 6, 7, 9]]  # padded with the first
+    for c, moves, tokens in zip(constraints, tables.moves, tables.tokens.tolist()):
+        for i, n in enumerate(c.lengths):
+            for m in range(n):
+                assert moves[i, m].tolist() == [c.after(tuple(m if j == i else 0 for j in range(len(c.lengths))), t)[i]
+                                                for t in tokens]

@@ -125,7 +125,7 @@ def constrained_step(
         log_probs = F.log_softmax(processed(logits.to(torch.float32, copy=True)), dim=-1)
     else:
         log_probs = processed(F.log_softmax(logits.float(), dim=-1))
-    log_probs = log_probs.nan_to_num_(nan=NEG_INF)  # a row without a number ends its sentence
+    log_probs = log_probs.nan_to_num_(nan=NEG_INF, posinf=NEG_INF, neginf=NEG_INF)  # a row without a number ends its sentence
     scores = log_probs + state.score[flat][:, None]  # (N, V)
 
     # Tokens after which the constraints no longer fit (`ConstrainedBeamSearch._allowed`).

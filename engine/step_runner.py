@@ -26,6 +26,7 @@ import torch
 from dragoman import kernels
 from dragoman.engine import admission
 from dragoman.engine.batched_search import search_step
+from dragoman.engine.constrained_search import ConstraintTables, constrained_step
 from dragoman.engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
 from dragoman.engine.decoding import DecodingOptions, bans_only_eos
 from dragoman.engine.device import to_device_many
@@ -145,7 +146,7 @@ class StepRunner:
 
     # -- the step ------------------------------------------------------------------------------------
 
-    def launch(self, groups: dict[DecodingOptions, Group]) -> LaunchedStep:
+    def launch(self, groups: dict[object, Group]) -> LaunchedStep:
         """Queue one step: feed every live row one token and advance every group's search."""
         live = list(groups.values())
         sentences = [s for group in live for s in group.sentences]
@@ -155,7 +156,9 @@ class StepRunner:
         # The host reads a step's report while the next step runs, and queues the one after only once
         # it has read it: steps report into two sets of memory in turn.
         self._parity ^= 1
-        report = self._search_in_graph(live[0], with_lora, bool(partial)) if len(live) == 1 else None
+        # A constrained group's search runs after the decoder step (its graph), not in it.
+        one_graph = len(live) == 1 and not live[0].constrained
+        report = self._search_in_graph(live[0], with_lora, bool(partial)) if one_graph else None
         if report is None:
             report = self._search_eagerly(live, with_lora, bool(partial))
         for s in sentences:
@@ -282,7 +285,7 @@ class StepRunner:
         """One decoder step over every group's rows, then each group's search and report: what
         `_search_in_graph` returns, for the groups' sentences in order."""
         group_rows = [self.group_rows(group) for group in live]  # (S, B) each
-        beams = live[0].options.num_beams if len(live) == 1 else 1  # the rows' runs of one sentence each
+        beams = group_rows[0].shape[1] if len(live) == 1 else 1  # the rows' runs of one sentence each
         step_rows = torch.cat([rows.reshape(-1) for rows in group_rows])  # (N,)
         fed, logits = self.run_rows(step_rows, with_lora, with_logits=True, group=beams)  # (N,), (N, V)
         S = sum(rows.shape[0] for rows in group_rows)
@@ -295,19 +298,31 @@ class StepRunner:
             width = min(max(lengths) + 1, self.rows.max_length)
             self._search_and_report(group.options, fed[first_row : first_row + n].view(rows.shape),  # (s, B)
                                     logits[first_row : first_row + n], width, lengths,
-                                    report.part(first_sentence, count), with_best)
+                                    report.part(first_sentence, count), with_best, self._tables(group))
             first_row, first_sentence = first_row + n, first_sentence + count
         return report.first(S)
 
     def _search_and_report(
         self, options: DecodingOptions, sentences: torch.Tensor, logits: torch.Tensor, width: int,
         lengths: list[int] | None, report: kernels.StepReport, with_best: bool,
+        tables: ConstraintTables | None = None,
     ) -> None:
         """One group's search over its rows `sentences` (S, B) as fed and their logits (S * B, V),
-        then its report into `report` (`_report_memory`'s, for the S sentences)."""
+        then its report into `report` (`_report_memory`'s, for the S sentences). `tables`: the
+        group's constraints, for a constrained search."""
         state = self.rows
-        done = search_step(options)(state, sentences, logits, options, self.eos_id, width, lengths)
+        if tables is not None:
+            done = constrained_step(state, sentences, logits, options, self.eos_id, width, lengths, tables)
+        else:
+            done = search_step(options)(state, sentences, logits, options, self.eos_id, width, lengths)
         kernels.step_report(done, sentences, state.tensors, report, with_best)
+
+    def _tables(self, group: Group) -> ConstraintTables | None:
+        """A constrained group's constraints on the device, built when its sentences change."""
+        if group.constrained and group.tables is None:
+            group.tables = ConstraintTables.build([s.request.checked_constraints for s in group.sentences],
+                                                  self.model.device)
+        return group.tables
 
     def _report_memory(self, key: tuple, sentences: int) -> kernels.StepReport:
         """Host memory (pinned on the GPU) for the report of a step of `sentences`, by `key`. Keys

@@ -164,3 +164,78 @@ def test_tables_hold_each_constraints_automaton():
             for m in range(n):
                 assert moves[i, m].tolist() == [c.after(tuple(m if j == i else 0 for j in range(len(c.lengths))), t)[i]
                                                 for t in tokens]
+
+
+def test_a_search_the_processors_leave_nothing_to_finish_gives_the_hypothesis_it_has():
+    # "5 6" is in the prefix, so no_repeat_ngram_size=2 bans 6 after every 5: [5, 6, 9] cannot be written.
+    prefix, options = [2, 5, 6, 7], DecodingOptions(num_beams=3, max_length=14, no_repeat_ngram_size=2)
+    ref = ConstrainedBeamSearch(prefix, options, EOS, [[5, 6, 9]])
+    state, rows = DecoderRows(3, T, 4, torch.device("cpu")), torch.arange(3)[None]
+    state.hyp[rows, :4], state.kv_len[rows], state.limit[rows] = torch.tensor(prefix), 4, options.length
+    state.score[rows] = torch.tensor([0.0, float("-inf"), float("-inf")])
+    state.met[rows, :1] = torch.tensor(ref.constraints.start(prefix), dtype=torch.int32)
+    tables = ConstraintTables.build([ref.constraints], rows.device)
+    while not ref.done:
+        histories = [state.hyp[r, : state.kv_len[r]].tolist() for r in range(3)]
+        done = constrained_step(state, rows, TOY(histories), options, EOS, T, [ref.cur_len], tables)
+        ref.advance(search_scores(TOY(ref.live), ref.live, options, EOS))
+        assert done.item() == ref.done
+        if not ref.done:
+            assert state.hyp[rows[0, : len(ref.beams)], : ref.cur_len].tolist() == ref.live
+            assert state.score[rows[0]].tolist() == pytest.approx([b.score for b in ref.beams] + [float("-inf")] * (3 - len(ref.beams)))
+        state.kv_len[rows] += not ref.done
+    assert ref.finished == [] and (state.fin_score[rows] == float("-inf")).all()
+    report = kernels.StepReport(torch.empty(1, dtype=torch.bool), torch.empty(1, T, dtype=torch.int64),
+                                torch.empty(1, dtype=torch.int32))
+    kernels.step_report(done, rows, state.tensors, report, False)
+    assert report.best[0, : report.lengths[0]].tolist() == ref.best()
+
+
+# -- in the engine, on the tiny checkpoint ------------------------------------------------------------
+
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz",
+         "Bonjour, comment allez-vous aujourd'hui ?"]
+WORDS = [["chat"], [], ["bonjour le monde", "chat", "rouge"], [], ["maison", "le maison"]]  # overlapping, in another
+
+
+@pytest.mark.parametrize("pipelined", [False, True], ids=["steps finished at once", "pipelined as on the GPU"])
+@pytest.mark.parametrize("hf_options", [dict(num_beams=4, max_length=40), dict(num_beams=1, max_length=40),
+                                        dict(num_beams=3, length_penalty=0.6, early_stopping=True, max_length=32),
+                                        dict(num_beams=2, repetition_penalty=1.3, max_length=32)],
+                         ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_a_batch_mixing_constrained_and_plain_sentences(translator, hf_model, hf_tokenizer, hf_options, pipelined,
+                                                        monkeypatch):
+    """Plain sentences give generate's tokens beside constrained ones, which give the reference's."""
+    from reference_search import constrained_step as reference_constrained_step
+    from reference_search import hf_generate, model_logits, run
+
+    from dragoman.engine.generator import Request
+
+    monkeypatch.setattr(translator.generator, "pipelined", pipelined)
+    tok, options = translator.tokenizer, DecodingOptions(**hf_options)
+    prefix = tok.decoder_prefix("fra_Latn")
+    constraints = [[tok.encode_target_start(w) for w in words] for words in WORDS]
+    requests = [Request(tok.encode_source(text, "eng_Latn"), prefix, options, constraints=c or None)
+                for text, c in zip(TEXTS, constraints)]
+    translator.generator.run(requests)
+    for text, c, request in zip(TEXTS, constraints, requests):
+        if not c:
+            assert request.result == hf_generate(hf_model, hf_tokenizer, text, "eng_Latn", "fra_Latn", **hf_options)[0]
+            continue
+        logits_of = model_logits(hf_model, hf_tokenizer, text, "eng_Latn")
+        ref = run(ConstrainedBeamSearch(prefix, options, EOS, c), reference_constrained_step, logits_of, EOS)
+        assert request.result == ref.best(), text
+        assert all(any(request.result[i : i + len(x)] == x for i in range(len(request.result))) for x in c)
+
+
+def test_constraints_that_cannot_fit_are_refused_in_one_line(translator):
+    from dragoman.engine.decoding import OptionsError
+    from dragoman.engine.generator import Request
+
+    tok = translator.tokenizer
+    words = tok.encode_target_start("bonjour le monde, comment allez-vous")
+    request = Request(tok.encode_source("Hello", "eng_Latn"), tok.decoder_prefix("fra_Latn"),
+                      DecodingOptions(num_beams=2, max_length=len(words) + 1), constraints=[words])
+    with pytest.raises(OptionsError, match=f"constraints need up to {len(words)} tokens, but max_length") as error:
+        translator.generator.run([request])
+    assert "\n" not in str(error.value)

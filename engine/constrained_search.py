@@ -43,9 +43,9 @@ class ConstraintTables:
     """A group's constraints on the device, sentence by sentence (see the module's docstring)."""
 
     lengths: torch.Tensor  # (S, C) int64, 0 for padding (met from the start)
-    sequences: torch.Tensor  # (S, C, L) int64, padded with the sentence's first constraint token
+    sequences: torch.Tensor  # (S, C, L) int64, padded with 0 (never read: past a constraint's length)
     tokens: torch.Tensor  # (S, J) int64 distinct, padded with the first: a repeat gives the same answers
-    moves: torch.Tensor  # (S, C, L, J) int64: met count after tokens[j] from met count m < lengths
+    moves: torch.Tensor  # (S, C, L, J) int64: met count after tokens[j] from met count m < lengths (0 past them)
 
     @classmethod
     def build(cls, sentences: list[Constraints], device: torch.device) -> "ConstraintTables":
@@ -55,14 +55,32 @@ class ConstraintTables:
         lengths, sequences, tokens, moves = [], [], [], []
         for c in sentences:
             own = sorted(c.tokens)
-            own += own[:1] * (J - len(own))
             lengths.append(list(c.lengths) + [0] * (C - len(c.lengths)))
-            sequences.append([list(s) + own[:1] * (L - len(s)) for s in c.sequences] + [own[:1] * L] * (C - len(c.sequences)))
-            tokens.append(own)
-            moves.append([[[c.next_met(i, m, t) if m < n else 0 for t in own] for m in range(L)]
+            sequences.append([list(s) + [0] * (L - len(s)) for s in c.sequences] + [[0] * L] * (C - len(c.sequences)))
+            tokens.append(own + own[:1] * (J - len(own)))
+            moves.append([[[c.next_met(i, m, t) if m < n else 0 for t in own] + [0] * (J - len(own)) for m in range(L)]
                           for i, n in enumerate(c.lengths)] + [[[0] * J] * L] * (C - len(c.lengths)))
         as_tensor = lambda x: torch.tensor(x, dtype=torch.int64).to(device)  # noqa: E731
         return cls(as_tensor(lengths), as_tensor(sequences), as_tensor(tokens), as_tensor(moves))
+
+    def select(self, index: torch.Tensor) -> "ConstraintTables":
+        """The tables of the sentences at `index` (n,), in that order."""
+        return ConstraintTables(self.lengths[index], self.sequences[index], self.tokens[index], self.moves[index])
+
+    def padded(self, C: int, L: int, J: int) -> "ConstraintTables":
+        """The same tables padded to C constraints of L tokens and J distinct tokens a sentence."""
+        c, l, j = self.moves.shape[1:]
+        tokens = torch.cat([self.tokens, self.tokens[:, :1].expand(-1, J - j)], dim=1)
+        return ConstraintTables(F.pad(self.lengths, (0, C - c)), F.pad(self.sequences, (0, L - l, 0, C - c)), tokens,
+                                F.pad(self.moves, (0, J - j, 0, L - l, 0, C - c)))
+
+    @staticmethod
+    def joined(first: "ConstraintTables", second: "ConstraintTables") -> "ConstraintTables":
+        """The sentences of `first`, then those of `second`."""
+        C, L, J = (max(a, b) for a, b in zip(first.moves.shape[1:], second.moves.shape[1:]))
+        a, b = first.padded(C, L, J), second.padded(C, L, J)
+        return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(
+            (a.lengths, a.sequences, a.tokens, a.moves), (b.lengths, b.sequences, b.tokens, b.moves))))
 
 
 def _needed(met: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

@@ -115,17 +115,18 @@ class Group:
         self.options = options
         self.constrained = constrained
         self.sentences: dict[Sentence, None] = {}  # in admission order; removal without a walk
-        # The runner's tensor of their rows, and of their constraints' tables; dropped whenever they change.
-        self.device_rows = None
+        self.device_rows = None  # the runner's tensor of their rows; dropped whenever they change
+        # The runner's tables of their constraints, and the sentences they were made for, in order.
         self.tables = None
+        self.tables_sentences: list[Sentence] = []
 
     def add(self, sentence: Sentence) -> None:
         self.sentences[sentence] = None
-        self.device_rows = self.tables = None
+        self.device_rows = None
 
     def remove(self, sentence: Sentence) -> None:
         del self.sentences[sentence]
-        self.device_rows = self.tables = None
+        self.device_rows = None
 
 
 @dataclass

@@ -318,11 +318,28 @@ class StepRunner:
         kernels.step_report(done, sentences, state.tensors, report, with_best)
 
     def _tables(self, group: Group) -> ConstraintTables | None:
-        """A constrained group's constraints on the device, built when its sentences change."""
-        if group.constrained and group.tables is None:
-            group.tables = ConstraintTables.build([s.request.checked_constraints for s in group.sentences],
-                                                  self.model.device)
-        return group.tables
+        """A constrained group's constraints on the device. When its sentences change, those that
+        stay keep their tables (a gather on the device: sentences leave a document's group nearly
+        every step) and only those that joined (at its end) are built."""
+        if not group.constrained:
+            return None
+        sentences = list(group.sentences)
+        if group.tables is not None and group.tables_sentences == sentences:
+            return group.tables
+        had = {s: i for i, s in enumerate(group.tables_sentences)} if group.tables is not None else {}
+        kept = [s for s in sentences if s in had]
+        joined = sentences[len(kept):]
+        if kept and sentences[: len(kept)] == kept:
+            tables = group.tables.select(torch.tensor([had[s] for s in kept]).to(self.model.device))
+            if joined:
+                tables = ConstraintTables.joined(tables, self._build_tables(joined))
+        else:
+            tables = self._build_tables(sentences)
+        group.tables, group.tables_sentences = tables, sentences
+        return tables
+
+    def _build_tables(self, sentences: list[Sentence]) -> ConstraintTables:
+        return ConstraintTables.build([s.request.checked_constraints for s in sentences], self.model.device)
 
     def _report_memory(self, key: tuple, sentences: int) -> kernels.StepReport:
         """Host memory (pinned on the GPU) for the report of a step of `sentences`, by `key`. Keys

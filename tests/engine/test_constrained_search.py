@@ -162,8 +162,21 @@ def test_tables_hold_each_constraints_automaton():
     for c, moves, tokens in zip(constraints, tables.moves, tables.tokens.tolist()):
         for i, n in enumerate(c.lengths):
             for m in range(n):
-                assert moves[i, m].tolist() == [c.after(tuple(m if j == i else 0 for j in range(len(c.lengths))), t)[i]
-                                                for t in tokens]
+                own = sorted(c.tokens)
+                assert moves[i, m, : len(own)].tolist() == [
+                    c.after(tuple(m if j == i else 0 for j in range(len(c.lengths))), t)[i] for t in own]
+
+
+def test_tables_kept_when_sentences_leave_and_join_are_the_tables_built_anew():
+    """The step runner keeps a group's tables as its sentences change: a selection of those that
+    stay, joined with those of the new ones, padded to the widest."""
+    constraints = [Constraints(c, EOS) for _, c, _ in SENTENCES]
+    cpu = torch.device("cpu")
+    kept = ConstraintTables.build(constraints[:3], cpu).select(torch.tensor([0, 2]))
+    tables = ConstraintTables.joined(kept, ConstraintTables.build(constraints[3:], cpu))
+    anew = ConstraintTables.build([constraints[i] for i in (0, 2, 3, 4)], cpu)
+    for field in ("lengths", "sequences", "tokens", "moves"):
+        assert torch.equal(getattr(tables, field), getattr(anew, field)), field
 
 
 def test_a_search_the_processors_leave_nothing_to_finish_gives_the_hypothesis_it_has():
@@ -239,3 +252,25 @@ def test_constraints_that_cannot_fit_are_refused_in_one_line(translator):
     with pytest.raises(OptionsError, match=f"constraints need up to {len(words)} tokens, but max_length") as error:
         translator.generator.run([request])
     assert "\n" not in str(error.value)
+
+
+def test_constrained_sentences_joining_as_others_leave_end_as_they_do_together(make_translator, translator):
+    """With rows for few sentences at a time, constrained sentences join the group's search as others
+    leave it (each at its own max_length; the tables of those that stay are kept): each ends as in
+    one batch of all."""
+    from dragoman.engine.generator import Request
+
+    small = make_translator(max_rows=6)
+    tok = translator.tokenizer
+    options = DecodingOptions(num_beams=2, max_length=32)
+    texts = TEXTS * 2
+    words = [["chat"], ["le monde", "rouge"], ["maison"], ["bonjour"], ["chat noir", "le"]] * 2
+
+    def results(engine):
+        requests = [Request(tok.encode_source(t, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options,
+                            constraints=[tok.encode_target_start(w) for w in own], max_length=14 + 2 * i)
+                    for i, (t, own) in enumerate(zip(texts, words))]
+        engine.generator.run(requests)
+        return [r.result for r in requests]
+
+    assert results(small) == results(translator)

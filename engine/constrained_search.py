@@ -143,7 +143,8 @@ def constrained_step(
         log_probs = F.log_softmax(processed(logits.to(torch.float32, copy=True)), dim=-1)
     else:
         log_probs = processed(F.log_softmax(logits.float(), dim=-1))
-    log_probs = log_probs.nan_to_num_(nan=NEG_INF, posinf=NEG_INF, neginf=NEG_INF)  # a row without a number ends its sentence
+    # A row without a number (NaN, inf) has no candidates: its sentence ends.
+    log_probs = log_probs.nan_to_num_(nan=NEG_INF, posinf=NEG_INF, neginf=NEG_INF)
     scores = log_probs + state.score[flat][:, None]  # (N, V)
 
     # Tokens after which the constraints no longer fit (`ConstrainedBeamSearch._allowed`).
@@ -183,7 +184,8 @@ def constrained_step(
     repeat = torch.cat([torch.zeros_like(extra[:, :1], dtype=torch.bool), extra[:, 1:] == extra[:, :-1]], dim=1)
     extra_beams = torch.arange(W, device=device).repeat_interleave(E).expand(S, W * E)  # (S, W * E)
     extra = extra.view(S, W * E)
-    in_pool = ((extra[:, :, None] == pool_tokens[:, None, :]) & (extra_beams[:, :, None] == pool_beams[:, None, :])).any(-1)
+    same_token = extra[:, :, None] == pool_tokens[:, None, :]  # (S, W * E, k)
+    in_pool = (same_token & (extra_beams[:, :, None] == pool_beams[:, None, :])).any(-1)
     absent = (extra == V) | repeat.view(S, W * E) | in_pool
     extra_values = scores.gather(1, extra.clamp(max=V - 1).view(S * W, E)).view(S, W * E)
     extra_values = extra_values.masked_fill(absent, NEG_INF)
@@ -192,7 +194,8 @@ def constrained_step(
     tokens = torch.cat([pool_tokens, extra.clamp(max=V - 1)], dim=1).gather(1, order)
     valid = values > NEG_INF  # a token no hypothesis may write (a processor's ban, the constraints') is none
     parents = rows.gather(1, beams)  # (S, M)
-    candidate_met = _after(tables, met.view(S, W, C).gather(1, beams[:, :, None].expand(-1, -1, C)), tokens)  # (S, M, C)
+    parent_met = met.view(S, W, C).gather(1, beams[:, :, None].expand(-1, -1, C))  # (S, M, C)
+    candidate_met = _after(tables, parent_met, tokens)  # (S, M, C)
     bank = candidate_met.sum(-1)  # (S, M)
     total = tables.lengths.sum(-1)  # (S,)
     hits = (tokens == eos_id) | (cur_len + 1 >= limit)[:, None]  # (S, M)
@@ -207,7 +210,8 @@ def constrained_step(
     def extended(parent_rows: torch.Tensor, new_tokens: torch.Tensor) -> torch.Tensor:
         """The parents' hypotheses (S, X, width) with the new tokens at position cur_len."""
         X = parent_rows.shape[1]
-        return state.hyp[:, :width][parent_rows].scatter_(2, cur_len[:, None, None].expand(S, X, 1), new_tokens[:, :, None])
+        at = cur_len[:, None, None].expand(S, X, 1)
+        return state.hyp[:, :width][parent_rows].scatter_(2, at, new_tokens[:, :, None])
 
     # Finished hypotheses: only the first `capacity` complete candidates may enter.
     fin_rows = rows[:, :capacity]  # (S, capacity)

@@ -302,7 +302,8 @@ class Generator:
             constraints = Constraints(request.constraints, self.model.config.eos_id)
             vocab = self.model.config.vocab_size
             if constraints.largest_token >= vocab:
-                raise OptionsError("constraints", f"hold token {constraints.largest_token}, past the vocabulary of {vocab}")
+                raise OptionsError("constraints",
+                                   f"hold token {constraints.largest_token}, past the vocabulary of {vocab}")
             check_fit(constraints, request.prefix, request.options, request.limit)
             request.checked_constraints = constraints
             request.width = search_width(request.options.num_beams, constraints.total)

@@ -195,7 +195,8 @@ def test_a_search_the_processors_leave_nothing_to_finish_gives_the_hypothesis_it
         assert done.item() == ref.done
         if not ref.done:
             assert state.hyp[rows[0, : len(ref.beams)], : ref.cur_len].tolist() == ref.live
-            assert state.score[rows[0]].tolist() == pytest.approx([b.score for b in ref.beams] + [float("-inf")] * (3 - len(ref.beams)))
+            none = [float("-inf")] * (3 - len(ref.beams))
+            assert state.score[rows[0]].tolist() == pytest.approx([b.score for b in ref.beams] + none)
         state.kv_len[rows] += not ref.done
     assert ref.finished == [] and (state.fin_score[rows] == float("-inf")).all()
     report = kernels.StepReport(torch.empty(1, dtype=torch.bool), torch.empty(1, T, dtype=torch.int64),
@@ -206,8 +207,8 @@ def test_a_search_the_processors_leave_nothing_to_finish_gives_the_hypothesis_it
 
 # -- in the engine, on the tiny checkpoint ------------------------------------------------------------
 
-TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz",
-         "Bonjour, comment allez-vous aujourd'hui ?"]
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。",
+         "Ein kurzer Satz", "Bonjour, comment allez-vous aujourd'hui ?"]
 WORDS = [["chat"], [], ["bonjour le monde", "chat", "rouge"], [], ["maison", "le maison"]]  # overlapping, in another
 
 

@@ -145,7 +145,7 @@ def constrained_step(
         log_probs = processed(F.log_softmax(logits.float(), dim=-1))
     # A row without a number (NaN, inf) has no candidates: its sentence ends.
     log_probs = log_probs.nan_to_num_(nan=NEG_INF, posinf=NEG_INF, neginf=NEG_INF)
-    scores = log_probs + state.score[flat][:, None]  # (N, V)
+    scores = log_probs.add_(state.score[flat][:, None])  # (N, V), in place: these are the largest tensors here
 
     # Tokens after which the constraints no longer fit (`ConstrainedBeamSearch._allowed`).
     met = state.met[flat, :C].long()  # (N, C)

@@ -178,6 +178,6 @@ def start_constraints(runner: StepRunner, sentences: list[Sentence]) -> None:
         met += [start + [0] * (MAX_CONSTRAINTS - len(start))] * len(s.rows)
         scores += [0.0] + [NEG_INF] * (len(s.rows) - 1)
     device, state = runner.model.device, runner.rows
-    rows_t = torch.tensor(rows).to(device)
-    state.met[rows_t] = torch.tensor(met, dtype=torch.int32).to(device)
-    state.score[rows_t] = torch.tensor(scores).to(device)
+    rows_t = to_device(rows, device, torch.int64)
+    state.met[rows_t] = to_device(met, device, torch.int32)
+    state.score[rows_t] = to_device(scores, device, torch.float32)

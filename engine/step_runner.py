@@ -29,7 +29,7 @@ from dragoman.engine.batched_search import search_step
 from dragoman.engine.constrained_search import ConstraintTables, constrained_step
 from dragoman.engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
 from dragoman.engine.decoding import DecodingOptions, bans_only_eos
-from dragoman.engine.device import to_device_many
+from dragoman.engine.device import to_device, to_device_many
 from dragoman.engine.kv_cache import PagedKVCache
 from dragoman.engine.lora_layers import LoraRows
 from dragoman.engine.lora_pool import LoraPool
@@ -330,7 +330,7 @@ class StepRunner:
         kept = [s for s in sentences if s in had]
         joined = sentences[len(kept):]
         if kept and sentences[: len(kept)] == kept:
-            tables = group.tables.select(torch.tensor([had[s] for s in kept]).to(self.model.device))
+            tables = group.tables.select(to_device([had[s] for s in kept], self.model.device, torch.int64))
             if joined:
                 tables = ConstraintTables.joined(tables, self._build_tables(joined))
         else:

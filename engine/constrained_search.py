@@ -24,7 +24,7 @@ ones picked round-robin over the banks, highest first. No host syncs, except whe
 processors need whole histories (repetition penalty, n-gram bans, forced `</s>`), as in
 batched_search; tables built when a group changes are queued through pinned memory
 (`device.to_device`), without waiting. The search is not captured in a CUDA graph (the decoder
-step before it is): it takes some 40 small ops a step besides the (S * W, V) passes.
+step before it is).
 """
 
 from __future__ import annotations

@@ -71,6 +71,9 @@ class StepRunner:
         # Host memory the steps report into (`_report_memory`), by graph key, or for steps that are not
         # one graph by ("eager", bucket, parity).
         self._reports: dict[tuple, kernels.StepReport] = {}
+        # Constrained groups' tables as their graphs read them (`_graph_tables`), by shape: the
+        # buffers, and the tables last copied in.
+        self._static_tables: dict[tuple, tuple[ConstraintTables, ConstraintTables | None]] = {}
         self._parity = 0
         self.padding_cross_slot = self._prepare_padding_row()
         self.graphs: DecodeGraphs | None = None
@@ -156,9 +159,7 @@ class StepRunner:
         # The host reads a step's report while the next step runs, and queues the one after only once
         # it has read it: steps report into two sets of memory in turn.
         self._parity ^= 1
-        # A constrained group's search runs after the decoder step (its graph), not in it.
-        one_graph = len(live) == 1 and not live[0].constrained
-        report = self._search_in_graph(live[0], with_lora, bool(partial)) if one_graph else None
+        report = self._search_in_graph(live[0], with_lora, bool(partial)) if len(live) == 1 else None
         if report is None:
             report = self._search_eagerly(live, with_lora, bool(partial))
         for s in sentences:
@@ -257,9 +258,10 @@ class StepRunner:
         host memory what the host reads of it (kernels.step_report), valid once the step's event
         has passed and until the step after next; `with_best`: the best hypotheses of all
         sentences, not only of those done. None when the step cannot be one graph (no graphs, score
-        processors that need the host, or a beam count that does not divide the padded batch)."""
+        processors that need the host, or a beam count that does not divide the padded batch). A
+        constrained group's graph reads its tables from buffers of their shape (`_graph_tables`)."""
         rows = self.group_rows(group)  # (S, B)
-        beams = group.options.num_beams
+        beams = rows.shape[1]
         if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(group.options):
             return None
         size = bucket_for(rows.numel())
@@ -269,14 +271,16 @@ class StepRunner:
         alone = len(group.sentences) == 1 and next(iter(group.sentences)) is self.folded_sentence
         folded = self.folded.slots if alone else 0
         # Two graphs per step key, each reporting into memory of its own (`_report_memory`).
-        key = (with_lora, group.options, with_best, self._parity, folded)
+        tables = self._graph_tables(group, size // beams) if group.constrained else None
+        shape = None if tables is None else (beams, *tables.moves.shape[1:])
+        key = (with_lora, group.options, with_best, self._parity, folded, shape)
         report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
             # Padding rows form whole sentences of the padding row; their search writes only padding state.
             self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
-                                    report, with_best)
+                                    report, with_best, tables)
 
         self.graphs.run(rows.reshape(-1), key, step)
         return report.first(rows.shape[0])
@@ -337,6 +341,28 @@ class StepRunner:
             tables = self._build_tables(sentences)
         group.tables, group.tables_sentences = tables, sentences
         return tables
+
+    def _graph_tables(self, group: Group, sentences: int) -> ConstraintTables:
+        """The group's tables in buffers for a graph of `sentences` (padding ones included), their
+        dimensions rounded up to powers of two so that few graphs serve the groups of a document;
+        refilled (a few copies on the device) when the group's tables change. Padding sentences
+        keep whatever the buffers hold: their rows are the padding row's."""
+        tables = self._tables(group)
+        C, L, J = (bucket_for(max(n, 4)) for n in tables.moves.shape[1:])
+        key = (sentences, C, L, J)
+        if key not in self._static_tables:
+            zeros = functools.partial(torch.zeros, dtype=torch.int64, device=self.model.device)
+            self._static_tables[key] = (ConstraintTables(zeros(sentences, C), zeros(sentences, C, L), zeros(sentences, J),
+                                                         zeros(sentences, C, L, J)), None)
+        static, filled_from = self._static_tables[key]
+        if filled_from is not tables:
+            own = tables.padded(C, L, J)
+            S = own.lengths.shape[0]
+            for target, source in ((static.lengths, own.lengths), (static.sequences, own.sequences),
+                                   (static.tokens, own.tokens), (static.moves, own.moves)):
+                target[:S].copy_(source)
+            self._static_tables[key] = (static, tables)
+        return static
 
     def _build_tables(self, sentences: list[Sentence]) -> ConstraintTables:
         return ConstraintTables.build([s.request.checked_constraints for s in sentences], self.model.device)

@@ -275,3 +275,32 @@ def test_constrained_sentences_joining_as_others_leave_end_as_they_do_together(m
         return [r.result for r in requests]
 
     assert results(small) == results(translator)
+
+
+@pytest.mark.parametrize("num_beams", [4, 1])
+def test_a_constrained_group_searching_in_the_steps_graph_ends_as_it_does_eagerly(translator, num_beams, monkeypatch):
+    """Alone in a step, a constrained group's search is part of the step's graph, reading its tables
+    from buffers padded to the graph's sentences and rounded shapes (on the CPU the graph path runs
+    eagerly, padded as on the GPU): the same results as the eager search."""
+    from dragoman.engine.generator import Generator, Request
+    from dragoman.engine.step_runner import StepRunner
+
+    graphed = Generator.build(translator.generator.model, max_rows=32, graphs=True)
+    searched_in_graph = []
+    original = StepRunner._graph_tables
+    monkeypatch.setattr(StepRunner, "_graph_tables",
+                        lambda self, *args: searched_in_graph.append(1) or original(self, *args))
+    tok = translator.tokenizer
+    options = DecodingOptions(num_beams=num_beams, max_length=32)
+    # For greedy, constraints of 7 tokens or more: each sentence's search 8 wide, so that they share one.
+    words = [["bonjour le monde"], ["le monde", "rouge"], ["bonjour", "maison"]]
+
+    def results(generator):
+        requests = [Request(tok.encode_source(t, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options,
+                            constraints=[tok.encode_target_start(w) for w in own], max_length=20 + 3 * i)
+                    for i, (t, own) in enumerate(zip(TEXTS, words))]
+        generator.run(requests)
+        return [r.result for r in requests]
+
+    assert results(graphed) == results(translator.generator)
+    assert searched_in_graph

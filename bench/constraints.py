@@ -25,7 +25,6 @@ from pathlib import Path
 
 import torch
 
-from bench import emit
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Request
 from dragoman.engine.translator import Translator
@@ -119,7 +118,9 @@ def main(argv: list[str] | None = None) -> dict:
     out["interactive_glossary_vs_plain"] = (out[f"interactive_beam{typed_beams}_glossary_2_terms_ms_median"]
                                            / out[f"interactive_beam{typed_beams}_plain_ms_median"])
 
-    emit(out, "constraints", translator.device)
+    if translator.device.type == "cuda":
+        out["max_mem_GB"] = torch.cuda.max_memory_allocated(translator.device) / 1e9
+    print(json.dumps(out, indent=1))
     if args.out:
         folder = Path(args.out)
         folder.mkdir(parents=True, exist_ok=True)

@@ -23,8 +23,8 @@ its constraints' next tokens), finished hypotheses among the complete candidates
 ones picked round-robin over the banks, highest first. No host syncs, except where the score
 processors need whole histories (repetition penalty, n-gram bans, forced `</s>`), as in
 batched_search; tables built when a group changes are queued through pinned memory
-(`device.to_device`), without waiting. A step of one constrained group alone is captured whole in a
-CUDA graph (engine/step_runner.py); beside other groups the search runs after the decoder's graph.
+(`device.to_device`), without waiting. A step of one small constrained group alone is captured
+whole in a CUDA graph (engine/step_runner.py); otherwise the search runs after the decoder's graph.
 """
 
 from __future__ import annotations

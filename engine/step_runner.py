@@ -38,6 +38,12 @@ from dragoman.engine.rows import DecoderRows
 from dragoman.engine.scheduler import Group, Sentence
 
 
+# A constrained search's step works on float32 copies of all its rows' scores: in a graph, those
+# would stay held in the graphs' memory pool. Few rows (typed text) gain most from a graph, the
+# search's launches being the step's cost there; a document's batch runs its search eagerly.
+GRAPHED_CONSTRAINED_ROWS = 64
+
+
 @dataclass
 class LaunchedStep:
     """A step queued on the device: the sentences it advanced and, once the device has run it, which
@@ -259,13 +265,14 @@ class StepRunner:
         has passed and until the step after next; `with_best`: the best hypotheses of all
         sentences, not only of those done. None when the step cannot be one graph (no graphs, score
         processors that need the host, or a beam count that does not divide the padded batch). A
-        constrained group's graph reads its tables from buffers of their shape (`_graph_tables`)."""
+        constrained group of at most GRAPHED_CONSTRAINED_ROWS rows is one graph too, reading its
+        tables from buffers of their shape (`_graph_tables`)."""
         rows = self.group_rows(group)  # (S, B)
         beams = rows.shape[1]
         if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(group.options):
             return None
         size = bucket_for(rows.numel())
-        if size % beams:
+        if size % beams or (group.constrained and size > GRAPHED_CONSTRAINED_ROWS):
             return None
         # The folded sentence's steps read buffers of its S: a graph per S.
         alone = len(group.sentences) == 1 and next(iter(group.sentences)) is self.folded_sentence

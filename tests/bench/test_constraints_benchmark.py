@@ -1,3 +1,6 @@
+"""bench/constraints.py on the CPU with the tiny checkpoint (named apart from tests/engine/test_constraints.py,
+which pytest would otherwise take for the same module)."""
+
 import json
 
 from bench.constraints import main

@@ -18,7 +18,8 @@ import torch
 
 from dragoman import kernels
 from dragoman.engine.cuda_graphs import bucket_for
-from dragoman.engine.decoding import BLOCKED
+from dragoman.engine.constraints import MAX_CONSTRAINTS
+from dragoman.engine.decoding import BLOCKED, NEG_INF
 from dragoman.engine.device import to_device, to_device_many, tokens_to_device
 from dragoman.engine.kv_cache import OutOfBlocks, Sequence
 from dragoman.engine.lora_layers import LoraRows
@@ -39,6 +40,8 @@ def fold_slots(runner: StepRunner, sentences: list[Sentence]) -> int:
     if runner.folded is None or len(sentences) != 1:
         return 0
     [sentence] = sentences
+    if sentence.request.checked_constraints is not None:
+        return 0  # its search runs outside the step's graph, which the fold is for
     if sentence.adapter_slot >= 0 or bucket_for(sentence.request.beams) > FOLD_MAX_ROWS:
         return 0
     return FoldedSources.slots_for(len(sentence.request.src_ids))
@@ -159,4 +162,22 @@ def admit_rows(runner: StepRunner, sentences: list[Sentence]) -> torch.Tensor:
     for s, opens in zip(sentences, opening):
         if opens:
             s.cached = 1  # as the host counts blocks: `</s>` is in its first blocks' slots already
+    start_constraints(runner, [s for s in sentences if s.request.checked_constraints is not None])
     return rows_t
+
+
+def start_constraints(runner: StepRunner, sentences: list[Sentence]) -> None:
+    """A constrained sentence's search starts from one hypothesis: its other rows score -inf (none),
+    and every row meets of each constraint what the decoder prefix meets (engine/constrained_search.py)."""
+    if not sentences:
+        return
+    rows, met, scores = [], [], []
+    for s in sentences:
+        start = list(s.request.checked_constraints.start(s.request.prefix))
+        rows += s.rows
+        met += [start + [0] * (MAX_CONSTRAINTS - len(start))] * len(s.rows)
+        scores += [0.0] + [NEG_INF] * (len(s.rows) - 1)
+    device, state = runner.model.device, runner.rows
+    rows_t = to_device(rows, device, torch.int64)
+    state.met[rows_t] = to_device(met, device, torch.int32)
+    state.score[rows_t] = to_device(scores, device, torch.float32)

@@ -91,6 +91,10 @@ class Constraints:
             met = self.after(met, token)
         return met
 
+    def next_met(self, constraint: int, met: int, token: int) -> int:
+        """Constraint `constraint`'s met count after `token`, from `met` below its length."""
+        return self._next[constraint][met].get(token, 0)
+
     def needed(self, met: tuple[int, ...]) -> int:
         """Tokens that suffice to meet every constraint from here: the most advanced unmet one
         continued, then each other unmet one written whole."""
@@ -103,6 +107,34 @@ class Constraints:
 
     def appear_in(self, tokens: list[int]) -> bool:
         return all(_holds(tuple(tokens), s) for s in self.sequences)
+
+
+def search_width(num_beams: int, total: int) -> int:
+    """The hypotheses a search of `num_beams` keeps for constraints of `total` tokens: num_beams,
+    or for greedy one per bank, at most GREEDY_WIDTH."""
+    return min(total + 1, GREEDY_WIDTH) if num_beams == 1 else num_beams
+
+
+def check_fit(constraints: Constraints, prefix: list[int], options: DecodingOptions, limit: int | None = None) -> tuple[int, ...]:
+    """The met counts after `prefix`, once the constraints are found to fit: what they still need
+    within the positions max_length (or the sentence's own `limit`) leaves after the prefix (and
+    before a forced end), and no constraint repeating an n-gram that no_repeat_ngram_size forbids;
+    else OptionsError in one line."""
+    length = options.length if limit is None else limit
+    met = constraints.start(prefix)
+    room = length - (options.forced_eos_id is not None) - len(prefix)
+    need = constraints.needed(met)
+    if need > room:
+        before_end = " and before the forced end" if options.forced_eos_id is not None else ""
+        raise OptionsError("constraints", f"need up to {need} tokens, but max_length {length} leaves {room}"
+                                          f" after the decoder prefix{before_end}")
+    n = options.no_repeat_ngram_size
+    for sequence in constraints.sequences:
+        grams = [sequence[i : i + n] for i in range(len(sequence) - n + 1)] if n else []
+        if len(set(grams)) < len(grams):
+            raise OptionsError("constraints", f"{list(sequence)} repeats a {n}-gram, which no_repeat_ngram_size"
+                                              f" {n} forbids")
+    return met
 
 
 def _holds(tokens: tuple[int, ...], part: tuple[int, ...]) -> bool:
@@ -174,22 +206,10 @@ class ConstrainedBeamSearch(BeamHypotheses):
         self.eos_id = eos_id
         total = self.constraints.total
         self.greedy = options.num_beams == 1
-        self.width = min(total + 1, GREEDY_WIDTH) if self.greedy else options.num_beams
+        self.width = search_width(options.num_beams, total)
         # The positions constraint tokens may take: a forced last token takes the last one.
         self.last_free = options.length - (options.forced_eos_id is not None)
-        met = self.constraints.start(prefix)
-        room = self.last_free - len(prefix)
-        need = self.constraints.needed(met)
-        if need > room:
-            before_end = " and before the forced end" if options.forced_eos_id is not None else ""
-            raise OptionsError("constraints", f"need up to {need} tokens, but max_length {options.length} leaves {room}"
-                                              f" after the decoder prefix{before_end}")
-        n = options.no_repeat_ngram_size
-        for sequence in self.constraints.sequences:
-            grams = [sequence[i : i + n] for i in range(len(sequence) - n + 1)] if n else []
-            if len(set(grams)) < len(grams):
-                raise OptionsError("constraints", f"{list(sequence)} repeats a {n}-gram, which no_repeat_ngram_size"
-                                                  f" {n} forbids")
+        met = check_fit(self.constraints, prefix, options)
         self.beams = [Hypothesis(list(prefix), 0.0, met)]
         self.finished: list[tuple[float, list[int]]] = []  # (normalised score, tokens), best first
         self.improvable = True  # HF's is_early_stop_heuristic_unsatisfied

@@ -24,6 +24,8 @@ from typing import Callable
 
 import torch
 
+from dragoman.engine.constraints import Constraints, check_fit, search_width
+from dragoman.engine.decoding import OptionsError
 from dragoman.engine.device import sum_in_float32
 from dragoman.engine.heap import freeze_heap, thaw_heap
 from dragoman.engine.kv_cache import PagedKVCache
@@ -168,7 +170,7 @@ class Generator:
         instead of between calls while the device waits. Each request's `on_done` runs likewise
         while the device works, once its result is set."""
         for request in requests:
-            self._check_lengths(request)
+            self._check_request(request)
         everything = list(requests)
         scheduler, runner = self.scheduler, self.runner
         scheduler.start(requests)
@@ -190,7 +192,7 @@ class Generator:
                 return
             for request in more:
                 try:
-                    self._check_lengths(request)
+                    self._check_request(request)
                 except ValueError as e:  # raising here would leave the running sentences behind
                     request.error = str(e)
                     continue
@@ -246,7 +248,7 @@ class Generator:
         self._finished += [r for r in plan.finished if r.on_done is not None]
         try:
             if plan.admit:
-                group = self.scheduler.groups[plan.admit[0].request.search_options]
+                group = self.scheduler.groups[plan.admit[0].request.group_key]
                 try:
                     self.runner.admit(plan.admit, plan.alone, group)
                 except torch.cuda.OutOfMemoryError:
@@ -288,7 +290,7 @@ class Generator:
         log.warning("out of GPU memory; decoding at most %d rows per step from now on (%s)", self.max_rows, error)
         self.runner.shrink(self.max_rows)
 
-    def _check_lengths(self, request: Request) -> None:
+    def _check_request(self, request: Request) -> None:
         limit = self.model.max_positions
         if len(request.src_ids) > limit:
             raise ValueError(f"a source of {len(request.src_ids)} tokens is longer than the {limit} the model reads")
@@ -296,3 +298,12 @@ class Generator:
             raise ValueError(f"max_length {request.options.length} is more than the model's {limit} positions")
         if request.max_length is not None and request.max_length < 2:
             raise ValueError(f"max length must be at least 2 (the start token and the language code), got {request.max_length}")
+        if request.constraints and request.checked_constraints is None:
+            constraints = Constraints(request.constraints, self.model.config.eos_id)
+            vocab = self.model.config.vocab_size
+            if constraints.largest_token >= vocab:
+                raise OptionsError("constraints",
+                                   f"hold token {constraints.largest_token}, past the vocabulary of {vocab}")
+            check_fit(constraints, request.prefix, request.options, request.limit)
+            request.checked_constraints = constraints
+            request.width = search_width(request.options.num_beams, constraints.total)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import torch
 
+from dragoman.engine.constraints import MAX_CONSTRAINTS
 from dragoman.engine.decoding import NEG_INF
 from dragoman.kernels import RowState
 
@@ -56,6 +57,8 @@ class DecoderRows:
         self.fin_len = torch.zeros(R, **i32)
         self.improvable = torch.ones(R, dtype=torch.bool, device=device)  # HF's early-stop heuristic, per sentence
         self.finished = torch.zeros(R, dtype=torch.bool, device=device)  # its sentence is done: it sits steps out
+        # Per constraint of a constrained sentence, its tokens the row's hypothesis meets (engine/constrained_search.py).
+        self.met = torch.zeros(R, MAX_CONSTRAINTS, **i32)
         self.free_rows = list(range(capacity - 1, -1, -1))  # pop() hands out low ids first
         # The same tensors as one object, as the kernels take them.
         self.tensors = RowState(self.hyp, self.kv_slots, self.kv_len, self.write_block, self.prior_offset,

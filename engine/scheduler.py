@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
+    from dragoman.engine.constraints import Constraints
     from dragoman.engine.decoding import DecodingOptions
     from dragoman.engine.kv_cache import Sequence
 
@@ -53,9 +54,15 @@ class Request:
     # How many of its best finished hypotheses it wants with their scores (`hypotheses`); 0: only
     # its result, so that plain sentences read nothing more.
     alternatives: int = 0
+    # Token sequences its result must each hold (lexically constrained search, engine/constraints.py).
+    constraints: list[list[int]] | None = None
     result: list[int] | None = None
     hypotheses: list[tuple[list[int], float]] | None = None  # (tokens, score), best first; set with `result`
     error: str | None = None  # why it did not run (an unusable adapter; a request `feed` gave too long): no result
+    # Set when the generator checks the request: its constraints compiled (None: a plain search),
+    # and the rows their search keeps (constraints.search_width).
+    checked_constraints: Constraints | None = field(default=None, repr=False)
+    width: int | None = None
 
     @property
     def limit(self) -> int:
@@ -73,7 +80,16 @@ class Request:
 
     @property
     def beams(self) -> int:
-        return self.options.num_beams
+        """The rows it decodes in: its beams, or its constrained search's width."""
+        return self.width if self.width is not None else self.options.num_beams
+
+    @property
+    def group_key(self):
+        """What the sentences whose searches advance as one share: the search options, and for a
+        constrained search that and its width, so that plain sentences keep their search as it is."""
+        if self.checked_constraints is None:
+            return self.search_options
+        return ("constrained", self.search_options, self.beams)
 
 
 @dataclass(eq=False)  # compared by identity (as a dict key too)
@@ -96,13 +112,18 @@ class Sentence:
 
 
 class Group:
-    """Running sentences that share decoding options: their searches advance as one."""
+    """Running sentences that share decoding options (and, `constrained`, a constrained search of
+    one width): their searches advance as one."""
 
-    def __init__(self, options: DecodingOptions):
+    def __init__(self, options: DecodingOptions, constrained: bool = False):
         self.options = options
+        self.constrained = constrained
         self.sentences: dict[Sentence, None] = {}  # in admission order; removal without a walk
         self.device_rows = None  # the runner's tensor of their rows; dropped whenever they change
         self.scored = 0  # of its sentences, those that want their hypotheses' scores (Request.alternatives)
+        # The runner's tables of their constraints, and the sentences they were made for, in order.
+        self.tables = None
+        self.tables_sentences: list[Sentence] = []
 
     def add(self, sentence: Sentence) -> None:
         self.sentences[sentence] = None
@@ -140,7 +161,7 @@ class Scheduler:
         self.cross_blocks = cross_blocks
         self.waiting: deque[Request] = deque()
         self.running: list[Sentence] = []
-        self.groups: dict[DecodingOptions, Group] = {}
+        self.groups: dict[object, Group] = {}  # by Request.group_key
         self.rows_taken = 0  # by the running sentences
         self._admissions = itertools.count()
 
@@ -250,17 +271,20 @@ class Scheduler:
     def _join(self, sentence: Sentence) -> None:
         self.running.append(sentence)
         self.rows_taken += sentence.request.beams
-        options = sentence.request.search_options
-        self.groups.setdefault(options, Group(options)).add(sentence)
+        request = sentence.request
+        key = request.group_key
+        if key not in self.groups:
+            self.groups[key] = Group(request.search_options, request.checked_constraints is not None)
+        self.groups[key].add(sentence)
 
     def _leave(self, sentence: Sentence) -> None:
         sentence.live = False
         self.rows_taken -= sentence.request.beams
-        options = sentence.request.search_options
-        group = self.groups[options]
+        key = sentence.request.group_key
+        group = self.groups[key]
         group.remove(sentence)
         if not group.sentences:
-            del self.groups[options]
+            del self.groups[key]
 
     def _make_room(self, free_self: int, new: dict[Sentence, int]) -> list[Sentence]:
         """Preempt the youngest sentences until the coming step's new blocks fit `free_self`; `new`

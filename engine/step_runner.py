@@ -26,15 +26,22 @@ import torch
 from dragoman import kernels
 from dragoman.engine import admission
 from dragoman.engine.batched_search import greedy_step, search_step
+from dragoman.engine.constrained_search import ConstraintTables, constrained_step
 from dragoman.engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
 from dragoman.engine.decoding import NEG_INF, DecodingOptions, bans_only_eos
-from dragoman.engine.device import to_device_many
+from dragoman.engine.device import to_device, to_device_many
 from dragoman.engine.kv_cache import PagedKVCache
 from dragoman.engine.lora_layers import LoraRows
 from dragoman.engine.lora_pool import LoraPool
 from dragoman.engine.model import FoldedSources, NllbModel
 from dragoman.engine.rows import DecoderRows
 from dragoman.engine.scheduler import Group, Sentence
+
+
+# A constrained search's step works on float32 copies of all its rows' scores: in a graph, those
+# would stay held in the graphs' memory pool. Few rows (typed text) gain most from a graph, the
+# search's launches being the step's cost there; a document's batch runs its search eagerly.
+GRAPHED_CONSTRAINED_ROWS = 64
 
 
 @dataclass
@@ -70,6 +77,9 @@ class StepRunner:
         # Host memory the steps report into (`_report_memory`), by graph key, or for steps that are not
         # one graph by ("eager", bucket, parity).
         self._reports: dict[tuple, kernels.StepReport] = {}
+        # Constrained groups' tables as their graphs read them (`_graph_tables`), by shape: the
+        # buffers, and the tables last copied in.
+        self._static_tables: dict[tuple, tuple[ConstraintTables, ConstraintTables | None]] = {}
         self._parity = 0
         self.padding_cross_slot = self._prepare_padding_row()
         self.graphs: DecodeGraphs | None = None
@@ -145,7 +155,7 @@ class StepRunner:
 
     # -- the step ------------------------------------------------------------------------------------
 
-    def launch(self, groups: dict[DecodingOptions, Group]) -> LaunchedStep:
+    def launch(self, groups: dict[object, Group]) -> LaunchedStep:
         """Queue one step: feed every live row one token and advance every group's search."""
         live = list(groups.values())
         sentences = [s for group in live for s in group.sentences]
@@ -195,7 +205,8 @@ class StepRunner:
 
     def _read_hypotheses(self, sentences: list[Sentence], scores: list[float]) -> None:
         """Set each finished sentence's `request.hypotheses`, given the scores its step reported:
-        greedy's one hypothesis with the mean log-probability of its tokens; beam search's best
+        greedy's one hypothesis with the mean log-probability of its tokens; beam search's (and a
+        constrained search's, whose finished hypotheses are scored as beam search's) best
         with its score or, asked for more, its `alternatives` best finished hypotheses and their
         scores, read from the fin_* of its first rows (the i-th best sits at its i-th row; a search
         that ended without one, as one with a negative length penalty may, gives its best running
@@ -205,7 +216,7 @@ class StepRunner:
         for the step in flight."""
         for s, score in zip(sentences, scores):
             result = s.request.result
-            if s.request.beams == 1:
+            if s.request.beams == 1 and not s.request.constraints:
                 s.request.hypotheses = [(result, score / (len(result) - len(s.request.prefix)))]
             elif s.request.alternatives == 1:
                 s.request.hypotheses = [(result, score)]
@@ -287,27 +298,31 @@ class StepRunner:
         host memory what the host reads of it (kernels.step_report), valid once the step's event
         has passed and until the step after next; `with_best`: the best hypotheses of all
         sentences, not only of those done. None when the step cannot be one graph (no graphs, score
-        processors that need the host, or a beam count that does not divide the padded batch)."""
+        processors that need the host, or a beam count that does not divide the padded batch). A
+        constrained group of at most GRAPHED_CONSTRAINED_ROWS rows is one graph too, reading its
+        tables from buffers of their shape (`_graph_tables`)."""
         rows = self.group_rows(group)  # (S, B)
-        beams = group.options.num_beams
+        beams = rows.shape[1]
         if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(group.options):
             return None
         size = bucket_for(rows.numel())
-        if size % beams:
+        if size % beams or (group.constrained and size > GRAPHED_CONSTRAINED_ROWS):
             return None
         # The folded sentence's steps read buffers of its S: a graph per S.
         alone = len(group.sentences) == 1 and next(iter(group.sentences)) is self.folded_sentence
         folded = self.folded.slots if alone else 0
         # Two graphs per step key, each reporting into memory of its own (`_report_memory`).
         scored = self._scored(group)
-        key = (with_lora, group.options, with_best, self._parity, folded, scored)
+        tables = self._graph_tables(group, size // beams) if group.constrained else None
+        shape = None if tables is None else (beams, *tables.moves.shape[1:])
+        key = (with_lora, group.options, with_best, self._parity, folded, scored, shape)
         report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
             # Padding rows form whole sentences of the padding row; their search writes only padding state.
             self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
-                                    report, with_best, scored)
+                                    report, with_best, scored, tables)
 
         self.graphs.run(rows.reshape(-1), key, step)
         return report.first(rows.shape[0])
@@ -316,7 +331,7 @@ class StepRunner:
         """One decoder step over every group's rows, then each group's search and report: what
         `_search_in_graph` returns, for the groups' sentences in order."""
         group_rows = [self.group_rows(group) for group in live]  # (S, B) each
-        beams = live[0].options.num_beams if len(live) == 1 else 1  # the rows' runs of one sentence each
+        beams = group_rows[0].shape[1] if len(live) == 1 else 1  # the rows' runs of one sentence each
         step_rows = torch.cat([rows.reshape(-1) for rows in group_rows])  # (N,)
         fed, logits = self.run_rows(step_rows, with_lora, with_logits=True, group=beams)  # (N,), (N, V)
         S = sum(rows.shape[0] for rows in group_rows)
@@ -329,27 +344,79 @@ class StepRunner:
             width = min(max(lengths) + 1, self.rows.max_length)
             self._search_and_report(group.options, fed[first_row : first_row + n].view(rows.shape),  # (s, B)
                                     logits[first_row : first_row + n], width, lengths,
-                                    report.part(first_sentence, count), with_best, self._scored(group))
+                                    report.part(first_sentence, count), with_best, self._scored(group),
+                                    self._tables(group))
             first_row, first_sentence = first_row + n, first_sentence + count
         return report.first(S)
 
     def _search_and_report(
         self, options: DecodingOptions, sentences: torch.Tensor, logits: torch.Tensor, width: int,
         lengths: list[int] | None, report: kernels.StepReport, with_best: bool, scored: bool = False,
+        tables: ConstraintTables | None = None,
     ) -> None:
         """One group's search over its rows `sentences` (S, B) as fed and their logits (S * B, V),
         then its report into `report` (`_report_memory`'s, for the S sentences). `scored`: a
-        greedy search sums its rows' log-probabilities (`_scored`)."""
+        greedy search sums its rows' log-probabilities (`_scored`); `tables`: the group's
+        constraints, for a constrained search."""
         state = self.rows
-        search = functools.partial(greedy_step, scored=True) if scored else search_step(options)
-        done = search(state, sentences, logits, options, self.eos_id, width, lengths)
+        if tables is not None:
+            done = constrained_step(state, sentences, logits, options, self.eos_id, width, lengths, tables)
+        else:
+            search = functools.partial(greedy_step, scored=True) if scored else search_step(options)
+            done = search(state, sentences, logits, options, self.eos_id, width, lengths)
         kernels.step_report(done, sentences, state.tensors, report, with_best)
 
     @staticmethod
     def _scored(group: Group) -> bool:
         """Whether the group's search sums its rows' log-probabilities: greedy, where one of its
-        sentences wants its score (beam search keeps its scores anyway)."""
-        return group.options.num_beams == 1 and group.scored > 0
+        sentences wants its score (beam search, constrained search included, keeps its scores anyway)."""
+        return group.options.num_beams == 1 and group.scored > 0 and not group.constrained
+
+    def _tables(self, group: Group) -> ConstraintTables | None:
+        """A constrained group's constraints on the device. When its sentences change, those that
+        stay keep their tables (a gather on the device: sentences leave a document's group nearly
+        every step) and only those that joined (at its end) are built."""
+        if not group.constrained:
+            return None
+        sentences = list(group.sentences)
+        if group.tables is not None and group.tables_sentences == sentences:
+            return group.tables
+        had = {s: i for i, s in enumerate(group.tables_sentences)} if group.tables is not None else {}
+        kept = [s for s in sentences if s in had]
+        joined = sentences[len(kept):]
+        if kept and sentences[: len(kept)] == kept:
+            tables = group.tables.select(to_device([had[s] for s in kept], self.model.device, torch.int64))
+            if joined:
+                tables = ConstraintTables.joined(tables, self._build_tables(joined))
+        else:
+            tables = self._build_tables(sentences)
+        group.tables, group.tables_sentences = tables, sentences
+        return tables
+
+    def _graph_tables(self, group: Group, sentences: int) -> ConstraintTables:
+        """The group's tables in buffers for a graph of `sentences` (padding ones included), their
+        dimensions rounded up to powers of two so that few graphs serve the groups of a document;
+        refilled (a few copies on the device) when the group's tables change. Padding sentences
+        keep whatever the buffers hold: their rows are the padding row's."""
+        tables = self._tables(group)
+        C, L, J = (bucket_for(max(n, 4)) for n in tables.moves.shape[1:])
+        key = (sentences, C, L, J)
+        if key not in self._static_tables:
+            zeros = functools.partial(torch.zeros, dtype=torch.int64, device=self.model.device)
+            self._static_tables[key] = (ConstraintTables(zeros(sentences, C), zeros(sentences, C, L), zeros(sentences, J),
+                                                         zeros(sentences, C, L, J)), None)
+        static, filled_from = self._static_tables[key]
+        if filled_from is not tables:
+            own = tables.padded(C, L, J)
+            S = own.lengths.shape[0]
+            for target, source in ((static.lengths, own.lengths), (static.sequences, own.sequences),
+                                   (static.tokens, own.tokens), (static.moves, own.moves)):
+                target[:S].copy_(source)
+            self._static_tables[key] = (static, tables)
+        return static
+
+    def _build_tables(self, sentences: list[Sentence]) -> ConstraintTables:
+        return ConstraintTables.build([s.request.checked_constraints for s in sentences], self.model.device)
 
     def _report_memory(self, key: tuple, sentences: int) -> kernels.StepReport:
         """Host memory (pinned on the GPU) for the report of a step of `sentences`, by `key`. Keys

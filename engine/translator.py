@@ -14,9 +14,11 @@ import torch
 from dragoman import kernels
 from dragoman.engine.batched_search import ran_out_of_numbers
 from dragoman.engine.checkpoint import open_checkpoint
+from dragoman.engine.constraints import Constraints, check_fit
 from dragoman.engine.decoding import DecodingOptions, OptionsError, check_int
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
 from dragoman.engine.generator import Generator, Request
+from dragoman.engine.languages import get_language
 from dragoman.engine.peft_adapter import AdapterError
 from dragoman.engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from dragoman.engine.quantize import int8_supported, quantize_int8
@@ -27,6 +29,13 @@ from dragoman.engine.weights import load_weights
 # Greedy waves of 2,048 sentences take 64 a step: at 32, a wave that ended found only part of the
 # next one ready, and the rest joined a few a step, each time with an encoder pass and a prefix step.
 FEED_TEXTS = 32
+
+
+# Scripts written without spaces between words: a term there is tokenized as it runs on from the
+# text before it (as app/documents/sentences.py's NO_SPACE_SCRIPTS).
+NO_SPACE_SCRIPTS = frozenset({"Hans", "Hant", "Hani", "Jpan", "Mymr", "Thai", "Laoo", "Khmr", "Tibt"})
+# Words a glued term is tokenized after, when its own first piece carries the word-initial "▁".
+GLUE_CONTEXTS = ("a", "1", "的")
 
 
 class ModelOutputError(RuntimeError):
@@ -79,6 +88,25 @@ def _joined(pieces: list[Translation]) -> Translation:
     scores = [p.score for p in pieces]
     score = None if None in scores else sum(scores) / len(scores)
     return Translation(" ".join(p.text for p in pieces), score)
+
+
+def term_ids(tokenizer, term: str, tgt_lang: str) -> list[int]:
+    """A target term's tokens as it stands in running text: word-initial (a leading "▁") in a script
+    written with spaces; glued to what comes before (no "▁") in one without, or for a term that
+    starts with punctuation such as a tag `</x1>`."""
+    ids = tokenizer.encode_target_start(term)
+    glued = get_language(tgt_lang).script in NO_SPACE_SCRIPTS or unicodedata.category(term[0])[0] in "PS"
+    if not glued or not ids:
+        return ids
+    if len(ids) > 1 and tokenizer.decode(ids[:1]) == "":  # a "▁" of its own before the term's pieces
+        return ids[1:]
+    for context in GLUE_CONTEXTS:  # the "▁" merged into the first piece: the pieces after a word
+        before = tokenizer.encode_target_start(context)
+        both = tokenizer.encode_target_start(context + term)
+        rest = both[len(before):]
+        if both[: len(before)] == before and rest and tokenizer.decode(rest) == tokenizer.decode(ids):
+            return rest
+    return ids
 
 
 def _ends_in_a_word(text: str) -> bool:
@@ -185,6 +213,10 @@ class Translator:
         on this thread while the device works on the others: a caller can store or count results
         of a long call as they come instead of waiting for the call's end.
         When `should_stop()` turns true the call returns early, unfinished texts as None.
+        `terms[i]`, where given, are target-language strings that text i's translation must each
+        hold verbatim (`term_ids`; blank ones are ignored): it is decoded by lexically constrained
+        beam search. Terms that cannot all fit within max_length, or given for a text too long to
+        read at once, raise OptionsError.
         `adapter` names a LoRA adapter of the adapters folder (None or "": the base model); one
         that cannot be used raises AdapterError, naming the file and the problem. A sentence for which
         the model's scores hold no number (NaN: broken weights, or float16 overflow) raises
@@ -194,9 +226,6 @@ class Translator:
         score and up to `alternatives` - 1 alternatives) as soon as it is whole; only then are
         scores read. `alternatives` may not exceed num_beams (OptionsError).
         """
-        if terms is not None and not (isinstance(terms, list) and all(
-                isinstance(t, list) and all(isinstance(s, str) for s in t) for t in terms)):
-            raise TypeError("terms must be a list of lists of str")
         options = options or self.default_options()
         check_int("alternatives", alternatives, 1, options.num_beams)
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
@@ -207,6 +236,7 @@ class Translator:
             if len(self._sources(texts[i], src_lang)) > 1:
                 raise OptionsError("start", f"cannot complete a text of more than the model's "
                                             f"{self.generator.model.max_positions} source tokens")
+        constraints = self._constraints(texts, src_lang, tgt_lang, options, terms or [])
         adapter = adapter or None
         if adapter is not None:
             self.generator.lora.slot_for(adapter)  # a bad name raises AdapterError now; its read starts
@@ -252,7 +282,8 @@ class Translator:
         def make_request(i: int, piece: int, source: list[int], forced: list[int]) -> Request:
             partial = functools.partial(stream, i) if on_partial is not None and len(decoded[i]) == 1 else None
             return Request(source, prefix + forced, options, priority, partial, adapter=adapter,
-                           on_done=functools.partial(done, i, piece), alternatives=wanted)
+                           on_done=functools.partial(done, i, piece), alternatives=wanted,
+                           constraints=constraints.get(i))
 
         def prepare(i: int, text: str) -> list[Request]:
             sources = self._sources(text, src_lang)
@@ -330,6 +361,26 @@ class Translator:
                 other = start.as_typed(other)
             others.append(Translation(other, score))
         return Translation(text, hypotheses[0][1], others)
+
+    def _constraints(self, texts: list[str], src_lang: str, tgt_lang: str, options: DecodingOptions,
+                     terms: list[list[str]]) -> dict[int, list[list[int]]]:
+        """Each text's terms as token sequences (`term_ids`), checked to fit within max_length."""
+        prefix = self.tokenizer.decoder_prefix(tgt_lang)
+        constraints = {}
+        for i, own in enumerate(terms[: len(texts)]):
+            sequences = [term_ids(self.tokenizer, t.strip(), tgt_lang) for t in own or [] if t and t.strip()]
+            sequences = [s for s in sequences if s]
+            if not sequences or not texts[i].strip():
+                continue
+            if len(self._sources(texts[i], src_lang)) > 1:
+                raise OptionsError("terms", f"cannot be kept in a text of more than the model's "
+                                            f"{self.generator.model.max_positions} source tokens")
+            try:
+                check_fit(Constraints(sequences, self.tokenizer.eos_id), prefix, options)
+            except OptionsError as e:
+                raise OptionsError("terms", f"of text {i + 1}: {e.problem}") from None
+            constraints[i] = sequences
+        return constraints
 
     def completion_start(self, typed: str, options: DecodingOptions) -> CompletionStart:
         """How a translation is completed from `typed`, its start (`CompletionStart`); a start

@@ -1,0 +1,307 @@
+"""The device-side constrained search (engine/constrained_search.py) against the per-sentence
+reference (engine/constraints.py's ConstrainedBeamSearch), step by step: same hypotheses in the
+same rows, same scores, met counts and finished hypotheses, same results. One batch holds
+sentences of different constraint counts and max_lengths, and beside them, on the same rows'
+state, plain sentences that batched_search steps as it always does."""
+
+import pytest
+import torch
+from reference_search import beam_step as reference_beam_step
+from reference_search import greedy_step as reference_greedy_step
+from reference_search import toy_logits
+
+from dragoman import kernels
+from dragoman.engine.batched_search import beam_step, greedy_step
+from dragoman.engine.constrained_search import ConstraintTables, constrained_step
+from dragoman.engine.constraints import ConstrainedBeamSearch, Constraints, search_scores, search_width
+from dragoman.engine.decoding import BLOCKED, BeamSearch, DecodingOptions, GreedySearch
+from dragoman.engine.rows import DecoderRows
+
+EOS, VOCAB, T = 2, 40, 40
+TOY = toy_logits(VOCAB, EOS)
+# (prefix, constraints, max_length less than the options'): counts, overlaps, conflicts, repeats
+SENTENCES = [
+    ([2, 7], [[5, 6]], 0),
+    ([2, 9, 11], [[5, 6], [6, 7], [9, 30]], 2),  # [6, 7] may share 5 6's 6
+    ([2, 8], [[8, 8, 9]], 1),  # falls back on its repeated token, not to 0
+    ([2, 7], [[11, 12, 13], [11, 14], [36]], 0),  # two continue 11
+    ([2, 30, 5], [[5, 6, 7, 8], [39, 38]], 3),  # the prefix meets one token already
+]
+PLAIN = [[2, 7], [2, 13, 14]]  # sentences without constraints, in a group of their own
+
+OPTIONS = [
+    DecodingOptions(num_beams=4, max_length=20),
+    DecodingOptions(num_beams=3, max_length=18, length_penalty=0.6, early_stopping=True, min_new_tokens=3),
+    DecodingOptions(num_beams=2, max_length=18, length_penalty=1.3, early_stopping="never", min_length=6),
+    DecodingOptions(num_beams=3, max_length=18, repetition_penalty=1.4, no_repeat_ngram_size=3),  # host histories
+    DecodingOptions(num_beams=3, max_length=16, forced_eos_id=EOS),
+    DecodingOptions(num_beams=1, max_length=20),
+    DecodingOptions(num_beams=1, max_length=18, min_new_tokens=4, repetition_penalty=1.3),
+]
+
+
+class Batch:
+    """Sentences on the rows of one DecoderRows, each in a group of the sentences of its width."""
+
+    def __init__(self, options):
+        self.options = options
+        # A forced `</s>` reads max_length: sentences of their own max_length search apart (Request.search_options).
+        self.own = [options.with_changes(max_length=options.length - less * (options.forced_eos_id is None),
+                                         max_new_tokens=None) for _, _, less in SENTENCES]
+        self.refs = [ConstrainedBeamSearch(p, own, EOS, c) for (p, c, _), own in zip(SENTENCES, self.own)]
+        self.plain = [(BeamSearch if options.num_beams > 1 else GreedySearch)(p, options, EOS) for p in PLAIN]
+        widths = [search_width(options.num_beams, r.constraints.total) for r in self.refs]
+        self.state = DecoderRows(sum(widths) + len(PLAIN) * options.num_beams, T, 4, torch.device("cpu"))
+        self.rows, first = [], 0
+        for width in widths + [options.num_beams] * len(PLAIN):
+            self.rows.append(torch.arange(first, first + width))
+            first += width
+        s = self.state
+        for i, prefix in enumerate([p for p, _, _ in SENTENCES] + PLAIN):
+            rows = self.rows[i]
+            s.hyp[rows, : len(prefix)] = torch.tensor(prefix)
+            s.kv_len[rows] = len(prefix)
+            s.limit[rows] = self.own[i].length if i < len(SENTENCES) else options.length
+            if i < len(SENTENCES):  # as admission sets a constrained sentence up
+                s.score[rows] = torch.tensor([0.0] + [float("-inf")] * (len(rows) - 1))
+                met = self.refs[i].constraints.start(prefix)
+                s.met[rows, : len(met)] = torch.tensor(met, dtype=torch.int32)
+            else:
+                s.score[rows] = torch.tensor([0.0] + [BLOCKED] * (len(rows) - 1))
+        self.results = {}
+
+    def logits(self, rows):
+        """The toy model's logits of each row's hypothesis."""
+        return TOY([self.state.hyp[r, : self.state.kv_len[r]].tolist() for r in rows.reshape(-1).tolist()])
+
+    def report(self, done, rows, sentences):
+        report = kernels.StepReport(torch.empty(len(sentences), dtype=torch.bool),
+                                    torch.empty(len(sentences), T, dtype=torch.int64),
+                                    torch.empty(len(sentences), dtype=torch.int32),
+                                    torch.empty(len(sentences), dtype=torch.float32))
+        kernels.step_report(done, rows, self.state.tensors, report, False)
+        for i, s in enumerate(sentences):
+            if done[i]:
+                self.results[s] = report.best[i, : report.lengths[i]].tolist()
+
+    def step(self, active):
+        """One step of every active sentence: the device searches, then the references."""
+        constrained = [s for s in active if s < len(SENTENCES)]
+        by_width = {}
+        for s in constrained:
+            by_width.setdefault(len(self.rows[s]), []).append(s)
+        for width, group in by_width.items():
+            rows = torch.stack([self.rows[s] for s in group])  # (S, W)
+            tables = ConstraintTables.build([self.refs[s].constraints for s in group], rows.device)
+            lengths = [self.refs[s].cur_len for s in group]
+            done = constrained_step(self.state, rows, self.logits(rows), self.options, EOS, T, lengths, tables)
+            self.report(done, rows, group)
+            for s, d in zip(group, done.tolist()):
+                ref = self.refs[s]
+                ref.advance(search_scores(TOY(ref.live), ref.live, ref.options, EOS))
+                assert d == ref.done, f"sentence {s}"
+        plain = [s for s in active if s >= len(SENTENCES)]
+        if plain:
+            rows = torch.stack([self.rows[s] for s in plain])
+            lengths = [self.state.kv_len[r[0]].item() for r in rows]
+            step = beam_step if self.options.num_beams > 1 else greedy_step
+            done = step(self.state, rows, self.logits(rows), self.options, EOS, T, lengths)
+            self.report(done, rows, plain)
+            for s, d in zip(plain, done.tolist()):
+                ref = self.plain[s - len(SENTENCES)]
+                (reference_beam_step if self.options.num_beams > 1 else reference_greedy_step)(ref, TOY, EOS)
+                assert d == ref.done
+        for s in active:
+            self.state.kv_len[self.rows[s]] += 1  # the next decoder step feeds the new token
+
+    def check(self, s, step):
+        """Sentence s's rows hold what its reference holds."""
+        ref, rows, state = self.refs[s], self.rows[s], self.state
+        where = f"sentence {s}, step {step}"
+        n = len(ref.beams)
+        assert state.hyp[rows[:n], : ref.cur_len].tolist() == ref.live, where
+        assert state.score[rows[:n]].tolist() == pytest.approx([b.score for b in ref.beams], rel=1e-5, abs=1e-5), where
+        assert (state.score[rows[n:]] == float("-inf")).all(), where
+        C = len(ref.constraints.sequences)
+        assert [tuple(m) for m in state.met[rows[:n], :C].tolist()] == [b.met for b in ref.beams], where
+        fin = state.fin_score[rows]
+        assert fin[fin > float("-inf")].tolist() == pytest.approx([f[0] for f in ref.finished], rel=1e-5), where
+        for i, (_, tokens) in enumerate(ref.finished):
+            assert state.fin_hyp[rows[i], : state.fin_len[rows[i]]].tolist() == tokens, where
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=[f"o{i}-beams{o.num_beams}" for i, o in enumerate(OPTIONS)])
+def test_constrained_step_follows_the_reference_search(options):
+    batch = Batch(options)
+    everyone = list(range(len(SENTENCES) + len(PLAIN)))
+    searches = batch.refs + batch.plain
+    for step in range(T):
+        active = [s for s in everyone if not searches[s].done]
+        if not active:
+            break
+        batch.step(active)
+        for s in active:
+            if s < len(SENTENCES) and not batch.refs[s].done:
+                batch.check(s, step)
+            elif s >= len(SENTENCES) and not searches[s].done:
+                ref = searches[s]
+                assert batch.state.hyp[batch.rows[s][: len(ref.live)], : len(ref.live[0])].tolist() == ref.live
+    assert all(s.done for s in searches), "every sentence ends by max_length"
+    assert [batch.results[s] for s in everyone] == [r.best() for r in searches]
+    for s, (_, constraints, _) in enumerate(SENTENCES):
+        tokens = batch.results[s]
+        assert all(any(tokens[i : i + len(c)] == c for i in range(len(tokens))) for c in constraints), (s, tokens)
+    widths = {len(batch.rows[s]) for s in range(len(SENTENCES))}
+    assert options.num_beams > 1 or len(widths) > 1, "greedy sentences of several widths"
+
+
+def test_tables_hold_each_constraints_automaton():
+    constraints = [Constraints([[8, 8, 9]], EOS), Constraints([[5, 6], [6, 7], [9]], EOS)]
+    tables = ConstraintTables.build(constraints, torch.device("cpu"))
+    assert tables.lengths.tolist() == [[3, 0, 0], [2, 2, 1]]
+    assert tables.tokens.tolist() == [[8, 9, 8, 8], [5, 6, 7, 9]]  # padded with the first
+    for c, moves, tokens in zip(constraints, tables.moves, tables.tokens.tolist()):
+        for i, n in enumerate(c.lengths):
+            for m in range(n):
+                own = sorted(c.tokens)
+                assert moves[i, m, : len(own)].tolist() == [
+                    c.after(tuple(m if j == i else 0 for j in range(len(c.lengths))), t)[i] for t in own]
+
+
+def test_tables_kept_when_sentences_leave_and_join_are_the_tables_built_anew():
+    """The step runner keeps a group's tables as its sentences change: a selection of those that
+    stay, joined with those of the new ones, padded to the widest."""
+    constraints = [Constraints(c, EOS) for _, c, _ in SENTENCES]
+    cpu = torch.device("cpu")
+    kept = ConstraintTables.build(constraints[:3], cpu).select(torch.tensor([0, 2]))
+    tables = ConstraintTables.joined(kept, ConstraintTables.build(constraints[3:], cpu))
+    anew = ConstraintTables.build([constraints[i] for i in (0, 2, 3, 4)], cpu)
+    for field in ("lengths", "sequences", "tokens", "moves"):
+        assert torch.equal(getattr(tables, field), getattr(anew, field)), field
+
+
+def test_a_search_the_processors_leave_nothing_to_finish_gives_the_hypothesis_it_has():
+    # "5 6" is in the prefix, so no_repeat_ngram_size=2 bans 6 after every 5: [5, 6, 9] cannot be written.
+    prefix, options = [2, 5, 6, 7], DecodingOptions(num_beams=3, max_length=14, no_repeat_ngram_size=2)
+    ref = ConstrainedBeamSearch(prefix, options, EOS, [[5, 6, 9]])
+    state, rows = DecoderRows(3, T, 4, torch.device("cpu")), torch.arange(3)[None]
+    state.hyp[rows, :4], state.kv_len[rows], state.limit[rows] = torch.tensor(prefix), 4, options.length
+    state.score[rows] = torch.tensor([0.0, float("-inf"), float("-inf")])
+    state.met[rows, :1] = torch.tensor(ref.constraints.start(prefix), dtype=torch.int32)
+    tables = ConstraintTables.build([ref.constraints], rows.device)
+    while not ref.done:
+        histories = [state.hyp[r, : state.kv_len[r]].tolist() for r in range(3)]
+        done = constrained_step(state, rows, TOY(histories), options, EOS, T, [ref.cur_len], tables)
+        ref.advance(search_scores(TOY(ref.live), ref.live, options, EOS))
+        assert done.item() == ref.done
+        if not ref.done:
+            assert state.hyp[rows[0, : len(ref.beams)], : ref.cur_len].tolist() == ref.live
+            none = [float("-inf")] * (3 - len(ref.beams))
+            assert state.score[rows[0]].tolist() == pytest.approx([b.score for b in ref.beams] + none)
+        state.kv_len[rows] += not ref.done
+    assert ref.finished == [] and (state.fin_score[rows] == float("-inf")).all()
+    report = kernels.StepReport(torch.empty(1, dtype=torch.bool), torch.empty(1, T, dtype=torch.int64),
+                                torch.empty(1, dtype=torch.int32), torch.empty(1, dtype=torch.float32))
+    kernels.step_report(done, rows, state.tensors, report, False)
+    assert report.best[0, : report.lengths[0]].tolist() == ref.best()
+
+
+# -- in the engine, on the tiny checkpoint ------------------------------------------------------------
+
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。",
+         "Ein kurzer Satz", "Bonjour, comment allez-vous aujourd'hui ?"]
+WORDS = [["chat"], [], ["bonjour le monde", "chat", "rouge"], [], ["maison", "le maison"]]  # overlapping, in another
+
+
+@pytest.mark.parametrize("pipelined", [False, True], ids=["steps finished at once", "pipelined as on the GPU"])
+@pytest.mark.parametrize("hf_options", [dict(num_beams=4, max_length=40), dict(num_beams=1, max_length=40),
+                                        dict(num_beams=3, length_penalty=0.6, early_stopping=True, max_length=32),
+                                        dict(num_beams=2, repetition_penalty=1.3, max_length=32)],
+                         ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_a_batch_mixing_constrained_and_plain_sentences(translator, hf_model, hf_tokenizer, hf_options, pipelined,
+                                                        monkeypatch):
+    """Plain sentences give generate's tokens beside constrained ones, which give the reference's."""
+    from reference_search import constrained_step as reference_constrained_step
+    from reference_search import hf_generate, model_logits, run
+
+    from dragoman.engine.generator import Request
+
+    monkeypatch.setattr(translator.generator, "pipelined", pipelined)
+    tok, options = translator.tokenizer, DecodingOptions(**hf_options)
+    prefix = tok.decoder_prefix("fra_Latn")
+    constraints = [[tok.encode_target_start(w) for w in words] for words in WORDS]
+    requests = [Request(tok.encode_source(text, "eng_Latn"), prefix, options, constraints=c or None)
+                for text, c in zip(TEXTS, constraints)]
+    translator.generator.run(requests)
+    for text, c, request in zip(TEXTS, constraints, requests):
+        if not c:
+            assert request.result == hf_generate(hf_model, hf_tokenizer, text, "eng_Latn", "fra_Latn", **hf_options)[0]
+            continue
+        logits_of = model_logits(hf_model, hf_tokenizer, text, "eng_Latn")
+        ref = run(ConstrainedBeamSearch(prefix, options, EOS, c), reference_constrained_step, logits_of, EOS)
+        assert request.result == ref.best(), text
+        assert all(any(request.result[i : i + len(x)] == x for i in range(len(request.result))) for x in c)
+
+
+def test_constraints_that_cannot_fit_are_refused_in_one_line(translator):
+    from dragoman.engine.decoding import OptionsError
+    from dragoman.engine.generator import Request
+
+    tok = translator.tokenizer
+    words = tok.encode_target_start("bonjour le monde, comment allez-vous")
+    request = Request(tok.encode_source("Hello", "eng_Latn"), tok.decoder_prefix("fra_Latn"),
+                      DecodingOptions(num_beams=2, max_length=len(words) + 1), constraints=[words])
+    with pytest.raises(OptionsError, match=f"constraints need up to {len(words)} tokens, but max_length") as error:
+        translator.generator.run([request])
+    assert "\n" not in str(error.value)
+
+
+def test_constrained_sentences_joining_as_others_leave_end_as_they_do_together(make_translator, translator):
+    """With rows for few sentences at a time, constrained sentences join the group's search as others
+    leave it (each at its own max_length; the tables of those that stay are kept): each ends as in
+    one batch of all."""
+    from dragoman.engine.generator import Request
+
+    small = make_translator(max_rows=6)
+    tok = translator.tokenizer
+    options = DecodingOptions(num_beams=2, max_length=32)
+    texts = TEXTS * 2
+    words = [["chat"], ["le monde", "rouge"], ["maison"], ["bonjour"], ["chat noir", "le"]] * 2
+
+    def results(engine):
+        requests = [Request(tok.encode_source(t, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options,
+                            constraints=[tok.encode_target_start(w) for w in own], max_length=14 + 2 * i)
+                    for i, (t, own) in enumerate(zip(texts, words))]
+        engine.generator.run(requests)
+        return [r.result for r in requests]
+
+    assert results(small) == results(translator)
+
+
+@pytest.mark.parametrize("num_beams", [4, 1])
+def test_a_constrained_group_searching_in_the_steps_graph_ends_as_it_does_eagerly(translator, num_beams, monkeypatch):
+    """Alone in a step, a constrained group's search is part of the step's graph, reading its tables
+    from buffers padded to the graph's sentences and rounded shapes (on the CPU the graph path runs
+    eagerly, padded as on the GPU): the same results as the eager search."""
+    from dragoman.engine.generator import Generator, Request
+    from dragoman.engine.step_runner import StepRunner
+
+    graphed = Generator.build(translator.generator.model, max_rows=32, graphs=True)
+    searched_in_graph = []
+    original = StepRunner._graph_tables
+    monkeypatch.setattr(StepRunner, "_graph_tables",
+                        lambda self, *args: searched_in_graph.append(1) or original(self, *args))
+    tok = translator.tokenizer
+    options = DecodingOptions(num_beams=num_beams, max_length=32)
+    # For greedy, constraints of 7 tokens or more: each sentence's search 8 wide, so that they share one.
+    words = [["bonjour le monde"], ["le monde", "rouge"], ["bonjour", "maison"]]
+
+    def results(generator):
+        requests = [Request(tok.encode_source(t, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options,
+                            constraints=[tok.encode_target_start(w) for w in own], max_length=20 + 3 * i)
+                    for i, (t, own) in enumerate(zip(TEXTS, words))]
+        generator.run(requests)
+        return [r.result for r in requests]
+
+    assert results(graphed) == results(translator.generator)
+    assert searched_in_graph

@@ -6,18 +6,18 @@ with the output length forced as in `python -m bench` (min = max new tokens, so 
 weights do the same work as real ones), measures:
 
 - the document workload (sentences of 10-60 random source tokens, beam 4, 40 new tokens) with 0
-  (plain decoding), 1 and 3 constraints a sentence, each of 2 random target tokens: sentences/s,
-  the median of `--doc-repeats` runs after a warm-up;
+  (plain decoding), 1 and 3 constraints a sentence, each of 2 random target tokens, and with 1
+  constraint in every tenth sentence only (a document's few numbers, links and tags):
+  sentences/s, the median of `--doc-repeats` runs after a warm-up;
 - the interactive workload (one typed sentence of 32 source tokens, beam 4, 32 new tokens) plain
   and with a 2-term glossary (terms of 2 and 3 tokens): the median latency of `--repeats` runs.
 
-Prints one JSON object and writes it to OUT/constraints.json.
+Prints one JSON object and, with `--out DIR`, writes it to DIR/constraints.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import time
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from bench import add_out_argument, emit
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Request
 from dragoman.engine.translator import Translator
@@ -32,21 +33,23 @@ from dragoman.engine.translator import Translator
 DOCUMENT = (4, 40)  # beams, new tokens
 INTERACTIVE = (4, 32)
 DOCUMENT_CONSTRAINTS = (0, 1, 3)  # a sentence
+MIXED_EVERY = 10  # the mixed document: one constrained sentence in so many
 GLOSSARY = (2, 3)  # the typed sentence's terms, in tokens
 FIRST_LANGUAGE = "ace_Arab"  # the first language code's id follows the pieces': random tokens are below it
 
 
 def workload_requests(translator: Translator, sources: list[list[int]], beams: int, new_tokens: int,
-                      term_lengths: tuple[int, ...], priority: int, seed: int) -> list[Request]:
-    """One request per source, each constrained by random target tokens of `term_lengths`."""
+                      term_lengths: tuple[int, ...], priority: int, seed: int, every: int = 1) -> list[Request]:
+    """One request per source, every `every`-th constrained by random target tokens of `term_lengths`."""
     rng = random.Random(seed)
     tok = translator.tokenizer
     first_language = tok.lang_id(FIRST_LANGUAGE)
     options = DecodingOptions(num_beams=beams, min_new_tokens=new_tokens, max_new_tokens=new_tokens)
     prefix = tok.decoder_prefix("fra_Latn")
     return [Request(source, prefix, options, priority,
-                    constraints=[[rng.randrange(4, first_language) for _ in range(n)] for n in term_lengths] or None)
-            for source in sources]
+                    constraints=[[rng.randrange(4, first_language) for _ in range(n)] for n in term_lengths]
+                    if i % every == 0 and term_lengths else None)
+            for i, source in enumerate(sources)]
 
 
 def timed(translator: Translator, requests: list[Request]) -> float:
@@ -75,12 +78,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--checkpoint", required=True, help="an NLLB checkpoint folder")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", default="auto")
-    parser.add_argument("--out", default=None, help="folder to write constraints.json into")
     parser.add_argument("--sentences", type=int, default=512, help="sentences of the document workload")
     parser.add_argument("--doc-repeats", type=int, default=3, help="timed runs of each document workload (median)")
     parser.add_argument("--repeats", type=int, default=10, help="timed runs of the interactive workload (median)")
     parser.add_argument("--new-tokens", type=int, default=None,
                         help="new tokens of both workloads instead of DESIGN.md's (for a small model's positions)")
+    add_out_argument(parser)
     args = parser.parse_args(argv)
 
     translator = Translator(args.checkpoint, device=args.device, dtype=args.dtype)
@@ -95,17 +98,18 @@ def main(argv: list[str] | None = None) -> dict:
            "sentences": args.sentences, "document_runs": args.doc_repeats, "interactive_runs": args.repeats,
            "rows": translator.generator.max_rows}
 
-    for count in DOCUMENT_CONSTRAINTS:
+    workloads = [(f"{count}_constraints", count, 1) for count in DOCUMENT_CONSTRAINTS]
+    workloads.append((f"1_constraint_every_{MIXED_EVERY}th_sentence", 1, MIXED_EVERY))
+    for name, count, every in workloads:
         def make(seed: int) -> list[Request]:
-            return workload_requests(translator, document, doc_beams, doc_tokens, (2,) * count, 1, seed)
+            return workload_requests(translator, document, doc_beams, doc_tokens, (2,) * count, 1, seed, every)
 
         timed(translator, make(0))  # warm-up: kernels compiled, every batch size's graphs captured
         seconds = statistics.median(timed(translator, make(seed)) for seed in range(1, args.doc_repeats + 1))
-        out[f"document_beam{doc_beams}_{count}_constraints_sent_per_s"] = len(document) / seconds
+        out[f"document_beam{doc_beams}_{name}_sent_per_s"] = len(document) / seconds
     plain = out[f"document_beam{doc_beams}_0_constraints_sent_per_s"]
-    for count in DOCUMENT_CONSTRAINTS[1:]:
-        constrained = out[f"document_beam{doc_beams}_{count}_constraints_sent_per_s"]
-        out[f"document_{count}_constraints_vs_plain"] = constrained / plain
+    for name, _, _ in workloads[1:]:
+        out[f"document_{name}_vs_plain"] = out[f"document_beam{doc_beams}_{name}_sent_per_s"] / plain
 
     for name, terms in (("plain", ()), ("glossary_2_terms", GLOSSARY)):
         def make(seed: int) -> list[Request]:
@@ -118,13 +122,7 @@ def main(argv: list[str] | None = None) -> dict:
     out["interactive_glossary_vs_plain"] = (out[f"interactive_beam{typed_beams}_glossary_2_terms_ms_median"]
                                            / out[f"interactive_beam{typed_beams}_plain_ms_median"])
 
-    if translator.device.type == "cuda":
-        out["max_mem_GB"] = torch.cuda.max_memory_allocated(translator.device) / 1e9
-    print(json.dumps(out, indent=1))
-    if args.out:
-        folder = Path(args.out)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "constraints.json").write_text(json.dumps(out, indent=1))
+    emit(out, "constraints", translator.device, args.out)
     return out
 
 

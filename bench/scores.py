@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from bench import emit
+from bench import add_out_argument, emit
 from bench.__main__ import EOS, SHAPES, TARGET_LANG, random_model, sentence, workload
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Generator, Request
@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--size", choices=SHAPES, default="600M")
     parser.add_argument("--sentences", type=int, default=512, help="sentences of the document workloads")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each (median; 10 for interactive)")
+    add_out_argument(parser)
     args = parser.parse_args()
     device = torch.device("cuda")
     generator = Generator.build(random_model(args.size, device, torch.bfloat16))
@@ -63,7 +64,7 @@ def main() -> None:
                 out[f"{name}_alternatives{alternatives}_ms"] = seconds * 1e3
             else:
                 out[f"{name}_alternatives{alternatives}_sent_per_s"] = len(sources) / seconds
-    emit(out, f"scores_{args.size}", device)
+    emit(out, f"scores_{args.size}", device, args.out)
 
 
 if __name__ == "__main__":

@@ -12,4 +12,5 @@ def test_the_constraints_benchmark_runs_every_workload_and_writes_its_json(tiny_
     assert json.loads((tmp_path / "constraints.json").read_text()) == out
     for count in (0, 1, 3):
         assert out[f"document_beam4_{count}_constraints_sent_per_s"] > 0
+    assert out["document_beam4_1_constraint_every_10th_sentence_sent_per_s"] > 0
     assert out["interactive_beam4_plain_ms_median"] > 0 and out["interactive_beam4_glossary_2_terms_ms_median"] > 0

@@ -38,3 +38,13 @@ class Recorder:
         """The first `kind` event (of job `job_id`), waiting for it if needed."""
         qtbot.waitUntil(lambda: self.find(kind, job_id) is not None, timeout=timeout)
         return self.find(kind, job_id)
+
+
+def translated_in(qtbot, window, text: str) -> str:
+    """Type `text` into a real window's source pane, translate it now, and return the target pane
+    once the translation is final (the pane is editable again)."""
+    window.source.setPlainText(text)
+    window.translate_now()
+    window.events.wait(qtbot, "translated", window.job_id)
+    qtbot.waitUntil(lambda: not window.target.isReadOnly(), timeout=WAIT_MS)
+    return window.target.toPlainText()

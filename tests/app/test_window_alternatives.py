@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
 from dragoman.app.jobs import open_memory, translation_context
-from recorder import WAIT_MS
+from recorder import WAIT_MS, translated_in
 
 SOURCES = ["Please call me later.", "The quick brown fox jumps over the lazy dog."]
 OPTIONS = {"num_beams": 4, "max_length": 30}
@@ -16,14 +16,6 @@ OPTIONS = {"num_beams": 4, "max_length": 30}
 def settings(settings):
     settings.num_beams, settings.max_length = OPTIONS["num_beams"], OPTIONS["max_length"]
     return settings
-
-
-def translated(qtbot, window, text):
-    window.source.setPlainText(text)
-    window.translate_now()
-    window.events.wait(qtbot, "translated", window.job_id)
-    qtbot.waitUntil(lambda: not window.target.isReadOnly(), timeout=WAIT_MS)
-    return window.target.toPlainText()
 
 
 def click(qtbot, window, position):
@@ -43,7 +35,7 @@ def engine_alternatives(window, sentence):
 
 def test_a_picked_alternative_replaces_the_sentence_and_is_remembered(qtbot, open_window, settings, paths):
     window = open_window(settings)
-    shown = translated(qtbot, window, "\n".join(SOURCES)).split("\n")
+    shown = translated_in(qtbot, window, "\n".join(SOURCES)).split("\n")
     second = len(shown[0]) + 1  # where the second line starts
     click(qtbot, window, second + 2)
     request = window.alternatives_asked[0]
@@ -73,12 +65,12 @@ def test_a_picked_alternative_replaces_the_sentence_and_is_remembered(qtbot, ope
     finally:
         memory.close()
     window.source.clear()
-    assert translated(qtbot, window, SOURCES[1]) == chosen  # the memory gives it back
+    assert translated_in(qtbot, window, SOURCES[1]) == chosen  # the memory gives it back
 
 
 def test_no_alternatives_are_asked_for_the_sentence_being_edited_or_for_a_selection(qtbot, open_window, settings):
     window = open_window(settings)
-    translated(qtbot, window, SOURCES[0])
+    translated_in(qtbot, window, SOURCES[0])
     window.target.setFocus()
     qtbot.keyClicks(window.target, "Oui ")
     window.completion_timer.stop()
@@ -87,7 +79,7 @@ def test_no_alternatives_are_asked_for_the_sentence_being_edited_or_for_a_select
     assert window.alternatives_asked is None
     window.completion_timer.stop()
     window.source.clear()
-    translated(qtbot, window, SOURCES[0])
+    translated_in(qtbot, window, SOURCES[0])
     start = window.target.cursorRect(QTextCursor(window.target.document())).center()
     cursor = window.target.textCursor()
     cursor.movePosition(QTextCursor.MoveOperation.End)

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
 from dragoman.app.jobs import open_memory, translation_context
-from recorder import WAIT_MS
+from recorder import WAIT_MS, translated_in
 
 SOURCE = "Please call me later."
 OPTIONS = {"num_beams": 4, "max_length": 40}
@@ -16,15 +16,6 @@ OPTIONS = {"num_beams": 4, "max_length": 40}
 def settings(settings):
     settings.num_beams, settings.max_length = OPTIONS["num_beams"], OPTIONS["max_length"]
     return settings
-
-
-def translated_source(qtbot, window, text):
-    window.source.setPlainText(text)
-    window.translate_now()
-    job = window.job_id
-    window.events.wait(qtbot, "translated", job)
-    qtbot.waitUntil(lambda: not window.target.isReadOnly(), timeout=WAIT_MS)
-    return window.target.toPlainText()
 
 
 def type_into_target(qtbot, window, at, text):
@@ -48,7 +39,7 @@ def completed(qtbot, window):
 def test_typing_into_the_translation_completes_the_sentence_from_the_typed_start(qtbot, open_window, settings,
                                                                                  translator):
     window = open_window(settings)
-    translation = translated_source(qtbot, window, SOURCE)
+    translation = translated_in(qtbot, window, SOURCE)
     type_into_target(qtbot, window, 3, "zq")
     start = translation[:3] + "zq"
     job = completed(qtbot, window)
@@ -64,7 +55,7 @@ def test_typing_into_the_translation_completes_the_sentence_from_the_typed_start
 
 def test_an_accepted_edit_is_remembered_and_comes_back_for_the_same_sentence(qtbot, open_window, settings, paths):
     window = open_window(settings)
-    translated_source(qtbot, window, SOURCE)
+    translated_in(qtbot, window, SOURCE)
     type_into_target(qtbot, window, 0, "Mon texte. ")
     mine = window.target.toPlainText()
     window.completion_timer.stop()  # accepted as typed, before any completion
@@ -77,12 +68,12 @@ def test_an_accepted_edit_is_remembered_and_comes_back_for_the_same_sentence(qtb
     finally:
         memory.close()
     window.source.clear()
-    assert translated_source(qtbot, window, SOURCE) == mine.strip()
+    assert translated_in(qtbot, window, SOURCE) == mine.strip()
 
 
 def test_moving_the_cursor_out_of_the_edited_sentence_accepts_it(qtbot, open_window, settings):
     window = open_window(settings)
-    translated_source(qtbot, window, SOURCE + "\n" + SOURCE)
+    translated_in(qtbot, window, SOURCE + "\n" + SOURCE)
     type_into_target(qtbot, window, 0, "Oui. ")
     window.completion_timer.stop()
     line = window.target.document().findBlockByNumber(0).text()
@@ -94,12 +85,12 @@ def test_moving_the_cursor_out_of_the_edited_sentence_accepts_it(qtbot, open_win
 
 def test_editing_the_source_again_discards_the_edits(qtbot, open_window, settings, translator):
     window = open_window(settings)
-    translated_source(qtbot, window, SOURCE)
+    translated_in(qtbot, window, SOURCE)
     type_into_target(qtbot, window, 0, "zz ")
     window.completion_timer.stop()
     assert window.editing is not None
     other = "The cat sleeps."
-    assert translated_source(qtbot, window, other) == translator.translate(
+    assert translated_in(qtbot, window, other) == translator.translate(
         [other], "eng_Latn", "fra_Latn", translator.default_options(**OPTIONS))[0]
     assert window.editing is None and window.events.find("remembered") is None
 

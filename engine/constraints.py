@@ -54,36 +54,56 @@ GREEDY_WIDTH = 8
 class Constraints:
     """A sentence's constraints, checked, each compiled to its automaton over met counts."""
 
-    def __init__(self, sequences: list[list[int]], eos_id: int):
+    def __init__(self, sequences: list, eos_id: int):
         if not isinstance(sequences, (list, tuple)) or len(sequences) > MAX_CONSTRAINTS:
             raise OptionsError("constraints", f"must be a list of at most {MAX_CONSTRAINTS} token sequences")
-        checked: list[tuple[int, ...]] = []
+        checked: list[tuple[tuple[int, ...], ...]] = []  # each constraint's segments; a plain one has one
+        chains: list[bool] = []
         for number, sequence in enumerate(sequences, 1):
-            if not isinstance(sequence, (list, tuple)) or not sequence:
-                raise OptionsError("constraints",
-                                   f"#{number} must be a non-empty sequence of token ids, not {sequence!r}")
-            for token in sequence:
-                check_int(f"constraint #{number}'s token", token, 0, 2**31 - 1)
-                if token == eos_id:
-                    raise OptionsError("constraints", f"#{number} holds </s> ({eos_id}), which would end the sentence")
-            checked.append(tuple(sequence))
-        if sum(map(len, checked)) > MAX_LENGTH:
+            chain = isinstance(sequence, (list, tuple)) and bool(sequence) and all(
+                isinstance(s, (list, tuple)) for s in sequence)
+            segments = sequence if chain else [sequence]
+            for segment in segments:
+                if not isinstance(segment, (list, tuple)) or not segment:
+                    raise OptionsError("constraints", f"#{number} must be a non-empty sequence of token ids"
+                                                      f" (or of such sequences), not {sequence!r}")
+                for token in segment:
+                    check_int(f"constraint #{number}'s token", token, 0, 2**31 - 1)
+                    if token == eos_id:
+                        raise OptionsError("constraints",
+                                           f"#{number} holds </s> ({eos_id}), which would end the sentence")
+            checked.append(tuple(tuple(s) for s in segments))
+            chains.append(chain)
+        if sum(len(s) for segments in checked for s in segments) > MAX_LENGTH:
             raise OptionsError("constraints", f"hold more than {MAX_LENGTH} tokens together")
-        # Met whenever another is (held by it, or the same): dropped, the first of equals kept.
-        self.sequences = tuple(
-            s for i, s in enumerate(checked)
-            if not any(_holds(other, s) and (len(other) > len(s) or (other == s and j < i))
-                       for j, other in enumerate(checked) if j != i)
-        )
+        # A plain constraint met whenever another plain one is (held by it, or the same): dropped, the
+        # first of equals kept. Chains are all kept: their segments' order is theirs alone.
+        plain = [(i, s[0]) for i, s in enumerate(checked) if not chains[i]]
+        dropped = {i for i, s in plain
+                   if any(_holds(other, s) and (len(other) > len(s) or (other == s and j < i))
+                          for j, other in plain if j != i)}
+        self.segments = tuple(s for i, s in enumerate(checked) if i not in dropped)
+        self.sequences = tuple(sum(segments, ()) for segments in self.segments)  # a chain's segments end to end
         self.lengths = tuple(len(s) for s in self.sequences)
         self.total = sum(self.lengths)
         self.tokens = frozenset(t for s in self.sequences for t in s)
         self.largest_token = max(self.tokens, default=-1)
-        # _next[i][met]: {token: met after it} for the tokens that keep some of constraint i; any other -> 0
-        self._next = [_automaton(s) for s in self.sequences]
+        # _next[i][met]: {token: met after it} for the tokens that keep some of the segment constraint i
+        # is in; any other token -> _reset[i][met], the start of that segment (0 for a plain constraint)
+        self._next: list[list[dict[int, int]]] = []
+        self._reset: list[list[int]] = []
+        for segments in self.segments:
+            moves, resets, start = [], [], 0
+            for segment in segments:
+                moves += [{t: start + m for t, m in table.items()} for table in _automaton(segment)]
+                resets += [start] * len(segment)
+                start += len(segment)
+            self._next.append(moves)
+            self._reset.append(resets)
 
     def after(self, met: tuple[int, ...], token: int) -> tuple[int, ...]:
-        return tuple(m if m == n else table[m].get(token, 0) for m, n, table in zip(met, self.lengths, self._next))
+        return tuple(m if m == n else table[m].get(token, reset[m])
+                     for m, n, table, reset in zip(met, self.lengths, self._next, self._reset))
 
     def start(self, tokens: list[int]) -> tuple[int, ...]:
         met = (0,) * len(self.sequences)
@@ -93,20 +113,26 @@ class Constraints:
 
     def next_met(self, constraint: int, met: int, token: int) -> int:
         """Constraint `constraint`'s met count after `token`, from `met` below its length."""
-        return self._next[constraint][met].get(token, 0)
+        return self._next[constraint][met].get(token, self._reset[constraint][met])
+
+    def reset(self, constraint: int, met: int) -> int:
+        """What constraint `constraint` keeps of `met` after a token of none of its moves: the start
+        of the segment `met` is in (0 for a plain constraint), or its length once met."""
+        return met if met == self.lengths[constraint] else self._reset[constraint][met]
 
     def needed(self, met: tuple[int, ...]) -> int:
-        """Tokens that suffice to meet every constraint from here: the most advanced unmet one
-        continued, then each other unmet one written whole."""
-        unmet = [(m, n) for m, n in zip(met, self.lengths) if m < n]
-        return sum(n for _, n in unmet) - max(m for m, _ in unmet) if unmet else 0
+        """Tokens that suffice to meet every constraint from here: the one with the most met past its
+        reset continued, then each other unmet one written whole from its reset."""
+        resets = [self.reset(i, m) for i, m in enumerate(met)]
+        return self.total - sum(resets) - max((m - r for m, r, n in zip(met, resets, self.lengths) if m < n),
+                                              default=0)
 
     def advancing(self, met: tuple[int, ...]) -> set[int]:
         """The next token of each constraint not met yet."""
         return {s[m] for s, m, n in zip(self.sequences, met, self.lengths) if m < n}
 
     def appear_in(self, tokens: list[int]) -> bool:
-        return all(_holds(tuple(tokens), s) for s in self.sequences)
+        return all(_holds_in_order(tuple(tokens), segments) for segments in self.segments)
 
 
 def search_width(num_beams: int, total: int) -> int:
@@ -129,7 +155,7 @@ def check_fit(constraints: Constraints, prefix: list[int], options: DecodingOpti
         raise OptionsError("constraints", f"need up to {need} tokens, but max_length {length} leaves {room}"
                                           f" after the decoder prefix{before_end}")
     n = options.no_repeat_ngram_size
-    for sequence in constraints.sequences:
+    for sequence in (s for segments in constraints.segments for s in segments):
         grams = [sequence[i : i + n] for i in range(len(sequence) - n + 1)] if n else []
         if len(set(grams)) < len(grams):
             raise OptionsError("constraints", f"{list(sequence)} repeats a {n}-gram, which no_repeat_ngram_size"
@@ -140,6 +166,18 @@ def check_fit(constraints: Constraints, prefix: list[int], options: DecodingOpti
 def _holds(tokens: tuple[int, ...], part: tuple[int, ...]) -> bool:
     n = len(part)
     return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))
+
+
+def _holds_in_order(tokens: tuple[int, ...], segments: tuple[tuple[int, ...], ...]) -> bool:
+    """Whether the segments appear in `tokens` one after another, anything between them (each
+    taken where it first ends, which leaves the most room to the next)."""
+    at = 0
+    for segment in segments:
+        n = len(segment)
+        at = next((i + n for i in range(at, len(tokens) - n + 1) if tokens[i : i + n] == segment), None)
+        if at is None:
+            return False
+    return True
 
 
 def _automaton(sequence: tuple[int, ...]) -> list[dict[int, int]]:
@@ -221,7 +259,7 @@ class ConstrainedBeamSearch(BeamHypotheses):
         room = max(self.last_free - (self.cur_len + 1), 0)  # 0 at the forced token's own step
         cs = self.constraints
         for row, beam in enumerate(self.beams):
-            reset = tuple(m if m == n else 0 for m, n in zip(beam.met, cs.lengths))  # after a token of no constraint
+            reset = tuple(cs.reset(i, m) for i, m in enumerate(beam.met))  # after a token of no constraint
             if cs.needed(reset) > 0:
                 scores[row, self.eos_id] = -torch.inf  # `</s>` leaves no room at all
                 if self.options.forced_eos_id is not None:

@@ -26,6 +26,10 @@ SENTENCES = [
     ([2, 8], [[8, 8, 9]], 1),  # falls back on its repeated token, not to 0
     ([2, 7], [[11, 12, 13], [11, 14], [36]], 0),  # two continue 11
     ([2, 30, 5], [[5, 6, 7, 8], [39, 38]], 3),  # the prefix meets one token already
+    # chains: segments in this order, anything between them
+    ([2, 7], [[[20], [21]]], 0),  # an opening and a closing tag
+    ([2, 9], [[[20, 5], [21, 5], [22]], [5, 6]], 1),  # tags sharing a token, beside a plain constraint
+    ([2, 7], [[[20], [20, 21], [21]]], 2),  # a segment starting as the one before, ending as the next begins
 ]
 PLAIN = [[2, 7], [2, 13, 14]]  # sentences without constraints, in a group of their own
 
@@ -149,17 +153,45 @@ def test_constrained_step_follows_the_reference_search(options):
     assert all(s.done for s in searches), "every sentence ends by max_length"
     assert [batch.results[s] for s in everyone] == [r.best() for r in searches]
     for s, (_, constraints, _) in enumerate(SENTENCES):
-        tokens = batch.results[s]
-        assert all(any(tokens[i : i + len(c)] == c for i in range(len(tokens))) for c in constraints), (s, tokens)
+        assert all(in_order(batch.results[s], c if isinstance(c[0], list) else [c]) for c in constraints), s
     widths = {len(batch.rows[s]) for s in range(len(SENTENCES))}
     assert options.num_beams > 1 or len(widths) > 1, "greedy sentences of several widths"
 
 
+def in_order(tokens, segments):
+    """Whether the segments appear in `tokens` one after another (each where it first ends)."""
+    at = 0
+    for segment in segments:
+        ends = [i + len(segment) for i in range(at, len(tokens)) if tokens[i : i + len(segment)] == segment]
+        if not ends:
+            return False
+        at = ends[0]
+    return True
+
+
+def test_a_chain_meets_its_segments_in_order_only():
+    chain = Constraints([[[20, 5], [21, 5], [22]]], EOS)
+    assert chain.lengths == (5,) and chain.sequences == ((20, 5, 21, 5, 22),)
+    assert chain.start([20, 5, 9, 21]) == (3,)  # within the second segment
+    assert chain.start([20, 5, 9, 21, 7]) == (2,)  # back to the second segment's start, never below
+    assert chain.start([20, 5, 20, 5, 21, 5, 22]) == (5,)
+    assert chain.start([21, 5, 22, 20, 5]) == (2,)  # the later segments before the first count for nothing
+    assert chain.needed((3,)) == 2 and chain.needed((2,)) == 3
+    assert chain.appear_in([20, 5, 7, 21, 5, 22]) and not chain.appear_in([21, 5, 20, 5, 22])
+    # beside a plain constraint: the chain's finished segments are kept, and the plain one's met count
+    both = Constraints([[[20], [21]], [5, 6, 7]], EOS)
+    assert both.needed((1, 2)) == 1 + 3 - 2  # 21, then 7: the plain one continued
+    assert both.needed((1, 0)) == 1 + 3
+    assert Constraints([[[5, 6]], [5, 6]], EOS).lengths == (2, 2), "a chain is never dropped as held by another"
+
+
 def test_tables_hold_each_constraints_automaton():
-    constraints = [Constraints([[8, 8, 9]], EOS), Constraints([[5, 6], [6, 7], [9]], EOS)]
+    constraints = [Constraints([[8, 8, 9]], EOS), Constraints([[5, 6], [6, 7], [9]], EOS),
+                   Constraints([[[6], [5, 6]]], EOS)]
     tables = ConstraintTables.build(constraints, torch.device("cpu"))
-    assert tables.lengths.tolist() == [[3, 0, 0], [2, 2, 1]]
-    assert tables.tokens.tolist() == [[8, 9, 8, 8], [5, 6, 7, 9]]  # padded with the first
+    assert tables.lengths.tolist() == [[3, 0, 0], [2, 2, 1], [3, 0, 0]]
+    assert tables.tokens.tolist() == [[8, 9, 8, 8], [5, 6, 7, 9], [5, 6, 5, 5]]  # padded with the first
+    assert tables.resets[2, 0].tolist() == [0, 1, 1]  # the second segment starts at 1
     for c, moves, tokens in zip(constraints, tables.moves, tables.tokens.tolist()):
         for i, n in enumerate(c.lengths):
             for m in range(n):
@@ -175,8 +207,8 @@ def test_tables_kept_when_sentences_leave_and_join_are_the_tables_built_anew():
     cpu = torch.device("cpu")
     kept = ConstraintTables.build(constraints[:3], cpu).select(torch.tensor([0, 2]))
     tables = ConstraintTables.joined(kept, ConstraintTables.build(constraints[3:], cpu))
-    anew = ConstraintTables.build([constraints[i] for i in (0, 2, 3, 4)], cpu)
-    for field in ("lengths", "sequences", "tokens", "moves"):
+    anew = ConstraintTables.build([constraints[i] for i in (0, 2, *range(3, len(constraints)))], cpu)
+    for field in ("lengths", "sequences", "tokens", "moves", "resets"):
         assert torch.equal(getattr(tables, field), getattr(anew, field)), field
 
 

@@ -64,19 +64,21 @@ def test_a_disabled_pair_of_a_glossary_gives_no_terms(glossary):
     assert off.for_pair("eng_Latn", "fra_Latn").of("save the file") == ["fichier"]
 
 
-def test_a_document_sentences_tags_are_terms_and_crowded_terms_keep_the_tags_first(glossary):
+def test_a_document_sentences_tags_are_one_chain_and_crowded_terms_keep_the_tags_first(glossary):
     terms = Terms((glossary,)).for_pair("eng_Latn", "fra_Latn")
     sentence = "Click <x1>save</x1> to keep the file <x2/> of 5 kg."
-    assert terms.of(sentence, tagged=True) == ["<x1>", "enregistrer", "</x1>", "fichier", "<x2/>", "5 kg"]
+    tags = ("<x1>", "</x1>", "<x2/>")  # in the source's order: the engine keeps them in it
+    assert terms.of(sentence, tagged=True) == [tags, "enregistrer", "fichier", "5 kg"]
     assert terms.of(sentence) == ["enregistrer", "fichier", "5 kg"]  # typed text has no tags
-    tags = ["<x1>", "</x1>", "<x2/>"]
+    assert terms.of("No tags here.", tagged=True) == []
     room = FIXED_POSITIONS + sum(map(token_bound, tags)) + token_bound("enregistrer")
-    assert terms.of(sentence, tagged=True, max_length=room) == ["<x1>", "enregistrer", "</x1>", "<x2/>"]
+    assert terms.of(sentence, tagged=True, max_length=room) == [tags, "enregistrer"]
     # one position less: the first glossary term no longer fits, a shorter one after it does
-    assert terms.of(sentence, tagged=True, max_length=room - 1) == ["<x1>", "</x1>", "fichier", "<x2/>"]
-    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags))) == tags
+    assert terms.of(sentence, tagged=True, max_length=room - 1) == [tags, "fichier"]
+    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags))) == [tags]
     # too little room for all the tags: none of them, since one missing is as bad as all
     assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags)) - 1) == ["enregistrer"]
+    assert cache_text(sentence, [tags]) != cache_text(sentence, list(tags)), "a chain keys apart from its tags alone"
 
 
 def test_a_text_the_model_might_not_read_at_once_gets_no_terms(glossary, translator, tmp_path):

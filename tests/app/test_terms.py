@@ -115,7 +115,7 @@ def test_a_document_job_hands_each_sentence_its_terms_and_the_cache_keys_on_them
 
     run_document_job(job, recording, cache)
     [(texts, terms)] = recording.calls
-    assert dict(zip(texts, terms)) == {"Save the report.": [], "Click <x1>here</x1> to go on.": ["<x1>", "</x1>"],
+    assert dict(zip(texts, terms)) == {"Save the report.": [], "Click <x1>here</x1> to go on.": [("<x1>", "</x1>")],
                                        "Read the rest.": []}
 
     recording.calls.clear()
@@ -203,25 +203,51 @@ def tag_translator(tmp_path_factory):
     return Translator(checkpoint, device="cpu", dtype="float32")
 
 
-def test_with_constraints_every_tag_of_a_document_sentence_comes_back(tag_translator, tmp_path):
+def around_nothing(tags: list[str], result: str) -> bool | None:
+    """Whether a pair of `tags`, each taken where it first comes after the one before, holds no words
+    in `result`; None when they are not all there in order."""
+    at, opened, empty = 0, {}, False
+    for tag in tags:
+        start = result.find(tag, at)
+        if start < 0:
+            return None
+        at = start + len(tag)
+        if tag.startswith("</"):
+            empty |= not result[opened[tag[2:]] : start].strip()
+        else:
+            opened[tag[1:]] = at
+    return empty
+
+
+def test_with_constraints_every_tag_of_a_document_sentence_comes_back_in_order(tag_translator, tmp_path):
+    """The tags come back in the source's order, each at least once; the only sentences whose formatting
+    is placed by proportion are those whose tags came back around no words (the chain allows nothing
+    between its segments), where a run with words would otherwise vanish."""
     if not keeps(tag_translator, "<x1>"):
         pytest.skip("the engine does not keep terms (constrained search) in this build")
     source = tmp_path / "in.md"
     source.write_text("Click **here** to go on.\n\nPress *Save* and **wait** a bit.\n\n"
-                      "A [link](https://example.org) and `code` here.\n", encoding="utf-8")
+                      "A [link](https://example.org) and `code` here.\n\nSee *this*, **that** and *the other* one.\n",
+                      encoding="utf-8")
     recording = RecordingTranslator(tag_translator)
     for beams in (1, 4):
         job = DocumentJob(source, tmp_path / "out.md", "eng_Latn", "fra_Latn",
                           options={"num_beams": beams, "max_length": 40}, overwrite=True)
         recording.calls.clear()
-        run_document_job(job, recording, None)
+        report = JobReport()
+        run_document_job(job, recording, None, report=report)
         [(texts, terms)] = recording.calls
         results = tag_translator.translate(texts, "eng_Latn", "fra_Latn", tag_translator.default_options(**job.options),
                                            terms=terms)
         tagged = [(text, result) for text, result in zip(texts, results) if "<x" in text]
-        assert len(tagged) == 3
+        assert len(tagged) == 4
         for text, result in tagged:
-            assert all(result.count(tag) >= 1 for tag in PLACEHOLDER_TAG.findall(text)), (text, result)
+            assert around_nothing(PLACEHOLDER_TAG.findall(text), result) is not None, (text, result)
+        empty = [text for text, result in tagged
+                 if PLACEHOLDER_TAG.sub("", result).strip() and around_nothing(PLACEHOLDER_TAG.findall(text), result)]
+        assert report.proportional == len(empty), (beams, results)
+        written = (tmp_path / "out.md").read_text(encoding="utf-8")
+        assert written.count("**") == 6 and "https://example.org" in written and "`code`" in written
 
 
 def test_with_constraints_glossary_and_protected_terms_appear_in_the_translation(translator, glossary):

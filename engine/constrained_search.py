@@ -9,8 +9,9 @@ holds this to step by step) with its state in tensors:
   row sum. Set from the decoder prefix at admission.
 - `ConstraintTables`, per sentence of a group (S), padded to the group's widest: the constraints'
   lengths (S, C), their tokens (S, C, L), the sentence's distinct constraint tokens (S, J) and the
-  automata as one table (S, C, L, J): the met count after token j at met count m (any token not in
-  the list -> 0). Built once per group composition from the sentences' `Constraints`.
+  automata as one table (S, C, L, J): the met count after token j at met count m, and the resets
+  (S, C, L): after any token not in the list (0 for a plain constraint, the start of the current
+  segment for a chain). Built once per group composition from the sentences' `Constraints`.
 - A sentence's W rows hold its hypotheses best first; rows with no hypothesis (fewer candidates
   than rows, and every row but the first at the first step) score -inf, so nothing they propose
   is a candidate. Finished hypotheses sit in `fin_*` at `rows[i]`, the i-th best (engine/rows.py).

@@ -9,6 +9,10 @@ device search maps it onto tensors:
   constraint, as in Knuth-Morris-Pratt: a constraint whose tokens repeat, or one that begins where
   another ends, is followed exactly), or the constraint's whole length once it has appeared, for
   good. A hypothesis's bank is the sum: how many constraint tokens it meets, 0 to `total`.
+- A constraint given as a list of token sequences is a chain: its segments must appear in that
+  order, anything between them. Its met count runs over all their tokens, end to end: within a
+  segment the segment's own automaton, offset by where the segment starts, and a token that moves
+  nowhere falls back to that start (`reset`), never below: a finished segment stays finished.
 - Each step's candidates are HF's (the top 2 x width of beam score + log-prob over all rows) and,
   for every row, its best token and the next token of each constraint it has not met. The running
   beams are picked round-robin over the banks, the highest bank first (by a candidate's rank within
@@ -21,13 +25,15 @@ device search maps it onto tensors:
 - Constraints are checked when the search starts: empty ones, ids that are not token ids, `</s>`
   and more than `MAX_CONSTRAINTS` are refused, and so are constraints that could not all fit before
   max_length (counted without overlaps, which the search may still use) and one that repeats an
-  n-gram no_repeat_ngram_size forbids. A constraint that another holds (a duplicate, one that is
-  the start of another) is met with it and is dropped. The score processors could still ban, for
+  n-gram no_repeat_ngram_size forbids (a chain's, segment by segment). A plain constraint that
+  another plain one holds (a duplicate, one that is the start of another) is met with it and is
+  dropped; chains are all kept. The score processors could still ban, for
   every hypothesis, what the constraints need (an n-gram written before): then nothing finishes and
   `best()` is the best hypothesis left, without them.
 
 On the device the met counts are a (rows, constraints) integer tensor, a bank its row sum, and each
-automaton a table of (met count, token of the constraint) -> met count (any other token -> 0).
+automaton a table of (met count, token of the constraint) -> met count (any other token -> its
+reset: 0 for a plain constraint).
 
 Without constraints every candidate is in the one bank and each step is BeamSearch's, token for
 token (and so HF's `generate`). Greedy (num_beams=1) with constraints keeps one hypothesis per bank,

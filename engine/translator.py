@@ -365,7 +365,8 @@ class Translator:
 
     def _constraints(self, texts: list[str], src_lang: str, tgt_lang: str, options: DecodingOptions,
                      terms: list[list[str | tuple[str, ...]]]) -> dict[int, list[list]]:
-        """Each text's terms as token sequences (`term_ids`), checked to fit within max_length."""
+        """Each text's terms as token sequences (`term_ids`; a chain as a list of them), checked to fit
+        within max_length."""
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         constraints = {}
         for i, own in enumerate(terms[: len(texts)]):

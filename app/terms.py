@@ -7,8 +7,9 @@ One place for typed text, stdin and documents alike (`Terms.for_pair(...).of(sen
 - do-not-translate spans as the sentence writes them (app.protected_spans): the user's list and,
   unless `protect` is off, URLs, e-mail addresses, placeholders and numbers with units;
 - in a document sentence, its placeholder tags (`<x1>`, `</x1>`, `<x2/>`: app.documents.segments)
-  as one chain (a tuple: the engine keeps them in this order, anything between them), so that
-  its formatting comes back where the model puts the words.
+  as one chain (a tuple: the engine keeps them in this order, anything between them, and some
+  words inside each pair around words: a None there), so that its formatting comes back where
+  the model puts the words.
 
 Where a glossary match and a do-not-translate span overlap, the glossary wins: it says how to
 translate those words. Terms that might not fit within the decoder's length are left out (the
@@ -135,7 +136,7 @@ class PairTerms:
             spans = self.protected.find(sentence) if self.protected is not None else []
         found += [(s.start, USER if s.kind == "term" else AUTOMATIC, sentence[s.start:s.end]) for s in spans
                   if not any(m.start < s.end and s.start < m.end for m in glossary)]
-        tags = tuple(m.group() for m in PLACEHOLDER_TAG.finditer(sentence)) if tagged else ()
+        tags = tag_chain(sentence) if tagged else ()
         ranks: dict[str, int] = {}
         for _, rank, term in sorted(found):
             if term not in tags:  # kept by the chain, in its place
@@ -145,22 +146,37 @@ class PairTerms:
         return ([tags] if tags else []) + list(ranks)
 
 
+def tag_chain(sentence: str) -> tuple[str | None, ...]:
+    """A sentence's placeholder tags in order, a gap (None) inside each pair around words: the
+    engine keeps them so, and a pair must hold some of the translation's words."""
+    chain: list[str | None] = []
+    opened = None  # where the words of an open pair start
+    for m in PLACEHOLDER_TAG.finditer(sentence):
+        tag = m.group()
+        if opened is not None and tag.startswith("</") and sentence[opened : m.start()].strip():
+            chain.append(None)
+        chain.append(tag)
+        opened = m.end() if not tag.startswith("</") and not tag.endswith("/>") else None
+    return tuple(chain)
+
+
 def token_bound(term: str) -> int:
     """At most how many tokens a term takes: a sentencepiece piece covers at least one character,
     and a word's leading `▁` may be a piece of its own."""
     return len(term) + len(term.split())
 
 
-def fit(ranks: dict[str, int], tags: tuple[str, ...], max_length: int) -> list[str | tuple[str, ...]]:
+def fit(ranks: dict[str, int], tags: tuple[str | None, ...], max_length: int) -> list[str | tuple[str | None, ...]]:
     """The chain of a sentence's tags, then the terms (in order, each with its rank), less those
     left out so that the rest surely fit within `max_length` decoder positions: the tags first,
     all or none (with one missing, its formatting is placed proportionally whatever the others
     do), then the terms by rank, then in order, as far as room goes."""
     room = max_length - FIXED_POSITIONS
     chain: list[str | tuple[str, ...]] = []
-    if tags and sum(map(token_bound, tags)) <= room:
+    bound = sum(token_bound(t) if t else 1 for t in tags)  # a gap takes a token at least
+    if tags and bound <= room:
         chain.append(tags)
-        room -= sum(map(token_bound, tags))
+        room -= bound
     terms = list(ranks)
     kept: set[str] = set()
     for term in sorted(terms, key=ranks.get):  # stable: in order within a rank

@@ -11,7 +11,8 @@ holds this to step by step) with its state in tensors:
   lengths (S, C), their tokens (S, C, L), the sentence's distinct constraint tokens (S, J) and the
   automata as one table (S, C, L, J): the met count after token j at met count m, and the resets
   (S, C, L): after any token not in the list (0 for a plain constraint, the start of the current
-  segment for a chain). Built once per group composition from the sentences' `Constraints`.
+  segment for a chain, the next position at a gap), and the floors (S, C, L) that `_needed`
+  counts from. Built once per group composition from the sentences' `Constraints`.
 - A sentence's W rows hold its hypotheses best first; rows with no hypothesis (fewer candidates
   than rows, and every row but the first at the first step) score -inf, so nothing they propose
   is a candidate. Finished hypotheses sit in `fin_*` at `rows[i]`, the i-th best (engine/rows.py).
@@ -51,13 +52,14 @@ class ConstraintTables:
     tokens: torch.Tensor  # (S, J) int64 distinct, padded with the first: a repeat gives the same answers
     moves: torch.Tensor  # (S, C, L, J) int64: met count after tokens[j] from met count m < lengths (0 past them)
     resets: torch.Tensor  # (S, C, L) int64: met count after any other token from m < lengths (0 past them)
+    floors: torch.Tensor  # (S, C, L) int64: what a constraint keeps of m < lengths whatever comes (0 past them)
 
     @classmethod
     def build(cls, sentences: list[Constraints], device: torch.device) -> "ConstraintTables":
         C = max(len(c.sequences) for c in sentences)
         L = max(max(c.lengths) for c in sentences)
         J = max(len(c.tokens) for c in sentences)
-        lengths, sequences, tokens, moves, resets = [], [], [], [], []
+        lengths, sequences, tokens, moves, resets, floors = [], [], [], [], [], []
         for c in sentences:
             own = sorted(c.tokens)
             lengths.append(list(c.lengths) + [0] * (C - len(c.lengths)))
@@ -67,11 +69,13 @@ class ConstraintTables:
                           for i, n in enumerate(c.lengths)] + [[[0] * J] * L] * (C - len(c.lengths)))
             resets.append([[c.reset(i, m) if m < n else 0 for m in range(L)] for i, n in enumerate(c.lengths)]
                           + [[0] * L] * (C - len(c.lengths)))
-        return cls(*(to_device(x, device, torch.int64) for x in (lengths, sequences, tokens, moves, resets)))
+            floors.append([[c.floor(i, m) if m < n else 0 for m in range(L)] for i, n in enumerate(c.lengths)]
+                          + [[0] * L] * (C - len(c.lengths)))
+        return cls(*(to_device(x, device, torch.int64) for x in (lengths, sequences, tokens, moves, resets, floors)))
 
     @property
     def parts(self) -> tuple[torch.Tensor, ...]:
-        return self.lengths, self.sequences, self.tokens, self.moves, self.resets
+        return self.lengths, self.sequences, self.tokens, self.moves, self.resets, self.floors
 
     def select(self, index: torch.Tensor) -> "ConstraintTables":
         """The tables of the sentences at `index` (n,), in that order."""
@@ -82,7 +86,8 @@ class ConstraintTables:
         c, l, j = self.moves.shape[1:]
         tokens = torch.cat([self.tokens, self.tokens[:, :1].expand(-1, J - j)], dim=1)
         return ConstraintTables(F.pad(self.lengths, (0, C - c)), F.pad(self.sequences, (0, L - l, 0, C - c)), tokens,
-                                F.pad(self.moves, (0, J - j, 0, L - l, 0, C - c)), F.pad(self.resets, (0, L - l, 0, C - c)))
+                                F.pad(self.moves, (0, J - j, 0, L - l, 0, C - c)), F.pad(self.resets, (0, L - l, 0, C - c)),
+                                F.pad(self.floors, (0, L - l, 0, C - c)))
 
     @staticmethod
     def joined(first: "ConstraintTables", second: "ConstraintTables") -> "ConstraintTables":
@@ -92,23 +97,23 @@ class ConstraintTables:
         return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(a.parts, b.parts)))
 
 
-def _reset(tables: ConstraintTables, met: torch.Tensor) -> torch.Tensor:
-    """`Constraints.reset` for many rows: met (S, X, C) -> (S, X, C)."""
+def _per_met(tables: ConstraintTables, table: torch.Tensor, met: torch.Tensor) -> torch.Tensor:
+    """`Constraints.reset` (table: resets) or `.floor` (floors) for many rows: met (S, X, C) -> (S, X, C)."""
     S, X, C = met.shape
-    L = tables.resets.shape[2]
+    L = table.shape[2]
     index = torch.arange(C, device=met.device)[None, None, :] * L + met.clamp(0, L - 1)
-    reset = tables.resets.view(S, C * L).gather(1, index.view(S, X * C)).view(S, X, C)
+    value = table.reshape(S, C * L).gather(1, index.view(S, X * C)).view(S, X, C)
     lengths = tables.lengths[:, None, :]
-    return torch.where(met >= lengths, lengths, reset)
+    return torch.where(met >= lengths, lengths, value)
 
 
 def _needed(tables: ConstraintTables, met: torch.Tensor) -> torch.Tensor:
     """`Constraints.needed` for many rows: met (S, X, C) -> (S, X): every constraint's tokens, less
-    the resets (kept for good), less the most met past its reset among the unmet ones."""
-    reset = _reset(tables, met)
+    the floors (kept for good), less the most met past its floor among the unmet ones."""
+    floor = _per_met(tables, tables.floors, met)
     unmet = met < tables.lengths[:, None, :]
-    return (tables.lengths.sum(-1)[:, None] - reset.sum(-1)
-            - torch.where(unmet, met - reset, 0).amax(-1))
+    return (tables.lengths.sum(-1)[:, None] - floor.sum(-1)
+            - torch.where(unmet, met - floor, 0).amax(-1))
 
 
 def _after(tables: ConstraintTables, met: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -121,7 +126,7 @@ def _after(tables: ConstraintTables, met: torch.Tensor, tokens: torch.Tensor) ->
     m = met.clamp(0, L - 1)  # rows of another sentence (the padding row) may hold any count
     index = (torch.arange(C, device=met.device)[None, None, :] * L + m) * J + j[:, :, None]  # (S, X, C)
     moved = tables.moves.view(S, C * L * J).gather(1, index.view(S, X * C)).view(S, X, C)
-    moved = torch.where(match.any(-1)[:, :, None], moved, _reset(tables, met))
+    moved = torch.where(match.any(-1)[:, :, None], moved, _per_met(tables, tables.resets, met))
     return torch.where(met >= lengths, lengths, moved)
 
 
@@ -173,7 +178,7 @@ def constrained_step(
     row_lengths = tables.lengths.repeat_interleave(W, dim=0)  # (N, C)
     last_free = limit - int(options.forced_eos_id is not None)  # (S,)
     room = (last_free - (cur_len + 1)).clamp(min=0).repeat_interleave(W)  # (N,)
-    reset = _reset(tables, met.view(S, W, C))  # after a token of no constraint
+    reset = _per_met(tables, tables.resets, met.view(S, W, C))  # after a token of no constraint
     need = _needed(tables, reset).view(S * W)  # (N,)
     for end in {eos_id, options.forced_eos_id} - {None}:
         scores[:, end] = scores[:, end].masked_fill(need > 0, NEG_INF)

@@ -10,9 +10,11 @@ device search maps it onto tensors:
   another ends, is followed exactly), or the constraint's whole length once it has appeared, for
   good. A hypothesis's bank is the sum: how many constraint tokens it meets, 0 to `total`.
 - A constraint given as a list of token sequences is a chain: its segments must appear in that
-  order, anything between them. Its met count runs over all their tokens, end to end: within a
-  segment the segment's own automaton, offset by where the segment starts, and a token that moves
-  nowhere falls back to that start (`reset`), never below: a finished segment stays finished.
+  order, anything between them; an empty segment is a gap, one token at least that is none of the
+  chain's (a tag pair around some words). Its met count runs over all their tokens, end to end (a
+  gap counts one): within a segment the segment's own automaton, offset by where the segment
+  starts, and a token that moves nowhere falls back to that start (`reset`), never below: a
+  finished segment stays finished. At a gap the chain's own tokens stay and any other moves on.
 - Each step's candidates are HF's (the top 2 x width of beam score + log-prob over all rows) and,
   for every row, its best token and the next token of each constraint it has not met. The running
   beams are picked round-robin over the banks, the highest bank first (by a candidate's rank within
@@ -53,6 +55,8 @@ from dragoman.engine.decoding import (
 )
 
 MAX_CONSTRAINTS = 64
+# A gap of a chain where its token sequence has a token: one token of none of the chain's.
+GAP = -1
 # Rows a constrained greedy sentence runs at most: as many as a beam-8 search's.
 GREEDY_WIDTH = 8
 
@@ -69,8 +73,10 @@ class Constraints:
             chain = isinstance(sequence, (list, tuple)) and bool(sequence) and all(
                 isinstance(s, (list, tuple)) for s in sequence)
             segments = sequence if chain else [sequence]
+            if chain and not any(segments):
+                raise OptionsError("constraints", f"#{number} is a chain of gaps only: {sequence!r}")
             for segment in segments:
-                if not isinstance(segment, (list, tuple)) or not segment:
+                if not isinstance(segment, (list, tuple)) or not (segment or chain):  # an empty one: a gap
                     raise OptionsError("constraints", f"#{number} must be a non-empty sequence of token ids"
                                                       f" (or of such sequences), not {sequence!r}")
                 for token in segment:
@@ -80,7 +86,7 @@ class Constraints:
                                            f"#{number} holds </s> ({eos_id}), which would end the sentence")
             checked.append(tuple(tuple(s) for s in segments))
             chains.append(chain)
-        if sum(len(s) for segments in checked for s in segments) > MAX_LENGTH:
+        if sum(len(s) or 1 for segments in checked for s in segments) > MAX_LENGTH:
             raise OptionsError("constraints", f"hold more than {MAX_LENGTH} tokens together")
         # A plain constraint met whenever another plain one is (held by it, or the same): dropped, the
         # first of equals kept. Chains are all kept: their segments' order is theirs alone.
@@ -89,23 +95,35 @@ class Constraints:
                    if any(_holds(other, s) and (len(other) > len(s) or (other == s and j < i))
                           for j, other in plain if j != i)}
         self.segments = tuple(s for i, s in enumerate(checked) if i not in dropped)
-        self.sequences = tuple(sum(segments, ()) for segments in self.segments)  # a chain's segments end to end
+        # a chain's segments end to end, a gap as one GAP
+        self.sequences = tuple(sum((s or (GAP,) for s in segments), ()) for segments in self.segments)
         self.lengths = tuple(len(s) for s in self.sequences)
         self.total = sum(self.lengths)
-        self.tokens = frozenset(t for s in self.sequences for t in s)
+        self.tokens = frozenset(t for s in self.sequences for t in s if t != GAP)
         self.largest_token = max(self.tokens, default=-1)
         # _next[i][met]: {token: met after it} for the tokens that keep some of the segment constraint i
-        # is in; any other token -> _reset[i][met], the start of that segment (0 for a plain constraint)
+        # is in; any other token -> _reset[i][met], the start of that segment (0 for a plain
+        # constraint). At a gap, the chain's own tokens stay and any other moves on. _floor[i][met]:
+        # what constraint i keeps whatever comes (the start of the segment or gap met is in).
         self._next: list[list[dict[int, int]]] = []
         self._reset: list[list[int]] = []
+        self._floor: list[list[int]] = []
         for segments in self.segments:
-            moves, resets, start = [], [], 0
+            own = {t for s in segments for t in s}
+            moves, resets, floors, start = [], [], [], 0
             for segment in segments:
-                moves += [{t: start + m for t, m in table.items()} for table in _automaton(segment)]
-                resets += [start] * len(segment)
-                start += len(segment)
+                if segment:
+                    moves += [{t: start + m for t, m in table.items()} for table in _automaton(segment)]
+                    resets += [start] * len(segment)
+                    floors += [start] * len(segment)
+                else:
+                    moves.append(dict.fromkeys(own, start))
+                    resets.append(start + 1)
+                    floors.append(start)
+                start += len(segment) or 1
             self._next.append(moves)
             self._reset.append(resets)
+            self._floor.append(floors)
 
     def after(self, met: tuple[int, ...], token: int) -> tuple[int, ...]:
         return tuple(m if m == n else table[m].get(token, reset[m])
@@ -126,16 +144,22 @@ class Constraints:
         of the segment `met` is in (0 for a plain constraint), or its length once met."""
         return met if met == self.lengths[constraint] else self._reset[constraint][met]
 
+    def floor(self, constraint: int, met: int) -> int:
+        """What constraint `constraint` keeps of `met` whatever comes: the start of the segment (or
+        gap) `met` is in, or its length once met."""
+        return met if met == self.lengths[constraint] else self._floor[constraint][met]
+
     def needed(self, met: tuple[int, ...]) -> int:
         """Tokens that suffice to meet every constraint from here: the one with the most met past its
-        reset continued, then each other unmet one written whole from its reset."""
-        resets = [self.reset(i, m) for i, m in enumerate(met)]
-        return self.total - sum(resets) - max((m - r for m, r, n in zip(met, resets, self.lengths) if m < n),
+        floor continued, then each other unmet one written whole from its floor (a gap: one token
+        of none of the chain's)."""
+        floors = [self.floor(i, m) for i, m in enumerate(met)]
+        return self.total - sum(floors) - max((m - f for m, f, n in zip(met, floors, self.lengths) if m < n),
                                               default=0)
 
     def advancing(self, met: tuple[int, ...]) -> set[int]:
-        """The next token of each constraint not met yet."""
-        return {s[m] for s, m, n in zip(self.sequences, met, self.lengths) if m < n}
+        """The next token of each constraint not met yet (none at a gap)."""
+        return {s[m] for s, m, n in zip(self.sequences, met, self.lengths) if m < n and s[m] != GAP}
 
     def appear_in(self, tokens: list[int]) -> bool:
         return all(_holds_in_order(tuple(tokens), segments) for segments in self.segments)
@@ -175,12 +199,17 @@ def _holds(tokens: tuple[int, ...], part: tuple[int, ...]) -> bool:
 
 
 def _holds_in_order(tokens: tuple[int, ...], segments: tuple[tuple[int, ...], ...]) -> bool:
-    """Whether the segments appear in `tokens` one after another, anything between them (each
-    taken where it first ends, which leaves the most room to the next)."""
+    """Whether the segments appear in `tokens` one after another, anything between them, a gap
+    (an empty segment) a token of none of them (each taken where it first ends, which leaves the
+    most room to the next)."""
+    own = {t for s in segments for t in s}
     at = 0
     for segment in segments:
         n = len(segment)
-        at = next((i + n for i in range(at, len(tokens) - n + 1) if tokens[i : i + n] == segment), None)
+        if n:
+            at = next((i + n for i in range(at, len(tokens) - n + 1) if tokens[i : i + n] == segment), None)
+        else:
+            at = next((i + 1 for i in range(at, len(tokens)) if tokens[i] not in own), None)
         if at is None:
             return False
     return True

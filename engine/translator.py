@@ -199,7 +199,7 @@ class Translator:
         starts: list[str | None] | None = None,
         alternatives: int = 1,
         on_translation: Callable[[int, Translation], None] | None = None,
-        terms: list[list[str | tuple[str, ...]]] | None = None,
+        terms: list[list[str | tuple[str | None, ...]]] | None = None,
     ) -> list[str]:
         """Translate each text (one segment each; one too long for the model goes in pieces); blank texts stay empty.
 
@@ -216,7 +216,8 @@ class Translator:
         `terms[i]`, where given, are target-language strings that text i's translation must each
         hold verbatim (`term_ids`; blank ones are ignored): it is decoded by lexically constrained
         beam search. An entry that is a tuple (or list) of strings is a chain: they must all appear
-        in that order, anything between them. Terms that cannot all fit within max_length, or given for a text too long to
+        in that order, anything between them; a None in it is a gap: one token at least, none of
+        the chain's (a tag pair around words). Terms that cannot all fit within max_length, or given for a text too long to
         read at once, raise OptionsError.
         `adapter` names a LoRA adapter of the adapters folder (None or "": the base model); one
         that cannot be used raises AdapterError, naming the file and the problem. A sentence for which
@@ -364,7 +365,7 @@ class Translator:
         return Translation(text, hypotheses[0][1], others)
 
     def _constraints(self, texts: list[str], src_lang: str, tgt_lang: str, options: DecodingOptions,
-                     terms: list[list[str | tuple[str, ...]]]) -> dict[int, list[list]]:
+                     terms: list[list[str | tuple[str | None, ...]]]) -> dict[int, list[list]]:
         """Each text's terms as token sequences (`term_ids`; a chain as a list of them), checked to fit
         within max_length."""
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
@@ -384,13 +385,14 @@ class Translator:
             constraints[i] = sequences
         return constraints
 
-    def _term(self, term: str | tuple[str, ...] | list[str], tgt_lang: str) -> list:
-        """A term's tokens (`term_ids`), or for a tuple or list of strings the chain of theirs; [] for
-        a blank one."""
+    def _term(self, term: str | tuple[str | None, ...] | list[str | None], tgt_lang: str) -> list:
+        """A term's tokens (`term_ids`), or for a tuple or list of strings the chain of theirs (None:
+        a gap, []); [] for a blank one."""
         if isinstance(term, str):
             return term_ids(self.tokenizer, term.strip(), tgt_lang) if term.strip() else []
-        segments = [term_ids(self.tokenizer, t.strip(), tgt_lang) for t in term if t and t.strip()]
-        return [s for s in segments if s]
+        segments = [[] if t is None else term_ids(self.tokenizer, t.strip(), tgt_lang) for t in term
+                    if t is None or t.strip()]
+        return segments if any(segments) else []
 
     def completion_start(self, typed: str, options: DecodingOptions) -> CompletionStart:
         """How a translation is completed from `typed`, its start (`CompletionStart`); a start

@@ -67,18 +67,20 @@ def test_a_disabled_pair_of_a_glossary_gives_no_terms(glossary):
 def test_a_document_sentences_tags_are_one_chain_and_crowded_terms_keep_the_tags_first(glossary):
     terms = Terms((glossary,)).for_pair("eng_Latn", "fra_Latn")
     sentence = "Click <x1>save</x1> to keep the file <x2/> of 5 kg."
-    tags = ("<x1>", "</x1>", "<x2/>")  # in the source's order: the engine keeps them in it
+    tags = ("<x1>", None, "</x1>", "<x2/>")  # in the source's order, a gap for the pair's words
     assert terms.of(sentence, tagged=True) == [tags, "enregistrer", "fichier", "5 kg"]
     assert terms.of(sentence) == ["enregistrer", "fichier", "5 kg"]  # typed text has no tags
     assert terms.of("No tags here.", tagged=True) == []
-    room = FIXED_POSITIONS + sum(map(token_bound, tags)) + token_bound("enregistrer")
+    bound = sum(map(token_bound, ("<x1>", "</x1>", "<x2/>"))) + 1  # the gap takes a token at least
+    room = FIXED_POSITIONS + bound + token_bound("enregistrer")
     assert terms.of(sentence, tagged=True, max_length=room) == [tags, "enregistrer"]
     # one position less: the first glossary term no longer fits, a shorter one after it does
     assert terms.of(sentence, tagged=True, max_length=room - 1) == [tags, "fichier"]
-    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags))) == [tags]
+    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + bound) == [tags]
     # too little room for all the tags: none of them, since one missing is as bad as all
-    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags)) - 1) == ["enregistrer"]
-    assert cache_text(sentence, [tags]) != cache_text(sentence, list(tags)), "a chain keys apart from its tags alone"
+    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + bound - 1) == ["enregistrer"]
+    assert cache_text(sentence, [tags]) != cache_text(sentence, ["<x1>", "</x1>", "<x2/>"]), "a chain keys apart"
+    assert terms.of("An <x1> </x1> empty pair.", tagged=True) == [("<x1>", "</x1>")]  # no words: no gap
 
 
 def test_a_text_the_model_might_not_read_at_once_gets_no_terms(glossary, translator, tmp_path):
@@ -115,7 +117,7 @@ def test_a_document_job_hands_each_sentence_its_terms_and_the_cache_keys_on_them
 
     run_document_job(job, recording, cache)
     [(texts, terms)] = recording.calls
-    assert dict(zip(texts, terms)) == {"Save the report.": [], "Click <x1>here</x1> to go on.": [("<x1>", "</x1>")],
+    assert dict(zip(texts, terms)) == {"Save the report.": [], "Click <x1>here</x1> to go on.": [("<x1>", None, "</x1>")],
                                        "Read the rest.": []}
 
     recording.calls.clear()

@@ -157,6 +157,12 @@ def test_an_atoms_extra_tag_is_removed_and_the_atom_kept_once():
     assert placed == []
 
 
+def test_a_closing_tag_around_no_words_is_passed_over_for_the_next_one():
+    out, placed = rebuilt(LINK_AND_BOLD, "Cliquez <x1></x1>ici</x1> ou <x2>là</x2>.")
+    assert out == [("Cliquez ", None), ("ici", "link"), (" ou ", None), ("là", "b"), (".", None)]
+    assert placed == []
+
+
 def test_a_run_with_text_that_the_in_order_tags_would_leave_empty_is_placed_by_proportion():
     out, placed = rebuilt(LINK_AND_BOLD, "Cliquez <x1></x1> ou <x2>là</x2> <x1>ici</x1>.")
     assert [style for _, style in out if _.strip()] == [None, "link", None, "b", None]  # every run keeps words

@@ -30,6 +30,8 @@ SENTENCES = [
     ([2, 7], [[[20], [21]]], 0),  # an opening and a closing tag
     ([2, 9], [[[20, 5], [21, 5], [22]], [5, 6]], 1),  # tags sharing a token, beside a plain constraint
     ([2, 7], [[[20], [20, 21], [21]]], 2),  # a segment starting as the one before, ending as the next begins
+    ([2, 7], [[[20], [], [21]], [[22], [], [23]]], 0),  # tag pairs around some words: gaps
+    ([2, 9], [[[20, 5], [], [21, 5], [22]], [5]], 1),  # a gap between tags sharing a token, beside a plain one
 ]
 PLAIN = [[2, 7], [2, 13, 14]]  # sentences without constraints, in a group of their own
 
@@ -160,9 +162,12 @@ def test_constrained_step_follows_the_reference_search(options):
 
 def in_order(tokens, segments):
     """Whether the segments appear in `tokens` one after another (each where it first ends)."""
+    own = {t for s in segments for t in s}
     at = 0
     for segment in segments:
         ends = [i + len(segment) for i in range(at, len(tokens)) if tokens[i : i + len(segment)] == segment]
+        if not segment:  # a gap: a token of none of the chain's
+            ends = [i + 1 for i in range(at, len(tokens)) if tokens[i] not in own]
         if not ends:
             return False
         at = ends[0]
@@ -183,6 +188,13 @@ def test_a_chain_meets_its_segments_in_order_only():
     assert both.needed((1, 2)) == 1 + 3 - 2  # 21, then 7: the plain one continued
     assert both.needed((1, 0)) == 1 + 3
     assert Constraints([[[5, 6]], [5, 6]], EOS).lengths == (2, 2), "a chain is never dropped as held by another"
+    # a gap: one token at least of none of the chain's
+    pair = Constraints([[[20], [], [21]]], EOS)
+    assert pair.lengths == (3,) and pair.sequences == ((20, -1, 21),)
+    assert pair.start([20, 21]) == (1,) and pair.start([20, 20]) == (1,)  # the chain's own tokens are no gap
+    assert pair.start([20, 9]) == (2,) and pair.start([20, 9, 9]) == (2,) and pair.start([20, 9, 21]) == (3,)
+    assert pair.needed((1,)) == 2 and pair.needed((0,)) == 3 and pair.advancing((1,)) == set()
+    assert pair.appear_in([20, 9, 21]) and not pair.appear_in([20, 21, 21])
 
 
 def test_tables_hold_each_constraints_automaton():
@@ -192,6 +204,10 @@ def test_tables_hold_each_constraints_automaton():
     assert tables.lengths.tolist() == [[3, 0, 0], [2, 2, 1], [3, 0, 0]]
     assert tables.tokens.tolist() == [[8, 9, 8, 8], [5, 6, 7, 9], [5, 6, 5, 5]]  # padded with the first
     assert tables.resets[2, 0].tolist() == [0, 1, 1]  # the second segment starts at 1
+    gap = ConstraintTables.build([Constraints([[[6], [], [5, 6]]], EOS)], torch.device("cpu"))
+    assert gap.sequences[0, 0].tolist() == [6, -1, 5, 6]
+    assert gap.resets[0, 0].tolist() == [0, 2, 2, 2] and gap.floors[0, 0].tolist() == [0, 1, 2, 2]
+    assert gap.moves[0, 0, 1].tolist() == [1, 1]  # at the gap the chain's own tokens stay
     for c, moves, tokens in zip(constraints, tables.moves, tables.tokens.tolist()):
         for i, n in enumerate(c.lengths):
             for m in range(n):
@@ -208,7 +224,7 @@ def test_tables_kept_when_sentences_leave_and_join_are_the_tables_built_anew():
     kept = ConstraintTables.build(constraints[:3], cpu).select(torch.tensor([0, 2]))
     tables = ConstraintTables.joined(kept, ConstraintTables.build(constraints[3:], cpu))
     anew = ConstraintTables.build([constraints[i] for i in (0, 2, *range(3, len(constraints)))], cpu)
-    for field in ("lengths", "sequences", "tokens", "moves", "resets"):
+    for field in ("lengths", "sequences", "tokens", "moves", "resets", "floors"):
         assert torch.equal(getattr(tables, field), getattr(anew, field)), field
 
 

@@ -11,7 +11,8 @@ device search maps it onto tensors:
   good. A hypothesis's bank is the sum: how many constraint tokens it meets, 0 to `total`.
 - A constraint given as a list of token sequences is a chain: its segments must appear in that
   order, anything between them; an empty segment is a gap, one token at least that is none of the
-  chain's (a tag pair around some words). Its met count runs over all their tokens, end to end (a
+  chain's (a tag pair around some words), and a set of ids a gap that is none of those either
+  (tokens that show nothing). Its met count runs over all their tokens, end to end (a
   gap counts one): within a segment the segment's own automaton, offset by where the segment
   starts, and a token that moves nowhere falls back to that start (`reset`), never below: a
   finished segment stays finished. At a gap the chain's own tokens stay and any other moves on.
@@ -71,12 +72,13 @@ class Constraints:
         chains: list[bool] = []
         for number, sequence in enumerate(sequences, 1):
             chain = isinstance(sequence, (list, tuple)) and bool(sequence) and all(
-                isinstance(s, (list, tuple)) for s in sequence)
+                isinstance(s, (list, tuple, set, frozenset)) for s in sequence)
             segments = sequence if chain else [sequence]
-            if chain and not any(segments):
+            if chain and not any(isinstance(s, (list, tuple)) and s for s in segments):
                 raise OptionsError("constraints", f"#{number} is a chain of gaps only: {sequence!r}")
             for segment in segments:
-                if not isinstance(segment, (list, tuple)) or not (segment or chain):  # an empty one: a gap
+                gap = chain and (isinstance(segment, (set, frozenset)) or not segment)
+                if not gap and (not isinstance(segment, (list, tuple)) or not segment):
                     raise OptionsError("constraints", f"#{number} must be a non-empty sequence of token ids"
                                                       f" (or of such sequences), not {sequence!r}")
                 for token in segment:
@@ -84,9 +86,9 @@ class Constraints:
                     if token == eos_id:
                         raise OptionsError("constraints",
                                            f"#{number} holds </s> ({eos_id}), which would end the sentence")
-            checked.append(tuple(tuple(s) for s in segments))
+            checked.append(tuple(frozenset(s) if isinstance(s, (set, frozenset)) else tuple(s) for s in segments))
             chains.append(chain)
-        if sum(len(s) or 1 for segments in checked for s in segments) > MAX_LENGTH:
+        if sum(_width(s) for segments in checked for s in segments) > MAX_LENGTH:
             raise OptionsError("constraints", f"hold more than {MAX_LENGTH} tokens together")
         # A plain constraint met whenever another plain one is (held by it, or the same): dropped, the
         # first of equals kept. Chains are all kept: their segments' order is theirs alone.
@@ -96,10 +98,11 @@ class Constraints:
                           for j, other in plain if j != i)}
         self.segments = tuple(s for i, s in enumerate(checked) if i not in dropped)
         # a chain's segments end to end, a gap as one GAP
-        self.sequences = tuple(sum((s or (GAP,) for s in segments), ()) for segments in self.segments)
+        self.sequences = tuple(sum((s if isinstance(s, tuple) and s else (GAP,) for s in segments), ())
+                               for segments in self.segments)
         self.lengths = tuple(len(s) for s in self.sequences)
         self.total = sum(self.lengths)
-        self.tokens = frozenset(t for s in self.sequences for t in s if t != GAP)
+        self.tokens = frozenset(t for segments in self.segments for s in segments for t in s)
         self.largest_token = max(self.tokens, default=-1)
         # _next[i][met]: {token: met after it} for the tokens that keep some of the segment constraint i
         # is in; any other token -> _reset[i][met], the start of that segment (0 for a plain
@@ -109,18 +112,18 @@ class Constraints:
         self._reset: list[list[int]] = []
         self._floor: list[list[int]] = []
         for segments in self.segments:
-            own = {t for s in segments for t in s}
+            own = {t for s in segments if isinstance(s, tuple) for t in s}
             moves, resets, floors, start = [], [], [], 0
             for segment in segments:
-                if segment:
+                if isinstance(segment, tuple) and segment:
                     moves += [{t: start + m for t, m in table.items()} for table in _automaton(segment)]
                     resets += [start] * len(segment)
                     floors += [start] * len(segment)
                 else:
-                    moves.append(dict.fromkeys(own, start))
+                    moves.append(dict.fromkeys(own | set(segment), start))
                     resets.append(start + 1)
                     floors.append(start)
-                start += len(segment) or 1
+                start += _width(segment)
             self._next.append(moves)
             self._reset.append(resets)
             self._floor.append(floors)
@@ -185,7 +188,7 @@ def check_fit(constraints: Constraints, prefix: list[int], options: DecodingOpti
         raise OptionsError("constraints", f"need up to {need} tokens, but max_length {length} leaves {room}"
                                           f" after the decoder prefix{before_end}")
     n = options.no_repeat_ngram_size
-    for sequence in (s for segments in constraints.segments for s in segments):
+    for sequence in (s for segments in constraints.segments for s in segments if isinstance(s, tuple)):
         grams = [sequence[i : i + n] for i in range(len(sequence) - n + 1)] if n else []
         if len(set(grams)) < len(grams):
             raise OptionsError("constraints", f"{list(sequence)} repeats a {n}-gram, which no_repeat_ngram_size"
@@ -198,18 +201,23 @@ def _holds(tokens: tuple[int, ...], part: tuple[int, ...]) -> bool:
     return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))
 
 
+def _width(segment: tuple[int, ...] | frozenset[int]) -> int:
+    """The positions of a chain's met count a segment takes: its tokens, or one for a gap."""
+    return len(segment) if isinstance(segment, tuple) and segment else 1
+
+
 def _holds_in_order(tokens: tuple[int, ...], segments: tuple[tuple[int, ...], ...]) -> bool:
     """Whether the segments appear in `tokens` one after another, anything between them, a gap
     (an empty segment) a token of none of them (each taken where it first ends, which leaves the
     most room to the next)."""
-    own = {t for s in segments for t in s}
+    own = {t for s in segments if isinstance(s, tuple) for t in s}
     at = 0
     for segment in segments:
         n = len(segment)
-        if n:
+        if isinstance(segment, tuple) and n:
             at = next((i + n for i in range(at, len(tokens) - n + 1) if tokens[i : i + n] == segment), None)
         else:
-            at = next((i + 1 for i in range(at, len(tokens)) if tokens[i] not in own), None)
+            at = next((i + 1 for i in range(at, len(tokens)) if tokens[i] not in own | set(segment)), None)
         if at is None:
             return False
     return True

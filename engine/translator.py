@@ -387,12 +387,20 @@ class Translator:
 
     def _term(self, term: str | tuple[str | None, ...] | list[str | None], tgt_lang: str) -> list:
         """A term's tokens (`term_ids`), or for a tuple or list of strings the chain of theirs (None:
-        a gap, []); [] for a blank one."""
+        a gap: a token that shows something); [] for a blank one."""
         if isinstance(term, str):
             return term_ids(self.tokenizer, term.strip(), tgt_lang) if term.strip() else []
-        segments = [[] if t is None else term_ids(self.tokenizer, t.strip(), tgt_lang) for t in term
-                    if t is None or t.strip()]
-        return segments if any(segments) else []
+        segments = [self._shows_nothing if t is None else term_ids(self.tokenizer, t.strip(), tgt_lang)
+                    for t in term if t is None or t.strip()]
+        return segments if any(isinstance(s, list) and s for s in segments) else []
+
+    @functools.cached_property
+    def _shows_nothing(self) -> frozenset[int]:
+        """The tokens that decode to no text or only a space (specials, language codes, a lone "▁",
+        the embedding's spare rows): they fill no gap of a chain, since the words it is for must show
+        (`</s>` aside: it ends the sentence, which no unmet chain lets happen)."""
+        decode, eos = self.tokenizer.decode, self.tokenizer.eos_id
+        return frozenset(i for i in range(self.generator.model.config.vocab_size) if i != eos and not decode([i]).strip())
 
     def completion_start(self, typed: str, options: DecodingOptions) -> CompletionStart:
         """How a translation is completed from `typed`, its start (`CompletionStart`); a start

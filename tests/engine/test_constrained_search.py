@@ -32,6 +32,7 @@ SENTENCES = [
     ([2, 7], [[[20], [20, 21], [21]]], 2),  # a segment starting as the one before, ending as the next begins
     ([2, 7], [[[20], [], [21]], [[22], [], [23]]], 0),  # tag pairs around some words: gaps
     ([2, 9], [[[20, 5], [], [21, 5], [22]], [5]], 1),  # a gap between tags sharing a token, beside a plain one
+    ([2, 7], [[[20], {4, 11}, [21]]], 0),  # a gap that 4 and 11 (tokens that show nothing) do not fill
 ]
 PLAIN = [[2, 7], [2, 13, 14]]  # sentences without constraints, in a group of their own
 
@@ -155,19 +156,20 @@ def test_constrained_step_follows_the_reference_search(options):
     assert all(s.done for s in searches), "every sentence ends by max_length"
     assert [batch.results[s] for s in everyone] == [r.best() for r in searches]
     for s, (_, constraints, _) in enumerate(SENTENCES):
-        assert all(in_order(batch.results[s], c if isinstance(c[0], list) else [c]) for c in constraints), s
+        assert all(in_order(batch.results[s], c if isinstance(c[0], (list, set)) else [c]) for c in constraints), s
     widths = {len(batch.rows[s]) for s in range(len(SENTENCES))}
     assert options.num_beams > 1 or len(widths) > 1, "greedy sentences of several widths"
 
 
 def in_order(tokens, segments):
     """Whether the segments appear in `tokens` one after another (each where it first ends)."""
-    own = {t for s in segments for t in s}
+    own = {t for s in segments if isinstance(s, list) for t in s}
     at = 0
     for segment in segments:
-        ends = [i + len(segment) for i in range(at, len(tokens)) if tokens[i : i + len(segment)] == segment]
-        if not segment:  # a gap: a token of none of the chain's
-            ends = [i + 1 for i in range(at, len(tokens)) if tokens[i] not in own]
+        if isinstance(segment, set) or not segment:  # a gap: a token of none of the chain's, nor the set's
+            ends = [i + 1 for i in range(at, len(tokens)) if tokens[i] not in own | set(segment)]
+        else:
+            ends = [i + len(segment) for i in range(at, len(tokens)) if tokens[i : i + len(segment)] == segment]
         if not ends:
             return False
         at = ends[0]
@@ -195,6 +197,9 @@ def test_a_chain_meets_its_segments_in_order_only():
     assert pair.start([20, 9]) == (2,) and pair.start([20, 9, 9]) == (2,) and pair.start([20, 9, 21]) == (3,)
     assert pair.needed((1,)) == 2 and pair.needed((0,)) == 3 and pair.advancing((1,)) == set()
     assert pair.appear_in([20, 9, 21]) and not pair.appear_in([20, 21, 21])
+    shown = Constraints([[[20], {9}, [21]]], EOS)  # 9 shows nothing: it fills no gap
+    assert shown.start([20, 9]) == (1,) and shown.start([20, 9, 8]) == (2,) and 9 in shown.tokens
+    assert shown.appear_in([20, 8, 21]) and not shown.appear_in([20, 9, 21])
 
 
 def test_tables_hold_each_constraints_automaton():

@@ -103,6 +103,7 @@ def in_order(text, segments):
 
 CHAINS = {
     "two segments": [("rouge", "chat")],
+    "with a gap": [("le", None, "chat")],
     "three segments beside a term": [("le", "monde", "le"), "chat"],
     "as a list, sharing a word": [["chat noir", "chat"]],
 }
@@ -115,7 +116,7 @@ def test_every_chains_segments_appear_in_order(translator, num_beams, case):
     options = translator.default_options(num_beams=num_beams, max_length=48)
     for text, translation in zip(TEXTS, translator.translate(TEXTS, "eng_Latn", "fra_Latn", options, terms=terms)):
         for term in CHAINS[case]:
-            assert in_order(translation, [term] if isinstance(term, str) else term), (text, translation)
+            assert in_order(translation, [term] if isinstance(term, str) else [t for t in term if t]), (text, translation)
 
 
 def test_a_chain_is_not_the_same_terms_unordered(translator):
@@ -125,3 +126,14 @@ def test_a_chain_is_not_the_same_terms_unordered(translator):
     chained = translator.translate(TEXTS, "eng_Latn", "fra_Latn", options, terms=[[("chat", "rouge")]] * len(TEXTS))
     assert all(in_order(t, ["chat", "rouge"]) for t in chained)
     assert not all(in_order(t, ["chat", "rouge"]) for t in loose), "the tiny model writes some the other way round"
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_a_gap_holds_something_that_shows(translator, num_beams):
+    options = translator.default_options(num_beams=num_beams, max_length=48)
+    for translation in translator.translate(TEXTS, "eng_Latn", "fra_Latn", options,
+                                            terms=[[("chat", None, "rouge")]] * len(TEXTS)):
+        start = translation.index("chat") + len("chat")
+        assert translation[start : translation.index("rouge", start)].strip(), translation
+    tok = translator.tokenizer
+    assert tok.lang_id("fra_Latn") in translator._shows_nothing and tok.eos_id not in translator._shows_nothing

@@ -6,8 +6,10 @@ One place for typed text, stdin and documents alike (`Terms.for_pair(...).of(sen
   (app.glossary.TermMatcher), from the enabled glossaries for the language pair;
 - do-not-translate spans as the sentence writes them (app.protected_spans): the user's list and,
   unless `protect` is off, URLs, e-mail addresses, placeholders and numbers with units;
-- in a document sentence, its placeholder tags (`<x1>`, `</x1>`, `<x2/>`: app.documents.segments),
-  so that its formatting comes back where the model puts the words.
+- in a document sentence, its placeholder tags (`<x1>`, `</x1>`, `<x2/>`: app.documents.segments)
+  as one chain (a tuple: the engine keeps them in this order, anything between them, and some
+  words inside each pair around words: a None there), so that its formatting comes back where
+  the model puts the words.
 
 Where a glossary match and a do-not-translate span overlap, the glossary wins: it says how to
 translate those words. Terms that might not fit within the decoder's length are left out (the
@@ -38,8 +40,8 @@ USER_GLOSSARY = "my-glossary.tsv"
 GLOSSARY_SUFFIXES = (".csv", ".tsv", ".txt", ".tbx", ".xml")
 # Decoder positions a translation always takes besides its terms: `</s>`, the language code, the end.
 FIXED_POSITIONS = 3
-# What is kept first when a sentence's terms crowd its translation.
-TAG, GLOSSARY, USER, AUTOMATIC = range(4)
+# What is kept first when a sentence's terms crowd its translation (after its tags).
+GLOSSARY, USER, AUTOMATIC = range(3)
 
 
 @dataclass(frozen=True)
@@ -117,9 +119,10 @@ class PairTerms:
         self.protect = protect
 
     def of(self, sentence: str, tagged: bool = False, max_length: int | None = None,
-           max_positions: int | None = None) -> list[str]:
+           max_positions: int | None = None) -> list[str | tuple[str, ...]]:
         """The terms of `sentence`, each once, in the order of the source; with `tagged` (a
-        document sentence) its placeholder tags too; within `max_length` decoder positions
+        document sentence) first its placeholder tags, as one chain in the source's order (a
+        tuple; none for a sentence without tags); within `max_length` decoder positions
         where given (`fit`); none for a sentence that a model of `max_positions` source
         positions might not read at once (`readable_at_once`)."""
         if max_positions is not None and not readable_at_once(sentence, max_positions):
@@ -133,12 +136,28 @@ class PairTerms:
             spans = self.protected.find(sentence) if self.protected is not None else []
         found += [(s.start, USER if s.kind == "term" else AUTOMATIC, sentence[s.start:s.end]) for s in spans
                   if not any(m.start < s.end and s.start < m.end for m in glossary)]
-        if tagged:
-            found += [(m.start(), TAG, m.group()) for m in PLACEHOLDER_TAG.finditer(sentence)]
+        tags = tag_chain(sentence) if tagged else ()
         ranks: dict[str, int] = {}
         for _, rank, term in sorted(found):
-            ranks[term] = min(rank, ranks.get(term, rank))
-        return fit(ranks, max_length) if max_length is not None else list(ranks)
+            if term not in tags:  # kept by the chain, in its place
+                ranks[term] = min(rank, ranks.get(term, rank))
+        if max_length is not None:
+            return fit(ranks, tags, max_length)
+        return ([tags] if tags else []) + list(ranks)
+
+
+def tag_chain(sentence: str) -> tuple[str | None, ...]:
+    """A sentence's placeholder tags in order, a gap (None) inside each pair around words: the
+    engine keeps them so, and a pair must hold some of the translation's words."""
+    chain: list[str | None] = []
+    opened = None  # where the words of an open pair start
+    for m in PLACEHOLDER_TAG.finditer(sentence):
+        tag = m.group()
+        if opened is not None and tag.startswith("</") and sentence[opened : m.start()].strip():
+            chain.append(None)
+        chain.append(tag)
+        opened = m.end() if not tag.startswith("</") and not tag.endswith("/>") else None
+    return tuple(chain)
 
 
 def token_bound(term: str) -> int:
@@ -147,23 +166,24 @@ def token_bound(term: str) -> int:
     return len(term) + len(term.split())
 
 
-def fit(ranks: dict[str, int], max_length: int) -> list[str]:
-    """The terms (in order, each with its rank) less those left out so that the rest surely fit
-    within `max_length` decoder positions: kept by rank, then in order, as far as room goes. A
-    sentence's tags are kept all or none: with one missing, its formatting is placed
-    proportionally whatever the others do."""
+def fit(ranks: dict[str, int], tags: tuple[str | None, ...], max_length: int) -> list[str | tuple[str | None, ...]]:
+    """The chain of a sentence's tags, then the terms (in order, each with its rank), less those
+    left out so that the rest surely fit within `max_length` decoder positions: the tags first,
+    all or none (with one missing, its formatting is placed proportionally whatever the others
+    do), then the terms by rank, then in order, as far as room goes."""
     room = max_length - FIXED_POSITIONS
+    chain: list[str | tuple[str, ...]] = []
+    bound = sum(token_bound(t) if t else 1 for t in tags)  # a gap takes a token at least
+    if tags and bound <= room:
+        chain.append(tags)
+        room -= bound
     terms = list(ranks)
-    tags = [t for t in terms if ranks[t] == TAG]
     kept: set[str] = set()
-    if sum(map(token_bound, tags)) <= room:
-        kept.update(tags)
-        room -= sum(map(token_bound, tags))
-    for term in sorted((t for t in terms if ranks[t] != TAG), key=ranks.get):  # stable: in order within a rank
+    for term in sorted(terms, key=ranks.get):  # stable: in order within a rank
         if token_bound(term) <= room:
             kept.add(term)
             room -= token_bound(term)
-    return [t for t in terms if t in kept]
+    return chain + [t for t in terms if t in kept]
 
 
 def readable_at_once(text: str, max_positions: int) -> bool:

@@ -9,8 +9,10 @@ holds this to step by step) with its state in tensors:
   row sum. Set from the decoder prefix at admission.
 - `ConstraintTables`, per sentence of a group (S), padded to the group's widest: the constraints'
   lengths (S, C), their tokens (S, C, L), the sentence's distinct constraint tokens (S, J) and the
-  automata as one table (S, C, L, J): the met count after token j at met count m (any token not in
-  the list -> 0). Built once per group composition from the sentences' `Constraints`.
+  automata as one table (S, C, L, J): the met count after token j at met count m, and the resets
+  (S, C, L): after any token not in the list (0 for a plain constraint, the start of the current
+  segment for a chain, the next position at a gap), and the floors (S, C, L) that `_needed`
+  counts from. Built once per group composition from the sentences' `Constraints`.
 - A sentence's W rows hold its hypotheses best first; rows with no hypothesis (fewer candidates
   than rows, and every row but the first at the first step) score -inf, so nothing they propose
   is a candidate. Finished hypotheses sit in `fin_*` at `rows[i]`, the i-th best (engine/rows.py).
@@ -49,13 +51,15 @@ class ConstraintTables:
     sequences: torch.Tensor  # (S, C, L) int64, padded with 0 (never read: past a constraint's length)
     tokens: torch.Tensor  # (S, J) int64 distinct, padded with the first: a repeat gives the same answers
     moves: torch.Tensor  # (S, C, L, J) int64: met count after tokens[j] from met count m < lengths (0 past them)
+    resets: torch.Tensor  # (S, C, L) int64: met count after any other token from m < lengths (0 past them)
+    floors: torch.Tensor  # (S, C, L) int64: what a constraint keeps of m < lengths whatever comes (0 past them)
 
     @classmethod
     def build(cls, sentences: list[Constraints], device: torch.device) -> "ConstraintTables":
         C = max(len(c.sequences) for c in sentences)
         L = max(max(c.lengths) for c in sentences)
         J = max(len(c.tokens) for c in sentences)
-        lengths, sequences, tokens, moves = [], [], [], []
+        lengths, sequences, tokens, moves, resets, floors = [], [], [], [], [], []
         for c in sentences:
             own = sorted(c.tokens)
             lengths.append(list(c.lengths) + [0] * (C - len(c.lengths)))
@@ -63,33 +67,53 @@ class ConstraintTables:
             tokens.append(own + own[:1] * (J - len(own)))
             moves.append([[[c.next_met(i, m, t) if m < n else 0 for t in own] + [0] * (J - len(own)) for m in range(L)]
                           for i, n in enumerate(c.lengths)] + [[[0] * J] * L] * (C - len(c.lengths)))
-        return cls(*(to_device(x, device, torch.int64) for x in (lengths, sequences, tokens, moves)))
+            resets.append([[c.reset(i, m) if m < n else 0 for m in range(L)] for i, n in enumerate(c.lengths)]
+                          + [[0] * L] * (C - len(c.lengths)))
+            floors.append([[c.floor(i, m) if m < n else 0 for m in range(L)] for i, n in enumerate(c.lengths)]
+                          + [[0] * L] * (C - len(c.lengths)))
+        return cls(*(to_device(x, device, torch.int64) for x in (lengths, sequences, tokens, moves, resets, floors)))
+
+    @property
+    def parts(self) -> tuple[torch.Tensor, ...]:
+        return self.lengths, self.sequences, self.tokens, self.moves, self.resets, self.floors
 
     def select(self, index: torch.Tensor) -> "ConstraintTables":
         """The tables of the sentences at `index` (n,), in that order."""
-        return ConstraintTables(self.lengths[index], self.sequences[index], self.tokens[index], self.moves[index])
+        return ConstraintTables(*(x[index] for x in self.parts))
 
     def padded(self, C: int, L: int, J: int) -> "ConstraintTables":
         """The same tables padded to C constraints of L tokens and J distinct tokens a sentence."""
         c, l, j = self.moves.shape[1:]
         tokens = torch.cat([self.tokens, self.tokens[:, :1].expand(-1, J - j)], dim=1)
         return ConstraintTables(F.pad(self.lengths, (0, C - c)), F.pad(self.sequences, (0, L - l, 0, C - c)), tokens,
-                                F.pad(self.moves, (0, J - j, 0, L - l, 0, C - c)))
+                                F.pad(self.moves, (0, J - j, 0, L - l, 0, C - c)), F.pad(self.resets, (0, L - l, 0, C - c)),
+                                F.pad(self.floors, (0, L - l, 0, C - c)))
 
     @staticmethod
     def joined(first: "ConstraintTables", second: "ConstraintTables") -> "ConstraintTables":
         """The sentences of `first`, then those of `second`."""
         C, L, J = (max(a, b) for a, b in zip(first.moves.shape[1:], second.moves.shape[1:]))
         a, b = first.padded(C, L, J), second.padded(C, L, J)
-        return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(
-            (a.lengths, a.sequences, a.tokens, a.moves), (b.lengths, b.sequences, b.tokens, b.moves))))
+        return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(a.parts, b.parts)))
 
 
-def _needed(met: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """`Constraints.needed` for every row: (..., C) -> (...): the unmet constraints' lengths
-    together, less the most advanced one's met count."""
-    unmet = met < lengths
-    return torch.where(unmet, lengths, 0).sum(-1) - torch.where(unmet, met, 0).amax(-1)
+def _per_met(tables: ConstraintTables, table: torch.Tensor, met: torch.Tensor) -> torch.Tensor:
+    """`Constraints.reset` (table: resets) or `.floor` (floors) for many rows: met (S, X, C) -> (S, X, C)."""
+    S, X, C = met.shape
+    L = table.shape[2]
+    index = torch.arange(C, device=met.device)[None, None, :] * L + met.clamp(0, L - 1)
+    value = table.reshape(S, C * L).gather(1, index.view(S, X * C)).view(S, X, C)
+    lengths = tables.lengths[:, None, :]
+    return torch.where(met >= lengths, lengths, value)
+
+
+def _needed(tables: ConstraintTables, met: torch.Tensor) -> torch.Tensor:
+    """`Constraints.needed` for many rows: met (S, X, C) -> (S, X): every constraint's tokens, less
+    the floors (kept for good), less the most met past its floor among the unmet ones."""
+    floor = _per_met(tables, tables.floors, met)
+    unmet = met < tables.lengths[:, None, :]
+    return (tables.lengths.sum(-1)[:, None] - floor.sum(-1)
+            - torch.where(unmet, met - floor, 0).amax(-1))
 
 
 def _after(tables: ConstraintTables, met: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -102,7 +126,7 @@ def _after(tables: ConstraintTables, met: torch.Tensor, tokens: torch.Tensor) ->
     m = met.clamp(0, L - 1)  # rows of another sentence (the padding row) may hold any count
     index = (torch.arange(C, device=met.device)[None, None, :] * L + m) * J + j[:, :, None]  # (S, X, C)
     moved = tables.moves.view(S, C * L * J).gather(1, index.view(S, X * C)).view(S, X, C)
-    moved = torch.where(match.any(-1)[:, :, None], moved, 0)
+    moved = torch.where(match.any(-1)[:, :, None], moved, _per_met(tables, tables.resets, met))
     return torch.where(met >= lengths, lengths, moved)
 
 
@@ -154,8 +178,8 @@ def constrained_step(
     row_lengths = tables.lengths.repeat_interleave(W, dim=0)  # (N, C)
     last_free = limit - int(options.forced_eos_id is not None)  # (S,)
     room = (last_free - (cur_len + 1)).clamp(min=0).repeat_interleave(W)  # (N,)
-    reset = torch.where(met >= row_lengths, row_lengths, 0)  # after a token of no constraint
-    need = _needed(reset, row_lengths)  # (N,)
+    reset = _per_met(tables, tables.resets, met.view(S, W, C))  # after a token of no constraint
+    need = _needed(tables, reset).view(S * W)  # (N,)
     for end in {eos_id, options.forced_eos_id} - {None}:
         scores[:, end] = scores[:, end].masked_fill(need > 0, NEG_INF)
     restricted = need > room  # (N,): only constraint tokens that keep them fitting
@@ -163,7 +187,7 @@ def constrained_step(
     J = own_tokens.shape[1]
     after_token = _after(tables, met.view(S, W, 1, C).expand(S, W, J, C).reshape(S, W * J, C),
                          tables.tokens.repeat(1, W))  # (S, W * J, C)
-    keep = _needed(after_token, tables.lengths[:, None, :]).view(S * W, J) <= room[:, None]  # (N, J)
+    keep = _needed(tables, after_token).view(S * W, J) <= room[:, None]  # (N, J)
     kept = scores.gather(1, own_tokens)  # (N, J)
     scores.masked_fill_(restricted[:, None], NEG_INF)
     scores.scatter_(1, own_tokens, torch.where(restricted[:, None] & ~keep, NEG_INF, kept))

@@ -9,6 +9,13 @@ device search maps it onto tensors:
   constraint, as in Knuth-Morris-Pratt: a constraint whose tokens repeat, or one that begins where
   another ends, is followed exactly), or the constraint's whole length once it has appeared, for
   good. A hypothesis's bank is the sum: how many constraint tokens it meets, 0 to `total`.
+- A constraint given as a list of token sequences is a chain: its segments must appear in that
+  order, anything between them; an empty segment is a gap, one token at least that is none of the
+  chain's (a tag pair around some words), and a set of ids a gap that is none of those either
+  (tokens that show nothing). Its met count runs over all their tokens, end to end (a
+  gap counts one): within a segment the segment's own automaton, offset by where the segment
+  starts, and a token that moves nowhere falls back to that start (`reset`), never below: a
+  finished segment stays finished. At a gap the chain's own tokens stay and any other moves on.
 - Each step's candidates are HF's (the top 2 x width of beam score + log-prob over all rows) and,
   for every row, its best token and the next token of each constraint it has not met. The running
   beams are picked round-robin over the banks, the highest bank first (by a candidate's rank within
@@ -21,13 +28,15 @@ device search maps it onto tensors:
 - Constraints are checked when the search starts: empty ones, ids that are not token ids, `</s>`
   and more than `MAX_CONSTRAINTS` are refused, and so are constraints that could not all fit before
   max_length (counted without overlaps, which the search may still use) and one that repeats an
-  n-gram no_repeat_ngram_size forbids. A constraint that another holds (a duplicate, one that is
-  the start of another) is met with it and is dropped. The score processors could still ban, for
+  n-gram no_repeat_ngram_size forbids (a chain's, segment by segment). A plain constraint that
+  another plain one holds (a duplicate, one that is the start of another) is met with it and is
+  dropped; chains are all kept. The score processors could still ban, for
   every hypothesis, what the constraints need (an n-gram written before): then nothing finishes and
   `best()` is the best hypothesis left, without them.
 
 On the device the met counts are a (rows, constraints) integer tensor, a bank its row sum, and each
-automaton a table of (met count, token of the constraint) -> met count (any other token -> 0).
+automaton a table of (met count, token of the constraint) -> met count (any other token -> its
+reset: 0 for a plain constraint).
 
 Without constraints every candidate is in the one bank and each step is BeamSearch's, token for
 token (and so HF's `generate`). Greedy (num_beams=1) with constraints keeps one hypothesis per bank,
@@ -47,6 +56,8 @@ from dragoman.engine.decoding import (
 )
 
 MAX_CONSTRAINTS = 64
+# A gap of a chain where its token sequence has a token: one token of none of the chain's.
+GAP = -1
 # Rows a constrained greedy sentence runs at most: as many as a beam-8 search's.
 GREEDY_WIDTH = 8
 
@@ -54,36 +65,72 @@ GREEDY_WIDTH = 8
 class Constraints:
     """A sentence's constraints, checked, each compiled to its automaton over met counts."""
 
-    def __init__(self, sequences: list[list[int]], eos_id: int):
+    def __init__(self, sequences: list, eos_id: int):
         if not isinstance(sequences, (list, tuple)) or len(sequences) > MAX_CONSTRAINTS:
             raise OptionsError("constraints", f"must be a list of at most {MAX_CONSTRAINTS} token sequences")
-        checked: list[tuple[int, ...]] = []
+        checked: list[tuple[tuple[int, ...], ...]] = []  # each constraint's segments; a plain one has one
+        chains: list[bool] = []
         for number, sequence in enumerate(sequences, 1):
-            if not isinstance(sequence, (list, tuple)) or not sequence:
-                raise OptionsError("constraints",
-                                   f"#{number} must be a non-empty sequence of token ids, not {sequence!r}")
-            for token in sequence:
-                check_int(f"constraint #{number}'s token", token, 0, 2**31 - 1)
-                if token == eos_id:
-                    raise OptionsError("constraints", f"#{number} holds </s> ({eos_id}), which would end the sentence")
-            checked.append(tuple(sequence))
-        if sum(map(len, checked)) > MAX_LENGTH:
+            chain = isinstance(sequence, (list, tuple)) and bool(sequence) and all(
+                isinstance(s, (list, tuple, set, frozenset)) for s in sequence)
+            segments = sequence if chain else [sequence]
+            if chain and not any(isinstance(s, (list, tuple)) and s for s in segments):
+                raise OptionsError("constraints", f"#{number} is a chain of gaps only: {sequence!r}")
+            for segment in segments:
+                gap = chain and (isinstance(segment, (set, frozenset)) or not segment)
+                if not gap and (not isinstance(segment, (list, tuple)) or not segment):
+                    raise OptionsError("constraints", f"#{number} must be a non-empty sequence of token ids"
+                                                      f" (or of such sequences), not {sequence!r}")
+                for token in segment:
+                    check_int(f"constraint #{number}'s token", token, 0, 2**31 - 1)
+                    if token == eos_id:
+                        raise OptionsError("constraints",
+                                           f"#{number} holds </s> ({eos_id}), which would end the sentence")
+            checked.append(tuple(frozenset(s) if isinstance(s, (set, frozenset)) else tuple(s) for s in segments))
+            chains.append(chain)
+        if sum(_width(s) for segments in checked for s in segments) > MAX_LENGTH:
             raise OptionsError("constraints", f"hold more than {MAX_LENGTH} tokens together")
-        # Met whenever another is (held by it, or the same): dropped, the first of equals kept.
-        self.sequences = tuple(
-            s for i, s in enumerate(checked)
-            if not any(_holds(other, s) and (len(other) > len(s) or (other == s and j < i))
-                       for j, other in enumerate(checked) if j != i)
-        )
+        # A plain constraint met whenever another plain one is (held by it, or the same): dropped, the
+        # first of equals kept. Chains are all kept: their segments' order is theirs alone.
+        plain = [(i, s[0]) for i, s in enumerate(checked) if not chains[i]]
+        dropped = {i for i, s in plain
+                   if any(_holds(other, s) and (len(other) > len(s) or (other == s and j < i))
+                          for j, other in plain if j != i)}
+        self.segments = tuple(s for i, s in enumerate(checked) if i not in dropped)
+        # a chain's segments end to end, a gap as one GAP
+        self.sequences = tuple(sum((s if isinstance(s, tuple) and s else (GAP,) for s in segments), ())
+                               for segments in self.segments)
         self.lengths = tuple(len(s) for s in self.sequences)
         self.total = sum(self.lengths)
-        self.tokens = frozenset(t for s in self.sequences for t in s)
+        self.tokens = frozenset(t for segments in self.segments for s in segments for t in s)
         self.largest_token = max(self.tokens, default=-1)
-        # _next[i][met]: {token: met after it} for the tokens that keep some of constraint i; any other -> 0
-        self._next = [_automaton(s) for s in self.sequences]
+        # _next[i][met]: {token: met after it} for the tokens that keep some of the segment constraint i
+        # is in; any other token -> _reset[i][met], the start of that segment (0 for a plain
+        # constraint). At a gap, the chain's own tokens stay and any other moves on. _floor[i][met]:
+        # what constraint i keeps whatever comes (the start of the segment or gap met is in).
+        self._next: list[list[dict[int, int]]] = []
+        self._reset: list[list[int]] = []
+        self._floor: list[list[int]] = []
+        for segments in self.segments:
+            own = {t for s in segments if isinstance(s, tuple) for t in s}
+            moves, resets, floors, start = [], [], [], 0
+            for segment in segments:
+                if isinstance(segment, tuple) and segment:
+                    moves += [{t: start + m for t, m in table.items()} for table in _automaton(segment)]
+                    resets += [start] * len(segment)
+                    floors += [start] * len(segment)
+                else:
+                    moves.append(dict.fromkeys(own | set(segment), start))
+                    resets.append(start + 1)
+                    floors.append(start)
+                start += _width(segment)
+            self._next.append(moves)
+            self._reset.append(resets)
+            self._floor.append(floors)
 
     def after(self, met: tuple[int, ...], token: int) -> tuple[int, ...]:
-        return tuple(m if m == n else table[m].get(token, 0) for m, n, table in zip(met, self.lengths, self._next))
+        return tuple(m if m == n else table[m].get(token, reset[m])
+                     for m, n, table, reset in zip(met, self.lengths, self._next, self._reset))
 
     def start(self, tokens: list[int]) -> tuple[int, ...]:
         met = (0,) * len(self.sequences)
@@ -93,20 +140,32 @@ class Constraints:
 
     def next_met(self, constraint: int, met: int, token: int) -> int:
         """Constraint `constraint`'s met count after `token`, from `met` below its length."""
-        return self._next[constraint][met].get(token, 0)
+        return self._next[constraint][met].get(token, self._reset[constraint][met])
+
+    def reset(self, constraint: int, met: int) -> int:
+        """What constraint `constraint` keeps of `met` after a token of none of its moves: the start
+        of the segment `met` is in (0 for a plain constraint), or its length once met."""
+        return met if met == self.lengths[constraint] else self._reset[constraint][met]
+
+    def floor(self, constraint: int, met: int) -> int:
+        """What constraint `constraint` keeps of `met` whatever comes: the start of the segment (or
+        gap) `met` is in, or its length once met."""
+        return met if met == self.lengths[constraint] else self._floor[constraint][met]
 
     def needed(self, met: tuple[int, ...]) -> int:
-        """Tokens that suffice to meet every constraint from here: the most advanced unmet one
-        continued, then each other unmet one written whole."""
-        unmet = [(m, n) for m, n in zip(met, self.lengths) if m < n]
-        return sum(n for _, n in unmet) - max(m for m, _ in unmet) if unmet else 0
+        """Tokens that suffice to meet every constraint from here: the one with the most met past its
+        floor continued, then each other unmet one written whole from its floor (a gap: one token
+        of none of the chain's)."""
+        floors = [self.floor(i, m) for i, m in enumerate(met)]
+        return self.total - sum(floors) - max((m - f for m, f, n in zip(met, floors, self.lengths) if m < n),
+                                              default=0)
 
     def advancing(self, met: tuple[int, ...]) -> set[int]:
-        """The next token of each constraint not met yet."""
-        return {s[m] for s, m, n in zip(self.sequences, met, self.lengths) if m < n}
+        """The next token of each constraint not met yet (none at a gap)."""
+        return {s[m] for s, m, n in zip(self.sequences, met, self.lengths) if m < n and s[m] != GAP}
 
     def appear_in(self, tokens: list[int]) -> bool:
-        return all(_holds(tuple(tokens), s) for s in self.sequences)
+        return all(_holds_in_order(tuple(tokens), segments) for segments in self.segments)
 
 
 def search_width(num_beams: int, total: int) -> int:
@@ -129,7 +188,7 @@ def check_fit(constraints: Constraints, prefix: list[int], options: DecodingOpti
         raise OptionsError("constraints", f"need up to {need} tokens, but max_length {length} leaves {room}"
                                           f" after the decoder prefix{before_end}")
     n = options.no_repeat_ngram_size
-    for sequence in constraints.sequences:
+    for sequence in (s for segments in constraints.segments for s in segments if isinstance(s, tuple)):
         grams = [sequence[i : i + n] for i in range(len(sequence) - n + 1)] if n else []
         if len(set(grams)) < len(grams):
             raise OptionsError("constraints", f"{list(sequence)} repeats a {n}-gram, which no_repeat_ngram_size"
@@ -140,6 +199,28 @@ def check_fit(constraints: Constraints, prefix: list[int], options: DecodingOpti
 def _holds(tokens: tuple[int, ...], part: tuple[int, ...]) -> bool:
     n = len(part)
     return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))
+
+
+def _width(segment: tuple[int, ...] | frozenset[int]) -> int:
+    """The positions of a chain's met count a segment takes: its tokens, or one for a gap."""
+    return len(segment) if isinstance(segment, tuple) and segment else 1
+
+
+def _holds_in_order(tokens: tuple[int, ...], segments: tuple[tuple[int, ...], ...]) -> bool:
+    """Whether the segments appear in `tokens` one after another, anything between them, a gap
+    (an empty segment) a token of none of them (each taken where it first ends, which leaves the
+    most room to the next)."""
+    own = {t for s in segments if isinstance(s, tuple) for t in s}
+    at = 0
+    for segment in segments:
+        n = len(segment)
+        if isinstance(segment, tuple) and n:
+            at = next((i + n for i in range(at, len(tokens) - n + 1) if tokens[i : i + n] == segment), None)
+        else:
+            at = next((i + 1 for i in range(at, len(tokens)) if tokens[i] not in own | set(segment)), None)
+        if at is None:
+            return False
+    return True
 
 
 def _automaton(sequence: tuple[int, ...]) -> list[dict[int, int]]:
@@ -221,7 +302,7 @@ class ConstrainedBeamSearch(BeamHypotheses):
         room = max(self.last_free - (self.cur_len + 1), 0)  # 0 at the forced token's own step
         cs = self.constraints
         for row, beam in enumerate(self.beams):
-            reset = tuple(m if m == n else 0 for m, n in zip(beam.met, cs.lengths))  # after a token of no constraint
+            reset = tuple(cs.reset(i, m) for i, m in enumerate(beam.met))  # after a token of no constraint
             if cs.needed(reset) > 0:
                 scores[row, self.eos_id] = -torch.inf  # `</s>` leaves no room at all
                 if self.options.forced_eos_id is not None:

@@ -404,13 +404,13 @@ class StepRunner:
         if key not in self._static_tables:
             zeros = functools.partial(torch.zeros, dtype=torch.int64, device=self.model.device)
             self._static_tables[key] = (ConstraintTables(zeros(sentences, C), zeros(sentences, C, L), zeros(sentences, J),
-                                                         zeros(sentences, C, L, J)), None)
+                                                         zeros(sentences, C, L, J), zeros(sentences, C, L),
+                                                         zeros(sentences, C, L)), None)
         static, filled_from = self._static_tables[key]
         if filled_from is not tables:
             own = tables.padded(C, L, J)
             S = own.lengths.shape[0]
-            for target, source in ((static.lengths, own.lengths), (static.sequences, own.sequences),
-                                   (static.tokens, own.tokens), (static.moves, own.moves)):
+            for target, source in zip(static.parts, own.parts):
                 target[:S].copy_(source)
             self._static_tables[key] = (static, tables)
         return static

@@ -199,7 +199,7 @@ class Translator:
         starts: list[str | None] | None = None,
         alternatives: int = 1,
         on_translation: Callable[[int, Translation], None] | None = None,
-        terms: list[list[str]] | None = None,
+        terms: list[list[str | tuple[str | None, ...]]] | None = None,
     ) -> list[str]:
         """Translate each text (one segment each; one too long for the model goes in pieces); blank texts stay empty.
 
@@ -215,7 +215,9 @@ class Translator:
         When `should_stop()` turns true the call returns early, unfinished texts as None.
         `terms[i]`, where given, are target-language strings that text i's translation must each
         hold verbatim (`term_ids`; blank ones are ignored): it is decoded by lexically constrained
-        beam search. Terms that cannot all fit within max_length, or given for a text too long to
+        beam search. An entry that is a tuple (or list) of strings is a chain: they must all appear
+        in that order, anything between them; a None in it is a gap: one token at least, none of
+        the chain's (a tag pair around words). Terms that cannot all fit within max_length, or given for a text too long to
         read at once, raise OptionsError.
         `adapter` names a LoRA adapter of the adapters folder (None or "": the base model); one
         that cannot be used raises AdapterError, naming the file and the problem. A sentence for which
@@ -363,12 +365,13 @@ class Translator:
         return Translation(text, hypotheses[0][1], others)
 
     def _constraints(self, texts: list[str], src_lang: str, tgt_lang: str, options: DecodingOptions,
-                     terms: list[list[str]]) -> dict[int, list[list[int]]]:
-        """Each text's terms as token sequences (`term_ids`), checked to fit within max_length."""
+                     terms: list[list[str | tuple[str | None, ...]]]) -> dict[int, list[list]]:
+        """Each text's terms as token sequences (`term_ids`; a chain as a list of them), checked to fit
+        within max_length."""
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         constraints = {}
         for i, own in enumerate(terms[: len(texts)]):
-            sequences = [term_ids(self.tokenizer, t.strip(), tgt_lang) for t in own or [] if t and t.strip()]
+            sequences = [self._term(term, tgt_lang) for term in own or []]
             sequences = [s for s in sequences if s]
             if not sequences or not texts[i].strip():
                 continue
@@ -381,6 +384,23 @@ class Translator:
                 raise OptionsError("terms", f"of text {i + 1}: {e.problem}") from None
             constraints[i] = sequences
         return constraints
+
+    def _term(self, term: str | tuple[str | None, ...] | list[str | None], tgt_lang: str) -> list:
+        """A term's tokens (`term_ids`), or for a tuple or list of strings the chain of theirs (None:
+        a gap: a token that shows something); [] for a blank one."""
+        if isinstance(term, str):
+            return term_ids(self.tokenizer, term.strip(), tgt_lang) if term.strip() else []
+        segments = [self._shows_nothing if t is None else term_ids(self.tokenizer, t.strip(), tgt_lang)
+                    for t in term if t is None or t.strip()]
+        return segments if any(isinstance(s, list) and s for s in segments) else []
+
+    @functools.cached_property
+    def _shows_nothing(self) -> frozenset[int]:
+        """The tokens that decode to no text or only a space (specials, language codes, a lone "▁",
+        the embedding's spare rows): they fill no gap of a chain, since the words it is for must show
+        (`</s>` aside: it ends the sentence, which no unmet chain lets happen)."""
+        decode, eos = self.tokenizer.decode, self.tokenizer.eos_id
+        return frozenset(i for i in range(self.generator.model.config.vocab_size) if i != eos and not decode([i]).strip())
 
     def completion_start(self, typed: str, options: DecodingOptions) -> CompletionStart:
         """How a translation is completed from `typed`, its start (`CompletionStart`); a start

@@ -14,7 +14,12 @@ sentence once, and rebuilds the segment's runs:
   <x2/>.` NLLB copies such tags most of the time.
 - If the translation has exactly the tags it was given, well formed and not nested, each tag's
   words get that run's formatting and each atom goes where its tag is.
-- If not (tags lost, doubled, mangled, as a random test model does without constraints), the tags are removed
+- Else, if it holds the source's tags in the source's order (as the engine keeps them: app.terms)
+  and more, the first in-order occurrence of each is taken (a left-to-right match of the source's
+  tag sequence, where a run with words closes only after some words), the other tags are removed,
+  and the formatting is rebuilt from those, as long as every tagged run with visible text keeps
+  some words.
+- If not (tags lost, mangled, out of order, as a random test model does without constraints), the tags are removed
   and the formatting is mapped proportionally: run i of the source, which covered a share of the
   source characters, covers the same share of the translation, with cuts moved to the nearest word
   start (any character in scripts written without spaces, `UNSPACED_SCRIPTS`, or where the
@@ -131,6 +136,37 @@ class _Sentence:
         return runs, False
 
     def _from_tags(self, translation: str) -> list[Run] | None:
+        runs = self._tags_once(translation)
+        if runs is None:
+            in_order = self._tags_in_order(translation)
+            if in_order is not None and in_order != translation:
+                runs = self._tags_once(in_order)
+        return runs
+
+    def _tags_in_order(self, translation: str) -> str | None:
+        """The translation with only the first occurrence of the source's tags in the source's order
+        (each tag matched where it first comes after the one before, a closing tag of a run with
+        words only after some), the other tags removed; None where the source's tags are not all
+        there in order."""
+        expected = []  # (closing, number, self-closing), in the source's order
+        for number, run in self.tagged.items():
+            expected += [(False, number, True)] if run.atom is not None else [(False, number, False), (True, number, False)]
+        out, pos, matched, removed, opened = "", 0, 0, False, 0
+        for m in _TAG.finditer(translation):
+            if matched < len(expected) and (m.group(1) == "/", int(m.group(2)), m.group(3) == "/") == expected[matched]:
+                closing, number, _ = expected[matched]
+                # a pair that held words closes only after some (as the engine's chain has it)
+                if not closing or not self.tagged[number].text.strip() or _TAG.sub("", translation[opened : m.start()]).strip():
+                    matched += 1
+                    opened = m.end()
+                    continue
+            out += _after_removed(out, translation[pos : m.start()], removed)
+            pos, removed = m.end(), True
+        if matched < len(expected):
+            return None
+        return out + _after_removed(out, translation[pos:], removed)
+
+    def _tags_once(self, translation: str) -> list[Run] | None:
         runs: list[Run] = []
         seen: set[int] = set()
         open_tag = None
@@ -185,6 +221,11 @@ class _Sentence:
             out.append(Run(piece, run.style))
             start = end
         return out
+
+
+def _after_removed(kept: str, text: str, removed: bool) -> str:
+    """`text` as it follows `kept` where a tag was `removed` between them: no second space."""
+    return text.lstrip() if removed and (not kept or kept[-1].isspace()) else text
 
 
 def _cut_points(text: str, words: bool, letters: bool) -> list[int]:

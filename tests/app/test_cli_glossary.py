@@ -98,7 +98,7 @@ def test_documents_get_their_tags_as_terms_and_the_proportional_count_is_said(
     assert code == 0, err
     assert out.splitlines() == [str(tmp_path / "a.fra_Latn.md")]
     # the second sentence's four tags might not all fit in 24 positions: none is forced
-    assert calls == [[["<x1>", "</x1>"], [], []]]
+    assert calls == [[[("<x1>", None, "</x1>")], [], []]]
     assert f"dragoman: {doc}: formatting placed by proportion in 2 sentences (the translation lost their tags)" in err
 
     def keeping_tags(self, texts, *args, terms=None, **kwargs):
@@ -110,5 +110,5 @@ def test_documents_get_their_tags_as_terms_and_the_proportional_count_is_said(
     code, out, err = run(translate_args(tiny_checkpoint, "--overwrite", "--max-length", "40", str(doc)), "",
                          monkeypatch, capsys)
     assert code == 0, err
-    assert calls == [[["<x1>", "</x1>"], ["<x1>", "</x1>", "<x2>", "</x2>"], []]]
+    assert calls == [[[("<x1>", None, "</x1>")], [("<x1>", None, "</x1>", "<x2>", None, "</x2>")], []]]
     assert "proportion" not in err

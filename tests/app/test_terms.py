@@ -64,19 +64,23 @@ def test_a_disabled_pair_of_a_glossary_gives_no_terms(glossary):
     assert off.for_pair("eng_Latn", "fra_Latn").of("save the file") == ["fichier"]
 
 
-def test_a_document_sentences_tags_are_terms_and_crowded_terms_keep_the_tags_first(glossary):
+def test_a_document_sentences_tags_are_one_chain_and_crowded_terms_keep_the_tags_first(glossary):
     terms = Terms((glossary,)).for_pair("eng_Latn", "fra_Latn")
     sentence = "Click <x1>save</x1> to keep the file <x2/> of 5 kg."
-    assert terms.of(sentence, tagged=True) == ["<x1>", "enregistrer", "</x1>", "fichier", "<x2/>", "5 kg"]
+    tags = ("<x1>", None, "</x1>", "<x2/>")  # in the source's order, a gap for the pair's words
+    assert terms.of(sentence, tagged=True) == [tags, "enregistrer", "fichier", "5 kg"]
     assert terms.of(sentence) == ["enregistrer", "fichier", "5 kg"]  # typed text has no tags
-    tags = ["<x1>", "</x1>", "<x2/>"]
-    room = FIXED_POSITIONS + sum(map(token_bound, tags)) + token_bound("enregistrer")
-    assert terms.of(sentence, tagged=True, max_length=room) == ["<x1>", "enregistrer", "</x1>", "<x2/>"]
+    assert terms.of("No tags here.", tagged=True) == []
+    bound = sum(map(token_bound, ("<x1>", "</x1>", "<x2/>"))) + 1  # the gap takes a token at least
+    room = FIXED_POSITIONS + bound + token_bound("enregistrer")
+    assert terms.of(sentence, tagged=True, max_length=room) == [tags, "enregistrer"]
     # one position less: the first glossary term no longer fits, a shorter one after it does
-    assert terms.of(sentence, tagged=True, max_length=room - 1) == ["<x1>", "</x1>", "fichier", "<x2/>"]
-    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags))) == tags
+    assert terms.of(sentence, tagged=True, max_length=room - 1) == [tags, "fichier"]
+    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + bound) == [tags]
     # too little room for all the tags: none of them, since one missing is as bad as all
-    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + sum(map(token_bound, tags)) - 1) == ["enregistrer"]
+    assert terms.of(sentence, tagged=True, max_length=FIXED_POSITIONS + bound - 1) == ["enregistrer"]
+    assert cache_text(sentence, [tags]) != cache_text(sentence, ["<x1>", "</x1>", "<x2/>"]), "a chain keys apart"
+    assert terms.of("An <x1> </x1> empty pair.", tagged=True) == [("<x1>", "</x1>")]  # no words: no gap
 
 
 def test_a_text_the_model_might_not_read_at_once_gets_no_terms(glossary, translator, tmp_path):
@@ -113,7 +117,7 @@ def test_a_document_job_hands_each_sentence_its_terms_and_the_cache_keys_on_them
 
     run_document_job(job, recording, cache)
     [(texts, terms)] = recording.calls
-    assert dict(zip(texts, terms)) == {"Save the report.": [], "Click <x1>here</x1> to go on.": ["<x1>", "</x1>"],
+    assert dict(zip(texts, terms)) == {"Save the report.": [], "Click <x1>here</x1> to go on.": [("<x1>", None, "</x1>")],
                                        "Read the rest.": []}
 
     recording.calls.clear()
@@ -201,25 +205,49 @@ def tag_translator(tmp_path_factory):
     return Translator(checkpoint, device="cpu", dtype="float32")
 
 
-def test_with_constraints_every_tag_of_a_document_sentence_comes_back(tag_translator, tmp_path):
+def around_nothing(tags: list[str], result: str) -> bool | None:
+    """Whether a pair of `tags`, each taken where it first comes after the one before, holds no words
+    in `result`; None when they are not all there in order."""
+    at, opened, empty = 0, {}, False
+    for tag in tags:
+        start = result.find(tag, at)
+        if start < 0:
+            return None
+        at = start + len(tag)
+        if tag.startswith("</"):
+            empty |= not result[opened[tag[2:]] : start].strip()
+        else:
+            opened[tag[1:]] = at
+    return empty
+
+
+def test_with_constraints_every_tag_of_a_document_sentence_comes_back_in_order_and_none_is_placed_by_proportion(
+        tag_translator, tmp_path):
+    """The tags come back in the source's order, each at least once, each pair around some words
+    (the chain's gaps): no sentence's formatting is placed by proportion."""
     if not keeps(tag_translator, "<x1>"):
         pytest.skip("the engine does not keep terms (constrained search) in this build")
     source = tmp_path / "in.md"
     source.write_text("Click **here** to go on.\n\nPress *Save* and **wait** a bit.\n\n"
-                      "A [link](https://example.org) and `code` here.\n", encoding="utf-8")
+                      "A [link](https://example.org) and `code` here.\n\nSee *this*, **that** and *the other* one.\n",
+                      encoding="utf-8")
     recording = RecordingTranslator(tag_translator)
     for beams in (1, 4):
         job = DocumentJob(source, tmp_path / "out.md", "eng_Latn", "fra_Latn",
                           options={"num_beams": beams, "max_length": 40}, overwrite=True)
         recording.calls.clear()
-        run_document_job(job, recording, None)
+        report = JobReport()
+        run_document_job(job, recording, None, report=report)
         [(texts, terms)] = recording.calls
         results = tag_translator.translate(texts, "eng_Latn", "fra_Latn", tag_translator.default_options(**job.options),
                                            terms=terms)
         tagged = [(text, result) for text, result in zip(texts, results) if "<x" in text]
-        assert len(tagged) == 3
+        assert len(tagged) == 4
         for text, result in tagged:
-            assert all(result.count(tag) >= 1 for tag in PLACEHOLDER_TAG.findall(text)), (text, result)
+            assert around_nothing(PLACEHOLDER_TAG.findall(text), result) is False, (text, result)
+        assert report.proportional == 0, beams
+        written = (tmp_path / "out.md").read_text(encoding="utf-8")
+        assert written.count("**") == 6 and "https://example.org" in written and "`code`" in written
 
 
 def test_with_constraints_glossary_and_protected_terms_appear_in_the_translation(translator, glossary):

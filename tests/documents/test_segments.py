@@ -117,3 +117,59 @@ def test_the_sentences_placed_by_proportion_are_reported_once_each():
         placed = []
         translate_segments(segments, fake, "Latn", "Latn", proportional=placed.append)
         assert placed == expected
+
+
+def rebuilt(runs, translation):
+    """The runs of one sentence's translation, and the sentences placed by proportion."""
+    placed = []
+    out = translate_segments([Segment(runs)], lambda texts: [translation for _ in texts], "Latn", "Latn",
+                             proportional=placed.append)[0]
+    return [(r.text, r.style) if r.atom is None else r.atom for r in out], placed
+
+
+LINK_AND_BOLD = [Run("Click "), Run("here", "link"), Run(" or "), Run("there", "b"), Run(" now.")]
+
+
+def test_extra_tags_beside_the_sources_in_order_are_removed_and_the_runs_placed_by_the_tags():
+    out, placed = rebuilt(LINK_AND_BOLD, "Cliquez <x1>ici</x1> ou <x2>là</x2> <x1>maintenant</x2>.")
+    assert out == [("Cliquez ", None), ("ici", "link"), (" ou ", None), ("là", "b"), (" maintenant.", None)]
+    assert placed == []
+    # a tag removed between two spaces leaves one
+    out, _ = rebuilt(LINK_AND_BOLD, "Cliquez <x1>ici</x1> <x1> ou <x2>là</x2> maintenant.")
+    assert out == [("Cliquez ", None), ("ici", "link"), (" ou ", None), ("là", "b"), (" maintenant.", None)]
+    # the first opening tag is the one taken, whatever the model put after it
+    out, _ = rebuilt(LINK_AND_BOLD, "<x1>Cliquez <x1>ici</x1> ou <x2>là</x2> maintenant.")
+    assert out == [("Cliquez ici", "link"), (" ou ", None), ("là", "b"), (" maintenant.", None)]
+
+
+def test_the_first_in_order_occurrence_of_each_tag_is_taken():
+    # the first <x1> ... </x1> pair wins, and the later copies go with the words they held
+    out, placed = rebuilt(LINK_AND_BOLD, "Cliquez <x1>ici</x1> <x1>ou</x1> <x2>là</x2> maintenant.")
+    assert out == [("Cliquez ", None), ("ici", "link"), (" ou ", None), ("là", "b"), (" maintenant.", None)]
+    assert placed == []
+
+
+def test_an_atoms_extra_tag_is_removed_and_the_atom_kept_once():
+    image = object()
+    runs = [Run("See "), Run("this", "i"), Run(" and "), Run(atom=image), Run(" here.")]
+    out, placed = rebuilt(runs, "Voir <x1>ceci</x1> et <x2/> ici <x2/>.")
+    assert out == [("Voir ", None), ("ceci", "i"), (" et ", None), image, (" ici .", None)]
+    assert placed == []
+
+
+def test_a_closing_tag_around_no_words_is_passed_over_for_the_next_one():
+    out, placed = rebuilt(LINK_AND_BOLD, "Cliquez <x1></x1>ici</x1> ou <x2>là</x2>.")
+    assert out == [("Cliquez ", None), ("ici", "link"), (" ou ", None), ("là", "b"), (".", None)]
+    assert placed == []
+
+
+def test_a_run_with_text_that_the_in_order_tags_would_leave_empty_is_placed_by_proportion():
+    out, placed = rebuilt(LINK_AND_BOLD, "Cliquez <x1></x1> ou <x2>là</x2> <x1>ici</x1>.")
+    assert [style for _, style in out if _.strip()] == [None, "link", None, "b", None]  # every run keeps words
+    assert placed == ["Click <x1>here</x1> or <x2>there</x2> now."]
+
+
+def test_tags_each_once_in_another_order_still_place_the_runs_where_the_model_put_them():
+    out, placed = rebuilt(LINK_AND_BOLD, "Maintenant <x2>là</x2> ou <x1>ici</x1>.")
+    assert out == [("Maintenant ", None), ("là", "b"), (" ou ", None), ("ici", "link"), (".", None)]
+    assert placed == []

@@ -26,6 +26,13 @@ SENTENCES = [
     ([2, 8], [[8, 8, 9]], 1),  # falls back on its repeated token, not to 0
     ([2, 7], [[11, 12, 13], [11, 14], [36]], 0),  # two continue 11
     ([2, 30, 5], [[5, 6, 7, 8], [39, 38]], 3),  # the prefix meets one token already
+    # chains: segments in this order, anything between them
+    ([2, 7], [[[20], [21]]], 0),  # an opening and a closing tag
+    ([2, 9], [[[20, 5], [21, 5], [22]], [5, 6]], 1),  # tags sharing a token, beside a plain constraint
+    ([2, 7], [[[20], [20, 21], [21]]], 2),  # a segment starting as the one before, ending as the next begins
+    ([2, 7], [[[20], [], [21]], [[22], [], [23]]], 0),  # tag pairs around some words: gaps
+    ([2, 9], [[[20, 5], [], [21, 5], [22]], [5]], 1),  # a gap between tags sharing a token, beside a plain one
+    ([2, 7], [[[20], {4, 11}, [21]]], 0),  # a gap that 4 and 11 (tokens that show nothing) do not fill
 ]
 PLAIN = [[2, 7], [2, 13, 14]]  # sentences without constraints, in a group of their own
 
@@ -149,17 +156,63 @@ def test_constrained_step_follows_the_reference_search(options):
     assert all(s.done for s in searches), "every sentence ends by max_length"
     assert [batch.results[s] for s in everyone] == [r.best() for r in searches]
     for s, (_, constraints, _) in enumerate(SENTENCES):
-        tokens = batch.results[s]
-        assert all(any(tokens[i : i + len(c)] == c for i in range(len(tokens))) for c in constraints), (s, tokens)
+        assert all(in_order(batch.results[s], c if isinstance(c[0], (list, set)) else [c]) for c in constraints), s
     widths = {len(batch.rows[s]) for s in range(len(SENTENCES))}
     assert options.num_beams > 1 or len(widths) > 1, "greedy sentences of several widths"
 
 
+def in_order(tokens, segments):
+    """Whether the segments appear in `tokens` one after another (each where it first ends)."""
+    own = {t for s in segments if isinstance(s, list) for t in s}
+    at = 0
+    for segment in segments:
+        if isinstance(segment, set) or not segment:  # a gap: a token of none of the chain's, nor the set's
+            ends = [i + 1 for i in range(at, len(tokens)) if tokens[i] not in own | set(segment)]
+        else:
+            ends = [i + len(segment) for i in range(at, len(tokens)) if tokens[i : i + len(segment)] == segment]
+        if not ends:
+            return False
+        at = ends[0]
+    return True
+
+
+def test_a_chain_meets_its_segments_in_order_only():
+    chain = Constraints([[[20, 5], [21, 5], [22]]], EOS)
+    assert chain.lengths == (5,) and chain.sequences == ((20, 5, 21, 5, 22),)
+    assert chain.start([20, 5, 9, 21]) == (3,)  # within the second segment
+    assert chain.start([20, 5, 9, 21, 7]) == (2,)  # back to the second segment's start, never below
+    assert chain.start([20, 5, 20, 5, 21, 5, 22]) == (5,)
+    assert chain.start([21, 5, 22, 20, 5]) == (2,)  # the later segments before the first count for nothing
+    assert chain.needed((3,)) == 2 and chain.needed((2,)) == 3
+    assert chain.appear_in([20, 5, 7, 21, 5, 22]) and not chain.appear_in([21, 5, 20, 5, 22])
+    # beside a plain constraint: the chain's finished segments are kept, and the plain one's met count
+    both = Constraints([[[20], [21]], [5, 6, 7]], EOS)
+    assert both.needed((1, 2)) == 1 + 3 - 2  # 21, then 7: the plain one continued
+    assert both.needed((1, 0)) == 1 + 3
+    assert Constraints([[[5, 6]], [5, 6]], EOS).lengths == (2, 2), "a chain is never dropped as held by another"
+    # a gap: one token at least of none of the chain's
+    pair = Constraints([[[20], [], [21]]], EOS)
+    assert pair.lengths == (3,) and pair.sequences == ((20, -1, 21),)
+    assert pair.start([20, 21]) == (1,) and pair.start([20, 20]) == (1,)  # the chain's own tokens are no gap
+    assert pair.start([20, 9]) == (2,) and pair.start([20, 9, 9]) == (2,) and pair.start([20, 9, 21]) == (3,)
+    assert pair.needed((1,)) == 2 and pair.needed((0,)) == 3 and pair.advancing((1,)) == set()
+    assert pair.appear_in([20, 9, 21]) and not pair.appear_in([20, 21, 21])
+    shown = Constraints([[[20], {9}, [21]]], EOS)  # 9 shows nothing: it fills no gap
+    assert shown.start([20, 9]) == (1,) and shown.start([20, 9, 8]) == (2,) and 9 in shown.tokens
+    assert shown.appear_in([20, 8, 21]) and not shown.appear_in([20, 9, 21])
+
+
 def test_tables_hold_each_constraints_automaton():
-    constraints = [Constraints([[8, 8, 9]], EOS), Constraints([[5, 6], [6, 7], [9]], EOS)]
+    constraints = [Constraints([[8, 8, 9]], EOS), Constraints([[5, 6], [6, 7], [9]], EOS),
+                   Constraints([[[6], [5, 6]]], EOS)]
     tables = ConstraintTables.build(constraints, torch.device("cpu"))
-    assert tables.lengths.tolist() == [[3, 0, 0], [2, 2, 1]]
-    assert tables.tokens.tolist() == [[8, 9, 8, 8], [5, 6, 7, 9]]  # padded with the first
+    assert tables.lengths.tolist() == [[3, 0, 0], [2, 2, 1], [3, 0, 0]]
+    assert tables.tokens.tolist() == [[8, 9, 8, 8], [5, 6, 7, 9], [5, 6, 5, 5]]  # padded with the first
+    assert tables.resets[2, 0].tolist() == [0, 1, 1]  # the second segment starts at 1
+    gap = ConstraintTables.build([Constraints([[[6], [], [5, 6]]], EOS)], torch.device("cpu"))
+    assert gap.sequences[0, 0].tolist() == [6, -1, 5, 6]
+    assert gap.resets[0, 0].tolist() == [0, 2, 2, 2] and gap.floors[0, 0].tolist() == [0, 1, 2, 2]
+    assert gap.moves[0, 0, 1].tolist() == [1, 1]  # at the gap the chain's own tokens stay
     for c, moves, tokens in zip(constraints, tables.moves, tables.tokens.tolist()):
         for i, n in enumerate(c.lengths):
             for m in range(n):
@@ -175,8 +228,8 @@ def test_tables_kept_when_sentences_leave_and_join_are_the_tables_built_anew():
     cpu = torch.device("cpu")
     kept = ConstraintTables.build(constraints[:3], cpu).select(torch.tensor([0, 2]))
     tables = ConstraintTables.joined(kept, ConstraintTables.build(constraints[3:], cpu))
-    anew = ConstraintTables.build([constraints[i] for i in (0, 2, 3, 4)], cpu)
-    for field in ("lengths", "sequences", "tokens", "moves"):
+    anew = ConstraintTables.build([constraints[i] for i in (0, 2, *range(3, len(constraints)))], cpu)
+    for field in ("lengths", "sequences", "tokens", "moves", "resets", "floors"):
         assert torch.equal(getattr(tables, field), getattr(anew, field)), field
 
 

@@ -1,5 +1,6 @@
 """`Translator.translate(..., terms=...)`: terms tokenized as they stand in running text, every term
-in the translation (greedy and beams, one and several, overlapping and conflicting ones), texts
+in the translation (greedy and beams, one and several, overlapping and conflicting ones), a chain's
+segments in its order, texts
 without terms exactly as `generate` gives them, terms that cannot fit refused in one line."""
 
 import pytest
@@ -88,3 +89,51 @@ def test_a_constrained_translation_carries_its_score_and_alternatives_that_keep_
         assert scores == sorted(scores, reverse=True) and len(ours.alternatives) == num_beams - 1
         # forcing words the model would not write costs log-probability per token, within reason
         assert theirs.score - 20 < ours.score <= theirs.score + 1e-4
+
+
+def in_order(text, segments):
+    at = 0
+    for segment in segments:
+        at = text.find(segment, at)
+        if at < 0:
+            return False
+        at += len(segment)
+    return True
+
+
+CHAINS = {
+    "two segments": [("rouge", "chat")],
+    "with a gap": [("le", None, "chat")],
+    "three segments beside a term": [("le", "monde", "le"), "chat"],
+    "as a list, sharing a word": [["chat noir", "chat"]],
+}
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+@pytest.mark.parametrize("case", CHAINS)
+def test_every_chains_segments_appear_in_order(translator, num_beams, case):
+    terms = [CHAINS[case]] * len(TEXTS)
+    options = translator.default_options(num_beams=num_beams, max_length=48)
+    for text, translation in zip(TEXTS, translator.translate(TEXTS, "eng_Latn", "fra_Latn", options, terms=terms)):
+        for term in CHAINS[case]:
+            assert in_order(translation, [term] if isinstance(term, str) else [t for t in term if t]), (text, translation)
+
+
+def test_a_chain_is_not_the_same_terms_unordered(translator):
+    """Without the chain the model is free to write the words in any order; the chain's order holds."""
+    options = translator.default_options(num_beams=4, max_length=48)
+    loose = translator.translate(TEXTS, "eng_Latn", "fra_Latn", options, terms=[["chat", "rouge"]] * len(TEXTS))
+    chained = translator.translate(TEXTS, "eng_Latn", "fra_Latn", options, terms=[[("chat", "rouge")]] * len(TEXTS))
+    assert all(in_order(t, ["chat", "rouge"]) for t in chained)
+    assert not all(in_order(t, ["chat", "rouge"]) for t in loose), "the tiny model writes some the other way round"
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_a_gap_holds_something_that_shows(translator, num_beams):
+    options = translator.default_options(num_beams=num_beams, max_length=48)
+    for translation in translator.translate(TEXTS, "eng_Latn", "fra_Latn", options,
+                                            terms=[[("chat", None, "rouge")]] * len(TEXTS)):
+        start = translation.index("chat") + len("chat")
+        assert translation[start : translation.index("rouge", start)].strip(), translation
+    tok = translator.tokenizer
+    assert tok.lang_id("fra_Latn") in translator._shows_nothing and tok.eos_id not in translator._shows_nothing

@@ -137,3 +137,31 @@ def test_a_gap_holds_something_that_shows(translator, num_beams):
         assert translation[start : translation.index("rouge", start)].strip(), translation
     tok = translator.tokenizer
     assert tok.lang_id("fra_Latn") in translator._shows_nothing and tok.eos_id not in translator._shows_nothing
+
+
+def test_texts_with_terms_are_decoded_after_those_without(translator, monkeypatch):
+    """Steps mixing constrained and plain groups run every search eagerly: a document's texts
+    with terms are fed after its plain ones, whatever their places, and come back in place."""
+    fed = []
+    run = translator.generator.run
+
+    def recording(requests, should_stop=None, feed=None):
+        fed.extend(bool(r.constraints) for r in requests)
+
+        def recorded():
+            more = feed()
+            fed.extend(bool(r.constraints) for r in more or [])
+            return more
+
+        return run(requests, should_stop, recorded if feed is not None else None)
+
+    monkeypatch.setattr(translator.generator, "run", recording)
+    texts = TEXTS * 20
+    terms = [["chat"] if i % 3 == 0 else [] for i in range(len(texts))]
+    options = translator.default_options(num_beams=1, max_length=32)
+    ours = translator.translate(texts, "eng_Latn", "fra_Latn", options, terms=terms)
+    assert fed == sorted(fed) and any(fed) and not all(fed)  # every plain text before the first with terms
+    assert all("chat" in t for t, own in zip(ours, terms) if own)
+    monkeypatch.undo()
+    assert ours == [translator.translate([t], "eng_Latn", "fra_Latn", options, terms=[own])[0]
+                    for t, own in zip(texts, terms)]

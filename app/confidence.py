@@ -22,8 +22,7 @@ from __future__ import annotations
 import unicodedata
 
 from dragoman.app import detect
-from dragoman.app.documents.sentences import NO_SPACE_SCRIPTS
-from dragoman.engine import get_language
+from dragoman.engine import NO_SPACE_SCRIPTS, get_language
 
 MIN_LETTERS = 12  # below this, in the source, nothing is judged
 MAX_NGRAM = 4

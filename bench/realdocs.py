@@ -34,8 +34,7 @@ from pathlib import Path
 from lxml import etree
 
 from dragoman.app.documents import DocumentError, is_supported, output_path, translate_document
-from dragoman.app.documents.sentences import NO_SPACE_SCRIPTS
-from dragoman.engine.languages import get_language
+from dragoman.engine import NO_SPACE_SCRIPTS, get_language
 
 TAG = re.compile(r"(<\s*/?\s*x\s*\d+\s*/?\s*>)", re.IGNORECASE)  # the driver's placeholder tags
 LETTERS = re.compile(r"[^\W\d_]+")

@@ -6,7 +6,7 @@ its modules.
 - `Translator`: loads a checkpoint on a device and translates; `DecodingOptions` are its options;
   `Translation` a text's translation with its score and alternatives (`Translator.translate_full`).
 - Languages: `LANGUAGES`, `LANGUAGE_CODES`, `ISO_639_1`, `Language`, `get_language`,
-  `resolve_language`.
+  `resolve_language`, `NO_SPACE_SCRIPTS`.
 - Checkpoints: `open_checkpoint`, `load_config`, `NllbConfig`, `weight_files`, `read_weight_map`,
   `check_weights`; `convert_bin` and `safetensors_name` (a .bin becomes safetensors); the file
   names `SENTENCEPIECE_FILE`, `SAFETENSORS_INDEX`, `PYTORCH_BIN_INDEX`.
@@ -31,6 +31,7 @@ from dragoman.engine.languages import (
     ISO_639_1,
     LANGUAGE_CODES,
     LANGUAGES,
+    NO_SPACE_SCRIPTS,
     Language,
     UnknownLanguageError,
     get_language,
@@ -67,7 +68,7 @@ _LAZY = {
 
 __all__ = [
     "ADAPTER_FILES", "adapter_folders", "adapter_names",
-    "ISO_639_1", "LANGUAGE_CODES", "LANGUAGES", "Language", "UnknownLanguageError", "get_language", "resolve_language",
+    "ISO_639_1", "LANGUAGE_CODES", "LANGUAGES", "NO_SPACE_SCRIPTS", "Language", "UnknownLanguageError", "get_language", "resolve_language",
     *_LAZY,
 ]
 

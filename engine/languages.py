@@ -18,6 +18,10 @@ class Language:
     script: str  # ISO 15924 script code, e.g. "Latn"
 
 
+# Scripts written without spaces between words: a sentence splits, formatting moves and a term is
+# tokenized at any character there, not at spaces.
+NO_SPACE_SCRIPTS = frozenset({"Hans", "Hant", "Hani", "Jpan", "Mymr", "Thai", "Laoo", "Khmr", "Tibt"})
+
 # The file order is NLLB's: the tokenizer gives the language at index i the id len(pieces) + 1 + i.
 LANGUAGES: tuple[Language, ...] = tuple(
     Language(**entry)

@@ -18,7 +18,7 @@ from dragoman.engine.constraints import Constraints, check_fit
 from dragoman.engine.decoding import DecodingOptions, OptionsError, check_int
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
 from dragoman.engine.generator import Generator, Request
-from dragoman.engine.languages import get_language
+from dragoman.engine.languages import NO_SPACE_SCRIPTS, get_language
 from dragoman.engine.peft_adapter import AdapterError
 from dragoman.engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from dragoman.engine.quantize import int8_supported, quantize_int8
@@ -31,9 +31,6 @@ from dragoman.engine.weights import load_weights
 FEED_TEXTS = 32
 
 
-# Scripts written without spaces between words: a term there is tokenized as it runs on from the
-# text before it (as app/documents/sentences.py's NO_SPACE_SCRIPTS).
-NO_SPACE_SCRIPTS = frozenset({"Hans", "Hant", "Hani", "Jpan", "Mymr", "Thai", "Laoo", "Khmr", "Tibt"})
 # Words a glued term is tokenized after, when its own first piece carries the word-initial "▁".
 GLUE_CONTEXTS = ("a", "1", "的")
 

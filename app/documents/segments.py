@@ -22,7 +22,7 @@ sentence once, and rebuilds the segment's runs:
 - If not (tags lost, mangled, out of order, as a random test model does without constraints), the tags are removed
   and the formatting is mapped proportionally: run i of the source, which covered a share of the
   source characters, covers the same share of the translation, with cuts moved to the nearest word
-  start (any character in scripts written without spaces, `UNSPACED_SCRIPTS`, or where the
+  start (any character in scripts written without spaces, `NO_SPACE_SCRIPTS`, or where the
   translation has fewer words than runs); atoms go to their proportional place. Every run with
   visible text gets at least one word (or character) of the translation, so a footnote marker or a
   one-word link never vanishes; only a translation shorter than its runs leaves the last runs their
@@ -42,7 +42,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
 
-from dragoman.app.documents.sentences import NO_SPACE_SCRIPTS, is_translatable, sentence_gap, split_sentences
+from dragoman.app.documents.sentences import is_translatable, sentence_gap, split_sentences
+from dragoman.engine import NO_SPACE_SCRIPTS
 
 # Sentences per translate_batch call where the caller does not say: progress moves, and a crash
 # loses, a call at a time. (The app's document jobs hand the engine a whole document in one call
@@ -50,8 +51,6 @@ from dragoman.app.documents.sentences import NO_SPACE_SCRIPTS, is_translatable, 
 BATCH_SENTENCES = 32
 _TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)  # as a translation may write them
 PLACEHOLDER_TAG = re.compile(r"<x\d+/?>|</x\d+>")  # as `_Sentence` writes them
-# Scripts whose words are not separated by spaces: formatting may start at any character.
-UNSPACED_SCRIPTS = NO_SPACE_SCRIPTS | {"Thai", "Laoo", "Khmr", "Tibt"}
 _SPACES = re.compile(r"\s+")
 
 
@@ -201,7 +200,7 @@ class _Sentence:
     def _proportional(self, translation: str, target_script: str) -> list[Run]:
         texts = [r for r in self.runs if r.atom is None]
         need = [1 if r.text.strip() else 0 for r in texts]  # a run of spaces may get nothing
-        spaced = target_script not in UNSPACED_SCRIPTS
+        spaced = target_script not in NO_SPACE_SCRIPTS
         for words, letters in ((spaced, True), (False, True), (False, False)):  # the first with enough room
             cuts = _cut_points(translation, words, letters)
             if len(cuts) - 1 >= sum(need):

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import re
 
+from dragoman.engine import NO_SPACE_SCRIPTS
+
 MAX_SENTENCE_CHARS = 400  # ~100-150 tokens: well inside what NLLB was trained on
 THAI_PIECE = 120
-NO_SPACE_SCRIPTS = frozenset({"Hans", "Hant", "Hani", "Jpan", "Mymr", "Thai", "Laoo", "Khmr", "Tibt"})  # between words
 JOINED_SENTENCE_SCRIPTS = frozenset({"Hans", "Hant", "Hani", "Jpan", "Mymr"})  # nothing between sentences either
 UNPUNCTUATED_SCRIPTS = frozenset({"Thai", "Laoo"})
 CASED_SCRIPTS = frozenset({"Latn", "Cyrl", "Grek", "Armn", "Geor"})

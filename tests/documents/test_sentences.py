@@ -1,5 +1,6 @@
 from dragoman.app.documents.segments import Run, Segment, translate_segments
-from dragoman.app.documents.sentences import MAX_SENTENCE_CHARS, NO_SPACE_SCRIPTS, sentence_gap, split_sentences
+from dragoman.app.documents.sentences import MAX_SENTENCE_CHARS, sentence_gap, split_sentences
+from dragoman.engine import NO_SPACE_SCRIPTS
 
 
 def sentences(text, script="Latn"):

@@ -255,20 +255,25 @@ def test_recent_translations_forget_the_least_recently_used(translator, monkeypa
     assert decoded == [["One.", "Two."], ["Three."], ["One."]]
 
 
+class TypedTextArriving:
+    """The worker a document job yields to (`_YieldingToTypedText`): typed text "arrives" once
+    `after` of the document's sentences are in `reported`, and is run once."""
+
+    def __init__(self, reported: dict, after: int):
+        self.reported, self.after, self.paused = reported, after, 0
+
+    def _typed_waiting(self):
+        return self.paused == 0 and len(self.reported) >= self.after
+
+    def _run_waiting_typed(self):
+        self.paused += 1
+
+
 def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_index(translator):
     from dragoman.app.worker import _YieldingToTypedText
 
-    class Worker:  # typed text "arrives" once three of the document's sentences have finished
-        paused = 0
-
-        def _typed_waiting(self):
-            return self.paused == 0 and len(reported) >= 3
-
-        def _run_waiting_typed(self):
-            self.paused += 1
-
     reported = {}
-    worker = Worker()
+    worker = TypedTextArriving(reported, after=3)
     document = _YieldingToTypedText(worker, translator)
     options = translator.default_options(**OPTIONS)
     results = document.translate(MANY_LINES, "eng_Latn", "fra_Latn", options,
@@ -281,21 +286,12 @@ def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_inde
 def test_a_document_paused_for_typed_text_gives_each_text_its_own_terms_again(translator, monkeypatch):
     from dragoman.app.worker import _YieldingToTypedText
 
-    class Worker:  # typed text "arrives" once two of the document's sentences have finished
-        paused = 0
-
-        def _typed_waiting(self):
-            return self.paused == 0 and len(reported) >= 2
-
-        def _run_waiting_typed(self):
-            self.paused += 1
-
     calls = []
     translate = translator.translate
     monkeypatch.setattr(translator, "translate", lambda texts, *a, terms=None, **k: calls.append(
         dict(zip(texts, terms))) or translate(texts, *a, terms=terms, **k))
     reported = {}
-    worker = Worker()
+    worker = TypedTextArriving(reported, after=2)
     terms = [[f"term {i}"] for i in range(len(MANY_LINES))]
     _YieldingToTypedText(worker, translator).translate(
         MANY_LINES, "eng_Latn", "fra_Latn", translator.default_options(**OPTIONS),

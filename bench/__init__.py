@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+import dragoman  # noqa: F401  first: the checkout's folders must not shadow installed packages (PyPI's `kernels`)
+
 
 def add_out_argument(parser: argparse.ArgumentParser) -> None:
     """`--out DIR`: where a script keeps its results as JSON, besides printing them."""

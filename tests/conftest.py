@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import dragoman  # noqa: F401  first: the checkout's folders must not shadow installed `kernels` (transformers)
+
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt: tests run headless
 # Triton picks interpreter or compiler when first imported (by `kernels`, through `engine`):
 # the kernel tests run the Triton kernels on the CPU through the interpreter.

@@ -1,6 +1,6 @@
 """`dragoman [FILE ...]`: with no subcommand it opens the window, each FILE queued as a document to translate
-(the desktop's "Open with"); `dragoman translate` translates from the command line; `dragoman adapters` lists the
-LoRA adapters folder.
+(the desktop's "Open with"); `dragoman translate` translates from the command line; `dragoman models` imports, downloads, lists and
+removes models; `dragoman adapters` lists the LoRA adapters folder.
 
 Errors are one line on stderr: exit code 1, or 2 for a usage error (bad option, unknown language).
 """
@@ -16,7 +16,7 @@ from dragoman.app import __version__
 
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
-COMMANDS = ("translate", "adapters", "memory")
+COMMANDS = ("translate", "models", "adapters", "memory")
 DOCUMENT_OPTIONS = ("pdf_as", "bilingual")  # the translate options handed to the document formats
 DESCRIPTION = (
     "Offline translation between 200 languages (NLLB-200). With no COMMAND it opens the window, each FILE "
@@ -24,12 +24,15 @@ DESCRIPTION = (
 )
 
 
+MODEL_HELP = "an installed model's name (dragoman models list) or an NLLB checkpoint folder"
+
+
 class UsageError(Exception):
     pass
 
 
 def add_window_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", metavar="DIR", help="NLLB checkpoint folder")
+    parser.add_argument("--model", metavar="MODEL", help=MODEL_HELP)
     parser.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters")
     parser.add_argument("--from", dest="src", metavar="LANG", help="source language (FLORES-200 code, e.g. eng_Latn)")
     parser.add_argument("--to", dest="tgt", metavar="LANG", help="target language (e.g. fra_Latn)")
@@ -62,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="translate lines from stdin (one segment per line) to stdout",
         description="Translate stdin, one segment per line, to stdout, one translation per line.",
     )
-    translate.add_argument("--model", metavar="DIR", required=True, help="NLLB checkpoint folder")
+    translate.add_argument("--model", metavar="MODEL", help=MODEL_HELP + " (default: the window's model, or the only one installed)")
     translate.add_argument("--from", dest="src", metavar="LANG", required=True, help="source language, e.g. eng_Latn")
     translate.add_argument("--to", dest="tgt", metavar="LANG", required=True, help="target language, e.g. fra_Latn")
     translate.add_argument("--beams", type=int, metavar="N", help="beam size (1 = greedy; default 4)")
@@ -107,6 +110,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt docx pptx xlsx odt epub pdf)",
     )
 
+    models = commands.add_parser(
+        "models",
+        help="import, download, list or remove models",
+        description="The installed models (NLLB-200 checkpoints in the app's data folder), shared with the window.",
+    )
+    model_actions = models.add_subparsers(dest="action", metavar="ACTION")
+    model_actions.add_parser("list", help="the installed models, their sizes and folders (the default)")
+    importing_model = model_actions.add_parser(
+        "import", help="install a Hugging Face NLLB checkpoint folder (.bin weights are converted to safetensors)")
+    importing_model.add_argument("folder", metavar="DIR")
+    importing_model.add_argument("--name", help="install it under this name (default: the folder's)")
+    downloading = model_actions.add_parser(
+        "download", help="download a checkpoint from the Hugging Face hub and install it (resumes a stopped download)")
+    downloading.add_argument("repo", metavar="REPO", help="e.g. facebook/nllb-200-distilled-600M")
+    removing = model_actions.add_parser("remove", help="delete an installed model")
+    removing.add_argument("name", metavar="NAME")
+
     adapters = commands.add_parser(
         "adapters",
         help="list the LoRA adapters folder",
@@ -114,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         "adapter_model.safetensors) with rank, targets and size, and say what is wrong with broken ones.",
     )
     adapters.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters (default: the app's)")
-    adapters.add_argument("--model", metavar="DIR", help="also check the shapes against this model (default: the app's)")
+    adapters.add_argument("--model", metavar="MODEL", help="also check the shapes against this model (default: the app's)")
 
     memory = commands.add_parser(
         "memory",
@@ -148,21 +168,61 @@ def adapters_folder(given: str | None) -> Path:
     return settings.adapters_path(paths)
 
 
-def human_size(size: int) -> str:
-    for unit in ("bytes", "KB", "MB"):
-        if size < 1000:
-            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{size:.1f} GB"
+def model_folder(given: str | None) -> Path:
+    """--model (an installed model's name or a folder), else the window's model or the only one installed."""
+    from dragoman.app.models import find_model, model_in_use
+
+    paths, settings = app_settings()
+    return find_model(given, paths.models_dir) if given else model_in_use(settings.model_dir, paths.models_dir)
+
+
+def run_models(args: argparse.Namespace, stdout: TextIO) -> int:
+    from dragoman.app import models
+
+    paths, settings = app_settings()
+    if args.action in ("import", "download"):
+        bar = ProgressBar(args.folder if args.action == "import" else args.repo, sys.stderr, unit="bytes")
+        report = lambda done, total, what: bar(done, total)  # noqa: E731
+        try:
+            if args.action == "import":
+                model = models.import_model(args.folder, paths.models_dir, report, name=args.name)
+            else:
+                model = models.download_model(models.catalog_repo(args.repo), paths.models_dir, report)
+        except models.OfflineError as e:
+            raise RuntimeError(" ".join(str(e).split("\n"))) from None
+        finally:
+            bar.end()
+        if not settings.model_dir:  # the first model: the one the window and `translate` use
+            settings.model_dir = str(model.path)
+            settings.save(paths.settings_file)
+        stdout.write(f"{model.name}: installed in {model.path} ({models.format_size(model.size_bytes)})\n")
+    elif args.action == "remove":
+        model = next((m for m in models.list_models(paths.models_dir) if m.name == args.name), None)
+        if model is None:
+            raise UsageError(f"{args.name}: no installed model of that name (dragoman models list)")
+        models.remove_model(model, paths.models_dir)
+        if Path(settings.model_dir) == model.path:
+            settings.model_dir = ""
+            settings.save(paths.settings_file)
+        stdout.write(f"{model.name}: removed\n")
+    else:
+        installed = models.list_models(paths.models_dir)
+        stdout.write(f"{len(installed)} model{'s' if len(installed) != 1 else ''} in {paths.models_dir}\n")
+        width = max((len(m.name) for m in installed), default=0)
+        for model in installed:
+            mark = "  (in use)" if Path(settings.model_dir) == model.path else ""
+            stdout.write(f"{model.name:<{width}}  {models.format_size(model.size_bytes):>9}{mark}\n")
+    return 0
 
 
 def run_adapters(args: argparse.Namespace, stdout: TextIO) -> int:
+    from dragoman.app.models import format_size
     from dragoman.engine import load_config, scan_adapters
 
     folder = adapters_folder(args.adapters)
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder (create it and put PEFT LoRA adapter folders in it)")
-    model = args.model or app_settings()[1].model_dir
+    model = str(model_folder(args.model)) if args.model else app_settings()[1].model_dir
     config = load_config(model) if model and (args.model or (Path(model) / "config.json").exists()) else None
     found = scan_adapters(folder, config)
     checked = f", checked against {model}" if config is not None else ""
@@ -173,7 +233,7 @@ def run_adapters(args: argparse.Namespace, stdout: TextIO) -> int:
             stdout.write(f"{info.name:<{width}}  BROKEN: {info.error}\n")
             continue
         rslora = ", rsLoRA" if info.use_rslora else ""
-        stdout.write(f"{info.name:<{width}}  rank {info.rank}, alpha {info.alpha:g}{rslora}  {human_size(info.size)}  "
+        stdout.write(f"{info.name:<{width}}  rank {info.rank}, alpha {info.alpha:g}{rslora}  {format_size(info.size)}  "
                      f"{info.targets()}\n")
     return 0
 
@@ -228,6 +288,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
     terms = command_line_terms(args)
+    args.model = str(model_folder(args.model))
 
     from dragoman.engine import Translator
 
@@ -372,20 +433,26 @@ def document_inputs(names: list[str]) -> dict[Path, Path | None]:
 
 
 class ProgressBar:
-    """`name [#####.....] done/total sentences` on one terminal line (nothing when stderr is not a terminal)."""
+    """`name [#####.....] done/total sentences` (or `1.2 GB of 2.5 GB`) on one terminal line (nothing
+    when stderr is not a terminal)."""
 
     WIDTH = 30
 
-    def __init__(self, name: str, stream: TextIO):
+    def __init__(self, name: str, stream: TextIO, unit: str = "sentences"):
         self.name = name
         self.stream = stream
+        self.unit = unit
         self.shown = stream.isatty()
 
     def __call__(self, done: int, total: int) -> None:
         if self.shown and total:
-            filled = self.WIDTH * done // total
+            filled = self.WIDTH * min(done, total) // total
             bar = "#" * filled + "." * (self.WIDTH - filled)
-            self.stream.write(f"\r{self.name} [{bar}] {done}/{total} sentences")
+            from dragoman.app.models import format_size
+
+            amount = (f"{format_size(done)} of {format_size(total)}  " if self.unit == "bytes"
+                      else f"{done}/{total} {self.unit}")
+            self.stream.write(f"\r{self.name} [{bar}] {amount}")
             self.stream.flush()
 
     def end(self) -> None:
@@ -491,13 +558,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "translate":
             return run_translate(args, sys.stdin, sys.stdout)
+        if args.command == "models":
+            return run_models(args, sys.stdout)
         if args.command == "adapters":
             return run_adapters(args, sys.stdout)
         if args.command == "memory":
             return run_memory(args, sys.stdout)
         from dragoman.app.gui import run_window
 
-        return run_window(model=args.model, adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device,
+        return run_window(model=args.model and str(model_folder(args.model)), adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device,
                           files=args.files)
     except KeyboardInterrupt:
         return 130

@@ -93,6 +93,35 @@ def list_models(models_dir: Path) -> list[InstalledModel]:
     return models
 
 
+def find_model(given: str, models_dir: Path) -> Path:
+    """A model named on the command line: a checkpoint folder, or the name of an installed model.
+    Raises CheckpointError saying which models are installed when it is neither."""
+    folder = Path(given).expanduser()
+    if folder.is_dir():
+        return folder
+    installed = list_models(models_dir)
+    for model in installed:
+        if model.name == given:
+            return model.path
+    names = ", ".join(m.name for m in installed) or "none; add one with `dragoman models import DIR`"
+    raise CheckpointError(f"{given}: neither a model folder nor an installed model (installed: {names})")
+
+
+def model_in_use(model_dir: str, models_dir: Path) -> Path:
+    """The model to use when none is named: the window's (Settings.model_dir), else the only one
+    installed. Raises CheckpointError when there is none to choose or several."""
+    if model_dir:
+        return Path(model_dir)
+    installed = list_models(models_dir)
+    if len(installed) == 1:
+        return installed[0].path
+    if not installed:
+        raise CheckpointError("no model installed: add one with `dragoman models import DIR` or "
+                              "`dragoman models download REPO`, or name a checkpoint folder with --model")
+    raise CheckpointError(f"{len(installed)} models are installed: choose one with --model NAME "
+                          f"({', '.join(m.name for m in installed)})")
+
+
 def remove_model(model: InstalledModel, models_dir: Path) -> None:
     if model.path.parent.resolve() != models_dir.resolve():
         raise ValueError(f"{model.path} is not an installed model")
@@ -211,6 +240,14 @@ CATALOG = (
 WANTED_FILES = (
     "config.json", "generation_config.json", SENTENCEPIECE_FILE, "special_tokens_map.json", "tokenizer_config.json"
 )
+
+
+
+def catalog_repo(name: str) -> str:
+    """A repository as the user names it: `facebook/nllb-200-distilled-600M`, or a catalogued one by
+    its last part (`nllb-200-distilled-600M`)."""
+    return next((e.repo_id for e in CATALOG if name in (e.repo_id, e.repo_id.split("/")[-1])), name)
+
 
 OFFLINE_MESSAGE = (
     "Dragoman could not reach the Hugging Face hub: this computer seems to be offline.\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -104,10 +105,23 @@ def _read_bin(path: Path) -> dict[str, torch.Tensor]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except (pickle.UnpicklingError, RuntimeError, OSError, EOFError, ValueError) as e:
-        raise CheckpointError(f"{path}: not a plain tensor checkpoint ({str(e).splitlines()[0]})") from None
+        raise CheckpointError(f"{path}: {_bin_problem(path, e)}") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: expected a dict of tensors")
     return {name: tensor for name, tensor in state.items() if isinstance(tensor, torch.Tensor)}
+
+
+def _bin_problem(path: Path, error: Exception) -> str:
+    """What is wrong with a .bin torch.load refused, in one line (PyTorch's own text runs to several)."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if not head:
+        return "the file is empty"
+    if head == b"PK\x03\x04" and not zipfile.is_zipfile(path):
+        return "the file is truncated (an incomplete download or copy?): its archive has no end"
+    if isinstance(error, pickle.UnpicklingError):  # weights_only refused an object
+        return "not a plain tensor checkpoint (it holds Python objects, which are never unpickled)"
+    return f"not a PyTorch checkpoint, or a corrupt one ({str(error).splitlines()[0].split('. ')[0]})"
 
 
 def safetensors_name(bin_shard: str, shards: int) -> str:

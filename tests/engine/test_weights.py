@@ -86,6 +86,23 @@ class Exploit:
         return (print, ("pwned",))
 
 
+@pytest.mark.parametrize("damage, problem", [
+    (lambda data: data[: len(data) // 2], "the file is truncated"),
+    (lambda data: data[:-1], "the file is truncated"),
+    (lambda data: b"", "the file is empty"),
+    (lambda data: b"\x00garbage" * 100, "not a PyTorch checkpoint"),
+])
+def test_a_damaged_bin_is_one_line_naming_the_file(bin_checkpoint, tmp_path, damage, problem):
+    folder = tmp_path / "damaged"
+    shutil.copytree(bin_checkpoint, folder)
+    weights = folder / "pytorch_model.bin"
+    weights.write_bytes(damage(weights.read_bytes()))
+    with pytest.raises(CheckpointError) as error:
+        load(folder)
+    assert str(error.value).startswith(f"{weights}: {problem}") and "\n" not in str(error.value)
+    assert "miniz" not in str(error.value)  # PyTorch's own explanation is not passed on
+
+
 def test_pickle_with_code_is_refused_without_running_it(checkpoint, capsys):
     (checkpoint / "model.safetensors").unlink()
     with open(checkpoint / "pytorch_model.bin", "wb") as f:

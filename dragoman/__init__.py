@@ -9,7 +9,8 @@ tests, the GPU machine's plain copy of the tree).
 A checkout's root also lands on `sys.path` (`python -m` puts the working folder first), where its
 folders would shadow installed distributions of the same names: transformers imports PyPI's
 `kernels`, and would get ours. So in a checkout these names never resolve to the root's folders
-(`CheckoutGuard`); they are only ever `dragoman.<name>`.
+(`CheckoutGuard`); they are only ever `dragoman.<name>`. Entry points that run from a checkout
+(tests/conftest.py, bench/__init__.py) import dragoman before anything that may import them.
 """
 
 import importlib.abc
@@ -45,7 +46,3 @@ if (_root / "pyproject.toml").is_file() and not Path(__file__).with_name("engine
     __path__.append(str(_root))
     if not any(isinstance(finder, CheckoutGuard) for finder in sys.meta_path):
         sys.meta_path.insert(0, CheckoutGuard())
-    for _name in SUBPACKAGES:  # imported from the root before this module was: forget them
-        _module = sys.modules.get(_name)
-        if _module is not None and _is_root(str(Path(getattr(_module, "__file__", None) or "/").parent.parent)):
-            del sys.modules[_name]

@@ -308,9 +308,9 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     if args.alternatives is not None and args.alternatives > options.num_beams:
         raise UsageError(f"--alternatives {args.alternatives}: more than the {options.num_beams} beams (--beams)")
 
-    from dragoman.app.confidence import doubts
-    from dragoman.app.jobs import open_memory, translation_context
-    from dragoman.app.typed_text import TypedText
+    from dragoman.app.session.confidence import doubts
+    from dragoman.app.session.jobs import open_memory, translation_context
+    from dragoman.app.session.typed_text import TypedText
     from dragoman.engine import get_language
 
     scripts = get_language(src).script, get_language(tgt).script
@@ -363,8 +363,8 @@ def alternatives_line(source: str, translation: str, full) -> str:
 
 def command_line_terms(args: argparse.Namespace):
     """The glossaries of --glossary, read before the model loads (a bad one is a usage error), and --no-protect."""
-    from dragoman.app.glossary import GlossaryError, read_glossary
-    from dragoman.app.terms import Terms
+    from dragoman.app.session.glossary import GlossaryError, read_glossary
+    from dragoman.app.session.terms import Terms
 
     try:
         glossaries = tuple(read_glossary(Path(name).expanduser()) for name in args.glossary)
@@ -389,7 +389,7 @@ def report_doubts(path: str | None, entries: list[dict], where: str, quiet: bool
 
 
 def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
-    from dragoman.app.jobs import open_memory
+    from dragoman.app.session.jobs import open_memory
     from dragoman.engine import resolve_language
 
     memory = open_memory()
@@ -417,7 +417,7 @@ def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
 def document_inputs(names: list[str]) -> dict[Path, Path | None]:
     """The files named, and the supported files under the folders named (recursively, sorted, hidden
     files and our own translations skipped), each with the folder named that it was found in."""
-    from dragoman.app.jobs import find_documents
+    from dragoman.app.session.jobs import find_documents
 
     inputs: dict[Path, Path | None] = {}
     for name in names:
@@ -471,7 +471,7 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
     --output-dir a document found in a folder named keeps its place below that folder. A clash
     `distinct_jobs` cannot resolve is a UsageError naming both files."""
     from dragoman.app.documents import DocumentError, output_path
-    from dragoman.app.jobs import DocumentJob, distinct_jobs
+    from dragoman.app.session.jobs import DocumentJob, distinct_jobs
 
     output_dir = Path(args.output_dir) if args.output_dir else None
     document_options = {name: value for name, value in vars(args).items() if name in DOCUMENT_OPTIONS}
@@ -496,8 +496,8 @@ def document_jobs(args, inputs: dict[Path, Path | None], src: str, tgt: str, ove
 def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None = None, terms=None) -> int:
     """Each job in turn; a failed one is named on stderr and the others carry on. 1 if any failed
     (or was `refused` before). The doubtful translations of all go to `report_path`. `terms`: the
-    glossaries and do-not-translate settings (app.terms.Terms)."""
-    from dragoman.app.jobs import JobReport, open_cache, open_memory, run_document_job
+    glossaries and do-not-translate settings (app.session.terms.Terms)."""
+    from dragoman.app.session.jobs import JobReport, open_cache, open_memory, run_document_job
 
     failed = list(refused)
     doubtful = []
@@ -564,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_adapters(args, sys.stdout)
         if args.command == "memory":
             return run_memory(args, sys.stdout)
-        from dragoman.app.gui import run_window
+        from dragoman.app.window.gui import run_window
 
         return run_window(model=args.model and str(model_folder(args.model)), adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device,
                           files=args.files)

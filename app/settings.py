@@ -59,7 +59,7 @@ class AppPaths:
 
     @property
     def glossaries_dir(self) -> Path:
-        """The glossaries in use: copies of those imported, and the user's own (app.glossary_dialog)."""
+        """The glossaries in use: copies of those imported, and the user's own (app.window.glossary_dialog)."""
         return self.data_dir / "glossaries"
 
 

@@ -14,7 +14,7 @@ sentence once, and rebuilds the segment's runs:
   <x2/>.` NLLB copies such tags most of the time.
 - If the translation has exactly the tags it was given, well formed and not nested, each tag's
   words get that run's formatting and each atom goes where its tag is.
-- Else, if it holds the source's tags in the source's order (as the engine keeps them: app.terms)
+- Else, if it holds the source's tags in the source's order (as the engine keeps them: app.session.terms)
   and more, the first in-order occurrence of each is taken (a left-to-right match of the source's
   tag sequence, where a run with words closes only after some words), the other tags are removed,
   and the formatting is rebuilt from those, as long as every tagged run with visible text keeps
@@ -47,7 +47,7 @@ from dragoman.engine import NO_SPACE_SCRIPTS
 
 # Sentences per translate_batch call where the caller does not say: progress moves, and a crash
 # loses, a call at a time. (The app's document jobs hand the engine a whole document in one call
-# that reports results as they come: app/jobs.py.)
+# that reports results as they come: app/session/jobs.py.)
 BATCH_SENTENCES = 32
 _TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)  # as a translation may write them
 PLACEHOLDER_TAG = re.compile(r"<x\d+/?>|</x\d+>")  # as `_Sentence` writes them

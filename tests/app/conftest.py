@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(autouse=True)
 def collect_garbage_on_the_gui_thread():
     """Python's garbage collector must not run on an engine thread and free a test's widgets there
-    (what app.qt_compat.MainThreadGarbageCollector prevents in the app): off during each test, then
+    (what app.window.qt_compat.MainThreadGarbageCollector prevents in the app): off during each test, then
     a full collection here, on the GUI thread, once the test's windows are closed."""
     gc.disable()
     yield
@@ -72,8 +72,8 @@ def open_window(qtbot, paths):
     window.opened. Closed at the end of the test, its engine thread stopped."""
     from PySide6.QtCore import QCoreApplication
 
-    from dragoman.app.gui import show_window
     from dragoman.app.settings import Settings
+    from dragoman.app.window.gui import show_window
     from recorder import WAIT_MS, Recorder
 
     windows = []

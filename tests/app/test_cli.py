@@ -119,4 +119,4 @@ def test_stdin_lines_are_translated_sentence_by_sentence_unless_no_split(tiny_ch
     assert out == "".join(translator.translate(["The cat reads a book.", "The dog sleeps."], "eng_Latn", "zho_Hans", options)) + "\n"
     code, out, err = run_cli(base + ["--to", "fra_Latn", "--no-split"], stdin, monkeypatch, capsys)
     (whole,) = translator.translate([line], "eng_Latn", "fra_Latn", options, terms=[["https://example.org"]])
-    assert code == 0 and out == f"{whole}\n=====\n\n"  # the URL kept as written (app.terms)
+    assert code == 0 and out == f"{whole}\n=====\n\n"  # the URL kept as written (app.session.terms)

@@ -39,7 +39,7 @@ def test_each_line_prints_its_translation_score_and_alternatives(tiny_checkpoint
 
 
 def test_a_remembered_line_has_no_score_and_no_alternatives(tiny_checkpoint, translator, monkeypatch, capsys):
-    from dragoman.app.jobs import open_memory, translation_context
+    from dragoman.app.session.jobs import open_memory, translation_context
 
     options = translator.default_options(num_beams=2, max_length=24)
     memory = open_memory()

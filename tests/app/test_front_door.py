@@ -104,7 +104,7 @@ def loaded_modules(code: str) -> set[str]:
 
 @pytest.mark.parametrize("code", [
     "from dragoman import engine",
-    "import dragoman.app.gui",  # the window's start, up to the window module (which imports the model import code)
+    "import dragoman.app.window.gui",  # the window's start, up to the window module (which imports the model import code)
     "from dragoman.app.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
     "from dragoman.app.cli import main\ntry:\n    main(['translate', '--help'])\nexcept SystemExit:\n    pass",
 ])

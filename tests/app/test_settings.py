@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from dragoman.app.gui import startup_settings
 from dragoman.app.settings import AUTO_DETECT, MAX_RECENT_LANGUAGES, AppPaths, Settings
+from dragoman.app.window.gui import startup_settings
 from dragoman.engine.languages import UnknownLanguageError
 
 

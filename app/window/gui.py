@@ -1,0 +1,107 @@
+"""Start the desktop window: `dragoman [FILE ...]` with no subcommand lands here (app/cli.py calls run_window)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtWidgets import QApplication
+
+from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
+from dragoman.app.window.qt_compat import MainThreadGarbageCollector
+from dragoman.engine import UnknownLanguageError, resolve_language
+
+
+def startup_settings(
+    paths: AppPaths,
+    model: str | None = None,
+    adapters: str | None = None,
+    src: str | None = None,
+    tgt: str | None = None,
+    device: str | None = None,
+) -> Settings:
+    """The saved settings with the command line's choices on top (they are kept, like choices made in the window).
+
+    Raises UnknownLanguageError for a language code NLLB does not know.
+    """
+    settings = Settings.load(paths.settings_file)
+    if model:
+        settings.model_dir = str(Path(model).expanduser().resolve())
+    if adapters:
+        settings.adapters_dir = str(Path(adapters).expanduser().resolve())
+    if device:
+        settings.device = device
+    if tgt:
+        settings.target_language = resolve_language(tgt)
+        settings.remember_language(settings.target_language)
+    if src:
+        settings.source_language = AUTO_DETECT if src == AUTO_DETECT else resolve_language(src)
+        settings.remember_language(settings.source_language)
+    return settings
+
+
+class FileOpenEvents(QObject):
+    """An event filter on the application: on macOS, documents opened from Finder ("Open With", a drop
+    on the Dock icon) come as QFileOpenEvents, one per file, not on the command line. The files of
+    one such open go to `opened(paths)` together, so they are confirmed once, as a drop is."""
+
+    def __init__(self, opened: Callable[[list[Path]], None], parent=None):
+        super().__init__(parent)
+        self.opened = opened
+        self.files: list[Path] = []
+        # Finder sends the events of one open back to back: a zero timer fires after the last.
+        self.batch = QTimer(self, singleShot=True, interval=0)
+        self.batch.timeout.connect(self._hand_over)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.FileOpen and event.file():
+            self.files.append(Path(event.file()))
+            self.batch.start()
+            return True
+        return super().eventFilter(watched, event)
+
+    def _hand_over(self) -> None:
+        files, self.files = self.files, []
+        self.opened(files)
+
+
+def show_window(paths: AppPaths, settings: Settings, files: Sequence[str | Path] = ()):
+    """Show the main window, with `files` (and any opened from Finder later) queued as documents."""
+    from dragoman.app.window.main_window import MainWindow  # after QApplication: widgets need it
+
+    window = MainWindow(paths, settings)
+    window.show()
+    window.source.setFocus()
+    QApplication.instance().installEventFilter(FileOpenEvents(window.open_documents, window))
+    if files:
+        window.open_documents(files)
+    return window
+
+
+def run_window(
+    model: str | None, adapters: str | None, src: str | None, tgt: str | None, device: str | None, files: Sequence[str] = ()
+) -> int:
+    """Open the window with these choices (None = as saved) and these documents to translate, run until it
+    closes; the exit code."""
+    paths = AppPaths.default()
+    try:
+        settings = startup_settings(paths, model, adapters, src, tgt, device)
+    except UnknownLanguageError as e:
+        print(f"dragoman: {e}", file=sys.stderr)
+        return 2
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Dragoman")
+    app.setDesktopFileName("dragoman")
+    MainThreadGarbageCollector(app)  # a child of app: collects for the whole session
+
+    window = show_window(paths, settings, files)
+    # Ctrl+C in the terminal closes the window (and so stops the engine thread) cleanly. Python
+    # handles signals only when it runs, so a timer wakes it now and then.
+    signal.signal(signal.SIGINT, lambda *_: window.close())
+    wake = QTimer(interval=250)
+    wake.timeout.connect(lambda: None)
+    wake.start()
+    return app.exec()

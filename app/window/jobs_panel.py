@@ -1,0 +1,387 @@
+"""Documents dropped on the window: the list of document jobs, each with its progress, ETA and buttons.
+
+Files and folders dropped on the window are looked through on a task thread (folders recursively,
+supported types only), counted and confirmed, then posted to the engine worker one job each; the
+worker runs them one after another, after any typed text. An existing output is replaced only when
+the person says so. The jobs not finished yet are saved (JSON in the data folder) whenever the list
+changes and at quit, and queued again at the next start: the translation cache makes the sentences
+they had finished free, so they resume where they stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QEvent, QObject, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from dragoman.app.documents import DocumentError, is_supported, remove_stale_temporaries
+from dragoman.app.session.jobs import DocumentJob, distinct_jobs, find_documents
+from dragoman.app.settings import AppPaths
+from dragoman.app.window.tasks import Task
+
+PENDING_FILE = "document_jobs.json"
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+
+
+def collect_documents(dropped: list[Path]) -> list[Path]:
+    """The supported files among `dropped`, folders searched recursively (`find_documents`), each once, in order."""
+    found: dict[Path, None] = {}
+    for path in dropped:
+        if path.is_dir():
+            found.update(dict.fromkeys(find_documents(path)))
+        elif path.is_file() and is_supported(path):
+            found[path] = None
+    return list(found)
+
+
+def load_pending(path: Path) -> list[DocumentJob]:
+    """The jobs saved by `save_pending`; none for a missing or unreadable file, bad entries skipped."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
+    jobs = []
+    for entry in raw.get("jobs", []) if isinstance(raw, dict) else []:
+        try:
+            jobs.append(DocumentJob(
+                Path(entry["source_path"]), Path(entry["output_path"]), str(entry["source"]), str(entry["target"]),
+                dict(entry.get("options") or {}), str(entry.get("adapter") or ""), bool(entry.get("overwrite")),
+                dict(entry.get("document_options") or {}),
+            ))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return jobs
+
+
+def save_pending(path: Path, jobs: list[DocumentJob]) -> None:
+    """Write atomically: a crash mid-write leaves the previous list."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = [{**asdict(job), "source_path": str(job.source_path), "output_path": str(job.output_path)} for job in jobs]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"jobs": entries}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def local_files(event) -> list[Path]:
+    """The local files and folders a drag carries (none: not ours to take)."""
+    mime = event.mimeData()
+    if not mime.hasUrls():
+        return []
+    return [Path(url.toLocalFile()) for url in mime.urls() if url.isLocalFile()]
+
+
+class FileDrops(QObject):
+    """An event filter: drags of local files onto the watched widgets go to `dropped(paths)`, not to
+    the widgets themselves (a text box would paste the file's address)."""
+
+    def __init__(self, dropped: Callable[[list[Path]], None], parent=None):
+        super().__init__(parent)
+        self.dropped = dropped
+
+    def eventFilter(self, watched, event) -> bool:
+        kind = event.type()
+        if kind in (QEvent.DragEnter, QEvent.DragMove, QEvent.Drop) and local_files(event):
+            event.setDropAction(Qt.CopyAction)
+            event.accept()
+            if kind == QEvent.Drop:
+                self.dropped(local_files(event))
+            return True
+        return super().eventFilter(watched, event)
+
+
+def describe_eta(seconds: float) -> str:
+    if seconds < 60:
+        return f"about {max(1, round(seconds))} s left"
+    if seconds < 3600:
+        return f"about {round(seconds / 60)} min left"
+    return f"about {seconds / 3600:.1f} h left"
+
+
+class JobRow(QFrame):
+    """One document: its name, a progress bar (sentences done / total), state or ETA, and buttons."""
+
+    def __init__(self, job: DocumentJob, parent=None):
+        super().__init__(parent, objectName="documentJob")
+        self.job = job
+        self.state = QUEUED
+        self.output: Path | None = None
+        self.proportional = 0  # its sentences whose formatting was placed proportionally (JobReport)
+        self._timing: tuple[float, int] | None = None  # (when, done) at the first progress report
+
+        self.name = QLabel(job.source_path.name, toolTip=str(job.source_path))
+        self.progress = QProgressBar(textVisible=True, format="%v / %m", maximumWidth=220)
+        self.progress.setRange(0, 0)
+        self.status = QLabel(objectName="hint", textInteractionFlags=Qt.TextSelectableByMouse)
+        self.cancel_button = QPushButton("Cancel", toolTip="Stop this document (it can be retried)")
+        self.retry_button = QPushButton("Retry", toolTip="Translate this document again")
+        self.open_button = QPushButton("Open", toolTip=f"Open {job.output_path.name}")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 2, 8, 2)
+        layout.addWidget(self.name, 2)
+        layout.addWidget(self.progress, 1)
+        layout.addWidget(self.status, 2)
+        for button in (self.cancel_button, self.retry_button, self.open_button):
+            layout.addWidget(button)
+        self.set_state(QUEUED)
+
+    def set_state(self, state: str, message: str = "") -> None:
+        self.state = state
+        self.cancel_button.setVisible(state in (QUEUED, RUNNING))
+        self.retry_button.setVisible(state in (FAILED, CANCELLED))
+        self.open_button.setVisible(state == DONE)
+        if state == QUEUED:
+            self._timing = None
+            self.progress.setRange(0, 0)
+            self.status.setText("Waiting")
+        elif state == DONE:
+            self.progress.setRange(0, max(1, self.progress.maximum()))
+            self.progress.setValue(self.progress.maximum())
+            saved = f"Saved as {self.output.name}" if self.output else "Done"
+            if self.proportional:
+                saved += (f"; formatting placed by proportion in {self.proportional} "
+                          f"sentence{'s' if self.proportional != 1 else ''}")
+            self.status.setText(saved)
+        elif state == FAILED:
+            self.status.setText(f"Failed: {message}")
+        elif state == CANCELLED:
+            self.status.setText("Cancelled")
+
+    def show_progress(self, done: int, total: int) -> None:
+        self.state = RUNNING
+        self.progress.setRange(0, total)
+        self.progress.setValue(done)
+        now = time.monotonic()
+        if self._timing is None:
+            self._timing = (now, done)  # sentences found in the cache come at once: time from here
+        started, first = self._timing
+        if done > first and done < total:
+            self.status.setText(describe_eta((total - done) * (now - started) / (done - first)))
+        elif done < total:
+            self.status.setText("Translating…")
+
+
+class DocumentsPanel(QFrame):
+    """The collapsible list of document jobs under the panes; hidden while there are none."""
+
+    message = Signal(str)  # a short note for the status bar
+
+    def __init__(self, worker, paths: AppPaths, job_for: Callable[[Path], DocumentJob], parent=None):
+        super().__init__(parent, objectName="documents")
+        self.worker = worker
+        self.pending_file = paths.data_dir / PENDING_FILE
+        self.job_for = job_for  # a path -> its job with the window's current languages and options
+        # Both replaceable (tests answer and record instead of showing dialogs or launching viewers).
+        self.ask: Callable[[str, str], bool] = self._ask_with_a_dialog
+        self.open_url: Callable[[QUrl], bool] = QDesktopServices.openUrl
+        self.rows: list[JobRow] = []
+        self.by_id: dict[int, JobRow] = {}  # the worker's job id -> its row (a retry gets a new id)
+        self.scans: list[Task] = []
+        self.closing = False
+
+        self.toggle = QToolButton(checkable=True, checked=True, toolButtonStyle=Qt.ToolButtonTextBesideIcon)
+        self.toggle.setArrowType(Qt.DownArrow)
+        self.toggle.setAutoRaise(True)
+        self.clear_button = QPushButton("Clear finished")
+        self.list = QWidget()
+        self.list_layout = QVBoxLayout(self.list)
+        self.list_layout.setContentsMargins(0, 0, 0, 0)
+        self.list_layout.setSpacing(2)
+        self.list_layout.addStretch(1)
+        self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame, maximumHeight=180)
+        self.scroll.setWidget(self.list)
+        header = QHBoxLayout()
+        header.addWidget(self.toggle)
+        header.addStretch(1)
+        header.addWidget(self.clear_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(header)
+        layout.addWidget(self.scroll)
+        self.toggle.toggled.connect(self._on_toggled)
+        self.clear_button.clicked.connect(self.clear_finished)
+        worker.document_progress.connect(self._on_progress)
+        worker.document_report.connect(self._on_report)
+        worker.document_done.connect(self._on_done)
+        worker.document_failed.connect(self._on_failed)
+        worker.cancelled.connect(self._on_cancelled)
+        self._update_header()
+
+    # -- adding jobs ---------------------------------------------------------------------------------
+
+    def add_paths(self, dropped: list[Path]) -> None:
+        """Look through what was dropped on a task thread; then count, confirm, and queue."""
+        scan = Task(lambda report, stop: collect_documents(dropped), self)
+        scan.succeeded.connect(self._confirm_and_queue)
+        scan.failed.connect(lambda message: self.message.emit(f"Could not read what was dropped: {message}"))
+        scan.finished.connect(lambda: self._scan_ended(scan))
+        self.scans.append(scan)
+        scan.start()
+
+    def _scan_ended(self, scan: Task) -> None:
+        self.scans.remove(scan)
+        scan.deleteLater()
+
+    def _confirm_and_queue(self, files: list[Path]) -> None:
+        if self.closing:
+            return
+        active = {row.job.source_path for row in self.rows if row.state in (QUEUED, RUNNING)}
+        files = [f for f in files if f not in active]
+        if not files:
+            self.message.emit("Nothing to translate there: no supported documents that are not queued already")
+            return
+        try:
+            jobs = distinct_jobs([self.job_for(f) for f in files], taken=[r.job.output_path for r in self.rows
+                                                                           if r.state in (QUEUED, RUNNING)])
+        except DocumentError as e:
+            self.message.emit(f"Nothing queued: {e}")
+            return
+        count = f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}"
+        if not self.ask("Translate documents", f"{count} to translate. Start?\n\nEach translation is saved beside "
+                        f"its document, e.g. {jobs[0].output_path.name}."):
+            return
+        existing = [job for job in jobs if job.output_path.exists()]
+        if existing:
+            names = "\n".join(job.output_path.name for job in existing[:5]) + ("\n…" if len(existing) > 5 else "")
+            if self.ask("Replace translations?", f"{len(existing)} of these translations exist already:\n\n{names}"
+                        "\n\nReplace them? (No: skip those documents)"):
+                jobs = [replace(job, overwrite=True) if job in existing else job for job in jobs]
+            else:
+                jobs = [job for job in jobs if job not in existing]
+        for job in jobs:
+            self._queue(self._add_row(job))
+        self.save()
+
+    def restore(self) -> None:
+        """Queue again the jobs the last session had not finished."""
+        for job in load_pending(self.pending_file):
+            if not job.source_path.is_file():
+                continue
+            row = self._add_row(job)
+            if job.output_path.exists() and not job.overwrite:  # written just before a crash or quit
+                remove_stale_temporaries(job.output_path)  # a crash between the rename and the cleanup
+                row.output = job.output_path
+                row.set_state(DONE)
+            else:
+                self._queue(row)
+        self.save()
+
+    def _add_row(self, job: DocumentJob) -> JobRow:
+        row = JobRow(job)
+        row.cancel_button.clicked.connect(lambda: self.cancel(row))
+        row.retry_button.clicked.connect(lambda: self.retry(row))
+        row.open_button.clicked.connect(lambda: self.open_output(row))
+        self.rows.append(row)
+        self.list_layout.insertWidget(self.list_layout.count() - 1, row)
+        return row
+
+    def _queue(self, row: JobRow) -> None:
+        row.set_state(QUEUED)
+        self.by_id[self.worker.submit(row.job)] = row
+        self._update_header()
+
+    # -- the buttons ---------------------------------------------------------------------------------
+
+    def cancel(self, row: JobRow) -> None:
+        for job_id, r in self.by_id.items():
+            if r is row:
+                self.worker.cancel(job_id)
+
+    def retry(self, row: JobRow) -> None:
+        if row.job.output_path.exists() and not row.job.overwrite:
+            if not self.ask("Replace translation?", f"{row.job.output_path.name} exists already. Replace it?"):
+                return
+            row.job = replace(row.job, overwrite=True)
+        self._queue(row)
+        self.save()
+
+    def open_output(self, row: JobRow) -> None:
+        if row.output is not None:
+            self.open_url(QUrl.fromLocalFile(str(row.output)))
+
+    def clear_finished(self) -> None:
+        for row in [r for r in self.rows if r.state not in (QUEUED, RUNNING)]:
+            self.rows.remove(row)
+            for job_id in [i for i, r in self.by_id.items() if r is row]:
+                del self.by_id[job_id]
+            row.deleteLater()
+        self._update_header()
+
+    def _on_toggled(self, shown: bool) -> None:
+        self.scroll.setVisible(shown)
+        self.toggle.setArrowType(Qt.DownArrow if shown else Qt.RightArrow)
+
+    # -- what the worker says ------------------------------------------------------------------------
+
+    def _row_for(self, job_id: int) -> JobRow | None:
+        return None if self.closing else self.by_id.get(job_id)
+
+    def _on_progress(self, job_id: int, done: int, total: int) -> None:
+        if row := self._row_for(job_id):
+            row.show_progress(done, total)
+            self._update_header()
+
+    def _on_report(self, job_id: int, report) -> None:
+        if row := self._row_for(job_id):
+            row.proportional = report.proportional
+
+    def _on_done(self, job_id: int, output: str) -> None:
+        if row := self._row_for(job_id):
+            row.output = Path(output)
+            self._finish(job_id, DONE)
+            self.message.emit(f"Translated {row.job.source_path.name}")
+
+    def _on_failed(self, job_id: int, message: str) -> None:
+        if self._row_for(job_id):
+            self._finish(job_id, FAILED, message)
+
+    def _on_cancelled(self, job_id: int) -> None:
+        if self._row_for(job_id):
+            self._finish(job_id, CANCELLED)
+
+    def _finish(self, job_id: int, state: str, message: str = "") -> None:
+        self.by_id.pop(job_id).set_state(state, message)
+        self.save()
+        self._update_header()
+
+    def _update_header(self) -> None:
+        self.setVisible(bool(self.rows))
+        waiting = sum(row.state in (QUEUED, RUNNING) for row in self.rows)
+        self.toggle.setText(f"Documents: {waiting} to do, {len(self.rows) - waiting} finished")
+        self.clear_button.setEnabled(waiting < len(self.rows))
+
+    # -- saving --------------------------------------------------------------------------------------
+
+    def unfinished(self) -> list[DocumentJob]:
+        return [row.job for row in self.rows if row.state in (QUEUED, RUNNING)]
+
+    def save(self) -> None:
+        save_pending(self.pending_file, self.unfinished())
+
+    def shut_down(self) -> None:
+        """At quit, before the worker stops: keep the unfinished jobs for the next start, and ignore
+        the 'cancelled' the worker is about to send for them."""
+        self.save()
+        self.closing = True
+        for scan in list(self.scans):
+            scan.wait()
+
+    def _ask_with_a_dialog(self, title: str, text: str) -> bool:
+        return QMessageBox.question(self.window(), title, text) == QMessageBox.Yes

@@ -1,0 +1,951 @@
+"""The main window: two panes, language pickers, and the first-run page when no model is set up.
+
+The window never computes: every translation, model load, import and download runs on another
+thread and comes back as signals. The typed text is split into lines, each translated sentence by
+sentence (app.session.typed_text; blank lines stay blank), and the target pane shows each line's current
+best beam hypothesis until the final text replaces it.
+
+Once a translation is shown, the target pane is editable: typing into a sentence's translation
+completes that sentence, after a pause, from its start up to the cursor (the rest of it greyed while
+it streams); leaving the edited sentence, or Ctrl+Return there, accepts it into the translation
+memory. Editing the source again discards the edits. A click on a sentence's translation asks the
+worker for its alternatives and lists them in a small menu there; picking one puts it in the
+sentence's place and into the translation memory, as an accepted edit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+from PySide6.QtCore import QFileSystemWatcher, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence, QTextCursor
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from dragoman.app import models
+from dragoman.app.documents import output_path
+from dragoman.app.session import detect
+from dragoman.app.session.jobs import DocumentJob
+from dragoman.app.session.terms import saved_terms
+from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
+from dragoman.app.window import theme
+from dragoman.app.window.glossary_dialog import GlossaryDialog
+from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
+from dragoman.app.window.language_picker import LanguagePicker
+from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
+from dragoman.app.window.settings_dialog import SettingsDialog
+from dragoman.app.window.tasks import Task
+from dragoman.app.window.translation_view import TranslationView
+from dragoman.app.window.worker import EngineWorker, TranslationJob
+from dragoman.engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
+
+TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
+TEXT_POINT_SIZE = 13
+NO_ADAPTER = "None (base model)"
+
+
+class AdapterPicker(QComboBox):
+    """"None" and the adapters found in the adapters folder, which it watches: adapters added or
+    removed appear or disappear, and `changed_on_disk` names an adapter whose files changed (the
+    engine reloads it for the next translation)."""
+
+    changed_on_disk = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.folder = Path()
+        self.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.watcher = QFileSystemWatcher(self)
+        self.watcher.directoryChanged.connect(self._on_disk_change)
+        self.watcher.fileChanged.connect(self._on_disk_change)
+
+    def rescan(self, folder: Path | None = None, select: str | None = None) -> None:
+        self.folder = folder or self.folder
+        select = self.currentData() if select is None else select
+        self.blockSignals(True)
+        self.clear()
+        self.addItem(NO_ADAPTER, "")
+        for name in adapter_names(self.folder):
+            self.addItem(name, name)
+        self.setCurrentIndex(max(0, self.findData(select)))
+        self.blockSignals(False)
+        self.setToolTip(f"LoRA adapters from {self.folder}")
+        self._watch()
+
+    def _watch(self) -> None:
+        """Watch the folder, its subfolders (one may become an adapter) and the adapters' two files
+        (rewritten in place, or replaced)."""
+        watched = self.watcher.directories() + self.watcher.files()
+        if watched:
+            self.watcher.removePaths(watched)
+        paths = [self.folder] if self.folder.is_dir() else []
+        for sub in adapter_folders(self.folder):
+            paths += [sub] + [sub / name for name in ADAPTER_FILES]
+        paths = [str(p) for p in paths if p.exists()]
+        if paths:
+            self.watcher.addPaths(paths)
+
+    def _on_disk_change(self, path: str) -> None:
+        self.rescan()
+        changed = Path(path)
+        if self.folder in changed.parents:
+            self.changed_on_disk.emit(changed.relative_to(self.folder).parts[0])
+
+    def showPopup(self) -> None:
+        self.rescan()
+        super().showPopup()
+
+
+class Pane(QFrame):
+    """A rounded frame holding a text box and a row of small controls under it."""
+
+    def __init__(self, editor: QPlainTextEdit, footer: list[QWidget]):
+        super().__init__(objectName="pane")
+        self.editor = editor
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 6)
+        layout.setSpacing(0)
+        layout.addWidget(editor, 1)
+        row = QHBoxLayout()
+        row.setContentsMargins(16, 0, 8, 0)
+        row.setSpacing(4)
+        for widget in footer:
+            if widget is None:
+                row.addStretch(1)
+            else:
+                row.addWidget(widget)
+        layout.addLayout(row)
+        editor.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.editor and event.type() in (event.Type.FocusIn, event.Type.FocusOut):
+            self.setProperty("focused", event.type() == event.Type.FocusIn)
+            self.style().unpolish(self)
+            self.style().polish(self)
+        return super().eventFilter(watched, event)
+
+
+class WelcomePage(QWidget):
+    """Shown while no model can be used: says what to do and offers import and download."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.title = QLabel("Welcome to Dragoman", objectName="title")
+        self.text = QLabel(wordWrap=True, textFormat=Qt.RichText)
+        self.import_button = QPushButton("Import a model folder…", objectName="primary")
+        self.import_button.setToolTip(
+            "A Hugging Face NLLB checkpoint folder (config.json, weights, sentencepiece.bpe.model)"
+        )
+        self.download_button = QPushButton("Download a model…")
+        self.settings_button = QPushButton("Settings…")
+        self.progress = QProgressBar(textVisible=False)
+        self.progress.hide()
+        self.status = QLabel(objectName="hint", wordWrap=True)
+        self.error = QLabel(objectName="error", wordWrap=True, textInteractionFlags=Qt.TextSelectableByMouse)
+        box = QWidget()
+        box.setMaximumWidth(620)
+        layout = QVBoxLayout(box)
+        layout.setSpacing(14)
+        layout.addWidget(self.title)
+        layout.addWidget(self.text)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.import_button)
+        buttons.addWidget(self.download_button)
+        buttons.addWidget(self.settings_button)
+        buttons.addStretch()
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addWidget(self.error)
+        outer = QVBoxLayout(self)
+        outer.addStretch(1)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(box, 3)
+        row.addStretch(1)
+        outer.addLayout(row)
+        outer.addStretch(2)
+        self.explain_first_run()
+
+    def explain_first_run(self) -> None:
+        self.title.setText("Welcome to Dragoman")
+        self.text.setText(
+            "Dragoman translates between 200 languages on this computer with Meta's NLLB-200 models; "
+            "nothing you type leaves it.<br><br>It needs a model first. <b>Import</b> a model folder you "
+            "already have (a Hugging Face NLLB checkpoint, e.g. <i>nllb-200-distilled-600M</i>), or "
+            "<b>download</b> one (the smallest is about 2.5 GB)."
+        )
+
+    def explain_failure(self, model_dir: str, message: str) -> None:
+        self.title.setText("The model could not be loaded")
+        self.text.setText(
+            f"Dragoman could not use the model in <i>{model_dir}</i>. Check the device and precision in "
+            "Settings, or import or download another model."
+        )
+        self.error.setText(message)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, paths: AppPaths, settings: Settings, parent=None):
+        super().__init__(parent)
+        self.paths = paths
+        self.settings = settings
+        self.setWindowTitle("Dragoman")
+        self.setWindowIcon(theme.app_icon())
+        self.resize(1040, 620)
+        self.colors = theme.COLORS[theme.resolve(settings.theme)]
+        if settings.source_language == AUTO_DETECT and not detect.available():
+            settings.source_language = next(iter(settings.recent_languages), "eng_Latn")
+
+        self.worker = EngineWorker(paths=paths)
+        self.worker.set_terms(saved_terms(paths, settings))
+        self.job_id = 0  # the job whose results the target pane shows
+        self.doubts: dict[int, str] = {}  # its lines that may be wrong, and why (app.session.confidence)
+        self.job_started = 0.0
+        self.segments: list[str] = []
+        self.detected = ""  # FLORES code found in the current text, when the source is "Detect language"
+        self.model_ready = False
+        self.task: Task | None = None  # a model import started from the first-run page
+        # Editing the translation: the job and sentences the target pane shows (`laid_out`), each
+        # line's sentences as [sentence index, start, end] kept in step with the person's edits, the
+        # sentence being edited (line, index), and the completion job running for it.
+        self.jobs: dict[int, TranslationJob] = {}
+        self.shown_job: TranslationJob | None = None
+        self.shown_sentences: list[str] = []
+        self.spans: dict[int, list[list[int]]] = {}
+        self.editing: tuple[int, int] | None = None
+        self.completion_job = 0
+        self.completion_start: tuple[int, int, int] | None = None  # line, sentence start, typed length
+        # A click's alternatives: (request id, line, sentence index, where, its text then), and their menu.
+        self.alternatives_asked: tuple[int, int, int, object, str] | None = None
+        self.alternatives_menu: QMenu | None = None
+        self._showing = False  # the window itself is changing the target pane
+
+        self._build()
+        self._connect()
+        self.apply_theme()
+        self.worker.start()
+        self._start_model()
+        self.documents.restore()  # the document jobs the last session had not finished
+
+    # -- building ------------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        s = self.settings
+        text_font = QFont(self.font())
+        text_font.setPointSize(TEXT_POINT_SIZE)
+
+        self.source = QPlainTextEdit(objectName="source")
+        self.source.setPlaceholderText("Type or paste text to translate")
+        self.source.setFont(text_font)
+        self.source.setTabChangesFocus(True)
+        self.target = TranslationView(objectName="target", readOnly=True)  # editable once a translation is shown
+        self.target.setPlaceholderText("Translation")
+        self.target.setFont(text_font)
+        self.target.setTabChangesFocus(True)
+        self.target.setProperty("streaming", False)
+
+        self.detected_label = QLabel(objectName="detected")
+        self.count_label = QLabel("0 characters", objectName="count")
+        self.clear_button = self._icon_button("clear", "Clear the text (Ctrl+Shift+Backspace)")
+        self.activity_label = QLabel(objectName="activity")
+        self.stop_button = self._icon_button("stop", "Stop translating (Esc)")
+        self.stop_button.hide()
+        self.copy_button = self._icon_button("copy", "Copy the translation (Ctrl+Shift+C)")
+
+        self.source_picker = LanguagePicker(s.source_language, allow_detect=detect.available())
+        self.target_picker = LanguagePicker(s.target_language)
+        for picker in (self.source_picker, self.target_picker):
+            picker.recent = list(s.recent_languages)
+        self.swap_button = self._icon_button("swap", "Swap languages (Ctrl+Shift+S)")
+        self.adapter_picker = AdapterPicker()
+        self.adapter_picker.rescan(s.adapters_path(self.paths), s.adapter)
+        self.settings_button = self._icon_button("settings", "Settings (Ctrl+,)")
+        self.glossary_button = QToolButton(text="Glossary", objectName="glossaryButton",
+                                           toolTip="Glossaries and terms not to translate (Ctrl+Shift+G)")
+        self.bilingual_box = QCheckBox("Bilingual PDF", toolTip="PDF documents: each original page followed by its translation")
+
+        top_right = QHBoxLayout()
+        top_right.setContentsMargins(0, 0, 0, 0)
+        top_right.addWidget(self.target_picker)
+        top_right.addStretch(1)
+        top_right.addWidget(self.bilingual_box)
+        top_right.addWidget(QLabel("Adapter", objectName="hint"))
+        top_right.addWidget(self.adapter_picker)
+        top_right.addWidget(self.glossary_button)
+        top_right.addWidget(self.settings_button)
+
+        grid = QGridLayout()
+        grid.setContentsMargins(16, 12, 16, 12)
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(8)
+        grid.addWidget(self.source_picker, 0, 0, Qt.AlignLeft | Qt.AlignAbsolute)  # the picker is right-to-left
+        grid.addWidget(self.swap_button, 0, 1, Qt.AlignCenter)
+        grid.addLayout(top_right, 0, 2)
+        grid.addWidget(Pane(self.source, [self.detected_label, None, self.count_label, self.clear_button]), 1, 0)
+        grid.addWidget(Pane(self.target, [self.activity_label, self.stop_button, None, self.copy_button]), 1, 2)
+        grid.setColumnStretch(0, 1)
+        grid.setColumnStretch(2, 1)
+        grid.setRowStretch(1, 1)
+        self.documents = DocumentsPanel(self.worker, self.paths, self.make_document_job)
+        grid.addWidget(self.documents, 2, 0, 1, 3)
+        self.translator_page = QWidget()
+        self.translator_page.setLayout(grid)
+
+        self.welcome = WelcomePage()
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.translator_page)
+        self.pages.addWidget(self.welcome)
+        self.setCentralWidget(self.pages)
+
+        self.model_label = QLabel(objectName="modelInfo")
+        self.kernels_label = QLabel(objectName="kernelsInfo")  # shown once the GPU kernels have failed
+        self.kernels_label.hide()
+        self.load_progress = QProgressBar(textVisible=False, maximumWidth=120)
+        self.load_progress.setRange(0, 0)
+        self.load_progress.hide()
+        self.statusBar().addPermanentWidget(self.load_progress)
+        self.statusBar().addPermanentWidget(self.kernels_label)
+        self.statusBar().addPermanentWidget(self.model_label)
+        self.statusBar().setSizeGripEnabled(False)
+
+        self.typing_timer = QTimer(self, singleShot=True, interval=TYPING_PAUSE_MS)
+        self.completion_timer = QTimer(self, singleShot=True, interval=TYPING_PAUSE_MS)
+
+        def action(text: str, keys, slot) -> QAction:
+            a = QAction(text, self)
+            a.setShortcuts([QKeySequence(k) for k in keys])
+            a.setShortcutContext(Qt.WindowShortcut)
+            a.triggered.connect(slot)
+            self.addAction(a)
+            return a
+
+        action("Translate now, or accept the edited translation", ["Ctrl+Return", "Ctrl+Enter"], self.translate_or_accept)
+        action("Swap languages", ["Ctrl+Shift+S"], self.swap_languages)
+        action("Stop", ["Escape"], self.cancel_translation)
+        action("Copy translation", ["Ctrl+Shift+C"], self.copy_translation)
+        action("Clear", ["Ctrl+Shift+Backspace"], self.clear_text)
+        action("Source language", ["Ctrl+Shift+F"], self.source_picker.open_popup)
+        action("Target language", ["Ctrl+Shift+T"], self.target_picker.open_popup)
+        action("Settings", ["Ctrl+,"], self.open_settings)
+        action("Glossary", ["Ctrl+Shift+G"], self.open_glossary)
+        action("Quit", ["Ctrl+Q"], self.close)
+        self.source_picker.setToolTip(self.source_picker.toolTip() + " (Ctrl+Shift+F)")
+        self.target_picker.setToolTip(self.target_picker.toolTip() + " (Ctrl+Shift+T)")
+
+    def _icon_button(self, icon_name: str, tooltip: str) -> QToolButton:
+        button = QToolButton(objectName="icon", toolTip=tooltip)
+        button.setProperty("icon_name", icon_name)
+        button.setIconSize(QSize(18, 18))
+        button.setFocusPolicy(Qt.TabFocus)
+        return button
+
+    def _connect(self) -> None:
+        w = self.worker
+        w.loaded.connect(self._on_loaded)
+        w.load_failed.connect(self._on_load_failed)
+        w.holding.connect(self.model_label.setText)
+        w.kernels_unavailable.connect(self._on_kernels_unavailable)
+        w.detected.connect(self._on_detected)
+        w.partial.connect(self._on_partial)
+        w.translated.connect(self._on_translated)
+        w.doubted.connect(self._on_doubted)
+        w.failed.connect(self._on_failed)
+        w.cancelled.connect(self._on_cancelled)
+        w.laid_out.connect(self._on_laid_out)
+        w.completing.connect(self._on_completing)
+        w.alternatives_found.connect(self._on_alternatives_found)
+        self.target.clicked.connect(self._on_target_clicked)
+        w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered", 3000))
+        self.target.document().contentsChange.connect(self._on_target_edited)
+        self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
+        self.completion_timer.timeout.connect(self.complete_now)
+        self.source.textChanged.connect(self._on_text_changed)
+        self.typing_timer.timeout.connect(self.translate_now)
+        self.source_picker.changed.connect(self._on_source_changed)
+        self.target_picker.changed.connect(self._on_target_changed)
+        self.swap_button.clicked.connect(self.swap_languages)
+        self.clear_button.clicked.connect(self.clear_text)
+        self.copy_button.clicked.connect(self.copy_translation)
+        self.stop_button.clicked.connect(self.cancel_translation)
+        self.settings_button.clicked.connect(self.open_settings)
+        self.glossary_button.clicked.connect(self.open_glossary)
+        self.adapter_picker.currentIndexChanged.connect(self._on_adapter_changed)
+        self.adapter_picker.changed_on_disk.connect(self._on_adapter_files_changed)
+        self.welcome.import_button.clicked.connect(self.import_model_folder)
+        self.welcome.download_button.clicked.connect(self.manage_models)
+        self.welcome.settings_button.clicked.connect(self.open_settings)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
+        self.documents.message.connect(lambda text: self.statusBar().showMessage(text, 5000))
+        # Files and folders dropped anywhere on the window, the text boxes too, become document jobs.
+        self.setAcceptDrops(True)
+        self.file_drops = FileDrops(self.open_documents, self)
+        for widget in (self, self.source.viewport(), self.target.viewport()):
+            widget.installEventFilter(self.file_drops)
+
+    def apply_theme(self) -> None:
+        self.colors = theme.apply(QApplication.instance(), self.settings.theme)
+        self.target.pending_colour = QColor(self.colors["muted"])
+        for button in self.findChildren(QToolButton, "icon"):
+            button.setIcon(theme.icon(button.property("icon_name"), self.colors["text"]))
+        for picker in (self.source_picker, self.target_picker):
+            picker.setIcon(theme.icon("chevron", self.colors["muted"], 14))
+            picker.setIconSize(QSize(14, 14))
+
+    def _on_color_scheme_changed(self) -> None:
+        if self.settings.theme == "system":
+            self.apply_theme()
+
+    # -- the model -----------------------------------------------------------------------------------
+
+    def _start_model(self) -> None:
+        if not self.settings.model_dir:
+            installed = models.list_models(self.paths.models_dir)
+            if installed:
+                self.settings.model_dir = str(installed[0].path)
+        if self.settings.model_dir:
+            self.load_model()
+        else:
+            self.welcome.explain_first_run()
+            self.pages.setCurrentWidget(self.welcome)
+            self.model_label.setText("No model")
+
+    def load_model(self) -> None:
+        s = self.settings
+        self.model_ready = False
+        self.pages.setCurrentWidget(self.translator_page)
+        self.source.setFocus()
+        self.statusBar().showMessage(f"Loading {Path(s.model_dir).name}…")
+        self.model_label.setText("Loading model…")
+        self.load_progress.show()
+        self.worker.load(s.model_dir, s.device, s.precision, s.adapters_path(self.paths), s.adapter_slots,
+                         typed_options=self.typed_options(), gpu_memory=s.gpu_memory_mb << 20)
+
+    def _on_loaded(self, description: str) -> None:
+        self.model_ready = True
+        self.load_progress.hide()
+        self.model_label.setText(description)
+        if self.statusBar().currentMessage().startswith("Loading"):  # keep a note that came meanwhile
+            self.statusBar().showMessage("Ready", 4000)
+        if self.source.toPlainText().strip() and not self.job_id:
+            self.translate_now()
+
+    def _on_kernels_unavailable(self, message: str) -> None:
+        self.kernels_label.setText(message)
+        self.kernels_label.show()
+
+    def _on_load_failed(self, message: str) -> None:
+        self.load_progress.hide()
+        self.model_label.setText("No model")
+        self.statusBar().clearMessage()
+        self.welcome.explain_failure(self.settings.model_dir, message)
+        self.pages.setCurrentWidget(self.welcome)
+
+    def import_model_folder(self) -> None:
+        """First run: ask for a checkpoint folder, import it on a task thread, then use it."""
+        folder = choose_model_folder(self)
+        if not folder or self.task is not None:
+            return
+        w = self.welcome
+        w.error.clear()
+        w.status.setText(f"Checking {folder}…")
+        w.progress.setRange(0, 0)
+        w.progress.show()
+        w.import_button.setEnabled(False)
+        self.task = Task(lambda report, stop: models.import_model(folder, self.paths.models_dir, report, stop), self)
+        self.task.progress.connect(self._on_import_progress)
+        self.task.succeeded.connect(self._on_imported)
+        self.task.failed.connect(self._on_import_failed)
+        self.task.finished.connect(self._on_import_ended)
+        self.task.start()
+
+    def _on_import_progress(self, done: int, total: int, what: str) -> None:
+        if total:
+            self.welcome.progress.setRange(0, 1000)
+            self.welcome.progress.setValue(int(1000 * done / total))
+        if what:
+            self.welcome.status.setText(what)
+
+    def _on_imported(self, model: models.InstalledModel) -> None:
+        self.welcome.status.setText(f"Imported {model.name}.")
+        self.use_model(str(model.path))
+
+    def _on_import_failed(self, message: str) -> None:
+        self.welcome.status.clear()
+        self.welcome.error.setText(message)
+
+    def _on_import_ended(self) -> None:
+        self.task.deleteLater()
+        self.task = None
+        self.welcome.progress.hide()
+        self.welcome.import_button.setEnabled(True)
+
+    def manage_models(self) -> None:
+        dialog = ModelsDialog(self.paths, self.settings.model_dir, self)
+        if dialog.exec() == QDialog.Accepted and dialog.chosen_path():
+            self.use_model(dialog.chosen_path())
+        dialog.deleteLater()
+
+    def use_model(self, model_dir: str) -> None:
+        self.settings.model_dir = model_dir
+        self.save_settings()
+        self.load_model()
+
+    # -- translating ---------------------------------------------------------------------------------
+
+    def _on_text_changed(self) -> None:
+        self._discard_edits()
+        text = self.source.toPlainText()
+        self.count_label.setText(f"{len(text):,} character{'s' if len(text) != 1 else ''}")
+        if text.strip():
+            self.typing_timer.start()
+        else:
+            self.typing_timer.stop()
+            self.cancel_translation()
+            self.segments = []
+            self.target.clear()
+            self.target.set_doubts({})
+            self.detected = ""
+            self._show_detected()
+
+    def open_documents(self, paths: Sequence[str | Path]) -> None:
+        """Files and folders dropped on the window, named on the command line (`dragoman FILE...`,
+        "Open with") or opened from Finder: looked through off this thread, confirmed, then queued."""
+        self.documents.add_paths([Path(p).absolute() for p in paths])  # relative to where `dragoman` ran
+
+    def make_document_job(self, path: Path) -> DocumentJob:
+        """A dropped document's job: the languages, options and adapter typed text uses now."""
+        typed = self.make_job()
+        target = self.target_picker.code()
+        options = {"bilingual": self.bilingual_box.isChecked()}
+        return DocumentJob(path, output_path(path, target, options=options), typed.source, target, typed.options,
+                           typed.adapter, document_options=options)
+
+    def typed_options(self) -> dict:
+        """The decoding options typed text uses now (overrides of the model's defaults)."""
+        s = self.settings
+        return {"num_beams": s.num_beams, "length_penalty": s.length_penalty, "max_length": s.max_length}
+
+    def make_job(self) -> TranslationJob:
+        s = self.settings
+        source = self.source_picker.code()
+        detecting = source == AUTO_DETECT
+        if detecting:
+            source = self.detected or next(iter(s.recent_languages), "eng_Latn")
+        return TranslationJob(
+            texts=self.source.toPlainText().split("\n"),
+            source=source,
+            target=self.target_picker.code(),
+            options=self.typed_options(),
+            detect=detecting,
+            typed=True,
+            adapter=s.adapter,
+            adapters_dir=str(s.adapters_path(self.paths)),
+        )
+
+    def translate_now(self) -> None:
+        """Translate the source text now (Ctrl+Return, or after a pause in typing); supersedes the previous job."""
+        self.typing_timer.stop()
+        if self.pages.currentWidget() is not self.translator_page or not self.source.toPlainText().strip():
+            return
+        job = self.make_job()
+        # Lines keep their old translation until their first hypothesis arrives: less flicker.
+        old = self.target.toPlainText().split("\n")
+        self.segments = [old[i] if i < len(old) and text.strip() else "" for i, text in enumerate(job.texts)]
+        self.job_id = self.worker.submit(job)
+        self.jobs = {self.job_id: job}
+        self.job_started = time.monotonic()
+        self.activity_label.setText("Translating…" if self.model_ready else "Waiting for the model…")
+        self.stop_button.show()
+
+    def cancel_translation(self) -> None:
+        if self.job_id:
+            self.worker.cancel(self.job_id)
+
+    def _on_detected(self, job_id: int, code: str) -> None:
+        if job_id == self.job_id:
+            self.detected = code
+            self._show_detected()
+
+    def _show_detected(self) -> None:
+        if self.source_picker.code() != AUTO_DETECT or not self.source.toPlainText().strip():
+            self.detected_label.clear()
+        elif self.detected:
+            self.detected_label.setText(f"Detected: {get_language(self.detected).name}")
+        else:
+            self.detected_label.setText("Detected: not sure")
+
+    def _on_partial(self, job_id: int, index: int, text: str) -> None:
+        if job_id == self.job_id and index < len(self.segments):
+            self.segments[index] = text
+            self._show_target("\n".join(self.segments), streaming=True)
+
+    def _on_doubted(self, job_id: int, doubts: dict) -> None:
+        if job_id == self.job_id:
+            self.doubts = doubts
+
+    def _on_translated(self, job_id: int, texts: list) -> None:
+        if job_id == self.completion_job:
+            self.completion_job = 0
+            self.target.set_pending(0, 0, 0)
+            return
+        if job_id != self.job_id:
+            return
+        self.job_id = 0
+        self.segments = list(texts)
+        self._show_target("\n".join(texts), streaming=False)
+        self.target.set_doubts(self.doubts)
+        self._idle()
+        lines = sum(1 for t in texts if t)
+        self.statusBar().showMessage(
+            f"Translated {lines} line{'s' if lines != 1 else ''} in {time.monotonic() - self.job_started:.2f} s", 5000
+        )
+
+    def _on_failed(self, job_id: int, message: str) -> None:
+        if self.alternatives_asked is not None and job_id == self.alternatives_asked[0]:
+            self.alternatives_asked = None
+            self.statusBar().showMessage(f"No alternatives: {message}")
+        if job_id == self.completion_job:
+            self._stop_completion()
+            self.statusBar().showMessage(f"Completion failed: {message}")
+        if job_id == self.job_id:
+            self.job_id = 0
+            self._idle()
+            self._show_target(self.target.toPlainText(), streaming=False)
+            self.statusBar().showMessage(f"Translation failed: {message}")
+
+    def _on_cancelled(self, job_id: int) -> None:
+        if job_id == self.completion_job:
+            self._stop_completion()
+        if job_id == self.job_id:
+            self.job_id = 0
+            self._idle()
+            self._show_target(self.target.toPlainText(), streaming=False)
+            self.statusBar().showMessage("Stopped", 3000)
+
+    def _idle(self) -> None:
+        self.activity_label.clear()
+        self.stop_button.hide()
+
+    def _show_target(self, text: str, streaming: bool) -> None:
+        if self.target.property("streaming") != streaming:
+            self.target.setProperty("streaming", streaming)
+            self.target.style().unpolish(self.target)
+            self.target.style().polish(self.target)
+        if self.target.toPlainText() != text:
+            self._showing = True
+            self.target.setPlainText(text)
+            self._showing = False
+        if streaming:  # the marks of the last translation no longer apply
+            self.doubts = {}
+            self.target.set_doubts({})
+
+    # -- editing the translation ---------------------------------------------------------------------
+
+    def _on_laid_out(self, job_id: int, layout: tuple) -> None:
+        """A translation arrived: where each sentence's translation is, so that a person may edit it."""
+        text, results = layout
+        if job_id == self.completion_job:
+            line, start, typed = self.completion_start
+            j = self.editing[1] if self.editing else None
+            if j is not None:
+                self._replace_sentence(line, j, results[j], typed, pending=False)
+            return
+        if job_id not in self.jobs:
+            return
+        job = self.jobs[job_id]
+        # What it was translated from, as a completion or the memory will need it again.
+        self.shown_job = replace(job, source=self.detected or job.source, detect=False) if job.detect else job
+        self.shown_sentences = list(text.sentences)
+        lines = text.lines(results)
+        self.spans = {n: [list(span) for span in text.spans(n, results)] for n in range(len(lines))}
+        self.editing = None
+        self.target.setReadOnly(False)
+
+    def _discard_edits(self) -> None:
+        """The source changed: the translation shown, and any edit of it, are about to be replaced."""
+        self.completion_timer.stop()
+        self._stop_completion()
+        self.editing = None
+        self.spans = {}
+        self.shown_job = None
+        self.target.setReadOnly(True)
+
+    def _stop_completion(self) -> None:
+        if self.completion_job:
+            self.worker.cancel(self.completion_job)
+            self.completion_job = 0
+        self.target.set_pending(0, 0, 0)
+
+    def _span_at(self, line: int, column: int) -> list[int] | None:
+        return next((span for span in self.spans.get(line, []) if span[1] <= column <= span[2]), None)
+
+    def _on_target_edited(self, position: int, removed: int, added: int) -> None:
+        if self._showing or self.shown_job is None:
+            return
+        block = self.target.document().findBlock(position)
+        line, column = block.blockNumber(), position - block.position()
+        span = self._span_at(line, column)
+        if span is None or block.blockNumber() != self.target.document().findBlock(position + added).blockNumber() \
+                or self.target.document().blockCount() != len(self.spans):
+            self.spans = {}  # lines joined or split: where sentences are is no longer known
+            self.editing = None
+            return
+        if self.editing is not None and self.editing != (line, span[0]):
+            self.accept_edit()
+        self._stop_completion()  # its text would overwrite what is being typed
+        delta = added - removed
+        for other in self.spans[line]:
+            if other[1] > column:
+                other[1] += delta
+            if other[2] >= column:
+                other[2] += delta
+        self.editing = (line, span[0])
+        self.completion_timer.start()
+
+    def _on_target_cursor_moved(self) -> None:
+        if self._showing or self.editing is None:
+            return
+        cursor = self.target.textCursor()
+        line, column = cursor.blockNumber(), cursor.positionInBlock()
+        span = self._span_at(line, column)
+        if span is None or (line, span[0]) != self.editing:
+            self.accept_edit()
+
+    def complete_now(self) -> None:
+        """Complete the sentence being edited from its start up to the cursor (after a pause in typing)."""
+        self.completion_timer.stop()
+        if self.editing is None or self.shown_job is None:
+            return
+        line, j = self.editing
+        span = next(s for s in self.spans[line] if s[0] == j)
+        cursor = self.target.textCursor()
+        column = cursor.positionInBlock() if cursor.blockNumber() == line else span[2]
+        start = self.target.document().findBlockByNumber(line).text()[span[1]:column]
+        if not start.strip():
+            return
+        job = replace(self.shown_job, completion=(j, start))
+        self.completion_start = (line, span[1], len(start))
+        self.completion_job = self.worker.submit(job)
+
+    def _on_completing(self, job_id: int, text: str) -> None:
+        if job_id == self.completion_job and self.editing is not None:
+            line, start, typed = self.completion_start
+            self._replace_sentence(line, self.editing[1], text, typed, pending=True)
+
+    def _replace_sentence(self, line: int, j: int, text: str, typed: int, pending: bool) -> None:
+        """Sentence j of `line` becomes `text` (its first `typed` characters are what the person typed),
+        the cursor after the typed part, the rest greyed while `pending`."""
+        span = next(s for s in self.spans[line] if s[0] == j)
+        block = self.target.document().findBlockByNumber(line)
+        cursor = QTextCursor(block)
+        cursor.setPosition(block.position() + span[1])
+        cursor.setPosition(block.position() + span[2], QTextCursor.MoveMode.KeepAnchor)
+        self._showing = True
+        cursor.insertText(text)
+        delta = len(text) - (span[2] - span[1])
+        for other in self.spans[line]:
+            if other[1] > span[1]:
+                other[1] += delta
+                other[2] += delta
+        span[2] = span[1] + len(text)
+        cursor.setPosition(block.position() + span[1] + typed)
+        self.target.setTextCursor(cursor)
+        self._showing = False
+        self.target.set_pending(line, span[1] + typed, span[2] if pending else span[1])
+
+    def accept_edit(self) -> None:
+        """The edited sentence's translation, as it stands, goes into the translation memory."""
+        if self.editing is None or self.shown_job is None:
+            return
+        line, j = self.editing
+        self.editing = None
+        self.completion_timer.stop()
+        translation = self._sentence_text(line, j).strip()
+        if translation:
+            self.worker.accept(self.shown_job, self.shown_sentences[j], translation)
+
+    def _sentence_text(self, line: int, j: int) -> str:
+        span = next(s for s in self.spans[line] if s[0] == j)
+        return self.target.document().findBlockByNumber(line).text()[span[1]:span[2]]
+
+    def _on_target_clicked(self, position) -> None:
+        """A click on a sentence's translation: ask for its alternatives (the menu comes with them)."""
+        if self.shown_job is None or self.job_id or self.completion_job:
+            return
+        cursor = self.target.cursorForPosition(position)
+        line = cursor.blockNumber()
+        span = self._span_at(line, cursor.positionInBlock())
+        if span is None or self.editing == (line, span[0]) or not self._sentence_text(line, span[0]).strip():
+            return
+        request = self.worker.find_alternatives(self.shown_job, self.shown_sentences[span[0]])
+        self.alternatives_asked = (request, line, span[0], position, self._sentence_text(line, span[0]))
+
+    def _on_alternatives_found(self, request: int, found: list) -> None:
+        """The menu of a clicked sentence's alternatives, unless its translation changed meanwhile."""
+        if self.alternatives_asked is None or self.alternatives_asked[0] != request:
+            return
+        _, line, j, position, text = self.alternatives_asked
+        self.alternatives_asked = None
+        if self.shown_job is None or line not in self.spans or self.editing is not None \
+                or not any(s[0] == j for s in self.spans[line]) or self._sentence_text(line, j) != text:
+            return
+        others: dict[str, object] = {}  # different tokens may decode to one text: each text once, at its best
+        for translation in found:
+            if translation.text.strip() and translation.text != text.strip():
+                others.setdefault(translation.text, translation)
+        if not others:
+            self.statusBar().showMessage("No other translation of this sentence", 3000)
+            return
+        menu = QMenu(self.target)
+        for translation in others.values():
+            action = menu.addAction(f"{translation.text}\t{translation.score:.2f}")
+            action.setToolTip("Score: the mean log-probability of its words (closer to 0: surer)")
+            action.triggered.connect(lambda _=False, chosen=translation.text: self._choose_alternative(line, j, chosen))
+        if self.alternatives_menu is not None:
+            self.alternatives_menu.deleteLater()
+        self.alternatives_menu = menu
+        menu.popup(self.target.viewport().mapToGlobal(position))
+
+    def _choose_alternative(self, line: int, j: int, text: str) -> None:
+        """A picked alternative replaces sentence j of `line` and is remembered as an accepted edit."""
+        if self.shown_job is None or line not in self.spans or not any(s[0] == j for s in self.spans[line]):
+            return
+        self._replace_sentence(line, j, text, 0, pending=False)
+        if len(self.spans[line]) == 1 and self.doubts.pop(line, None) is not None:  # a person chose it
+            self.target.set_doubts(self.doubts)
+        self.worker.accept(self.shown_job, self.shown_sentences[j], text)
+
+    def translate_or_accept(self) -> None:
+        """Ctrl+Return: in the target pane, accept the edited sentence; elsewhere translate now."""
+        if self.target.hasFocus() and self.editing is not None:
+            self.accept_edit()
+        else:
+            self.translate_now()
+
+    # -- languages and the rest ----------------------------------------------------------------------
+
+    def _on_source_changed(self, code: str) -> None:
+        self.settings.source_language = code
+        self._remember(code)
+        self.detected = ""
+        self._show_detected()
+        self.translate_now()
+
+    def _on_target_changed(self, code: str) -> None:
+        self.settings.target_language = code
+        self._remember(code)
+        self.translate_now()
+
+    def _remember(self, code: str) -> None:
+        self.settings.remember_language(code)
+        for picker in (self.source_picker, self.target_picker):
+            picker.recent = list(self.settings.recent_languages)
+        self.save_settings()
+
+    def swap_languages(self) -> None:
+        """Swap the languages, and move the translation into the source box (as DeepL does)."""
+        source = self.source_picker.code()
+        if source == AUTO_DETECT:
+            source = self.detected or next(iter(self.settings.recent_languages), "eng_Latn")
+        target = self.target_picker.code()
+        translation = self.target.toPlainText()
+        self.source_picker.set_code(target)
+        self.target_picker.set_code(source)
+        self.settings.source_language, self.settings.target_language = target, source
+        self.detected = ""
+        self._show_detected()
+        self.save_settings()
+        if translation.strip():
+            self.source.setPlainText(translation)  # textChanged translates after the pause
+            self.translate_now()
+        self.source.setFocus()
+
+    def copy_translation(self) -> None:
+        text = self.target.toPlainText()
+        if text:
+            QGuiApplication.clipboard().setText(text)
+            self.statusBar().showMessage("Translation copied", 2000)
+
+    def clear_text(self) -> None:
+        self.source.clear()
+        self.source.setFocus()
+
+    def _on_adapter_changed(self) -> None:
+        self.settings.adapter = self.adapter_picker.currentData() or ""
+        self.save_settings()
+        self.translate_now()
+
+    def _on_adapter_files_changed(self, name: str) -> None:
+        if name == self.settings.adapter and self.source.toPlainText().strip():
+            self.typing_timer.start()  # once the files settle: a copy changes them many times
+
+    def open_settings(self) -> None:
+        dialog = SettingsDialog(self.settings, self.paths, self)
+        if dialog.exec() == QDialog.Accepted:
+            self.apply_settings(dialog.result_settings())
+        dialog.deleteLater()
+
+    def open_glossary(self) -> None:
+        dialog = GlossaryDialog(self.settings, self.paths, self)
+        if dialog.exec() == QDialog.Accepted:
+            self.apply_glossary(dialog.result_settings())
+        dialog.deleteLater()
+
+    def apply_glossary(self, new: Settings) -> None:
+        """Jobs from now on keep to the glossaries and do-not-translate list; the text is translated again."""
+        self.settings = new
+        self.save_settings()
+        self.worker.set_terms(saved_terms(self.paths, new))
+        self.translate_now()
+
+    def apply_settings(self, new: Settings) -> None:
+        old = self.settings
+        self.settings = new
+        self.save_settings()
+        if new.theme != old.theme:
+            self.apply_theme()
+        if new.adapters_path(self.paths) != old.adapters_path(self.paths):
+            self.adapter_picker.rescan(new.adapters_path(self.paths), new.adapter)
+        if (new.model_dir, new.device, new.precision, new.adapter_slots, new.gpu_memory_mb) != (
+            old.model_dir, old.device, old.precision, old.adapter_slots, old.gpu_memory_mb
+        ):
+            self._start_model()
+        elif (new.num_beams, new.length_penalty, new.max_length) != (old.num_beams, old.length_penalty, old.max_length):
+            self.translate_now()
+
+    def save_settings(self) -> None:
+        self.settings.save(self.paths.settings_file)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Stop the engine thread (the running job ends at its next step) and wait for it: no orphan thread."""
+        self.save_settings()
+        self.hide()
+        self.typing_timer.stop()
+        if self.task is not None:
+            self.task.cancel()
+            self.task.wait()
+        self.documents.shut_down()  # before the worker stops: the jobs it drops are resumed next time
+        self.worker.stop()
+        self.worker.wait()
+        event.accept()

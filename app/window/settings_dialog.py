@@ -1,0 +1,168 @@
+"""The settings dialog: model, adapters folder, device, precision, decoding options, theme."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from dragoman.app import models
+from dragoman.app.settings import MIN_GPU_MEMORY_MB, PRECISIONS, THEMES, AppPaths, Settings
+from dragoman.app.window.models_dialog import ModelsDialog
+
+
+def device_choices() -> list[tuple[str, str]]:
+    """(value, label) for each device this machine has. Asks the CUDA driver for names only: no context is made."""
+    from dragoman.engine import cuda_device_names  # it loads torch and the kernels: here, not at the window's start
+
+    choices = [("auto", "Automatic (GPU if there is one)"), ("cpu", "CPU")]
+    choices += [(f"cuda:{i}", f"GPU {i}: {name}") for i, name in enumerate(cuda_device_names())]
+    return choices
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, settings: Settings, paths: AppPaths, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self.setMinimumWidth(560)
+        self.settings = settings
+        self.paths = paths
+
+        self.model = QComboBox()
+        self.model.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        manage = QPushButton("Models…")
+        manage.setToolTip("Import, download or remove models")
+        browse_model = QPushButton("Folder…")
+        browse_model.setToolTip("Use a checkpoint folder where it is, without importing it")
+        self.adapters = QLineEdit(str(settings.adapters_path(paths)))
+        browse_adapters = QPushButton("Folder…")
+        self.adapter_slots = QSpinBox(minimum=1, maximum=64, value=settings.adapter_slots)
+        self.adapter_slots.setToolTip(
+            "How many LoRA adapters stay loaded on the device at once; more use more memory, fewer are "
+            "reloaded from disk more often"
+        )
+        self.device = QComboBox()
+        choices = device_choices()
+        if settings.device not in [v for v, _ in choices]:
+            choices.append((settings.device, f"{settings.device} (not found on this machine)"))
+        for value, label in choices:
+            self.device.addItem(label, value)
+        self.device.setCurrentIndex(self.device.findData(settings.device))
+        self.gpu_memory = QSpinBox(minimum=MIN_GPU_MEMORY_MB, maximum=1 << 20, singleStep=256, suffix=" MB",
+                                   value=settings.gpu_memory_mb)
+        self.gpu_memory.setToolTip(
+            "GPU memory the translator may take beyond the model itself (its caches and working memory); "
+            "more translates long documents faster, less leaves more for other programs"
+        )
+        self.precision = QComboBox()
+        for value in PRECISIONS:
+            self.precision.addItem("Automatic (bfloat16 on GPU, float16 before RTX 30, int8 on CPU)" if value == "auto" else value, value)
+        self.precision.setCurrentIndex(self.precision.findData(settings.precision))
+        self.beams = QSpinBox(minimum=1, maximum=16, value=settings.num_beams)
+        self.beams.setToolTip("More beams: slightly better translations, slower (1 = greedy)")
+        self.length_penalty = QDoubleSpinBox(
+            minimum=0.0, maximum=4.0, singleStep=0.1, decimals=2, value=settings.length_penalty
+        )
+        self.length_penalty.setToolTip("Above 1 favours longer translations, below 1 shorter ones")
+        self.max_length = QSpinBox(minimum=8, maximum=1024, value=settings.max_length)
+        self.max_length.setToolTip("The longest translation of one line, in tokens")
+        self.theme = QComboBox()
+        for value in THEMES:
+            self.theme.addItem(value.capitalize(), value)
+        self.theme.setCurrentIndex(self.theme.findData(settings.theme))
+
+        form = QFormLayout()
+        form.setSpacing(10)
+        form.addRow("Model", _row(self.model, browse_model, manage))
+        form.addRow("Adapters folder", _row(self.adapters, browse_adapters))
+        form.addRow("Resident adapters", self.adapter_slots)
+        form.addRow("Device", self.device)
+        form.addRow("GPU memory for translation", self.gpu_memory)
+        form.addRow("Precision", self.precision)
+        form.addRow("Beam size", self.beams)
+        form.addRow("Length penalty", self.length_penalty)
+        form.addRow("Max length", self.max_length)
+        form.addRow("Theme", self.theme)
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        for button in buttons.buttons():
+            button.setIcon(QIcon())  # plain text buttons, like the rest of the window
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(18, 18, 18, 18)
+        layout.addLayout(form)
+        layout.addWidget(QLabel(f"Settings are saved in {paths.settings_file}", objectName="hint", wordWrap=True))
+        layout.addWidget(buttons)
+
+        self._fill_models(settings.model_dir)
+        manage.clicked.connect(self._manage_models)
+        browse_model.clicked.connect(self._browse_model)
+        browse_adapters.clicked.connect(self._browse_adapters)
+
+    def _fill_models(self, select: str) -> None:
+        self.model.clear()
+        for model in models.list_models(self.paths.models_dir):
+            self.model.addItem(model.label, str(model.path))
+        if select and self.model.findData(select) < 0:
+            self.model.addItem(select, select)  # a folder used in place
+        if not self.model.count():
+            self.model.addItem("No model installed", "")
+        self.model.setCurrentIndex(max(0, self.model.findData(select)))
+
+    def _manage_models(self) -> None:
+        dialog = ModelsDialog(self.paths, self.settings.model_dir, self)
+        chosen = dialog.chosen_path() if dialog.exec() == QDialog.Accepted else self.model.currentData()
+        dialog.deleteLater()
+        self._fill_models(chosen or "")
+
+    def _browse_model(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Model folder", self.model.currentData() or str(Path.home()))
+        if folder:
+            self._fill_models(folder)
+
+    def _browse_adapters(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Adapters folder", self.adapters.text())
+        if folder:
+            self.adapters.setText(folder)
+
+    def result_settings(self) -> Settings:
+        """The settings as the dialog shows them (the language choices are kept as they were)."""
+        adapters = self.adapters.text().strip()
+        return replace(
+            self.settings,
+            model_dir=self.model.currentData() or "",
+            adapters_dir="" if adapters == str(self.paths.default_adapters_dir) else adapters,
+            adapter_slots=self.adapter_slots.value(),
+            device=self.device.currentData(),
+            precision=self.precision.currentData(),
+            gpu_memory_mb=self.gpu_memory.value(),
+            num_beams=self.beams.value(),
+            length_penalty=self.length_penalty.value(),
+            max_length=self.max_length.value(),
+            theme=self.theme.currentData(),
+        )
+
+
+def _row(*widgets) -> QWidget:
+    row = QWidget()
+    layout = QHBoxLayout(row)
+    layout.setContentsMargins(0, 0, 0, 0)
+    for i, widget in enumerate(widgets):
+        layout.addWidget(widget, 1 if i == 0 else 0)
+    return row

@@ -1,0 +1,91 @@
+"""A click on a translated sentence lists its alternatives; picking one replaces it and is
+remembered as an accepted edit. The real window, worker and tiny model."""
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
+
+from dragoman.app.session.jobs import open_memory, translation_context
+from recorder import WAIT_MS, translated_in
+
+SOURCES = ["Please call me later.", "The quick brown fox jumps over the lazy dog."]
+OPTIONS = {"num_beams": 4, "max_length": 30}
+
+
+@pytest.fixture
+def settings(settings):
+    settings.num_beams, settings.max_length = OPTIONS["num_beams"], OPTIONS["max_length"]
+    return settings
+
+
+def click(qtbot, window, position):
+    """A plain left click on the target pane at character `position`."""
+    cursor = QTextCursor(window.target.document())
+    cursor.setPosition(position)
+    qtbot.mouseClick(window.target.viewport(), Qt.MouseButton.LeftButton, pos=window.target.cursorRect(cursor).center())
+
+
+def engine_alternatives(window, sentence):
+    """What the engine finds for `sentence` with the shown job's options: its 4 best, best first."""
+    translator, job = window.worker.translator, window.shown_job
+    [found] = translator.translate_full([sentence], job.source, job.target, translator.default_options(**job.options),
+                                        alternatives=4)
+    return [found.text] + [t.text for t in found.alternatives]
+
+
+def test_a_picked_alternative_replaces_the_sentence_and_is_remembered(qtbot, open_window, settings, paths):
+    window = open_window(settings)
+    shown = translated_in(qtbot, window, "\n".join(SOURCES)).split("\n")
+    second = len(shown[0]) + 1  # where the second line starts
+    click(qtbot, window, second + 2)
+    request = window.alternatives_asked[0]
+    found = window.events.wait(qtbot, "alternatives_found", request)[2]
+    qtbot.waitUntil(lambda: window.alternatives_menu is not None and window.alternatives_menu.isVisible(),
+                    timeout=WAIT_MS)
+    best = engine_alternatives(window, SOURCES[1])
+    assert [t.text for t in found] == best and best[0] == shown[1]
+    entries = [action.text().split("\t") for action in window.alternatives_menu.actions()]
+    others = {}
+    for t in found:  # each text once, at its best score, the one shown left out
+        if t.text != shown[1]:
+            others.setdefault(t.text, t.score)
+    assert [text for text, _ in entries] == list(others) and entries
+    assert [float(score) for _, score in entries] == pytest.approx(list(others.values()), abs=0.006)
+
+    window.alternatives_menu.actions()[0].trigger()
+    chosen = entries[0][0]
+    assert window.target.toPlainText() == shown[0] + "\n" + chosen
+    assert window.events.wait(qtbot, "remembered")[1:] == (SOURCES[1], chosen)
+    job = window.shown_job
+    translator = window.worker.translator
+    context = translation_context(translator, job.adapter, job.source, job.target, translator.default_options(**job.options))
+    memory = open_memory(paths)
+    try:
+        assert memory.find(job.source, job.target, context, SOURCES) == {SOURCES[1]: chosen}
+    finally:
+        memory.close()
+    window.source.clear()
+    assert translated_in(qtbot, window, SOURCES[1]) == chosen  # the memory gives it back
+
+
+def test_no_alternatives_are_asked_for_the_sentence_being_edited_or_for_a_selection(qtbot, open_window, settings):
+    window = open_window(settings)
+    translated_in(qtbot, window, SOURCES[0])
+    window.target.setFocus()
+    qtbot.keyClicks(window.target, "Oui ")
+    window.completion_timer.stop()
+    assert window.editing is not None
+    click(qtbot, window, 2)
+    assert window.alternatives_asked is None
+    window.completion_timer.stop()
+    window.source.clear()
+    translated_in(qtbot, window, SOURCES[0])
+    start = window.target.cursorRect(QTextCursor(window.target.document())).center()
+    cursor = window.target.textCursor()
+    cursor.movePosition(QTextCursor.MoveOperation.End)
+    end = window.target.cursorRect(cursor).center()
+    qtbot.mousePress(window.target.viewport(), Qt.MouseButton.LeftButton, pos=start)
+    qtbot.mouseMove(window.target.viewport(), end)
+    qtbot.mouseRelease(window.target.viewport(), Qt.MouseButton.LeftButton, pos=end)
+    assert window.target.textCursor().hasSelection()
+    assert window.alternatives_asked is None

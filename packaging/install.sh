@@ -46,7 +46,12 @@ fi
 echo "Installing Dragoman into $venv"
 rm -rf "$venv"
 "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check torch==2.13.0 .
+# From a copy of the package's folders: setuptools builds in the tree it is given, and a build/ left
+# there by an earlier build would put stale modules into this one.
+source=$(mktemp -d)
+trap 'rm -rf "$source"' EXIT
+cp -r pyproject.toml README.md dragoman app engine kernels resources "$source"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check torch==2.13.0 "$source"
 for folder in "${links[@]}"; do
   mkdir -p "$folder"
   ln -sf "$venv/bin/dragoman" "$folder/dragoman"

@@ -67,7 +67,7 @@ def test_a_published_bin_checkpoint_imports_and_translates_text_documents_and_th
     assert len(PdfReader(work / "report.fra_Latn.pdf").pages) == 1
 
     model = tmp_path / "home" / "data" / "models" / "nllb-tiny"
-    window = subprocess.run([installed / "venv" / "bin" / "python", "-m", "dragoman.app.screenshot",
+    window = subprocess.run([installed / "venv" / "bin" / "python", "-m", "dragoman.app.window.screenshot",
                              str(work / "window.png"), "--model", str(model), "--timeout", "300"],
                             capture_output=True, text=True, cwd=work, env=env, timeout=600)
     assert window.returncode == 0, window.stderr

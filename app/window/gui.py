@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
 from dragoman.app.window.qt_compat import MainThreadGarbageCollector
+from dragoman.app.window.single_instance import LaunchListener, hand_over
 from dragoman.engine import UnknownLanguageError, resolve_language
 
 
@@ -81,6 +82,23 @@ def show_window(paths: AppPaths, settings: Settings, files: Sequence[str | Path]
     return window
 
 
+def listen_for_launches(window, paths: AppPaths) -> LaunchListener:
+    """Later launches hand their files to this window, and raise it."""
+    listener = LaunchListener(paths, window)
+
+    def opened(files: list[Path]) -> None:
+        window.showNormal()
+        window.raise_()
+        window.activateWindow()
+        if files:
+            window.open_documents(files)
+
+    listener.opened.connect(opened)
+    if not listener.listen():
+        print(f"dragoman: a second launch cannot reach this window ({listener.server.errorString()})", file=sys.stderr)
+    return listener
+
+
 def run_window(
     model: str | None, adapters: str | None, src: str | None, tgt: str | None, device: str | None, files: Sequence[str] = ()
 ) -> int:
@@ -95,9 +113,14 @@ def run_window(
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Dragoman")
     app.setDesktopFileName("dragoman")
+    if hand_over(paths, files):
+        what = f"{len(files)} file{'s' if len(files) != 1 else ''} handed to it" if files else "its window raised"
+        print(f"dragoman: Dragoman is already running: {what}", file=sys.stderr)
+        return 0
     MainThreadGarbageCollector(app)  # a child of app: collects for the whole session
 
     window = show_window(paths, settings, files)
+    listen_for_launches(window, paths)
     # Ctrl+C in the terminal closes the window (and so stops the engine thread) cleanly. Python
     # handles signals only when it runs, so a timer wakes it now and then.
     signal.signal(signal.SIGINT, lambda *_: window.close())

@@ -64,7 +64,7 @@ def test_subcommands_and_version_are_unchanged(monkeypatch, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit:
         main(["translate", "--from", "eng_Latn"])
     assert exit.value.code == 2
-    assert "dragoman translate: error: the following arguments are required: --model, --to" in capsys.readouterr().err
+    assert "dragoman translate: error: the following arguments are required: --to" in capsys.readouterr().err
 
 
 # -- the window ---------------------------------------------------------------------------------------

@@ -302,51 +302,34 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                                 gpu_memory=gpu_memory)
         return run_jobs(jobs, refused, translator, args.report, terms)
+    from dragoman.app.session.session import TranslationJob, TranslationSession
+
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory)
-    options = translator.default_options(**overrides)
-    if args.alternatives is not None and args.alternatives > options.num_beams:
-        raise UsageError(f"--alternatives {args.alternatives}: more than the {options.num_beams} beams (--beams)")
-
-    from dragoman.app.session.confidence import doubts
-    from dragoman.app.session.jobs import open_memory, translation_context
-    from dragoman.app.session.typed_text import TypedText
-    from dragoman.engine import get_language
-
-    scripts = get_language(src).script, get_language(tgt).script
-    memory = open_memory()
-    context = translation_context(translator, args.adapter or "", src, tgt, options)
-    pair_terms = terms.for_pair(src, tgt)
-    positions = translator.config.max_position_embeddings
+    session = TranslationSession.open(translator, terms=terms)
     doubtful = []
     try:
+        beams = session.options(overrides).num_beams
+        if args.alternatives is not None and args.alternatives > beams:
+            raise UsageError(f"--alternatives {args.alternatives}: more than the {beams} beams (--beams)")
         for index, chunk in enumerate(chunks(read_lines(stdin), CHUNK_LINES)):
+            result = session.translate(TranslationJob(chunk, src, tgt, overrides, typed=False, adapter=args.adapter or "",
+                                                      split=not args.no_split, alternatives=args.alternatives))
             if args.alternatives is not None:  # each line whole, a blank one too
-                text, sentences, line_of = None, chunk, range(len(chunk))
+                for sentence, translation, full in zip(chunk, result.translations, result.found):
+                    stdout.write(alternatives_line(sentence, translation, full) + "\n")
             else:
-                text = TypedText(chunk, *scripts, split=not args.no_split)
-                sentences, line_of = text.sentences, text.line_of
-            remembered = memory.find(src, tgt, context, sentences)
-            missing = [s for s in dict.fromkeys(sentences) if s not in remembered]
-            full = dict(zip(missing, translator.translate_full(
-                missing, src, tgt, options, adapter=args.adapter, alternatives=args.alternatives or 1,
-                terms=[pair_terms.of(s, max_length=options.length, max_positions=positions) for s in missing])))
-            found = {**remembered, **{s: t.text for s, t in full.items()}}
-            if text is None:
-                for sentence in chunk:
-                    stdout.write(alternatives_line(sentence, found[sentence], full.get(sentence)) + "\n")
-            else:
-                for line in text.lines([found[s] for s in sentences]):
+                for line in result.lines():
                     stdout.write(line + "\n")
             stdout.flush()
-            for sentence, number in zip(sentences, line_of):
-                # Not those from the memory: a person chose them.
-                score = full[sentence].score if sentence in full else None
-                if sentence in full and (reasons := doubts(sentence, found[sentence], src, tgt, score)):
+            for sentence, number, translation, full, reasons in zip(result.text.sentences, result.text.line_of,
+                                                                    result.translations, result.found, result.doubts):
+                if reasons:
                     doubtful.append({"line": index * CHUNK_LINES + number + 1, "source": sentence,
-                                     "translation": found[sentence], "score": score, "reasons": reasons})
+                                     "translation": translation, "score": full.score if full else None,
+                                     "reasons": reasons})
     finally:
-        memory.close()
+        session.close()
     report_doubts(args.report, doubtful, "stdin", quiet=True)
     return 0
 
@@ -497,18 +480,18 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
     """Each job in turn; a failed one is named on stderr and the others carry on. 1 if any failed
     (or was `refused` before). The doubtful translations of all go to `report_path`. `terms`: the
     glossaries and do-not-translate settings (app.session.terms.Terms)."""
-    from dragoman.app.session.jobs import JobReport, open_cache, open_memory, run_document_job
+    from dragoman.app.session.jobs import JobReport
+    from dragoman.app.session.session import TranslationSession
 
     failed = list(refused)
     doubtful = []
-    cache, memory = open_cache(), open_memory()
+    session = TranslationSession.open(translator, terms=terms)
     try:
         for job in jobs:
             bar = ProgressBar(job.source_path.name, sys.stderr)
             report = JobReport()
             try:
-                written = run_document_job(job, translator, cache, progress=bar, report=report, memory=memory,
-                                           terms=terms)
+                written = session.translate_document(job, progress=bar, report=report)
                 bar.end()
                 if report.cached or report.remembered:  # a run stopped before, a document translated already
                     kept = [f"{n} from the {where}" for n, where in ((report.remembered, "translation memory"),
@@ -531,8 +514,7 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
                 print(f"dragoman: error: {job.source_path}: {message}", file=sys.stderr)
                 failed.append(str(job.source_path))
     finally:
-        cache.close()
-        memory.close()
+        session.close()
     report_doubts(report_path, doubtful, f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}")
     if failed:
         print(f"dragoman: {len(failed)} of {len(jobs) + len(refused)} documents failed: {', '.join(failed)}", file=sys.stderr)

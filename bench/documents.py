@@ -5,7 +5,7 @@
 `python -m bench` times the engine on sentences tokenized beforehand; a user's document also goes
 through reading and splitting, the translation cache, tokenizing, decoding and writing on the
 host. This writes a .txt of distinct sentences of made-up words, translates it with
-`app.session.jobs.run_document_job` (with --cache through a new translation cache each round, as the app's
+`app.session.session.TranslationSession.translate_document` (with --cache through a new translation cache each round, as the app's
 jobs are; without, none: every round translates every sentence either way) and with
 `Generator.run` over the same sentences, and prints one JSON object with both rates. Every
 translation is forced to 40 tokens, or with --natural capped at its own length as in
@@ -59,7 +59,8 @@ def capped_request(request_type, source: list[int], *args, **kwargs):
 
 
 def main() -> None:
-    from dragoman.app.session.jobs import DocumentJob, run_document_job  # the app's side, only where it is measured
+    from dragoman.app.session.jobs import DocumentJob  # the app's side, only where it is measured
+    from dragoman.app.session.session import TranslationSession
     import dragoman.engine.translator as translator_module
     from dragoman.engine.generator import Request
     from dragoman.engine.translation_cache import TranslationCache
@@ -102,7 +103,7 @@ def main() -> None:
 
     def app() -> None:
         cache = TranslationCache(work / f"cache-{next(rounds)}.sqlite3") if args.cache else None
-        run_document_job(job, translator, cache)
+        TranslationSession(translator, cache).translate_document(job)
         if cache is not None:
             cache.close()
 

@@ -3,7 +3,7 @@
 Writes an N-page PDF of running text with reportlab (a test dependency): each page has a running
 header, a heading, two columns of paragraphs (~40 sentences of 10-25 words) and a page number; the
 sentences are drawn from a fixed vocabulary by a seeded generator, so every run makes the same
-file. Then translates it into PDF through the app's document path (`app.session.jobs.run_document_job`:
+file. Then translates it into PDF through the app's document path (`TranslationSession.translate_document`:
 reading the layout, sentence splitting, the engine, typesetting, writing; no translation cache),
 after a warm-up on a two-page book (kernels compiled, graphs captured), and prints one JSON object:
 pages/s and sentences/s for the whole path, and the seconds of the same path with the model
@@ -94,7 +94,8 @@ def time_book(args) -> None:
     import torch
 
     from dragoman.app.documents import translate_document
-    from dragoman.app.session.jobs import DocumentJob, run_document_job
+    from dragoman.app.session.jobs import DocumentJob
+    from dragoman.app.session.session import TranslationSession
     from bench import emit
     from bench.checkpoint import write_checkpoint
     from dragoman.engine import Translator
@@ -112,7 +113,7 @@ def time_book(args) -> None:
             job = DocumentJob(book, work / f"{book.stem}.{args.target}.pdf", "eng_Latn", args.target, options,
                               overwrite=True)
             start = time.perf_counter()
-            run_document_job(job, translator, None)
+            TranslationSession(translator).translate_document(job)
             if translator.device.type == "cuda":
                 torch.cuda.synchronize(translator.device)
             return time.perf_counter() - start

@@ -35,6 +35,8 @@ from dragoman.app.session.protected_spans import ProtectedTerms, find_protected_
 from dragoman.app.settings import AppPaths, Settings
 from dragoman.engine import get_language
 
+# What a translation must hold: a string verbatim, or a chain of them in order (None: a gap, some words).
+Term = str | tuple[str | None, ...]
 # The user's own glossary in the glossaries folder: it comes first, so its entries win.
 USER_GLOSSARY = "my-glossary.tsv"
 GLOSSARY_SUFFIXES = (".csv", ".tsv", ".txt", ".tbx", ".xml")
@@ -119,7 +121,7 @@ class PairTerms:
         self.protect = protect
 
     def of(self, sentence: str, tagged: bool = False, max_length: int | None = None,
-           max_positions: int | None = None) -> list[str | tuple[str, ...]]:
+           max_positions: int | None = None) -> list[Term]:
         """The terms of `sentence`, each once, in the order of the source; with `tagged` (a
         document sentence) first its placeholder tags, as one chain in the source's order (a
         tuple; none for a sentence without tags); within `max_length` decoder positions
@@ -166,13 +168,13 @@ def token_bound(term: str) -> int:
     return len(term) + len(term.split())
 
 
-def fit(ranks: dict[str, int], tags: tuple[str | None, ...], max_length: int) -> list[str | tuple[str | None, ...]]:
+def fit(ranks: dict[str, int], tags: tuple[str | None, ...], max_length: int) -> list[Term]:
     """The chain of a sentence's tags, then the terms (in order, each with its rank), less those
     left out so that the rest surely fit within `max_length` decoder positions: the tags first,
     all or none (with one missing, its formatting is placed proportionally whatever the others
     do), then the terms by rank, then in order, as far as room goes."""
     room = max_length - FIXED_POSITIONS
-    chain: list[str | tuple[str, ...]] = []
+    chain: list[Term] = []
     bound = sum(token_bound(t) if t else 1 for t in tags)  # a gap takes a token at least
     if tags and bound <= room:
         chain.append(tags)
@@ -192,7 +194,7 @@ def readable_at_once(text: str, max_positions: int) -> bool:
     return token_bound(text) + 2 <= max_positions
 
 
-def cache_text(text: str, terms: list[str]) -> str:
+def cache_text(text: str, terms: list[Term]) -> str:
     """What a translation cache keys on for `text` translated with `terms`: the text itself when
     there are none, else the text and its terms."""
     return text if not terms else f"{text}\x00terms\x00{json.dumps(terms, ensure_ascii=False)}"

@@ -18,13 +18,18 @@ class TypedText:
     """`sentences`: what to translate, in order; `line_of[j]`: the line sentence j belongs to;
     `line(i, translations)` and `lines(translations)` join translations back into lines."""
 
-    def __init__(self, lines: list[str], source_script: str, target_script: str, split: bool = True):
+    def __init__(self, lines: list[str], source_script: str, target_script: str, split: bool = True,
+                 whole_lines: bool = False):
+        """`split`: each line cut into sentences, else each line one sentence (less what shows no
+        letters); `whole_lines`: each line one sentence exactly as given, blank ones too."""
         self.sentences: list[str] = []
         self.line_of: list[int] = []
         self._pieces: list[list[str | int]] = []  # per line: verbatim text, or the index of a sentence
         for number, line in enumerate(lines):
             pieces: list[str | int] = []
-            if split:
+            if whole_lines:
+                parts = [(line, True)]
+            elif split:
                 parts = line_parts(line)
             else:
                 parts = [(line, any(ch.isalpha() for ch in line))]
@@ -32,7 +37,7 @@ class TypedText:
                 if not translate:
                     pieces.append(text)
                     continue
-                spans = split_sentences(text, source_script) if split else [(0, len(text))]
+                spans = split_sentences(text, source_script) if split and not whole_lines else [(0, len(text))]
                 previous = None
                 for start, end in spans:
                     if previous is not None:

@@ -46,6 +46,7 @@ from dragoman.app import models
 from dragoman.app.documents import output_path
 from dragoman.app.session import detect
 from dragoman.app.session.jobs import DocumentJob
+from dragoman.app.session.session import TranslationJob
 from dragoman.app.session.terms import saved_terms
 from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
 from dragoman.app.window import theme
@@ -56,7 +57,7 @@ from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
 from dragoman.app.window.settings_dialog import SettingsDialog
 from dragoman.app.window.tasks import Task
 from dragoman.app.window.translation_view import TranslationView
-from dragoman.app.window.worker import EngineWorker, TranslationJob
+from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke

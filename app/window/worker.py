@@ -1,28 +1,18 @@
-"""The engine thread: one QThread owns the Translator (and so the GPU) for the whole session.
+"""The engine thread: one QThread owns the Translator (and so the GPU) and its translation session
+(app.session.session: the pipeline itself) for the whole run of the window.
 
-The window posts commands (load a model, translate a job) through a queue and hears back through
-signals only; this thread never touches a widget, the window never runs the engine. A job stops
-early, through the engine's `should_stop`, when it is cancelled, when a newer typed-text job
+The window posts commands (load a model, translate a job, find a sentence's alternatives, accept a
+translation) through a queue and hears back through signals only; this thread never touches a
+widget, the window never runs the engine. Each command is a few lines over the session. A job
+stops early, through the engine's `should_stop`, when it is cancelled, when a newer typed-text job
 supersedes it, or when the worker is asked to quit.
 
-Document jobs (app.session.jobs.DocumentJob) go through the same queue, after any typed text that is
-waiting; while one runs, typed text that arrives pauses it (the sentences in flight are put back,
-finished ones kept) so that typing stays instant.
+Document jobs (app.session.jobs.DocumentJob) go through the same queue, after any typed text that
+is waiting; while one runs, typed text that arrives pauses it (the session's `TypedTextFirst`) so
+that typing stays instant. A click's alternatives run as typed text does.
 
-Typed text is cut into sentences (app.session.typed_text) and keeps its recent sentence translations in
-memory (`RecentTranslations`): a pause in typing decodes only the sentences that changed, and the
-sentence being edited decodes alone (on the GPU, the path of a lone sentence:
-engine.model.FoldedSources). Partial hypotheses are reported per line, the line's other sentences
-as far as they are known.
-
-A typed job with a `completion` completes one sentence from the start of its translation that a
-person typed in the target pane (`completing` streams it); a translation the person accepts
-(`accept`) goes into the translation memory with the job's context, so that the same sentence,
-model and options give it back from then on.
-
-A click on a translated sentence asks for its alternatives (`find_alternatives`): the sentence
-decoded alone with ALTERNATIVES beams (at least), its best finished hypotheses coming back in
-`alternatives_found`. It runs as typed text does, before waiting documents.
+Partial hypotheses are reported per line, the line's other sentences as far as they are known; a
+completion job (`TranslationJob.completion`) also streams the completed sentence (`completing`).
 """
 
 from __future__ import annotations
@@ -31,36 +21,14 @@ import itertools
 import logging
 import queue
 import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from PySide6.QtCore import QThread, Signal
 
-from dragoman.app.session import detect
-from dragoman.app.session.confidence import doubts
-from dragoman.app.session.jobs import DocumentJob, JobReport, open_cache, open_memory, run_document_job, translation_context
-from dragoman.app.session.terms import PairTerms, Terms
-from dragoman.app.session.typed_text import TypedText
-from dragoman.engine import get_language
-
-
-@dataclass(frozen=True)
-class TranslationJob:
-    texts: list[str]  # the lines of the source box, each cut into sentences (app.session.typed_text); one translation each
-    source: str  # FLORES-200 code; with `detect`, the language used when detection is unsure
-    target: str
-    options: dict = field(default_factory=dict)  # overrides of Translator.default_options (None = keep)
-    detect: bool = False  # detect the source language first (emits `detected`)
-    typed: bool = True  # typed text: runs first, and a newer typed job supersedes it
-    adapter: str = ""  # LoRA adapter: a subfolder of adapters_dir; "" = the base model
-    adapters_dir: str = ""  # the adapters folder (settings); "" = keep the engine's
-    # (sentence index, the start of its translation a person typed): that sentence is completed from
-    # the start (Translator.translate's `starts`), the others come from what is known of them.
-    completion: tuple[int, str] | None = None
-
-
-ALTERNATIVES = 4  # hypotheses a click on a sentence asks for
+from dragoman.app.session.jobs import DocumentJob, JobReport
+from dragoman.app.session.session import ALTERNATIVES, TranslationJob, TranslationSession, TypedTextFirst
+from dragoman.app.session.terms import Terms
 
 
 @dataclass(frozen=True)
@@ -90,61 +58,6 @@ class LoadModel:
     adapter_slots: int | None = None  # LoRA adapters resident at once (None: the engine's default)
     gpu_memory: int | None = None  # bytes of GPU memory for translation beyond the weights (None: the engine's default)
     typed_options: dict = field(default_factory=dict)  # what typed text will use: warmed up at load on the GPU
-
-
-class RecentTranslations:
-    """The translations of recently typed sentences, by everything they depend on, least recently used
-    dropped past `capacity`. Kept in memory only: typed text is not written to disk."""
-
-    def __init__(self, capacity: int = 4096):
-        self.capacity = capacity
-        self._found: OrderedDict[tuple, object] = OrderedDict()  # engine.Translation, by context and text
-
-    def translate(self, translator, texts, source, target, options, adapter, on_partial, should_stop,
-                  known: dict[str, str] | None = None, terms: PairTerms | None = None,
-                  scores: dict[str, float] | None = None) -> list:
-        """translator.translate(texts, ...) for typed text, decoding only the texts not `known` (from
-        the translation memory) and not seen with the same languages, options, adapter and terms
-        (app.session.terms): the others are reported at once through `on_partial`. `scores` receives the
-        engine's score of each text it has one for."""
-        context = (translator.adapter_identity(adapter), source, target, options)
-        positions = translator.config.max_position_embeddings
-        sentence_terms = [tuple(terms.of(t, max_length=options.length, max_positions=positions)) if terms else ()
-                          for t in texts]
-        results: list[str | None] = [None] * len(texts)
-        missing = []
-        for i, text in enumerate(texts):
-            if known and text in known:
-                results[i] = known[text]
-                on_partial(i, known[text])
-                continue
-            found = self._found.get((context, text, sentence_terms[i]))
-            if found is None:
-                missing.append(i)
-            else:
-                self._found.move_to_end((context, text, sentence_terms[i]))
-                results[i] = found.text
-                on_partial(i, found.text)
-                if scores is not None and found.score is not None:
-                    scores[text] = found.score
-        if missing:
-            done = translator.translate_full(
-                [texts[i] for i in missing], source, target, options, priority=0,
-                on_partial=lambda j, text: on_partial(missing[j], text), should_stop=should_stop, adapter=adapter,
-                terms=[list(sentence_terms[i]) for i in missing],
-            )
-            for i, result in zip(missing, done):
-                if result is not None:  # not stopped before it finished
-                    results[i] = result.text
-                    self._found[context, texts[i], sentence_terms[i]] = result
-                    if scores is not None and result.score is not None:
-                        scores[texts[i]] = result.score
-            while len(self._found) > self.capacity:
-                self._found.popitem(last=False)
-        return results
-
-    def clear(self) -> None:
-        self._found.clear()
 
 
 log = logging.getLogger(__name__)
@@ -180,15 +93,13 @@ class EngineWorker(QThread):
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()  # ties in the priority queue: first in, first out
         self._paths = paths  # AppPaths of the translation cache and memory (None: the default ones)
-        self._cache = None  # the translation cache of document jobs, opened on first use by this thread
-        self._memory = None  # the translation memory, likewise
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._cancelled: set[int] = set()
         self._latest_typed = 0
         self._quitting = False
         self.translator = None  # owned by this thread: only run() and what it calls use it
-        self._recent = RecentTranslations()  # typed lines' translations by the loaded model
+        self.session: TranslationSession | None = None  # over the translator, with the cache and the memory
         self._kernels_reported = False  # the kernels' failure is for the whole process: said once
         self._terms = Terms()  # the glossaries and do-not-translate settings jobs keep to (set_terms)
 
@@ -229,10 +140,8 @@ class EngineWorker(QThread):
         """The glossaries and do-not-translate settings of the jobs that start from now on."""
         with self._lock:
             self._terms = terms
-
-    def _current_terms(self) -> Terms:
-        with self._lock:
-            return self._terms
+            if self.session is not None:
+                self.session.set_terms(terms)
 
     def cancel(self, job_id: int) -> None:
         with self._lock:
@@ -263,23 +172,11 @@ class EngineWorker(QThread):
                     self._run_job(*command)
         finally:
             self._unload()
-            for store in (self._cache, self._memory):
-                if store is not None:
-                    store.close()
-            self._cache = self._memory = None
-
-    def _open_memory(self):
-        if self._memory is None:
-            self._memory = open_memory(self._paths)
-        return self._memory
 
     def _remember(self, command: AcceptTranslation) -> None:
-        job = command.job
-        if self.translator is None:
+        if self.session is None:
             return
-        options = self.translator.default_options(**job.options)
-        context = translation_context(self.translator, job.adapter, job.source, job.target, options)
-        self._open_memory().add(job.source, job.target, {command.sentence: command.translation}, context)
+        self.session.accept(command.job, command.sentence, command.translation)
         self.remembered.emit(command.sentence, command.translation)
 
     def _should_stop(self, job_id: int, typed: bool) -> bool:
@@ -306,6 +203,8 @@ class EngineWorker(QThread):
             except Exception:  # the model works without it: the first sentence just waits longer
                 log.warning("warming up %s failed", command.model_dir, exc_info=True)
         self.translator = translator
+        with self._lock:
+            self.session = TranslationSession.open(translator, self._paths, self._terms)
         self.loaded.emit(translator.describe())
         self._report_kernels()
 
@@ -317,7 +216,9 @@ class EngineWorker(QThread):
             self.kernels_unavailable.emit(message)
 
     def _unload(self) -> None:
-        self._recent.clear()  # they were the old model's
+        if self.session is not None:
+            self.session.close()
+            self.session = None
         if self.translator is not None:
             self.translator.teardown()
             self.translator = None
@@ -344,7 +245,7 @@ class EngineWorker(QThread):
         if should_stop():
             self.cancelled.emit(job_id)
             return
-        if self.translator is None:
+        if self.session is None:
             self.failed.emit(job_id, "No model is loaded.")
             return
         shown: dict[int, str] = {}
@@ -355,95 +256,40 @@ class EngineWorker(QThread):
                 self.partial.emit(job_id, index, text)
 
         try:
-            source = job.source
             if job.detect:
-                found = detect.detect_language("\n".join(job.texts))
+                found = self.session.source_of(job)
                 self.detected.emit(job_id, found or "")
-                source = found or source
-            options = self.translator.default_options(**job.options)
-            if job.adapters_dir:
-                self.translator.set_adapters_dir(job.adapters_dir)
-            text = TypedText(job.texts, get_language(source).script, get_language(job.target).script)
-            current: list[str | None] = [None] * len(text.sentences)
+                job = replace(job, source=found or job.source, detect=False)
+            layout = self.session.layout(job)
+            current: list[str | None] = [None] * len(layout.sentences)
 
             def on_sentence(index: int, translation: str) -> None:  # a sentence's hypothesis: its line's
                 current[index] = translation
-                on_partial(text.line_of[index], text.line(text.line_of[index], current))
-
-            def on_completion(index: int, translation: str) -> None:
-                on_sentence(index, translation)
-                if not should_stop():
+                on_partial(layout.line_of[index], layout.line(layout.line_of[index], current))
+                if job.completion is not None and index == job.completion[0] and not should_stop():
                     self.completing.emit(job_id, translation)
 
-            known: dict[str, str] = {}
-            scores: dict[str, float] = {}  # the engine's, by sentence (app.session.confidence)
-            terms = self._current_terms().for_pair(source, job.target)
-            positions = self.translator.config.max_position_embeddings
-            if job.typed:
-                context = translation_context(self.translator, job.adapter, source, job.target, options)
-                known = self._open_memory().find(source, job.target, context, text.sentences)
-                completed = job.completion[0] if job.completion is not None else None
-                others = [i for i in range(len(text.sentences)) if i != completed]
-                found = self._recent.translate(self.translator, [text.sentences[i] for i in others], source,
-                                               job.target, options, job.adapter,
-                                               lambda k, t: on_sentence(others[k], t), should_stop, known, terms, scores)
-                results = [None] * len(text.sentences)
-                for i, result in zip(others, found):
-                    results[i] = result
-                if completed is not None:  # a person's start: neither the memory nor recent translations apply
-                    known.pop(text.sentences[completed], None)
-                    [result] = self.translator.translate_full(
-                        [text.sentences[completed]], source, job.target, options, priority=0,
-                        on_partial=lambda _, t: on_completion(completed, t), should_stop=should_stop,
-                        adapter=job.adapter, starts=[job.completion[1]],
-                        terms=[terms.of(text.sentences[completed], max_length=options.length, max_positions=positions)],
-                    )
-                    results[completed] = self._text_and_score(text.sentences[completed], result, scores)
-            else:
-                full = self.translator.translate_full(
-                    text.sentences, source, job.target, options, priority=1, on_partial=on_sentence,
-                    should_stop=should_stop, adapter=job.adapter,
-                    terms=[terms.of(s, max_length=options.length, max_positions=positions) for s in text.sentences],
-                )
-                results = [self._text_and_score(s, t, scores) for s, t in zip(text.sentences, full)]
+            result = self.session.translate(job, on_sentence, should_stop)
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)
             return
-        if any(r is None for r in results) or should_stop():
+        if result.stopped or should_stop():
             self.cancelled.emit(job_id)
             return
-        reasons: dict[int, list[str]] = {}
-        for index, (sentence, result) in enumerate(zip(text.sentences, results)):
-            if sentence not in known:  # a person chose those
-                reasons.setdefault(text.line_of[index], []).extend(
-                    doubts(sentence, result, source, job.target, scores.get(sentence)))
-        self.doubted.emit(job_id, {line: "; ".join(dict.fromkeys(r)) for line, r in reasons.items() if r})
-        self.laid_out.emit(job_id, (text, results))
-        self.translated.emit(job_id, text.lines(results))
+        self.doubted.emit(job_id, result.line_doubts())
+        self.laid_out.emit(job_id, (result.text, result.translations))
+        self.translated.emit(job_id, result.lines())
 
     def _find_alternatives(self, job_id: int, command: FindAlternatives) -> None:
-        if self.translator is None:
+        if self.session is None:
             self.failed.emit(job_id, "No model is loaded.")
             return
-        job = command.job
         try:
-            options = self.translator.default_options(**job.options)
-            options = options.with_changes(num_beams=max(options.num_beams, command.count))
-            [found] = self.translator.translate_full([command.sentence], job.source, job.target, options, priority=0,
-                                                     adapter=job.adapter, alternatives=command.count)
+            found = self.session.alternatives(command.job, command.sentence, command.count)
         except Exception as e:  # out of memory, an adapter gone...: said, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)
             return
-        self.alternatives_found.emit(job_id, [found, *found.alternatives])
-
-    @staticmethod
-    def _text_and_score(sentence: str, translation, scores: dict[str, float]) -> str | None:
-        """The text of `sentence`'s Translation (None: stopped), its score kept in `scores`."""
-        if translation is None:
-            return None
-        if translation.score is not None:
-            scores[sentence] = translation.score
-        return translation.text
+        self.alternatives_found.emit(job_id, found)
 
     def _typed_waiting(self) -> bool:
         """Is a typed job, or a click's alternatives, next in the queue (not a model load, not quitting)?"""
@@ -464,18 +310,15 @@ class EngineWorker(QThread):
         if should_stop():
             self.cancelled.emit(job_id)
             return
-        if self.translator is None:
+        if self.session is None:
             self.document_failed.emit(job_id, "No model is loaded.")
             return
-        if self._cache is None:
-            self._cache = open_cache(self._paths)
-        translator = _YieldingToTypedText(self, self.translator)
         report = JobReport()
         try:
-            written = run_document_job(
-                job, translator, self._cache,
-                progress=lambda done, total: self.document_progress.emit(job_id, done, total), should_stop=should_stop,
-                memory=self._open_memory(), report=report, terms=self._current_terms(),
+            written = self.session.translate_document(
+                job, progress=lambda done, total: self.document_progress.emit(job_id, done, total),
+                should_stop=should_stop, report=report,
+                typed_first=TypedTextFirst(self._typed_waiting, self._run_waiting_typed),
             )
         except Exception as e:  # DocumentError, Cancelled, a file its format library chokes on, out of memory...
             if should_stop():
@@ -485,39 +328,3 @@ class EngineWorker(QThread):
             return
         self.document_report.emit(job_id, report)
         self.document_done.emit(job_id, str(written))
-
-
-class _YieldingToTypedText:
-    """The translator as a document job sees it: when typed text is queued, the sentences being
-    decoded stop, the typed jobs run, and the unfinished sentences start again (finished ones stay)."""
-
-    def __init__(self, worker: EngineWorker, translator):
-        self._worker = worker
-        self._translator = translator
-
-    def __getattr__(self, name):
-        return getattr(self._translator, name)
-
-    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, on_translation=None, terms=None,
-                  **kwargs) -> list[str | None]:
-        def stop_for_now() -> bool:
-            return (should_stop is not None and should_stop()) or self._worker._typed_waiting()
-
-        def reported(pending: list[int], callback):
-            """on_result (or on_translation) for a call over texts[pending]: its indices are the pending list's."""
-            return None if callback is None else lambda j, translation: callback(pending[j], translation)
-
-        results: list[str | None] = [None] * len(texts)
-        pending = list(range(len(texts)))
-        while pending:
-            found = self._translator.translate([texts[i] for i in pending], *args, should_stop=stop_for_now,
-                                               on_result=reported(pending, on_result),
-                                               on_translation=reported(pending, on_translation), **kwargs,
-                                               terms=None if terms is None else [terms[i] for i in pending])
-            for i, result in zip(pending, found):
-                results[i] = result
-            pending = [i for i in pending if results[i] is None]
-            if not pending or not self._worker._typed_waiting() or (should_stop is not None and should_stop()):
-                break
-            self._worker._run_waiting_typed()
-        return results

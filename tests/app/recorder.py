@@ -10,7 +10,7 @@ from __future__ import annotations
 
 SIGNALS = ("loaded", "load_failed", "detected", "partial", "doubted", "translated", "failed", "cancelled",
            "document_progress", "document_done", "document_failed", "holding", "kernels_unavailable", "laid_out",
-           "completing", "remembered", "alternatives_found")
+           "completing", "remembered", "alternatives_found", "document_report")
 WAIT_MS = 30_000
 
 

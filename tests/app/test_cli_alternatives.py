@@ -39,13 +39,14 @@ def test_each_line_prints_its_translation_score_and_alternatives(tiny_checkpoint
 
 
 def test_a_remembered_line_has_no_score_and_no_alternatives(tiny_checkpoint, translator, monkeypatch, capsys):
-    from dragoman.app.session.jobs import open_memory, translation_context
+    from dragoman.app.session.jobs import open_memory
+    from dragoman.app.session.session import TranslationSession
 
     options = translator.default_options(num_beams=2, max_length=24)
     memory = open_memory()
     try:
         memory.add("eng_Latn", "fra_Latn", {LINES[3]: "Appelle-moi plus tard."},
-                   translation_context(translator, "", "eng_Latn", "fra_Latn", options))
+                   TranslationSession(translator).context("", "eng_Latn", "fra_Latn", options))
     finally:
         memory.close()
     code, out, err = run_cli(args_for(tiny_checkpoint, "--beams", "2", "--alternatives", "2"), LINES[3] + "\n",

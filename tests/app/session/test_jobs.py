@@ -4,12 +4,18 @@ import sqlite3
 
 import pytest
 
-import dragoman.app.session.jobs
+import dragoman.app.session.session
 from dragoman.app.documents import Cancelled, DocumentError, output_path
-from dragoman.app.session.jobs import DocumentJob, JobReport, distinct_jobs, find_documents, run_document_job
+from dragoman.app.session.jobs import DocumentJob, JobReport, distinct_jobs, find_documents
+from dragoman.app.session.session import TranslationSession
 from dragoman.engine.translation_cache import TranslationCache
 
 SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(24)]
+
+
+def translate_document(job, translator, cache, terms=None, **kwargs):
+    """`job` through a session over `translator` and `cache` (no translation memory)."""
+    return TranslationSession(translator, cache, terms=terms).translate_document(job, **kwargs)
 
 
 @pytest.fixture
@@ -37,14 +43,14 @@ def assert_translated(job, translator) -> None:
 
 def test_a_document_goes_to_the_engine_in_one_call_whose_results_are_counted_and_stored_as_they_come(
         translator, job, tmp_path, monkeypatch):
-    monkeypatch.setattr(dragoman.app.session.jobs, "CACHE_SECONDS", 0.0)
+    monkeypatch.setattr(dragoman.app.session.session, "CACHE_SECONDS", 0.0)
     calls = engine_calls(translator, monkeypatch)
     cache = TranslationCache(tmp_path / "cache.sqlite3")
     stored_while_decoding = []
     put_many = cache.put_many
     monkeypatch.setattr(cache, "put_many", lambda *a: stored_while_decoding.append(len(calls) == 1) or put_many(*a))
     progress = []
-    run_document_job(job, translator, cache, progress=lambda done, total: progress.append((done, total)))
+    translate_document(job, translator, cache, progress=lambda done, total: progress.append((done, total)))
 
     assert calls == [len(SENTENCES)]
     assert {total for _, total in progress} == {len(SENTENCES)}
@@ -61,7 +67,7 @@ def test_a_stopped_document_keeps_what_finished_and_its_next_run_translates_only
     cache = TranslationCache(tmp_path / "cache.sqlite3")
     counted = []
     with pytest.raises(Cancelled):
-        run_document_job(job, translator, cache, progress=lambda done, total: counted.append(done),
+        translate_document(job, translator, cache, progress=lambda done, total: counted.append(done),
                          should_stop=lambda: max(counted, default=0) >= 6)
     assert not job.output_path.exists()
     kept = len(cache)
@@ -69,7 +75,7 @@ def test_a_stopped_document_keeps_what_finished_and_its_next_run_translates_only
 
     calls = engine_calls(translator, monkeypatch)
     report = JobReport()
-    run_document_job(job, translator, cache, report=report)
+    translate_document(job, translator, cache, report=report)
     assert calls == [len(SENTENCES) - kept]
     assert (report.translated, report.cached) == (len(SENTENCES) - kept, kept)
     assert_translated(job, translator)
@@ -85,7 +91,7 @@ def test_blank_texts_are_reported_at_once_and_each_text_once(translator):
 
 
 def test_a_cache_that_cannot_be_written_fails_the_job_and_the_next_one_runs(translator, job, tmp_path, monkeypatch):
-    monkeypatch.setattr(dragoman.app.session.jobs, "CACHE_SECONDS", 0.0)  # stores while sentences still decode
+    monkeypatch.setattr(dragoman.app.session.session, "CACHE_SECONDS", 0.0)  # stores while sentences still decode
     full = TranslationCache(tmp_path / "full.sqlite3")
 
     def no_room(*_):
@@ -93,12 +99,12 @@ def test_a_cache_that_cannot_be_written_fails_the_job_and_the_next_one_runs(tran
 
     monkeypatch.setattr(full, "put_many", no_room)
     with pytest.raises(sqlite3.OperationalError, match="disk is full"):
-        run_document_job(job, translator, full)
+        translate_document(job, translator, full)
     assert not job.output_path.exists()
     generator = translator.generator
     assert generator.rows.num_free_rows() == generator.rows.capacity
     assert generator.num_free_blocks() == generator.num_total_blocks()
-    run_document_job(job, translator, TranslationCache(tmp_path / "cache.sqlite3"))
+    translate_document(job, translator, TranslationCache(tmp_path / "cache.sqlite3"))
     assert job.output_path.is_file()
 
 

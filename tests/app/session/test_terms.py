@@ -4,9 +4,14 @@ import pytest
 
 from dragoman.app.documents.segments import PLACEHOLDER_TAG
 from dragoman.app.session.glossary import read_glossary
-from dragoman.app.session.jobs import DocumentJob, JobReport, run_document_job
+from dragoman.app.session.jobs import DocumentJob, JobReport
 from dragoman.app.session.terms import FIXED_POSITIONS, GlossaryPair, Terms, cache_text, glossary_pairs, token_bound
+from dragoman.app.session.session import TranslationSession
 from dragoman.engine.translation_cache import TranslationCache
+
+def translate_document(job, translator, cache, terms=None, **kwargs):
+    """`job` through a session over `translator` and `cache` (no translation memory)."""
+    return TranslationSession(translator, cache, terms=terms).translate_document(job, **kwargs)
 
 
 @pytest.fixture
@@ -96,7 +101,7 @@ def test_a_text_the_model_might_not_read_at_once_gets_no_terms(glossary, transla
     recording = RecordingTranslator(translator)
     job = DocumentJob(source, tmp_path / "out.txt", "eng_Latn", "fra_Latn", options={"num_beams": 1, "max_length": 40},
                       overwrite=True)
-    run_document_job(job, recording, None, terms=Terms((glossary,)))
+    translate_document(job, recording, None, terms=Terms((glossary,)))
     assert recording.calls == [([long, "Save the file now."], [[], ["enregistrer", "fichier"]])]
 
 
@@ -115,29 +120,30 @@ def test_a_document_job_hands_each_sentence_its_terms_and_the_cache_keys_on_them
     recording = RecordingTranslator(translator)
     with_glossary = Terms((glossary,))
 
-    run_document_job(job, recording, cache)
+    translate_document(job, recording, cache)
     [(texts, terms)] = recording.calls
     assert dict(zip(texts, terms)) == {"Save the report.": [], "Click <x1>here</x1> to go on.": [("<x1>", None, "</x1>")],
                                        "Read the rest.": []}
 
     recording.calls.clear()
-    run_document_job(job, recording, cache, terms=with_glossary)
+    translate_document(job, recording, cache, terms=with_glossary)
     assert recording.calls == [(["Save the report."], [["enregistrer"]])]  # the others mean the same: cached
 
     recording.calls.clear()
-    run_document_job(job, recording, cache, terms=with_glossary)
-    run_document_job(job, recording, cache)
+    translate_document(job, recording, cache, terms=with_glossary)
+    translate_document(job, recording, cache)
     assert recording.calls == []  # each kind of translation is reused with its own terms only
     cache.close()
 
 
 def test_typed_text_in_the_worker_hands_its_sentences_their_terms(translator, glossary, qtbot, paths):
-    from dragoman.app.window.worker import EngineWorker, TranslationJob
+    from dragoman.app.session.session import TranslationJob
+    from dragoman.app.window.worker import EngineWorker
     from recorder import Recorder
 
     worker = EngineWorker(paths=paths)
     recording = RecordingTranslator(translator)
-    worker.translator = recording
+    worker.session = TranslationSession(recording)
     worker.set_terms(Terms((glossary,)))
     events = Recorder(worker)
     worker.start()
@@ -148,7 +154,7 @@ def test_typed_text_in_the_worker_hands_its_sentences_their_terms(translator, gl
         worker.set_terms(Terms())
         events.wait(qtbot, "translated", worker.submit(job))
     finally:
-        worker.translator = None
+        worker.session = None
         worker.stop()
         worker.wait()
     assert recording.calls == [(["Save it.", "It weighs 5 kg now."], [["enregistrer"], ["5 kg"]]),
@@ -163,7 +169,7 @@ def test_a_document_job_reports_the_sentences_whose_formatting_was_placed_by_pro
                       options={"num_beams": 1, "max_length": 24}, overwrite=True)
     recording = RecordingTranslator(translator)
     report = JobReport()
-    run_document_job(job, recording, None, report=report)
+    translate_document(job, recording, None, report=report)
     [(texts, _)] = recording.calls
     results = translator.translate(texts, "eng_Latn", "fra_Latn", translator.default_options(**job.options),
                                    terms=recording.calls[0][1])
@@ -237,7 +243,7 @@ def test_with_constraints_every_tag_of_a_document_sentence_comes_back_in_order_a
                           options={"num_beams": beams, "max_length": 40}, overwrite=True)
         recording.calls.clear()
         report = JobReport()
-        run_document_job(job, recording, None, report=report)
+        translate_document(job, recording, None, report=report)
         [(texts, terms)] = recording.calls
         results = tag_translator.translate(texts, "eng_Latn", "fra_Latn", tag_translator.default_options(**job.options),
                                            terms=terms)

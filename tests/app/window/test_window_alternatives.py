@@ -5,7 +5,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
-from dragoman.app.session.jobs import open_memory, translation_context
+from dragoman.app.session.jobs import open_memory
+from dragoman.app.session.session import TranslationSession
 from recorder import WAIT_MS, translated_in
 
 SOURCES = ["Please call me later.", "The quick brown fox jumps over the lazy dog."]
@@ -58,7 +59,7 @@ def test_a_picked_alternative_replaces_the_sentence_and_is_remembered(qtbot, ope
     assert window.events.wait(qtbot, "remembered")[1:] == (SOURCES[1], chosen)
     job = window.shown_job
     translator = window.worker.translator
-    context = translation_context(translator, job.adapter, job.source, job.target, translator.default_options(**job.options))
+    context = TranslationSession(translator).context(job.adapter, job.source, job.target, translator.default_options(**job.options))
     memory = open_memory(paths)
     try:
         assert memory.find(job.source, job.target, context, SOURCES) == {SOURCES[1]: chosen}

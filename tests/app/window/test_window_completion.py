@@ -5,7 +5,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
-from dragoman.app.session.jobs import open_memory, translation_context
+from dragoman.app.session.jobs import open_memory
+from dragoman.app.session.session import TranslationSession
 from recorder import WAIT_MS, translated_in
 
 SOURCE = "Please call me later."
@@ -99,4 +100,4 @@ def _context(window):
     """The context the window's job translates in, as the worker stores accepted edits with it."""
     job = window.shown_job
     translator = window.worker.translator
-    return translation_context(translator, job.adapter, job.source, job.target, translator.default_options(**job.options))
+    return TranslationSession(translator).context(job.adapter, job.source, job.target, translator.default_options(**job.options))

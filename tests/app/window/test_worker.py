@@ -3,7 +3,8 @@
 import pytest
 from PySide6.QtCore import QCoreApplication
 
-from dragoman.app.window.worker import EngineWorker, TranslationJob
+from dragoman.app.session.session import TranslationJob
+from dragoman.app.window.worker import EngineWorker
 from dragoman.engine.translator import Translator
 from recorder import WAIT_MS, Recorder
 
@@ -237,69 +238,6 @@ def test_a_pause_in_typing_decodes_only_the_lines_that_changed(qtbot, worker, tr
     assert decoded[1] == edited
 
 
-def test_recent_translations_forget_the_least_recently_used(translator, monkeypatch):
-    from dragoman.app.window.worker import RecentTranslations
-
-    recent, decoded = RecentTranslations(capacity=2), []
-    translate = translator.translate
-    monkeypatch.setattr(translator, "translate",
-                        lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
-    options = translator.default_options(**OPTIONS)
-
-    def run(texts):
-        return recent.translate(translator, texts, "eng_Latn", "fra_Latn", options, "", lambda i, text: None, None)
-
-    assert run(["One.", "Two."]) == translate(["One.", "Two."], "eng_Latn", "fra_Latn", options)
-    run(["Two.", "Three."])  # "One." is now the least recently used of three: dropped
-    assert run(["One.", "Two.", "Three."]) == translate(["One.", "Two.", "Three."], "eng_Latn", "fra_Latn", options)
-    assert decoded == [["One.", "Two."], ["Three."], ["One."]]
-
-
-class TypedTextArriving:
-    """The worker a document job yields to (`_YieldingToTypedText`): typed text "arrives" once
-    `after` of the document's sentences are in `reported`, and is run once."""
-
-    def __init__(self, reported: dict, after: int):
-        self.reported, self.after, self.paused = reported, after, 0
-
-    def _typed_waiting(self):
-        return self.paused == 0 and len(self.reported) >= self.after
-
-    def _run_waiting_typed(self):
-        self.paused += 1
-
-
-def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_index(translator):
-    from dragoman.app.window.worker import _YieldingToTypedText
-
-    reported = {}
-    worker = TypedTextArriving(reported, after=3)
-    document = _YieldingToTypedText(worker, translator)
-    options = translator.default_options(**OPTIONS)
-    results = document.translate(MANY_LINES, "eng_Latn", "fra_Latn", options,
-                                 on_result=lambda i, text: reported.setdefault(i, text))
-    assert worker.paused == 1
-    assert results == expected(translator, MANY_LINES)
-    assert reported == dict(enumerate(results))
-
-
-def test_a_document_paused_for_typed_text_gives_each_text_its_own_terms_again(translator, monkeypatch):
-    from dragoman.app.window.worker import _YieldingToTypedText
-
-    calls = []
-    translate = translator.translate
-    monkeypatch.setattr(translator, "translate", lambda texts, *a, terms=None, **k: calls.append(
-        dict(zip(texts, terms))) or translate(texts, *a, terms=terms, **k))
-    reported = {}
-    worker = TypedTextArriving(reported, after=2)
-    terms = [[f"term {i}"] for i in range(len(MANY_LINES))]
-    _YieldingToTypedText(worker, translator).translate(
-        MANY_LINES, "eng_Latn", "fra_Latn", translator.default_options(**OPTIONS),
-        on_result=lambda i, text: reported.setdefault(i, text), terms=terms)
-    assert worker.paused == 1 and len(calls) == 2 and len(calls[1]) < len(MANY_LINES)
-    assert all(given == [f"term {MANY_LINES.index(text)}"] for call in calls for text, given in call.items())
-
-
 def test_typed_lines_are_translated_sentence_by_sentence(qtbot, worker, translator, monkeypatch):
     """Each sentence of a line is decoded on its own and the line streams and ends as their join;
     a ruler stays as typed; editing one sentence decodes that sentence alone."""
@@ -377,3 +315,21 @@ def test_a_low_score_is_a_doubt_with_the_engine_s_score(qtbot, worker, translato
         assert sorted(doubted) == [0, 1]
         for line, score in enumerate(scores):
             assert doubted[line].endswith(f"the model was unsure of it (score {score:.2f})")
+
+
+def test_alternatives_and_completions_keep_the_glossarys_terms(qtbot, worker, tmp_path):
+    """A click's alternatives and a completion from a person's start are decoded with the
+    sentence's terms, as its translation was: picking one never drops a forced term."""
+    from dragoman.app.session.glossary import read_glossary
+    from dragoman.app.session.terms import Terms
+
+    glossary = tmp_path / "terms.csv"
+    glossary.write_text("source,target\nsave,enregistrer\nfile,fichier\n", encoding="utf-8")
+    worker.set_terms(Terms((read_glossary(glossary),)))
+    sentence = "Save the file before you go."
+    job = TranslationJob([sentence], "eng_Latn", "fra_Latn", OPTIONS)
+    found = worker.events.wait(qtbot, "alternatives_found", worker.find_alternatives(job, sentence))[2]
+    assert len(found) >= 2 and all("enregistrer" in t.text and "fichier" in t.text for t in found)
+    completing = TranslationJob([sentence], "eng_Latn", "fra_Latn", OPTIONS, completion=(0, "Vite,"))
+    [line] = worker.events.wait(qtbot, "translated", worker.submit(completing))[2]
+    assert line.startswith("Vite,") and "enregistrer" in line and "fichier" in line

@@ -1,0 +1,417 @@
+"""The translation session: the one sentence pipeline that the window's worker, the command line
+(stdin and files), document jobs and the local server all call, without Qt.
+
+    split into sentences -> translation memory -> translation cache -> terms -> engine -> doubts
+
+Each step exists once, here:
+
+- split: typed text and stdin by app.session.typed_text (`_layout`), documents by their format
+  (app.documents) through `translate_document`;
+- the translation memory (what a person chose for a sentence, reused whatever the glossary) is
+  looked up in `_remembered` and written by `accept`;
+- the cache: documents keep their translations on disk (engine.TranslationCache, keyed with the
+  sentence's terms: app.session.terms.cache_text), typed text in memory only (`RecentTranslations`);
+- terms (glossaries, do-not-translate, protected spans, a document's placeholder tags) are looked up
+  in `sentence_terms`, for translations, alternatives and completions alike;
+- decoding options are built in `options`, what a translation depends on besides its text in `context`;
+- doubts (app.session.confidence) are checked in `_doubts`, never for a translation from the memory.
+
+A session holds one loaded engine (`translator`) and the stores it reads and writes; it is used
+from one thread (the one that owns the engine).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from dragoman.app.documents import translate_document
+from dragoman.app.session import detect
+from dragoman.app.session.confidence import doubts
+from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport, open_cache, open_memory
+from dragoman.app.session.terms import PairTerms, Term, Terms, cache_text
+from dragoman.app.session.translation_memory import TranslationMemory
+from dragoman.app.session.typed_text import TypedText
+from dragoman.app.settings import AppPaths
+from dragoman.engine import TranslationCache, get_language, model_identity
+
+if TYPE_CHECKING:
+    from dragoman.engine import DecodingOptions, Translation, Translator
+
+# While a document decodes, its translations are stored at most this often (what a killed run can
+# lose): a GPU finishes thousands of sentences a second, and each store is one commit (no fsync).
+CACHE_SECONDS = 0.25
+ALTERNATIVES = 4  # hypotheses a click on a sentence asks for
+# The engine's priorities: typed text first, then documents and everything else.
+TYPED, BACKGROUND = 0, 1
+
+
+@dataclass(frozen=True)
+class TranslationJob:
+    """Lines of text to translate: the window's source pane, stdin, a request to the server."""
+
+    texts: list[str]  # the lines, each cut into sentences (app.session.typed_text); one translation each
+    source: str  # FLORES-200 code; with `detect`, the language used when detection is unsure
+    target: str
+    options: dict = field(default_factory=dict)  # overrides of Translator.default_options (None = keep)
+    detect: bool = False  # detect the source language first (`TranslationSession.source_of`)
+    typed: bool = True  # typed text: first in the engine, its recent translations kept in memory
+    adapter: str = ""  # LoRA adapter: a subfolder of adapters_dir; "" = the base model
+    adapters_dir: str = ""  # the adapters folder (settings); "" = keep the engine's
+    # (sentence index, the start of its translation a person typed): that sentence is completed from
+    # the start (Translator.translate's `starts`), the others come from what is known of them.
+    completion: tuple[int, str] | None = None
+    split: bool = True  # each line cut into sentences; else each line one sentence, as typed
+    # Each line whole (blank ones too), its translation with up to this many - 1 alternatives.
+    alternatives: int | None = None
+
+
+@dataclass
+class TextResult:
+    """A TranslationJob's translations, by sentence of `text` (None: stopped before it was done)."""
+
+    text: TypedText
+    translations: list[str | None]
+    found: list[Translation | None]  # the engine's, with score and alternatives; None from the memory
+    doubts: list[list[str]]  # why each sentence's translation may be wrong
+
+    @property
+    def stopped(self) -> bool:
+        return any(t is None for t in self.translations)
+
+    def lines(self) -> list[str]:
+        return self.text.lines(self.translations)
+
+    def line_doubts(self) -> dict[int, str]:
+        """The doubtful lines, each with its sentences' reasons in one string."""
+        reasons: dict[int, list[str]] = {}
+        for index, found in enumerate(self.doubts):
+            reasons.setdefault(self.text.line_of[index], []).extend(found)
+        return {line: "; ".join(dict.fromkeys(r)) for line, r in reasons.items() if r}
+
+
+class RecentTranslations:
+    """The translations of recently typed sentences, by everything they depend on, least recently used
+    dropped past `capacity`. Kept in memory only: typed text is not written to disk."""
+
+    def __init__(self, capacity: int = 4096):
+        self.capacity = capacity
+        self._found: OrderedDict[tuple, Translation] = OrderedDict()
+
+    def get(self, key: tuple) -> Translation | None:
+        found = self._found.get(key)
+        if found is not None:
+            self._found.move_to_end(key)
+        return found
+
+    def put(self, key: tuple, translation: Translation) -> None:
+        self._found[key] = translation
+        while len(self._found) > self.capacity:
+            self._found.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class TypedTextFirst:
+    """How a document yields to typed text: `waiting()` says typed text is queued, `run()` runs it."""
+
+    waiting: Callable[[], bool]
+    run: Callable[[], None]
+
+
+class TranslationSession:
+    """The pipeline over one loaded engine: `translate` (lines of text), `translate_document`,
+    `alternatives` of a sentence, a completion from a start (`TranslationJob.completion`), and
+    `accept` (a person's translation into the memory). `cache` and `memory`: the stores (None: not
+    used); `terms`: the glossaries and do-not-translate settings translations keep to."""
+
+    def __init__(self, translator: Translator, cache: TranslationCache | None = None,
+                 memory: TranslationMemory | None = None, terms: Terms | None = None):
+        self.translator = translator
+        self.cache = cache
+        self.memory = memory
+        self.terms = terms or Terms()
+        self.recent = RecentTranslations()
+
+    @classmethod
+    def open(cls, translator: Translator, paths: AppPaths | None = None, terms: Terms | None = None) -> TranslationSession:
+        """A session with the app's translation cache and memory (of `paths`, else the user's)."""
+        return cls(translator, open_cache(paths), open_memory(paths), terms)
+
+    def close(self) -> None:
+        for store in (self.cache, self.memory):
+            if store is not None:
+                store.close()
+        self.cache = self.memory = None
+
+    def set_terms(self, terms: Terms) -> None:
+        """The terms of the translations that start from now on (any thread: one assignment)."""
+        self.terms = terms
+
+    # -- what a translation depends on ---------------------------------------------------------------
+
+    def options(self, overrides: dict) -> DecodingOptions:
+        return self.translator.default_options(**overrides)
+
+    def context(self, adapter: str, source: str, target: str, options: DecodingOptions) -> str:
+        """Everything a translation depends on but its text: the model, the adapter's identity (not just
+        its name: replacing its files invalidates what was stored with it), the languages, the options."""
+        return TranslationCache.context(model_identity(self.translator.model_dir),
+                                        self.translator.adapter_identity(adapter), source, target, options)
+
+    def sentence_terms(self, terms: PairTerms, sentences: list[str], options: DecodingOptions,
+                       tagged: bool = False) -> list[list[Term]]:
+        """Each sentence's terms (app.session.terms), those that fit its translation's length."""
+        positions = self.translator.config.max_position_embeddings
+        return [terms.of(s, tagged=tagged, max_length=options.length, max_positions=positions) for s in sentences]
+
+    def source_of(self, job: TranslationJob) -> str | None:
+        """The job's source language as detected in its text (None: unsure)."""
+        return detect.detect_language("\n".join(job.texts))
+
+    @staticmethod
+    def layout(job: TranslationJob) -> TypedText:
+        """The job's lines cut into what the engine translates (its `sentences`), and how their
+        translations go back into lines."""
+        return TypedText(job.texts, get_language(job.source).script, get_language(job.target).script,
+                         split=job.split, whole_lines=job.alternatives is not None)
+
+    def _remembered(self, job: TranslationJob | DocumentJob, context: str, sentences: list[str]) -> dict[str, str]:
+        return self.memory.find(job.source, job.target, context, sentences) if self.memory is not None else {}
+
+    @staticmethod
+    def _doubts(sentence: str, translation: str | None, source: str, target: str, score: float | None) -> list[str]:
+        return doubts(sentence, translation, source, target, score) if translation is not None else []
+
+    # -- lines of text -------------------------------------------------------------------------------
+
+    def translate(self, job: TranslationJob, on_sentence: Callable[[int, str], None] | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> TextResult:
+        """The job's lines cut into sentences and translated: those the memory holds from it, typed
+        ones seen lately from `recent`, the rest from the engine with their terms (the sentence
+        `completion` names from the person's start, whatever the memory says). `on_sentence(i,
+        text)` hears each sentence's best hypothesis as it decodes, and known ones at once."""
+        options = self.options(job.options)
+        if job.adapters_dir:
+            self.translator.set_adapters_dir(job.adapters_dir)
+        text = self.layout(job)
+        sentences = text.sentences
+        completed = job.completion[0] if job.completion is not None else None
+        known = self._remembered(job, self.context(job.adapter, job.source, job.target, options), sentences)
+        if completed is not None:  # a person's start: neither the memory nor recent translations apply
+            known.pop(sentences[completed], None)
+        terms = dict(zip(sentences, self.sentence_terms(self.terms.for_pair(job.source, job.target), sentences,
+                                                        options)))
+        recent_key = (self.translator.adapter_identity(job.adapter), job.source, job.target, options)
+        found: dict[str, Translation] = {}
+        for i, sentence in enumerate(sentences):
+            if sentence in known and on_sentence is not None:
+                on_sentence(i, known[sentence])
+            elif job.typed and i != completed and (hit := self.recent.get((recent_key, sentence, tuple(terms[sentence])))):
+                found[sentence] = hit
+                if on_sentence is not None:
+                    on_sentence(i, hit.text)
+        missing = list(dict.fromkeys(s for i, s in enumerate(sentences)
+                                     if s not in known and s not in found and i != completed))
+        at = {}  # the sentence indices each missing sentence stands for
+        for i, sentence in enumerate(sentences):
+            at.setdefault(sentence, []).append(i)
+
+        def heard(sentence: str, hypothesis: str) -> None:
+            if on_sentence is not None:
+                for i in at[sentence]:
+                    on_sentence(i, hypothesis)
+
+        engine = dict(priority=TYPED if job.typed else BACKGROUND, should_stop=should_stop, adapter=job.adapter)
+        if missing:
+            results = self.translator.translate_full(
+                missing, job.source, job.target, options, alternatives=job.alternatives or 1,
+                on_partial=lambda j, hypothesis: heard(missing[j], hypothesis),
+                terms=[terms[s] for s in missing], **engine)
+            for sentence, result in zip(missing, results):
+                if result is not None:
+                    found[sentence] = result
+                    if job.typed:
+                        self.recent.put((recent_key, sentence, tuple(terms[sentence])), result)
+        translations: list[str | None] = [None] * len(sentences)
+        engine_found: list[Translation | None] = [None] * len(sentences)
+        if completed is not None and job.completion is not None:
+            sentence = sentences[completed]
+            on_completion = (lambda _, hypothesis: on_sentence(completed, hypothesis)) if on_sentence else None
+            [result] = self.translator.translate_full(
+                [sentence], job.source, job.target, options, on_partial=on_completion,
+                starts=[job.completion[1]], terms=[terms[sentence]], **engine)
+            translations[completed], engine_found[completed] = (result.text if result else None), result
+        for i, sentence in enumerate(sentences):
+            if i == completed:
+                continue
+            if sentence in known:
+                translations[i] = known[sentence]
+            elif sentence in found:
+                translations[i], engine_found[i] = found[sentence].text, found[sentence]
+        reasons = [[] if sentence in known else
+                   self._doubts(sentence, translations[i], job.source, job.target,
+                                engine_found[i].score if engine_found[i] is not None else None)
+                   for i, sentence in enumerate(sentences)]
+        return TextResult(text, translations, engine_found, reasons)
+
+    def alternatives(self, job: TranslationJob, sentence: str, count: int = ALTERNATIVES) -> list[Translation]:
+        """`sentence`'s best translations, best first: decoded alone with `count` beams at least,
+        keeping its terms as its translation did."""
+        options = self.options(job.options)
+        options = options.with_changes(num_beams=max(options.num_beams, count))
+        [terms] = self.sentence_terms(self.terms.for_pair(job.source, job.target), [sentence], options)
+        [found] = self.translator.translate_full([sentence], job.source, job.target, options, priority=TYPED,
+                                                 adapter=job.adapter, alternatives=count, terms=[terms])
+        assert found is not None  # nothing stops it
+        return [found, *found.alternatives]
+
+    def accept(self, job: TranslationJob, sentence: str, translation: str) -> None:
+        """A translation a person chose: the memory gives it back for the same sentence, model and options."""
+        if self.memory is not None:
+            context = self.context(job.adapter, job.source, job.target, self.options(job.options))
+            self.memory.add(job.source, job.target, {sentence: translation}, context)
+
+    # -- documents -----------------------------------------------------------------------------------
+
+    def translate_document(self, job: DocumentJob, progress: Callable[[int, int], None] | None = None,
+                           should_stop: Callable[[], bool] | None = None, report: JobReport | None = None,
+                           typed_first: TypedTextFirst | None = None) -> Path:
+        """Translate `job`'s file; returns the file written. Its distinct sentences go to the engine in
+        one call (batch_sentences None), so progress counts the document's: one call keeps a GPU's
+        rows full from the document's first sentence to its last. `report`, if given, counts its
+        sentences of each kind, the doubtful ones and those placed proportionally. With
+        `typed_first`, typed text that arrives pauses the document (`YieldingTranslator`)."""
+
+        def proportional(text: str) -> None:
+            if report is not None:
+                report.proportional += 1
+
+        return translate_document(
+            job.source_path,
+            job.output_path,
+            self._document_batches(job, should_stop, progress, report, typed_first),
+            source_script=get_language(job.source).script,
+            target_script=get_language(job.target).script,
+            progress=progress,
+            overwrite=job.overwrite,
+            batch_sentences=None,
+            options=job.document_options,
+            proportional=proportional,
+        )
+
+    def _document_batches(
+        self, job: DocumentJob, should_stop: Callable[[], bool] | None, progress: Callable[[int, int], None] | None,
+        report: JobReport | None, typed_first: TypedTextFirst | None,
+    ) -> Callable[[list[str]], list[str | None]]:
+        """`translate_batch(texts)` for `translate_document`: the texts the translation memory or the
+        cache holds come from them, the rest from the engine in one call, each with its terms and its
+        placeholder tags. Translations are stored as they come, every CACHE_SECONDS, and whatever
+        came before a stop (or an error) is stored before the call returns. `progress(done,
+        len(texts))` follows the results, at most every ~0.5%; `report` counts the texts of each kind."""
+        translator = self.translator if typed_first is None else YieldingTranslator(self.translator, typed_first)
+        cache = self.cache
+        options = self.options(job.options)
+        context = self.context(job.adapter, job.source, job.target, options)
+        pair_terms = self.terms.for_pair(job.source, job.target)
+
+        def translate_batch(texts: list[str]) -> list[str | None]:
+            found = self._remembered(job, context, texts)
+            remembered = set(found)  # chosen by a person: not doubted
+            sentence_terms = dict(zip(texts, self.sentence_terms(pair_terms, texts, options, tagged=True)))
+            keys = {t: cache_text(t, sentence_terms[t]) for t in texts}
+            if cache is not None:
+                stored = cache.get_many(context, [keys[t] for t in texts if t not in found])
+                found.update((t, stored[keys[t]]) for t in texts if keys[t] in stored and t not in found)
+            missing = [t for t in texts if t not in found]
+            if report is not None:
+                report.remembered += len(remembered)
+                report.cached += len(found) - len(remembered)
+                report.translated += len(missing)
+            unstored: dict[str, str] = {}
+            store_by = time.monotonic() + CACHE_SECONDS
+            reported = len(found)
+            step = max(1, len(texts) // 200)
+            if progress:
+                progress(reported, len(texts))
+
+            def store() -> None:
+                nonlocal store_by
+                if cache is not None and unstored:
+                    cache.put_many(context, {keys[t]: translation for t, translation in unstored.items()})
+                unstored.clear()
+                store_by = time.monotonic() + CACHE_SECONDS
+
+            scores: dict[str, float] = {}  # the engine's, for the doubts
+
+            def on_translation(i: int, translation: Translation) -> None:
+                if translation.score is not None:
+                    scores[missing[i]] = translation.score
+
+            def on_result(i: int, translation: str) -> None:
+                nonlocal reported
+                found[missing[i]] = unstored[missing[i]] = translation
+                if time.monotonic() >= store_by:
+                    store()
+                if progress and (len(found) - reported >= step or len(found) == len(texts)):
+                    reported = len(found)
+                    progress(reported, len(texts))
+
+            if missing:
+                try:
+                    results = translator.translate(missing, job.source, job.target, options, priority=BACKGROUND,
+                                                   should_stop=should_stop, adapter=job.adapter, on_result=on_result,
+                                                   on_translation=on_translation,
+                                                   terms=[sentence_terms[t] for t in missing])
+                    for text, result in zip(missing, results):
+                        if result is not None and text not in found:  # from a translator that does not report
+                            found[text] = unstored[text] = result
+                finally:
+                    store()
+            if report is not None:
+                for text in texts:
+                    report.sentences += 1
+                    translation = found.get(text)
+                    if text not in remembered and (reasons := self._doubts(text, translation, job.source, job.target,
+                                                                           scores.get(text))):
+                        report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons),
+                                                        scores.get(text)))
+            return [found.get(t) for t in texts]
+
+        return translate_batch
+
+
+class YieldingTranslator:
+    """The engine as a document sees it while typed text has the first claim: when typed text is
+    queued, the sentences being decoded stop, the typed text runs, and the unfinished sentences start
+    again (finished ones stay)."""
+
+    def __init__(self, translator: Translator, typed_first: TypedTextFirst):
+        self._translator = translator
+        self._typed_first = typed_first
+
+    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, on_translation=None, terms=None,
+                  **kwargs) -> list[str | None]:
+        def stop_for_now() -> bool:
+            return (should_stop is not None and should_stop()) or self._typed_first.waiting()
+
+        def reported(pending: list[int], callback):
+            """on_result (or on_translation) for a call over texts[pending]: its indices are the pending list's."""
+            return None if callback is None else lambda j, translation: callback(pending[j], translation)
+
+        results: list[str | None] = [None] * len(texts)
+        pending = list(range(len(texts)))
+        while pending:
+            found = self._translator.translate([texts[i] for i in pending], *args, should_stop=stop_for_now,
+                                               on_result=reported(pending, on_result),
+                                               on_translation=reported(pending, on_translation), **kwargs,
+                                               terms=None if terms is None else [terms[i] for i in pending])
+            for i, result in zip(pending, found):
+                results[i] = result
+            pending = [i for i in pending if results[i] is None]
+            if not pending or not self._typed_first.waiting() or (should_stop is not None and should_stop()):
+                break
+            self._typed_first.run()
+        return results

@@ -11,8 +11,10 @@ holds this to step by step) with its state in tensors:
   lengths (S, C), their tokens (S, C, L), the sentence's distinct constraint tokens (S, J) and the
   automata as one table (S, C, L, J): the met count after token j at met count m, and the resets
   (S, C, L): after any token not in the list (0 for a plain constraint, the start of the current
-  segment for a chain, the next position at a gap), and the floors (S, C, L) that `_needed`
-  counts from. Built once per group composition from the sentences' `Constraints`.
+  segment for a chain, the next position at a gap), the floors (S, C, L) that `_needed`
+  counts from, and the tokens that stay at a gap (`Constraints.silent`, as many as the vocabulary
+  has that show nothing) as R intervals of ids (S, R, 2): a few in a real vocabulary, so that no
+  table grows with it. Built once per group composition from the sentences' `Constraints`.
 - A sentence's W rows hold its hypotheses best first; rows with no hypothesis (fewer candidates
   than rows, and every row but the first at the first step) score -inf, so nothing they propose
   is a candidate. Finished hypotheses sit in `fin_*` at `rows[i]`, the i-th best (engine/rows.py).
@@ -31,13 +33,14 @@ whole in a CUDA graph (engine/step_runner.py); otherwise the search runs after t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from dragoman.engine.batched_search import _eos_from, _histories, _length_penalties
-from dragoman.engine.constraints import Constraints
+from dragoman.engine.constraints import GAP, Constraints
 from dragoman.engine.decoding import BLOCKED, MAX_LENGTH, NEG_INF, DecodingOptions, bans_only_eos, process_scores
 from dragoman.engine.device import to_device
 from dragoman.engine.rows import DecoderRows
@@ -53,13 +56,17 @@ class ConstraintTables:
     moves: torch.Tensor  # (S, C, L, J) int64: met count after tokens[j] from met count m < lengths (0 past them)
     resets: torch.Tensor  # (S, C, L) int64: met count after any other token from m < lengths (0 past them)
     floors: torch.Tensor  # (S, C, L) int64: what a constraint keeps of m < lengths whatever comes (0 past them)
+    silent: torch.Tensor  # (S, R, 2) int64: [first, last] id intervals of the tokens that stay at a gap; (1, 0) pads
 
     @classmethod
     def build(cls, sentences: list[Constraints], device: torch.device) -> "ConstraintTables":
         C = max(len(c.sequences) for c in sentences)
         L = max(max(c.lengths) for c in sentences)
         J = max(len(c.tokens) for c in sentences)
+        intervals = [_intervals(c.silent) for c in sentences]
+        R = max(1, *(len(i) for i in intervals))
         lengths, sequences, tokens, moves, resets, floors = [], [], [], [], [], []
+        silent = [list(i) + [(1, 0)] * (R - len(i)) for i in intervals]
         for c in sentences:
             own = sorted(c.tokens)
             lengths.append(list(c.lengths) + [0] * (C - len(c.lengths)))
@@ -71,30 +78,57 @@ class ConstraintTables:
                           + [[0] * L] * (C - len(c.lengths)))
             floors.append([[c.floor(i, m) if m < n else 0 for m in range(L)] for i, n in enumerate(c.lengths)]
                           + [[0] * L] * (C - len(c.lengths)))
-        return cls(*(to_device(x, device, torch.int64) for x in (lengths, sequences, tokens, moves, resets, floors)))
+        return cls(*(to_device(x, device, torch.int64) for x in (lengths, sequences, tokens, moves, resets, floors,
+                                                                  silent)))
 
     @property
     def parts(self) -> tuple[torch.Tensor, ...]:
-        return self.lengths, self.sequences, self.tokens, self.moves, self.resets, self.floors
+        return self.lengths, self.sequences, self.tokens, self.moves, self.resets, self.floors, self.silent
+
+    @property
+    def widths(self) -> tuple[int, int, int, int]:
+        """(C, L, J, R): constraints, their length, distinct tokens and silent intervals a sentence."""
+        return (*self.moves.shape[1:], self.silent.shape[1])
 
     def select(self, index: torch.Tensor) -> "ConstraintTables":
         """The tables of the sentences at `index` (n,), in that order."""
         return ConstraintTables(*(x[index] for x in self.parts))
 
-    def padded(self, C: int, L: int, J: int) -> "ConstraintTables":
-        """The same tables padded to C constraints of L tokens and J distinct tokens a sentence."""
-        c, l, j = self.moves.shape[1:]
+    def padded(self, C: int, L: int, J: int, R: int) -> "ConstraintTables":
+        """The same tables padded to C constraints of L tokens, J distinct tokens and R silent
+        intervals a sentence."""
+        c, l, j, r = self.widths
         tokens = torch.cat([self.tokens, self.tokens[:, :1].expand(-1, J - j)], dim=1)
+        empty = self.silent.new_tensor([1, 0]).expand(self.silent.shape[0], R - r, 2)  # (S, R - r, 2)
         return ConstraintTables(F.pad(self.lengths, (0, C - c)), F.pad(self.sequences, (0, L - l, 0, C - c)), tokens,
                                 F.pad(self.moves, (0, J - j, 0, L - l, 0, C - c)), F.pad(self.resets, (0, L - l, 0, C - c)),
-                                F.pad(self.floors, (0, L - l, 0, C - c)))
+                                F.pad(self.floors, (0, L - l, 0, C - c)), torch.cat([self.silent, empty], dim=1))
 
     @staticmethod
     def joined(first: "ConstraintTables", second: "ConstraintTables") -> "ConstraintTables":
         """The sentences of `first`, then those of `second`."""
-        C, L, J = (max(a, b) for a, b in zip(first.moves.shape[1:], second.moves.shape[1:]))
-        a, b = first.padded(C, L, J), second.padded(C, L, J)
+        C, L, J, R = (max(a, b) for a, b in zip(first.widths, second.widths))
+        a, b = first.padded(C, L, J, R), second.padded(C, L, J, R)
         return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(a.parts, b.parts)))
+
+
+@functools.lru_cache(maxsize=8)
+def _intervals(tokens: frozenset[int]) -> tuple[tuple[int, int], ...]:
+    """A set of ids as the fewest [first, last] intervals: the same vocabulary-sized set comes with
+    every tagged sentence, and holds few runs (the specials, the language codes, spare rows)."""
+    runs: list[tuple[int, int]] = []
+    for token in sorted(tokens):
+        if runs and runs[-1][1] == token - 1:
+            runs[-1] = (runs[-1][0], token)
+        else:
+            runs.append((token, token))
+    return tuple(runs)
+
+
+def _silent(tables: ConstraintTables, tokens: torch.Tensor) -> torch.Tensor:
+    """Whether each token (S, X) is one of its sentence's silent ones -> (S, X) bool."""
+    first, last = tables.silent[:, None, :, 0], tables.silent[:, None, :, 1]  # (S, 1, R)
+    return ((tokens[:, :, None] >= first) & (tokens[:, :, None] <= last)).any(-1)
 
 
 def _per_met(tables: ConstraintTables, table: torch.Tensor, met: torch.Tensor) -> torch.Tensor:
@@ -126,7 +160,9 @@ def _after(tables: ConstraintTables, met: torch.Tensor, tokens: torch.Tensor) ->
     m = met.clamp(0, L - 1)  # rows of another sentence (the padding row) may hold any count
     index = (torch.arange(C, device=met.device)[None, None, :] * L + m) * J + j[:, :, None]  # (S, X, C)
     moved = tables.moves.view(S, C * L * J).gather(1, index.view(S, X * C)).view(S, X, C)
-    moved = torch.where(match.any(-1)[:, :, None], moved, _per_met(tables, tables.resets, met))
+    at_gap = tables.sequences.view(S, C * L).gather(1, (index // J).view(S, X * C)).view(S, X, C) == GAP
+    stay = at_gap & _silent(tables, tokens)[:, :, None]  # a token that shows nothing fills no gap
+    moved = torch.where(match.any(-1)[:, :, None], moved, torch.where(stay, m, _per_met(tables, tables.resets, met)))
     return torch.where(met >= lengths, lengths, moved)
 
 

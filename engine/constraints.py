@@ -12,10 +12,13 @@ device search maps it onto tensors:
 - A constraint given as a list of token sequences is a chain: its segments must appear in that
   order, anything between them; an empty segment is a gap, one token at least that is none of the
   chain's (a tag pair around some words), and a set of ids a gap that is none of those either
-  (tokens that show nothing). Its met count runs over all their tokens, end to end (a
+  (tokens that show nothing; a sentence's gaps share one such set, `silent`, the union of theirs,
+  which is never part of the tables below: its size is the vocabulary's, not the sentence's).
+  Its met count runs over all their tokens, end to end (a
   gap counts one): within a segment the segment's own automaton, offset by where the segment
   starts, and a token that moves nowhere falls back to that start (`reset`), never below: a
-  finished segment stays finished. At a gap the chain's own tokens stay and any other moves on.
+  finished segment stays finished. At a gap the chain's own tokens and the silent ones stay and
+  any other moves on.
 - Each step's candidates are HF's (the top 2 x width of beam score + log-prob over all rows) and,
   for every row, its best token and the next token of each constraint it has not met. The running
   beams are picked round-robin over the banks, the highest bank first (by a candidate's rank within
@@ -46,6 +49,7 @@ without constraints that is greedy search itself.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -81,6 +85,9 @@ class Constraints:
                 if not gap and (not isinstance(segment, (list, tuple)) or not segment):
                     raise OptionsError("constraints", f"#{number} must be a non-empty sequence of token ids"
                                                       f" (or of such sequences), not {sequence!r}")
+                if gap:
+                    _check_gap(frozenset(segment), eos_id)
+                    continue
                 for token in segment:
                     check_int(f"constraint #{number}'s token", token, 0, 2**31 - 1)
                     if token == eos_id:
@@ -102,11 +109,15 @@ class Constraints:
                                for segments in self.segments)
         self.lengths = tuple(len(s) for s in self.sequences)
         self.total = sum(self.lengths)
-        self.tokens = frozenset(t for segments in self.segments for s in segments for t in s)
+        self.tokens = frozenset(t for segments in self.segments for s in segments if isinstance(s, tuple) for t in s)
         self.largest_token = max(self.tokens, default=-1)
+        gap_sets = {id(s): s for segments in self.segments for s in segments if isinstance(s, frozenset) and s}
+        self.silent: frozenset[int] = frozenset().union(*gap_sets.values()) if len(gap_sets) > 1 else next(
+            iter(gap_sets.values()), frozenset())
         # _next[i][met]: {token: met after it} for the tokens that keep some of the segment constraint i
         # is in; any other token -> _reset[i][met], the start of that segment (0 for a plain
-        # constraint). At a gap, the chain's own tokens stay and any other moves on. _floor[i][met]:
+        # constraint). At a gap, the chain's own tokens stay (and `silent` ones: `next_met`) and any
+        # other moves on. _floor[i][met]:
         # what constraint i keeps whatever comes (the start of the segment or gap met is in).
         self._next: list[list[dict[int, int]]] = []
         self._reset: list[list[int]] = []
@@ -119,8 +130,8 @@ class Constraints:
                     moves += [{t: start + m for t, m in table.items()} for table in _automaton(segment)]
                     resets += [start] * len(segment)
                     floors += [start] * len(segment)
-                else:
-                    moves.append(dict.fromkeys(own | set(segment), start))
+                else:  # a gap: the chain's own tokens stay, and so do `silent` ones (`next_met`)
+                    moves.append(dict.fromkeys(own, start))
                     resets.append(start + 1)
                     floors.append(start)
                 start += _width(segment)
@@ -129,8 +140,7 @@ class Constraints:
             self._floor.append(floors)
 
     def after(self, met: tuple[int, ...], token: int) -> tuple[int, ...]:
-        return tuple(m if m == n else table[m].get(token, reset[m])
-                     for m, n, table, reset in zip(met, self.lengths, self._next, self._reset))
+        return tuple(m if m == n else self.next_met(i, m, token) for i, (m, n) in enumerate(zip(met, self.lengths)))
 
     def start(self, tokens: list[int]) -> tuple[int, ...]:
         met = (0,) * len(self.sequences)
@@ -140,7 +150,12 @@ class Constraints:
 
     def next_met(self, constraint: int, met: int, token: int) -> int:
         """Constraint `constraint`'s met count after `token`, from `met` below its length."""
-        return self._next[constraint][met].get(token, self._reset[constraint][met])
+        moved = self._next[constraint][met].get(token)
+        if moved is not None:
+            return moved
+        if token in self.silent and self.sequences[constraint][met] == GAP:
+            return met  # a token that shows nothing fills no gap
+        return self._reset[constraint][met]
 
     def reset(self, constraint: int, met: int) -> int:
         """What constraint `constraint` keeps of `met` after a token of none of its moves: the start
@@ -165,7 +180,7 @@ class Constraints:
         return {s[m] for s, m, n in zip(self.sequences, met, self.lengths) if m < n and s[m] != GAP}
 
     def appear_in(self, tokens: list[int]) -> bool:
-        return all(_holds_in_order(tuple(tokens), segments) for segments in self.segments)
+        return all(_holds_in_order(tuple(tokens), segments, self.silent) for segments in self.segments)
 
 
 def search_width(num_beams: int, total: int) -> int:
@@ -196,6 +211,16 @@ def check_fit(constraints: Constraints, prefix: list[int], options: DecodingOpti
     return met
 
 
+@functools.lru_cache(maxsize=8)
+def _check_gap(tokens: frozenset[int], eos_id: int) -> None:
+    """Checks a gap's set of tokens that show nothing: the same vocabulary-sized set comes with
+    every tagged sentence, so the first check stands for the others."""
+    for token in tokens:
+        check_int("a gap's token", token, 0, 2**31 - 1)
+        if token == eos_id:
+            raise OptionsError("constraints", f"a gap holds </s> ({eos_id}), which no chain may skip")
+
+
 def _holds(tokens: tuple[int, ...], part: tuple[int, ...]) -> bool:
     n = len(part)
     return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))
@@ -206,10 +231,10 @@ def _width(segment: tuple[int, ...] | frozenset[int]) -> int:
     return len(segment) if isinstance(segment, tuple) and segment else 1
 
 
-def _holds_in_order(tokens: tuple[int, ...], segments: tuple[tuple[int, ...], ...]) -> bool:
+def _holds_in_order(tokens: tuple[int, ...], segments: tuple[tuple[int, ...], ...], silent: frozenset[int]) -> bool:
     """Whether the segments appear in `tokens` one after another, anything between them, a gap
-    (an empty segment) a token of none of them (each taken where it first ends, which leaves the
-    most room to the next)."""
+    a token of none of them and not `silent` (each taken where it first ends, which leaves the most
+    room to the next)."""
     own = {t for s in segments if isinstance(s, tuple) for t in s}
     at = 0
     for segment in segments:
@@ -217,7 +242,7 @@ def _holds_in_order(tokens: tuple[int, ...], segments: tuple[tuple[int, ...], ..
         if isinstance(segment, tuple) and n:
             at = next((i + n for i in range(at, len(tokens) - n + 1) if tokens[i : i + n] == segment), None)
         else:
-            at = next((i + 1 for i in range(at, len(tokens)) if tokens[i] not in own | set(segment)), None)
+            at = next((i + 1 for i in range(at, len(tokens)) if tokens[i] not in own and tokens[i] not in silent), None)
         if at is None:
             return False
     return True

@@ -314,7 +314,7 @@ class StepRunner:
         # Two graphs per step key, each reporting into memory of its own (`_report_memory`).
         scored = self._scored(group)
         tables = self._graph_tables(group, size // beams) if group.constrained else None
-        shape = None if tables is None else (beams, *tables.moves.shape[1:])
+        shape = None if tables is None else (beams, *tables.widths)
         key = (with_lora, group.options, with_best, self._parity, folded, scored, shape)
         report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
 
@@ -399,16 +399,16 @@ class StepRunner:
         refilled (a few copies on the device) when the group's tables change. Padding sentences
         keep whatever the buffers hold: their rows are the padding row's."""
         tables = self._tables(group)
-        C, L, J = (bucket_for(max(n, 4)) for n in tables.moves.shape[1:])
-        key = (sentences, C, L, J)
+        C, L, J, R = (bucket_for(max(n, 4)) for n in tables.widths)
+        key = (sentences, C, L, J, R)
         if key not in self._static_tables:
             zeros = functools.partial(torch.zeros, dtype=torch.int64, device=self.model.device)
             self._static_tables[key] = (ConstraintTables(zeros(sentences, C), zeros(sentences, C, L), zeros(sentences, J),
                                                          zeros(sentences, C, L, J), zeros(sentences, C, L),
-                                                         zeros(sentences, C, L)), None)
+                                                         zeros(sentences, C, L), zeros(sentences, R, 2)), None)
         static, filled_from = self._static_tables[key]
         if filled_from is not tables:
-            own = tables.padded(C, L, J)
+            own = tables.padded(C, L, J, R)
             S = own.lengths.shape[0]
             for target, source in zip(static.parts, own.parts):
                 target[:S].copy_(source)

@@ -12,7 +12,7 @@ from reference_search import toy_logits
 
 from dragoman import kernels
 from dragoman.engine.batched_search import beam_step, greedy_step
-from dragoman.engine.constrained_search import ConstraintTables, constrained_step
+from dragoman.engine.constrained_search import ConstraintTables, _after, constrained_step
 from dragoman.engine.constraints import ConstrainedBeamSearch, Constraints, search_scores, search_width
 from dragoman.engine.decoding import BLOCKED, BeamSearch, DecodingOptions, GreedySearch
 from dragoman.engine.rows import DecoderRows
@@ -198,7 +198,8 @@ def test_a_chain_meets_its_segments_in_order_only():
     assert pair.needed((1,)) == 2 and pair.needed((0,)) == 3 and pair.advancing((1,)) == set()
     assert pair.appear_in([20, 9, 21]) and not pair.appear_in([20, 21, 21])
     shown = Constraints([[[20], {9}, [21]]], EOS)  # 9 shows nothing: it fills no gap
-    assert shown.start([20, 9]) == (1,) and shown.start([20, 9, 8]) == (2,) and 9 in shown.tokens
+    assert shown.start([20, 9]) == (1,) and shown.start([20, 9, 8]) == (2,)
+    assert 9 not in shown.tokens and shown.silent == {9}  # the gap's set is no constraint token
     assert shown.appear_in([20, 8, 21]) and not shown.appear_in([20, 9, 21])
 
 
@@ -221,6 +222,23 @@ def test_tables_hold_each_constraints_automaton():
                     c.after(tuple(m if j == i else 0 for j in range(len(c.lengths))), t)[i] for t in own]
 
 
+def test_a_vocabulary_sized_gap_set_keeps_the_tables_small_and_moves_as_the_reference():
+    """A gap's set of tokens that show nothing is as large as a vocabulary that cannot spell its
+    ids (a quarter of a million): the tables hold its runs, not its tokens."""
+    vocab = 256_206
+    silent = frozenset(range(4, 200_000)) | frozenset(range(200_002, vocab))  # all but a few ids show nothing
+    chain = Constraints([[[200_000], silent, [200_001]], [5]], EOS)
+    tables = ConstraintTables.build([chain], torch.device("cpu"))
+    C, L, J, R = tables.widths
+    assert (J, R) == (3, 2) and tables.silent[0].tolist() == [[4, 199_999], [200_002, vocab - 1]]
+    tokens = [3, 4, 5, 150_000, 200_000, 200_001, vocab - 1]
+    for m in range(chain.lengths[0]):
+        met = torch.tensor([[[m, 0]]]).expand(1, len(tokens), 2)  # (S, X, C)
+        moved = _after(tables, met, torch.tensor([tokens]))[0, :, 0].tolist()
+        assert moved == [chain.after((m, 0), t)[0] for t in tokens], m
+    assert chain.start([200_000, 150_000]) == (1, 0) and chain.start([200_000, 3]) == (2, 0)
+
+
 def test_tables_kept_when_sentences_leave_and_join_are_the_tables_built_anew():
     """The step runner keeps a group's tables as its sentences change: a selection of those that
     stay, joined with those of the new ones, padded to the widest."""
@@ -229,7 +247,7 @@ def test_tables_kept_when_sentences_leave_and_join_are_the_tables_built_anew():
     kept = ConstraintTables.build(constraints[:3], cpu).select(torch.tensor([0, 2]))
     tables = ConstraintTables.joined(kept, ConstraintTables.build(constraints[3:], cpu))
     anew = ConstraintTables.build([constraints[i] for i in (0, 2, *range(3, len(constraints)))], cpu)
-    for field in ("lengths", "sequences", "tokens", "moves", "resets", "floors"):
+    for field in ("lengths", "sequences", "tokens", "moves", "resets", "floors", "silent"):
         assert torch.equal(getattr(tables, field), getattr(anew, field)), field
 
 

@@ -2,8 +2,13 @@
 `python -m bench.checkpoint --size 600M DEST`.
 
 For measuring the whole path a user takes (load from disk, tokenize, translate, decode) when no
-real weights can be downloaded. The sentencepiece model is a small one trained here on made-up
-words; the embedding keeps NLLB's 256,206 rows, so every matrix has its real size.
+real weights can be downloaded. Every matrix has its real size, the embedding NLLB's 256,206 rows,
+and so has the sentencepiece model (`write_tokenizer`): 256,000 pieces that each show text, in
+the scripts and characters documents hold (punctuation, digits, markup characters, Latin, Cyrillic,
+Greek, Arabic, Hebrew, Devanagari, Thai, Han, kana, Hangul; with and without a word's leading
+space), as a real NLLB vocabulary does. With a vocabulary that spells little, the ids past it decode
+to nothing: document marks could not be written and a tag chain's gap would exclude most of the
+vocabulary, which is not what users' models do.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import argparse
 import io
 import json
 import random
+import unicodedata
 from pathlib import Path
 
 import sentencepiece as spm
@@ -55,17 +61,64 @@ def write_checkpoint(dest: Path, size: str) -> Path:
     tensors.update({f"model.{name}": tensor for name, tensor in weights.items()})
     save_file(tensors, str(dest / "model.safetensors"), metadata={"format": "pt"})
 
-    rng = random.Random(0)
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 9))) for _ in range(3000)]
-    text = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(3000))
-    model_file = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(text.splitlines()), model_writer=model_file, vocab_size=1000, model_type="bpe",
-        bos_id=1, eos_id=2, unk_id=0, pad_id=-1, minloglevel=2,
-    )
-    (dest / "sentencepiece.bpe.model").write_bytes(model_file.getvalue())
+    write_tokenizer(dest / "sentencepiece.bpe.model")
     return dest
+
+
+def _span(first: str, last: str) -> str:
+    """The assigned characters from `first` to `last`."""
+    return "".join(chr(c) for c in range(ord(first), ord(last) + 1) if unicodedata.category(chr(c)) != "Cn")
+
+
+# The characters of the pieces, by script: what documents hold.
+SCRIPTS = {
+    "latin": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" + _span("\u00c0", "\u017f"),
+    "cyrillic": _span("\u0400", "\u04ff"),
+    "greek": _span("\u0370", "\u03ff"),
+    "arabic": _span("\u0600", "\u06ff"),
+    "hebrew": _span("\u0591", "\u05f4"),
+    "devanagari": _span("\u0900", "\u097f"),
+    "thai": _span("\u0e01", "\u0e5b"),
+    "han": _span("一", "龥"),
+    "kana": _span("ぁ", "ゖ") + _span("ァ", "ヺ"),
+    "hangul": _span("가", "힣"),
+}
+SYMBOLS = "0123456789.,;:!?'\"()[]{}<>/\\|-_=+*&^%$#@~`«»„“”‘’…–—€£¥§°·•¶©®™。，、！？：；「」『』（）《》"
+NO_SPACE = ("han", "kana", "thai")  # written without spaces: no word-initial pieces
+
+
+def write_tokenizer(path: Path, pieces: int = 256_000) -> Path:
+    """A unigram sentencepiece model of `pieces` pieces (NLLB's 256,000) in NLLB's layout (<unk>,
+    <s>, </s> first), every piece text: each character of SCRIPTS and SYMBOLS, alone and after the
+    word-start "▁", then made-up words of each script, likewise, until there are `pieces`."""
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+    model_file = io.BytesIO()  # a trained model for its normaliser and trainer settings; its pieces are replaced
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(["a b c"] * 10), model_writer=model_file, vocab_size=8, model_type="unigram",
+        bos_id=1, eos_id=2, unk_id=0, pad_id=-1, minloglevel=2, hard_vocab_limit=False,
+    )
+    model = model_pb2.ModelProto()
+    model.ParseFromString(model_file.getvalue())
+    specials = [(p.piece, p.score, p.type) for p in model.pieces[:3]]
+    texts: dict[str, None] = {}
+    for char in "".join(SCRIPTS.values()) + SYMBOLS:
+        texts[char] = None
+        texts["▁" + char] = None
+    rng = random.Random(0)
+    scripts = list(SCRIPTS.items())
+    while len(texts) < pieces - len(specials):
+        name, letters = rng.choice(scripts)
+        word = "".join(rng.choice(letters) for _ in range(rng.randint(2, 3 if name in NO_SPACE else 7)))
+        texts[word if name in NO_SPACE or rng.random() < 0.4 else "▁" + word] = None
+    del model.pieces[:]
+    for piece, score, kind in specials:
+        model.pieces.add(piece=piece, score=score, type=kind)
+    for text in list(texts)[: pieces - len(specials)]:
+        model.pieces.add(piece=text, score=-float(len(text.removeprefix("▁"))) ** -1 - 1.0)  # longer pieces win
+    model.trainer_spec.vocab_size = pieces
+    path.write_bytes(model.SerializeToString())
+    return path
 
 
 if __name__ == "__main__":

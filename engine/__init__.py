@@ -19,12 +19,14 @@ its modules.
 
 Languages and the adapters folder's layout are imported here (neither needs torch); every other
 name is imported on first use, from `_LAZY`'s module, so that `dragoman --help` and the window's
-start do not load torch, Triton or sentencepiece before they need them.
+start do not load torch, Triton or sentencepiece before they need them; type checkers see them
+imported under TYPE_CHECKING, each from its module.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from dragoman.engine.adapters import ADAPTER_FILES, adapter_folders, adapter_names
 from dragoman.engine.languages import (
@@ -37,6 +39,17 @@ from dragoman.engine.languages import (
     get_language,
     resolve_language,
 )
+
+if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checkers and editors
+    from dragoman.engine.translator import Translation, Translator
+    from dragoman.engine.decoding import DecodingOptions, OptionsError
+    from dragoman.engine.checkpoint import open_checkpoint
+    from dragoman.engine.config import CheckpointError, NllbConfig, load_config
+    from dragoman.engine.tokenizer import SENTENCEPIECE_FILE, TokenizerError
+    from dragoman.engine.weights import PYTORCH_BIN_INDEX, SAFETENSORS_INDEX, check_weights, convert_bin, read_weight_map, safetensors_name, weight_files
+    from dragoman.engine.peft_adapter import AdapterError, AdapterInfo, check_adapter, scan_adapters
+    from dragoman.engine.translation_cache import TranslationCache, model_identity
+    from dragoman.engine.device import DeviceError, cuda_device_names
 
 _LAZY = {
     "Translator": "dragoman.engine.translator",

@@ -615,8 +615,8 @@ def run_jobs_on_ray(args: argparse.Namespace, jobs: list, refused: list[str], sp
         else:
             ready.append(job)
     progress = RunProgress(sys.stderr, unit="documents")
-    progress.start([1] * len(ready), len(ready))
     pool = WorkerPool(spec, args.device, args.ray, args.workers, progress)
+    progress.start([1] * len(ready), len(ready))
     try:
         for number, (job, data, report, error, worker) in enumerate(pool.translate_documents(ready)):
             progress.done(number, worker, 1, report.translated)

@@ -118,8 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--scores", action="store_true",
                            help="--corpus: add each translation's score and doubts (<field>.<to>.score, .doubts)")
     translate.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
-                           help="run on a Ray cluster (default: a local one started for the run), one engine per "
-                                "GPU (pip install 'dragoman[ray]')")
+                           help="run on a Ray cluster (default: one of this machine, started for the run), one "
+                                "engine per GPU (pip install 'dragoman[ray]'); a FILE right after --ray is a file")
     translate.add_argument("--workers", type=int, metavar="N",
                            help="--ray: how many engines (default: one per GPU; on the CPU one per 4 cores)")
     translate.add_argument(
@@ -365,6 +365,9 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
 
 def check_corpus_and_ray_options(args: argparse.Namespace) -> None:
     """The options of --corpus and --ray that make sense only together with them, and Ray installed."""
+    if args.ray and Path(args.ray).exists():  # `--ray FILE ...`: a file, not the cluster's address
+        args.files.insert(0, args.ray)
+        args.ray = ""
     if not args.corpus:
         for given, name in ((args.shard_size is not None, "--shard-size"), (args.scores, "--scores"),
                             (args.field != "text", "--field")):
@@ -388,11 +391,13 @@ def check_corpus_and_ray_options(args: argparse.Namespace) -> None:
 
 
 def worker_spec(args: argparse.Namespace, terms, adapters_dir: Path | None, gpu_memory: int | None):
+    """What --ray's workers load. On a cluster of this machine they share its translation memory
+    and cache; on another cluster each machine keeps its own (this user's folders may not exist there)."""
     from dragoman.app.cluster import WorkerSpec
     from dragoman.app.settings import AppPaths
 
     return WorkerSpec(args.model, args.dtype, str(adapters_dir) if adapters_dir else None, gpu_memory, terms,
-                      AppPaths.default())
+                      AppPaths.default() if not args.ray else None)
 
 
 def translate_corpus(args, src: str, targets: tuple[str, ...], overrides: dict, terms, adapters_dir: Path | None,

@@ -139,7 +139,7 @@ class WorkerPool:
     def run(self, method: str, work: Iterator[tuple[object, tuple]]) -> Iterator[tuple[object, object, str]]:
         """`method(*args)` of a worker for each (key, args) of `work`, taken as there is room; yields
         (key, result, worker name) as each finishes. A unit whose worker died goes to the pool again."""
-        from ray.exceptions import RayActorError
+        from ray.exceptions import RayActorError, RayTaskError
 
         load = [0] * len(self.actors)
         in_flight: dict = {}  # object ref -> (key, args, worker index, actor)
@@ -168,6 +168,8 @@ class WorkerPool:
             load[index] -= 1
             try:
                 result = self.ray.get(ref)
+            except RayTaskError as e:  # the worker's own error (out of memory...): said as raised there
+                raise e.cause if isinstance(e.cause, Exception) else e from None
             except RayActorError:
                 again.append((key, args))
                 if self.actors[index] is actor:  # the first of its units to fail: replace it once

@@ -53,13 +53,16 @@ def test_documents_and_a_corpus_on_ray_are_what_they_are_without_it(ray_cluster,
     (documents / "a.txt").write_text("Hello world.\n\nThe cat sleeps. It is late.\n", encoding="utf-8")
     (documents / "b.md").write_text("# Good morning\n\nSee you **soon**.\n", encoding="utf-8")
     (documents / "sub" / "c.html").write_text("<p>Where is the station?</p><p>Thank you.</p>", encoding="utf-8")
+    (documents / "broken.docx").write_bytes(b"not a zip")  # named, and the others carry on
     corpus = tmp_path / "corpus.jsonl"
     make_corpus(corpus)
 
-    assert translate("--output-dir", tmp_path / "plain", documents, home="plain")[0] == 0
+    code, plain_err = translate("--output-dir", tmp_path / "plain", documents, home="plain")
+    assert code == 1
     code, err = translate("--ray", "--workers", 2, "--output-dir", tmp_path / "ray", documents, home="ray")
-    assert code == 0, err
-    assert "documents 3/3" in err
+    assert code == 1 and "documents 4/4" in err
+    failed = [line for line in err.splitlines() if "broken.docx" in line]
+    assert failed == [line for line in plain_err.splitlines() if "broken.docx" in line] and len(failed) == 2
     assert contents(tmp_path / "ray") == contents(tmp_path / "plain") and len(contents(tmp_path / "ray")) == 3
 
     corpus_args = ("--corpus", "--scores", "--shard-size", 3, corpus)

@@ -23,7 +23,7 @@ import tempfile
 from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from dragoman.app.corpus.run import CorpusRequest, ShardTranslation, translate_texts
 from dragoman.app.session.jobs import DocumentJob, JobReport
@@ -136,7 +136,7 @@ class WorkerPool:
         if self.started:
             self.ray.shutdown()
 
-    def run(self, method: str, work: Iterator[tuple[object, tuple]]) -> Iterator[tuple[object, object, str]]:
+    def run(self, method: str, work: Iterator[tuple[Any, tuple]]) -> Iterator[tuple[Any, Any, str]]:
         """`method(*args)` of a worker for each (key, args) of `work`, taken as there is room; yields
         (key, result, worker name) as each finishes. A unit whose worker died goes to the pool again."""
         from ray.exceptions import RayActorError, RayTaskError
@@ -182,8 +182,8 @@ class WorkerPool:
 
     # -- the units -----------------------------------------------------------------------------------
 
-    def translate(self, request: CorpusRequest, work: Iterator[tuple[object, list[str | None]]]
-                  ) -> Iterator[tuple[object, ShardTranslation, str]]:
+    def translate(self, request: CorpusRequest, work: Iterator[tuple[Any, list[str | None]]]
+                  ) -> Iterator[tuple[Any, ShardTranslation, str]]:
         """Corpus shards (app.corpus.run.ShardTranslator)."""
         return self.run("translate_shard", ((key, (request, texts)) for key, texts in work))
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from dragoman.app.corpus.formats import CorpusError, CorpusFormat, Shard, corpus_format
 from dragoman.app.documents import remove_stale_temporaries, write_atomically
@@ -89,8 +89,8 @@ class ShardTranslator(Protocol):
     """Where shards are translated: `translate(request, work)` takes (key, texts) pairs as it has room
     for them and yields (key, translation, worker name) as each is done, in any order."""
 
-    def translate(self, request: CorpusRequest, work: Iterator[tuple[object, list[str | None]]]
-                  ) -> Iterator[tuple[object, ShardTranslation, str]]: ...
+    def translate(self, request: CorpusRequest, work: Iterator[tuple[Any, list[str | None]]]
+                  ) -> Iterator[tuple[Any, ShardTranslation, str]]: ...
 
 
 class LocalShards:
@@ -99,7 +99,8 @@ class LocalShards:
     def __init__(self, session: TranslationSession):
         self.session = session
 
-    def translate(self, request, work):
+    def translate(self, request: CorpusRequest, work: Iterator[tuple[Any, list[str | None]]]
+                  ) -> Iterator[tuple[Any, ShardTranslation, str]]:
         for key, texts in work:
             yield key, translate_texts(self.session, request, texts), "local"
 

@@ -329,12 +329,12 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     if args.files:
         jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides)  # a typo costs nothing
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
-                                gpu_memory=gpu_memory)
+                                gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
         return run_jobs(jobs, refused, translator, args.report, terms)
     from dragoman.app.session.session import TranslationJob, TranslationSession
 
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
-                            gpu_memory=gpu_memory)
+                            gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
     session = TranslationSession.open(translator, terms=terms)
     doubtful = []
     try:

@@ -54,6 +54,11 @@ class AppPaths:
         return self.data_dir / "models"
 
     @property
+    def weights_cache(self) -> Path:
+        """Weights derived from models (the CPU's int8 ones), kept so that a later start skips the work."""
+        return self.cache_dir / "weights"
+
+    @property
     def default_adapters_dir(self) -> Path:
         return self.data_dir / "adapters"
 

@@ -29,6 +29,7 @@ from PySide6.QtCore import QThread, Signal
 from dragoman.app.session.jobs import DocumentJob, JobReport
 from dragoman.app.session.session import ALTERNATIVES, TranslationJob, TranslationSession, TypedTextFirst
 from dragoman.app.session.terms import Terms
+from dragoman.app.settings import AppPaths
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ class EngineWorker(QThread):
             translator = Translator(
                 command.model_dir, device=command.device, dtype=command.dtype,
                 adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
-                gpu_memory=command.gpu_memory,
+                gpu_memory=command.gpu_memory, weights_cache=(self._paths or AppPaths.default()).weights_cache,
             )
             translator.bind_gpu_to_thread()
         except Exception as e:  # CheckpointError, DeviceError, TokenizerError, out of memory...

@@ -8,9 +8,10 @@ best beam hypothesis until the final text replaces it.
 Once a translation is shown, the target pane is editable: typing into a sentence's translation
 completes that sentence, after a pause, from its start up to the cursor (the rest of it greyed while
 it streams); leaving the edited sentence, or Ctrl+Return there, accepts it into the translation
-memory. Editing the source again discards the edits. A click on a sentence's translation asks the
-worker for its alternatives and lists them in a small menu there; picking one puts it in the
-sentence's place and into the translation memory, as an accepted edit.
+memory. Editing the source again discards the edits. A click only places the cursor; Alt+Down (or
+"Other translations" in the context menu) asks the worker for the sentence's alternatives and lists
+them, with their scores, in a small menu there that the keyboard can walk; picking one puts it in
+the sentence's place and into the translation memory, as an accepted edit.
 """
 
 from __future__ import annotations
@@ -226,6 +227,9 @@ class MainWindow(QMainWindow):
         self.segments: list[str] = []
         self.detected = ""  # FLORES code found in the current text, when the source is "Detect language"
         self.model_ready = False
+        # The model settings (_model_settings) being loaded, and those of the last model that loaded.
+        self.loading: tuple | None = None
+        self.working: tuple | None = None
         self.task: Task | None = None  # a model import started from the first-run page
         # Editing the translation: the job and sentences the target pane shows (`laid_out`), each
         # line's sentences as [sentence index, start, end] kept in step with the person's edits, the
@@ -237,7 +241,7 @@ class MainWindow(QMainWindow):
         self.editing: tuple[int, int] | None = None
         self.completion_job = 0
         self.completion_start: tuple[int, int, int] | None = None  # line, sentence start, typed length
-        # A click's alternatives: (request id, line, sentence index, where, its text then), and their menu.
+        # Alternatives asked for: (request id, line, sentence index, position in the pane, its text then), and their menu.
         self.alternatives_asked: tuple[int, int, int, object, str] | None = None
         self.alternatives_menu: QMenu | None = None
         self._showing = False  # the window itself is changing the target pane
@@ -376,7 +380,7 @@ class MainWindow(QMainWindow):
         w.laid_out.connect(self._on_laid_out)
         w.completing.connect(self._on_completing)
         w.alternatives_found.connect(self._on_alternatives_found)
-        self.target.clicked.connect(self._on_target_clicked)
+        self.target.alternatives_wanted.connect(self.ask_alternatives)
         w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered", 3000))
         self.target.document().contentsChange.connect(self._on_target_edited)
         self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
@@ -431,9 +435,14 @@ class MainWindow(QMainWindow):
             self.pages.setCurrentWidget(self.welcome)
             self.model_label.setText("No model")
 
+    def _model_settings(self) -> tuple:
+        s = self.settings
+        return s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb
+
     def load_model(self) -> None:
         s = self.settings
         self.model_ready = False
+        self.loading = self._model_settings()
         self.pages.setCurrentWidget(self.translator_page)
         self.source.setFocus()
         self.statusBar().showMessage(f"Loading {Path(s.model_dir).name}…")
@@ -444,6 +453,7 @@ class MainWindow(QMainWindow):
 
     def _on_loaded(self, description: str) -> None:
         self.model_ready = True
+        self.working = self.loading
         self.load_progress.hide()
         self.model_label.setText(description)
         if self.statusBar().currentMessage().startswith("Loading"):  # keep a note that came meanwhile
@@ -456,6 +466,14 @@ class MainWindow(QMainWindow):
         self.kernels_label.show()
 
     def _on_load_failed(self, message: str) -> None:
+        if self.working is not None and self.working != self.loading:
+            # New settings that fail do not cost the model that worked: back to it, and say why in one line.
+            s = self.settings
+            s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb = self.working
+            self.save_settings()
+            self.load_model()
+            self.statusBar().showMessage(f"Kept the previous model settings: {message.splitlines()[0]}")
+            return
         self.load_progress.hide()
         self.model_label.setText("No model")
         self.statusBar().clearMessage()
@@ -625,6 +643,7 @@ class MainWindow(QMainWindow):
     def _on_failed(self, job_id: int, message: str) -> None:
         if self.alternatives_asked is not None and job_id == self.alternatives_asked[0]:
             self.alternatives_asked = None
+            self.activity_label.clear()
             self.statusBar().showMessage(f"No alternatives: {message}")
         if job_id == self.completion_job:
             self._stop_completion()
@@ -639,16 +658,23 @@ class MainWindow(QMainWindow):
         if job_id == self.completion_job:
             self._stop_completion()
         if job_id == self.job_id:
+            # What was shown is not this text's translation (lines cut mid-sentence, lines left from
+            # the last one): it stays greyed and read-only, said so until the next translation.
             self.job_id = 0
             self._idle()
             self._show_target(self.target.toPlainText(), streaming=False)
-            self.statusBar().showMessage("Stopped", 3000)
+            self.statusBar().clearMessage()  # "Translated ..." was about the last translation
+            if self.target.toPlainText().strip():
+                self.target.set_partial(True)
+                self.activity_label.setText("Stopped: partial translation (Ctrl+Return to finish)")
 
     def _idle(self) -> None:
         self.activity_label.clear()
         self.stop_button.hide()
 
     def _show_target(self, text: str, streaming: bool) -> None:
+        if self.target.property("partial"):
+            self.target.set_partial(False)
         if self.target.property("streaming") != streaming:
             self.target.setProperty("streaming", streaming)
             self.target.style().unpolish(self.target)
@@ -682,6 +708,7 @@ class MainWindow(QMainWindow):
         self.spans = {n: [list(span) for span in text.spans(n, results)] for n in range(len(lines))}
         self.editing = None
         self.target.setReadOnly(False)
+        self.target.offer_alternatives = True
 
     def _discard_edits(self) -> None:
         """The source changed: the translation shown, and any edit of it, are about to be replaced."""
@@ -691,6 +718,7 @@ class MainWindow(QMainWindow):
         self.spans = {}
         self.shown_job = None
         self.target.setReadOnly(True)
+        self.target.offer_alternatives = False
 
     def _stop_completion(self) -> None:
         if self.completion_job:
@@ -790,24 +818,33 @@ class MainWindow(QMainWindow):
         span = next(s for s in self.spans[line] if s[0] == j)
         return self.target.document().findBlockByNumber(line).text()[span[1]:span[2]]
 
-    def _on_target_clicked(self, position) -> None:
-        """A click on a sentence's translation: ask for its alternatives (the menu comes with them)."""
+    def ask_alternatives(self, position: int | None = None) -> None:
+        """Alt+Down or the context menu: ask for the alternatives of the sentence at `position` in
+        the target pane (None: the cursor's); the menu comes with them, at that sentence."""
         if self.shown_job is None or self.job_id or self.completion_job:
             return
-        cursor = self.target.cursorForPosition(position)
+        cursor = QTextCursor(self.target.document())
+        cursor.setPosition(self.target.textCursor().position() if position is None else position)
         line = cursor.blockNumber()
         span = self._span_at(line, cursor.positionInBlock())
-        if span is None or self.editing == (line, span[0]) or not self._sentence_text(line, span[0]).strip():
+        if span is None or not self._sentence_text(line, span[0]).strip():
+            self.statusBar().showMessage("No sentence there to find other translations of", 3000)
+            return
+        if self.editing == (line, span[0]):
+            self.statusBar().showMessage("This sentence is being edited: accept it first (Ctrl+Return)", 3000)
             return
         request = self.worker.find_alternatives(self.shown_job, self.shown_sentences[span[0]])
-        self.alternatives_asked = (request, line, span[0], position, self._sentence_text(line, span[0]))
+        self.alternatives_asked = (request, line, span[0], cursor.position(), self._sentence_text(line, span[0]))
+        self.activity_label.setText("Finding other translations…")
 
     def _on_alternatives_found(self, request: int, found: list) -> None:
-        """The menu of a clicked sentence's alternatives, unless its translation changed meanwhile."""
+        """The menu of a sentence's alternatives, unless its translation changed meanwhile."""
         if self.alternatives_asked is None or self.alternatives_asked[0] != request:
             return
         _, line, j, position, text = self.alternatives_asked
         self.alternatives_asked = None
+        if not self.job_id:
+            self.activity_label.clear()
         if self.shown_job is None or line not in self.spans or self.editing is not None \
                 or not any(s[0] == j for s in self.spans[line]) or self._sentence_text(line, j) != text:
             return
@@ -819,14 +856,23 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("No other translation of this sentence", 3000)
             return
         menu = QMenu(self.target)
+        menu.setToolTipsVisible(True)
+        # No wider than the window: long texts are cut in the middle, whole in their tooltip.
+        text_width = max(160, self.width() * 3 // 4)
         for translation in others.values():
-            action = menu.addAction(f"{translation.text}\t{translation.score:.2f}")
-            action.setToolTip("Score: the mean log-probability of its words (closer to 0: surer)")
+            shown = menu.fontMetrics().elidedText(translation.text, Qt.ElideMiddle, text_width)
+            action = menu.addAction(f"{shown}\t{translation.score:.2f}")
+            action.setToolTip(f"{translation.text}\n\nScore {translation.score:.2f}: the mean log-probability of its "
+                              "words (closer to 0: surer)")
             action.triggered.connect(lambda _=False, chosen=translation.text: self._choose_alternative(line, j, chosen))
+        menu.setMaximumWidth(self.width())
         if self.alternatives_menu is not None:
             self.alternatives_menu.deleteLater()
         self.alternatives_menu = menu
-        menu.popup(self.target.viewport().mapToGlobal(position))
+        cursor = QTextCursor(self.target.document())
+        cursor.setPosition(position)
+        menu.popup(self.target.viewport().mapToGlobal(self.target.cursorRect(cursor).bottomLeft()))
+        menu.setActiveAction(menu.actions()[0])  # the keyboard goes on from here: Up/Down, Return, Esc
 
     def _choose_alternative(self, line: int, j: int, text: str) -> None:
         """A picked alternative replaces sentence j of `line` and is remembered as an accepted edit."""

@@ -1,4 +1,7 @@
-"""The settings dialog: model, adapters folder, device, precision, decoding options, theme."""
+"""The settings dialog: model, adapters folder, device, precision, decoding options, theme.
+
+Only what the chosen device can do is offered: on the CPU no float16 or bfloat16, on a GPU no
+int8; GPU memory and resident adapters are greyed, with a note, where no GPU will be used."""
 
 from __future__ import annotations
 
@@ -23,8 +26,22 @@ from PySide6.QtWidgets import (
 )
 
 from dragoman.app import models
-from dragoman.app.settings import MIN_GPU_MEMORY_MB, PRECISIONS, THEMES, AppPaths, Settings
+from dragoman.app.settings import MIN_GPU_MEMORY_MB, THEMES, AppPaths, Settings
 from dragoman.app.window.models_dialog import ModelsDialog
+
+
+PRECISION_LABELS = {
+    "auto": "Automatic (bfloat16 on GPU, float16 before RTX 30, float32 on CPU)",
+    "int8": "int8 (smaller and faster on the CPU)",
+}
+CPU_PRECISIONS = ("auto", "float32", "int8")
+GPU_PRECISIONS = ("auto", "float32", "bfloat16", "float16")
+
+
+def precisions_for(device: str, has_gpu: bool) -> tuple[str, ...]:
+    """The precisions `device` supports ("auto": the GPU when there is one)."""
+    on_gpu = device.startswith("cuda") or (device == "auto" and has_gpu)
+    return GPU_PRECISIONS if on_gpu else CPU_PRECISIONS
 
 
 def device_choices() -> list[tuple[str, str]]:
@@ -59,6 +76,7 @@ class SettingsDialog(QDialog):
         )
         self.device = QComboBox()
         choices = device_choices()
+        self.has_gpu = any(value.startswith("cuda") for value, _ in choices)
         if settings.device not in [v for v, _ in choices]:
             choices.append((settings.device, f"{settings.device} (not found on this machine)"))
         for value, label in choices:
@@ -71,9 +89,7 @@ class SettingsDialog(QDialog):
             "more translates long documents faster, less leaves more for other programs"
         )
         self.precision = QComboBox()
-        for value in PRECISIONS:
-            self.precision.addItem("Automatic (bfloat16 on GPU, float16 before RTX 30, int8 on CPU)" if value == "auto" else value, value)
-        self.precision.setCurrentIndex(self.precision.findData(settings.precision))
+        self.gpu_note = QLabel(objectName="hint", wordWrap=True)
         self.beams = QSpinBox(minimum=1, maximum=16, value=settings.num_beams)
         self.beams.setToolTip("More beams: slightly better translations, slower (1 = greedy)")
         self.length_penalty = QDoubleSpinBox(
@@ -95,6 +111,7 @@ class SettingsDialog(QDialog):
         form.addRow("Device", self.device)
         form.addRow("GPU memory for translation", self.gpu_memory)
         form.addRow("Precision", self.precision)
+        form.addRow("", self.gpu_note)
         form.addRow("Beam size", self.beams)
         form.addRow("Length penalty", self.length_penalty)
         form.addRow("Max length", self.max_length)
@@ -111,9 +128,25 @@ class SettingsDialog(QDialog):
         layout.addWidget(buttons)
 
         self._fill_models(settings.model_dir)
+        self._fit_to_device(settings.precision)
+        self.device.currentIndexChanged.connect(lambda: self._fit_to_device(self.precision.currentData()))
         manage.clicked.connect(self._manage_models)
         browse_model.clicked.connect(self._browse_model)
         browse_adapters.clicked.connect(self._browse_adapters)
+
+    def _fit_to_device(self, precision: str) -> None:
+        """Offer the chosen device's precisions (keeping `precision` where it can), and grey what only a GPU uses."""
+        offered = precisions_for(self.device.currentData(), self.has_gpu)
+        self.precision.clear()
+        for value in offered:
+            self.precision.addItem(PRECISION_LABELS.get(value, value), value)
+        self.precision.setCurrentIndex(max(0, self.precision.findData(precision)))
+        on_gpu = offered is GPU_PRECISIONS
+        self.gpu_memory.setEnabled(on_gpu)
+        self.adapter_slots.setEnabled(on_gpu)
+        self.gpu_note.setVisible(not on_gpu)
+        self.gpu_note.setText("GPU memory and resident adapters apply to a GPU only: "
+                              + ("the CPU is chosen." if self.has_gpu else "this machine has none."))
 
     def _fill_models(self, select: str) -> None:
         self.model.clear()

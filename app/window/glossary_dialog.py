@@ -41,6 +41,7 @@ from dragoman.app.session.glossary import COLUMNS, GlossaryError, read_glossary
 from dragoman.app.session.protected_spans import ProtectedTerms
 from dragoman.app.session.terms import USER_GLOSSARY, GlossaryPair, glossary_pairs, read_glossaries
 from dragoman.app.settings import AppPaths, Settings
+from dragoman.app.window.screen_fit import resize_within_screen
 
 IMPORT_FILTER = "Glossaries (*.csv *.tsv *.txt *.tbx *.xml);;All files (*)"
 _PAIR = Qt.UserRole  # the GlossaryPair a row of the glossaries table stands for
@@ -59,7 +60,7 @@ class GlossaryDialog(QDialog):
     def __init__(self, settings: Settings, paths: AppPaths, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Glossary")
-        self.setMinimumSize(640, 560)
+        resize_within_screen(self, 640, 560)
         self.settings = settings
         self.paths = paths
         self.folder = paths.glossaries_dir

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSplitter,
     QStackedWidget,
     QToolButton,
     QVBoxLayout,
@@ -56,14 +57,16 @@ from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
 from dragoman.app.window.language_picker import LanguagePicker
 from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
 from dragoman.app.window.settings_dialog import SettingsDialog
+from dragoman.app.window.screen_fit import resize_within_screen
 from dragoman.app.window.tasks import Task
-from dragoman.app.window.translation_view import TranslationView
+from dragoman.app.window.translation_view import TranslationView, follow_text_direction
 from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
 TEXT_POINT_SIZE = 13
 NO_ADAPTER = "None (base model)"
+PANE_MIN_WIDTH = 260  # each text pane, in pixels: both stay usable at the window's minimum width
 
 
 class AdapterPicker(QComboBox):
@@ -214,7 +217,7 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.setWindowTitle("Dragoman")
         self.setWindowIcon(theme.app_icon())
-        self.resize(1040, 620)
+        resize_within_screen(self, 1040, 620)
         self.colors = theme.COLORS[theme.resolve(settings.theme)]
         if settings.source_language == AUTO_DETECT and not detect.available():
             settings.source_language = next(iter(settings.recent_languages), "eng_Latn")
@@ -290,32 +293,44 @@ class MainWindow(QMainWindow):
                                            toolTip="Glossaries and terms not to translate (Ctrl+Shift+G)")
         self.bilingual_box = QCheckBox("Bilingual PDF", toolTip="PDF documents: each original page followed by its translation")
 
-        top_right = QHBoxLayout()
-        top_right.setContentsMargins(0, 0, 0, 0)
-        top_right.addWidget(self.target_picker)
-        top_right.addStretch(1)
-        top_right.addWidget(self.bilingual_box)
-        top_right.addWidget(QLabel("Adapter", objectName="hint"))
-        top_right.addWidget(self.adapter_picker)
-        top_right.addWidget(self.glossary_button)
-        top_right.addWidget(self.settings_button)
+        # The tools above both columns, so that the two panes are equal.
+        tools = QHBoxLayout()
+        tools.setContentsMargins(16, 8, 16, 0)
+        tools.addStretch(1)
+        tools.addWidget(self.bilingual_box)
+        tools.addWidget(QLabel("Adapter", objectName="hint"))
+        tools.addWidget(self.adapter_picker)
+        tools.addWidget(self.glossary_button)
+        tools.addWidget(self.settings_button)
 
         grid = QGridLayout()
-        grid.setContentsMargins(16, 12, 16, 12)
+        grid.setContentsMargins(16, 8, 16, 8)
         grid.setHorizontalSpacing(8)
         grid.setVerticalSpacing(8)
         grid.addWidget(self.source_picker, 0, 0, Qt.AlignLeft | Qt.AlignAbsolute)  # the picker is right-to-left
         grid.addWidget(self.swap_button, 0, 1, Qt.AlignCenter)
-        grid.addLayout(top_right, 0, 2)
-        grid.addWidget(Pane(self.source, [self.detected_label, None, self.count_label, self.clear_button]), 1, 0)
-        grid.addWidget(Pane(self.target, [self.activity_label, self.stop_button, None, self.copy_button]), 1, 2)
-        grid.setColumnStretch(0, 1)
-        grid.setColumnStretch(2, 1)
+        grid.addWidget(self.target_picker, 0, 2, Qt.AlignLeft | Qt.AlignAbsolute)
+        panes = [Pane(self.source, [self.detected_label, None, self.count_label, self.clear_button]),
+                 Pane(self.target, [self.activity_label, self.stop_button, None, self.copy_button])]
+        for column, pane in zip((0, 2), panes):
+            pane.setMinimumWidth(PANE_MIN_WIDTH)
+            grid.addWidget(pane, 1, column)
+            grid.setColumnStretch(column, 1)
         grid.setRowStretch(1, 1)
+        text_panes = QWidget()
+        text_panes.setLayout(grid)
         self.documents = DocumentsPanel(self.worker, self.paths, self.make_document_job)
-        grid.addWidget(self.documents, 2, 0, 1, 3)
+        # The documents list under the panes, as tall as the person drags it.
+        self.splitter = QSplitter(Qt.Vertical, childrenCollapsible=False)
+        self.splitter.addWidget(text_panes)
+        self.splitter.addWidget(self.documents)
+        self.splitter.setStretchFactor(0, 1)
         self.translator_page = QWidget()
-        self.translator_page.setLayout(grid)
+        page = QVBoxLayout(self.translator_page)
+        page.setContentsMargins(0, 0, 0, 8)
+        page.setSpacing(0)
+        page.addLayout(tools)
+        page.addWidget(self.splitter, 1)
 
         self.welcome = WelcomePage()
         self.pages = QStackedWidget()
@@ -386,6 +401,8 @@ class MainWindow(QMainWindow):
         self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
         self.completion_timer.timeout.connect(self.complete_now)
         self.source.textChanged.connect(self._on_text_changed)
+        for pane in (self.source, self.target):  # Arabic, Hebrew... right-aligned
+            pane.textChanged.connect(lambda pane=pane: follow_text_direction(pane))
         self.typing_timer.timeout.connect(self.translate_now)
         self.source_picker.changed.connect(self._on_source_changed)
         self.target_picker.changed.connect(self._on_target_changed)

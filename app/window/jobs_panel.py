@@ -17,7 +17,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QFrame,
@@ -40,6 +40,7 @@ from dragoman.engine import get_language
 
 PENDING_FILE = "document_jobs.json"
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+FIRST_HEIGHT = 180  # the list's height, in pixels, until the person drags the splitter
 
 
 def collect_documents(dropped: list[Path]) -> tuple[list[Path], list[Path]]:
@@ -191,7 +192,8 @@ class JobRow(QFrame):
 
 
 class DocumentsPanel(QFrame):
-    """The collapsible list of document jobs under the panes; hidden while there are none."""
+    """The collapsible list of document jobs under the panes (in a splitter: it can be made taller);
+hidden while there are none; a job added is scrolled into view."""
 
     message = Signal(str)  # a short note for the status bar
 
@@ -228,6 +230,10 @@ class DocumentsPanel(QFrame):
         layout.addLayout(header)
         layout.addWidget(self.scroll)
         self.toggle.toggled.connect(self._on_toggled)
+        self.follow_new_jobs = False
+        bar = self.scroll.verticalScrollBar()
+        bar.rangeChanged.connect(lambda _, end: self.follow_new_jobs and bar.setValue(end))
+        bar.actionTriggered.connect(self._on_scrolled_by_hand)
         self.clear_button.clicked.connect(self.clear_finished)
         worker.document_progress.connect(self._on_progress)
         worker.document_report.connect(self._on_report)
@@ -235,6 +241,11 @@ class DocumentsPanel(QFrame):
         worker.document_failed.connect(self._on_failed)
         worker.cancelled.connect(self._on_cancelled)
         self._update_header()
+
+    def sizeHint(self) -> QSize:
+        """A few rows high at first: the splitter above it makes it taller."""
+        hint = super().sizeHint()
+        return QSize(hint.width(), min(hint.height(), FIRST_HEIGHT))
 
     # -- adding jobs ---------------------------------------------------------------------------------
 
@@ -306,7 +317,7 @@ class DocumentsPanel(QFrame):
         row.open_button.clicked.connect(lambda: self.open_output(row))
         self.rows.append(row)
         self.list_layout.insertWidget(self.list_layout.count() - 1, row)
-        QTimer.singleShot(0, self, lambda: row in self.rows and self.scroll.ensureWidgetVisible(row))  # once laid out
+        self.follow_new_jobs = True  # once laid out, the list scrolls down to it
         return row
 
     def _queue(self, row: JobRow) -> None:
@@ -341,6 +352,9 @@ class DocumentsPanel(QFrame):
                 del self.by_id[job_id]
             row.deleteLater()
         self._update_header()
+
+    def _on_scrolled_by_hand(self) -> None:
+        self.follow_new_jobs = False
 
     def _on_toggled(self, shown: bool) -> None:
         self.scroll.setVisible(shown)

@@ -132,7 +132,8 @@ def test_escape_cancels_the_job(qtbot, open_window, settings):
     window.events.wait(qtbot, "cancelled", job_id)
     assert not window.stop_button.isVisible() and window.job_id == 0
     assert window.target.property("streaming") is False
-    assert window.statusBar().currentMessage() == "Stopped"
+    assert window.target.property("partial") is True  # what streamed is greyed, not shown as final
+    assert window.activity_label.text().startswith("Stopped")
 
 
 def test_swap_swaps_languages_and_texts(qtbot, open_window, settings, translator):

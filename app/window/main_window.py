@@ -605,6 +605,13 @@ class MainWindow(QMainWindow):
         if self.pages.currentWidget() is not self.translator_page or not self.source.toPlainText().strip():
             return
         job = self.make_job()
+        if job.source == job.target and not job.detect:
+            self.cancel_translation()
+            self._discard_edits()
+            self._show_target("", streaming=False)
+            self.activity_label.setText(f"Source and target are both {get_language(job.target).name}: "
+                                        "choose another language to translate into")
+            return
         # Lines keep their old translation until their first hypothesis arrives: less flicker.
         old = self.target.toPlainText().split("\n")
         self.segments = [old[i] if i < len(old) and text.strip() else "" for i, text in enumerate(job.texts)]

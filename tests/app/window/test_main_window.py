@@ -309,3 +309,15 @@ def test_the_bilingual_box_makes_pdf_jobs_bilingual_and_they_are_resumed_so(qtbo
     assert job.output_path.name == "report.fra_Latn.bilingual.pdf" and job.document_options == {"bilingual": True}
     save_pending(tmp_path / "pending.json", [job])
     assert load_pending(tmp_path / "pending.json") == [job]
+
+
+def test_the_same_source_and_target_language_is_said_and_not_translated(qtbot, open_window, settings):
+    settings.target_language = "eng_Latn"
+    window = open_window(settings)
+    window.source.setPlainText("Good morning.")
+    window.translate_now()
+    assert window.job_id == 0 and window.target.toPlainText() == ""
+    assert window.activity_label.text().startswith("Source and target are both English")
+    window.target_picker.set_code("fra_Latn")
+    window._on_target_changed("fra_Latn")
+    assert window.job_id != 0 and window.activity_label.text() == "Translating…"

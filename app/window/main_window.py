@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from PySide6.QtCore import QFileSystemWatcher, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QFileSystemWatcher, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
@@ -50,9 +50,11 @@ from dragoman.app.session import detect
 from dragoman.app.session.jobs import DocumentJob
 from dragoman.app.session.session import TranslationJob
 from dragoman.app.session.terms import saved_terms
-from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
+from dragoman.app.history import TranslationHistory
+from dragoman.app.settings import AUTO_DETECT, DEFAULT_TEXT_SIZE, MAX_TEXT_SIZE, MIN_TEXT_SIZE, AppPaths, Settings
 from dragoman.app.window import theme
 from dragoman.app.window.glossary_dialog import GlossaryDialog
+from dragoman.app.window.history_dialog import HistoryDialog
 from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
 from dragoman.app.window.language_picker import LanguagePicker
 from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
@@ -64,7 +66,6 @@ from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
-TEXT_POINT_SIZE = 13
 NO_ADAPTER = "None (base model)"
 PANE_MIN_WIDTH = 260  # each text pane, in pixels: both stay usable at the window's minimum width
 
@@ -223,6 +224,7 @@ class MainWindow(QMainWindow):
             settings.source_language = next(iter(settings.recent_languages), "eng_Latn")
 
         self.worker = EngineWorker(paths=paths)
+        self.history = TranslationHistory(paths.history_file)
         self.worker.set_terms(saved_terms(paths, settings))
         self.job_id = 0  # the job whose results the target pane shows
         self.doubts: dict[int, str] = {}  # its lines that may be wrong, and why (app.session.confidence)
@@ -252,6 +254,7 @@ class MainWindow(QMainWindow):
         self._build()
         self._connect()
         self.apply_theme()
+        self._restore_last_session()
         self.worker.start()
         self._start_model()
         self.documents.restore()  # the document jobs the last session had not finished
@@ -261,7 +264,7 @@ class MainWindow(QMainWindow):
     def _build(self) -> None:
         s = self.settings
         text_font = QFont(self.font())
-        text_font.setPointSize(TEXT_POINT_SIZE)
+        text_font.setPointSize(s.text_size)
 
         self.source = QPlainTextEdit(objectName="source")
         self.source.setPlaceholderText("Type or paste text to translate")
@@ -289,6 +292,8 @@ class MainWindow(QMainWindow):
         self.adapter_picker = AdapterPicker()
         self.adapter_picker.rescan(s.adapters_path(self.paths), s.adapter)
         self.settings_button = self._icon_button("settings", "Settings (Ctrl+,)")
+        self.history_button = QToolButton(text="History", objectName="historyButton",
+                                          toolTip="Translations kept, searchable (Ctrl+H)")
         self.glossary_button = QToolButton(text="Glossary", objectName="glossaryButton",
                                            toolTip="Glossaries and terms not to translate (Ctrl+Shift+G)")
         self.bilingual_box = QCheckBox("Bilingual PDF", toolTip="PDF documents: each original page followed by its translation")
@@ -301,6 +306,7 @@ class MainWindow(QMainWindow):
         tools.addWidget(QLabel("Adapter", objectName="hint"))
         tools.addWidget(self.adapter_picker)
         tools.addWidget(self.glossary_button)
+        tools.addWidget(self.history_button)
         tools.addWidget(self.settings_button)
 
         grid = QGridLayout()
@@ -369,6 +375,10 @@ class MainWindow(QMainWindow):
         action("Target language", ["Ctrl+Shift+T"], self.target_picker.open_popup)
         action("Settings", ["Ctrl+,"], self.open_settings)
         action("Glossary", ["Ctrl+Shift+G"], self.open_glossary)
+        action("History", ["Ctrl+H"], self.open_history)
+        action("Larger text", ["Ctrl++", "Ctrl+="], lambda: self.set_text_size(self.settings.text_size + 1))
+        action("Smaller text", ["Ctrl+-"], lambda: self.set_text_size(self.settings.text_size - 1))
+        action("Usual text size", ["Ctrl+0"], lambda: self.set_text_size(DEFAULT_TEXT_SIZE))
         action("Quit", ["Ctrl+Q"], self.close)
         self.source_picker.setToolTip(self.source_picker.toolTip() + " (Ctrl+Shift+F)")
         self.target_picker.setToolTip(self.target_picker.toolTip() + " (Ctrl+Shift+T)")
@@ -412,6 +422,7 @@ class MainWindow(QMainWindow):
         self.stop_button.clicked.connect(self.cancel_translation)
         self.settings_button.clicked.connect(self.open_settings)
         self.glossary_button.clicked.connect(self.open_glossary)
+        self.history_button.clicked.connect(self.open_history)
         self.adapter_picker.currentIndexChanged.connect(self._on_adapter_changed)
         self.adapter_picker.changed_on_disk.connect(self._on_adapter_files_changed)
         self.welcome.import_button.clicked.connect(self.import_model_folder)
@@ -554,7 +565,8 @@ class MainWindow(QMainWindow):
         text = self.source.toPlainText()
         self.count_label.setText(f"{len(text):,} character{'s' if len(text) != 1 else ''}")
         if text.strip():
-            self.typing_timer.start()
+            if self.settings.translate_as_you_type:
+                self.typing_timer.start()
         else:
             self.typing_timer.stop()
             self.cancel_translation()
@@ -657,6 +669,9 @@ class MainWindow(QMainWindow):
         self.job_id = 0
         self.segments = list(texts)
         self._show_target("\n".join(texts), streaming=False)
+        if self.settings.keep_history:
+            job = self.jobs[job_id]
+            self.history.add(self.detected or job.source, job.target, "\n".join(job.texts), "\n".join(texts))
         self.target.set_doubts(self.doubts)
         self._idle()
         lines = sum(1 for t in texts if t)
@@ -996,6 +1011,8 @@ class MainWindow(QMainWindow):
         self.save_settings()
         if new.theme != old.theme:
             self.apply_theme()
+        if new.text_size != old.text_size:
+            self.set_text_size(new.text_size)
         if new.adapters_path(self.paths) != old.adapters_path(self.paths):
             self.adapter_picker.rescan(new.adapters_path(self.paths), new.adapter)
         if (new.model_dir, new.device, new.precision, new.adapter_slots, new.gpu_memory_mb) != (
@@ -1008,8 +1025,45 @@ class MainWindow(QMainWindow):
     def save_settings(self) -> None:
         self.settings.save(self.paths.settings_file)
 
+    def _restore_last_session(self) -> None:
+        """The window's size and place, and the text, as the last quit left them."""
+        s = self.settings
+        if s.window_geometry:
+            self.restoreGeometry(QByteArray.fromBase64(s.window_geometry.encode("ascii")))
+            size = self.size()
+            resize_within_screen(self, size.width(), size.height())  # a smaller screen since
+        if s.last_text:
+            self.source.setPlainText(s.last_text)  # translated once the model is loaded
+
+    def set_text_size(self, points: int) -> None:
+        self.settings.text_size = max(MIN_TEXT_SIZE, min(MAX_TEXT_SIZE, points))
+        for pane in (self.source, self.target):
+            font = QFont(pane.font())
+            font.setPointSize(self.settings.text_size)
+            pane.setFont(font)
+        self.save_settings()
+
+    def open_history(self) -> None:
+        dialog = HistoryDialog(self.history, self.settings.keep_history, self)
+        dialog.keep.toggled.connect(self._keep_history)
+        dialog.exec()
+        if dialog.chosen is not None:
+            entry = dialog.chosen
+            self.source_picker.set_code(entry.source_language)
+            self.target_picker.set_code(entry.target_language)
+            self.settings.source_language, self.settings.target_language = entry.source_language, entry.target_language
+            self.source.setPlainText(entry.source)
+            self.translate_now()
+        dialog.deleteLater()
+
+    def _keep_history(self, keep: bool) -> None:
+        self.settings.keep_history = keep
+        self.save_settings()
+
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop the engine thread (the running job ends at its next step) and wait for it: no orphan thread."""
+        self.settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode("ascii")
+        self.settings.last_text = self.source.toPlainText()
         self.save_settings()
         self.hide()
         self.typing_timer.stop()
@@ -1019,4 +1073,5 @@ class MainWindow(QMainWindow):
         self.documents.shut_down()  # before the worker stops: the jobs it drops are resumed next time
         self.worker.stop()
         self.worker.wait()
+        self.history.close()
         event.accept()

@@ -10,24 +10,28 @@ from pathlib import Path
 
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from dragoman.app import models
-from dragoman.app.settings import MIN_GPU_MEMORY_MB, THEMES, AppPaths, Settings
+from dragoman.app.settings import MAX_TEXT_SIZE, MIN_GPU_MEMORY_MB, MIN_TEXT_SIZE, THEMES, AppPaths, Settings
 from dragoman.app.window.models_dialog import ModelsDialog
+from dragoman.app.window.screen_fit import resize_within_screen
 
 
 PRECISION_LABELS = {
@@ -57,7 +61,7 @@ class SettingsDialog(QDialog):
     def __init__(self, settings: Settings, paths: AppPaths, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
-        self.setMinimumWidth(560)
+        self.setMinimumWidth(520)
         self.settings = settings
         self.paths = paths
 
@@ -98,6 +102,12 @@ class SettingsDialog(QDialog):
         self.length_penalty.setToolTip("Above 1 favours longer translations, below 1 shorter ones")
         self.max_length = QSpinBox(minimum=8, maximum=1024, value=settings.max_length)
         self.max_length.setToolTip("The longest translation of one line, in tokens")
+        self.as_you_type = QCheckBox("Translate as you type", checked=settings.translate_as_you_type,
+                                     toolTip="Off: only Ctrl+Return translates")
+        self.keep_history = QCheckBox("Keep a history of translations", checked=settings.keep_history,
+                                      toolTip="Typed translations, kept on this computer and searchable (Ctrl+H)")
+        self.text_size = QSpinBox(minimum=MIN_TEXT_SIZE, maximum=MAX_TEXT_SIZE, value=settings.text_size, suffix=" pt",
+                                  toolTip="The size of the text in both panes (also Ctrl++ and Ctrl+-)")
         self.theme = QComboBox()
         for value in THEMES:
             self.theme.addItem(value.capitalize(), value)
@@ -116,16 +126,26 @@ class SettingsDialog(QDialog):
         form.addRow("Length penalty", self.length_penalty)
         form.addRow("Max length", self.max_length)
         form.addRow("Theme", self.theme)
+        form.addRow("Text size", self.text_size)
+        form.addRow("", self.as_you_type)
+        form.addRow("", self.keep_history)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         for button in buttons.buttons():
             button.setIcon(QIcon())  # plain text buttons, like the rest of the window
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
+        fields = QWidget()
+        fields.setLayout(form)
+        # On a small screen (or at 2x scaling) the fields scroll; OK and Cancel stay in view.
+        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        scroll.setWidget(fields)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(18, 18, 18, 18)
-        layout.addLayout(form)
+        layout.addWidget(scroll, 1)
         layout.addWidget(QLabel(f"Settings are saved in {paths.settings_file}", objectName="hint", wordWrap=True))
         layout.addWidget(buttons)
+        wanted = fields.sizeHint()
+        resize_within_screen(self, max(self.minimumWidth(), wanted.width() + 60), wanted.height() + 120)
 
         self._fill_models(settings.model_dir)
         self._fit_to_device(settings.precision)
@@ -189,6 +209,9 @@ class SettingsDialog(QDialog):
             length_penalty=self.length_penalty.value(),
             max_length=self.max_length.value(),
             theme=self.theme.currentData(),
+            text_size=self.text_size.value(),
+            translate_as_you_type=self.as_you_type.isChecked(),
+            keep_history=self.keep_history.isChecked(),
         )
 
 

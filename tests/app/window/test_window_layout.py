@@ -55,6 +55,8 @@ from PySide6.QtWidgets import QAbstractButton, QApplication, QComboBox
 from dragoman.app.settings import AppPaths, Settings
 from dragoman.app.window.glossary_dialog import GlossaryDialog
 from dragoman.app.window.gui import show_window
+from dragoman.app.window.history_dialog import HistoryDialog
+from dragoman.app.window.settings_dialog import SettingsDialog
 app = QApplication([])
 paths = AppPaths.default()
 settings = Settings(model_dir=sys.argv[1], device="cpu", precision="float32")
@@ -66,6 +68,8 @@ def off_screen(top):
     frame = top.frameGeometry()
     out = [] if screen.contains(frame) else [f"{type(top).__name__} {frame}"]
     for w in controls:
+        if w.visibleRegion().isEmpty():  # scrolled out of view inside its dialog: reached by scrolling
+            continue
         rect = w.rect().translated(w.mapToGlobal(w.rect().topLeft()))
         if not screen.contains(rect):
             out.append(f"{type(w).__name__} {w.text() if hasattr(w, 'text') else ''} {rect}")
@@ -75,12 +79,16 @@ dialog = GlossaryDialog(settings, paths, window)
 dialog.show()
 found["glossary"] = off_screen(dialog)
 dialog.close()
+for name, dialog in (("settings", SettingsDialog(settings, paths, window)), ("history", HistoryDialog(window.history, True, window))):
+    dialog.show()
+    found[name] = off_screen(dialog)
+    dialog.close()
 window.close()
 print(json.dumps(found))
 """
 
 
-def test_at_2x_scaling_the_window_and_the_glossary_dialog_fit_the_screen(tmp_path, tiny_checkpoint):
+def test_at_2x_scaling_the_window_and_its_dialogs_fit_the_screen(tmp_path, tiny_checkpoint):
     screens = tmp_path / "screen.json"  # a 1920x1080 screen: 960x540 of Qt's pixels at 2x
     screens.write_text(json.dumps({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1920, "height": 1080,
                                                 "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
@@ -88,7 +96,7 @@ def test_at_2x_scaling_the_window_and_the_glossary_dialog_fit_the_screen(tmp_pat
     done = subprocess.run([sys.executable, "-c", SCALED, str(tiny_checkpoint)], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"window": [], "glossary": []}
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"window": [], "glossary": [], "settings": [], "history": []}
 
 
 def accent_pixels(widget, accent):

@@ -40,12 +40,15 @@ from dragoman.engine import get_language
 
 PENDING_FILE = "document_jobs.json"
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+# Reports this close to the first are the sentences a retry or a resume finds in the cache (they come
+# at once, not at decoding speed): the time estimate starts after them.
+CACHE_BURST_SECONDS = 0.5
 FIRST_HEIGHT = 180  # the list's height, in pixels, until the person drags the splitter
 
 
 def collect_documents(dropped: list[Path]) -> tuple[list[Path], list[Path]]:
     """The supported files among `dropped`, folders searched recursively (`find_documents`), each once, in order;
-    and the files dropped themselves that are not of a supported type."""
+    and what else was dropped (files of other types, paths that are not there)."""
     found: dict[Path, None] = {}
     skipped = []
     for path in dropped:
@@ -182,8 +185,8 @@ class JobRow(QFrame):
         self.progress.setRange(0, total)
         self.progress.setValue(done)
         now = time.monotonic()
-        if self._timing is None:
-            self._timing = (now, done)  # sentences found in the cache come at once: time from here
+        if self._timing is None or now - self._timing[0] < CACHE_BURST_SECONDS:
+            self._timing = (now, done)  # sentences found in the cache come at once: time from the last of them
         started, first = self._timing
         if done > first and done < total:
             self.status.setText(describe_eta((total - done) * (now - started) / (done - first)))
@@ -267,9 +270,14 @@ hidden while there are none; a job added is scrolled into view."""
             return
         active = {row.job.source_path for row in self.rows if row.state in (QUEUED, RUNNING)}
         files = [f for f in files if f not in active]
-        not_read = f"Skipped {name_some(skipped)}: not a supported document type." if skipped else ""
+        missing = [path for path in skipped if not path.exists()]
+        other = [path for path in skipped if path not in missing]
+        notes = [f"Skipped {name_some(other)}: not a document Dragoman reads."] if other else []
+        notes += [f"Not found: {name_some(missing)}."] if missing else []
+        not_read = " ".join(notes)
         if not files:
-            self.message.emit(not_read or "Nothing to translate there: no supported documents that are not queued already")
+            self.message.emit("Nothing to translate there: no supported documents that are not queued already"
+                              + (f". {not_read}" if not_read else ""))
             return
         try:
             jobs = distinct_jobs([self.job_for(f) for f in files], taken=[r.job.output_path for r in self.rows

@@ -232,7 +232,7 @@ def test_unsupported_files_are_named_and_failed_and_cancelled_jobs_are_counted_a
     rows_settled(qtbot, window, 2)
     question = window.documents.ask.questions[0]
     assert question.startswith("2 documents to translate from English to French") and "b.png" in question
-    assert notes[0] == "Skipped b.png: not a supported document type."
+    assert notes[0] == "Skipped b.png: not a document Dragoman reads."
     drop(window, tmp_path / "broken.docx", tmp_path / "long.txt")
     qtbot.waitUntil(lambda: len(window.documents.rows) == 4 and window.documents.rows[3].state == RUNNING,
                     timeout=WAIT_MS)
@@ -261,3 +261,20 @@ def test_the_list_grows_with_the_splitter_scrolls_to_new_jobs_and_open_says_when
     rows["doc00.txt"].open_button.click()
     message = window.statusBar().currentMessage()
     assert message.startswith("No application is set to open .txt files") and "doc00.fra_Latn.txt" in message
+
+
+def test_the_time_left_after_a_retry_leaves_out_the_sentences_the_cache_gave_at_once(qtbot, monkeypatch, tmp_path):
+    from dragoman.app.window import jobs_panel
+
+    clock = [100.0]
+    monkeypatch.setattr(jobs_panel.time, "monotonic", lambda: clock[0])
+    row = jobs_panel.JobRow(DocumentJob(tmp_path / "a.txt", tmp_path / "a.fra_Latn.txt", "eng_Latn", "fra_Latn"))
+    qtbot.addWidget(row)
+    row.set_state(FAILED, "out of memory")
+    row.set_state(jobs_panel.QUEUED)  # retried
+    row.show_progress(0, 100)
+    clock[0] += 0.01
+    row.show_progress(60, 100)  # what the first run had translated, from the cache
+    clock[0] += 10
+    row.show_progress(70, 100)  # 10 sentences decoded in 10 s: 30 left
+    assert row.status.text() == "about 30 s left"

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -130,8 +129,6 @@ class SettingsDialog(QDialog):
         form.addRow("", self.as_you_type)
         form.addRow("", self.keep_history)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        for button in buttons.buttons():
-            button.setIcon(QIcon())  # plain text buttons, like the rest of the window
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         fields = QWidget()

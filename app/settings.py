@@ -93,7 +93,7 @@ class Settings:
     text_size: int = DEFAULT_TEXT_SIZE  # points, of the two text panes
     keep_history: bool = True  # typed translations are kept in a searchable history (app.history)
     window_geometry: str = ""  # the window's size and place at the last quit (Qt's saveGeometry, base64)
-    last_text: str = ""  # the source text at the last quit
+    last_text: str = ""  # the source text at the last quit (kept only with keep_history)
 
     def remember_language(self, code: str) -> None:
         """Move `code` to the front of the recently used languages."""

@@ -22,7 +22,9 @@ LID_EXTRA = {
     "yue": "yue_Hant",
 }
 MIN_SCORE = 0.3  # below this the detector is guessing: report nothing
-_SENTENCE_END = re.compile(r"(?<=[.!?;。！？；؟۔।])\s+|(?<=[。！？；؟])|\n+")  # where one sentence ends, another may change language
+# Where one sentence ends (and the next may be in another language): after end punctuation and a space,
+# right after CJK and Arabic end punctuation (no space follows it), or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?;。！？；؟۔।])\s+|(?<=[。！？；؟])|\n+")
 # Traditional characters that Simplified Chinese writes differently (a few frequent ones suffice).
 _TRADITIONAL = re.compile("[們這個來時會說國學對後經開無麼發問與電話請書見車門長東風愛聽讀寫語體廣]")
 

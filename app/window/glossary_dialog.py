@@ -133,7 +133,7 @@ class GlossaryDialog(QDialog):
     def refresh(self) -> None:
         """List the glossaries folder's files, a row per language pair (the user's own is listed below)."""
         glossaries, problems = read_glossaries(self.folder)
-        self.read = {glossary.path.name: glossary for glossary in glossaries}
+        self.files_read = {glossary.path.name: glossary for glossary in glossaries}
         self.glossaries.setRowCount(0)
         for glossary in glossaries:
             if glossary.path.name == USER_GLOSSARY:
@@ -159,7 +159,7 @@ class GlossaryDialog(QDialog):
 
     def show_terms(self, pair: GlossaryPair) -> None:
         """A read-only table of the pair's terms, as imported."""
-        entries = [entry for entry in self.read[pair.name].entries
+        entries = [entry for entry in self.files_read[pair.name].entries
                    if (entry.source_lang, entry.target_lang) == (pair.source_lang, pair.target_lang)]
         self.terms_view = QDialog(self, windowTitle=f"{pair.name}: {pair.label()}")
         table = QTableWidget(len(entries), 2, objectName="terms")

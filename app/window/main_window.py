@@ -1063,7 +1063,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop the engine thread (the running job ends at its next step) and wait for it: no orphan thread."""
         self.settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode("ascii")
-        self.settings.last_text = self.source.toPlainText()
+        self.settings.last_text = self.source.toPlainText() if self.settings.keep_history else ""  # off: no text kept
         self.save_settings()
         self.hide()
         self.typing_timer.stop()

@@ -61,6 +61,9 @@ def test_the_window_comes_back_with_its_size_place_and_text(qtbot, open_window, 
     assert again.geometry().size() == window.geometry().size() and again.geometry().topLeft() == window.geometry().topLeft()
     again.events.wait(qtbot, "translated")  # translated once its model was loaded
     qtbot.waitUntil(lambda: again.target.toPlainText() != "", timeout=WAIT_MS)
+    again.settings.keep_history = False  # no history: no text kept either
+    again.close()
+    assert open_window().source.toPlainText() == ""
 
 
 def test_translate_as_you_type_off_waits_for_ctrl_return_and_the_text_size_changes(qtbot, open_window, settings):

@@ -9,7 +9,7 @@ supersedes it, or when the worker is asked to quit.
 
 Document jobs (app.session.jobs.DocumentJob) go through the same queue, after any typed text that
 is waiting; while one runs, typed text that arrives pauses it (the session's `TypedTextFirst`) so
-that typing stays instant. A click's alternatives run as typed text does.
+that typing stays instant. Alternatives asked for a sentence (Alt+Down, the context menu) run as typed text does.
 
 Partial hypotheses are reported per line, the line's other sentences as far as they are known; a
 completion job (`TranslationJob.completion`) also streams the completed sentence (`completing`).
@@ -34,7 +34,7 @@ from dragoman.app.settings import AppPaths
 
 @dataclass(frozen=True)
 class FindAlternatives:
-    """The alternatives of one sentence of a typed job, for a click on its translation."""
+    """The alternatives of one sentence of a typed job, asked for from the translation pane (Alt+Down, the context menu)."""
 
     job: TranslationJob  # the languages, options and adapter it was translated with
     sentence: str
@@ -293,7 +293,7 @@ class EngineWorker(QThread):
         self.alternatives_found.emit(job_id, found)
 
     def _typed_waiting(self) -> bool:
-        """Is a typed job, or a click's alternatives, next in the queue (not a model load, not quitting)?"""
+        """Is a typed job, or alternatives asked for, next in the queue (not a model load, not quitting)?"""
         with self._queue.mutex:
             head = self._queue.queue[0][2] if self._queue.queue else None
         if not isinstance(head, tuple):

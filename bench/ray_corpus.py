@@ -24,7 +24,7 @@ import torch
 
 from bench import add_out_argument, emit
 from bench.__main__ import SHAPES
-from bench.checkpoint import write_checkpoint
+from bench.checkpoint import checkpoint_in
 from bench.documents import NEW_TOKENS, document_sentences
 
 
@@ -63,9 +63,7 @@ def main() -> None:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="dragoman-bench-"))
-    checkpoint = args.checkpoint or work / "checkpoint"
-    if not (checkpoint / "config.json").exists():
-        write_checkpoint(checkpoint, args.size)
+    checkpoint = checkpoint_in(args.checkpoint, work, args.size)
     corpus = work / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"text": s}) + "\n" for s in document_sentences(args.sentences)),
                       encoding="utf-8")

@@ -249,6 +249,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
 
     from dragoman.app.confidence import doubts
     from dragoman.app.jobs import open_memory, translation_context
+    from dragoman.app.terms import translate_full_masked
     from dragoman.app.typed_text import TypedText
     from dragoman.engine import get_language
 
@@ -256,7 +257,6 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     memory = open_memory()
     context = translation_context(translator, args.adapter or "", src, tgt, options)
     pair_terms = terms.for_pair(src, tgt)
-    positions = translator.config.max_position_embeddings
     doubtful = []
     try:
         for index, chunk in enumerate(chunks(read_lines(stdin), CHUNK_LINES)):
@@ -267,9 +267,9 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
                 sentences, line_of = text.sentences, text.line_of
             remembered = memory.find(src, tgt, context, sentences)
             missing = [s for s in dict.fromkeys(sentences) if s not in remembered]
-            full = dict(zip(missing, translator.translate_full(
-                missing, src, tgt, options, adapter=args.adapter, alternatives=args.alternatives or 1,
-                terms=[pair_terms.of(s, max_length=options.length, max_positions=positions) for s in missing])))
+            full = dict(zip(missing, translate_full_masked(
+                translator, missing, src, tgt, options, pair_terms, adapter=args.adapter,
+                alternatives=args.alternatives or 1)))
             found = {**remembered, **{s: t.text for s, t in full.items()}}
             if text is None:
                 for sentence in chunk:

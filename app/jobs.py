@@ -22,7 +22,7 @@ from dragoman.app.confidence import doubts
 from dragoman.app.documents import DocumentError, is_supported, translate_document
 from dragoman.app.translation_memory import MEMORY_FILE, TranslationMemory
 from dragoman.app.settings import AppPaths
-from dragoman.app.terms import Terms, cache_text
+from dragoman.app.terms import Marks, Terms, cache_text
 from dragoman.engine import TranslationCache, get_language, model_identity
 
 CACHE_FILE = "translations.sqlite3"
@@ -143,21 +143,25 @@ def cached_translate_batch(
     context = translation_context(translator, job.adapter, job.source, job.target, options)
     pair_terms = (terms or Terms()).for_pair(job.source, job.target)
     positions = translator.config.max_position_embeddings
+    marks = Marks.for_translator(translator)
 
     def translate_batch(texts: list[str]) -> list[str | None]:
         # The memory holds what a person chose for a sentence: it is reused whatever the glossary.
         found = memory.find(job.source, job.target, context, texts) if memory is not None else {}
         remembered = set(found)  # chosen by a person: not doubted
-        sentence_terms = {t: pair_terms.of(t, tagged=True, max_length=options.length,
-                                               max_positions=positions) for t in texts}
-        keys = {t: cache_text(t, sentence_terms[t]) for t in texts}
+        masked = {t: pair_terms.mask(t, marks, tagged=True, max_length=options.length, max_positions=positions)
+                  for t in texts}
+        verbatim = {t for t in texts if t not in found and masked[t].verbatim}  # nothing to translate
+        found.update((t, t) for t in verbatim)
+        # The cache keys on what the model read and keeps what it wrote, marks and all.
+        keys = {t: cache_text(masked[t].text, masked[t].terms) for t in texts}
         if cache is not None:
             stored = cache.get_many(context, [keys[t] for t in texts if t not in found])
-            found.update((t, stored[keys[t]]) for t in texts if keys[t] in stored and t not in found)
+            found.update((t, masked[t].restore(stored[keys[t]])) for t in texts if keys[t] in stored and t not in found)
         missing = [t for t in texts if t not in found]
         if report is not None:
             report.remembered += len(remembered)
-            report.cached += len(found) - len(remembered)
+            report.cached += len(found) - len(remembered) - len(verbatim)
             report.translated += len(missing)
         unstored: dict[str, str] = {}
         store_by = time.monotonic() + CACHE_SECONDS
@@ -181,7 +185,8 @@ def cached_translate_batch(
 
         def on_result(i: int, translation: str) -> None:
             nonlocal reported
-            found[missing[i]] = unstored[missing[i]] = translation
+            unstored[missing[i]] = translation
+            found[missing[i]] = masked[missing[i]].restore(translation)
             if time.monotonic() >= store_by:
                 store()
             if progress and (len(found) - reported >= step or len(found) == len(texts)):
@@ -190,20 +195,21 @@ def cached_translate_batch(
 
         if missing:
             try:
-                results = translator.translate(missing, job.source, job.target, options, priority=1,
-                                               should_stop=should_stop, adapter=job.adapter, on_result=on_result,
-                                               on_translation=on_translation,
-                                               terms=[sentence_terms[t] for t in missing])
+                results = translator.translate([masked[t].text for t in missing], job.source, job.target, options,
+                                               priority=1, should_stop=should_stop, adapter=job.adapter,
+                                               on_result=on_result, on_translation=on_translation,
+                                               terms=[masked[t].terms for t in missing])
                 for text, result in zip(missing, results):
                     if result is not None and text not in found:  # from a translator that does not report
-                        found[text] = unstored[text] = result
+                        unstored[text] = result
+                        found[text] = masked[text].restore(result)
             finally:
                 store()
         if report is not None:
             for text in texts:
                 report.sentences += 1
                 translation = found.get(text)
-                if translation is not None and text not in remembered:
+                if translation is not None and text not in remembered and text not in verbatim:
                     score = scores.get(text)
                     if reasons := doubts(text, translation, job.source, job.target, score):
                         report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons), score))

@@ -18,6 +18,13 @@ last), so that one crowded sentence never fails a document (`fit`); so is every 
 that might be too long for the model to read at once (the engine cuts such a text in pieces, and
 a term cannot be kept across them: `readable_at_once`).
 
+Do-not-translate spans never go to the model as they are written: a vocabulary that cannot
+spell a character of one (`/` in `http://www.perl.org/`) would lose it. Each becomes a numbered
+mark (`<v1/>`, or `(1)` where the vocabulary spells no `<`: `Marks`, the first of `MARK_FORMS`
+the engine spells) that the translation must hold, and `Masked.restore` puts the span's bytes
+back in its place. A sentence with nothing to translate once its spans and tags are set aside
+(a URL, a number) never reaches the model (`Masked.verbatim`): it is its own translation.
+
 A translation cache keys on the sentence with its terms (`cache_text`): a sentence translated
 with a glossary is not reused without it, nor the other way round, and a sentence with no terms
 keeps the key it always had.
@@ -26,12 +33,13 @@ keeps the key it always had.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dragoman.app.documents.segments import PLACEHOLDER_TAG
+from dragoman.app.documents.sentences import is_translatable
 from dragoman.app.glossary import Glossary, GlossaryError, TermMatcher, read_glossary
-from dragoman.app.protected_spans import ProtectedTerms, find_protected_spans
+from dragoman.app.protected_spans import ProtectedSpan, ProtectedTerms, find_protected_spans
 from dragoman.app.settings import AppPaths, Settings
 from dragoman.engine import get_language
 
@@ -42,6 +50,8 @@ GLOSSARY_SUFFIXES = (".csv", ".tsv", ".txt", ".tbx", ".xml")
 FIXED_POSITIONS = 3
 # What is kept first when a sentence's terms crowd its translation (after its tags).
 GLOSSARY, USER, AUTOMATIC = range(3)
+# How a verbatim span is marked in what the model reads, the first form the vocabulary spells.
+MARK_FORMS = ("<v{}/>", "({})")
 
 
 @dataclass(frozen=True)
@@ -125,25 +135,115 @@ class PairTerms:
         tuple; none for a sentence without tags); within `max_length` decoder positions
         where given (`fit`); none for a sentence that a model of `max_positions` source
         positions might not read at once (`readable_at_once`)."""
+        return self.mask(sentence, None, tagged, max_length, max_positions).terms
+
+    def mask(self, sentence: str, marks: Marks | None, tagged: bool = False, max_length: int | None = None,
+             max_positions: int | None = None) -> Masked:
+        """`sentence` as the model reads it, its do-not-translate spans replaced by `marks` (None: kept
+        as written, each a term), with its terms as `of` says."""
         if max_positions is not None and not readable_at_once(sentence, max_positions):
-            return []
-        found: list[tuple[int, int, str]] = []  # (start in the sentence, rank, term)
+            return Masked(sentence, [])
         glossary = self.matcher.find(sentence)
-        found += [(m.start, GLOSSARY, m.entry.target) for m in glossary]
         if self.protect:
             spans = find_protected_spans(sentence, self.protected)
         else:
             spans = self.protected.find(sentence) if self.protected is not None else []
-        found += [(s.start, USER if s.kind == "term" else AUTOMATIC, sentence[s.start:s.end]) for s in spans
-                  if not any(m.start < s.end and s.start < m.end for m in glossary)]
+        spans = [s for s in spans if not any(m.start < s.end and s.start < m.end for m in glossary)]
+        masked = marks.apply(sentence, spans) if marks is not None else Masked(sentence, [])
+        found: list[tuple[int, int, str]] = []  # (start in the sentence, rank, term)
+        found += [(m.start, GLOSSARY, m.entry.target) for m in glossary]
+        found += [(s.start, USER if s.kind == "term" else AUTOMATIC, masked.mark_of.get(s, sentence[s.start:s.end]))
+                  for s in spans]
         tags = tag_chain(sentence) if tagged else ()
         ranks: dict[str, int] = {}
         for _, rank, term in sorted(found):
             if term not in tags:  # kept by the chain, in its place
                 ranks[term] = min(rank, ranks.get(term, rank))
-        if max_length is not None:
-            return fit(ranks, tags, max_length)
-        return ([tags] if tags else []) + list(ranks)
+        terms = fit(ranks, tags, max_length) if max_length is not None else ([tags] if tags else []) + list(ranks)
+        return masked.keeping(terms)
+
+
+class Marks:
+    """How verbatim spans are marked for one model: numbered marks in a form its vocabulary spells."""
+
+    def __init__(self, form: str):
+        self.form = form
+
+    @classmethod
+    def for_translator(cls, translator) -> Marks | None:
+        """The first of MARK_FORMS the translator's vocabulary spells with every digit; None if none is."""
+        return next((cls(form) for form in MARK_FORMS
+                     if translator.spells(form.format(1)) and translator.spells(form.format(1234567890))), None)
+
+    def apply(self, sentence: str, spans: list[ProtectedSpan]) -> Masked:
+        """`sentence` with each span a mark that it does not otherwise hold."""
+        parts, mark_of, originals, position, number = [], {}, {}, 0, 0
+        for span in spans:
+            number += 1
+            while self.form.format(number) in sentence:
+                number += 1
+            mark = self.form.format(number)
+            parts += [sentence[position : span.start], mark]
+            mark_of[span] = mark
+            spaced = (span.start > 0 and sentence[span.start - 1].isspace(),
+                      span.end < len(sentence) and sentence[span.end].isspace())
+            originals[mark] = Verbatim(sentence[span.start : span.end], *spaced)
+            position = span.end
+        return Masked("".join(parts) + sentence[position:], [], originals, mark_of)
+
+
+@dataclass(frozen=True)
+class Verbatim:
+    """A span's bytes, and whether the source had a space before and after it."""
+
+    text: str
+    space_before: bool
+    space_after: bool
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A sentence as the model reads it: `text`, each verbatim span a mark (`originals`: mark -> the
+    span) that its `terms` hold."""
+
+    text: str
+    terms: list[str | tuple[str | None, ...]]
+    originals: dict[str, Verbatim] = field(default_factory=dict)
+    mark_of: dict[ProtectedSpan, str] = field(default_factory=dict)
+
+    @property
+    def verbatim(self) -> bool:
+        """Nothing to translate: no letter outside its marks and placeholder tags."""
+        text = PLACEHOLDER_TAG.sub("", self.text)
+        for mark in self.originals:
+            text = text.replace(mark, " ")
+        return not is_translatable(text)
+
+    def keeping(self, terms: list[str | tuple[str | None, ...]]) -> Masked:
+        """These terms; the spans whose marks they left out (no room) are written back as they were."""
+        text, originals = self.text, dict(self.originals)
+        for mark, span in self.originals.items():
+            if mark not in terms:
+                text = text.replace(mark, span.text, 1)
+                del originals[mark]
+        return Masked(text, terms, originals, {s: m for s, m in self.mark_of.items() if m in originals})
+
+    def restore(self, translation: str, partial: bool = False) -> str:
+        """The translation with each span's bytes where its mark is (a mark written twice: once;
+        one missing, at the end, unless the translation is `partial`)."""
+        for mark, span in self.originals.items():
+            at = translation.find(mark)
+            if at < 0:
+                if not partial:
+                    translation = translation.rstrip() + " " + span.text
+                continue
+            before, after = translation[:at], translation[at + len(mark) :].replace(mark, "")
+            if span.space_before and before[-1:].isalnum():
+                before += " "
+            if span.space_after and after[:1].isalnum():
+                after = " " + after
+            translation = before + span.text + after
+        return translation
 
 
 def tag_chain(sentence: str) -> tuple[str | None, ...]:
@@ -196,3 +296,34 @@ def cache_text(text: str, terms: list[str]) -> str:
     """What a translation cache keys on for `text` translated with `terms`: the text itself when
     there are none, else the text and its terms."""
     return text if not terms else f"{text}\x00terms\x00{json.dumps(terms, ensure_ascii=False)}"
+
+
+def translate_full_masked(translator, texts: list[str], src_lang: str, tgt_lang: str, options,
+                          pair_terms: PairTerms | None, on_partial=None, **parameters) -> list:
+    """`translator.translate_full(texts, ...)` for typed text and stdin, each text with its terms:
+    its verbatim spans marked and restored (alternatives and partial results too), and a text
+    with nothing to translate not sent (it is its own translation, with no score)."""
+    from dragoman.engine import Translation
+
+    marks = Marks.for_translator(translator)
+    positions = translator.config.max_position_embeddings
+    masked = [pair_terms.mask(t, marks, max_length=options.length, max_positions=positions) if pair_terms
+              else Masked(t, []) for t in texts]
+    sent = [i for i, m in enumerate(masked) if not m.verbatim]
+    results: list = [None if i in sent else Translation(texts[i]) for i in range(len(texts))]
+    for i in range(len(texts)):
+        if results[i] is not None and on_partial is not None:
+            on_partial(i, texts[i])
+    if not sent:
+        return results
+
+    def restored(translation: Translation, m: Masked) -> Translation:
+        return replace(translation, text=m.restore(translation.text),
+                       alternatives=[restored(a, m) for a in translation.alternatives])
+
+    partial = None if on_partial is None else lambda j, text: on_partial(sent[j], masked[sent[j]].restore(text, True))
+    done = translator.translate_full([masked[i].text for i in sent], src_lang, tgt_lang, options, on_partial=partial,
+                                     terms=[masked[i].terms for i in sent], **parameters)
+    for i, translation in zip(sent, done):
+        results[i] = restored(translation, masked[i]) if translation is not None else None
+    return results

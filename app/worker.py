@@ -40,7 +40,7 @@ from PySide6.QtCore import QThread, Signal
 from dragoman.app import detect
 from dragoman.app.confidence import doubts
 from dragoman.app.jobs import DocumentJob, JobReport, open_cache, open_memory, run_document_job, translation_context
-from dragoman.app.terms import PairTerms, Terms
+from dragoman.app.terms import PairTerms, Terms, translate_full_masked
 from dragoman.app.typed_text import TypedText
 from dragoman.engine import get_language
 
@@ -128,10 +128,9 @@ class RecentTranslations:
                 if scores is not None and found.score is not None:
                     scores[text] = found.score
         if missing:
-            done = translator.translate_full(
-                [texts[i] for i in missing], source, target, options, priority=0,
+            done = translate_full_masked(
+                translator, [texts[i] for i in missing], source, target, options, terms, priority=0,
                 on_partial=lambda j, text: on_partial(missing[j], text), should_stop=should_stop, adapter=adapter,
-                terms=[list(sentence_terms[i]) for i in missing],
             )
             for i, result in zip(missing, done):
                 if result is not None:  # not stopped before it finished
@@ -400,10 +399,9 @@ class EngineWorker(QThread):
                     )
                     results[completed] = self._text_and_score(text.sentences[completed], result, scores)
             else:
-                full = self.translator.translate_full(
-                    text.sentences, source, job.target, options, priority=1, on_partial=on_sentence,
-                    should_stop=should_stop, adapter=job.adapter,
-                    terms=[terms.of(s, max_length=options.length, max_positions=positions) for s in text.sentences],
+                full = translate_full_masked(
+                    self.translator, text.sentences, source, job.target, options, terms, priority=1,
+                    on_partial=on_sentence, should_stop=should_stop, adapter=job.adapter,
                 )
                 results = [self._text_and_score(s, t, scores) for s, t in zip(text.sentences, full)]
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on

@@ -452,6 +452,8 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
                     print(f"dragoman: {job.source_path}: formatting placed by proportion in {report.proportional} "
                           f"sentence{'s' if report.proportional != 1 else ''} (the translation lost their tags)",
                           file=sys.stderr)
+                for line in report.notes:
+                    print(f"dragoman: {job.source_path}: {line}", file=sys.stderr)
                 print(written, file=sys.stdout)
                 doubtful += [{"file": str(job.source_path), "sentence": d.sentence, "source": d.source,
                               "translation": d.translation, "score": d.score, "reasons": list(d.reasons)}

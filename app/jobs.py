@@ -73,6 +73,7 @@ class JobReport:
     doubtful: list[Doubtful] = field(default_factory=list)
     sentences: int = 0  # the document's distinct sentences seen so far, the number of the next one
     proportional: int = 0
+    notes: list[str] = field(default_factory=list)  # the document's own (app.documents: an encoding assumed)
 
 
 @dataclass(frozen=True)
@@ -250,4 +251,5 @@ def run_document_job(
         batch_sentences=None,
         options=job.document_options,
         proportional=proportional,
+        note=report.notes.append if report is not None else None,
     )

@@ -1,7 +1,8 @@
 """HTML (.html, .htm): the page's text, its title, and the alt/title/placeholder texts.
 
 Parsed with lxml's HTML parser (libxml2: no entity expansion, no network) and written back with
-lxml's HTML serializer in the encoding the page was read in. The page's own doctype and XML
+lxml's HTML serializer in the encoding the page was read in (a legacy one, declared or detected:
+app.documents.safety; UTF-8 where it cannot hold the translation, said in the document's notes). The page's own doctype and XML
 declaration are written as they were (a page without a doctype gains none, although libxml2 adds
 one to every tree), and the charset declarations (`<meta charset>`, `<meta http-equiv=
 "Content-Type">`, the XML declaration's encoding) are kept, naming the encoding written. Pages
@@ -23,7 +24,8 @@ from pathlib import Path
 import lxml.html
 from lxml import etree
 
-from dragoman.app.documents.safety import DocumentError, decode_text, read_bytes
+from dragoman.app.documents.safety import (DocumentError, assumed_encoding, decode_text, encoding_label,
+                                           read_bytes)
 from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.xmlflow import BLOCK, XmlFlow
 
@@ -55,8 +57,11 @@ _XML_DECLARATION = re.compile(r"^\ufeff?\s*(<\?xml[^>]*\?>)\s*")
 _SPACE = re.compile(r"\s*")
 _CHARSET = re.compile(r"(charset\s*=\s*[\"']?)([\w.:-]+)", re.IGNORECASE)
 _ENCODING = re.compile(r"(encoding\s*=\s*[\"'])([\w.:-]+)", re.IGNORECASE)
-# the encoding names to declare for what safety.decode_text reads
+# the encoding names to declare for what safety.decode_text reads (legacy ones: encoding_label)
 _DECLARED = {"utf-8": "utf-8", "utf-8-sig": "utf-8", "utf-16": "utf-16", "utf-32": "utf-32"}
+_DECLARATION = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?([\w.:-]+)|<\?xml[^>]*encoding\s*=\s*["']([\w.:-]+)""",
+                          re.IGNORECASE)
+DECLARATION_BYTES = 4096  # where a page's charset declaration must be (HTML: within the first 1024 bytes)
 
 
 def _doctype_of(text: str) -> str | None:
@@ -90,7 +95,10 @@ def _declaring(match: re.Match, encoding: str) -> str:
 
 class HtmlDocument(Document):
     def __init__(self, path: Path):
-        text, self.encoding = decode_text(read_bytes(path))
+        data = read_bytes(path)
+        declared = _DECLARATION.search(data[:DECLARATION_BYTES])
+        text, self.encoding = decode_text(data, declared and (declared.group(1) or declared.group(2)).decode("ascii"))
+        self.notes = tuple(filter(None, [assumed_encoding(self.encoding)]))
         declaration = _XML_DECLARATION.match(text)
         self.declaration = declaration.group(1) if declaration else None
         if declaration:
@@ -113,7 +121,15 @@ class HtmlDocument(Document):
     def write(self, translations: list[list[Run]], out_path: Path) -> None:
         for chunk, runs in zip(self.chunks, translations, strict=True):
             self.flow.write_chunk(chunk, runs)
-        declared = _DECLARED.get(self.encoding, self.encoding)
+        try:
+            out_path.write_bytes(self._page(self.encoding).encode(self.encoding))
+        except UnicodeEncodeError:  # a legacy encoding without the target's letters
+            out_path.write_bytes(self._page("utf-8").encode("utf-8"))
+            self.notes += (f"written as UTF-8: {encoding_label(self.encoding)} cannot hold the translation",)
+
+    def _page(self, encoding: str) -> str:
+        """The page as text, its charset declarations naming `encoding`."""
+        declared = _DECLARED.get(encoding) or encoding_label(encoding)
         for meta in self.root.iter("meta"):
             if meta.get("charset") is not None and not _same_encoding(meta.get("charset").strip(), declared):
                 meta.set("charset", declared)
@@ -125,7 +141,7 @@ class HtmlDocument(Document):
         prolog = [self.doctype] if self.doctype else []
         if self.declaration:
             prolog.insert(0, _ENCODING.sub(lambda m: _declaring(m, declared), self.declaration))
-        out_path.write_bytes("\n".join(prolog + [html]).encode(self.encoding))
+        return "\n".join(prolog + [html])
 
 
 def extract(path: Path) -> HtmlDocument:

@@ -372,6 +372,7 @@ class Document:
     """
 
     segments: list[Segment]
+    notes: tuple[str, ...] = ()  # what was assumed reading it or changed writing it (an encoding), a line each
 
     def write(self, translations: list[list[Run]], out_path) -> None:
         raise NotImplementedError

@@ -155,15 +155,15 @@ def _text(text: str) -> str:
 
 
 def _bomless_utf16(data: bytes) -> str | None:
-    """'utf-16-le' or 'utf-16-be' for data whose zero bytes fall on one side of each pair, as the high
-    bytes of Latin text written in UTF-16 without a BOM do; else None."""
+    """'utf-16-le' or 'utf-16-be' for data whose zero bytes fall on one side of at least half the
+    pairs, as the high bytes of Latin text written in UTF-16 without a BOM do; else None."""
     head = data[:8192]
     if len(data) % 2:
         return None
     even, odd = head[0::2].count(0), head[1::2].count(0)
-    if odd >= len(head) // 8 and even == 0:
+    if odd >= len(head) // 4 and even == 0:
         return "utf-16-le"
-    if even >= len(head) // 8 and odd == 0:
+    if even >= len(head) // 4 and odd == 0:
         return "utf-16-be"
     return None
 

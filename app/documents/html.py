@@ -18,6 +18,7 @@ chapters.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import re
 from pathlib import Path
 
@@ -93,6 +94,30 @@ def _declaring(match: re.Match, encoding: str) -> str:
     return match.group(0) if _same_encoding(match.group(2), encoding) else match.group(1) + encoding
 
 
+# Attributes libxml2's HTML writer percent-escapes (`{{ url }}` -> `{{%20url%20}}`): each is written
+# as a token, then the token replaced by the value as the page had it.
+_URI_ATTRIBUTES = ("href", "src", "action", "name", "cite", "longdesc", "usemap", "data", "formaction")
+_URI_TOKEN = re.compile(r'"dragoman-target-(\d+)"')
+
+
+@contextlib.contextmanager
+def _targets_as_written(root):
+    """The tree with each link target a token for the time of the block; yields the values, escaped
+    for a double-quoted attribute, by token number."""
+    replaced: list[tuple] = []
+    for el in root.iter(etree.Element):
+        for name in _URI_ATTRIBUTES:
+            value = el.get(name)
+            if value is not None:
+                replaced.append((el, name, value))
+                el.set(name, f"dragoman-target-{len(replaced) - 1}")
+    try:
+        yield [value.replace("&", "&amp;").replace('"', "&quot;") for _, _, value in replaced]
+    finally:
+        for el, name, value in replaced:
+            el.set(name, value)
+
+
 class HtmlDocument(Document):
     def __init__(self, path: Path):
         data = read_bytes(path)
@@ -136,7 +161,9 @@ class HtmlDocument(Document):
             if (meta.get("http-equiv") or "").lower() == "content-type" and meta.get("content"):
                 meta.set("content", _CHARSET.sub(lambda m: _declaring(m, declared), meta.get("content")))
         # the tree, not the root element: lxml drops <meta http-equiv> when it writes an element
-        html = etree.tostring(self.root.getroottree(), encoding="unicode", method="html")
+        with _targets_as_written(self.root) as targets:
+            html = etree.tostring(self.root.getroottree(), encoding="unicode", method="html")
+        html = _URI_TOKEN.sub(lambda m: '"' + targets[int(m.group(1))] + '"', html)
         html = re.sub(r"^<!DOCTYPE[^>]*>\n?", "", html)  # libxml2's, present whether the page had one or not
         prolog = [self.doctype] if self.doctype else []
         if self.declaration:

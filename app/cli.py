@@ -261,7 +261,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     from dragoman.engine import get_language
 
     scripts = get_language(src).script, get_language(tgt).script
-    memory = open_memory()
+    memory = optional(open_memory)
     context = translation_context(translator, args.adapter or "", src, tgt, options)
     pair_terms = terms.for_pair(src, tgt)
     doubtful = []
@@ -272,7 +272,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             else:
                 text = TypedText(chunk, *scripts, split=not args.no_split)
                 sentences, line_of = text.sentences, text.line_of
-            remembered = memory.find(src, tgt, context, sentences)
+            remembered = memory.find(src, tgt, context, sentences) if memory is not None else {}
             missing = [s for s in dict.fromkeys(sentences) if s not in remembered]
             full = dict(zip(missing, translate_full_masked(
                 translator, missing, src, tgt, options, pair_terms, adapter=args.adapter,
@@ -292,7 +292,8 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
                     doubtful.append({"line": index * CHUNK_LINES + number + 1, "source": sentence,
                                      "translation": found[sentence], "score": score, "reasons": reasons})
     finally:
-        memory.close()
+        if memory is not None:
+            memory.close()
     report_doubts(args.report, doubtful, "stdin", quiet=True)
     return 0
 
@@ -332,6 +333,18 @@ def report_doubts(path: str | None, entries: list[dict], where: str, quiet: bool
               file=sys.stderr)
     if path:
         write_atomically(Path(path), "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode())
+
+
+def optional(open_database):
+    """The translation memory or cache `open_database()` opens, or None, said in one line, where its
+    file cannot be used: translating goes on without it."""
+    from dragoman.engine import DatabaseError
+
+    try:
+        return open_database()
+    except DatabaseError as e:
+        print(f"dragoman: {e}; going on without it", file=sys.stderr)
+        return None
 
 
 def app_databases() -> dict[Path, str]:
@@ -474,7 +487,7 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
 
     failed = list(refused)
     doubtful = []
-    cache, memory = open_cache(), open_memory()
+    cache, memory = optional(open_cache), optional(open_memory)
     try:
         for job in jobs:
             bar = ProgressBar(job.source_path.name, sys.stderr)
@@ -506,8 +519,9 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
                 print(f"dragoman: error: {job.source_path}: {message}", file=sys.stderr)
                 failed.append(str(job.source_path))
     finally:
-        cache.close()
-        memory.close()
+        for database in (cache, memory):
+            if database is not None:
+                database.close()
     report_doubts(report_path, doubtful, f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}")
     if failed:
         print(f"dragoman: {len(failed)} of {len(jobs) + len(refused)} documents failed: {', '.join(failed)}", file=sys.stderr)

@@ -13,7 +13,8 @@ the cache, the translation memory), and, where the engine gave one, from its sco
 - a low score: the model was unsure of its own words (engine.Translation's score, a log-probability
   per token, below LOW_SCORE).
 
-Short texts are not judged: a name, a number or a two-word heading proves nothing. Every check is
+Short texts are not judged: a name, a number or a two-word heading proves nothing, nor do the
+letters of URLs, addresses and placeholders (app.session.protected_spans), which stay as they are. Every check is
 linear in the text.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import unicodedata
 
 from dragoman.app.session import detect
+from dragoman.app.session.protected_spans import ProtectedSpan, find_protected_spans
 from dragoman.engine import NO_SPACE_SCRIPTS, get_language
 
 MIN_LETTERS = 12  # below this, in the source, nothing is judged
@@ -44,6 +46,12 @@ LETTERS_PER_100_LATIN = {
 
 def letters(text: str) -> int:
     return sum(1 for ch in text if unicodedata.category(ch)[0] in "LM")
+
+
+def outside_verbatim_spans(text: str) -> str:
+    spans = find_protected_spans(text)
+    return "".join(text[a.end : b.start] for a, b in zip([ProtectedSpan(0, 0, "")] + spans,
+                                                          spans + [ProtectedSpan(len(text), len(text), "")]))
 
 
 def units(text: str, script: str) -> list[str]:
@@ -72,7 +80,7 @@ def longest_loop(items: list[str]) -> int:
 def doubts(source: str, translation: str, source_lang: str, target_lang: str, score: float | None = None) -> list[str]:
     """The reasons to doubt `translation` of `source`, in words for the user; [] when none.
     `score`: the engine's score of it (None: not known, as for a translation from the cache)."""
-    if letters(source) < MIN_LETTERS or not translation.strip():
+    if letters(outside_verbatim_spans(source)) < MIN_LETTERS or not translation.strip():
         return []
     source_script, target_script = get_language(source_lang).script, get_language(target_lang).script
     reasons = []

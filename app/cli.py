@@ -313,6 +313,13 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
     terms = command_line_terms(args)
+    documents = bool(args.files) and not args.corpus
+    # a typo costs nothing: the documents are checked, and the report refused, before the model is looked for
+    jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides) if documents else ([], [])
+    if args.report:
+        check_output_file(args.report, "--report", {
+            **{job.source_path: "the document" for job in jobs}, **{Path(name): "the document" for name in refused},
+            **{job.output_path: "the translation" for job in jobs}, **app_databases()})
     args.model = str(model_folder(args.model))
 
     from dragoman.engine import Translator
@@ -324,12 +331,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         check_adapter(adapters_dir, args.adapter, load_config(args.model))
     if args.corpus:
         return translate_corpus(args, src, targets, overrides, terms, adapters_dir, gpu_memory)
-    if args.files:
-        jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides)  # a typo costs nothing
-        if args.report:
-            check_output_file(args.report, "--report", {
-                **{job.source_path: "the document" for job in jobs}, **{Path(name): "the document" for name in refused},
-                **{job.output_path: "the translation" for job in jobs}, **app_databases()})
+    if documents:
         if args.ray is not None:
             return run_jobs_on_ray(args, jobs, refused, worker_spec(args, terms, adapters_dir, gpu_memory))
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
@@ -337,8 +339,6 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         return run_jobs(jobs, refused, translator, args.report, terms)
     from dragoman.app.session.session import TranslationJob, TranslationSession
 
-    if args.report:
-        check_output_file(args.report, "--report", app_databases())
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
     session = TranslationSession.open(translator, terms=terms, unusable=going_on_without)

@@ -303,7 +303,7 @@ def test_text_with_nothing_to_translate_never_reaches_the_model(translator, tmp_
     session = TranslationSession(recording)
     texts = ["https://example.org/a_b", "bob@a-b.org", "5 kg", "{name}"]
     job = TranslationJob(texts, "eng_Latn", "fra_Latn", {"num_beams": 1, "max_length": 20})
-    assert session.translate(job).translations == texts
+    assert session.translate(job).lines() == texts
     assert [t.text for t in session.alternatives(job, texts[0])] == [texts[0]] and recording.calls == []
     # in a document: a paragraph, a table cell that is only a URL
     source = tmp_path / "in.html"

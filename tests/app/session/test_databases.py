@@ -1,5 +1,6 @@
-"""The translation memory and cache files: garbage, truncated, foreign, locked or read-only ones give one
-line naming the file (never SQLite's bare message, never a 30 s wait), and translating goes on without them."""
+"""The translation memory and cache files (app.session.jobs, engine.open_database, TranslationSession.open):
+garbage, truncated, foreign, locked or read-only ones give one line naming the file (never SQLite's bare
+message, never a 30 s wait), and translating goes on without them."""
 
 import io
 import os
@@ -77,6 +78,22 @@ def test_a_locked_memory_is_said_within_seconds(paths):
     finally:
         holder.rollback()
         holder.close()
+
+
+def test_a_session_goes_on_without_an_unusable_store_where_told_to(paths, translator):
+    from dragoman.app.session.session import TranslationSession
+
+    memory_file(paths).parent.mkdir(parents=True, exist_ok=True)
+    garbage(memory_file(paths))
+    with pytest.raises(DatabaseError, match="not a translation memory"):
+        TranslationSession.open(translator, paths)
+    said = []
+    session = TranslationSession.open(translator, paths, unusable=said.append)
+    try:
+        assert session.memory is None and session.cache is not None
+        assert len(said) == 1 and said[0].startswith(f"{memory_file(paths)}: not a translation memory")
+    finally:
+        session.close()
 
 
 def test_stdin_and_documents_are_translated_without_a_broken_memory_and_cache(

@@ -1,5 +1,7 @@
 """app/session/terms.py: a sentence's terms, what reaches the engine from a document job, and the cache key."""
 
+from dataclasses import replace
+
 import pytest
 
 from dragoman.app.documents.segments import PLACEHOLDER_TAG
@@ -287,6 +289,21 @@ def test_verbatim_spans_come_back_byte_for_byte_whatever_the_vocabulary(translat
     [(texts, terms)] = recording.calls
     assert texts == ["Read (1)(2) or mail (3), it costs (4)."] and terms == [["(1)", "(2)", "(3)", "(4)"]]
     assert all(mark not in result for mark in terms[0])
+
+
+def test_alternatives_and_completions_give_verbatim_spans_back_byte_for_byte(translator):
+    recording = RecordingTranslator(translator)
+    session = TranslationSession(recording)
+    job = TranslationJob([UNSPELLED], "eng_Latn", "fra_Latn", {"num_beams": 2, "max_length": 40}, split=False)
+    found = session.alternatives(job, UNSPELLED, 2)
+    assert len(found) == 2 and all(t.text.count("bob@a-b.org") == 1 and "(3)" not in t.text for t in found)
+    start = "Lire http://www.perl.org/~x?a=1&b="  # the person typed the URL: the model reads its mark
+    streamed = []
+    result = session.translate(replace(job, completion=(0, start)), lambda i, text: streamed.append(text))
+    [completed] = result.translations
+    assert completed.startswith(start) and completed.count("bob@a-b.org") == 1
+    assert all("(1)" not in text for text in streamed)
+    assert [texts for texts, _ in recording.calls] == [["Read (1)(2) or mail (3), it costs (4)."]] * 2
 
 
 def test_a_mark_is_one_the_sentence_does_not_hold_and_comes_back_once_where_the_model_put_it(translator):

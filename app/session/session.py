@@ -268,13 +268,13 @@ class TranslationSession:
         translations: list[str | None] = [None] * len(sentences)
         engine_found: list[Translation | None] = [None] * len(sentences)
         if completed is not None and job.completion is not None:
-            sentence = masked[sentences[completed]]
-            on_completion = (lambda _, hypothesis: on_sentence(completed, sentence.restore(hypothesis, partial=True))
+            read = masked[sentences[completed]]
+            on_completion = (lambda _, hypothesis: on_sentence(completed, read.restore(hypothesis, partial=True))
                              ) if on_sentence else None
             [result] = self.translator.translate_full(
-                [sentence.text], job.source, job.target, options, on_partial=on_completion,
-                starts=[sentence.marking(job.completion[1])], terms=[sentence.terms], **engine)
-            result = sentence.restored(result) if result is not None else None
+                [read.text], job.source, job.target, options, on_partial=on_completion,
+                starts=[read.marking(job.completion[1])], terms=[read.terms], **engine)
+            result = read.restored(result) if result is not None else None
             translations[completed], engine_found[completed] = (result.text if result else None), result
         for i, sentence in enumerate(sentences):
             if i == completed:

@@ -215,3 +215,14 @@ def test_a_done_job_says_how_many_sentences_had_their_formatting_placed_by_propo
     assert rows["lost.md"].status.text() == "Saved as lost.fra_Latn.md; formatting placed by proportion in 2 sentences"
     assert rows["kept.md"].status.text() == "Saved as kept.fra_Latn.md"
     assert (tmp_path / "kept.fra_Latn.md").read_text(encoding="utf-8").strip() == "WE KEEP **BOLD** WORDS."
+
+
+def test_a_done_job_says_the_encoding_its_document_was_read_in(qtbot, open_window, settings, tmp_path):
+    text = "Le café où l'été dernier nous avons mangé des crêpes.\n\nC'était très agréable, dit-il à l'élève.\n"
+    (tmp_path / "old.txt").write_bytes(text.encode("cp1252"))
+    window = open_window(settings, True)
+    drop(window, tmp_path / "old.txt")
+    rows = rows_settled(qtbot, window, 1)
+    status = rows["old.txt"].status.text()
+    assert rows["old.txt"].state == DONE
+    assert status.startswith("Saved as old.fra_Latn.txt; read as windows-1252 (the file is not UTF-8)"), status

@@ -8,6 +8,7 @@ Errors are one line on stderr: exit code 1, or 2 for a usage error (bad option, 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Iterator, TextIO
@@ -312,6 +313,13 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
     terms = command_line_terms(args)
+    documents = bool(args.files) and not args.corpus
+    # a typo costs nothing: the documents are checked, and the report refused, before the model is looked for
+    jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides) if documents else ([], [])
+    if args.report:
+        check_output_file(args.report, "--report", {
+            **{job.source_path: "the document" for job in jobs}, **{Path(name): "the document" for name in refused},
+            **{job.output_path: "the translation" for job in jobs}, **app_databases()})
     args.model = str(model_folder(args.model))
 
     from dragoman.engine import Translator
@@ -323,11 +331,9 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         check_adapter(adapters_dir, args.adapter, load_config(args.model))
     if args.corpus:
         return translate_corpus(args, src, targets, overrides, terms, adapters_dir, gpu_memory)
-    if args.files and args.ray is not None:
-        jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides)
-        return run_jobs_on_ray(args, jobs, refused, worker_spec(args, terms, adapters_dir, gpu_memory))
-    if args.files:
-        jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides)  # a typo costs nothing
+    if documents:
+        if args.ray is not None:
+            return run_jobs_on_ray(args, jobs, refused, worker_spec(args, terms, adapters_dir, gpu_memory))
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                                 gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
         return run_jobs(jobs, refused, translator, args.report, terms)
@@ -335,7 +341,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
 
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
-    session = TranslationSession.open(translator, terms=terms)
+    session = TranslationSession.open(translator, terms=terms, unusable=going_on_without)
     doubtful = []
     try:
         beams = session.options(overrides).num_beams
@@ -426,7 +432,8 @@ def translate_corpus(args, src: str, targets: tuple[str, ...], overrides: dict, 
         from dragoman.engine import Translator
 
         session = TranslationSession.open(Translator(args.model, device=args.device, dtype=args.dtype,
-                                                     adapters_dir=adapters_dir, gpu_memory=gpu_memory), terms=terms)
+                                                     adapters_dir=adapters_dir, gpu_memory=gpu_memory), terms=terms,
+                                          unusable=going_on_without)
         try:
             run_corpus(files, LocalShards(session), progress, args.overwrite)
         finally:
@@ -472,6 +479,44 @@ def report_doubts(path: str | None, entries: list[dict], where: str, quiet: bool
         write_atomically(Path(path), "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode())
 
 
+def going_on_without(unusable: str) -> None:
+    """Say that the translation memory or cache file `unusable` names cannot be used (engine.DatabaseError):
+    translating goes on without it."""
+    print(f"dragoman: {unusable}; going on without it", file=sys.stderr)
+
+
+def app_databases() -> dict[Path, str]:
+    """The files of the translation memory and cache, with SQLite's journal files beside them."""
+    from dragoman.app.session.jobs import CACHE_FILE
+    from dragoman.app.session.translation_memory import MEMORY_FILE
+    from dragoman.app.settings import AppPaths
+
+    paths = AppPaths.default()
+    found = {}
+    for database, what in ((paths.data_dir / MEMORY_FILE, "the translation memory"),
+                           (paths.cache_dir / CACHE_FILE, "the translation cache")):
+        found.update((Path(f"{database}{suffix}"), what) for suffix in ("", "-wal", "-shm", "-journal"))
+    return found
+
+
+def check_output_file(name: str, what: str, not_to_replace: dict[Path, str]) -> None:
+    """UsageError, before any work, for an output file (`what`: --report, the export) that would
+    replace one of `not_to_replace` (path -> what it is) or that is no place for a file: a folder,
+    a device or a pipe (replaced by a regular file, as root), a folder that does not exist."""
+    path = Path(name)
+    if path.is_dir():
+        raise UsageError(f"{what} {name}: is a folder, not a file")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{what} {name}: not a regular file (a device or a pipe): name a file to write")
+    if not path.absolute().parent.is_dir():
+        raise UsageError(f"{what} {name}: the folder {path.absolute().parent} does not exist")
+    if not os.access(path.absolute().parent, os.W_OK):
+        raise UsageError(f"{what} {name}: cannot write in the folder {path.absolute().parent}")
+    for other, kind in not_to_replace.items():
+        if path.resolve() == other.resolve() or (path.exists() and other.exists() and path.samefile(other)):
+            raise UsageError(f"{what} {name}: would replace {kind} {other}")
+
+
 def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
     from dragoman.app.session.jobs import open_memory
     from dragoman.engine import resolve_language
@@ -486,6 +531,7 @@ def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
         elif args.action == "export":
             src = resolve_language(args.src) if args.src else None
             tgt = resolve_language(args.tgt) if args.tgt else None
+            check_output_file(args.file, "the export", app_databases())
             count = memory.export_tmx(args.file, src, tgt)
             stdout.write(f"{args.file}: {count} translations exported\n")
         else:
@@ -586,7 +632,7 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
 
     failed = list(refused)
     doubtful: list[dict] = []
-    session = TranslationSession.open(translator, terms=terms)
+    session = TranslationSession.open(translator, terms=terms, unusable=going_on_without)
     try:
         for job in jobs:
             bar = ProgressBar(job.source_path.name, sys.stderr)
@@ -648,6 +694,8 @@ def document_written(job, written: Path, report, doubtful: list[dict]) -> None:
         print(f"dragoman: {job.source_path}: formatting placed by proportion in {report.proportional} "
               f"sentence{'s' if report.proportional != 1 else ''} (the translation lost their tags)",
               file=sys.stderr)
+    for line in report.notes:  # what its reading and writing assumed (the encoding)
+        print(f"dragoman: {job.source_path}: {line}", file=sys.stderr)
     print(written, file=sys.stdout)
     doubtful += [{"file": str(job.source_path), "sentence": d.sentence, "source": d.source,
                   "translation": d.translation, "score": d.score, "reasons": list(d.reasons)}

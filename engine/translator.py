@@ -411,6 +411,11 @@ class Translator:
         decode, eos = self.tokenizer.decode, self.tokenizer.eos_id
         return frozenset(i for i in range(self.generator.model.config.vocab_size) if i != eos and not decode([i]).strip())
 
+    def spells(self, text: str) -> bool:
+        """Whether the vocabulary writes `text` exactly: none of its characters is lost as <unk>
+        (the app marks verbatim spans with what it spells)."""
+        return self.tokenizer.decode(self.tokenizer.encode_target_start(text)) == text
+
     def completion_start(self, typed: str, options: DecodingOptions) -> CompletionStart:
         """How a translation is completed from `typed`, its start (`CompletionStart`); a start
         that leaves no token to generate within max_length raises OptionsError."""

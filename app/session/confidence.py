@@ -17,7 +17,8 @@ the cache, the translation memory), and, where the engine gave one, from its sco
 
 Short sources are judged for loops and emptiness only: a name, a number or a two-word heading may
 rightly come back shorter, longer, or unchanged, but never as nothing or as one word sixty times.
-Every check is linear in the text.
+The letters of URLs, addresses and placeholders (app.session.protected_spans), which stay as they
+are, do not count. Every check is linear in the text.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import unicodedata
 
 from dragoman.app.session import detect
+from dragoman.app.session.protected_spans import ProtectedSpan, find_protected_spans
 from dragoman.engine import NO_SPACE_SCRIPTS, get_language
 
 MIN_LETTERS = 12  # below this, in the source, only loops and emptiness are judged
@@ -47,6 +49,12 @@ LETTERS_PER_100_LATIN = {
 
 def letters(text: str) -> int:
     return sum(1 for ch in text if unicodedata.category(ch)[0] in "LM")
+
+
+def outside_verbatim_spans(text: str) -> str:
+    spans = find_protected_spans(text)
+    return "".join(text[a.end : b.start] for a, b in zip([ProtectedSpan(0, 0, "")] + spans,
+                                                          spans + [ProtectedSpan(len(text), len(text), "")]))
 
 
 def units(text: str, script: str) -> list[str]:
@@ -75,7 +83,8 @@ def longest_loop(items: list[str]) -> int:
 def doubts(source: str, translation: str, source_lang: str, target_lang: str, score: float | None = None) -> list[str]:
     """The reasons to doubt `translation` of `source`, in words for the user; [] when none.
     `score`: the engine's score of it (None: not known, as for a translation from the cache)."""
-    if not letters(source):
+    judged = letters(outside_verbatim_spans(source))
+    if not judged:
         return []
     if not translation.strip():
         return ["nothing came out"]
@@ -84,7 +93,7 @@ def doubts(source: str, translation: str, source_lang: str, target_lang: str, sc
     loop = longest_loop(units(translation, target_script))
     if loop >= LOOP_REPEATS and longest_loop(units(source, source_script)) < LOOP_REPEATS:
         reasons.append(f"the same words {loop} times in a row")
-    if letters(source) < MIN_LETTERS:
+    if judged < MIN_LETTERS:
         return reasons
     scaled_source = letters(source) * 100 / LETTERS_PER_100_LATIN.get(source_script, 100)
     ratio = letters(translation) * 100 / LETTERS_PER_100_LATIN.get(target_script, 100) / scaled_source

@@ -141,6 +141,7 @@ class JobRow(QFrame):
         self.state = QUEUED
         self.output: Path | None = None
         self.proportional = 0  # its sentences whose formatting was placed proportionally (JobReport)
+        self.notes: list[str] = []  # what the document's reading assumed (JobReport)
         self._timing: tuple[float, int] | None = None  # (when, done) at the first progress report
 
         self.name = QLabel(job.source_path.name, toolTip=str(job.source_path))
@@ -175,7 +176,7 @@ class JobRow(QFrame):
             if self.proportional:
                 saved += (f"; formatting placed by proportion in {self.proportional} "
                           f"sentence{'s' if self.proportional != 1 else ''}")
-            self.status.setText(saved)
+            self.status.setText("; ".join([saved] + self.notes))
         else:  # failed or cancelled: the bar stops where the job did
             self.progress.setRange(0, max(1, self.progress.maximum()))
             self.status.setText(f"Failed: {message}" if state == FAILED else "Cancelled")
@@ -381,6 +382,7 @@ hidden while there are none; a job added is scrolled into view."""
     def _on_report(self, job_id: int, report) -> None:
         if row := self._row_for(job_id):
             row.proportional = report.proportional
+            row.notes = list(report.notes)
 
     def _on_done(self, job_id: int, output: str) -> None:
         if row := self._row_for(job_id):

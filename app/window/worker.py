@@ -205,7 +205,8 @@ class EngineWorker(QThread):
                 log.warning("warming up %s failed", command.model_dir, exc_info=True)
         self.translator = translator
         with self._lock:
-            self.session = TranslationSession.open(translator, self._paths, self._terms)
+            # A memory or cache file that cannot be used (one line naming it): typing goes on without it.
+            self.session = TranslationSession.open(translator, self._paths, self._terms, unusable=log.warning)
         self.loaded.emit(translator.describe())
         self._report_kernels()
 

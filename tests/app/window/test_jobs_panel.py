@@ -278,3 +278,14 @@ def test_the_time_left_after_a_retry_leaves_out_the_sentences_the_cache_gave_at_
     clock[0] += 10
     row.show_progress(70, 100)  # 10 sentences decoded in 10 s: 30 left
     assert row.status.text() == "about 30 s left"
+
+
+def test_a_done_job_says_the_encoding_its_document_was_read_in(qtbot, open_window, settings, tmp_path):
+    text = "Le café où l'été dernier nous avons mangé des crêpes.\n\nC'était très agréable, dit-il à l'élève.\n"
+    (tmp_path / "old.txt").write_bytes(text.encode("cp1252"))
+    window = open_window(settings, True)
+    drop(window, tmp_path / "old.txt")
+    rows = rows_settled(qtbot, window, 1)
+    status = rows["old.txt"].status.text()
+    assert rows["old.txt"].state == DONE
+    assert status.startswith("Saved as old.fra_Latn.txt; read as windows-1252 (the file is not UTF-8)"), status

@@ -67,7 +67,9 @@ class StepRunner:
         self.self_cache = self_cache
         self.cross_cache = cross_cache
         self.lora = lora
-        self.rows = DecoderRows(capacity, model.max_positions, model.max_positions, model.device)
+        # A source takes whole blocks of the cross cache: its slots run to the last block's end.
+        source_slots = -(-model.max_positions // cross_cache.block_size) * cross_cache.block_size
+        self.rows = DecoderRows(capacity, model.max_positions, source_slots, model.device)
         self.eos_id = model.config.eos_id
         self.pad_id = model.config.pad_id
         self.vocab_size = model.config.vocab_size

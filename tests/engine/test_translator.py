@@ -108,3 +108,18 @@ def test_weights_that_overflow_fail_the_sentence_in_one_line(tiny_checkpoint, tm
         with pytest.raises(ModelOutputError, match=r"^the model's output was not a number \(NaN\) for the sentence "):
             translator.translate(["A short sentence."], "eng_Latn", "fra_Latn",
                                  translator.default_options(num_beams=num_beams, max_length=20))
+
+
+def test_a_source_as_long_as_the_model_reads_fills_whole_blocks_of_source_slots(translator):
+    """A source of max_positions tokens takes whole blocks of the cross cache (200 tokens, 13 blocks
+    of 16: 208 slots); a row's source slots must hold them all (they were max_positions wide)."""
+    model, tokenizer = translator.generator.model, translator.tokenizer
+    block = translator.generator.runner.cross_cache.block_size
+    assert model.max_positions % block  # else the test proves nothing
+    words = ["house", "report", "window", "system", "engine", "cat", "alpha"]
+    text = ""
+    while len(tokenizer.encode_source(f"{text} {words[len(text) % 7]}.", "eng_Latn")) <= model.max_positions:
+        text = f"{text} {words[len(text) % 7]}".strip()
+    assert model.max_positions - block < len(tokenizer.encode_source(f"{text}.", "eng_Latn")) <= model.max_positions
+    [alone] = translator.translate([f"{text}."], "eng_Latn", "fra_Latn", translator.default_options(max_length=8))
+    assert alone

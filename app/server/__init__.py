@@ -42,6 +42,15 @@ class Server:
         self.documents.close()
 
 
+def uvicorn_config(app, host: str, port: int):
+    """uvicorn's settings for the server. Idle connections stay open 30 s: DeepL's clients poll a
+    document every 5 s on one connection, and uvicorn's default (5 s) closes it as they reuse it."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, timeout_keep_alive=30,
+                          timeout_graceful_shutdown=5, server_header=False)
+
+
 def serve(server: Server, host: str, port: int) -> int:
     """Run until Ctrl+C (or SIGTERM); one line on stderr says where it listens."""
     import uvicorn
@@ -49,9 +58,7 @@ def serve(server: Server, host: str, port: int) -> int:
     logging.basicConfig(level=logging.INFO, format="dragoman: %(message)s")
     logging.getLogger("uvicorn").setLevel(logging.WARNING)  # our own line says where it listens
     server.start()
-    config = uvicorn.Config(server.app, host=host, port=port, log_config=None, access_log=False,
-                            timeout_graceful_shutdown=5, server_header=False)
-    http = uvicorn.Server(config)
+    http = uvicorn.Server(uvicorn_config(server.app, host, port))
     shown = f"[{host}]" if ":" in host else host
     print(f"dragoman: serving the LibreTranslate and DeepL APIs on http://{shown}:{port} (Ctrl+C stops)",
           file=sys.stderr, flush=True)

@@ -8,7 +8,7 @@ import time
 import pytest
 import uvicorn
 
-from dragoman.app.server import Server
+from dragoman.app.server import Server, uvicorn_config
 from dragoman.app.server.app import ServerLimits
 
 LIMITS = ServerLimits(max_body_bytes=64 * 1024, max_upload_bytes=2 << 20, char_limit=5000, batch_limit=100)
@@ -33,7 +33,7 @@ def run(tiny_checkpoint, paths, api_keys=(), cors_origins=()):
                     cors_origins=cors_origins, limits=LIMITS, paths=paths)
     server.start()
     port = free_port()
-    http = uvicorn.Server(uvicorn.Config(server.app, host="127.0.0.1", port=port, log_config=None))
+    http = uvicorn.Server(uvicorn_config(server.app, "127.0.0.1", port))
     thread = threading.Thread(target=http.run, daemon=True)
     thread.start()
     while not http.started:

@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from dragoman.app.documents import DocumentError
-from dragoman.app.glossary import GlossaryError
 from dragoman.app.server.stores import DocumentStore, GlossaryStore
 from dragoman.app.server.worker import EngineWorker
+from dragoman.app.session.glossary import GlossaryError
 from dragoman.engine import UnknownLanguageError
 
 log = logging.getLogger("dragoman.server")

@@ -15,13 +15,13 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from dragoman.app import detect
 from dragoman.app.documents import is_supported
-from dragoman.app.glossary import GlossaryError
 from dragoman.app.server.app import ApiError, ServerState, request_values
 from dragoman.app.server.languages import DEEPL_LANGUAGES, DEEPL_TARGET_ONLY, deepl_code, deepl_language, deepl_languages
 from dragoman.app.server.pipeline import HTML, TEXT, XML, Text
 from dragoman.app.server.stores import GlossaryInfo, StoredDocument
+from dragoman.app.session import detect
+from dragoman.app.session.glossary import GlossaryError
 
 AUTH_SCHEME = "DeepL-Auth-Key "
 MAX_TEXTS = 50  # DeepL's limit of texts in one request

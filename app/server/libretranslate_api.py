@@ -13,12 +13,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Route
 
-from dragoman.app import detect
 from dragoman.app.documents import FORMATS, is_supported
 from dragoman.app.documents.sentences import is_translatable
 from dragoman.app.server.app import ApiError, ServerState, request_values
 from dragoman.app.server.languages import libretranslate_code, libretranslate_language, libretranslate_languages
 from dragoman.app.server.pipeline import HTML, TEXT, Text
+from dragoman.app.session import detect
 
 FORMATS_OFFERED = sorted(FORMATS)
 

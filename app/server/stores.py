@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dragoman.app.glossary import Glossary, GlossaryError, read_glossary
+from dragoman.app.session.glossary import Glossary, GlossaryError, read_glossary
 
 MAX_DOCUMENTS = 200
 _UNSAFE = re.compile(r"[^\w.-]+")

@@ -1,28 +1,31 @@
 """The engine worker: one thread owns the translator (it is not safe to call from many threads) and
-the pipeline; requests wait in a queue and share its batches.
+the pipeline over it; requests wait in two queues, text first.
 
-What arrives within `GATHER_SECONDS` of a request, and whatever queued while a batch ran, is
-translated together: the texts of all requests for one language pair and glossary go to the
-engine in one call, so 64 clients at once fill one batch instead of waiting for 64 calls in turn.
-Other work (a document, alternatives) runs alone, in its turn.
+Text requests that arrive within `GATHER_SECONDS` of the first one, and whatever queued while a
+batch ran, are translated together: the texts of all requests for one language pair and glossary
+go to the session as one job, so 64 clients at once fill one engine batch instead of waiting for 64
+calls in turn. Other work (a document, alternatives) runs alone, in its turn; a document pauses
+while text requests are served (the session's `TypedTextFirst`), so a long upload does not hold up
+a browser extension's requests.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dragoman.app.glossary import Glossary
 from dragoman.app.server.pipeline import Pipeline, Text
+from dragoman.app.session.glossary import Glossary
+from dragoman.app.session.session import TypedTextFirst
 
 log = logging.getLogger("dragoman.server")
 
-GATHER_SECONDS = 0.005  # how long the first request of a batch waits for others to join it
+GATHER_SECONDS = 0.005  # how long the first text request of a batch waits for others to join it
 
 
 @dataclass
@@ -50,11 +53,14 @@ class EngineWorker:
 
     def __init__(self, make_pipeline: Callable[[], Pipeline]):
         self._make_pipeline = make_pipeline
-        self._queue: queue.Queue[TextWork | CallWork | None] = queue.Queue()
+        self._texts: deque[TextWork] = deque()
+        self._calls: deque[CallWork] = deque()
+        self._stopping = False
+        self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="dragoman-engine", daemon=True)
         self._ready = threading.Event()
         self._failure: BaseException | None = None
-        self.batches = 0  # engine calls made for text work (the benchmark reads it)
+        self.batches = 0  # session calls made for text work (the benchmark reads it)
 
     def start(self) -> None:
         self._thread.start()
@@ -64,20 +70,26 @@ class EngineWorker:
 
     def stop(self) -> None:
         if self._thread.is_alive():
-            self._queue.put(None)
+            with self._changed:
+                self._stopping = True
+                self._changed.notify()
             self._thread.join()
 
     def translate(self, source: str, target: str, texts: list[Text], glossary: Glossary | None = None,
                   glossary_id: str = "") -> Future:
         """A future of the texts' translations (Pipeline.translate)."""
         work = TextWork(source, target, texts, glossary, glossary_id)
-        self._queue.put(work)
+        with self._changed:
+            self._texts.append(work)
+            self._changed.notify()
         return work.future
 
     def call(self, call: Callable[[Pipeline], object]) -> Future:
         """A future of `call(pipeline)`, run on the engine thread in its turn."""
         work = CallWork(call)
-        self._queue.put(work)
+        with self._changed:
+            self._calls.append(work)
+            self._changed.notify()
         return work.future
 
     def _run(self) -> None:
@@ -88,48 +100,53 @@ class EngineWorker:
             self._failure = e
             self._ready.set()
             return
+        pipeline.typed_first = TypedTextFirst(waiting=lambda: bool(self._texts),
+                                              run=lambda: self._serve_texts(pipeline, self._take_texts()))
         self._ready.set()
         try:
-            while (batch := self._gather()) is not None:
-                self._serve(pipeline, batch)
+            while (work := self._next()) is not None:
+                if isinstance(work, list):
+                    self._serve_texts(pipeline, work)
+                else:
+                    self._serve_call(pipeline, work)
         finally:
             pipeline.close()
 
-    def _gather(self) -> list[TextWork | CallWork] | None:
-        """The next batch: a request, and all that queued within GATHER_SECONDS of it (None: stop)."""
-        first = self._queue.get()
-        if first is None:
-            return None
-        batch = [first]
-        deadline = time.monotonic() + GATHER_SECONDS
-        while (left := deadline - time.monotonic()) > 0 or not self._queue.empty():
-            try:
-                work = self._queue.get(timeout=max(left, 0))
-            except queue.Empty:
-                break
-            if work is None:
-                self._queue.put(None)  # stop once this batch is served
-                break
-            batch.append(work)
-        return batch
+    def _next(self) -> list[TextWork] | CallWork | None:
+        """The queued text requests (with those arriving within GATHER_SECONDS of the first), else the
+        next call; None once stopped with nothing queued."""
+        with self._changed:
+            while not self._texts and not self._calls and not self._stopping:
+                self._changed.wait()
+            if self._texts:
+                deadline = time.monotonic() + GATHER_SECONDS
+                while (left := deadline - time.monotonic()) > 0:
+                    self._changed.wait(left)
+                return self._take_texts()
+            return self._calls.popleft() if self._calls else None
 
-    def _serve(self, pipeline: Pipeline, batch: list[TextWork | CallWork]) -> None:
+    def _take_texts(self) -> list[TextWork]:
+        with self._changed:
+            taken = list(self._texts)
+            self._texts.clear()
+        return taken
+
+    def _serve_texts(self, pipeline: Pipeline, batch: list[TextWork]) -> None:
         groups: dict[tuple[str, str, str], list[TextWork]] = {}
-        calls = []
         for work in batch:
-            if not work.future.set_running_or_notify_cancel():
-                continue  # its request gave up (timed out, client gone)
-            if isinstance(work, TextWork):
+            if work.future.set_running_or_notify_cancel():  # else its request gave up (timed out, client gone)
                 groups.setdefault(work.key(), []).append(work)
-            else:
-                calls.append(work)
         for group in groups.values():
             self._translate(pipeline, group)
-        for work in calls:
-            try:
-                work.future.set_result(work.call(pipeline))
-            except BaseException as e:
-                work.future.set_exception(e)
+
+    @staticmethod
+    def _serve_call(pipeline: Pipeline, work: CallWork) -> None:
+        if not work.future.set_running_or_notify_cancel():
+            return
+        try:
+            work.future.set_result(work.call(pipeline))
+        except BaseException as e:
+            work.future.set_exception(e)
 
     def _translate(self, pipeline: Pipeline, group: list[TextWork]) -> None:
         first = group[0]

@@ -9,6 +9,8 @@ engine worker (`worker`), which alone calls the translation pipeline (`pipeline`
 from __future__ import annotations
 
 import logging
+import signal
+import socket
 import sys
 
 from dragoman.app.server.app import ServerLimits, ServerState, build_app
@@ -51,19 +53,46 @@ def uvicorn_config(app, host: str, port: int):
                           timeout_graceful_shutdown=5, server_header=False)
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on `host`:`port` (0: a free port), made before the model loads: a port in
+    use costs nothing, and once the line saying where the server listens is out, connections wait
+    in its backlog until uvicorn serves them. OSError: the address cannot be used."""
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port left in TIME_WAIT by the last run
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def serve(server: Server, host: str, port: int) -> int:
-    """Run until Ctrl+C (or SIGTERM); one line on stderr says where it listens."""
+    """Run until Ctrl+C or SIGTERM (then 0); one line on stderr says where it listens, once it does."""
     import uvicorn
 
+    try:
+        sock = listening_socket(host, port)
+    except OSError as e:
+        raise OSError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     logging.basicConfig(level=logging.INFO, format="dragoman: %(message)s")
     logging.getLogger("uvicorn").setLevel(logging.WARNING)  # our own line says where it listens
-    server.start()
-    http = uvicorn.Server(uvicorn_config(server.app, host, port))
-    shown = f"[{host}]" if ":" in host else host
-    print(f"dragoman: serving the LibreTranslate and DeepL APIs on http://{shown}:{port} (Ctrl+C stops)",
-          file=sys.stderr, flush=True)
     try:
-        http.run()
+        server.start()
+        http = uvicorn.Server(uvicorn_config(server.app, host, sock.getsockname()[1]))
+        shown = f"[{host}]" if ":" in host else host
+        print(f"dragoman: listening on http://{shown}:{sock.getsockname()[1]} (LibreTranslate and DeepL APIs; "
+              "Ctrl+C stops)", file=sys.stderr, flush=True)
+        # uvicorn stops gracefully on SIGINT and SIGTERM, then raises the signal again: SIGTERM as
+        # Ctrl+C, so that the engine and the uploaded documents' folder are closed here either way.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        try:
+            http.run(sockets=[sock])
+        except KeyboardInterrupt:
+            pass
     finally:
         server.close()
+        sock.close()
     return 0 if http.started else 1

@@ -194,6 +194,19 @@ async def request_values(request: Request) -> dict:
     return values
 
 
+def closing_uploads(handler):
+    """`handler` with the request's uploaded files closed once it has answered (Starlette leaves the
+    spooled temporary files of a form open)."""
+
+    async def handle(request: Request):
+        try:
+            return await handler(request)
+        finally:
+            await request.close()
+
+    return handle
+
+
 def build_app(state: ServerState, cors_origins: tuple[str, ...] = ()) -> Starlette:
     from dragoman.app.server import deepl_api, libretranslate_api
 

@@ -16,7 +16,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from dragoman.app.documents import is_supported
-from dragoman.app.server.app import ApiError, ServerState, request_values
+from dragoman.app.server.app import ApiError, ServerState, closing_uploads, request_values
 from dragoman.app.server.languages import DEEPL_LANGUAGES, DEEPL_TARGET_ONLY, deepl_code, deepl_language, deepl_languages
 from dragoman.app.server.pipeline import HTML, TEXT, XML, Text
 from dragoman.app.server.stores import GlossaryInfo, StoredDocument
@@ -238,7 +238,7 @@ def routes() -> list[Route]:
         Route("/v2/translate", translate, methods=["POST"]),
         Route("/v2/languages", languages, methods=["GET", "POST"]),
         Route("/v2/usage", usage, methods=["GET", "POST"]),
-        Route("/v2/document", upload_document, methods=["POST"]),
+        Route("/v2/document", closing_uploads(upload_document), methods=["POST"]),
         Route("/v2/document/{document_id}", document_status, methods=["POST"]),
         Route("/v2/document/{document_id}/result", document_result, methods=["POST"]),
         Route("/v2/glossaries", create_glossary, methods=["POST"]),

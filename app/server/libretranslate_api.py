@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from dragoman.app.documents import FORMATS, is_supported
 from dragoman.app.documents.sentences import is_translatable
-from dragoman.app.server.app import ApiError, ServerState, request_values
+from dragoman.app.server.app import ApiError, ServerState, closing_uploads, request_values
 from dragoman.app.server.languages import libretranslate_code, libretranslate_language, libretranslate_languages
 from dragoman.app.server.pipeline import HTML, TEXT, Text
 from dragoman.app.session import detect
@@ -189,7 +189,7 @@ def routes() -> list[Route]:
         Route("/translate", translate, methods=["POST"]),
         Route("/languages", languages, methods=["GET", "POST"]),
         Route("/detect", detect_language, methods=["POST"]),
-        Route("/translate_file", translate_file, methods=["POST"]),
+        Route("/translate_file", closing_uploads(translate_file), methods=["POST"]),
         Route("/download_file/{filename}", download_file, methods=["GET"], name="download_file"),
         Route("/frontend/settings", frontend_settings, methods=["GET"]),
     ]

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import tempfile
 import threading
 import time
@@ -57,19 +56,16 @@ def main() -> None:
 
     import uvicorn
 
-    from dragoman.app.server import Server, uvicorn_config
+    from dragoman.app.server import Server, listening_socket, uvicorn_config
     from dragoman.engine import Translator
 
     server = Server(lambda: Translator(args.checkpoint, device=args.device))
     server.start()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    sock = listening_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
     http = uvicorn.Server(uvicorn_config(server.app, "127.0.0.1", port))
-    thread = threading.Thread(target=http.run, daemon=True)
+    thread = threading.Thread(target=http.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    while not http.started:
-        time.sleep(0.01)
     url = f"http://127.0.0.1:{port}/"
     try:
         measure(url, sentences(8, seed=0), 1)  # warm-up: kernels, graphs, connections

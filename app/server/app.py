@@ -152,15 +152,13 @@ class LimitsMiddleware:
             self.in_flight -= 1
 
 
-async def api_error(request: Request, error: ApiError) -> JSONResponse:
-    return error_response(request.url.path, error.status, error.message)
-
-
-async def http_error(request: Request, error: HTTPException) -> JSONResponse:
-    return error_response(request.url.path, error.status_code, error.detail)
-
-
-async def unexpected_error(request: Request, error: Exception) -> JSONResponse:
+async def error_answer(request: Request, error: Exception) -> JSONResponse:
+    """An ApiError, Starlette's HTTPException (404, 405) or an unexpected error (logged: 500), in the
+    request's API's shape."""
+    if isinstance(error, ApiError):
+        return error_response(request.url.path, error.status, error.message)
+    if isinstance(error, HTTPException):
+        return error_response(request.url.path, error.status_code, error.detail)
     log.exception("%s %s failed", request.method, request.url.path)
     return error_response(request.url.path, 500, "internal error (see the server's log)")
 
@@ -171,13 +169,13 @@ async def request_values(request: Request) -> dict:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json":
         try:
-            values = json.loads(await request.body())
+            body = json.loads(await request.body())
         except (ValueError, UnicodeDecodeError):
-            values = None
-        if not isinstance(values, dict):
+            body = None
+        if not isinstance(body, dict):
             raise ApiError(400, "Invalid JSON format" if not is_deepl(request.url.path)
                            else "Invalid request: the body is not a JSON object")
-        return values
+        return body
     values: dict = {}
     sources = [request.query_params.multi_items()]
     if content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
@@ -217,7 +215,7 @@ def build_app(state: ServerState, cors_origins: tuple[str, ...] = ()) -> Starlet
     app = Starlette(
         routes=[*libretranslate_api.routes(), *deepl_api.routes()],
         middleware=middleware,
-        exception_handlers={ApiError: api_error, HTTPException: http_error, Exception: unexpected_error},
+        exception_handlers={ApiError: error_answer, HTTPException: error_answer, Exception: error_answer},
     )
     app.state.server = state
     return app

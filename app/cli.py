@@ -1,5 +1,6 @@
 """`dragoman [FILE ...]`: with no subcommand it opens the window, each FILE queued as a document to translate
-(the desktop's "Open with"); `dragoman translate` translates from the command line; `dragoman models` imports, downloads, lists and
+(the desktop's "Open with"); `dragoman translate` translates from the command line; `dragoman serve` answers
+the LibreTranslate and DeepL APIs on this machine (app.server); `dragoman models` imports, downloads, lists and
 removes models; `dragoman adapters` lists the LoRA adapters folder.
 
 Errors are one line on stderr: exit code 1, or 2 for a usage error (bad option, unknown language).
@@ -17,7 +18,7 @@ from dragoman.app import __version__
 
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
-COMMANDS = ("translate", "models", "adapters", "memory")
+COMMANDS = ("translate", "serve", "models", "adapters", "memory")
 DOCUMENT_OPTIONS = ("pdf_as", "bilingual")  # the translate options handed to the document formats
 DESCRIPTION = (
     "Offline translation between 200 languages (NLLB-200). With no COMMAND it opens the window, each FILE "
@@ -66,27 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="translate lines from stdin (one segment per line) to stdout",
         description="Translate stdin, one segment per line, to stdout, one translation per line.",
     )
-    translate.add_argument("--model", metavar="MODEL", help=MODEL_HELP + " (default: the window's model, or the only one installed)")
     translate.add_argument("--from", dest="src", metavar="LANG", required=True, help="source language, e.g. eng_Latn")
     translate.add_argument("--to", dest="tgt", metavar="LANG", required=True,
                            help="target language, e.g. fra_Latn (--corpus: several, comma-separated)")
-    translate.add_argument("--beams", type=int, metavar="N", help="beam size (1 = greedy; default 4)")
-    translate.add_argument("--length-penalty", type=float, metavar="F", help="beam length penalty (default 1.0)")
-    translate.add_argument("--max-length", type=int, metavar="N", help="max decoder length (default: the model's, 200)")
-    translate.add_argument("--no-repeat-ngram-size", type=int, metavar="N", help="forbid repeating n-grams of this size")
-    translate.add_argument("--repetition-penalty", type=float, metavar="F", help="penalise repeated tokens (> 1)")
+    add_engine_options(translate)
     translate.add_argument("--no-split", action="store_true",
                            help="send each stdin line to the model whole (default: sentence by sentence)")
-    translate.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters (default: the app's)")
-    translate.add_argument("--adapter", metavar="NAME", help="translate with this LoRA adapter (a subfolder of --adapters)")
-    translate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
-    translate.add_argument(
-        "--dtype", default="auto", help="auto, float32, bfloat16, float16, or int8 (CPU) (default: bfloat16 on a GPU, int8 on the CPU)"
-    )
-    translate.add_argument(
-        "--gpu-memory", type=int, metavar="MB",
-        help="GPU memory for translation beyond the model's weights (default 2048; more speeds up long documents)",
-    )
     translate.add_argument("--output-dir", metavar="DIR", help="write translated documents here, those found in a folder "
                            "named keeping their place below it (default: beside each input)")
     translate.add_argument("--overwrite", action="store_true", help="replace translated documents that already exist")
@@ -127,6 +113,21 @@ def build_parser() -> argparse.ArgumentParser:
         "files", nargs="*", metavar="FILE",
         help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt docx pptx xlsx odt epub pdf)",
     )
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the LibreTranslate and DeepL APIs on this machine",
+        description="A local HTTP server speaking LibreTranslate's API and DeepL's API v2, so that tools made "
+        "for them translate with Dragoman. It listens on the loopback address only unless --host says otherwise.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=5000, help="port (default 5000, LibreTranslate's)")
+    serve.add_argument("--api-key", dest="api_keys", action="append", default=[], metavar="KEY",
+                       help="require this key (LibreTranslate's api_key, DeepL's Authorization: DeepL-Auth-Key KEY); "
+                            "may be given several times")
+    serve.add_argument("--cors-origin", dest="cors_origins", action="append", default=[], metavar="ORIGIN",
+                       help="let web pages from ORIGIN (e.g. https://example.org, or *) call the server")
+    add_engine_options(serve)
 
     models = commands.add_parser(
         "models",
@@ -169,6 +170,84 @@ def build_parser() -> argparse.ArgumentParser:
     exporting.add_argument("--to", dest="tgt", metavar="LANG", help="only translations into this language")
     actions.add_parser("list", help="count the translations of each pair of languages (the default)")
     return parser
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """The model, device, adapter and decoding options of `translate` and `serve`."""
+    parser.add_argument("--model", metavar="MODEL", help=MODEL_HELP + " (default: the window's model, or the only one installed)")
+    parser.add_argument("--beams", type=int, metavar="N", help="beam size (1 = greedy; default 4)")
+    parser.add_argument("--length-penalty", type=float, metavar="F", help="beam length penalty (default 1.0)")
+    parser.add_argument("--max-length", type=int, metavar="N", help="max decoder length (default: the model's, 200)")
+    parser.add_argument("--no-repeat-ngram-size", type=int, metavar="N", help="forbid repeating n-grams of this size")
+    parser.add_argument("--repetition-penalty", type=float, metavar="F", help="penalise repeated tokens (> 1)")
+    parser.add_argument("--adapters", metavar="DIR", help="folder of LoRA adapters (default: the app's)")
+    parser.add_argument("--adapter", metavar="NAME", help="translate with this LoRA adapter (a subfolder of --adapters)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
+    parser.add_argument(
+        "--dtype", default="auto", help="auto, float32, bfloat16, float16, or int8 (CPU) (default: bfloat16 on a GPU, int8 on the CPU)"
+    )
+    parser.add_argument(
+        "--gpu-memory", type=int, metavar="MB",
+        help="GPU memory for translation beyond the model's weights (default 2048; more speeds up long documents)",
+    )
+
+
+def decoding_overrides(args: argparse.Namespace) -> dict:
+    """The decoding options given (`Translator.default_options` overrides), checked before the model loads."""
+    from dragoman.engine import DecodingOptions
+
+    overrides = {
+        "num_beams": args.beams,
+        "length_penalty": args.length_penalty,
+        "max_length": args.max_length,
+        "no_repeat_ngram_size": args.no_repeat_ngram_size,
+        "repetition_penalty": args.repetition_penalty,
+    }
+    overrides = {name: value for name, value in overrides.items() if value is not None}
+    try:  # checked before the model loads, so a typo costs nothing
+        DecodingOptions(**overrides)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return overrides
+
+
+def gpu_memory_bytes(args: argparse.Namespace) -> int | None:
+    from dragoman.app.settings import MIN_GPU_MEMORY_MB
+
+    if args.gpu_memory is not None and args.gpu_memory < MIN_GPU_MEMORY_MB:
+        raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
+    return args.gpu_memory << 20 if args.gpu_memory is not None else None
+
+
+def checked_adapters_dir(args: argparse.Namespace) -> Path | None:
+    """--adapters (or the app's folder when --adapter names one), --adapter checked against the model."""
+    adapters_dir = adapters_folder(args.adapters) if args.adapter or args.adapters else None
+    if args.adapter:  # checked before the model loads too
+        from dragoman.engine import check_adapter, load_config
+
+        check_adapter(adapters_dir, args.adapter, load_config(args.model))
+    return adapters_dir
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from dragoman.app.server import Server, serve
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: not a port (0 to 65535)")
+    overrides = decoding_overrides(args)
+    gpu_memory = gpu_memory_bytes(args)
+    args.model = str(model_folder(args.model))
+    adapters_dir = checked_adapters_dir(args)
+    weights_cache = app_settings()[0].weights_cache
+
+    def make_translator():
+        from dragoman.engine import Translator
+
+        return Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
+                          gpu_memory=gpu_memory, weights_cache=weights_cache)
+
+    server = Server(make_translator, args.adapter or "", overrides, tuple(args.api_keys), tuple(args.cors_origins))
+    return serve(server, args.host, args.port)
 
 
 def app_settings():
@@ -279,8 +358,7 @@ def chunks(lines: Iterator[str], size: int) -> Iterator[list[str]]:
 
 
 def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    from dragoman.app.settings import MIN_GPU_MEMORY_MB
-    from dragoman.engine import DecodingOptions, resolve_language
+    from dragoman.engine import resolve_language
 
     src = resolve_language(args.src)
     targets = tuple(dict.fromkeys(resolve_language(code.strip()) for code in args.tgt.split(",") if code.strip()))
@@ -290,18 +368,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         raise UsageError("several --to languages: only with --corpus")
     tgt = targets[0]
     check_corpus_and_ray_options(args)
-    overrides = {
-        "num_beams": args.beams,
-        "length_penalty": args.length_penalty,
-        "max_length": args.max_length,
-        "no_repeat_ngram_size": args.no_repeat_ngram_size,
-        "repetition_penalty": args.repetition_penalty,
-    }
-    overrides = {name: value for name, value in overrides.items() if value is not None}
-    try:  # checked before the model loads, so a typo costs nothing
-        DecodingOptions(**overrides)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    overrides = decoding_overrides(args)
     if args.alternatives is not None:
         if args.files:
             raise UsageError("--alternatives translates stdin, not documents")
@@ -309,9 +376,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             raise UsageError(f"--alternatives {args.alternatives}: at least 1")
         if args.beams is not None and args.alternatives > args.beams:
             raise UsageError(f"--alternatives {args.alternatives}: more than the {args.beams} beams (--beams)")
-    if args.gpu_memory is not None and args.gpu_memory < MIN_GPU_MEMORY_MB:
-        raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
-    gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
+    gpu_memory = gpu_memory_bytes(args)
     terms = command_line_terms(args)
     documents = bool(args.files) and not args.corpus
     # a typo costs nothing: the documents are checked, and the report refused, before the model is looked for
@@ -324,11 +389,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
 
     from dragoman.engine import Translator
 
-    adapters_dir = adapters_folder(args.adapters) if args.adapter or args.adapters else None
-    if args.adapter:  # checked before the model loads too
-        from dragoman.engine import check_adapter, load_config
-
-        check_adapter(adapters_dir, args.adapter, load_config(args.model))
+    adapters_dir = checked_adapters_dir(args)
     if args.corpus:
         return translate_corpus(args, src, targets, overrides, terms, adapters_dir, gpu_memory)
     if documents:
@@ -734,6 +795,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "translate":
             return run_translate(args, sys.stdin, sys.stdout)
+        if args.command == "serve":
+            return run_serve(args)
         if args.command == "models":
             return run_models(args, sys.stdout)
         if args.command == "adapters":

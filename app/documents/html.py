@@ -25,10 +25,10 @@ from pathlib import Path
 import lxml.html
 from lxml import etree
 
-from dragoman.app.documents.safety import (DocumentError, assumed_encoding, decode_text, encoding_label,
+from dragoman.app.documents.safety import (DocumentError, assumed_encoding, decode_text, encoding_label, parse_xml,
                                            read_bytes)
 from dragoman.app.documents.segments import Document, Run, Segment
-from dragoman.app.documents.xmlflow import BLOCK, XmlFlow
+from dragoman.app.documents.xmlflow import BLOCK, INLINE, XmlFlow
 
 EXTENSIONS = (".html", ".htm", ".xhtml")
 MAX_DEPTH = 255  # libxml2's bound on nesting (XML_PARSE_HUGE lifts it; it stays off)
@@ -173,3 +173,42 @@ class HtmlDocument(Document):
 
 def extract(path: Path) -> HtmlDocument:
     return HtmlDocument(path)
+
+
+class InlineXmlFlow(XmlFlow):
+    """Markup of unknown vocabulary (an API's XML tag handling): every element is inline formatting
+    carried onto the translation, except those that hold no text, kept whole."""
+
+    mixed = True
+    default = INLINE
+
+
+class MarkupFragment(Document):
+    """A piece of HTML or XML as an API request holds it (`<p>Hello <b>world</b></p>`, or plain words
+    around tags), translated in place: `text(translations)` is the piece again with each segment's
+    translation. HTML is parsed as HTML pages are; XML with the documents' hardened parser (no
+    entities, no DTD, no network), its elements inline formatting."""
+
+    WRAPPER = "dragoman-fragment"
+
+    def __init__(self, text: str, xml: bool = False):
+        if xml:
+            self.root = parse_xml(f"<{self.WRAPPER}>{text}</{self.WRAPPER}>".encode(), "the text").getroot()
+            self.flow: XmlFlow = InlineXmlFlow()
+            self.flow.blocks = frozenset({self.WRAPPER})
+        else:
+            try:
+                self.root = lxml.html.fragment_fromstring(text, create_parent=self.WRAPPER)
+            except (etree.ParserError, ValueError) as e:
+                raise DocumentError(f"the text is not readable HTML ({e})") from None
+            self.flow = XhtmlFlow()
+        self.xml = xml
+        self.chunks = self.flow.chunks(self.root)
+        self.segments = [Segment(c.runs) for c in self.chunks]
+
+    def text(self, translations: list[list[Run]]) -> str:
+        for chunk, runs in zip(self.chunks, translations, strict=True):
+            self.flow.write_chunk(chunk, runs)
+        whole = etree.tostring(self.root, encoding="unicode", method="xml" if self.xml else "html", with_tail=False)
+        start, end = len(f"<{self.WRAPPER}>"), -len(f"</{self.WRAPPER}>")
+        return "" if whole.endswith("/>") else whole[start:end]  # an empty piece is written <dragoman-fragment/>

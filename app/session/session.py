@@ -6,7 +6,8 @@
 Each step exists once, here:
 
 - split: typed text and stdin by app.session.typed_text (`_layout`), documents by their format
-  (app.documents) through `translate_document`;
+  (app.documents) through `translate_document`, the server's HTML and XML pieces through
+  `translate_segments`;
 - the translation memory (what a person chose for a sentence, reused whatever the glossary) is
   looked up in `_remembered` and written by `accept`;
 - the cache: documents keep their translations on disk (engine.TranslationCache, keyed with the
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from dragoman.app.documents import translate_document
+from dragoman.app.documents.segments import Run, Segment, translate_segments
 from dragoman.app.session import detect
 from dragoman.app.session.confidence import doubts
 from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport, open_cache, open_memory
@@ -340,6 +342,21 @@ class TranslationSession:
             proportional=proportional,
             note=report.notes.append if report is not None else None,
         )
+
+    def translate_segments(self, job: DocumentJob, segments: list[Segment],
+                           report: JobReport | None = None) -> list[list[Run]]:
+        """The translated runs of segments held in memory (the local server's HTML and XML pieces:
+        app.documents.html.MarkupFragment), as a document's: all in one engine call, through the
+        memory, the cache and the terms. `job` gives languages, options and adapter (its paths are
+        not used); `report` as `translate_document`'s."""
+
+        def proportional(text: str) -> None:
+            if report is not None:
+                report.proportional += 1
+
+        return translate_segments(segments, self._document_batches(job, None, None, report, None),
+                                  get_language(job.source).script, get_language(job.target).script,
+                                  batch_sentences=None, proportional=proportional)
 
     def _document_batches(
         self, job: DocumentJob, should_stop: Callable[[], bool] | None, progress: Callable[[int, int], None] | None,

@@ -102,3 +102,24 @@ def test_a_translation_a_person_accepts_comes_back_from_the_memory_undoubted(tra
     result = session.translate(job)
     assert result.lines() == ["Le renard saute."] and result.doubts == [[]] and result.found == [None]
     session.close()
+
+
+def test_segments_held_in_memory_are_translated_as_a_documents(translator, paths, tmp_path):
+    from dragoman.app.documents.html import MarkupFragment
+    from dragoman.app.session.jobs import DocumentJob, JobReport
+
+    html = '<p>Hello <b>world</b>, how are you?</p><p>The cat sleeps.</p>'
+    page = tmp_path / "page.html"
+    page.write_text(f"<html><body>{html}</body></html>", encoding="utf-8")
+    session = TranslationSession.open(translator, paths)
+    try:
+        written = session.translate_document(DocumentJob(page, tmp_path / "page.fra_Latn.html", "eng_Latn", "fra_Latn",
+                                                         OPTIONS))
+        fragment = MarkupFragment(html)
+        report = JobReport()
+        job = DocumentJob(page, page, "eng_Latn", "fra_Latn", OPTIONS)
+        translated = fragment.text(session.translate_segments(job, fragment.segments, report))
+    finally:
+        session.close()
+    assert "<b>" in translated and translated in written.read_text(encoding="utf-8")
+    assert report.sentences == report.cached > 0  # the document's cache: the page translated them first

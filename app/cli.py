@@ -8,6 +8,7 @@ Errors are one line on stderr: exit code 1, or 2 for a usage error (bad option, 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Iterator, TextIO
@@ -67,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument("--model", metavar="MODEL", help=MODEL_HELP + " (default: the window's model, or the only one installed)")
     translate.add_argument("--from", dest="src", metavar="LANG", required=True, help="source language, e.g. eng_Latn")
-    translate.add_argument("--to", dest="tgt", metavar="LANG", required=True, help="target language, e.g. fra_Latn")
+    translate.add_argument("--to", dest="tgt", metavar="LANG", required=True,
+                           help="target language, e.g. fra_Latn (--corpus: several, comma-separated)")
     translate.add_argument("--beams", type=int, metavar="N", help="beam size (1 = greedy; default 4)")
     translate.add_argument("--length-penalty", type=float, metavar="F", help="beam length penalty (default 1.0)")
     translate.add_argument("--max-length", type=int, metavar="N", help="max decoder length (default: the model's, 200)")
@@ -105,6 +107,22 @@ def build_parser() -> argparse.ArgumentParser:
                            help="print one JSON object per stdin line (each line translated whole): its source, "
                                 "translation and score, and the N - 1 next best translations with their scores "
                                 "(N at most --beams)")
+    translate.add_argument("--corpus", action="store_true",
+                           help="the FILEs are corpora: JSON Lines, TSV, CSV, Parquet or plain text (a record a line), "
+                                "written back with a translation column per --to language (STEM.<to>.EXT)")
+    translate.add_argument("--field", "--column", dest="field", default="text", metavar="NAME",
+                           help="--corpus: the JSON Lines field, Parquet column or TSV/CSV column (a header's name, "
+                                "or a number from 1 for a file with no header) holding the text (default: text)")
+    translate.add_argument("--shard-size", type=int, metavar="N",
+                           help="--corpus: write N records a file (STEM.<to>/part-00000.EXT...); a run started "
+                                "again keeps the shards written and translates the rest")
+    translate.add_argument("--scores", action="store_true",
+                           help="--corpus: add each translation's score and doubts (<field>.<to>.score, .doubts)")
+    translate.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                           help="run on a Ray cluster (default: one of this machine, started for the run), one "
+                                "engine per GPU (pip install 'dragoman[ray]'); a FILE right after --ray is a file")
+    translate.add_argument("--workers", type=int, metavar="N",
+                           help="--ray: how many engines (default: one per GPU; on the CPU one per 4 cores)")
     translate.add_argument(
         "files", nargs="*", metavar="FILE",
         help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt docx pptx xlsx odt epub pdf)",
@@ -264,7 +282,14 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     from dragoman.app.settings import MIN_GPU_MEMORY_MB
     from dragoman.engine import DecodingOptions, resolve_language
 
-    src, tgt = resolve_language(args.src), resolve_language(args.tgt)
+    src = resolve_language(args.src)
+    targets = tuple(dict.fromkeys(resolve_language(code.strip()) for code in args.tgt.split(",") if code.strip()))
+    if not targets:
+        raise UsageError("--to: no language")
+    if len(targets) > 1 and not args.corpus:
+        raise UsageError("several --to languages: only with --corpus")
+    tgt = targets[0]
+    check_corpus_and_ray_options(args)
     overrides = {
         "num_beams": args.beams,
         "length_penalty": args.length_penalty,
@@ -288,6 +313,13 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         raise UsageError(f"--gpu-memory {args.gpu_memory}: at least {MIN_GPU_MEMORY_MB} MB")
     gpu_memory = args.gpu_memory << 20 if args.gpu_memory is not None else None
     terms = command_line_terms(args)
+    documents = bool(args.files) and not args.corpus
+    # a typo costs nothing: the documents are checked, and the report refused, before the model is looked for
+    jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides) if documents else ([], [])
+    if args.report:
+        check_output_file(args.report, "--report", {
+            **{job.source_path: "the document" for job in jobs}, **{Path(name): "the document" for name in refused},
+            **{job.output_path: "the translation" for job in jobs}, **app_databases()})
     args.model = str(model_folder(args.model))
 
     from dragoman.engine import Translator
@@ -297,16 +329,19 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
         from dragoman.engine import check_adapter, load_config
 
         check_adapter(adapters_dir, args.adapter, load_config(args.model))
-    if args.files:
-        jobs, refused = document_jobs(args, document_inputs(args.files), src, tgt, overrides)  # a typo costs nothing
+    if args.corpus:
+        return translate_corpus(args, src, targets, overrides, terms, adapters_dir, gpu_memory)
+    if documents:
+        if args.ray is not None:
+            return run_jobs_on_ray(args, jobs, refused, worker_spec(args, terms, adapters_dir, gpu_memory))
         translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
-                                gpu_memory=gpu_memory)
+                                gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
         return run_jobs(jobs, refused, translator, args.report, terms)
     from dragoman.app.session.session import TranslationJob, TranslationSession
 
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
-                            gpu_memory=gpu_memory)
-    session = TranslationSession.open(translator, terms=terms)
+                            gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
+    session = TranslationSession.open(translator, terms=terms, unusable=going_on_without)
     doubtful = []
     try:
         beams = session.options(overrides).num_beams
@@ -331,6 +366,79 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     finally:
         session.close()
     report_doubts(args.report, doubtful, "stdin", quiet=True)
+    return 0
+
+
+def check_corpus_and_ray_options(args: argparse.Namespace) -> None:
+    """The options of --corpus and --ray that make sense only together with them, and Ray installed."""
+    if args.ray and Path(args.ray).exists():  # `--ray FILE ...`: a file, not the cluster's address
+        args.files.insert(0, args.ray)
+        args.ray = ""
+    if not args.corpus:
+        for given, name in ((args.shard_size is not None, "--shard-size"), (args.scores, "--scores"),
+                            (args.field != "text", "--field")):
+            if given:
+                raise UsageError(f"{name}: only with --corpus")
+    elif not args.files:
+        raise UsageError("--corpus: name the corpus files")
+    if args.shard_size is not None and args.shard_size < 1:
+        raise UsageError(f"--shard-size {args.shard_size}: at least 1")
+    if args.workers is not None and (args.ray is None or args.workers < 1):
+        raise UsageError("--workers: at least 1, and only with --ray")
+    if args.ray is not None:
+        if args.alternatives is not None or not args.files:
+            raise UsageError("--ray translates documents or corpora (FILE...), not stdin")
+        from dragoman.app.cluster import import_ray
+
+        try:
+            import_ray()
+        except RuntimeError as e:
+            raise UsageError(str(e)) from None
+
+
+def worker_spec(args: argparse.Namespace, terms, adapters_dir: Path | None, gpu_memory: int | None):
+    """What --ray's workers load. On a cluster of this machine they share its translation memory
+    and cache; on another cluster each machine keeps its own (this user's folders may not exist there)."""
+    from dragoman.app.cluster import WorkerSpec
+    from dragoman.app.settings import AppPaths
+
+    return WorkerSpec(args.model, args.dtype, str(adapters_dir) if adapters_dir else None, gpu_memory, terms,
+                      AppPaths.default() if not args.ray else None)
+
+
+def translate_corpus(args, src: str, targets: tuple[str, ...], overrides: dict, terms, adapters_dir: Path | None,
+                     gpu_memory: int | None) -> int:
+    """--corpus (app.corpus): each file's shards translated here, or on Ray workers with --ray."""
+    from dragoman.app.corpus.progress import RunProgress
+    from dragoman.app.corpus.run import CorpusFile, CorpusRequest, LocalShards, run_corpus
+
+    request = CorpusRequest(src, targets, overrides, args.adapter or "", not args.no_split, args.scores)
+    output_dir = Path(args.output_dir) if args.output_dir else None
+    files = [CorpusFile(Path(name), args.field, request, args.shard_size, output_dir) for name in args.files]
+    for corpus in files:
+        corpus.check()  # bad input (a CorpusError, one line): said before the model loads
+    progress = RunProgress(sys.stderr)
+    if args.ray is not None:
+        from dragoman.app.cluster import WorkerPool
+
+        pool = WorkerPool(worker_spec(args, terms, adapters_dir, gpu_memory), args.device, args.ray, args.workers,
+                          progress)
+        try:
+            run_corpus(files, pool, progress, args.overwrite)
+        finally:
+            pool.close()
+    else:
+        from dragoman.app.session.session import TranslationSession
+        from dragoman.engine import Translator
+
+        session = TranslationSession.open(Translator(args.model, device=args.device, dtype=args.dtype,
+                                                     adapters_dir=adapters_dir, gpu_memory=gpu_memory), terms=terms,
+                                          unusable=going_on_without)
+        try:
+            run_corpus(files, LocalShards(session), progress, args.overwrite)
+        finally:
+            session.close()
+    progress.end()
     return 0
 
 
@@ -371,6 +479,44 @@ def report_doubts(path: str | None, entries: list[dict], where: str, quiet: bool
         write_atomically(Path(path), "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode())
 
 
+def going_on_without(unusable: str) -> None:
+    """Say that the translation memory or cache file `unusable` names cannot be used (engine.DatabaseError):
+    translating goes on without it."""
+    print(f"dragoman: {unusable}; going on without it", file=sys.stderr)
+
+
+def app_databases() -> dict[Path, str]:
+    """The files of the translation memory and cache, with SQLite's journal files beside them."""
+    from dragoman.app.session.jobs import CACHE_FILE
+    from dragoman.app.session.translation_memory import MEMORY_FILE
+    from dragoman.app.settings import AppPaths
+
+    paths = AppPaths.default()
+    found = {}
+    for database, what in ((paths.data_dir / MEMORY_FILE, "the translation memory"),
+                           (paths.cache_dir / CACHE_FILE, "the translation cache")):
+        found.update((Path(f"{database}{suffix}"), what) for suffix in ("", "-wal", "-shm", "-journal"))
+    return found
+
+
+def check_output_file(name: str, what: str, not_to_replace: dict[Path, str]) -> None:
+    """UsageError, before any work, for an output file (`what`: --report, the export) that would
+    replace one of `not_to_replace` (path -> what it is) or that is no place for a file: a folder,
+    a device or a pipe (replaced by a regular file, as root), a folder that does not exist."""
+    path = Path(name)
+    if path.is_dir():
+        raise UsageError(f"{what} {name}: is a folder, not a file")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{what} {name}: not a regular file (a device or a pipe): name a file to write")
+    if not path.absolute().parent.is_dir():
+        raise UsageError(f"{what} {name}: the folder {path.absolute().parent} does not exist")
+    if not os.access(path.absolute().parent, os.W_OK):
+        raise UsageError(f"{what} {name}: cannot write in the folder {path.absolute().parent}")
+    for other, kind in not_to_replace.items():
+        if path.resolve() == other.resolve() or (path.exists() and other.exists() and path.samefile(other)):
+            raise UsageError(f"{what} {name}: would replace {kind} {other}")
+
+
 def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
     from dragoman.app.session.jobs import open_memory
     from dragoman.engine import resolve_language
@@ -385,6 +531,7 @@ def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
         elif args.action == "export":
             src = resolve_language(args.src) if args.src else None
             tgt = resolve_language(args.tgt) if args.tgt else None
+            check_output_file(args.file, "the export", app_databases())
             count = memory.export_tmx(args.file, src, tgt)
             stdout.write(f"{args.file}: {count} translations exported\n")
         else:
@@ -484,8 +631,8 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
     from dragoman.app.session.session import TranslationSession
 
     failed = list(refused)
-    doubtful = []
-    session = TranslationSession.open(translator, terms=terms)
+    doubtful: list[dict] = []
+    session = TranslationSession.open(translator, terms=terms, unusable=going_on_without)
     try:
         for job in jobs:
             bar = ProgressBar(job.source_path.name, sys.stderr)
@@ -493,31 +640,78 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
             try:
                 written = session.translate_document(job, progress=bar, report=report)
                 bar.end()
-                if report.cached or report.remembered:  # a run stopped before, a document translated already
-                    kept = [f"{n} from the {where}" for n, where in ((report.remembered, "translation memory"),
-                                                                     (report.cached, "translation cache")) if n]
-                    print(f"dragoman: {job.source_path}: {report.translated} sentences translated, {', '.join(kept)}",
-                          file=sys.stderr)
-                if report.proportional:
-                    print(f"dragoman: {job.source_path}: formatting placed by proportion in {report.proportional} "
-                          f"sentence{'s' if report.proportional != 1 else ''} (the translation lost their tags)",
-                          file=sys.stderr)
-                print(written, file=sys.stdout)
-                doubtful += [{"file": str(job.source_path), "sentence": d.sentence, "source": d.source,
-                              "translation": d.translation, "score": d.score, "reasons": list(d.reasons)}
-                             for d in report.doubtful]
+                document_written(job, written, report, doubtful)
             except KeyboardInterrupt:
                 raise
             except Exception as e:  # DocumentError, a bad file the format library choked on, out of memory...
                 bar.end()
-                message = str(e).splitlines()[0] if str(e) else type(e).__name__
-                print(f"dragoman: error: {job.source_path}: {message}", file=sys.stderr)
-                failed.append(str(job.source_path))
+                document_failed(job, str(e).splitlines()[0] if str(e) else type(e).__name__, failed)
     finally:
         session.close()
-    report_doubts(report_path, doubtful, f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}")
+    return jobs_finished(len(jobs), len(refused), failed, doubtful, report_path)
+
+
+def run_jobs_on_ray(args: argparse.Namespace, jobs: list, refused: list[str], spec) -> int:
+    """`run_jobs` on Ray workers (app.cluster): the same outputs, written here as each comes back."""
+    from dragoman.app.cluster import WorkerPool
+    from dragoman.app.corpus.progress import RunProgress
+    from dragoman.app.documents import write_atomically
+
+    failed = list(refused)
+    doubtful: list[dict] = []
+    ready = []
+    for job in jobs:  # as translate_document refuses it, before a worker is asked
+        if job.output_path.exists() and not job.overwrite:
+            document_failed(job, f"{job.output_path.name} already exists (use --overwrite to replace it)", failed)
+        else:
+            ready.append(job)
+    progress = RunProgress(sys.stderr, unit="documents")
+    pool = WorkerPool(spec, args.device, args.ray, args.workers, progress)
+    progress.start([1] * len(ready), len(ready))
+    try:
+        for number, (job, data, report, error, worker) in enumerate(pool.translate_documents(ready)):
+            progress.done(number, worker, 1, report.translated)
+            if data is None:
+                document_failed(job, error, failed)
+                continue
+            job.output_path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(job.output_path, data)
+            document_written(job, job.output_path, report, doubtful)
+    finally:
+        pool.close()
+    progress.end()
+    return jobs_finished(len(jobs), len(refused), failed, doubtful, args.report)
+
+
+def document_written(job, written: Path, report, doubtful: list[dict]) -> None:
+    """What a document's translation says: notes on stderr, its file on stdout, its doubts kept in `doubtful`."""
+    if report.cached or report.remembered:  # a run stopped before, a document translated already
+        kept = [f"{n} from the {where}" for n, where in ((report.remembered, "translation memory"),
+                                                         (report.cached, "translation cache")) if n]
+        print(f"dragoman: {job.source_path}: {report.translated} sentences translated, {', '.join(kept)}",
+              file=sys.stderr)
+    if report.proportional:
+        print(f"dragoman: {job.source_path}: formatting placed by proportion in {report.proportional} "
+              f"sentence{'s' if report.proportional != 1 else ''} (the translation lost their tags)",
+              file=sys.stderr)
+    for line in report.notes:  # what its reading and writing assumed (the encoding)
+        print(f"dragoman: {job.source_path}: {line}", file=sys.stderr)
+    print(written, file=sys.stdout)
+    doubtful += [{"file": str(job.source_path), "sentence": d.sentence, "source": d.source,
+                  "translation": d.translation, "score": d.score, "reasons": list(d.reasons)}
+                 for d in report.doubtful]
+
+
+def document_failed(job, message: str, failed: list[str]) -> None:
+    print(f"dragoman: error: {job.source_path}: {message}", file=sys.stderr)
+    failed.append(str(job.source_path))
+
+
+def jobs_finished(jobs: int, refused: int, failed: list[str], doubtful: list[dict], report_path: str | None) -> int:
+    """The doubts reported, the failures named: 1 if any."""
+    report_doubts(report_path, doubtful, f"{jobs} document{'s' if jobs != 1 else ''}")
     if failed:
-        print(f"dragoman: {len(failed)} of {len(jobs) + len(refused)} documents failed: {', '.join(failed)}", file=sys.stderr)
+        print(f"dragoman: {len(failed)} of {jobs + refused} documents failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 

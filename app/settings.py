@@ -24,6 +24,7 @@ AUTO_DETECT = "auto"  # the source language "detect it"
 # for an 8 GB card beside the display.
 DEFAULT_GPU_MEMORY_MB = 2048
 MIN_GPU_MEMORY_MB = 256
+DEFAULT_TEXT_SIZE, MIN_TEXT_SIZE, MAX_TEXT_SIZE = 13, 8, 40
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,18 @@ class AppPaths:
         return self.data_dir / "models"
 
     @property
+    def weights_cache(self) -> Path:
+        """Weights derived from models (the CPU's int8 ones), kept so that a later start skips the work."""
+        return self.cache_dir / "weights"
+
+    @property
     def default_adapters_dir(self) -> Path:
         return self.data_dir / "adapters"
+
+    @property
+    def history_file(self) -> Path:
+        """The typed translations kept (app.history)."""
+        return self.data_dir / "history.sqlite3"
 
     @property
     def glossaries_dir(self) -> Path:
@@ -83,6 +94,11 @@ class Settings:
     glossary_pairs_off: list[list[str]] = field(default_factory=list)
     do_not_translate: list[str] = field(default_factory=list)  # terms kept as written
     protect: bool = True  # also keep URLs, e-mail addresses, placeholders and numbers with units as written
+    translate_as_you_type: bool = True  # else only on Ctrl+Return
+    text_size: int = DEFAULT_TEXT_SIZE  # points, of the two text panes
+    keep_history: bool = True  # typed translations are kept in a searchable history (app.history)
+    window_geometry: str = ""  # the window's size and place at the last quit (Qt's saveGeometry, base64)
+    last_text: str = ""  # the source text at the last quit (kept only with keep_history)
 
     def remember_language(self, code: str) -> None:
         """Move `code` to the front of the recently used languages."""
@@ -121,6 +137,8 @@ class Settings:
             settings.theme = "system"
         if settings.precision not in PRECISIONS:
             settings.precision = "auto"
+        if not MIN_TEXT_SIZE <= settings.text_size <= MAX_TEXT_SIZE:
+            settings.text_size = DEFAULT_TEXT_SIZE
         if settings.adapter_slots < 1:
             settings.adapter_slots = cls.adapter_slots
         if settings.gpu_memory_mb < MIN_GPU_MEMORY_MB:

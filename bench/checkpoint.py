@@ -65,6 +65,14 @@ def write_checkpoint(dest: Path, size: str) -> Path:
     return dest
 
 
+def checkpoint_in(given: Path | None, work: Path, size: str) -> Path:
+    """A bench's --checkpoint: the folder given, written there if it holds none yet, or a new one in `work`."""
+    checkpoint = given or work / "checkpoint"
+    if not (checkpoint / "config.json").exists():
+        write_checkpoint(checkpoint, size)
+    return checkpoint
+
+
 def _span(first: str, last: str) -> str:
     """The assigned characters from `first` to `last`."""
     return "".join(chr(c) for c in range(ord(first), ord(last) + 1) if unicodedata.category(chr(c)) != "Cn")

@@ -30,7 +30,7 @@ import torch
 
 from bench import add_out_argument, emit, natural
 from bench.__main__ import SHAPES
-from bench.checkpoint import write_checkpoint
+from bench.checkpoint import checkpoint_in
 
 NEW_TOKENS = 40  # as the document workloads of DESIGN.md
 
@@ -79,9 +79,7 @@ def main() -> None:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="dragoman-bench-"))
-    checkpoint = args.checkpoint or work / "checkpoint"
-    if not (checkpoint / "config.json").exists():
-        write_checkpoint(checkpoint, args.size)
+    checkpoint = checkpoint_in(args.checkpoint, work, args.size)
     sentences = document_sentences(args.sentences)
     document = work / "document.txt"
     document.write_text("\n".join(sentences) + "\n", encoding="utf-8")

@@ -83,6 +83,8 @@ _LAZY = {
     "AdapterError": "dragoman.engine.peft_adapter",
     "TranslationCache": "dragoman.engine.translation_cache",
     "model_identity": "dragoman.engine.translation_cache",
+    "DatabaseError": "dragoman.engine.translation_cache",
+    "open_database": "dragoman.engine.translation_cache",
     "cuda_device_names": "dragoman.engine.device",
     "DeviceError": "dragoman.engine.device",
 }

@@ -11,7 +11,10 @@ Embedding lookups stay float32 (lookups are cheap).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import torch
 
@@ -61,10 +64,12 @@ class Int8Linear:
     def from_linear(cls, linear: Linear, onednn: bool = False) -> "Int8Linear":
         """The int8 version of `linear`; with `onednn`, its weight prepacked for oneDNN's int8 linear
         (faster than torch._int_mm at a few rows, docs/performance.md "CPU")."""
-        weight = linear.weight.float()
-        scale = weight.abs().amax(dim=1).clamp(min=1e-12) / 127  # (out,)
-        quantized = torch.round(weight / scale[:, None]).to(torch.int8)  # (out, in)
-        bias = None if linear.bias is None else linear.bias.float()
+        return cls.of(*quantize_weight(linear.weight), linear.bias, onednn)
+
+    @classmethod
+    def of(cls, quantized: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None, onednn: bool) -> "Int8Linear":
+        """From `quantize_weight`'s int8 weight (out, in) and scales (out,)."""
+        bias = None if bias is None else bias.float()
         if onednn:
             zeros = torch.zeros(scale.shape, dtype=torch.int64)
             return cls(torch.ops.onednn.qlinear_prepack(quantized, None), scale, bias, zeros)
@@ -97,17 +102,80 @@ class Int8Linear:
         return False
 
 
-def quantize_int8(model: NllbModel) -> None:
-    """Replace every Linear of the model (projections, feed-forward, output layer) by its int8 version, in place."""
+def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A weight (out, in) as int8 (out, in) and one float32 scale per output row (out,)."""
+    weight = weight.float()
+    scale = weight.abs().amax(dim=1).clamp(min=1e-12) / 127  # (out,)
+    return torch.round(weight / scale[:, None]).to(torch.int8), scale  # (out, in), (out,)
+
+
+def quantize_int8(model: NllbModel, stored: Path | None = None) -> None:
+    """Replace every Linear of the model (projections, feed-forward, output layer) by its int8 version, in place.
+
+    With `stored`, a safetensors file of the model's int8 weights and scales: read when it holds
+    this model's shapes, else written (quantising a 600M model takes seconds, reading its int8
+    weights a fraction of one). The caller names the file by the checkpoint it came from.
+    """
     if model.device.type != "cpu" or model.dtype != torch.float32:
         raise ValueError("int8 weights are for float32 models on the CPU")
     if not int8_supported():
         raise ValueError("this build of torch has no int8 matrix product on the CPU")
     onednn = onednn_supported()
-    for layer in [*model.encoder_layers, *model.decoder_layers]:
-        for f in fields(layer):
-            value = getattr(layer, f.name)
-            if isinstance(value, Linear):
-                setattr(layer, f.name, Int8Linear.from_linear(value, onednn))
-    model.cross_kv = Int8Linear.from_linear(model.cross_kv, onednn)
-    model.lm_head = Int8Linear.from_linear(model.lm_head, onednn)
+    linears = {name: (owner, field) for name, owner, field in _linear_fields(model)}
+    quantized = _read_stored(stored, model, linears) if stored is not None else None
+    if quantized is None:
+        quantized = {name: quantize_weight(getattr(owner, field).weight) for name, (owner, field) in linears.items()}
+        if stored is not None:
+            _write_stored(stored, quantized)
+    for name, (owner, field) in linears.items():
+        setattr(owner, field, Int8Linear.of(*quantized[name], getattr(owner, field).bias, onednn))
+
+
+def _linear_fields(model: NllbModel) -> list[tuple[str, object, str]]:
+    """(a name for it, the object holding it, its field) for every Linear of the model."""
+    found: list[tuple[str, object, str]] = []
+    for side, layers in (("encoder", model.encoder_layers), ("decoder", model.decoder_layers)):
+        for number, layer in enumerate(layers):
+            found += [(f"{side}.{number}.{f.name}", layer, f.name) for f in fields(layer)
+                      if isinstance(getattr(layer, f.name), Linear)]
+    return found + [("cross_kv", model, "cross_kv"), ("lm_head", model, "lm_head")]
+
+
+def _read_stored(path: Path, model: NllbModel, linears: dict) -> dict[str, tuple[torch.Tensor, torch.Tensor]] | None:
+    """The stored int8 weights when the file holds every Linear of `model` in its shape; else None
+    (a missing, damaged or foreign file is quantised again and replaced)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        tensors = load_file(str(path))
+    except (OSError, SafetensorError, ValueError, RuntimeError):
+        return None
+    stored = {}
+    for name, (owner, field) in linears.items():
+        weight, scale = tensors.get(f"{name}.weight"), tensors.get(f"{name}.scale")
+        shape = getattr(owner, field).weight.shape
+        if (weight is None or scale is None or weight.dtype != torch.int8 or scale.dtype != torch.float32
+                or weight.shape != shape or scale.shape != shape[:1]):
+            return None
+        stored[name] = (weight, scale)
+    return stored
+
+
+def _write_stored(path: Path, quantized: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Written under a temporary name and renamed: a reader never sees half a file. A folder that
+    cannot be written leaves the model quantised, only not stored."""
+    from safetensors.torch import save_file
+
+    tensors = {f"{name}.{part}": t.contiguous() for name, pair in quantized.items() for part, t in zip(("weight", "scale"), pair)}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+        os.close(handle)
+    except OSError:
+        return
+    try:
+        save_file(tensors, name, metadata={"format": "dragoman-int8"})
+        os.replace(name, path)
+    except OSError:
+        Path(name).unlink(missing_ok=True)

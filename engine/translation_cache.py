@@ -18,6 +18,49 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 
+# How long a write waits for another program's: the CLI and the window commit in milliseconds, so a
+# lock held longer is a stuck or foreign program, said at once rather than after SQLite's 30 s.
+BUSY_SECONDS = 5
+
+
+class DatabaseError(Exception):
+    """A database file that cannot be used, and why (one line naming the file)."""
+
+
+def open_database(path: Path, what: str, table: str, create: str) -> sqlite3.Connection:
+    """A connection to the SQLite database at `path` (`what`: "translation cache", for the messages)
+    holding `table` (`create`: its CREATE TABLE IF NOT EXISTS), made if the file is new. A file that
+    is no SQLite database, a database of another program (tables, none of them `table`), or one
+    that is locked or read-only raises DatabaseError naming the file; a foreign one is left as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    problem = None
+    try:
+        db = sqlite3.connect(path, check_same_thread=False, timeout=BUSY_SECONDS)
+    except sqlite3.Error as e:
+        raise DatabaseError(f"{path}: the {what} cannot be opened ({e})") from None
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and table not in tables:
+            problem = f"a database of another program, not a {what} (it has no {table} table)"
+        else:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(create)
+            db.commit()
+    except sqlite3.DatabaseError as e:
+        message = str(e)
+        if "locked" in message or "busy" in message:
+            problem = f"the {what} is locked by another program (still after {BUSY_SECONDS} s)"
+        elif "readonly" in message or "read-only" in message:
+            problem = f"the {what} is read-only: Dragoman needs to write it"
+        else:
+            problem = (f"not a {what}: damaged, truncated or another kind of file ({message}); move it away and "
+                       "a new one is made")
+    if problem is not None:
+        db.close()
+        raise DatabaseError(f"{path}: {problem}")
+    return db
+
+
 def model_identity(model_dir: str | Path) -> str:
     model_dir = Path(model_dir).resolve()
     stamps = []
@@ -30,15 +73,12 @@ def model_identity(model_dir: str | Path) -> str:
 class TranslationCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = open_database(self.path, "translation cache", "translations",
+                                 "CREATE TABLE IF NOT EXISTS translations (key BLOB PRIMARY KEY, translation TEXT NOT NULL)")
         # A commit survives the process being killed without waiting for the disk (no fsync): a power
         # cut can lose the last commits, never corrupt the file, and a cache can lose a few entries.
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS translations (key BLOB PRIMARY KEY, translation TEXT NOT NULL)")
-        self._db.commit()
 
     @staticmethod
     def context(model: str, adapter: str, source: str, target: str, options) -> str:

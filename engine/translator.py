@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import unicodedata
 import weakref
@@ -24,6 +25,7 @@ from dragoman.engine.languages import NO_SPACE_SCRIPTS, get_language
 from dragoman.engine.peft_adapter import AdapterError
 from dragoman.engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from dragoman.engine.quantize import int8_supported, quantize_int8
+from dragoman.engine.translation_cache import model_identity
 from dragoman.engine.weights import load_weights
 
 # Texts tokenized a step, at least, while a document decodes (Submission): host time for
@@ -218,10 +220,13 @@ class Translator:
         adapters_dir: str | Path | None = None,
         adapter_slots: int | None = None,
         gpu_memory: int | None = None,
+        weights_cache: str | Path | None = None,
     ):
         """`adapters_dir`: the folder of LoRA adapters that `translate(adapter=...)` names; up to
         `adapter_slots` (default 4) of them stay resident on the device. `gpu_memory`: bytes of GPU
-        memory for the work beyond the weights (engine.generator.DEFAULT_GPU_MEMORY by default)."""
+        memory for the work beyond the weights (engine.generator.DEFAULT_GPU_MEMORY by default).
+        `weights_cache`: a folder where weights derived from the checkpoint (the CPU's int8 ones)
+        are kept between runs, named by the checkpoint's files, so that a later start skips the work."""
         model_dir = Path(model_dir)
         self.model_dir = model_dir
         self.device = resolve_device(device)
@@ -237,7 +242,11 @@ class Translator:
         model = NllbModel(self.config, weights, max_positions)
         del weights
         if self.int8:
-            quantize_int8(model)
+            stored = None
+            if weights_cache is not None:
+                name = hashlib.sha256(model_identity(model_dir).encode()).hexdigest()[:32]
+                stored = Path(weights_cache) / f"{name}.int8.safetensors"
+            quantize_int8(model, stored)
         self.generator = Generator.build(
             model, max_rows, cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots, gpu_memory=gpu_memory
         )
@@ -438,6 +447,11 @@ class Translator:
         (`</s>` aside: it ends the sentence, which no unmet chain lets happen)."""
         decode, eos = self.tokenizer.decode, self.tokenizer.eos_id
         return frozenset(i for i in range(self.generator.model.config.vocab_size) if i != eos and not decode([i]).strip())
+
+    def spells(self, text: str) -> bool:
+        """Whether the vocabulary writes `text` exactly: none of its characters is lost as <unk>
+        (the app marks verbatim spans with what it spells)."""
+        return self.tokenizer.decode(self.tokenizer.encode_target_start(text)) == text
 
     def completion_start(self, typed: str, options: DecodingOptions) -> CompletionStart:
         """How a translation is completed from `typed`, its start (`CompletionStart`); a start

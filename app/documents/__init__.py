@@ -63,11 +63,13 @@ def translate_document(
     batch_sentences: int | None = BATCH_SENTENCES,
     options: dict | None = None,
     proportional: Callable[[str], None] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Path:
     """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop.
     `batch_sentences`: distinct sentences per `translate_batch` call (None: all in one). `options`:
     document options; each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual).
-    `proportional`: see `translate_segments`."""
+    `proportional`: see `translate_segments`. `note(line)` receives, once the output is written,
+    each thing the user should know of it (the encoding it was read in or written in)."""
     path, out_path = Path(path), Path(out_path)
     if out_path.resolve() == path.resolve():
         raise DocumentError("the output would replace the input")
@@ -105,6 +107,8 @@ def translate_document(
             raise
     finally:
         document.close()
+    for line in document.notes if note is not None else ():
+        note(line)
     return out_path
 
 

@@ -1,7 +1,8 @@
 """HTML (.html, .htm): the page's text, its title, and the alt/title/placeholder texts.
 
 Parsed with lxml's HTML parser (libxml2: no entity expansion, no network) and written back with
-lxml's HTML serializer in the encoding the page was read in. The page's own doctype and XML
+lxml's HTML serializer in the encoding the page was read in (a legacy one, declared or detected:
+app.documents.safety; UTF-8 where it cannot hold the translation, said in the document's notes). The page's own doctype and XML
 declaration are written as they were (a page without a doctype gains none, although libxml2 adds
 one to every tree), and the charset declarations (`<meta charset>`, `<meta http-equiv=
 "Content-Type">`, the XML declaration's encoding) are kept, naming the encoding written. Pages
@@ -17,13 +18,15 @@ chapters.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import re
 from pathlib import Path
 
 import lxml.html
 from lxml import etree
 
-from dragoman.app.documents.safety import DocumentError, decode_text, read_bytes
+from dragoman.app.documents.safety import (DocumentError, assumed_encoding, decode_text, encoding_label,
+                                           read_bytes)
 from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.xmlflow import BLOCK, XmlFlow
 
@@ -55,8 +58,11 @@ _XML_DECLARATION = re.compile(r"^\ufeff?\s*(<\?xml[^>]*\?>)\s*")
 _SPACE = re.compile(r"\s*")
 _CHARSET = re.compile(r"(charset\s*=\s*[\"']?)([\w.:-]+)", re.IGNORECASE)
 _ENCODING = re.compile(r"(encoding\s*=\s*[\"'])([\w.:-]+)", re.IGNORECASE)
-# the encoding names to declare for what safety.decode_text reads
+# the encoding names to declare for what safety.decode_text reads (legacy ones: encoding_label)
 _DECLARED = {"utf-8": "utf-8", "utf-8-sig": "utf-8", "utf-16": "utf-16", "utf-32": "utf-32"}
+_DECLARATION = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?([\w.:-]+)|<\?xml[^>]*encoding\s*=\s*["']([\w.:-]+)""",
+                          re.IGNORECASE)
+DECLARATION_BYTES = 4096  # where a page's charset declaration must be (HTML: within the first 1024 bytes)
 
 
 def _doctype_of(text: str) -> str | None:
@@ -88,9 +94,36 @@ def _declaring(match: re.Match, encoding: str) -> str:
     return match.group(0) if _same_encoding(match.group(2), encoding) else match.group(1) + encoding
 
 
+# Attributes libxml2's HTML writer percent-escapes (`{{ url }}` -> `{{%20url%20}}`): each is written
+# as a token, then the token replaced by the value as the page had it.
+_URI_ATTRIBUTES = ("href", "src", "action", "name", "cite", "longdesc", "usemap", "data", "formaction")
+_URI_TOKEN = re.compile(r'"dragoman-target-(\d+)"')
+
+
+@contextlib.contextmanager
+def _targets_as_written(root):
+    """The tree with each link target a token for the time of the block; yields the values, escaped
+    for a double-quoted attribute, by token number."""
+    replaced: list[tuple] = []
+    for el in root.iter(etree.Element):
+        for name in _URI_ATTRIBUTES:
+            value = el.get(name)
+            if value is not None:
+                replaced.append((el, name, value))
+                el.set(name, f"dragoman-target-{len(replaced) - 1}")
+    try:
+        yield [value.replace("&", "&amp;").replace('"', "&quot;") for _, _, value in replaced]
+    finally:
+        for el, name, value in replaced:
+            el.set(name, value)
+
+
 class HtmlDocument(Document):
     def __init__(self, path: Path):
-        text, self.encoding = decode_text(read_bytes(path))
+        data = read_bytes(path)
+        declared = _DECLARATION.search(data[:DECLARATION_BYTES])
+        text, self.encoding = decode_text(data, declared and (declared.group(1) or declared.group(2)).decode("ascii"))
+        self.notes = tuple(filter(None, [assumed_encoding(self.encoding)]))
         declaration = _XML_DECLARATION.match(text)
         self.declaration = declaration.group(1) if declaration else None
         if declaration:
@@ -113,19 +146,29 @@ class HtmlDocument(Document):
     def write(self, translations: list[list[Run]], out_path: Path) -> None:
         for chunk, runs in zip(self.chunks, translations, strict=True):
             self.flow.write_chunk(chunk, runs)
-        declared = _DECLARED.get(self.encoding, self.encoding)
+        try:
+            out_path.write_bytes(self._page(self.encoding).encode(self.encoding))
+        except UnicodeEncodeError:  # a legacy encoding without the target's letters
+            out_path.write_bytes(self._page("utf-8").encode("utf-8"))
+            self.notes += (f"written as UTF-8: {encoding_label(self.encoding)} cannot hold the translation",)
+
+    def _page(self, encoding: str) -> str:
+        """The page as text, its charset declarations naming `encoding`."""
+        declared = _DECLARED.get(encoding) or encoding_label(encoding)
         for meta in self.root.iter("meta"):
             if meta.get("charset") is not None and not _same_encoding(meta.get("charset").strip(), declared):
                 meta.set("charset", declared)
             if (meta.get("http-equiv") or "").lower() == "content-type" and meta.get("content"):
                 meta.set("content", _CHARSET.sub(lambda m: _declaring(m, declared), meta.get("content")))
         # the tree, not the root element: lxml drops <meta http-equiv> when it writes an element
-        html = etree.tostring(self.root.getroottree(), encoding="unicode", method="html")
+        with _targets_as_written(self.root) as targets:
+            html = etree.tostring(self.root.getroottree(), encoding="unicode", method="html")
+        html = _URI_TOKEN.sub(lambda m: '"' + targets[int(m.group(1))] + '"', html)
         html = re.sub(r"^<!DOCTYPE[^>]*>\n?", "", html)  # libxml2's, present whether the page had one or not
         prolog = [self.doctype] if self.doctype else []
         if self.declaration:
             prolog.insert(0, _ENCODING.sub(lambda m: _declaring(m, declared), self.declaration))
-        out_path.write_bytes("\n".join(prolog + [html]).encode(self.encoding))
+        return "\n".join(prolog + [html])
 
 
 def extract(path: Path) -> HtmlDocument:

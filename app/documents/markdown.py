@@ -29,6 +29,7 @@ from dragoman.app.documents.text import SlotDocument, addresses, read_text, spli
 
 EXTENSIONS = (".md", ".markdown")
 _SPECIAL = "*`"  # always escaped in translated text: they would start formatting
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")  # `&amp;` as text: escaped
 # Escapes of these matter only where a block starts (a list item, a heading): written there only.
 _LINE_START_ESCAPES = frozenset(".)-+#>")
 _BLOCK_START = re.compile(r"^(\d{1,9}(?=[.)](?:\s|$))|(?=[-+]\s|#{1,6}(?:\s|$)|>))")
@@ -123,6 +124,10 @@ def inline_runs(token, next_lines: list[str], newline: str) -> tuple[list[Run], 
     return [run for run in runs if run.text or run.atom is not None], written
 
 
+def _as_written(url: str) -> str:
+    return url
+
+
 def _title(title) -> str:
     return f' "{title}"' if title else ""
 
@@ -140,7 +145,7 @@ def _escape(text: str, written: dict[str, str]) -> str:
     for k, ch in enumerate(text):
         if ch in written:
             out.append(written[ch])
-        elif ch in _SPECIAL or (ch == "\\" and _is_punctuation(text[k + 1 : k + 2])):
+        elif ch in _SPECIAL or (ch == "\\" and _is_punctuation(text[k + 1 : k + 2])) or (ch == "&" and _ENTITY.match(text, k)):
             out.append("\\" + ch)
         elif ch == "_" and not (text[k - 1 : k].isalnum() and text[k + 1 : k + 2].isalnum()):
             out.append("\\_")
@@ -273,6 +278,8 @@ def extract(path: Path) -> MarkdownDocument:
         if end is not None:
             start = end + 1
     md = MarkdownIt("commonmark").enable("table").enable("strikethrough").disable("text_join")
+    # Link and image targets, autolinks too, as written: not percent-encoded or decoded (`%7B`, `{{ x }}`)
+    md.normalizeLink = md.normalizeLinkText = _as_written
     tokens = md.parse("\n".join(lines[start:]))
     # (first line, last line + 1, inline token, is it a paragraph) of every block with inline text, in order
     blocks = [(t.map[0] + start, t.map[1] + start, t, k and tokens[k - 1].type == "paragraph_open")

@@ -35,6 +35,7 @@ OPTIONS = ("pdf_as", "bilingual")
 MAX_PAGES = 5000
 MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflated
 MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
+MAX_PAGE_CONTENT_BYTES = 16 * 1024 * 1024  # a page's content streams, decoded: a dense map page holds a few MiB
 SCANNED = "no text to translate: the pages are images; OCR is not supported yet"
 SCANNED_WITH_OCR = ("no text to translate: the pages are images under an invisible OCR text layer; "
                     "translating scans is not supported yet")
@@ -119,28 +120,110 @@ def open_checked(path: Path):
 
 
 def _check_streams(pdf) -> None:
-    """Refuse decompression bombs: every deflated stream the reader inflates (all but images),
-    inflated with a bound rather than trusted."""
+    """Refuse decompression bombs: every stream the reader decodes (all but images; an "image" a page
+    uses as its content or a font uses as its program too), decoded through its whole filter chain
+    with a bound rather than trusted; and a page whose content streams together decode to more than
+    MAX_PAGE_CONTENT_BYTES (text and drawing operators the layout reader would spend minutes on)."""
     import pikepdf
 
+    used = set()  # the streams read as content or font programs, whatever their /Subtype says
+    for page in pdf.pages:
+        contents = page.obj.get("/Contents")
+        streams = list(contents) if isinstance(contents, pikepdf.Array) else [contents] if contents is not None else []
+        page_bytes = 0
+        for stream in streams:
+            if isinstance(stream, pikepdf.Stream):
+                used.add(stream.objgen)
+                page_bytes += decoded_size(stream, MAX_PAGE_CONTENT_BYTES - page_bytes)
+                if page_bytes > MAX_PAGE_CONTENT_BYTES:
+                    raise DocumentError(f"a page's content decodes to over {MAX_PAGE_CONTENT_BYTES // 2**20} MiB of "
+                                        "text and drawing operators, which is refused")
+    for obj in pdf.objects:
+        if isinstance(obj, pikepdf.Dictionary) and obj.get("/Type") == pikepdf.Name.FontDescriptor:
+            used.update(obj[name].objgen for name in ("/FontFile", "/FontFile2", "/FontFile3")
+                        if isinstance(obj.get(name), pikepdf.Stream))
     total = 0
     for obj in pdf.objects:
-        if not isinstance(obj, pikepdf.Stream) or obj.get("/Subtype") == pikepdf.Name.Image:
+        if not isinstance(obj, pikepdf.Stream) or (obj.get("/Subtype") == pikepdf.Name.Image and obj.objgen not in used):
             continue
-        filters = obj.get("/Filter")
-        first = filters[0] if isinstance(filters, pikepdf.Array) and len(filters) else filters
-        if first != pikepdf.Name.FlateDecode:
-            continue
-        inflater = zlib.decompressobj()
-        try:
-            size = len(inflater.decompress(obj.read_raw_bytes(), MAX_STREAM_BYTES + 1))
-        except zlib.error:
-            continue  # a broken stream: the reader skips it as it would anyway
+        size = decoded_size(obj, MAX_STREAM_BYTES)
         if size > MAX_STREAM_BYTES:
             raise DocumentError(f"a stream of the PDF inflates to over {MAX_STREAM_BYTES // 2**20} MiB: a decompression bomb")
         total += size
         if total > MAX_INFLATED_BYTES:
             raise DocumentError(f"the PDF's streams inflate to over {MAX_INFLATED_BYTES // 2**20} MiB: a decompression bomb")
+
+
+def decoded_size(stream, limit: int) -> int:
+    """How many bytes `stream`'s filters give (Flate, LZW, RunLength, ASCIIHex, ASCII85, in its
+    order), each stage decoded at most to `limit` + 1 bytes: more than `limit` means over it. A
+    filter the reader does not expand (an image codec) ends the count; broken data counts as decoded
+    so far (the reader stops there too)."""
+    import pikepdf
+
+    filters = stream.get("/Filter")
+    names = [str(f) for f in filters] if isinstance(filters, pikepdf.Array) else [str(filters)] if filters else []
+    data = stream.read_raw_bytes()
+    for name in names:
+        decode = _DECODERS.get(name)
+        if decode is None:
+            break
+        try:
+            data = decode(data, limit + 1)
+        except (ValueError, zlib.error, EOFError):
+            break
+        if len(data) > limit:
+            break
+    return len(data)
+
+
+def _inflate(data: bytes, cap: int) -> bytes:
+    return zlib.decompressobj().decompress(data, cap)
+
+
+def _hex(data: bytes, cap: int) -> bytes:
+    digits = re.sub(rb"\s+", b"", data.split(b">", 1)[0])
+    return bytes.fromhex((digits + b"0" * (len(digits) % 2)).decode("ascii"))
+
+
+def _ascii85(data: bytes, cap: int) -> bytes:
+    body = data.strip().removeprefix(b"<~").split(b"~>", 1)[0]
+    if len(body) + 3 * body.count(b"z") > cap:  # each `z` stands for four zero bytes
+        return b"\0" * cap
+    import base64
+
+    return base64.a85decode(body, ignorechars=b" \t\n\r\f\0")
+
+
+def _run_length(data: bytes, cap: int) -> bytes:
+    out, i = bytearray(), 0
+    while i < len(data) and len(out) < cap:
+        length = data[i]
+        if length == 128:
+            break
+        if length < 128:
+            out += data[i + 1 : i + 2 + length]
+            i += 2 + length
+        else:
+            out += data[i + 1 : i + 2] * (257 - length)
+            i += 2
+    return bytes(out[:cap])
+
+
+def _lzw(data: bytes, cap: int) -> bytes:
+    from pdfminer.lzw import LZWDecoder
+
+    out = bytearray()
+    for piece in LZWDecoder(io.BytesIO(data)).run():
+        out += piece
+        if len(out) >= cap:
+            break
+    return bytes(out[:cap])
+
+
+_DECODERS = {"/FlateDecode": _inflate, "/Fl": _inflate, "/LZWDecode": _lzw, "/LZW": _lzw,
+             "/RunLengthDecode": _run_length, "/RL": _run_length, "/ASCIIHexDecode": _hex, "/AHx": _hex,
+             "/ASCII85Decode": _ascii85, "/A85": _ascii85}
 
 
 class PdfDocument(Document):

@@ -1,8 +1,10 @@
 """Reading untrusted files: size limits, text encodings, zip archives and XML, each refused with a clear reason.
 
 - Files: at most `MAX_FILE_BYTES`; empty files are refused.
-- Text: UTF-8 (with or without BOM) or UTF-16/32 with a BOM; anything else is refused with the
-  offset of the first bad byte, never guessed.
+- Text: UTF-8 (with or without BOM), UTF-16/32 with a BOM, UTF-16 without one (zero bytes on one
+  side of each pair); else the encoding an HTML page declares, or the one charset-normalizer
+  recognises (Windows-125x, Shift-JIS, EUC-JP, Big5, KOI8-R, GB18030...), said as assumed.
+  Control characters in the decoded text, or bytes no encoding explains, are binary content.
 - Zip archives (Office, OpenDocument, EPUB): names that are absolute, hold `..`, or collide with
   another member (the same name twice, or names differing only by case or `./`, which OPC and
   EPUB readers take for one) are refused, as are encrypted members, compression other than
@@ -84,8 +86,10 @@ def read_bytes(path: Path) -> bytes:
         raise DocumentError(f"cannot read it ({e.strerror or e})") from None
 
 
-def decode_text(data: bytes) -> tuple[str, str]:
-    """(text, encoding name to write back with). Refuses binary data and other encodings."""
+def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
+    """(text, the codec to write it back with): Unicode with a BOM, UTF-16 without one, UTF-8, the
+    encoding a page `declared` where it decodes the bytes, else the one charset-normalizer finds
+    (a legacy encoding: `assumed_encoding` says so). Binary data is refused."""
     for bom, encoding in (
         (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
         (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
@@ -96,13 +100,104 @@ def decode_text(data: bytes) -> tuple[str, str]:
             except UnicodeDecodeError as e:
                 raise DocumentError(f"not valid {encoding.upper()} text (bad bytes at offset {e.start})") from None
     if b"\x00" in data[:8192]:
-        raise DocumentError("binary content: this is not a text file")
+        encoding = _bomless_utf16(data)
+        try:
+            return _text(data.decode(encoding)), encoding
+        except (UnicodeDecodeError, TypeError, DocumentError):
+            raise DocumentError("binary content: this is not a text file") from None
     try:
         return data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError as e:
-        raise DocumentError(
-            f"not valid UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}); save it as UTF-8 and try again"
-        ) from None
+    except UnicodeDecodeError:
+        pass
+    if declared and _codec(declared) and not _codec(declared).startswith("utf"):
+        try:
+            return _text(data.decode(_codec(declared))), _codec(declared)
+        except (UnicodeDecodeError, DocumentError):
+            pass
+    import charset_normalizer  # only for the files that need it
+
+    matches = charset_normalizer.from_bytes(data[:DETECT_BYTES])
+    found = matches.best()
+    if found is None:
+        raise DocumentError("binary content, or text in an encoding that could not be recognised: save it as UTF-8 "
+                            "and try again")
+    ties = [m for m in matches if (m.percent_chaos, m.percent_coherence) == (found.percent_chaos, found.percent_coherence)]
+    # Between encodings that read the bytes equally well: the one whose reading has the fewest
+    # characters that text seldom holds (Japanese kana read as EUC-KR are Hangul jamo), then the
+    # most common one (Western European text reads as well in windows-1250 as in windows-1252).
+    fewest = min(_rare_characters(str(m)) for m in ties)
+    ties = [m for m in ties if _rare_characters(str(m)) == fewest]
+    encoding = "cp1252" if any("cp1252" in m.could_be_from_charset for m in ties) else ties[0].encoding
+    try:
+        return _text(data.decode(encoding)), _codec(encoding)
+    except (UnicodeDecodeError, DocumentError):
+        raise DocumentError(f"not valid UTF-8 text, nor {encoding_label(encoding)} text: save it as UTF-8 and try "
+                            "again") from None
+
+
+DETECT_BYTES = 256 * 1024  # what charset-normalizer looks at: plenty to tell an encoding, bounded time
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+
+
+_RARE = re.compile("[\u2500-\u259f\u3130-\u318f\ue000-\uf8ff\uf900-\ufaff\uff61-\uffdc]")  # box drawing, jamo,
+# private use, compatibility ideographs, half-width forms
+
+
+def _rare_characters(text: str) -> int:
+    return len(_RARE.findall(text))
+
+
+def _text(text: str) -> str:
+    """`text`, unless control characters say it was binary data."""
+    if _CONTROL.search(text[:65536]):
+        raise DocumentError("binary content: this is not a text file")
+    return text
+
+
+def _bomless_utf16(data: bytes) -> str | None:
+    """'utf-16-le' or 'utf-16-be' for data whose zero bytes fall on one side of at least half the
+    pairs, as the high bytes of Latin text written in UTF-16 without a BOM do; else None."""
+    head = data[:8192]
+    if len(data) % 2:
+        return None
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    if odd >= len(head) // 4 and even == 0:
+        return "utf-16-le"
+    if even >= len(head) // 4 and odd == 0:
+        return "utf-16-be"
+    return None
+
+
+def _codec(name: str) -> str | None:
+    """Python's name of a codec (`windows-1252` -> `cp1252`), None for one it does not know."""
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+# Python's codec names that are not the labels the web knows them by (WHATWG Encoding).
+_LABELS = {"cp932": "Shift_JIS", "shift_jis": "Shift_JIS", "euc_jp": "EUC-JP", "euc_jis_2004": "EUC-JP",
+           "iso2022_jp": "ISO-2022-JP", "big5": "Big5", "big5hkscs": "Big5-HKSCS", "cp949": "EUC-KR",
+           "euc_kr": "EUC-KR", "koi8-r": "KOI8-R", "koi8-u": "KOI8-U", "gb2312": "GB2312", "gbk": "GBK",
+           "gb18030": "GB18030", "mac-roman": "macintosh", "cp874": "windows-874", "tis-620": "windows-874"}
+
+
+def encoding_label(codec: str) -> str:
+    """The name a page declares and a user knows for a codec: `cp1252` -> `windows-1252`."""
+    name = _codec(codec) or codec
+    if re.fullmatch(r"cp125\d", name):
+        return "windows-" + name[2:]
+    return _LABELS.get(name, name.upper() if name.startswith("utf") else name.replace("_", "-"))
+
+
+def assumed_encoding(codec: str) -> str | None:
+    """One line saying what a file was read as, where that was a guess (not UTF-8, no BOM); else None."""
+    if codec in ("utf-8", "utf-8-sig", "utf-16", "utf-32"):
+        return None
+    if codec.startswith("utf-16"):
+        return f"read as {encoding_label(codec)} (UTF-16 without a byte order mark)"
+    return f"read as {encoding_label(codec)} (the file is not UTF-8)"
 
 
 class SafeZip:

@@ -28,7 +28,8 @@ sentence once, and rebuilds the segment's runs:
   one-word link never vanishes; only a translation shorter than its runs leaves the last runs their
   source text. The result is always a valid document with every run and atom present, even when a
   styled word lands a word off.
-- A translation with no text (empty, or only tags) is not written: the sentence keeps its source.
+- A translation with no text (empty, or only tags), or with no letter where the sentence had some
+  (a random model's `0 0 0`), is not written: the sentence keeps its source.
 
 Atoms at the very start or end of a sentence never go to the model: they are kept before or after
 its translation.
@@ -342,7 +343,7 @@ def translate_segments(
         for index, piece in enumerate(plan):
             if isinstance(piece, _Sentence):
                 translation = translations.get(piece.key, "")
-                if _TAG.sub("", translation).strip():
+                if is_translatable(_TAG.sub("", translation)):
                     rebuilt, by_proportion = piece.rebuild(translation, target_script)
                     runs.extend(rebuilt)
                     if by_proportion and piece.tagged and piece.key not in placed_proportionally:
@@ -371,6 +372,7 @@ class Document:
     """
 
     segments: list[Segment]
+    notes: tuple[str, ...] = ()  # what was assumed reading it or changed writing it (an encoding), a line each
 
     def write(self, translations: list[list[Run]], out_path) -> None:
         raise NotImplementedError

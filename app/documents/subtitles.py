@@ -7,8 +7,10 @@ cue's identifier only at the start of a block, or when it is a SubRip cue number
 
 A cue's text lines are one segment and its translation is wrapped back onto as many lines as it
 had, of about equal length: at spaces, or between characters in scripts written without spaces
-(Chinese, Japanese, Thai...), never inside a word otherwise (so a translation of fewer words than
-the cue had lines comes back on fewer lines). Dialogue cues, every line starting with a dash, are
+(Chinese, Japanese, Thai...), inside a word only where the translation has fewer words than the
+cue had lines (never before a combining mark); a line end in the translation is a space. A cue
+keeps its line count whatever the model returns: one whose translation has fewer characters
+than lines keeps its source lines. Dialogue cues, every line starting with a dash, are
 translated line by line. Inline tags (`<i>`, `<b>`, `<u>`, `<font color>`, WebVTT `<c.class>`,
 `<v Speaker>`, `<lang>`, `<ruby>`) are formatting carried onto the translation; WebVTT timestamp
 tags (karaoke, `<00:19.000>`) are atoms.
@@ -22,6 +24,7 @@ spaces (`\\h`) and soft breaks (`\\n`) are atoms.
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 from dragoman.app.documents.safety import DocumentError
@@ -35,6 +38,7 @@ _TAG = re.compile(r"<(\d{1,2}:\d{2}(?::\d{2})?\.\d{3})>|<(/?)([a-zA-Z]+)?([^>]*)
 _DIALOGUE = re.compile(r"^(\s*[-–—]\s*)")
 _ASS_CODE = re.compile(r"\{[^}]*\}|\\[hn]")  # ASS override blocks, hard spaces and soft breaks: kept where they are
 _ASS_LINE_BREAK = "\\N"
+_LINE_END = re.compile(r"[ \t]*[\r\n\v\f\x85\u2028\u2029]+[ \t]*")
 _NO_LINE_START = set("、。，．！？：；）」』】〉》〕…・ー")  # CJK punctuation that never begins a line
 _NO_LINE_END = set("（「『【〈《〔")
 
@@ -76,8 +80,9 @@ def render_tags(runs: list[Run]) -> str:
     return "".join(out)
 
 
-def _breaks(text: str, tag: re.Pattern) -> list[tuple[int, int, int]]:
-    """Where `text` (cue text with tags) may break: (cut start, cut end, visible characters before)."""
+def _breaks(text: str, tag: re.Pattern, anywhere: bool = False) -> list[tuple[int, int, int]]:
+    """Where `text` (cue text with tags) may break: (cut start, cut end, visible characters before);
+    with `anywhere`, between any two visible characters but before a combining mark."""
     visible: list[int] = []  # the index of each character outside tags
     pos = 0
     for m in list(tag.finditer(text)) + [None]:
@@ -85,13 +90,15 @@ def _breaks(text: str, tag: re.Pattern) -> list[tuple[int, int, int]]:
         visible.extend(range(pos, end))
         pos = m.end() if m else pos
     spaces = [(i, i + 1, k) for k, i in enumerate(visible) if text[i] == " "]
-    if not UNSPACED_CHARACTER.search(text):
+    if not UNSPACED_CHARACTER.search(text) and not anywhere:
         return spaces
     between = []
     for k in range(1, len(visible)):
         before, after = text[visible[k - 1]], text[visible[k]]
-        if (
-            (UNSPACED_CHARACTER.match(before) or UNSPACED_CHARACTER.match(after)) and " " not in (before, after)
+        if " " in (before, after) or unicodedata.category(after).startswith("M"):
+            continue
+        if anywhere or (
+            (UNSPACED_CHARACTER.match(before) or UNSPACED_CHARACTER.match(after))
             and after not in _NO_LINE_START and before not in _NO_LINE_END
         ):
             cut = visible[k - 1] + 1
@@ -103,9 +110,12 @@ def _breaks(text: str, tag: re.Pattern) -> list[tuple[int, int, int]]:
 
 def rewrap(text: str, lines: int, tag: re.Pattern = _TAG) -> list[str]:
     """`text` cut into `lines` lines of about equal visible length (see the module docstring);
-    `tag`: what is not visible (WebVTT and SubRip tags, or ASS override blocks)."""
-    text = text.strip()
+    `tag`: what is not visible (WebVTT and SubRip tags, or ASS override blocks). Fewer lines only
+    where it has fewer visible characters than `lines`."""
+    text = _LINE_END.sub(" ", text.strip())  # a line end the model wrote would add a line
     breaks = _breaks(text, tag)
+    if len(breaks) < lines - 1:  # fewer words than lines: a word is cut
+        breaks = _breaks(text, tag, anywhere=True)
     total = len(tag.sub("", text))
     chosen: list[tuple[int, int, int]] = []
     for line in range(1, lines):
@@ -123,6 +133,12 @@ def rewrap(text: str, lines: int, tag: re.Pattern = _TAG) -> list[str]:
     return out + [text[pos:].lstrip(" ")]
 
 
+def kept_line_count(lines: list[str], source: list[str]) -> list[str]:
+    """The translated lines, or the source's where the translation has too few characters to fill
+    as many lines: a cue keeps its line count (a blank line would end it)."""
+    return lines if len(lines) == len(source) else source
+
+
 def join_lines(lines: list[str], tag: re.Pattern = _TAG) -> str:
     """A cue's lines as one text: a space between them, none between two characters of an unspaced script."""
     out = ""
@@ -137,10 +153,11 @@ class SubtitleDocument(SlotDocument):
     def __init__(self, codec: str, bom: bytes, newline: str):
         super().__init__(codec, bom)
         self.newline = newline
-        self.line_counts: dict[int, int] = {}
+        self.cue_lines: dict[int, list[str]] = {}  # segment -> its source lines
 
     def render(self, index: int, runs: list[Run]) -> str:
-        return self.newline.join(rewrap(render_tags(runs), self.line_counts[index]))
+        return self.newline.join(kept_line_count(rewrap(render_tags(runs), len(self.cue_lines[index])),
+                                                 self.cue_lines[index]))
 
     def add_cue(self, lines: list[str]) -> None:
         """A cue's text lines (at least one) and the line end after each."""
@@ -157,7 +174,7 @@ class SubtitleDocument(SlotDocument):
         if not any(ch.isalpha() for ch in _TAG.sub("", text)):  # "♪ ♪", "...": as it was
             self.add_text("".join(line + self.newline for line in lines))
             return
-        self.line_counts[len(self.segments)] = len(lines)
+        self.cue_lines[len(self.segments)] = lines
         self.add_segment(parse_tags(text))
         self.add_text(self.newline)
 
@@ -167,11 +184,12 @@ class AssDocument(SlotDocument):
 
     def __init__(self, codec: str, bom: bytes):
         super().__init__(codec, bom)
-        self.line_counts: dict[int, int] = {}
+        self.cue_lines: dict[int, list[str]] = {}  # segment -> its source lines
 
     def render(self, index: int, runs: list[Run]) -> str:
         text = "".join(run.atom if run.atom is not None else run.text for run in runs)
-        return _ASS_LINE_BREAK.join(rewrap(text, self.line_counts[index], _ASS_CODE))
+        source = self.cue_lines[index]
+        return _ASS_LINE_BREAK.join(kept_line_count(rewrap(text, len(source), _ASS_CODE), source))
 
     def add_dialogue(self, text: str) -> None:
         lines = text.split(_ASS_LINE_BREAK)
@@ -183,7 +201,7 @@ class AssDocument(SlotDocument):
         for m in _ASS_CODE.finditer(joined):
             runs += [Run(joined[position : m.start()]), Run("", atom=m.group())]
             position = m.end()
-        self.line_counts[len(self.segments)] = len(lines)
+        self.cue_lines[len(self.segments)] = lines
         self.add_segment([run for run in runs + [Run(joined[position:])] if run.text or run.atom is not None])
 
 

@@ -7,7 +7,9 @@ written: blank lines, indentation and list markers ("- ", "1. ", "• "), lines 
 (rulers such as `-----`, `=====`, `***`, numbers), the borders and padding of table rows
 (`| cell | cell |`, whose cells are translated one by one), and URLs and e-mail addresses, which
 are never sent to the model: the text around them is translated in pieces. The encoding, its BOM
-(UTF-8, UTF-16 and UTF-32, either byte order) and the line endings are kept.
+(UTF-8, UTF-16 and UTF-32, either byte order) and the line endings are kept; a legacy encoding
+(app.documents.safety) is kept where it can hold the translation, else the output is UTF-8, and
+the document's `notes` say either.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from dragoman.app.documents.safety import decode_text, read_bytes
+from dragoman.app.documents.safety import assumed_encoding, decode_text, encoding_label, read_bytes
 from dragoman.app.documents.segments import Document, Run, Segment
 
 EXTENSIONS = (".txt", ".text")
@@ -46,11 +48,11 @@ _BOMS = (
 def read_text(path: Path) -> tuple[str, str, bytes]:
     """(text, codec, BOM) of a text file: its translation is written with the same codec and BOM."""
     data = read_bytes(path)
-    text, _ = decode_text(data)
+    text, encoding = decode_text(data)
     for bom, codec in _BOMS:
         if data.startswith(bom):
             return text, codec, bom
-    return text, "utf-8", b""
+    return text, encoding, b""
 
 
 def addresses(text: str) -> list[tuple[int, int]]:
@@ -117,6 +119,7 @@ class SlotDocument(Document):
         self.pieces: list[str | int | Wrapped] = []
         self.codec = codec
         self.bom = bom
+        self.notes = tuple(filter(None, [assumed_encoding(codec)]))
 
     def add_text(self, text: str) -> None:
         self.pieces.append(text)
@@ -156,7 +159,13 @@ class SlotDocument(Document):
         return self._join(self.pieces, translations)
 
     def write(self, translations: list[list[Run]], out_path: Path) -> None:
-        out_path.write_bytes(self.bom + self.text(translations).encode(self.codec))
+        text = self.text(translations)
+        try:
+            data = self.bom + text.encode(self.codec)
+        except UnicodeEncodeError:  # a legacy encoding without the target's letters
+            data = text.encode("utf-8")
+            self.notes += (f"written as UTF-8: {encoding_label(self.codec)} cannot hold the translation",)
+        out_path.write_bytes(data)
 
 
 def _is_wrapped(block: list[str]) -> bool:

@@ -13,8 +13,12 @@ the cache, the translation memory), and, where the engine gave one, from its sco
 - a low score: the model was unsure of its own words (engine.Translation's score, a log-probability
   per token, below LOW_SCORE).
 
-Short texts are not judged: a name, a number or a two-word heading proves nothing. Every check is
-linear in the text.
+- nothing: a source with letters given back as an empty translation.
+
+Short sources are judged for loops and emptiness only: a name, a number or a two-word heading may
+rightly come back shorter, longer, or unchanged, but never as nothing or as one word sixty times.
+The letters of URLs, addresses and placeholders (app.session.protected_spans), which stay as they
+are, do not count. Every check is linear in the text.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from __future__ import annotations
 import unicodedata
 
 from dragoman.app.session import detect
+from dragoman.app.session.protected_spans import ProtectedSpan, find_protected_spans
 from dragoman.engine import NO_SPACE_SCRIPTS, get_language
 
-MIN_LETTERS = 12  # below this, in the source, nothing is judged
+MIN_LETTERS = 12  # below this, in the source, only loops and emptiness are judged
 MAX_NGRAM = 4
 LOOP_REPEATS = 3
 MIN_RATIO, MAX_RATIO = 1 / 3, 3.0  # scaled translation letters / scaled source letters
@@ -44,6 +49,12 @@ LETTERS_PER_100_LATIN = {
 
 def letters(text: str) -> int:
     return sum(1 for ch in text if unicodedata.category(ch)[0] in "LM")
+
+
+def outside_verbatim_spans(text: str) -> str:
+    spans = find_protected_spans(text)
+    return "".join(text[a.end : b.start] for a, b in zip([ProtectedSpan(0, 0, "")] + spans,
+                                                          spans + [ProtectedSpan(len(text), len(text), "")]))
 
 
 def units(text: str, script: str) -> list[str]:
@@ -72,13 +83,18 @@ def longest_loop(items: list[str]) -> int:
 def doubts(source: str, translation: str, source_lang: str, target_lang: str, score: float | None = None) -> list[str]:
     """The reasons to doubt `translation` of `source`, in words for the user; [] when none.
     `score`: the engine's score of it (None: not known, as for a translation from the cache)."""
-    if letters(source) < MIN_LETTERS or not translation.strip():
+    judged = letters(outside_verbatim_spans(source))
+    if not judged:
         return []
+    if not translation.strip():
+        return ["nothing came out"]
     source_script, target_script = get_language(source_lang).script, get_language(target_lang).script
     reasons = []
     loop = longest_loop(units(translation, target_script))
     if loop >= LOOP_REPEATS and longest_loop(units(source, source_script)) < LOOP_REPEATS:
         reasons.append(f"the same words {loop} times in a row")
+    if judged < MIN_LETTERS:
+        return reasons
     scaled_source = letters(source) * 100 / LETTERS_PER_100_LATIN.get(source_script, 100)
     ratio = letters(translation) * 100 / LETTERS_PER_100_LATIN.get(target_script, 100) / scaled_source
     if ratio < MIN_RATIO:

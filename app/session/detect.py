@@ -22,6 +22,9 @@ LID_EXTRA = {
     "yue": "yue_Hant",
 }
 MIN_SCORE = 0.3  # below this the detector is guessing: report nothing
+# Where one sentence ends (and the next may be in another language): after end punctuation and a space,
+# right after CJK and Arabic end punctuation (no space follows it), or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?;。！？；؟۔।])\s+|(?<=[。！？；؟])|\n+")
 # Traditional characters that Simplified Chinese writes differently (a few frequent ones suffice).
 _TRADITIONAL = re.compile("[們這個來時會說國學對後經開無麼發問與電話請書見車門長東風愛聽讀寫語體廣]")
 
@@ -57,6 +60,13 @@ def best_guess(text: str) -> tuple[str, float] | None:
 
 
 def detect_language(text: str) -> str | None:
-    """The FLORES-200 code of `text`'s language, or None when unsure or not an NLLB language."""
-    guess = best_guess(text)
-    return guess[0] if guess and guess[1] >= MIN_SCORE else None
+    """The FLORES-200 code of the language most of `text` is in, or None when unsure or not an NLLB
+    language. Each sentence is identified on its own and counts for its letters: a paragraph of English
+    quoting a line of Arabic is English (the detector, given it whole, often says Arabic)."""
+    letters: dict[str, int] = {}
+    for sentence in _SENTENCE_END.split(text):
+        count = sum(ch.isalpha() for ch in sentence)
+        guess = best_guess(sentence) if count else None
+        if guess and guess[1] >= MIN_SCORE:
+            letters[guess[0]] = letters.get(guess[0], 0) + count
+    return max(letters, key=letters.__getitem__) if letters else None

@@ -49,7 +49,8 @@ class JobReport:
     """What a document job's sentences came from: `translated` by the engine, `cached` from earlier
     runs, `remembered` from the translation memory; and the `doubtful` ones (app.session.confidence) of
     the first two kinds, in the document's order. `proportional`: the distinct sentences whose
-    formatting was placed proportionally, their translation not having exactly their tags."""
+    formatting was placed proportionally, their translation not having exactly their tags. `notes`:
+    what the user should know of its reading and writing (the encoding it was read or written in)."""
 
     translated: int = 0
     cached: int = 0
@@ -57,6 +58,7 @@ class JobReport:
     doubtful: list[Doubtful] = field(default_factory=list)
     sentences: int = 0  # the document's distinct sentences seen so far, the number of the next one
     proportional: int = 0
+    notes: list[str] = field(default_factory=list)  # the document's own (app.documents: an encoding assumed)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ Each step exists once, here:
 - the cache: documents keep their translations on disk (engine.TranslationCache, keyed with the
   sentence's terms: app.session.terms.cache_text), typed text in memory only (`RecentTranslations`);
 - terms (glossaries, do-not-translate, protected spans, a document's placeholder tags) are looked up
-  in `sentence_terms`, for translations, alternatives and completions alike;
+  in `masked`, for translations, alternatives and completions alike: each verbatim span reaches the
+  model as a numbered mark and comes back byte for byte (app.session.terms.Masked), and a sentence
+  with nothing to translate but such spans never reaches it;
 - decoding options are built in `options`, what a translation depends on besides its text in `context`;
 - doubts (app.session.confidence) are checked in `_doubts`, never for a translation from the memory.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -33,11 +36,11 @@ from dragoman.app.documents import translate_document
 from dragoman.app.session import detect
 from dragoman.app.session.confidence import doubts
 from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport, open_cache, open_memory
-from dragoman.app.session.terms import PairTerms, Term, Terms, cache_text
+from dragoman.app.session.terms import Marks, Masked, PairTerms, Terms, cache_text
 from dragoman.app.session.translation_memory import TranslationMemory
 from dragoman.app.session.typed_text import TypedText
 from dragoman.app.settings import AppPaths
-from dragoman.engine import DOCUMENT, TYPED, TranslationCache, get_language, model_identity
+from dragoman.engine import DOCUMENT, TYPED, DatabaseError, TranslationCache, get_language, model_identity
 
 if TYPE_CHECKING:
     from dragoman.engine import DecodingOptions, Translation, Translator
@@ -74,7 +77,8 @@ class TextResult:
 
     text: TypedText
     translations: list[str | None]
-    found: list[Translation | None]  # the engine's, with score and alternatives; None from the memory
+    # The engine's, with score and alternatives; None from the memory, or for a sentence with nothing to translate.
+    found: list[Translation | None]
     doubts: list[list[str]]  # why each sentence's translation may be wrong
 
     @property
@@ -127,9 +131,27 @@ class TranslationSession:
         self.recent = RecentTranslations()
 
     @classmethod
-    def open(cls, translator: Translator, paths: AppPaths | None = None, terms: Terms | None = None) -> TranslationSession:
-        """A session with the app's translation cache and memory (of `paths`, else the user's)."""
-        return cls(translator, open_cache(paths), open_memory(paths), terms)
+    def open(cls, translator: Translator, paths: AppPaths | None = None, terms: Terms | None = None,
+             unusable: Callable[[str], None] | None = None) -> TranslationSession:
+        """A session with the app's translation cache and memory (of `paths`, else the user's). A store
+        whose file cannot be used (engine.DatabaseError, one line naming it) is said to `unusable` and
+        the session goes on without it; without `unusable`, the error is raised."""
+        stores: list = []
+        try:
+            for opener in (open_cache, open_memory):
+                try:
+                    stores.append(opener(paths))
+                except DatabaseError as e:
+                    if unusable is None:
+                        raise
+                    unusable(str(e))
+                    stores.append(None)
+        except BaseException:
+            for store in stores:
+                if store is not None:
+                    store.close()
+            raise
+        return cls(translator, *stores, terms=terms)
 
     def close(self) -> None:
         for store in (self.cache, self.memory):
@@ -152,11 +174,18 @@ class TranslationSession:
         return TranslationCache.context(model_identity(self.translator.model_dir),
                                         self.translator.adapter_identity(adapter), source, target, options)
 
-    def sentence_terms(self, terms: PairTerms, sentences: list[str], options: DecodingOptions,
-                       tagged: bool = False) -> list[list[Term]]:
-        """Each sentence's terms (app.session.terms), those that fit its translation's length."""
+    @cached_property
+    def marks(self) -> Marks | None:
+        """How verbatim spans are marked for this engine's vocabulary (None: no form it spells)."""
+        return Marks.for_translator(self.translator)
+
+    def masked(self, terms: PairTerms, sentences: list[str], options: DecodingOptions,
+               tagged: bool = False) -> list[Masked]:
+        """Each sentence as the model reads it, its verbatim spans as marks, with its terms
+        (app.session.terms), those that fit its translation's length."""
         positions = self.translator.config.max_position_embeddings
-        return [terms.of(s, tagged=tagged, max_length=options.length, max_positions=positions) for s in sentences]
+        return [terms.mask(s, self.marks, tagged=tagged, max_length=options.length, max_positions=positions)
+                for s in sentences]
 
     def source_of(self, job: TranslationJob) -> str | None:
         """The job's source language as detected in its text (None: unsure)."""
@@ -182,8 +211,9 @@ class TranslationSession:
                   should_stop: Callable[[], bool] | None = None) -> TextResult:
         """The job's lines cut into sentences and translated: those the memory holds from it, typed
         ones seen lately from `recent`, the rest from the engine with their terms (the sentence
-        `completion` names from the person's start, whatever the memory says). `on_sentence(i,
-        text)` hears each sentence's best hypothesis as it decodes, and known ones at once."""
+        `completion` names from the person's start, whatever the memory says); a sentence with
+        nothing to translate but verbatim spans is its own translation. `on_sentence(i, text)` hears
+        each sentence's best hypothesis as it decodes, and known ones at once."""
         options = self.options(job.options)
         if job.adapters_dir:
             self.translator.set_adapters_dir(job.adapters_dir)
@@ -191,16 +221,16 @@ class TranslationSession:
         sentences = text.sentences
         completed = job.completion[0] if job.completion is not None else None
         known = self._remembered(job, self.context(job.adapter, job.source, job.target, options), sentences)
+        masked = dict(zip(sentences, self.masked(self.terms.for_pair(job.source, job.target), sentences, options)))
+        known.update((s, s) for s in sentences if s not in known and masked[s].verbatim)
         if completed is not None:  # a person's start: neither the memory nor recent translations apply
             known.pop(sentences[completed], None)
-        terms = dict(zip(sentences, self.sentence_terms(self.terms.for_pair(job.source, job.target), sentences,
-                                                        options)))
         recent_key = (self.translator.adapter_identity(job.adapter), job.source, job.target, options)
         found: dict[str, Translation] = {}
         for i, sentence in enumerate(sentences):
             if sentence in known and on_sentence is not None:
                 on_sentence(i, known[sentence])
-            elif job.typed and i != completed and (hit := self.recent.get((recent_key, sentence, tuple(terms[sentence])))):
+            elif job.typed and i != completed and (hit := self.recent.get((recent_key, sentence, tuple(masked[sentence].terms)))):
                 found[sentence] = hit
                 if on_sentence is not None:
                     on_sentence(i, hit.text)
@@ -213,27 +243,29 @@ class TranslationSession:
         def heard(sentence: str, hypothesis: str) -> None:
             if on_sentence is not None:
                 for i in at[sentence]:
-                    on_sentence(i, hypothesis)
+                    on_sentence(i, masked[sentence].restore(hypothesis, partial=True))
 
         engine = dict(priority=TYPED if job.typed else DOCUMENT, should_stop=should_stop, adapter=job.adapter)
         if missing:
             results = self.translator.translate_full(
-                missing, job.source, job.target, options, alternatives=job.alternatives or 1,
-                on_partial=lambda j, hypothesis: heard(missing[j], hypothesis),
-                terms=[terms[s] for s in missing], **engine)
+                [masked[s].text for s in missing], job.source, job.target, options,
+                alternatives=job.alternatives or 1, on_partial=lambda j, hypothesis: heard(missing[j], hypothesis),
+                terms=[masked[s].terms for s in missing], **engine)
             for sentence, result in zip(missing, results):
                 if result is not None:
-                    found[sentence] = result
+                    found[sentence] = masked[sentence].restored(result)
                     if job.typed:
-                        self.recent.put((recent_key, sentence, tuple(terms[sentence])), result)
+                        self.recent.put((recent_key, sentence, tuple(masked[sentence].terms)), found[sentence])
         translations: list[str | None] = [None] * len(sentences)
         engine_found: list[Translation | None] = [None] * len(sentences)
         if completed is not None and job.completion is not None:
-            sentence = sentences[completed]
-            on_completion = (lambda _, hypothesis: on_sentence(completed, hypothesis)) if on_sentence else None
+            read = masked[sentences[completed]]
+            on_completion = (lambda _, hypothesis: on_sentence(completed, read.restore(hypothesis, partial=True))
+                             ) if on_sentence else None
             [result] = self.translator.translate_full(
-                [sentence], job.source, job.target, options, on_partial=on_completion,
-                starts=[job.completion[1]], terms=[terms[sentence]], **engine)
+                [read.text], job.source, job.target, options, on_partial=on_completion,
+                starts=[read.marking(job.completion[1])], terms=[read.terms], **engine)
+            result = read.restored(result) if result is not None else None
             translations[completed], engine_found[completed] = (result.text if result else None), result
         for i, sentence in enumerate(sentences):
             if i == completed:
@@ -253,10 +285,15 @@ class TranslationSession:
         keeping its terms as its translation did."""
         options = self.options(job.options)
         options = options.with_changes(num_beams=max(options.num_beams, count))
-        [terms] = self.sentence_terms(self.terms.for_pair(job.source, job.target), [sentence], options)
-        [found] = self.translator.translate_full([sentence], job.source, job.target, options, priority=TYPED,
-                                                 adapter=job.adapter, alternatives=count, terms=[terms])
+        [masked] = self.masked(self.terms.for_pair(job.source, job.target), [sentence], options)
+        if masked.verbatim:  # nothing to translate: the sentence is its only translation
+            from dragoman.engine import Translation
+
+            return [Translation(sentence)]
+        [found] = self.translator.translate_full([masked.text], job.source, job.target, options, priority=TYPED,
+                                                 adapter=job.adapter, alternatives=count, terms=[masked.terms])
         assert found is not None  # nothing stops it
+        found = masked.restored(found)
         return [found, *found.alternatives]
 
     def accept(self, job: TranslationJob, sentence: str, translation: str) -> None:
@@ -272,9 +309,10 @@ class TranslationSession:
         """Translate `job`'s file; returns the file written. Its distinct sentences go to the engine in
         one request (batch_sentences None), so progress counts the document's: one request keeps a
         GPU's rows full from the document's first sentence to its last. `report`, if given, counts its
-        sentences of each kind, the doubtful ones and those placed proportionally. Typed text
-        translated meanwhile, from any thread, joins the engine's batch ahead of the document's
-        waiting sentences (engine.TYPED): the document is neither stopped nor started again."""
+        sentences of each kind, the doubtful ones, those placed proportionally and the notes of its
+        reading and writing (the encoding said). Typed text translated meanwhile, from any thread,
+        joins the engine's batch ahead of the document's waiting sentences (engine.TYPED): the
+        document is neither stopped nor started again."""
 
         def proportional(text: str) -> None:
             if report is not None:
@@ -291,6 +329,7 @@ class TranslationSession:
             batch_sentences=None,
             options=job.document_options,
             proportional=proportional,
+            note=report.notes.append if report is not None else None,
         )
 
     def _document_batches(
@@ -310,15 +349,19 @@ class TranslationSession:
         def translate_batch(texts: list[str]) -> list[str | None]:
             found = self._remembered(job, context, texts)
             remembered = set(found)  # chosen by a person: not doubted
-            sentence_terms = dict(zip(texts, self.sentence_terms(pair_terms, texts, options, tagged=True)))
-            keys = {t: cache_text(t, sentence_terms[t]) for t in texts}
+            masked = dict(zip(texts, self.masked(pair_terms, texts, options, tagged=True)))
+            verbatim = {t for t in texts if t not in found and masked[t].verbatim}  # nothing to translate
+            found.update((t, t) for t in verbatim)
+            # The cache keys on what the model read and keeps what it wrote, marks and all.
+            keys = {t: cache_text(masked[t].text, masked[t].terms) for t in texts}
             if cache is not None:
                 stored = cache.get_many(context, [keys[t] for t in texts if t not in found])
-                found.update((t, stored[keys[t]]) for t in texts if keys[t] in stored and t not in found)
+                found.update((t, masked[t].restore(stored[keys[t]])) for t in texts
+                             if keys[t] in stored and t not in found)
             missing = [t for t in texts if t not in found]
             if report is not None:
                 report.remembered += len(remembered)
-                report.cached += len(found) - len(remembered)
+                report.cached += len(found) - len(remembered) - len(verbatim)
                 report.translated += len(missing)
             unstored: dict[str, str] = {}
             store_by = time.monotonic() + CACHE_SECONDS
@@ -342,7 +385,8 @@ class TranslationSession:
 
             def on_result(i: int, translation: str) -> None:
                 nonlocal reported
-                found[missing[i]] = unstored[missing[i]] = translation
+                unstored[missing[i]] = translation
+                found[missing[i]] = masked[missing[i]].restore(translation)
                 if time.monotonic() >= store_by:
                     store()
                 if progress and (len(found) - reported >= step or len(found) == len(texts)):
@@ -351,21 +395,23 @@ class TranslationSession:
 
             if missing:
                 try:
-                    results = self.translator.translate(missing, job.source, job.target, options, priority=DOCUMENT,
-                                                   should_stop=should_stop, adapter=job.adapter, on_result=on_result,
+                    results = self.translator.translate([masked[t].text for t in missing], job.source, job.target,
+                                                        options, priority=DOCUMENT, should_stop=should_stop,
+                                                        adapter=job.adapter, on_result=on_result,
                                                    on_translation=on_translation,
-                                                   terms=[sentence_terms[t] for t in missing])
+                                                   terms=[masked[t].terms for t in missing])
                     for text, result in zip(missing, results):
                         if result is not None and text not in found:  # from a translator that does not report
-                            found[text] = unstored[text] = result
+                            unstored[text] = result
+                            found[text] = masked[text].restore(result)
                 finally:
                     store()
             if report is not None:
                 for text in texts:
                     report.sentences += 1
                     translation = found.get(text)
-                    if text not in remembered and (reasons := self._doubts(text, translation, job.source, job.target,
-                                                                           scores.get(text))):
+                    if text not in remembered and text not in verbatim and (
+                            reasons := self._doubts(text, translation, job.source, job.target, scores.get(text))):
                         report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons),
                                                         scores.get(text)))
             return [found.get(t) for t in texts]

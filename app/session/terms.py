@@ -1,6 +1,7 @@
 """A sentence's terms: the strings its translation must hold verbatim (the engine's `terms=`).
 
-One place for typed text, stdin and documents alike (`Terms.for_pair(...).of(sentence)`):
+One place for typed text, stdin, documents and corpora alike (`Terms.for_pair(...).mask(sentence, marks)`,
+which app.session.session calls for every sentence it sends):
 
 - the target terms of the glossary entries whose source terms occur in the sentence
   (app.session.glossary.TermMatcher), from the enabled glossaries for the language pair;
@@ -18,7 +19,15 @@ last), so that one crowded sentence never fails a document (`fit`); so is every 
 that might be too long for the model to read at once (the engine cuts such a text in pieces, and
 a term cannot be kept across them: `readable_at_once`).
 
-A translation cache keys on the sentence with its terms (`cache_text`): a sentence translated
+Do-not-translate spans never go to the model as they are written: a vocabulary that cannot
+spell a character of one (`/` in `http://www.perl.org/`) would lose it. Each becomes a numbered
+mark (`<v1/>`, or `(1)` where the vocabulary spells no `<`: `Marks`, the first of `MARK_FORMS`
+the engine spells) that the translation must hold, and `Masked.restore` puts the span's bytes
+back in its place. A sentence with nothing to translate once its spans and tags are set aside
+(a URL, a number) never reaches the model (`Masked.verbatim`): it is its own translation.
+
+A translation cache keys on the sentence as the model reads it (marks and all) with its terms
+(`cache_text`), and keeps what the model wrote, marks and all: a sentence translated
 with a glossary is not reused without it, nor the other way round, and a sentence with no terms
 keeps the key it always had.
 """
@@ -26,14 +35,19 @@ keeps the key it always had.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dragoman.app.documents.segments import PLACEHOLDER_TAG
+from dragoman.app.documents.sentences import is_translatable
 from dragoman.app.session.glossary import Glossary, GlossaryError, TermMatcher, read_glossary
-from dragoman.app.session.protected_spans import ProtectedTerms, find_protected_spans
+from dragoman.app.session.protected_spans import ProtectedSpan, ProtectedTerms, find_protected_spans
 from dragoman.app.settings import AppPaths, Settings
 from dragoman.engine import get_language
+
+if TYPE_CHECKING:
+    from dragoman.engine import Translation
 
 # What a translation must hold: a string verbatim, or a chain of them in order (None: a gap, some words).
 Term = str | tuple[str | None, ...]
@@ -44,6 +58,8 @@ GLOSSARY_SUFFIXES = (".csv", ".tsv", ".txt", ".tbx", ".xml")
 FIXED_POSITIONS = 3
 # What is kept first when a sentence's terms crowd its translation (after its tags).
 GLOSSARY, USER, AUTOMATIC = range(3)
+# How a verbatim span is marked in what the model reads, the first form the vocabulary spells.
+MARK_FORMS = ("<v{}/>", "({})")
 
 
 @dataclass(frozen=True)
@@ -127,25 +143,126 @@ class PairTerms:
         tuple; none for a sentence without tags); within `max_length` decoder positions
         where given (`fit`); none for a sentence that a model of `max_positions` source
         positions might not read at once (`readable_at_once`)."""
+        return self.mask(sentence, None, tagged, max_length, max_positions).terms
+
+    def mask(self, sentence: str, marks: Marks | None, tagged: bool = False, max_length: int | None = None,
+             max_positions: int | None = None) -> Masked:
+        """`sentence` as the model reads it, its do-not-translate spans replaced by `marks` (None: kept
+        as written, each a term), with its terms as `of` says."""
         if max_positions is not None and not readable_at_once(sentence, max_positions):
-            return []
-        found: list[tuple[int, int, str]] = []  # (start in the sentence, rank, term)
+            return Masked(sentence, [])
         glossary = self.matcher.find(sentence)
-        found += [(m.start, GLOSSARY, m.entry.target) for m in glossary]
         if self.protect:
             spans = find_protected_spans(sentence, self.protected)
         else:
             spans = self.protected.find(sentence) if self.protected is not None else []
-        found += [(s.start, USER if s.kind == "term" else AUTOMATIC, sentence[s.start:s.end]) for s in spans
-                  if not any(m.start < s.end and s.start < m.end for m in glossary)]
+        spans = [s for s in spans if not any(m.start < s.end and s.start < m.end for m in glossary)]
+        masked = marks.apply(sentence, spans) if marks is not None else Masked(sentence, [])
+        found: list[tuple[int, int, str]] = []  # (start in the sentence, rank, term)
+        found += [(m.start, GLOSSARY, m.entry.target) for m in glossary]
+        found += [(s.start, USER if s.kind == "term" else AUTOMATIC, masked.mark_of.get(s, sentence[s.start:s.end]))
+                  for s in spans]
         tags = tag_chain(sentence) if tagged else ()
         ranks: dict[str, int] = {}
         for _, rank, term in sorted(found):
             if term not in tags:  # kept by the chain, in its place
                 ranks[term] = min(rank, ranks.get(term, rank))
-        if max_length is not None:
-            return fit(ranks, tags, max_length)
-        return ([tags] if tags else []) + list(ranks)
+        terms = fit(ranks, tags, max_length) if max_length is not None else ([tags] if tags else []) + list(ranks)
+        return masked.keeping(terms)
+
+
+class Marks:
+    """How verbatim spans are marked for one model: numbered marks in a form its vocabulary spells."""
+
+    def __init__(self, form: str):
+        self.form = form
+
+    @classmethod
+    def for_translator(cls, translator) -> Marks | None:
+        """The first of MARK_FORMS the translator's vocabulary spells with every digit; None if none is."""
+        return next((cls(form) for form in MARK_FORMS
+                     if translator.spells(form.format(1)) and translator.spells(form.format(1234567890))), None)
+
+    def apply(self, sentence: str, spans: list[ProtectedSpan]) -> Masked:
+        """`sentence` with each span a mark that it does not otherwise hold."""
+        parts, mark_of, originals, position, number = [], {}, {}, 0, 0
+        for span in spans:
+            number += 1
+            while self.form.format(number) in sentence:
+                number += 1
+            mark = self.form.format(number)
+            parts += [sentence[position : span.start], mark]
+            mark_of[span] = mark
+            spaced = (span.start > 0 and sentence[span.start - 1].isspace(),
+                      span.end < len(sentence) and sentence[span.end].isspace())
+            originals[mark] = Verbatim(sentence[span.start : span.end], *spaced)
+            position = span.end
+        return Masked("".join(parts) + sentence[position:], [], originals, mark_of)
+
+
+@dataclass(frozen=True)
+class Verbatim:
+    """A span's bytes, and whether the source had a space before and after it."""
+
+    text: str
+    space_before: bool
+    space_after: bool
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A sentence as the model reads it: `text`, each verbatim span a mark (`originals`: mark -> the
+    span) that its `terms` hold."""
+
+    text: str
+    terms: list[Term]
+    originals: dict[str, Verbatim] = field(default_factory=dict)
+    mark_of: dict[ProtectedSpan, str] = field(default_factory=dict)
+
+    @property
+    def verbatim(self) -> bool:
+        """Nothing to translate: no letter outside its marks and placeholder tags."""
+        text = PLACEHOLDER_TAG.sub("", self.text)
+        for mark in self.originals:
+            text = text.replace(mark, " ")
+        return not is_translatable(text)
+
+    def keeping(self, terms: list[Term]) -> Masked:
+        """These terms; the spans whose marks they left out (no room) are written back as they were."""
+        text, originals = self.text, dict(self.originals)
+        for mark, span in self.originals.items():
+            if mark not in terms:
+                text = text.replace(mark, span.text, 1)
+                del originals[mark]
+        return Masked(text, terms, originals, {s: m for s, m in self.mark_of.items() if m in originals})
+
+    def restore(self, translation: str, partial: bool = False) -> str:
+        """The translation with each span's bytes where its mark is (a mark written twice: once;
+        one missing, at the end, unless the translation is `partial`)."""
+        for mark, span in self.originals.items():
+            at = translation.find(mark)
+            if at < 0:
+                if not partial:
+                    translation = translation.rstrip() + " " + span.text
+                continue
+            before, after = translation[:at], translation[at + len(mark) :].replace(mark, "")
+            if span.space_before and before[-1:].isalnum():
+                before += " "
+            if span.space_after and after[:1].isalnum():
+                after = " " + after
+            translation = before + span.text + after
+        return translation
+
+    def restored(self, translation: Translation) -> Translation:
+        """The engine's translation of `text` with the spans' bytes back, in its alternatives too."""
+        return replace(translation, text=self.restore(translation.text),
+                       alternatives=[self.restored(a) for a in translation.alternatives])
+
+    def marking(self, start: str) -> str:
+        """A start of the translation a person typed, as the model reads it: the spans it holds as marks."""
+        for mark, span in self.originals.items():
+            start = start.replace(span.text, mark)
+        return start
 
 
 def tag_chain(sentence: str) -> tuple[str | None, ...]:
@@ -198,3 +315,4 @@ def cache_text(text: str, terms: list[Term]) -> str:
     """What a translation cache keys on for `text` translated with `terms`: the text itself when
     there are none, else the text and its terms."""
     return text if not terms else f"{text}\x00terms\x00{json.dumps(terms, ensure_ascii=False)}"
+

@@ -15,7 +15,6 @@ FLORES-200 codes, and a variant that has none is skipped and counted.
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from lxml import etree
 
 from dragoman.app.documents import write_atomically
 from dragoman.app.documents.safety import DocumentError, parse_xml, read_bytes
-from dragoman.engine import ISO_639_1, LANGUAGE_CODES
+from dragoman.engine import ISO_639_1, LANGUAGE_CODES, open_database
 
 MEMORY_FILE = "memory.sqlite3"
 MAX_ENTRIES = 1_000_000  # of one import
@@ -81,16 +80,12 @@ def segment_text(seg: etree._Element) -> str:
 class TranslationMemory:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
+        self._db = open_database(
+            self.path, "translation memory", "entries",
             "CREATE TABLE IF NOT EXISTS entries (source_lang TEXT NOT NULL, target_lang TEXT NOT NULL, "
             "context TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, changed REAL NOT NULL, "
-            "PRIMARY KEY (source_lang, target_lang, context, source))"
-        )
-        self._db.commit()
+            "PRIMARY KEY (source_lang, target_lang, context, source))")
 
     def add(self, source_lang: str, target_lang: str, pairs: dict[str, str], context: str = "") -> None:
         """Store translations (source sentence -> translation); a later one of the same sentence replaces it."""

@@ -3,7 +3,9 @@
 Glossaries live in the glossaries folder (AppPaths.glossaries_dir): an imported file is checked
 with the glossary parser and copied there (a file of the same name is replaced: importing a
 glossary again updates it); the user's own is `USER_GLOSSARY` there, a TSV the parser reads back.
-Each language pair of each file is listed with its number of entries and can be turned off. The
+Each language pair of each file is listed with its number of entries and can be turned off; its
+terms are shown, read-only, on a double click or "Terms…". A file that cannot be used is said in
+one line in the error colour. The
 do-not-translate list is one term a line, kept as the sentence writes it; a checkbox turns off
 the automatic spans (URLs, e-mail addresses, placeholders, numbers with units).
 
@@ -41,6 +43,7 @@ from dragoman.app.session.glossary import COLUMNS, GlossaryError, read_glossary
 from dragoman.app.session.protected_spans import ProtectedTerms
 from dragoman.app.session.terms import USER_GLOSSARY, GlossaryPair, glossary_pairs, read_glossaries
 from dragoman.app.settings import AppPaths, Settings
+from dragoman.app.window.screen_fit import resize_within_screen
 
 IMPORT_FILTER = "Glossaries (*.csv *.tsv *.txt *.tbx *.xml);;All files (*)"
 _PAIR = Qt.UserRole  # the GlossaryPair a row of the glossaries table stands for
@@ -59,7 +62,7 @@ class GlossaryDialog(QDialog):
     def __init__(self, settings: Settings, paths: AppPaths, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Glossary")
-        self.setMinimumSize(640, 560)
+        resize_within_screen(self, 640, 560)
         self.settings = settings
         self.paths = paths
         self.folder = paths.glossaries_dir
@@ -73,6 +76,7 @@ class GlossaryDialog(QDialog):
         self.glossaries.verticalHeader().hide()
         import_button = QPushButton("Import…", toolTip="Add CSV, TSV or TBX glossaries")
         self.remove_button = QPushButton("Remove", toolTip="Stop using the selected glossary file")
+        self.terms_button = QPushButton("Terms…", toolTip="The terms of the selected glossary pair")
         self.problem = QLabel(objectName="problem", wordWrap=True, textInteractionFlags=Qt.TextSelectableByMouse)
         self.problem.hide()
 
@@ -94,6 +98,7 @@ class GlossaryDialog(QDialog):
         layout.addWidget(self.glossaries, 2)
         row = QHBoxLayout()
         row.addWidget(import_button)
+        row.addWidget(self.terms_button)
         row.addWidget(self.remove_button)
         row.addStretch(1)
         layout.addLayout(row)
@@ -112,6 +117,8 @@ class GlossaryDialog(QDialog):
 
         import_button.clicked.connect(self._choose_files)
         self.remove_button.clicked.connect(self.remove_selected)
+        self.terms_button.clicked.connect(self.show_selected_terms)
+        self.glossaries.itemDoubleClicked.connect(lambda item: self.show_terms(self.glossaries.item(item.row(), 0).data(_PAIR)))
         add_button.clicked.connect(lambda: self.add_entry())
         delete_button.clicked.connect(self.delete_selected_entries)
         buttons.accepted.connect(self.accept)
@@ -126,6 +133,7 @@ class GlossaryDialog(QDialog):
     def refresh(self) -> None:
         """List the glossaries folder's files, a row per language pair (the user's own is listed below)."""
         glossaries, problems = read_glossaries(self.folder)
+        self.files_read = {glossary.path.name: glossary for glossary in glossaries}
         self.glossaries.setRowCount(0)
         for glossary in glossaries:
             if glossary.path.name == USER_GLOSSARY:
@@ -143,6 +151,32 @@ class GlossaryDialog(QDialog):
                 self.glossaries.setItem(row, 1, languages)
                 self.glossaries.setItem(row, 2, QTableWidgetItem(str(count)))
         self._say("; ".join(problems))
+
+    def show_selected_terms(self) -> None:
+        rows = sorted({index.row() for index in self.glossaries.selectionModel().selectedRows()})
+        if rows:
+            self.show_terms(self.glossaries.item(rows[0], 0).data(_PAIR))
+
+    def show_terms(self, pair: GlossaryPair) -> None:
+        """A read-only table of the pair's terms, as imported."""
+        entries = [entry for entry in self.files_read[pair.name].entries
+                   if (entry.source_lang, entry.target_lang) == (pair.source_lang, pair.target_lang)]
+        self.terms_view = QDialog(self, windowTitle=f"{pair.name}: {pair.label()}")
+        table = QTableWidget(len(entries), 2, objectName="terms")
+        table.setHorizontalHeaderLabels(["Source term", "Translation"])
+        table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        table.verticalHeader().hide()
+        for row, entry in enumerate(entries):
+            table.setItem(row, 0, QTableWidgetItem(entry.source))
+            table.setItem(row, 1, QTableWidgetItem(entry.target))
+        close = QDialogButtonBox(QDialogButtonBox.Close)
+        close.rejected.connect(self.terms_view.reject)
+        layout = QVBoxLayout(self.terms_view)
+        layout.addWidget(table)
+        layout.addWidget(close)
+        resize_within_screen(self.terms_view, 520, 420)
+        self.terms_view.open()
 
     def _say(self, problem: str) -> None:
         self.problem.setText(problem)

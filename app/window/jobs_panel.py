@@ -17,7 +17,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QEvent, QObject, Qt, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QFrame,
@@ -36,20 +36,37 @@ from dragoman.app.documents import DocumentError, is_supported, remove_stale_tem
 from dragoman.app.session.jobs import DocumentJob, distinct_jobs, find_documents
 from dragoman.app.settings import AppPaths
 from dragoman.app.window.tasks import Task
+from dragoman.engine import get_language
 
 PENDING_FILE = "document_jobs.json"
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+# Reports this close to the first are the sentences a retry or a resume finds in the cache (they come
+# at once, not at decoding speed): the time estimate starts after them.
+CACHE_BURST_SECONDS = 0.5
+FIRST_HEIGHT = 180  # the list's height, in pixels, until the person drags the splitter
 
 
-def collect_documents(dropped: list[Path]) -> list[Path]:
-    """The supported files among `dropped`, folders searched recursively (`find_documents`), each once, in order."""
+def collect_documents(dropped: list[Path]) -> tuple[list[Path], list[Path]]:
+    """The supported files among `dropped`, folders searched recursively (`find_documents`), each once, in order;
+    and what else was dropped (files of other types, paths that are not there)."""
     found: dict[Path, None] = {}
+    skipped = []
     for path in dropped:
         if path.is_dir():
             found.update(dict.fromkeys(find_documents(path)))
         elif path.is_file() and is_supported(path):
             found[path] = None
-    return list(found)
+        else:
+            skipped.append(path)
+    return list(found), skipped
+
+
+def name_some(paths: list[Path], most: int = 3) -> str:
+    """'a.png, b.zip and 2 more'."""
+    names = [p.name for p in paths[:most]]
+    if len(paths) > most:
+        return ", ".join(names) + f" and {len(paths) - most} more"
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def load_pending(path: Path) -> list[DocumentJob]:
@@ -124,6 +141,7 @@ class JobRow(QFrame):
         self.state = QUEUED
         self.output: Path | None = None
         self.proportional = 0  # its sentences whose formatting was placed proportionally (JobReport)
+        self.notes: list[str] = []  # what the document's reading assumed (JobReport)
         self._timing: tuple[float, int] | None = None  # (when, done) at the first progress report
 
         self.name = QLabel(job.source_path.name, toolTip=str(job.source_path))
@@ -158,19 +176,18 @@ class JobRow(QFrame):
             if self.proportional:
                 saved += (f"; formatting placed by proportion in {self.proportional} "
                           f"sentence{'s' if self.proportional != 1 else ''}")
-            self.status.setText(saved)
-        elif state == FAILED:
-            self.status.setText(f"Failed: {message}")
-        elif state == CANCELLED:
-            self.status.setText("Cancelled")
+            self.status.setText("; ".join([saved] + self.notes))
+        else:  # failed or cancelled: the bar stops where the job did
+            self.progress.setRange(0, max(1, self.progress.maximum()))
+            self.status.setText(f"Failed: {message}" if state == FAILED else "Cancelled")
 
     def show_progress(self, done: int, total: int) -> None:
         self.state = RUNNING
         self.progress.setRange(0, total)
         self.progress.setValue(done)
         now = time.monotonic()
-        if self._timing is None:
-            self._timing = (now, done)  # sentences found in the cache come at once: time from here
+        if self._timing is None or now - self._timing[0] < CACHE_BURST_SECONDS:
+            self._timing = (now, done)  # sentences found in the cache come at once: time from the last of them
         started, first = self._timing
         if done > first and done < total:
             self.status.setText(describe_eta((total - done) * (now - started) / (done - first)))
@@ -179,7 +196,8 @@ class JobRow(QFrame):
 
 
 class DocumentsPanel(QFrame):
-    """The collapsible list of document jobs under the panes; hidden while there are none."""
+    """The collapsible list of document jobs under the panes (in a splitter: it can be made taller);
+hidden while there are none; a job added is scrolled into view."""
 
     message = Signal(str)  # a short note for the status bar
 
@@ -205,7 +223,7 @@ class DocumentsPanel(QFrame):
         self.list_layout.setContentsMargins(0, 0, 0, 0)
         self.list_layout.setSpacing(2)
         self.list_layout.addStretch(1)
-        self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame, maximumHeight=180)
+        self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
         self.scroll.setWidget(self.list)
         header = QHBoxLayout()
         header.addWidget(self.toggle)
@@ -216,6 +234,10 @@ class DocumentsPanel(QFrame):
         layout.addLayout(header)
         layout.addWidget(self.scroll)
         self.toggle.toggled.connect(self._on_toggled)
+        self.follow_new_jobs = False
+        bar = self.scroll.verticalScrollBar()
+        bar.rangeChanged.connect(lambda _, end: self.follow_new_jobs and bar.setValue(end))
+        bar.actionTriggered.connect(self._on_scrolled_by_hand)
         self.clear_button.clicked.connect(self.clear_finished)
         worker.document_progress.connect(self._on_progress)
         worker.document_report.connect(self._on_report)
@@ -224,12 +246,17 @@ class DocumentsPanel(QFrame):
         worker.cancelled.connect(self._on_cancelled)
         self._update_header()
 
+    def sizeHint(self) -> QSize:
+        """A few rows high at first: the splitter above it makes it taller."""
+        hint = super().sizeHint()
+        return QSize(hint.width(), min(hint.height(), FIRST_HEIGHT))
+
     # -- adding jobs ---------------------------------------------------------------------------------
 
     def add_paths(self, dropped: list[Path]) -> None:
         """Look through what was dropped on a task thread; then count, confirm, and queue."""
         scan = Task(lambda report, stop: collect_documents(dropped), self)
-        scan.succeeded.connect(self._confirm_and_queue)
+        scan.succeeded.connect(lambda found: self._confirm_and_queue(*found))
         scan.failed.connect(lambda message: self.message.emit(f"Could not read what was dropped: {message}"))
         scan.finished.connect(lambda: self._scan_ended(scan))
         self.scans.append(scan)
@@ -239,13 +266,19 @@ class DocumentsPanel(QFrame):
         self.scans.remove(scan)
         scan.deleteLater()
 
-    def _confirm_and_queue(self, files: list[Path]) -> None:
+    def _confirm_and_queue(self, files: list[Path], skipped: list[Path]) -> None:
         if self.closing:
             return
         active = {row.job.source_path for row in self.rows if row.state in (QUEUED, RUNNING)}
         files = [f for f in files if f not in active]
+        missing = [path for path in skipped if not path.exists()]
+        other = [path for path in skipped if path not in missing]
+        notes = [f"Skipped {name_some(other)}: not a document Dragoman reads."] if other else []
+        notes += [f"Not found: {name_some(missing)}."] if missing else []
+        not_read = " ".join(notes)
         if not files:
-            self.message.emit("Nothing to translate there: no supported documents that are not queued already")
+            self.message.emit("Nothing to translate there: no supported documents that are not queued already"
+                              + (f". {not_read}" if not_read else ""))
             return
         try:
             jobs = distinct_jobs([self.job_for(f) for f in files], taken=[r.job.output_path for r in self.rows
@@ -254,9 +287,12 @@ class DocumentsPanel(QFrame):
             self.message.emit(f"Nothing queued: {e}")
             return
         count = f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}"
-        if not self.ask("Translate documents", f"{count} to translate. Start?\n\nEach translation is saved beside "
-                        f"its document, e.g. {jobs[0].output_path.name}."):
+        pair = f"{get_language(jobs[0].source).name} to {get_language(jobs[0].target).name}"
+        if not self.ask("Translate documents", f"{count} to translate from {pair}. Start?\n\nEach translation is saved "
+                        f"beside its document, e.g. {jobs[0].output_path.name}." + (f"\n\n{not_read}" if not_read else "")):
             return
+        if not_read:
+            self.message.emit(not_read)
         existing = [job for job in jobs if job.output_path.exists()]
         if existing:
             names = "\n".join(job.output_path.name for job in existing[:5]) + ("\n…" if len(existing) > 5 else "")
@@ -290,6 +326,7 @@ class DocumentsPanel(QFrame):
         row.open_button.clicked.connect(lambda: self.open_output(row))
         self.rows.append(row)
         self.list_layout.insertWidget(self.list_layout.count() - 1, row)
+        self.follow_new_jobs = True  # once laid out, the list scrolls down to it
         return row
 
     def _queue(self, row: JobRow) -> None:
@@ -313,8 +350,9 @@ class DocumentsPanel(QFrame):
         self.save()
 
     def open_output(self, row: JobRow) -> None:
-        if row.output is not None:
-            self.open_url(QUrl.fromLocalFile(str(row.output)))
+        if row.output is not None and not self.open_url(QUrl.fromLocalFile(str(row.output))):
+            self.message.emit(f"No application is set to open {row.output.suffix or 'such'} files: "
+                              f"the translation is {row.output}")
 
     def clear_finished(self) -> None:
         for row in [r for r in self.rows if r.state not in (QUEUED, RUNNING)]:
@@ -323,6 +361,9 @@ class DocumentsPanel(QFrame):
                 del self.by_id[job_id]
             row.deleteLater()
         self._update_header()
+
+    def _on_scrolled_by_hand(self) -> None:
+        self.follow_new_jobs = False
 
     def _on_toggled(self, shown: bool) -> None:
         self.scroll.setVisible(shown)
@@ -341,6 +382,7 @@ class DocumentsPanel(QFrame):
     def _on_report(self, job_id: int, report) -> None:
         if row := self._row_for(job_id):
             row.proportional = report.proportional
+            row.notes = list(report.notes)
 
     def _on_done(self, job_id: int, output: str) -> None:
         if row := self._row_for(job_id):
@@ -364,7 +406,9 @@ class DocumentsPanel(QFrame):
     def _update_header(self) -> None:
         self.setVisible(bool(self.rows))
         waiting = sum(row.state in (QUEUED, RUNNING) for row in self.rows)
-        self.toggle.setText(f"Documents: {waiting} to do, {len(self.rows) - waiting} finished")
+        counts = [(sum(row.state == state for row in self.rows), word)
+                  for state, word in ((DONE, "done"), (FAILED, "failed"), (CANCELLED, "cancelled"))]
+        self.toggle.setText(f"Documents: {waiting} to do" + "".join(f", {n} {word}" for n, word in counts if n))
         self.clear_button.setEnabled(waiting < len(self.rows))
 
     # -- saving --------------------------------------------------------------------------------------

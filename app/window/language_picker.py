@@ -1,7 +1,8 @@
 """The language picker: a button showing the language; it opens a searchable list, recent languages first.
 
-Typing filters by English name, native name or code ("fra", "fra_Latn", "fr", "French",
-"Français" all find French); Up/Down move, Return picks, Escape closes.
+It opens on the language chosen now (Return keeps it). Typing filters by English name, native name
+or code ("fra", "fra_Latn", "fr", "French", "Français" all find French); Up/Down move, Return
+picks, Escape closes.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class LanguagePopup(QFrame):
         self.setObjectName("languagePopup")
         self.allow_detect = allow_detect
         self.recent: list[str] = []
+        self.current = ""  # the language chosen when it opened: selected while nothing is typed
         self.search = QLineEdit(objectName="search", placeholderText="Search by name or code")
         self.search.setClearButtonEnabled(True)
         self.tree = QTreeWidget(objectName="languages")
@@ -78,8 +80,9 @@ class LanguagePopup(QFrame):
         self.search.installEventFilter(self)
         self.tree.itemClicked.connect(self._item_clicked)
 
-    def open_at(self, where: QPoint, recent: list[str]) -> None:
+    def open_at(self, where: QPoint, recent: list[str], current: str = "") -> None:
         self.recent = recent
+        self.current = current
         self.search.clear()
         self.refill()
         self.move(where)
@@ -128,9 +131,12 @@ class LanguagePopup(QFrame):
                 item.setFirstColumnSpanned(True)
         self.tree.resizeColumnToContents(2)
         self.tree.setColumnWidth(0, 200)
-        first = next((self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())
-                      if self.tree.topLevelItem(i).data(0, Qt.UserRole)), None)
-        self.tree.setCurrentItem(first)
+        items = [self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())]
+        items = [item for item in items if item.data(0, Qt.UserRole)]
+        chosen = [item for item in items if item.data(0, Qt.UserRole) == self.current] if not query.strip() else []
+        self.tree.setCurrentItem((chosen or items or [None])[0])
+        if chosen:
+            self.tree.scrollToItem(chosen[0])
 
     def pick_current(self) -> None:
         item = self.tree.currentItem()
@@ -201,7 +207,7 @@ class LanguagePicker(QToolButton):
             self.setToolTip("Detect the language of the text. Click to choose a language.")
 
     def open_popup(self) -> None:
-        self.popup.open_at(self.mapToGlobal(QPoint(0, self.height() + 4)), self.recent)
+        self.popup.open_at(self.mapToGlobal(QPoint(0, self.height() + 4)), self.recent, self._code)
 
     def _picked(self, code: str) -> None:
         if code != self._code:

@@ -8,9 +8,10 @@ best beam hypothesis until the final text replaces it.
 Once a translation is shown, the target pane is editable: typing into a sentence's translation
 completes that sentence, after a pause, from its start up to the cursor (the rest of it greyed while
 it streams); leaving the edited sentence, or Ctrl+Return there, accepts it into the translation
-memory. Editing the source again discards the edits. A click on a sentence's translation asks the
-worker for its alternatives and lists them in a small menu there; picking one puts it in the
-sentence's place and into the translation memory, as an accepted edit.
+memory. Editing the source again discards the edits. A click only places the cursor; Alt+Down (or
+"Other translations" in the context menu) asks the worker for the sentence's alternatives and lists
+them, with their scores, in a small menu there that the keyboard can walk; picking one puts it in
+the sentence's place and into the translation memory, as an accepted edit.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from PySide6.QtCore import QFileSystemWatcher, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QFileSystemWatcher, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
@@ -36,6 +37,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSplitter,
     QStackedWidget,
     QToolButton,
     QVBoxLayout,
@@ -48,21 +50,24 @@ from dragoman.app.session import detect
 from dragoman.app.session.jobs import DocumentJob
 from dragoman.app.session.session import TranslationJob
 from dragoman.app.session.terms import saved_terms
-from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
+from dragoman.app.history import TranslationHistory
+from dragoman.app.settings import AUTO_DETECT, DEFAULT_TEXT_SIZE, MAX_TEXT_SIZE, MIN_TEXT_SIZE, AppPaths, Settings
 from dragoman.app.window import theme
 from dragoman.app.window.glossary_dialog import GlossaryDialog
+from dragoman.app.window.history_dialog import HistoryDialog
 from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
 from dragoman.app.window.language_picker import LanguagePicker
 from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
 from dragoman.app.window.settings_dialog import SettingsDialog
+from dragoman.app.window.screen_fit import resize_within_screen
 from dragoman.app.window.tasks import Task
-from dragoman.app.window.translation_view import TranslationView
+from dragoman.app.window.translation_view import TranslationView, follow_text_direction
 from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
-TEXT_POINT_SIZE = 13
 NO_ADAPTER = "None (base model)"
+PANE_MIN_WIDTH = 260  # each text pane, in pixels: both stay usable at the window's minimum width
 
 
 class AdapterPicker(QComboBox):
@@ -213,12 +218,13 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.setWindowTitle("Dragoman")
         self.setWindowIcon(theme.app_icon())
-        self.resize(1040, 620)
+        resize_within_screen(self, 1040, 620)
         self.colors = theme.COLORS[theme.resolve(settings.theme)]
         if settings.source_language == AUTO_DETECT and not detect.available():
             settings.source_language = next(iter(settings.recent_languages), "eng_Latn")
 
         self.worker = EngineWorker(paths=paths)
+        self.history = TranslationHistory(paths.history_file)
         self.worker.set_terms(saved_terms(paths, settings))
         self.job_id = 0  # the job whose results the target pane shows
         self.doubts: dict[int, str] = {}  # its lines that may be wrong, and why (app.session.confidence)
@@ -226,6 +232,9 @@ class MainWindow(QMainWindow):
         self.segments: list[str] = []
         self.detected = ""  # FLORES code found in the current text, when the source is "Detect language"
         self.model_ready = False
+        # The model settings (_model_settings) being loaded, and those of the last model that loaded.
+        self.loading: tuple | None = None
+        self.working: tuple | None = None
         self.task: Task | None = None  # a model import started from the first-run page
         # Editing the translation: the job and sentences the target pane shows (`laid_out`), each
         # line's sentences as [sentence index, start, end] kept in step with the person's edits, the
@@ -237,7 +246,7 @@ class MainWindow(QMainWindow):
         self.editing: tuple[int, int] | None = None
         self.completion_job = 0
         self.completion_start: tuple[int, int, int] | None = None  # line, sentence start, typed length
-        # A click's alternatives: (request id, line, sentence index, where, its text then), and their menu.
+        # Alternatives asked for: (request id, line, sentence index, position in the pane, its text then), and their menu.
         self.alternatives_asked: tuple[int, int, int, object, str] | None = None
         self.alternatives_menu: QMenu | None = None
         self._showing = False  # the window itself is changing the target pane
@@ -245,6 +254,7 @@ class MainWindow(QMainWindow):
         self._build()
         self._connect()
         self.apply_theme()
+        self._restore_last_session()
         self.worker.start()
         self._start_model()
         self.documents.restore()  # the document jobs the last session had not finished
@@ -254,7 +264,7 @@ class MainWindow(QMainWindow):
     def _build(self) -> None:
         s = self.settings
         text_font = QFont(self.font())
-        text_font.setPointSize(TEXT_POINT_SIZE)
+        text_font.setPointSize(s.text_size)
 
         self.source = QPlainTextEdit(objectName="source")
         self.source.setPlaceholderText("Type or paste text to translate")
@@ -282,36 +292,51 @@ class MainWindow(QMainWindow):
         self.adapter_picker = AdapterPicker()
         self.adapter_picker.rescan(s.adapters_path(self.paths), s.adapter)
         self.settings_button = self._icon_button("settings", "Settings (Ctrl+,)")
+        self.history_button = QToolButton(text="History", objectName="historyButton",
+                                          toolTip="Translations kept, searchable (Ctrl+H)")
         self.glossary_button = QToolButton(text="Glossary", objectName="glossaryButton",
                                            toolTip="Glossaries and terms not to translate (Ctrl+Shift+G)")
         self.bilingual_box = QCheckBox("Bilingual PDF", toolTip="PDF documents: each original page followed by its translation")
 
-        top_right = QHBoxLayout()
-        top_right.setContentsMargins(0, 0, 0, 0)
-        top_right.addWidget(self.target_picker)
-        top_right.addStretch(1)
-        top_right.addWidget(self.bilingual_box)
-        top_right.addWidget(QLabel("Adapter", objectName="hint"))
-        top_right.addWidget(self.adapter_picker)
-        top_right.addWidget(self.glossary_button)
-        top_right.addWidget(self.settings_button)
+        # The tools above both columns, so that the two panes are equal.
+        tools = QHBoxLayout()
+        tools.setContentsMargins(16, 8, 16, 0)
+        tools.addStretch(1)
+        tools.addWidget(self.bilingual_box)
+        tools.addWidget(QLabel("Adapter", objectName="hint"))
+        tools.addWidget(self.adapter_picker)
+        tools.addWidget(self.glossary_button)
+        tools.addWidget(self.history_button)
+        tools.addWidget(self.settings_button)
 
         grid = QGridLayout()
-        grid.setContentsMargins(16, 12, 16, 12)
+        grid.setContentsMargins(16, 8, 16, 8)
         grid.setHorizontalSpacing(8)
         grid.setVerticalSpacing(8)
         grid.addWidget(self.source_picker, 0, 0, Qt.AlignLeft | Qt.AlignAbsolute)  # the picker is right-to-left
         grid.addWidget(self.swap_button, 0, 1, Qt.AlignCenter)
-        grid.addLayout(top_right, 0, 2)
-        grid.addWidget(Pane(self.source, [self.detected_label, None, self.count_label, self.clear_button]), 1, 0)
-        grid.addWidget(Pane(self.target, [self.activity_label, self.stop_button, None, self.copy_button]), 1, 2)
-        grid.setColumnStretch(0, 1)
-        grid.setColumnStretch(2, 1)
+        grid.addWidget(self.target_picker, 0, 2, Qt.AlignLeft | Qt.AlignAbsolute)
+        panes = [Pane(self.source, [self.detected_label, None, self.count_label, self.clear_button]),
+                 Pane(self.target, [self.activity_label, self.stop_button, None, self.copy_button])]
+        for column, pane in zip((0, 2), panes):
+            pane.setMinimumWidth(PANE_MIN_WIDTH)
+            grid.addWidget(pane, 1, column)
+            grid.setColumnStretch(column, 1)
         grid.setRowStretch(1, 1)
+        text_panes = QWidget()
+        text_panes.setLayout(grid)
         self.documents = DocumentsPanel(self.worker, self.paths, self.make_document_job)
-        grid.addWidget(self.documents, 2, 0, 1, 3)
+        # The documents list under the panes, as tall as the person drags it.
+        self.splitter = QSplitter(Qt.Vertical, childrenCollapsible=False)
+        self.splitter.addWidget(text_panes)
+        self.splitter.addWidget(self.documents)
+        self.splitter.setStretchFactor(0, 1)
         self.translator_page = QWidget()
-        self.translator_page.setLayout(grid)
+        page = QVBoxLayout(self.translator_page)
+        page.setContentsMargins(0, 0, 0, 8)
+        page.setSpacing(0)
+        page.addLayout(tools)
+        page.addWidget(self.splitter, 1)
 
         self.welcome = WelcomePage()
         self.pages = QStackedWidget()
@@ -350,6 +375,10 @@ class MainWindow(QMainWindow):
         action("Target language", ["Ctrl+Shift+T"], self.target_picker.open_popup)
         action("Settings", ["Ctrl+,"], self.open_settings)
         action("Glossary", ["Ctrl+Shift+G"], self.open_glossary)
+        action("History", ["Ctrl+H"], self.open_history)
+        action("Larger text", ["Ctrl++", "Ctrl+="], lambda: self.set_text_size(self.settings.text_size + 1))
+        action("Smaller text", ["Ctrl+-"], lambda: self.set_text_size(self.settings.text_size - 1))
+        action("Usual text size", ["Ctrl+0"], lambda: self.set_text_size(DEFAULT_TEXT_SIZE))
         action("Quit", ["Ctrl+Q"], self.close)
         self.source_picker.setToolTip(self.source_picker.toolTip() + " (Ctrl+Shift+F)")
         self.target_picker.setToolTip(self.target_picker.toolTip() + " (Ctrl+Shift+T)")
@@ -376,12 +405,14 @@ class MainWindow(QMainWindow):
         w.laid_out.connect(self._on_laid_out)
         w.completing.connect(self._on_completing)
         w.alternatives_found.connect(self._on_alternatives_found)
-        self.target.clicked.connect(self._on_target_clicked)
+        self.target.alternatives_wanted.connect(self.ask_alternatives)
         w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered", 3000))
         self.target.document().contentsChange.connect(self._on_target_edited)
         self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
         self.completion_timer.timeout.connect(self.complete_now)
         self.source.textChanged.connect(self._on_text_changed)
+        for pane in (self.source, self.target):  # Arabic, Hebrew... right-aligned
+            pane.textChanged.connect(lambda pane=pane: follow_text_direction(pane))
         self.typing_timer.timeout.connect(self.translate_now)
         self.source_picker.changed.connect(self._on_source_changed)
         self.target_picker.changed.connect(self._on_target_changed)
@@ -391,6 +422,7 @@ class MainWindow(QMainWindow):
         self.stop_button.clicked.connect(self.cancel_translation)
         self.settings_button.clicked.connect(self.open_settings)
         self.glossary_button.clicked.connect(self.open_glossary)
+        self.history_button.clicked.connect(self.open_history)
         self.adapter_picker.currentIndexChanged.connect(self._on_adapter_changed)
         self.adapter_picker.changed_on_disk.connect(self._on_adapter_files_changed)
         self.welcome.import_button.clicked.connect(self.import_model_folder)
@@ -431,9 +463,14 @@ class MainWindow(QMainWindow):
             self.pages.setCurrentWidget(self.welcome)
             self.model_label.setText("No model")
 
+    def _model_settings(self) -> tuple:
+        s = self.settings
+        return s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb
+
     def load_model(self) -> None:
         s = self.settings
         self.model_ready = False
+        self.loading = self._model_settings()
         self.pages.setCurrentWidget(self.translator_page)
         self.source.setFocus()
         self.statusBar().showMessage(f"Loading {Path(s.model_dir).name}…")
@@ -444,6 +481,7 @@ class MainWindow(QMainWindow):
 
     def _on_loaded(self, description: str) -> None:
         self.model_ready = True
+        self.working = self.loading
         self.load_progress.hide()
         self.model_label.setText(description)
         if self.statusBar().currentMessage().startswith("Loading"):  # keep a note that came meanwhile
@@ -456,6 +494,14 @@ class MainWindow(QMainWindow):
         self.kernels_label.show()
 
     def _on_load_failed(self, message: str) -> None:
+        if self.working is not None and self.working != self.loading:
+            # New settings that fail do not cost the model that worked: back to it, and say why in one line.
+            s = self.settings
+            s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb = self.working
+            self.save_settings()
+            self.load_model()
+            self.statusBar().showMessage(f"Kept the previous model settings: {message.splitlines()[0]}")
+            return
         self.load_progress.hide()
         self.model_label.setText("No model")
         self.statusBar().clearMessage()
@@ -519,7 +565,8 @@ class MainWindow(QMainWindow):
         text = self.source.toPlainText()
         self.count_label.setText(f"{len(text):,} character{'s' if len(text) != 1 else ''}")
         if text.strip():
-            self.typing_timer.start()
+            if self.settings.translate_as_you_type:
+                self.typing_timer.start()
         else:
             self.typing_timer.stop()
             self.cancel_translation()
@@ -570,6 +617,13 @@ class MainWindow(QMainWindow):
         if self.pages.currentWidget() is not self.translator_page or not self.source.toPlainText().strip():
             return
         job = self.make_job()
+        if job.source == job.target and not job.detect:
+            self.cancel_translation()
+            self._discard_edits()
+            self._show_target("", streaming=False)
+            self.activity_label.setText(f"Source and target are both {get_language(job.target).name}: "
+                                        "choose another language to translate into")
+            return
         # Lines keep their old translation until their first hypothesis arrives: less flicker.
         old = self.target.toPlainText().split("\n")
         self.segments = [old[i] if i < len(old) and text.strip() else "" for i, text in enumerate(job.texts)]
@@ -615,6 +669,9 @@ class MainWindow(QMainWindow):
         self.job_id = 0
         self.segments = list(texts)
         self._show_target("\n".join(texts), streaming=False)
+        if self.settings.keep_history:
+            job = self.jobs[job_id]
+            self.history.add(self.detected or job.source, job.target, "\n".join(job.texts), "\n".join(texts))
         self.target.set_doubts(self.doubts)
         self._idle()
         lines = sum(1 for t in texts if t)
@@ -625,6 +682,7 @@ class MainWindow(QMainWindow):
     def _on_failed(self, job_id: int, message: str) -> None:
         if self.alternatives_asked is not None and job_id == self.alternatives_asked[0]:
             self.alternatives_asked = None
+            self.activity_label.clear()
             self.statusBar().showMessage(f"No alternatives: {message}")
         if job_id == self.completion_job:
             self._stop_completion()
@@ -639,16 +697,23 @@ class MainWindow(QMainWindow):
         if job_id == self.completion_job:
             self._stop_completion()
         if job_id == self.job_id:
+            # What was shown is not this text's translation (lines cut mid-sentence, lines left from
+            # the last one): it stays greyed and read-only, said so until the next translation.
             self.job_id = 0
             self._idle()
             self._show_target(self.target.toPlainText(), streaming=False)
-            self.statusBar().showMessage("Stopped", 3000)
+            self.statusBar().clearMessage()  # "Translated ..." was about the last translation
+            if self.target.toPlainText().strip():
+                self.target.set_partial(True)
+                self.activity_label.setText("Stopped: partial translation (Ctrl+Return to finish)")
 
     def _idle(self) -> None:
         self.activity_label.clear()
         self.stop_button.hide()
 
     def _show_target(self, text: str, streaming: bool) -> None:
+        if self.target.property("partial"):
+            self.target.set_partial(False)
         if self.target.property("streaming") != streaming:
             self.target.setProperty("streaming", streaming)
             self.target.style().unpolish(self.target)
@@ -682,6 +747,7 @@ class MainWindow(QMainWindow):
         self.spans = {n: [list(span) for span in text.spans(n, results)] for n in range(len(lines))}
         self.editing = None
         self.target.setReadOnly(False)
+        self.target.offer_alternatives = True
 
     def _discard_edits(self) -> None:
         """The source changed: the translation shown, and any edit of it, are about to be replaced."""
@@ -691,6 +757,7 @@ class MainWindow(QMainWindow):
         self.spans = {}
         self.shown_job = None
         self.target.setReadOnly(True)
+        self.target.offer_alternatives = False
 
     def _stop_completion(self) -> None:
         if self.completion_job:
@@ -790,24 +857,33 @@ class MainWindow(QMainWindow):
         span = next(s for s in self.spans[line] if s[0] == j)
         return self.target.document().findBlockByNumber(line).text()[span[1]:span[2]]
 
-    def _on_target_clicked(self, position) -> None:
-        """A click on a sentence's translation: ask for its alternatives (the menu comes with them)."""
+    def ask_alternatives(self, position: int | None = None) -> None:
+        """Alt+Down or the context menu: ask for the alternatives of the sentence at `position` in
+        the target pane (None: the cursor's); the menu comes with them, at that sentence."""
         if self.shown_job is None or self.job_id or self.completion_job:
             return
-        cursor = self.target.cursorForPosition(position)
+        cursor = QTextCursor(self.target.document())
+        cursor.setPosition(self.target.textCursor().position() if position is None else position)
         line = cursor.blockNumber()
         span = self._span_at(line, cursor.positionInBlock())
-        if span is None or self.editing == (line, span[0]) or not self._sentence_text(line, span[0]).strip():
+        if span is None or not self._sentence_text(line, span[0]).strip():
+            self.statusBar().showMessage("No sentence there to find other translations of", 3000)
+            return
+        if self.editing == (line, span[0]):
+            self.statusBar().showMessage("This sentence is being edited: accept it first (Ctrl+Return)", 3000)
             return
         request = self.worker.find_alternatives(self.shown_job, self.shown_sentences[span[0]])
-        self.alternatives_asked = (request, line, span[0], position, self._sentence_text(line, span[0]))
+        self.alternatives_asked = (request, line, span[0], cursor.position(), self._sentence_text(line, span[0]))
+        self.activity_label.setText("Finding other translations…")
 
     def _on_alternatives_found(self, request: int, found: list) -> None:
-        """The menu of a clicked sentence's alternatives, unless its translation changed meanwhile."""
+        """The menu of a sentence's alternatives, unless its translation changed meanwhile."""
         if self.alternatives_asked is None or self.alternatives_asked[0] != request:
             return
         _, line, j, position, text = self.alternatives_asked
         self.alternatives_asked = None
+        if not self.job_id:
+            self.activity_label.clear()
         if self.shown_job is None or line not in self.spans or self.editing is not None \
                 or not any(s[0] == j for s in self.spans[line]) or self._sentence_text(line, j) != text:
             return
@@ -819,14 +895,23 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("No other translation of this sentence", 3000)
             return
         menu = QMenu(self.target)
+        menu.setToolTipsVisible(True)
+        # No wider than the window: long texts are cut in the middle, whole in their tooltip.
+        text_width = max(160, self.width() * 3 // 4)
         for translation in others.values():
-            action = menu.addAction(f"{translation.text}\t{translation.score:.2f}")
-            action.setToolTip("Score: the mean log-probability of its words (closer to 0: surer)")
+            shown = menu.fontMetrics().elidedText(translation.text, Qt.ElideMiddle, text_width)
+            action = menu.addAction(f"{shown}\t{translation.score:.2f}")
+            action.setToolTip(f"{translation.text}\n\nScore {translation.score:.2f}: the mean log-probability of its "
+                              "words (closer to 0: surer)")
             action.triggered.connect(lambda _=False, chosen=translation.text: self._choose_alternative(line, j, chosen))
+        menu.setMaximumWidth(self.width())
         if self.alternatives_menu is not None:
             self.alternatives_menu.deleteLater()
         self.alternatives_menu = menu
-        menu.popup(self.target.viewport().mapToGlobal(position))
+        cursor = QTextCursor(self.target.document())
+        cursor.setPosition(position)
+        menu.popup(self.target.viewport().mapToGlobal(self.target.cursorRect(cursor).bottomLeft()))
+        menu.setActiveAction(menu.actions()[0])  # the keyboard goes on from here: Up/Down, Return, Esc
 
     def _choose_alternative(self, line: int, j: int, text: str) -> None:
         """A picked alternative replaces sentence j of `line` and is remembered as an accepted edit."""
@@ -926,6 +1011,8 @@ class MainWindow(QMainWindow):
         self.save_settings()
         if new.theme != old.theme:
             self.apply_theme()
+        if new.text_size != old.text_size:
+            self.set_text_size(new.text_size)
         if new.adapters_path(self.paths) != old.adapters_path(self.paths):
             self.adapter_picker.rescan(new.adapters_path(self.paths), new.adapter)
         if (new.model_dir, new.device, new.precision, new.adapter_slots, new.gpu_memory_mb) != (
@@ -938,8 +1025,45 @@ class MainWindow(QMainWindow):
     def save_settings(self) -> None:
         self.settings.save(self.paths.settings_file)
 
+    def _restore_last_session(self) -> None:
+        """The window's size and place, and the text, as the last quit left them."""
+        s = self.settings
+        if s.window_geometry:
+            self.restoreGeometry(QByteArray.fromBase64(s.window_geometry.encode("ascii")))
+            size = self.size()
+            resize_within_screen(self, size.width(), size.height())  # a smaller screen since
+        if s.last_text:
+            self.source.setPlainText(s.last_text)  # translated once the model is loaded
+
+    def set_text_size(self, points: int) -> None:
+        self.settings.text_size = max(MIN_TEXT_SIZE, min(MAX_TEXT_SIZE, points))
+        for pane in (self.source, self.target):
+            font = QFont(pane.font())
+            font.setPointSize(self.settings.text_size)
+            pane.setFont(font)
+        self.save_settings()
+
+    def open_history(self) -> None:
+        dialog = HistoryDialog(self.history, self.settings.keep_history, self)
+        dialog.keep.toggled.connect(self._keep_history)
+        dialog.exec()
+        if dialog.chosen is not None:
+            entry = dialog.chosen
+            self.source_picker.set_code(entry.source_language)
+            self.target_picker.set_code(entry.target_language)
+            self.settings.source_language, self.settings.target_language = entry.source_language, entry.target_language
+            self.source.setPlainText(entry.source)
+            self.translate_now()
+        dialog.deleteLater()
+
+    def _keep_history(self, keep: bool) -> None:
+        self.settings.keep_history = keep
+        self.save_settings()
+
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop the engine thread (the running job ends at its next step) and wait for it: no orphan thread."""
+        self.settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode("ascii")
+        self.settings.last_text = self.source.toPlainText() if self.settings.keep_history else ""  # off: no text kept
         self.save_settings()
         self.hide()
         self.typing_timer.stop()
@@ -949,4 +1073,5 @@ class MainWindow(QMainWindow):
         self.documents.shut_down()  # before the worker stops: the jobs it drops are resumed next time
         self.worker.stop()
         self.worker.wait()
+        self.history.close()
         event.accept()

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from dragoman.app import models
 from dragoman.app.settings import AppPaths
+from dragoman.app.window.screen_fit import resize_within_screen
 from dragoman.app.window.tasks import Task
 
 
@@ -35,7 +36,7 @@ class ModelsDialog(QDialog):
     def __init__(self, paths: AppPaths, current: str, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Models")
-        self.resize(640, 560)
+        resize_within_screen(self, 640, 560)
         self.paths = paths
         self.current = current
         self.task: Task | None = None

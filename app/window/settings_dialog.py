@@ -1,30 +1,50 @@
-"""The settings dialog: model, adapters folder, device, precision, decoding options, theme."""
+"""The settings dialog: model, adapters folder, device, precision, decoding options, theme.
+
+Only what the chosen device can do is offered: on the CPU no float16 or bfloat16, on a GPU no
+int8; GPU memory and resident adapters are greyed, with a note, where no GPU will be used."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from dragoman.app import models
-from dragoman.app.settings import MIN_GPU_MEMORY_MB, PRECISIONS, THEMES, AppPaths, Settings
+from dragoman.app.settings import MAX_TEXT_SIZE, MIN_GPU_MEMORY_MB, MIN_TEXT_SIZE, THEMES, AppPaths, Settings
 from dragoman.app.window.models_dialog import ModelsDialog
+from dragoman.app.window.screen_fit import resize_within_screen
+
+
+PRECISION_LABELS = {
+    "auto": "Automatic (bfloat16 on GPU, float16 before RTX 30, float32 on CPU)",
+    "int8": "int8 (smaller and faster on the CPU)",
+}
+CPU_PRECISIONS = ("auto", "float32", "int8")
+GPU_PRECISIONS = ("auto", "float32", "bfloat16", "float16")
+
+
+def precisions_for(device: str, has_gpu: bool) -> tuple[str, ...]:
+    """The precisions `device` supports ("auto": the GPU when there is one)."""
+    on_gpu = device.startswith("cuda") or (device == "auto" and has_gpu)
+    return GPU_PRECISIONS if on_gpu else CPU_PRECISIONS
 
 
 def device_choices() -> list[tuple[str, str]]:
@@ -40,7 +60,7 @@ class SettingsDialog(QDialog):
     def __init__(self, settings: Settings, paths: AppPaths, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
-        self.setMinimumWidth(560)
+        self.setMinimumWidth(520)
         self.settings = settings
         self.paths = paths
 
@@ -59,6 +79,7 @@ class SettingsDialog(QDialog):
         )
         self.device = QComboBox()
         choices = device_choices()
+        self.has_gpu = any(value.startswith("cuda") for value, _ in choices)
         if settings.device not in [v for v, _ in choices]:
             choices.append((settings.device, f"{settings.device} (not found on this machine)"))
         for value, label in choices:
@@ -71,9 +92,7 @@ class SettingsDialog(QDialog):
             "more translates long documents faster, less leaves more for other programs"
         )
         self.precision = QComboBox()
-        for value in PRECISIONS:
-            self.precision.addItem("Automatic (bfloat16 on GPU, float16 before RTX 30, int8 on CPU)" if value == "auto" else value, value)
-        self.precision.setCurrentIndex(self.precision.findData(settings.precision))
+        self.gpu_note = QLabel(objectName="hint", wordWrap=True)
         self.beams = QSpinBox(minimum=1, maximum=16, value=settings.num_beams)
         self.beams.setToolTip("More beams: slightly better translations, slower (1 = greedy)")
         self.length_penalty = QDoubleSpinBox(
@@ -82,6 +101,12 @@ class SettingsDialog(QDialog):
         self.length_penalty.setToolTip("Above 1 favours longer translations, below 1 shorter ones")
         self.max_length = QSpinBox(minimum=8, maximum=1024, value=settings.max_length)
         self.max_length.setToolTip("The longest translation of one line, in tokens")
+        self.as_you_type = QCheckBox("Translate as you type", checked=settings.translate_as_you_type,
+                                     toolTip="Off: only Ctrl+Return translates")
+        self.keep_history = QCheckBox("Keep a history of translations", checked=settings.keep_history,
+                                      toolTip="Typed translations, kept on this computer and searchable (Ctrl+H)")
+        self.text_size = QSpinBox(minimum=MIN_TEXT_SIZE, maximum=MAX_TEXT_SIZE, value=settings.text_size, suffix=" pt",
+                                  toolTip="The size of the text in both panes (also Ctrl++ and Ctrl+-)")
         self.theme = QComboBox()
         for value in THEMES:
             self.theme.addItem(value.capitalize(), value)
@@ -95,25 +120,50 @@ class SettingsDialog(QDialog):
         form.addRow("Device", self.device)
         form.addRow("GPU memory for translation", self.gpu_memory)
         form.addRow("Precision", self.precision)
+        form.addRow("", self.gpu_note)
         form.addRow("Beam size", self.beams)
         form.addRow("Length penalty", self.length_penalty)
         form.addRow("Max length", self.max_length)
         form.addRow("Theme", self.theme)
+        form.addRow("Text size", self.text_size)
+        form.addRow("", self.as_you_type)
+        form.addRow("", self.keep_history)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        for button in buttons.buttons():
-            button.setIcon(QIcon())  # plain text buttons, like the rest of the window
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
+        fields = QWidget()
+        fields.setLayout(form)
+        # On a small screen (or at 2x scaling) the fields scroll; OK and Cancel stay in view.
+        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        scroll.setWidget(fields)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(18, 18, 18, 18)
-        layout.addLayout(form)
+        layout.addWidget(scroll, 1)
         layout.addWidget(QLabel(f"Settings are saved in {paths.settings_file}", objectName="hint", wordWrap=True))
         layout.addWidget(buttons)
+        wanted = fields.sizeHint()
+        resize_within_screen(self, max(self.minimumWidth(), wanted.width() + 60), wanted.height() + 120)
 
         self._fill_models(settings.model_dir)
+        self._fit_to_device(settings.precision)
+        self.device.currentIndexChanged.connect(lambda: self._fit_to_device(self.precision.currentData()))
         manage.clicked.connect(self._manage_models)
         browse_model.clicked.connect(self._browse_model)
         browse_adapters.clicked.connect(self._browse_adapters)
+
+    def _fit_to_device(self, precision: str) -> None:
+        """Offer the chosen device's precisions (keeping `precision` where it can), and grey what only a GPU uses."""
+        offered = precisions_for(self.device.currentData(), self.has_gpu)
+        self.precision.clear()
+        for value in offered:
+            self.precision.addItem(PRECISION_LABELS.get(value, value), value)
+        self.precision.setCurrentIndex(max(0, self.precision.findData(precision)))
+        on_gpu = offered is GPU_PRECISIONS
+        self.gpu_memory.setEnabled(on_gpu)
+        self.adapter_slots.setEnabled(on_gpu)
+        self.gpu_note.setVisible(not on_gpu)
+        self.gpu_note.setText("GPU memory and resident adapters apply to a GPU only: "
+                              + ("the CPU is chosen." if self.has_gpu else "this machine has none."))
 
     def _fill_models(self, select: str) -> None:
         self.model.clear()
@@ -156,6 +206,9 @@ class SettingsDialog(QDialog):
             length_penalty=self.length_penalty.value(),
             max_length=self.max_length.value(),
             theme=self.theme.currentData(),
+            text_size=self.text_size.value(),
+            translate_as_you_type=self.as_you_type.isChecked(),
+            keep_history=self.keep_history.isChecked(),
         )
 
 

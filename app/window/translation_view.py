@@ -1,27 +1,74 @@
 """The target pane: the translation, its doubtful lines (app.session.confidence) underlined with a dotted
-line, and the reason shown when the pointer rests on one; a completion still streaming is greyed.
-A click that places the cursor (no drag, no selection) is told as `clicked`, for the window to
-offer the sentence's alternatives."""
+line, and the reason shown when the pointer rests on one; a completion still streaming is greyed;
+a stopped translation is greyed whole (`set_partial`).
+
+A click only places the cursor (to edit). A sentence's alternatives are asked for explicitly:
+Alt+Down at the cursor, or "Other translations" in the context menu, told as `alternatives_wanted`
+with the position in the document."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPoint, Qt, Signal
-from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import QApplication, QPlainTextEdit, QTextEdit, QToolTip
+import unicodedata
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QKeySequence, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip
+
+def right_to_left(text: str) -> bool:
+    """Are most of the text's paragraphs right-to-left (Arabic, Hebrew...), each by its first strong letter?"""
+    votes = 0
+    for line in text.split("\n"):
+        for ch in line:
+            kind = unicodedata.bidirectional(ch)
+            if kind in ("R", "AL", "L"):
+                votes += 1 if kind != "L" else -1
+                break
+    return votes > 0
+
+
+def follow_text_direction(editor: QPlainTextEdit) -> None:
+    """Align the editor's text right when it is mostly right-to-left, left otherwise. (A plain-text
+    editor lays every paragraph out with one alignment: the one most of them need.)"""
+    option = editor.document().defaultTextOption()
+    wanted = (Qt.AlignRight if right_to_left(editor.toPlainText()) else Qt.AlignLeft) | Qt.AlignAbsolute
+    if option.alignment() != wanted:
+        option.setAlignment(wanted)
+        editor.document().setDefaultTextOption(option)
+
 
 DOUBT_COLOUR = QColor("#d08a2e")  # reads on the light and the dark theme
+ALTERNATIVES_KEYS = QKeySequence("Alt+Down")
 
 
 class TranslationView(QPlainTextEdit):
-    clicked = Signal(QPoint)  # where a plain left click put the cursor, in viewport coordinates
+    alternatives_wanted = Signal(int)  # the position in the document whose sentence's alternatives are asked for
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self._pressed_at: QPoint | None = None
+        self.offer_alternatives = False  # the window says when a translation is there to have alternatives
         self._doubts: dict[int, str] = {}
         self._doubt_marks: list[QTextEdit.ExtraSelection] = []
         self._pending: list[QTextEdit.ExtraSelection] = []
+        self._partial: list[QTextEdit.ExtraSelection] = []
         self.pending_colour = QColor("#8a8a8a")
+
+    def _show_marks(self) -> None:
+        self.setExtraSelections(self._partial + self._doubt_marks + self._pending)
+
+    def set_partial(self, partial: bool) -> None:
+        """Grey the whole text (a translation stopped before its end), or not."""
+        self._partial = []
+        if partial:
+            mark = QTextEdit.ExtraSelection()
+            mark.format.setForeground(self.pending_colour)
+            mark.format.setFontItalic(True)
+            mark.cursor = QTextCursor(self.document())
+            mark.cursor.select(QTextCursor.SelectionType.Document)
+            self._partial = [mark]
+        self.setProperty("partial", partial)
+        self.style().unpolish(self)
+        self.style().polish(self)
+        self._show_marks()
 
     def set_pending(self, line: int, start: int, end: int) -> None:
         """Grey characters start..end of `line`: a completion still streaming; end <= start clears it."""
@@ -34,7 +81,7 @@ class TranslationView(QPlainTextEdit):
             mark.cursor.setPosition(block.position() + start)
             mark.cursor.setPosition(block.position() + end, QTextCursor.MoveMode.KeepAnchor)
             self._pending = [mark]
-        self.setExtraSelections(self._doubt_marks + self._pending)
+        self._show_marks()
 
     def pending(self) -> tuple[int, int] | None:
         """The greyed range (positions in the document), if any."""
@@ -60,25 +107,29 @@ class TranslationView(QPlainTextEdit):
             mark.cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
             marks.append(mark)
         self._doubt_marks = marks
-        self.setExtraSelections(marks + self._pending)
+        self._show_marks()
 
     def doubt_at(self, position) -> str | None:
         """The reason to doubt the line under `position` (viewport coordinates), if it is marked."""
         return self._doubts.get(self.cursorForPosition(position).blockNumber())
 
-    def mousePressEvent(self, event) -> None:
-        plain = event.button() == Qt.MouseButton.LeftButton and event.modifiers() == Qt.KeyboardModifier.NoModifier
-        self._pressed_at = event.position().toPoint() if plain else None
-        super().mousePressEvent(event)
+    def keyPressEvent(self, event) -> None:
+        if self.offer_alternatives and QKeySequence(event.keyCombination()) == ALTERNATIVES_KEYS:
+            self.alternatives_wanted.emit(self.textCursor().position())
+            return
+        super().keyPressEvent(event)
 
-    def mouseReleaseEvent(self, event) -> None:
-        super().mouseReleaseEvent(event)
-        pressed, self._pressed_at = self._pressed_at, None
-        at = event.position().toPoint()
-        if (pressed is not None and event.button() == Qt.MouseButton.LeftButton
-                and (at - pressed).manhattanLength() < QApplication.startDragDistance()
-                and not self.textCursor().hasSelection()):
-            self.clicked.emit(at)
+    def contextMenuEvent(self, event) -> None:
+        menu = self.createStandardContextMenu(event.pos())
+        if self.offer_alternatives:
+            position = self.cursorForPosition(event.pos()).position()
+            action = menu.addAction("Other translations of this sentence")
+            action.setShortcut(ALTERNATIVES_KEYS)
+            action.triggered.connect(lambda: self.alternatives_wanted.emit(position))
+            menu.insertAction(menu.actions()[0], action)
+            menu.insertSeparator(menu.actions()[1])
+        menu.exec(event.globalPos())
+        menu.deleteLater()
 
     def viewportEvent(self, event) -> bool:
         if event.type() == QEvent.Type.ToolTip:

@@ -10,7 +10,7 @@ supersedes it, or when the worker is asked to quit.
 
 The device belongs to the engine's own loop (engine.Translator.submit), which decodes whatever is
 submitted together, typed text first. Document jobs (app.session.jobs.DocumentJob) run one after
-another on a thread of their own: typed text and a click's alternatives, translated on this one
+another on a thread of their own: typed text and alternatives (Alt+Down, the context menu), translated on this one
 meanwhile, join the engine's batch at its next step and come back while the document goes on,
 neither stopped nor started again. A model load waits for the running document.
 
@@ -32,11 +32,12 @@ from PySide6.QtCore import QThread, Signal
 from dragoman.app.session.jobs import DocumentJob, JobReport
 from dragoman.app.session.session import ALTERNATIVES, TranslationJob, TranslationSession
 from dragoman.app.session.terms import Terms
+from dragoman.app.settings import AppPaths
 
 
 @dataclass(frozen=True)
 class FindAlternatives:
-    """The alternatives of one sentence of a typed job, for a click on its translation."""
+    """The alternatives of one sentence of a typed job, asked for from the translation pane (Alt+Down, the context menu)."""
 
     job: TranslationJob  # the languages, options and adapter it was translated with
     sentence: str
@@ -209,7 +210,7 @@ class EngineWorker(QThread):
             translator = Translator(
                 command.model_dir, device=command.device, dtype=command.dtype,
                 adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
-                gpu_memory=command.gpu_memory,
+                gpu_memory=command.gpu_memory, weights_cache=(self._paths or AppPaths.default()).weights_cache,
             )
         except Exception as e:  # CheckpointError, DeviceError, TokenizerError, out of memory...
             self.load_failed.emit(str(e) or type(e).__name__)
@@ -221,7 +222,8 @@ class EngineWorker(QThread):
                 log.warning("warming up %s failed", command.model_dir, exc_info=True)
         self.translator = translator
         with self._lock:
-            self.session = TranslationSession.open(translator, self._paths, self._terms)
+            # A memory or cache file that cannot be used (one line naming it): typing goes on without it.
+            self.session = TranslationSession.open(translator, self._paths, self._terms, unusable=log.warning)
         self.loaded.emit(translator.describe())
         self._report_kernels()
 

@@ -118,5 +118,9 @@ def test_stdin_lines_are_translated_sentence_by_sentence_unless_no_split(tiny_ch
     code, out, err = run_cli(base + ["--to", "zho_Hans"], b"The cat reads a book. The dog sleeps.\n", monkeypatch, capsys)
     assert out == "".join(translator.translate(["The cat reads a book.", "The dog sleeps."], "eng_Latn", "zho_Hans", options)) + "\n"
     code, out, err = run_cli(base + ["--to", "fra_Latn", "--no-split"], stdin, monkeypatch, capsys)
-    (whole,) = translator.translate([line], "eng_Latn", "fra_Latn", options, terms=[["https://example.org"]])
-    assert code == 0 and out == f"{whole}\n=====\n\n"  # the URL kept as written (app.session.terms)
+    from dragoman.app.session.terms import Marks, Terms
+
+    masked = Terms().for_pair("eng_Latn", "fra_Latn").mask(line, Marks.for_translator(translator))
+    (whole,) = translator.translate([masked.text], "eng_Latn", "fra_Latn", options, terms=[masked.terms])
+    assert code == 0 and out == f"{masked.restore(whole)}\n=====\n\n"  # the URL as a mark, then as written (app.session.terms)
+    assert out.count("https://example.org") == 1

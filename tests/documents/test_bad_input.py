@@ -76,9 +76,14 @@ def test_xml_entity_expansion(tmp_path):
     refuse(tmp_path, "laughs.docx", zip_with(members), "word/document.xml declares XML entities")
 
 
-def test_invalid_encoding_and_binary(tmp_path):
-    refuse(tmp_path, "latin.txt", "caf\xe9 au lait".encode("latin-1"), "not valid UTF-8")
+def test_binary_content_is_refused(tmp_path):
+    import random
+
+    rng = random.Random(7)
     refuse(tmp_path, "bin.md", b"\x00\x01\x02binary", "binary")
+    refuse(tmp_path, "noise.txt", bytes(rng.randrange(1, 256) for _ in range(4000)), "binary")
+    refuse(tmp_path, "noise.srt", bytes(rng.randrange(256) for _ in range(4001)), "binary")
+    refuse(tmp_path, "controls.txt", "Text with\x01\x02\x03 controls \xe9t\xe9".encode("cp1252"), "binary")
     refuse(tmp_path, "subs.srt", b"no cues in here", "no cue timings")
 
 

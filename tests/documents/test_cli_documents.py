@@ -159,3 +159,21 @@ def test_a_run_killed_mid_document_resumes_without_redoing_a_stored_sentence_and
     assert stored(home) == RESUME_SENTENCES
     assert sorted(p.name for p in doc.parent.iterdir()) == ["long.fra_Latn.txt", "long.txt"]
     assert len((doc.parent / "long.fra_Latn.txt").read_text(encoding="utf-8").split("\n\n")) == RESUME_SENTENCES
+
+
+def test_a_windows_1252_subtitle_is_translated_and_its_encoding_said(tiny_checkpoint, tmp_path, monkeypatch, capsys):
+    source = ("1\r\n00:00:01,000 --> 00:00:03,000\r\nLe café où l'été dernier\r\nnous avons mangé des crêpes.\r\n\r\n"
+              "2\r\n00:00:04,000 --> 00:00:06,000\r\nC'était très agréable, dit-il à l'élève.\r\n")
+    (tmp_path / "film.srt").write_bytes(source.encode("cp1252"))
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "fra_Latn", "--to", "eng_Latn", "--device", "cpu",
+            "--dtype", "float32", "--beams", "1", "--max-length", "16", str(tmp_path / "film.srt")]
+    monkeypatch.setattr(sys, "stdin", None)
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "windows-1252" in line]
+    assert said and said[0].startswith(f"dragoman: {tmp_path / 'film.srt'}: read as windows-1252")
+    written = (tmp_path / "film.eng_Latn.srt").read_bytes()
+    encoding = "utf-8" if any("written as UTF-8" in line for line in said) else "cp1252"
+    text = written.decode(encoding)
+    assert text.count("-->") == 2 and text.split("\r\n")[:2] == ["1", "00:00:01,000 --> 00:00:03,000"]

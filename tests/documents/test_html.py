@@ -62,3 +62,33 @@ def test_a_utf16_page_is_written_in_utf16(tmp_path):
     assert out.startswith(codecs.BOM_UTF16_LE) or out.startswith(codecs.BOM_UTF16_BE)
     text = out.decode("utf-16")
     assert '<meta charset="UTF-16">' in text and "T:GRÜSSE AUS KÖLN." in text
+
+
+def test_a_page_in_the_gb2312_it_declares_is_written_in_it_where_it_holds_the_translation(tmp_path):
+    page = ('<html><head><meta http-equiv="Content-Type" content="text/html; charset=gb2312"><title>新闻</title></head>'
+            "<body><p>今天天气很好。我们去了公园。</p></body></html>")
+    (tmp_path / "in.html").write_bytes(page.encode("gb2312"))
+    notes = []
+    translate_document(tmp_path / "in.html", tmp_path / "zh.html", lambda texts: ["中文" + t for t in texts],
+                       "Hans", "Hans", note=notes.append)
+    out = (tmp_path / "zh.html").read_bytes().decode("gb2312")
+    assert 'content="text/html; charset=gb2312"' in out and "中文今天天气很好。" in out
+    assert notes == ["read as GB2312 (the file is not UTF-8)"]
+    notes.clear()
+    translate_document(tmp_path / "in.html", tmp_path / "th.html", lambda texts: ["ไทย" + t for t in texts],
+                       "Hans", "Thai", note=notes.append)
+    out = (tmp_path / "th.html").read_bytes().decode("utf-8")
+    assert 'content="text/html; charset=utf-8"' in out and "ไทย" in out
+    assert notes[1] == "written as UTF-8: GB2312 cannot hold the translation"
+
+
+def test_a_windows_1252_page_without_a_declaration_is_detected(tmp_path):
+    page = "<html><head><title>Café</title></head><body><p>Le café où l'été dernier était très agréable.</p></body></html>"
+    out = translate(tmp_path, page.encode("cp1252"))
+    assert "T:LE CAFÉ OÙ L'ÉTÉ DERNIER ÉTAIT TRÈS AGRÉABLE." in out.decode("cp1252")
+
+
+def test_a_utf16_page_without_a_byte_order_mark_is_read(tmp_path):
+    page = '<html><head><title>Page</title></head><body><p>Grüße aus Köln.</p></body></html>'
+    out = translate(tmp_path, page.encode("utf-16-le"))
+    assert "T:GRÜSSE AUS KÖLN." in out.decode("utf-16-le")

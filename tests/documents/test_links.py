@@ -252,3 +252,33 @@ def test_odt(tmp_path, translation):
     links = [(a.getAttribute("href"), teletype.extractText(a)) for a in out.getElementsByType(text.A)]
     assert [href for href, _ in links] == ["#n1", "https://example.com/r"] and all(t.strip() for _, t in links)
     assert [b.getAttribute("name") for b in out.getElementsByType(text.Bookmark)] == ["start"]
+
+
+TARGETS = ["{{ site.url }}/a%20b?x=1&y={id}", "/p/%7Bid%7D/%C3%A9t%C3%A9", "page.html#sec%202", "mailto:a@b.org?subject=Hi%20there"]
+
+
+def test_html_link_targets_come_back_as_written_and_double_escapes_stay(tmp_path, translation):
+    fake, script = translation
+    links = "".join(f'<a href="{t.replace("&", "&amp;")}">link {n}</a> ' for n, t in enumerate(TARGETS))
+    page = f"<html><body><p>Read these: {links}now.</p><p>Tom &amp;amp; Jerry &amp;lt;3.</p></body></html>"
+    (tmp_path / "in.html").write_text(page, encoding="utf-8")
+    translate_document(tmp_path / "in.html", tmp_path / "out.html", fake, target_script=script)
+    out = (tmp_path / "out.html").read_text(encoding="utf-8")
+    root = etree.HTML(out)
+    assert [a.get("href") for a in root.iter("a")] == TARGETS  # none added, none changed
+    if fake is upper_keeping_tags:
+        assert "&amp;AMP;" in out and "&amp;LT;3" in out
+
+
+def test_markdown_link_targets_and_autolinks_come_back_as_written(tmp_path, translation):
+    fake, script = translation
+    source = ("Read [the page](/p/%7Bid%7D/%C3%A9t%C3%A9?a=1&b=2) and <https://a.org/%7Bx%7D> now.\n\n"
+              "![a picture](img/%7Bname%7D.png) Tom &amp;amp; Jerry.\n")
+    (tmp_path / "in.md").write_text(source, encoding="utf-8")
+    translate_document(tmp_path / "in.md", tmp_path / "out.md", fake, target_script=script)
+    out = (tmp_path / "out.md").read_text(encoding="utf-8")
+    for target in ("(/p/%7Bid%7D/%C3%A9t%C3%A9?a=1&b=2)", "<https://a.org/%7Bx%7D>", "(img/%7Bname%7D.png)"):
+        assert out.count(target) == 1
+    assert out.count("](") == 2  # no link added
+    if fake is upper_keeping_tags:
+        assert "&amp;AMP;" in out or "&amp;amp;" in out

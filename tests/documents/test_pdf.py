@@ -108,6 +108,9 @@ class FakeTranslator:
     def adapter_identity(self, name):
         return name
 
+    def spells(self, text):
+        return True
+
     def translate(self, texts, source, target, options, **kw):
         return upper_keeping_tags(texts)
 

@@ -471,3 +471,76 @@ def test_a_sentence_runs_on_past_the_footnotes_at_the_foot_of_its_column(tmp_pat
     translate = Recording(upper_keeping_tags)
     translate_document(path, tmp_path / "notes.x.pdf", translate)
     assert "The first column ends in the middle of a sentence that goes on in the second column." in translate.sent
+
+
+def lzw_encoded(data: bytes) -> bytes:
+    """`data` as LZWDecode with PDF's early change: 9- to 12-bit codes, a clear code when the table is full."""
+    table, word, codes, width, bits = {bytes([i]): i for i in range(256)}, b"", [(256, 9)], 9, []
+    for byte in data:
+        candidate = word + bytes([byte])
+        if candidate in table:
+            word = candidate
+            continue
+        codes.append((table[word], width))
+        table[candidate] = len(table) + 2  # 256 clear, 257 end
+        if len(table) + 2 >= 4094:
+            codes.append((256, width))
+            table, width = {bytes([i]): i for i in range(256)}, 9
+        elif len(table) + 2 >= 1 << width:  # the decoder, an entry behind, widens at 511, 1023, 2047
+            width += 1
+        word = bytes([byte])
+    codes += [(table[word], width), (257, width)]
+    for code, size in codes:
+        bits.append(format(code, f"0{size}b"))
+    joined = "".join(bits)
+    joined += "0" * (-len(joined) % 8)
+    return int(joined, 2).to_bytes(len(joined) // 8, "big")
+
+
+@pytest.mark.parametrize("kind", ["flate-twice", "hex-then-flate", "lzw", "run-length", "image-as-content", "font-program"])
+def test_every_filter_chain_and_stream_kind_is_bounded(source, tmp_path, monkeypatch, kind):
+    monkeypatch.setattr(pdf_format, "MAX_STREAM_BYTES", 2**20)  # the real limit works alike, slower to build
+    big = b" " * (2**20 + 1)
+    bomb = tmp_path / "bomb.pdf"
+    with pikepdf.open(source) as pdf:
+        stream = pikepdf.Stream(pdf, b"")
+        if kind == "flate-twice":
+            stream.write(zlib.compress(zlib.compress(big)), filter=pikepdf.Array([pikepdf.Name.FlateDecode] * 2))
+        elif kind == "hex-then-flate":
+            stream.write(zlib.compress(big).hex().encode() + b">",
+                         filter=pikepdf.Array([pikepdf.Name.ASCIIHexDecode, pikepdf.Name.FlateDecode]))
+        elif kind == "lzw":
+            stream.write(lzw_encoded(big), filter=pikepdf.Name.LZWDecode)
+        elif kind == "run-length":
+            stream.write(b"\x81 " * (len(big) // 128 + 1) + b"\x80", filter=pikepdf.Name.RunLengthDecode)
+        else:  # a stream that says it is an image, used as a page's content or as a font's program
+            stream.write(zlib.compress(big), filter=pikepdf.Name.FlateDecode)
+            stream.Subtype = pikepdf.Name.Image
+        stream = pdf.make_indirect(stream)
+        if kind == "font-program":
+            descriptor = pikepdf.Dictionary(Type=pikepdf.Name.FontDescriptor, FontName=pikepdf.Name.X, FontFile2=stream)
+            pdf.pages[0].Resources.Font.F9 = pikepdf.Dictionary(
+                Type=pikepdf.Name.Font, Subtype=pikepdf.Name.TrueType, BaseFont=pikepdf.Name.X,
+                FontDescriptor=pdf.make_indirect(descriptor))
+        else:
+            pdf.pages[0].Contents = pikepdf.Array([pdf.pages[0].Contents, stream])
+        pdf.save(bomb)
+    assert bomb.stat().st_size < 2**20 // 5
+    with pytest.raises(DocumentError, match=r"inflates to over 1 MiB: a decompression bomb$"):
+        translate_document(bomb, tmp_path / "out.pdf", upper_keeping_tags)
+    assert not (tmp_path / "out.pdf").exists()
+
+
+def test_a_page_of_more_content_than_its_bound_is_refused(source, tmp_path, monkeypatch):
+    monkeypatch.setattr(pdf_format, "MAX_PAGE_CONTENT_BYTES", 2**20)  # each stream under the stream limit
+    heavy = tmp_path / "heavy.pdf"
+    with pikepdf.open(source) as pdf:
+        streams = []
+        for _ in range(3):
+            stream = pikepdf.Stream(pdf, b"")
+            stream.write(zlib.compress(b"0 0 m 1 1 l S\n" * 30_000), filter=pikepdf.Name.FlateDecode)
+            streams.append(pdf.make_indirect(stream))
+        pdf.pages[0].Contents = pikepdf.Array([pdf.pages[0].Contents, *streams])
+        pdf.save(heavy)
+    with pytest.raises(DocumentError, match=r"^a page's content decodes to over 1 MiB of text and drawing operators"):
+        translate_document(heavy, tmp_path / "out.pdf", upper_keeping_tags)

@@ -42,10 +42,37 @@ def test_a_translation_without_spaces_is_cut_between_characters(tmp_path):
     assert "".join(cue).count("<i>") == 1 and "".join(cue).count("</i>") == 1 and not cue[1].startswith("。")
 
 
-def test_rewrap_never_cuts_inside_a_word_or_a_tag():
+def test_rewrap_cuts_inside_a_word_or_a_tag_only_when_there_are_fewer_words_than_lines():
     assert rewrap("one <i>two three</i> four", 2) == ["one <i>two", "three</i> four"]
-    assert rewrap("unbreakable", 2) == ["unbreakable"]
     assert rewrap("我们明天<b>去</b>北京。", 2) == ["我们明天", "<b>去</b>北京。"]
+    assert rewrap("unbreakable", 2) == ["unbre", "akable"]
+    assert rewrap("<i>deux</i> mots", 3) == ["<i>deu", "x</i> m", "ots"]
+    assert rewrap("नमस्ते", 3) == ["नम", "स्", "ते"]  # never before a combining mark
+    assert rewrap("one line\nthe model wrote", 3) == ["one line", "the model", "wrote"]
+    assert rewrap("a", 2) == ["a"]  # fewer characters than lines: the cue keeps its source lines
+
+
+def cue_line_counts(text: str) -> list[int]:
+    """The number of text lines of each cue: the lines after its timing up to a blank line."""
+    counts, lines = [], text.split("\n")
+    for i, line in enumerate(lines):
+        if "-->" in line:
+            counts.append(next((k for k, rest in enumerate(lines[i + 1 :]) if not rest.strip()), len(lines) - i - 1))
+    return counts
+
+
+@pytest.mark.parametrize("target, script", [("fra_Latn", "Latn"), ("zho_Hans", "Hans")])
+def test_cues_keep_their_line_counts_with_the_real_engine(translator, tmp_path, target, script):
+    cues = [["The cat reads a book", "by the river."], ["Yes."], ["We went to the city", "in the morning with",
+            "the children."], ["- Where is the dog?", "- In the house."], ["<i>The small green house</i>", "is old."],
+            ["Go!", "Now!"], ["The teacher writes a letter", "to his friend tomorrow."]]
+    source = "".join(f"{n}\n00:00:{n:02},000 --> 00:00:{n + 1:02},000\n" + "\n".join(lines) + "\n\n"
+                     for n, lines in enumerate(cues * 4, 1))
+    options = translator.default_options(num_beams=1, max_length=24)
+    out = translated(tmp_path, "in.srt", source, lambda texts: translator.translate(texts, "eng_Latn", target, options),
+                     target_script=script)
+    assert cue_line_counts(out) == cue_line_counts(source) == [len(lines) for lines in cues * 4]
+    assert out.count("-->") == len(cues) * 4
 
 
 def test_webvtt_tags_settings_blocks_and_identifiers_are_kept(tmp_path):

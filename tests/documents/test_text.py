@@ -91,3 +91,43 @@ def test_hard_wrapped_paragraphs_are_wrapped_again_and_short_lines_stay_lines(tm
 def test_the_encoding_bom_and_crlf_line_ends_come_back_as_they_were(tmp_path, codec, bom):
     out = translated(tmp_path, bom + "Grüße\r\n\r\n-----\r\nZürich".encode(codec))
     assert out == bom + "T:GRÜSSE\r\n\r\n-----\r\nT:ZÜRICH".encode(codec)
+
+
+LEGACY = [
+    ("cp1252", "windows-1252", "Le café où l'été dernier nous avons mangé des crêpes était très agréable.\n"
+                               "Voilà « la fin » de l'histoire, dit-il à l'élève.\n"),
+    ("shift_jis", "Shift_JIS", "今日は良い天気です。私たちは公園に行きました。\n子供たちは遊んでいます。\n"),
+    ("euc_jp", "EUC-JP", "今日はとても良い天気ですね。私たちはみんなで公園に行きました。\n子供たちはそこでたのしく遊んでいます。\n"),
+    ("big5", "Big5", "今天天氣很好。我們去了公園。\n孩子們在玩耍。這是一個美麗的城市。\n"),
+    ("gb18030", "GB18030", "今天天气很好。我们去了公园。\n孩子们在玩耍。这是一个美丽的城市。\n"),
+    ("koi8_r", "KOI8-R", "Сегодня хорошая погода. Мы пошли в парк.\nДети играют на улице весь день.\n"),
+    ("cp1251", "windows-1251", "Сегодня хорошая погода. Мы пошли в парк.\nДети играют на улице весь день.\n"),
+]
+
+
+@pytest.mark.parametrize("codec, label, text", LEGACY, ids=[c for c, _, _ in LEGACY])
+def test_a_legacy_encoding_is_detected_said_and_kept_where_it_holds_the_translation(tmp_path, codec, label, text):
+    (tmp_path / "in.txt").write_bytes(text.encode(codec))
+    notes = []
+    script = "Hans" if "。" in text else "Latn"  # Chinese and Japanese: no space between sentences
+    translate_document(tmp_path / "in.txt", tmp_path / "same.txt", list, script, script,  # each text its own translation
+                       note=notes.append)
+    assert (tmp_path / "same.txt").read_bytes() == text.encode(codec)
+    assert notes == [f"read as {label} (the file is not UTF-8)"]
+    notes.clear()
+    translate_document(tmp_path / "in.txt", tmp_path / "thai.txt", lambda texts: ["ภาษาไทย " + t for t in texts],
+                       note=notes.append)  # Thai: no legacy encoding here holds it
+    if codec == "gb18030":  # a Unicode encoding: it holds any translation
+        assert notes == [notes[0]] and "ภาษาไทย" in (tmp_path / "thai.txt").read_text(encoding="gb18030")
+    else:
+        assert notes[1] == f"written as UTF-8: {label} cannot hold the translation"
+        assert "ภาษาไทย" in (tmp_path / "thai.txt").read_text(encoding="utf-8")
+
+
+def test_utf16_without_a_byte_order_mark_is_read_and_written_so(tmp_path):
+    text = "A page of text.\r\nIt has two lines.\r\n"
+    (tmp_path / "in.txt").write_bytes(text.encode("utf-16-le"))
+    notes = []
+    translate_document(tmp_path / "in.txt", tmp_path / "out.txt", upper_keeping_tags, note=notes.append)
+    assert (tmp_path / "out.txt").read_bytes() == "T:A PAGE OF TEXT.\r\nT:IT HAS TWO LINES.\r\n".encode("utf-16-le")
+    assert notes == ["read as UTF-16-LE (UTF-16 without a byte order mark)"]

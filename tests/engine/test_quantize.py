@@ -55,3 +55,26 @@ def test_int8_result_does_not_depend_on_the_batch(make_translator):
     alone = translator.translate(["Ein kurzer Satz"], "deu_Latn", "eng_Latn", options)
     crowd = ["The quick brown fox jumps over the lazy dog.", "Ein kurzer Satz", "我们明天去北京。"]
     assert translator.translate(crowd, "deu_Latn", "eng_Latn", options)[1] == alone[0]
+
+
+def test_int8_weights_are_stored_once_and_read_back_the_same(make_translator, tmp_path, monkeypatch):
+    """A later start reads the int8 weights instead of quantising again, and translates the same;
+    a damaged store is quantised again and replaced."""
+    from dragoman.engine import quantize
+
+    texts = ["The quick brown fox jumps over the lazy dog.", "我们明天去北京。"]
+    first = make_translator(dtype="int8", weights_cache=tmp_path)
+    (stored,) = tmp_path.glob("*.int8.safetensors")
+    assert [p.name for p in tmp_path.iterdir()] == [stored.name]  # no temporary left
+    calls = []
+    monkeypatch.setattr(quantize, "quantize_weight", lambda w: calls.append(w) or pytest.fail("quantised again"))
+    second = make_translator(dtype="int8", weights_cache=tmp_path)
+    options = dict(num_beams=2, max_length=20)
+    assert (second.translate(texts, "eng_Latn", "fra_Latn", second.default_options(**options))
+            == first.translate(texts, "eng_Latn", "fra_Latn", first.default_options(**options)))
+    monkeypatch.undo()
+    stored.write_bytes(stored.read_bytes()[:1000])  # damaged: read as missing, written anew
+    third = make_translator(dtype="int8", weights_cache=tmp_path)
+    assert stored.stat().st_size > 1000
+    assert (third.translate(texts, "eng_Latn", "fra_Latn", third.default_options(**options))
+            == first.translate(texts, "eng_Latn", "fra_Latn", first.default_options(**options)))

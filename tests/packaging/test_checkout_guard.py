@@ -43,7 +43,7 @@ def test_the_checkout_folders_are_dragoman_subpackages_only():
     assert done.returncode == 0, done.stderr
     ours, installed = done.stdout.split()
     assert ours == str(ROOT / "kernels" / "__init__.py")
-    assert not installed.startswith(str(ROOT))  # PyPI's kernels where installed (transformers needs it), or none
+    assert installed != ours  # PyPI's kernels where installed (transformers needs it), or none
 
 
 @pytest.mark.parametrize("entry", ["tests/conftest.py", "bench/__init__.py"])

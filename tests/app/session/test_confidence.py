@@ -112,3 +112,11 @@ def test_stdin_without_a_report_says_nothing_on_stderr(tiny_checkpoint, monkeypa
             "--dtype", "float32", "--max-length", "24"]
     code, out, err = run_cli(args, "\n".join(LINES) + "\n", monkeypatch, capsys)
     assert code == 0 and len(out.split("\n")) == len(LINES) + 1 and err == ""
+
+
+def test_nothing_and_a_word_sixty_times_are_doubted_even_for_a_short_source():
+    assert doubts("Hello", " ".join(["bonjour"] * 60), "eng_Latn", "fra_Latn") == ["the same words 60 times in a row"]
+    assert doubts(SOURCE, "", "eng_Latn", "fra_Latn") == ["nothing came out"]
+    assert doubts("Yes", " ", "eng_Latn", "fra_Latn") == ["nothing came out"]
+    assert doubts("OK", "D'accord", "eng_Latn", "fra_Latn") == []  # short, and rightly longer
+    assert doubts("42", "", "eng_Latn", "fra_Latn") == []  # no letters: nothing to lose

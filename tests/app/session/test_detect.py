@@ -29,3 +29,15 @@ def test_labels_nllb_lacks_map_to_nothing():
 )
 def test_detects_flores_codes(text, code):
     assert detect.detect_language(text) == code
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello there. Good morning to you. مرحبا بالعالم، كيف حالك اليوم يا صديقي العزيز؟ 你好世界，今天天气很好。 See you soon, my friend.",
+        "We met in Cairo last year. مرحبا بالعالم، كيف حالك؟ The food was great and the people were kind. 你好世界。 I want to go back.",
+        "The report is ready. مرحبا بالعالم، كيف حالك اليوم؟ Please read it before the meeting. 你好世界，今天天气很好。",
+    ],
+)
+def test_a_paragraph_mixing_scripts_is_the_language_most_of_it_is_in(text):
+    assert detect.detect_language(text) == "eng_Latn"

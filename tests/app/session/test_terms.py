@@ -1,12 +1,15 @@
 """app/session/terms.py: a sentence's terms, what reaches the engine from a document job, and the cache key."""
 
+from dataclasses import replace
+
 import pytest
 
 from dragoman.app.documents.segments import PLACEHOLDER_TAG
 from dragoman.app.session.glossary import read_glossary
 from dragoman.app.session.jobs import DocumentJob, JobReport
-from dragoman.app.session.terms import FIXED_POSITIONS, GlossaryPair, Terms, cache_text, glossary_pairs, token_bound
-from dragoman.app.session.session import TranslationSession
+from dragoman.app.session.session import TranslationJob, TranslationSession
+from dragoman.app.session.terms import (FIXED_POSITIONS, GlossaryPair, Marks, Terms, cache_text, glossary_pairs,
+                                        token_bound)
 from dragoman.engine.translation_cache import TranslationCache
 
 def translate_document(job, translator, cache, terms=None, **kwargs):
@@ -157,7 +160,8 @@ def test_typed_text_in_the_worker_hands_its_sentences_their_terms(translator, gl
         worker.session = None
         worker.stop()
         worker.wait()
-    assert recording.calls == [(["Save it.", "It weighs 5 kg now."], [["enregistrer"], ["5 kg"]]),
+    # the number with its unit is a mark the tiny vocabulary spells (it has no `<`), its bytes put back after
+    assert recording.calls == [(["Save it.", "It weighs (1) now."], [["enregistrer"], ["(1)"]]),
                                (["Save it."], [[]])]  # without the glossary: only the sentence it changed
 
 
@@ -270,3 +274,63 @@ def test_with_constraints_glossary_and_protected_terms_appear_in_the_translation
         for text, translation, must in zip(texts, translator.translate(texts, "eng_Latn", "fra_Latn", options,
                                                                        terms=wanted), wanted):
             assert all(term in translation for term in must), (text, translation, must)
+
+
+UNSPELLED = "Read http://www.perl.org/~x?a=1&b={id} or mail bob@a-b.org, it costs 5 €."  # `/ ~ & { } @ €`: not in the tiny vocabulary
+
+
+def test_verbatim_spans_come_back_byte_for_byte_whatever_the_vocabulary(translator):
+    assert not translator.spells("http://www.perl.org/")  # forced through the vocabulary, it lost its slashes
+    recording = RecordingTranslator(translator)
+    job = TranslationJob([UNSPELLED], "eng_Latn", "fra_Latn", {"num_beams": 2, "max_length": 40}, split=False)
+    [result] = TranslationSession(recording).translate(job).translations
+    for span in ("http://www.perl.org/~x?a=1&b=", "{id}", "bob@a-b.org", "5 €"):  # a URL ends at a brace
+        assert result.count(span) == 1
+    [(texts, terms)] = recording.calls
+    assert texts == ["Read (1)(2) or mail (3), it costs (4)."] and terms == [["(1)", "(2)", "(3)", "(4)"]]
+    assert all(mark not in result for mark in terms[0])
+
+
+def test_alternatives_and_completions_give_verbatim_spans_back_byte_for_byte(translator):
+    recording = RecordingTranslator(translator)
+    session = TranslationSession(recording)
+    job = TranslationJob([UNSPELLED], "eng_Latn", "fra_Latn", {"num_beams": 2, "max_length": 40}, split=False)
+    found = session.alternatives(job, UNSPELLED, 2)
+    assert len(found) == 2 and all(t.text.count("bob@a-b.org") == 1 and "(3)" not in t.text for t in found)
+    start = "Lire http://www.perl.org/~x?a=1&b="  # the person typed the URL: the model reads its mark
+    streamed = []
+    result = session.translate(replace(job, completion=(0, start)), lambda i, text: streamed.append(text))
+    [completed] = result.translations
+    assert completed.startswith(start) and completed.count("bob@a-b.org") == 1
+    assert all("(1)" not in text for text in streamed)
+    assert [texts for texts, _ in recording.calls] == [["Read (1)(2) or mail (3), it costs (4)."]] * 2
+
+
+def test_a_mark_is_one_the_sentence_does_not_hold_and_comes_back_once_where_the_model_put_it(translator):
+    marks = Marks.for_translator(translator)
+    masked = Terms().for_pair("eng_Latn", "fra_Latn").mask("See (1) at www.a.org/x now.", marks)
+    assert masked.text == "See (1) at (2) now." and masked.terms == ["(2)"]
+    assert masked.restore("Voir (1) à(2)ici (2).") == "Voir (1) à www.a.org/x ici ."
+    assert masked.restore("Voir (1) ici") == "Voir (1) ici www.a.org/x"  # the model lost it: not the bytes
+    assert masked.restore("Voir (1) ici", partial=True) == "Voir (1) ici"
+
+
+def test_text_with_nothing_to_translate_never_reaches_the_model(translator, tmp_path):
+    recording = RecordingTranslator(translator)
+    session = TranslationSession(recording)
+    texts = ["https://example.org/a_b", "bob@a-b.org", "5 kg", "{name}"]
+    job = TranslationJob(texts, "eng_Latn", "fra_Latn", {"num_beams": 1, "max_length": 20})
+    assert session.translate(job).lines() == texts
+    assert [t.text for t in session.alternatives(job, texts[0])] == [texts[0]] and recording.calls == []
+    # in a document: a paragraph, a table cell that is only a URL
+    source = tmp_path / "in.html"
+    source.write_text("<html><body><p>https://example.org/a_b?x=1</p><table><tr><td>mail@a-b.org</td></tr></table>"
+                      "<p>Read https://example.org/a_b?x=1 today.</p></body></html>", encoding="utf-8")
+    job = DocumentJob(source, tmp_path / "out.html", "eng_Latn", "fra_Latn", options={"num_beams": 1, "max_length": 30},
+                      overwrite=True)
+    translate_document(job, recording, None)
+    [(sent, _)] = recording.calls
+    assert sent == ["Read (1) today."]
+    out = (tmp_path / "out.html").read_text(encoding="utf-8")
+    assert "<p>https://example.org/a_b?x=1</p>" in out and "<td>mail@a-b.org</td>" in out
+    assert out.count("https://example.org/a_b?x=1") == 2

@@ -159,3 +159,34 @@ def test_a_users_glossary_broken_by_hand_is_said_and_kept(qtbot, paths):
     assert dialog.user_entries() == []
     dialog.accept()
     assert broken.read_text(encoding="utf-8") == "source\ttarget\nsave\n"
+
+
+def test_a_bad_files_error_is_in_the_error_colour_not_grey(qtbot, paths, tmp_path):
+    from PySide6.QtGui import QColor, QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from dragoman.app.window import theme
+
+    colours = theme.apply(QApplication.instance(), "light")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("save\tenregistrer\nopen\t\n", encoding="utf-8")
+    dialog = open_dialog(qtbot, Settings(), paths)
+    dialog.show()
+    assert not dialog.import_files([bad])
+    assert dialog.problem.palette().color(QPalette.WindowText) == QColor(colours["error"])
+    assert dialog.problem.font().bold()
+
+
+def test_an_imported_glossarys_terms_can_be_seen(qtbot, paths, tmp_path):
+    csv, _ = make_files(tmp_path / "mine")
+    dialog = open_dialog(qtbot, Settings(), paths)
+    dialog.show()
+    assert dialog.import_files([csv])
+    dialog.glossaries.selectRow(0)  # ui.csv, English → French
+    dialog.terms_button.click()
+    terms = dialog.terms_view.findChild(type(dialog.glossaries), "terms")
+    assert dialog.terms_view.isVisible()
+    assert [(terms.item(r, 0).text(), terms.item(r, 1).text()) for r in range(terms.rowCount())] == [
+        ("save", "enregistrer"), ("close", "fermer")]
+    assert not terms.editTriggers() & terms.EditTrigger.DoubleClicked
+    dialog.terms_view.close()

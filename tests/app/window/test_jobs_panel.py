@@ -215,3 +215,77 @@ def test_a_done_job_says_how_many_sentences_had_their_formatting_placed_by_propo
     assert rows["lost.md"].status.text() == "Saved as lost.fra_Latn.md; formatting placed by proportion in 2 sentences"
     assert rows["kept.md"].status.text() == "Saved as kept.fra_Latn.md"
     assert (tmp_path / "kept.fra_Latn.md").read_text(encoding="utf-8").strip() == "WE KEEP **BOLD** WORDS."
+
+
+def test_unsupported_files_are_named_and_failed_and_cancelled_jobs_are_counted_as_such(qtbot, open_window, settings,
+                                                                                       tmp_path):
+    settings.max_length = 60
+    make_docx(tmp_path / "a.docx", ["The first paragraph."])
+    (tmp_path / "b.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "c.txt").write_text("Hello world.\n", encoding="utf-8")
+    (tmp_path / "broken.docx").write_bytes(b"not a zip")
+    (tmp_path / "long.txt").write_text("\n\n".join(SENTENCES), encoding="utf-8")
+    window = open_window(settings, True, True)
+    notes = []
+    window.documents.message.connect(notes.append)
+    drop(window, tmp_path / "a.docx", tmp_path / "b.png", tmp_path / "c.txt")
+    rows_settled(qtbot, window, 2)
+    question = window.documents.ask.questions[0]
+    assert question.startswith("2 documents to translate from English to French") and "b.png" in question
+    assert notes[0] == "Skipped b.png: not a document Dragoman reads."
+    drop(window, tmp_path / "broken.docx", tmp_path / "long.txt")
+    qtbot.waitUntil(lambda: len(window.documents.rows) == 4 and window.documents.rows[3].state == RUNNING,
+                    timeout=WAIT_MS)
+    window.documents.rows[3].cancel_button.click()
+    rows = rows_settled(qtbot, window, 4)
+    assert rows["broken.docx"].state == FAILED and rows["long.txt"].state == CANCELLED
+    for row in (rows["broken.docx"], rows["long.txt"]):
+        assert row.progress.maximum() > 0  # a stopped bar: a range of (0, 0) is Qt's endless busy animation
+    assert window.documents.toggle.text() == "Documents: 0 to do, 2 done, 1 failed, 1 cancelled"
+
+
+def test_the_list_grows_with_the_splitter_scrolls_to_new_jobs_and_open_says_when_nothing_opens(
+        qtbot, open_window, settings, tmp_path):
+    names = [f"doc{i:02}.txt" for i in range(12)]
+    for name in names:
+        (tmp_path / name).write_text("Hello world.\n", encoding="utf-8")
+    window = open_window(settings, True)
+    window.documents.open_url = lambda url: False  # no viewer set for .txt files
+    drop(window, *(tmp_path / name for name in names))
+    rows = rows_settled(qtbot, window, 12)
+    bar = window.documents.scroll.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=WAIT_MS)  # the newest in view
+    total = sum(window.splitter.sizes())
+    window.splitter.setSizes([total // 3, total - total // 3])
+    assert window.documents.height() >= total // 2  # the person made the list taller
+    rows["doc00.txt"].open_button.click()
+    message = window.statusBar().currentMessage()
+    assert message.startswith("No application is set to open .txt files") and "doc00.fra_Latn.txt" in message
+
+
+def test_the_time_left_after_a_retry_leaves_out_the_sentences_the_cache_gave_at_once(qtbot, monkeypatch, tmp_path):
+    from dragoman.app.window import jobs_panel
+
+    clock = [100.0]
+    monkeypatch.setattr(jobs_panel.time, "monotonic", lambda: clock[0])
+    row = jobs_panel.JobRow(DocumentJob(tmp_path / "a.txt", tmp_path / "a.fra_Latn.txt", "eng_Latn", "fra_Latn"))
+    qtbot.addWidget(row)
+    row.set_state(FAILED, "out of memory")
+    row.set_state(jobs_panel.QUEUED)  # retried
+    row.show_progress(0, 100)
+    clock[0] += 0.01
+    row.show_progress(60, 100)  # what the first run had translated, from the cache
+    clock[0] += 10
+    row.show_progress(70, 100)  # 10 sentences decoded in 10 s: 30 left
+    assert row.status.text() == "about 30 s left"
+
+
+def test_a_done_job_says_the_encoding_its_document_was_read_in(qtbot, open_window, settings, tmp_path):
+    text = "Le café où l'été dernier nous avons mangé des crêpes.\n\nC'était très agréable, dit-il à l'élève.\n"
+    (tmp_path / "old.txt").write_bytes(text.encode("cp1252"))
+    window = open_window(settings, True)
+    drop(window, tmp_path / "old.txt")
+    rows = rows_settled(qtbot, window, 1)
+    status = rows["old.txt"].status.text()
+    assert rows["old.txt"].state == DONE
+    assert status.startswith("Saved as old.fra_Latn.txt; read as windows-1252 (the file is not UTF-8)"), status

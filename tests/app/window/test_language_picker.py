@@ -68,3 +68,16 @@ def test_detect_choice_is_labelled(qtbot):
     picker = LanguagePicker(AUTO_DETECT, allow_detect=True)
     qtbot.addWidget(picker)
     assert picker.text() == DETECT_LABEL
+
+
+def test_the_popup_opens_on_the_current_language_and_return_keeps_it(qtbot):
+    picker = LanguagePicker("fra_Latn", allow_detect=True)
+    qtbot.addWidget(picker)
+    picker.recent = ["deu_Latn", "fra_Latn"]
+    picker.show()
+    picker.open_popup()
+    assert picker.popup.tree.currentItem().data(0, Qt.UserRole) == "fra_Latn"
+    changes = []
+    picker.changed.connect(changes.append)
+    qtbot.keyClick(picker.popup.search, Qt.Key_Return)
+    assert changes == [] and picker.code() == "fra_Latn" and not picker.popup.isVisible()

@@ -132,7 +132,8 @@ def test_escape_cancels_the_job(qtbot, open_window, settings):
     window.events.wait(qtbot, "cancelled", job_id)
     assert not window.stop_button.isVisible() and window.job_id == 0
     assert window.target.property("streaming") is False
-    assert window.statusBar().currentMessage() == "Stopped"
+    assert window.target.property("partial") is True  # what streamed is greyed, not shown as final
+    assert window.activity_label.text().startswith("Stopped")
 
 
 def test_swap_swaps_languages_and_texts(qtbot, open_window, settings, translator):
@@ -308,3 +309,15 @@ def test_the_bilingual_box_makes_pdf_jobs_bilingual_and_they_are_resumed_so(qtbo
     assert job.output_path.name == "report.fra_Latn.bilingual.pdf" and job.document_options == {"bilingual": True}
     save_pending(tmp_path / "pending.json", [job])
     assert load_pending(tmp_path / "pending.json") == [job]
+
+
+def test_the_same_source_and_target_language_is_said_and_not_translated(qtbot, open_window, settings):
+    settings.target_language = "eng_Latn"
+    window = open_window(settings)
+    window.source.setPlainText("Good morning.")
+    window.translate_now()
+    assert window.job_id == 0 and window.target.toPlainText() == ""
+    assert window.activity_label.text().startswith("Source and target are both English")
+    window.target_picker.set_code("fra_Latn")
+    window._on_target_changed("fra_Latn")
+    assert window.job_id != 0 and window.activity_label.text() == "Translating…"

@@ -1,5 +1,6 @@
-"""A click on a translated sentence lists its alternatives; picking one replaces it and is
-remembered as an accepted edit. The real window, worker and tiny model."""
+"""Alt+Down (or the context menu) on a translated sentence lists its alternatives; picking one
+replaces it and is remembered as an accepted edit. A plain click only places the cursor, to edit.
+The real window, worker and tiny model."""
 
 import pytest
 from PySide6.QtCore import Qt
@@ -17,6 +18,15 @@ OPTIONS = {"num_beams": 4, "max_length": 30}
 def settings(settings):
     settings.num_beams, settings.max_length = OPTIONS["num_beams"], OPTIONS["max_length"]
     return settings
+
+
+def ask_alternatives(qtbot, window, position):
+    """Put the cursor at character `position` of the target pane and press Alt+Down there."""
+    cursor = window.target.textCursor()
+    cursor.setPosition(position)
+    window.target.setTextCursor(cursor)
+    window.target.setFocus()
+    qtbot.keyClick(window.target, Qt.Key.Key_Down, Qt.KeyboardModifier.AltModifier)
 
 
 def click(qtbot, window, position):
@@ -38,8 +48,9 @@ def test_a_picked_alternative_replaces_the_sentence_and_is_remembered(qtbot, ope
     window = open_window(settings)
     shown = translated_in(qtbot, window, "\n".join(SOURCES)).split("\n")
     second = len(shown[0]) + 1  # where the second line starts
-    click(qtbot, window, second + 2)
+    ask_alternatives(qtbot, window, second + 2)
     request = window.alternatives_asked[0]
+    assert "Finding other translations" in window.activity_label.text()  # something shows while they are found
     found = window.events.wait(qtbot, "alternatives_found", request)[2]
     qtbot.waitUntil(lambda: window.alternatives_menu is not None and window.alternatives_menu.isVisible(),
                     timeout=WAIT_MS)
@@ -53,7 +64,10 @@ def test_a_picked_alternative_replaces_the_sentence_and_is_remembered(qtbot, ope
     assert [text for text, _ in entries] == list(others) and entries
     assert [float(score) for _, score in entries] == pytest.approx(list(others.values()), abs=0.006)
 
-    window.alternatives_menu.actions()[0].trigger()
+    menu = window.alternatives_menu
+    assert menu.activeAction() is menu.actions()[0]  # the keyboard walks it: Return picks the first
+    assert menu.width() <= window.width()
+    qtbot.keyClick(menu, Qt.Key.Key_Return)
     chosen = entries[0][0]
     assert window.target.toPlainText() == shown[0] + "\n" + chosen
     assert window.events.wait(qtbot, "remembered")[1:] == (SOURCES[1], chosen)
@@ -69,16 +83,17 @@ def test_a_picked_alternative_replaces_the_sentence_and_is_remembered(qtbot, ope
     assert translated_in(qtbot, window, SOURCES[1]) == chosen  # the memory gives it back
 
 
-def test_no_alternatives_are_asked_for_the_sentence_being_edited_or_for_a_selection(qtbot, open_window, settings):
+def test_a_click_into_the_translation_edits_it_and_asks_for_no_alternatives(qtbot, open_window, settings):
     window = open_window(settings)
-    translated_in(qtbot, window, SOURCES[0])
-    window.target.setFocus()
-    qtbot.keyClicks(window.target, "Oui ")
-    window.completion_timer.stop()
-    assert window.editing is not None
+    shown = translated_in(qtbot, window, SOURCES[0])
     click(qtbot, window, 2)
-    assert window.alternatives_asked is None
+    assert window.alternatives_asked is None and window.alternatives_menu is None
+    qtbot.keyClicks(window.target, "Oui")  # the typed letters go into the text, no menu takes them
     window.completion_timer.stop()
+    assert window.target.toPlainText() == shown[:2] + "Oui" + shown[2:]
+    assert window.editing is not None
+    ask_alternatives(qtbot, window, 1)  # not for the sentence being edited
+    assert window.alternatives_asked is None
     window.source.clear()
     translated_in(qtbot, window, SOURCES[0])
     start = window.target.cursorRect(QTextCursor(window.target.document())).center()
@@ -90,3 +105,18 @@ def test_no_alternatives_are_asked_for_the_sentence_being_edited_or_for_a_select
     qtbot.mouseRelease(window.target.viewport(), Qt.MouseButton.LeftButton, pos=end)
     assert window.target.textCursor().hasSelection()
     assert window.alternatives_asked is None
+
+
+def test_a_long_alternative_fits_the_window_with_its_score(qtbot, open_window, settings):
+    window = open_window(settings)
+    window.resize(700, 500)
+    translated_in(qtbot, window, SOURCES[1])
+    long_text = "word " * 400
+    window.alternatives_asked = (-1, 0, 0, 0, window._sentence_text(0, 0))
+    from dragoman.engine import Translation
+    window._on_alternatives_found(-1, [Translation(long_text.strip(), -0.5), Translation("court", -1.25)])
+    menu = window.alternatives_menu
+    assert menu is not None and menu.isVisible()
+    assert menu.sizeHint().width() <= window.width() and menu.width() <= window.width()
+    assert [action.text().split("\t")[1] for action in menu.actions()] == ["-0.50", "-1.25"]
+    assert long_text.strip() in menu.actions()[0].toolTip()

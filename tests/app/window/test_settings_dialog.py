@@ -1,0 +1,51 @@
+"""The settings dialog offers only what the chosen device can do, and settings that fail to load
+do not cost the model that worked. Real widgets; the last test the real window and tiny model."""
+
+from dataclasses import replace
+
+from dragoman.app.window import settings_dialog
+from dragoman.app.window.settings_dialog import SettingsDialog
+from recorder import WAIT_MS, translated_in
+
+
+def offered(dialog):
+    return [dialog.precision.itemData(i) for i in range(dialog.precision.count())]
+
+
+def test_on_the_cpu_no_half_precision_and_gpu_settings_greyed_with_a_note(qtbot, settings, paths, monkeypatch):
+    monkeypatch.setattr(settings_dialog, "device_choices", lambda: [("auto", "Automatic"), ("cpu", "CPU")])
+    dialog = SettingsDialog(replace(settings, precision="float16"), paths)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert offered(dialog) == ["auto", "float32", "int8"]
+    assert dialog.result_settings().precision == "auto"  # a saved float16 is not kept for the CPU
+    assert not dialog.gpu_memory.isEnabled() and not dialog.adapter_slots.isEnabled()
+    assert dialog.gpu_note.isVisible() and "this machine has none" in dialog.gpu_note.text()
+    dialog.device.setCurrentIndex(dialog.device.findData("auto"))  # no GPU: automatic is the CPU
+    assert offered(dialog) == ["auto", "float32", "int8"] and not dialog.gpu_memory.isEnabled()
+
+
+def test_a_gpu_gets_its_precisions_and_settings(qtbot, settings, paths, monkeypatch):
+    monkeypatch.setattr(settings_dialog, "device_choices",
+                        lambda: [("auto", "Automatic"), ("cpu", "CPU"), ("cuda:0", "GPU 0: a card")])
+    dialog = SettingsDialog(replace(settings, device="cuda:0", precision="bfloat16"), paths)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert offered(dialog) == ["auto", "float32", "bfloat16", "float16"]
+    assert dialog.result_settings().precision == "bfloat16"
+    assert dialog.gpu_memory.isEnabled() and dialog.adapter_slots.isEnabled() and not dialog.gpu_note.isVisible()
+    dialog.device.setCurrentIndex(dialog.device.findData("cpu"))
+    assert offered(dialog) == ["auto", "float32", "int8"] and not dialog.gpu_memory.isEnabled()
+    assert dialog.gpu_note.isVisible() and "the CPU is chosen" in dialog.gpu_note.text()
+
+
+def test_a_precision_that_fails_keeps_the_working_model_and_says_why(qtbot, open_window, settings, paths):
+    window = open_window(settings)
+    window.apply_settings(replace(settings, precision="float16"))  # float16 on the CPU: the engine refuses it
+    window.events.wait(qtbot, "load_failed")
+    qtbot.waitUntil(lambda: window.model_ready, timeout=WAIT_MS)
+    assert window.pages.currentWidget() is window.translator_page  # not the "could not be loaded" page
+    assert "float16" in window.statusBar().currentMessage() and "\n" not in window.statusBar().currentMessage()
+    assert window.settings.precision == "float32"
+    assert window.settings.load(paths.settings_file).precision == "float32"
+    assert translated_in(qtbot, window, "Good morning.")

@@ -247,11 +247,22 @@ class Translator:
                 name = hashlib.sha256(model_identity(model_dir).encode()).hexdigest()[:32]
                 stored = Path(weights_cache) / f"{name}.int8.safetensors"
             quantize_int8(model, stored)
-        self.generator = Generator.build(
+        generator = Generator.build(
             model, max_rows, cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots, gpu_memory=gpu_memory
         )
-        self.loop = EngineLoop(self.generator)  # its thread starts with the first submission
+        self.loop = EngineLoop(generator)  # its thread starts with the first submission
         weakref.finalize(self, self.loop.close, False)  # a translator dropped without teardown ends its thread
+
+    @property
+    def generator(self) -> Generator:
+        """The generator the engine's loop runs."""
+        return self.loop.generator
+
+    @generator.setter
+    def generator(self, generator: Generator) -> None:
+        """Another generator over the same model (tests build ones with other limits); before the
+        first submission only, while the loop's thread has not started."""
+        self.loop.generator = generator
 
     def describe(self) -> str:
         c = self.config

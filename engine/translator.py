@@ -251,7 +251,9 @@ class Translator:
             model, max_rows, cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots, gpu_memory=gpu_memory
         )
         self.loop = EngineLoop(generator)  # its thread starts with the first submission
-        weakref.finalize(self, self.loop.close, False)  # a translator dropped without teardown ends its thread
+        # A translator dropped without teardown, or alive at exit, ends its thread: one still in a torch
+        # call while the interpreter shuts down aborts the process.
+        weakref.finalize(self, self.loop.close, True)
 
     @property
     def generator(self) -> Generator:

@@ -116,7 +116,7 @@ def arrival(generator: Generator, document: list[list[int]], source: list[int], 
     seen: dict[str, int] = {}
     typed.on_partial = lambda tokens: seen.setdefault("first_step", len(stamps))
 
-    def feed() -> list[Request] | None:
+    def feed(idle: bool) -> list[Request] | None:
         """Nothing until `at_step` steps have run, then the typed sentence, then no more."""
         if "arrived" in seen:
             return None

@@ -5,6 +5,9 @@ its modules.
 
 - `Translator`: loads a checkpoint on a device and translates; `DecodingOptions` are its options;
   `Translation` a text's translation with its score and alternatives (`Translator.translate_full`).
+  `Translator.submit(TranslationRequest) -> TranslationHandle` from any thread: the request joins
+  what the engine's own loop decodes at its next step (`TYPED` text before `DOCUMENT`s); the handle
+  streams partial hypotheses, gives the Translations, can be waited on and cancelled.
 - Languages: `LANGUAGES`, `LANGUAGE_CODES`, `ISO_639_1`, `Language`, `get_language`,
   `resolve_language`, `NO_SPACE_SCRIPTS`.
 - Checkpoints: `open_checkpoint`, `load_config`, `NllbConfig`, `weight_files`, `read_weight_map`,
@@ -42,6 +45,7 @@ from dragoman.engine.languages import (
 
 if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checkers and editors
     from dragoman.engine.translator import Translation, Translator
+    from dragoman.engine.engine_loop import DOCUMENT, TYPED, TranslationHandle, TranslationRequest
     from dragoman.engine.decoding import DecodingOptions, OptionsError
     from dragoman.engine.checkpoint import open_checkpoint
     from dragoman.engine.config import CheckpointError, NllbConfig, load_config
@@ -54,6 +58,10 @@ if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checke
 _LAZY = {
     "Translator": "dragoman.engine.translator",
     "Translation": "dragoman.engine.translator",
+    "TranslationRequest": "dragoman.engine.engine_loop",
+    "TranslationHandle": "dragoman.engine.engine_loop",
+    "TYPED": "dragoman.engine.engine_loop",
+    "DOCUMENT": "dragoman.engine.engine_loop",
     "DecodingOptions": "dragoman.engine.decoding",
     "OptionsError": "dragoman.engine.decoding",
     "open_checkpoint": "dragoman.engine.checkpoint",

@@ -157,18 +157,18 @@ class Generator:
     def run(
         self,
         requests: list[Request],
-        should_stop: Callable[[], bool] | None = None,
-        feed: Callable[[], list[Request] | None] | None = None,
+        feed: Callable[[bool], list[Request] | None] | None = None,
     ) -> list[Request]:
         """Translate all requests to completion (each gets `.result`), admitting them as memory
         allows; returns them, and those `feed` gave, in that order.
 
-        `feed()`, where given, is asked for more requests while the device runs a step and fewer
-        than `max_rows` wait: a list (maybe empty; each queues behind the waiting ones of its
-        priority, ahead of less urgent ones: `Scheduler.add`), or None once it has no more. So the
-        caller prepares a document's later sentences (tokenizes them) in the host's idle time
-        instead of between calls while the device waits. Each request's `on_done` runs likewise
-        while the device works, once its result is set."""
+        `feed(idle)`, where given, is asked for more requests at every step, while the device runs
+        it: a list (maybe empty; each queues behind the waiting ones of its priority, ahead of less
+        urgent ones: `Scheduler.add`), or None once it has no more. `idle`: nothing waits or decodes,
+        so the run ends if it gives nothing. So requests join the running batch at the next step
+        (the engine's loop, engine/engine_loop.py, feeds what any thread submits), and a document's
+        later sentences are tokenized in the host's idle time instead of while the device waits.
+        Each request's `on_done` runs likewise while the device works, once its result is set."""
         for request in requests:
             self._check_request(request)
         everything = list(requests)
@@ -180,13 +180,13 @@ class Generator:
         self._finished = []  # none of a run that raised
 
         def pull(report: bool = True) -> None:
-            """Report finished requests (`on_done`), and take what `feed` has while few wait."""
+            """Report finished requests (`on_done`), and take what `feed` has."""
             nonlocal feed
             if report:
                 self._report_finished()
-            if feed is None or len(scheduler.waiting) >= self.max_rows:
+            if feed is None:
                 return
-            more = feed()
+            more = feed(not (scheduler.waiting or scheduler.running or self._finished))
             if more is None:
                 feed = None
                 return
@@ -195,16 +195,14 @@ class Generator:
                     self._check_request(request)
                 except ValueError as e:  # raising here would leave the running sentences behind
                     request.error = str(e)
+                    if request.on_done is not None:
+                        self._finished.append(request)
                     continue
                 scheduler.add(request)
             everything.extend(more)
 
         try:
             while scheduler.waiting or scheduler.running or feed is not None or self._finished:
-                if should_stop is not None and should_stop():
-                    self._stop()
-                    self._report_finished()
-                    return everything
                 if not scheduler.running:
                     pull(report=False)  # the device is idle: what is finished is reported once it works again
                 try:
@@ -236,9 +234,8 @@ class Generator:
                 if not self.pipelined:
                     pull()
         except BaseException:
-            # An error from the caller's feed or on_done (a full disk under the translation cache),
-            # or any other, ends the run: the sentences still decoding give their rows and blocks
-            # back, or the engine would keep them for good.
+            # An error from the caller's feed or on_done, or any other, ends the run: the sentences
+            # still decoding give their rows and blocks back, or the engine would keep them for good.
             self._stop()
             raise
         return everything
@@ -269,8 +266,14 @@ class Generator:
         except AdapterError as e:
             return str(e)
 
+    def withdraw(self, requests: set[Request]) -> None:
+        """Cancelled requests leave at once, waiting or decoding (their rows and blocks given back;
+        a step in flight skips them, as it does preempted sentences); called between steps (`feed`)."""
+        for sentence in self.scheduler.withdraw(requests):
+            self.runner.release(sentence)
+
     def _stop(self) -> None:
-        """A run that ends early (stopped, or an error) gives back the rows of its running sentences."""
+        """A run that ends early (an error) gives back the rows of its running sentences."""
         for sentence in self.scheduler.stop():
             self.runner.release(sentence)
 

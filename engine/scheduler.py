@@ -37,7 +37,7 @@ class OutOfBlocks(RuntimeError):
     """The pool has no free block left; the scheduler admits work by free blocks to avoid this."""
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: a set of them is what `withdraw` takes
 class Request:
     """One sentence to translate. `prefix` is the decoder start: `</s>` then the target language code."""
 
@@ -145,7 +145,8 @@ class Plan:
     admit: list[Sentence]
     preempt: list[Sentence]
     step: bool
-    # Requests done without a step (their prefix is already at their max_length): result set.
+    # Requests done without a step: their prefix is already at their max_length (result set), or
+    # their adapter cannot be used (`error` set).
     finished: list[Request]
     alone: bool  # the admitted sentences join no running one
 
@@ -254,6 +255,7 @@ class Scheduler:
             if isinstance(adapter_slot, str):
                 del waiting[passed]
                 request.error = adapter_slot
+                finished.append(request)  # its `on_done` hears why
                 continue
             if adapter_slot is None:  # being read, or every slot is held by running sentences
                 not_ready.add(request.adapter)
@@ -311,6 +313,16 @@ class Scheduler:
             self._leave(sentence)
         if finished:  # one pass, not a list removal per sentence
             self.running[:] = [s for s in self.running if s.live]
+
+    def withdraw(self, requests: set[Request]) -> list[Sentence]:
+        """Cancelled requests leave the queue, and their running sentences leave too; returns those."""
+        self.waiting = deque(r for r in self.waiting if r not in requests)
+        left = [s for s in self.running if s.request in requests]
+        for sentence in left:
+            self._leave(sentence)
+        if left:
+            self.running[:] = [s for s in self.running if s.live]
+        return left
 
     def unadmit(self, sentences: list[Sentence]) -> None:
         """Sentences whose admission failed (out of GPU memory) wait again, at the front, as they were."""

@@ -6,6 +6,7 @@ import functools
 import hashlib
 import itertools
 import unicodedata
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -18,6 +19,7 @@ from dragoman.engine.checkpoint import open_checkpoint
 from dragoman.engine.constraints import Constraints, check_fit
 from dragoman.engine.decoding import DecodingOptions, OptionsError, check_int
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
+from dragoman.engine.engine_loop import DOCUMENT, TYPED, EngineLoop, TranslationHandle, TranslationRequest
 from dragoman.engine.generator import Generator, Request
 from dragoman.engine.languages import NO_SPACE_SCRIPTS, get_language
 from dragoman.engine.peft_adapter import AdapterError
@@ -26,12 +28,14 @@ from dragoman.engine.quantize import int8_supported, quantize_int8
 from dragoman.engine.translation_cache import model_identity
 from dragoman.engine.weights import load_weights
 
-# Texts tokenized a step, at least, while a document decodes (Translator.translate): host time for
+# Texts tokenized a step, at least, while a document decodes (Submission): host time for
 # sentences of plain text well within what a step of hundreds of sentences keeps the device busy.
 # Greedy waves of 2,048 sentences take 64 a step: at 32, a wave that ended found only part of the
 # next one ready, and the rest joined a few a step, each time with an encoder pass and a prefix step.
 FEED_TEXTS = 32
 
+
+STOP_POLL = 0.05  # seconds between looks at translate's `should_stop`
 
 # Words a glued term is tokenized after, when its own first piece carries the word-initial "▁".
 GLUE_CONTEXTS = ("a", "1", "的")
@@ -87,6 +91,98 @@ def _joined(pieces: list[Translation]) -> Translation:
     scores = [p.score for p in pieces]
     score = None if None in scores else sum(scores) / len(scores)
     return Translation(" ".join(p.text for p in pieces), score)
+
+
+class Submission:
+    """A submitted request on the engine's thread (engine/engine_loop.py): its texts tokenized as
+    the loop asks (`take`), each piece's result decoded as it finishes, its handle told.
+
+    A text too long for the model goes in pieces, joined with a space. Texts with terms go after
+    those without: a step that mixes constrained and plain groups runs every group's search
+    eagerly, so such steps slow the plain sentences beside them too."""
+
+    def __init__(self, translator: Translator, request: TranslationRequest, options: DecodingOptions,
+                 prefix: list[int], completions: dict[int, CompletionStart], constraints: dict[int, list[list]],
+                 handle: TranslationHandle):
+        self.translator, self.request, self.options, self.prefix = translator, request, options, prefix
+        self.completions, self.constraints, self.handle = completions, constraints, handle
+        self.priority = request.priority
+        self.in_flight: set[Request] = set()
+        self._again: list[Request] = []  # completions whose first attempt strayed: forced whole
+        self._decoded: dict[int, list[str | None]] = {}  # each text's pieces, decoded as they finish
+        self._scored: dict[int, list[Translation | None]] = {}
+        texts = request.texts
+        order = sorted(range(len(texts)), key=lambda i: i in constraints)  # stable: plain texts first
+        self._left = (i for i in order if texts[i].strip())
+        self._wave = translator.generator.sentences_at_once(options.num_beams)
+
+    def first_portion(self) -> int:
+        """A wave (the sentences that decode together) before the first step; typed text whole."""
+        return len(self.request.texts) if self.priority == TYPED else self._wave
+
+    def later_portion(self) -> int:
+        """A wave's worth in 32 steps, so that the next wave is ready when one ends (FEED_TEXTS)."""
+        return max(FEED_TEXTS, self._wave // 32)
+
+    def take(self, texts: int) -> list[Request]:
+        requests, self._again = self._again, []
+        for i in itertools.islice(self._left, texts):
+            sources = self.translator._sources(self.request.texts[i], self.request.src_lang)
+            self._decoded[i] = [None] * len(sources)
+            self._scored[i] = [None] * len(sources)
+            forced = self.completions[i].attempts[0] if i in self.completions else []
+            requests += [self._request(i, piece, source, forced) for piece, source in enumerate(sources)]
+        self.in_flight.update(requests)
+        return requests
+
+    def _request(self, i: int, piece: int, source: list[int], forced: list[int]) -> Request:
+        partial = functools.partial(self._stream, i) if self.request.partials and len(self._decoded[i]) == 1 else None
+        return Request(source, self.prefix + forced, self.options, self.priority, partial,
+                       adapter=self.request.adapter or None, on_done=functools.partial(self._done, i, piece),
+                       alternatives=self.request.alternatives, constraints=self.constraints.get(i))
+
+    def _done(self, i: int, piece: int, request: Request) -> None:
+        self.in_flight.discard(request)
+        if self.handle.done():
+            return
+        try:
+            self._decode(i, piece, request)
+        except Exception as e:  # its own error (NaN scores, an adapter gone) or a listener's: this handle fails
+            self.handle.fail(e)
+
+    def _decode(self, i: int, piece: int, request: Request) -> None:
+        translator = self.translator
+        if request.error is not None:  # its adapter's files changed for the worse since `submit` checked
+            raise AdapterError(request.error)
+        if ran_out_of_numbers(request.result, request.limit, request.options, translator.tokenizer.eos_id):
+            preview = " ".join(self.request.texts[i].split())
+            preview = preview if len(preview) <= 40 else preview[:39] + "…"
+            precision = str(translator.dtype).removeprefix("torch.")
+            raise ModelOutputError(f"the model's output was not a number (NaN) for the sentence \"{preview}\": "
+                                   f"the weights are broken or the precision ({precision}) overflows")
+        text = translator.tokenizer.decode(request.result)
+        start = self.completions.get(i)
+        if start is not None:
+            if not start.goes_on(text) and request.prefix[len(self.prefix):] != start.attempts[-1]:
+                self._again.append(self._request(i, 0, request.src_ids, start.attempts[-1]))
+                self.in_flight.update(self._again)
+                return
+            text = start.as_typed(text) if start.goes_on(text) else text
+        self._decoded[i][piece] = text
+        self._scored[i][piece] = translator._translation(request, text, start)
+        if None not in self._scored[i]:
+            self.handle.finish(i, _joined(self._scored[i]))
+
+    def _stream(self, i: int, ids: list[int]) -> None:
+        text = self.translator.tokenizer.decode(ids)
+        start = self.completions.get(i)
+        try:
+            if start is None:
+                self.handle.partial(i, text)
+            elif start.goes_on(text):  # a first attempt that strays from the typed start is not shown
+                self.handle.partial(i, start.as_typed(text))
+        except Exception as e:  # a listener's
+            self.handle.fail(e)
 
 
 def term_ids(tokenizer, term: str, tgt_lang: str) -> list[int]:
@@ -151,9 +247,24 @@ class Translator:
                 name = hashlib.sha256(model_identity(model_dir).encode()).hexdigest()[:32]
                 stored = Path(weights_cache) / f"{name}.int8.safetensors"
             quantize_int8(model, stored)
-        self.generator = Generator.build(
+        generator = Generator.build(
             model, max_rows, cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots, gpu_memory=gpu_memory
         )
+        self.loop = EngineLoop(generator)  # its thread starts with the first submission
+        # A translator dropped without teardown, or alive at exit, ends its thread: one still in a torch
+        # call while the interpreter shuts down aborts the process.
+        weakref.finalize(self, self.loop.close, True)
+
+    @property
+    def generator(self) -> Generator:
+        """The generator the engine's loop runs."""
+        return self.loop.generator
+
+    @generator.setter
+    def generator(self, generator: Generator) -> None:
+        """Another generator over the same model (tests build ones with other limits); before the
+        first submission only, while the loop's thread has not started."""
+        self.loop.generator = generator
 
     def describe(self) -> str:
         c = self.config
@@ -190,6 +301,37 @@ class Translator:
         )
         return options.with_changes(**{k: v for k, v in overrides.items() if v is not None})
 
+    def submit(self, request: TranslationRequest) -> TranslationHandle:
+        """Queue `request` on the engine's loop (engine/engine_loop.py) from any thread; its texts
+        join the running batch at the next step. What is wrong with it raises here, before any
+        work: an unknown language (UnknownLanguageError), options, terms or starts that do not fit
+        (OptionsError), an adapter that cannot be used (AdapterError). What goes wrong later fails
+        the handle: its `result()` raises it (AdapterError when the adapter's files changed for
+        the worse since, ModelOutputError for NaN scores)."""
+        options = request.options or self.default_options()
+        texts = request.texts
+        if request.alternatives != 0:  # 0: texts only
+            check_int("alternatives", request.alternatives, 1, options.num_beams)
+        prefix = self.tokenizer.decoder_prefix(request.tgt_lang)
+        self.tokenizer.lang_id(request.src_lang)  # raises UnknownLanguageError before any work starts
+        completions = {i: self.completion_start(start, options) for i, start in enumerate(request.starts or [])
+                       if start and start.strip() and i < len(texts) and texts[i].strip()}
+        for i in completions:
+            if len(self._sources(texts[i], request.src_lang)) > 1:
+                raise OptionsError("start", f"cannot complete a text of more than the model's "
+                                            f"{self.generator.model.max_positions} source tokens")
+        constraints = self._constraints(texts, request.src_lang, request.tgt_lang, options, request.terms or [])
+        adapter = request.adapter or None
+        if adapter is not None:
+            self.generator.lora.slot_for(adapter)  # a bad name raises AdapterError now; its read starts
+        handle = TranslationHandle(len(texts))
+        for i, text in enumerate(texts):
+            if not text.strip():
+                handle.finish(i, Translation(""))
+        if not handle.done():
+            self.loop.submit(Submission(self, request, options, prefix, completions, constraints, handle))
+        return handle
+
     def translate(
         self,
         texts: list[str],
@@ -197,144 +339,24 @@ class Translator:
         tgt_lang: str,
         options: DecodingOptions | None = None,
         *,
-        priority: int = 1,
-        on_partial: Callable[[int, str], None] | None = None,
-        should_stop: Callable[[], bool] | None = None,
-        adapter: str | None = None,
         on_result: Callable[[int, str], None] | None = None,
-        starts: list[str | None] | None = None,
-        alternatives: int = 1,
-        on_translation: Callable[[int, Translation], None] | None = None,
-        terms: list[list[str | tuple[str | None, ...]]] | None = None,
-    ) -> list[str]:
-        """Translate each text (one segment each; one too long for the model goes in pieces); blank texts stay empty.
+        **parameters,
+    ) -> list[str | None]:
+        """Translate each text (one segment each; one too long for the model goes in pieces); blank
+        texts stay empty. `submit` and wait: the parameters are `translate_full`'s, and
+        `on_result(i, text)` hears text i's translation as soon as it is whole."""
+        on_translation = parameters.pop("on_translation", None)
+        if on_translation is None:  # texts only: no scores read
+            parameters["alternatives"] = 0
 
-        `starts[i]`, where given and not blank, is the start of text i's translation as a person
-        typed it: the translation is completed from it (`CompletionStart`) and begins with it
-        exactly. A start that leaves no room within max_length, or one given for a text too long
-        to read at once, raises OptionsError.
-
-        `on_partial(i, text)` receives the current best hypothesis of text i while it decodes;
-        `on_result(i, translation)` text i's translation as soon as it is whole (blank texts at once),
-        on this thread while the device works on the others: a caller can store or count results
-        of a long call as they come instead of waiting for the call's end.
-        When `should_stop()` turns true the call returns early, unfinished texts as None.
-        `terms[i]`, where given, are target-language strings that text i's translation must each
-        hold verbatim (`term_ids`; blank ones are ignored): it is decoded by lexically constrained
-        beam search. An entry that is a tuple (or list) of strings is a chain: they must all appear
-        in that order, anything between them; a None in it is a gap: one token at least, none of
-        the chain's (a tag pair around words). Terms that cannot all fit within max_length, or given for a text too long to
-        read at once, raise OptionsError.
-        `adapter` names a LoRA adapter of the adapters folder (None or "": the base model); one
-        that cannot be used raises AdapterError, naming the file and the problem. A sentence for which
-        the model's scores hold no number (NaN: broken weights, or float16 overflow) raises
-        ModelOutputError, naming the sentence, instead of giving a garbled translation.
-
-        `on_translation(i, translation)`, like `on_result`, receives text i's `Translation` (its
-        score and up to `alternatives` - 1 alternatives) as soon as it is whole; only then are
-        scores read. `alternatives` may not exceed num_beams (OptionsError).
-        """
-        options = options or self.default_options()
-        check_int("alternatives", alternatives, 1, options.num_beams)
-        prefix = self.tokenizer.decoder_prefix(tgt_lang)
-        self.tokenizer.lang_id(src_lang)  # raises UnknownLanguageError before any work starts
-        completions = {i: self.completion_start(start, options) for i, start in enumerate(starts or [])
-                       if start and start.strip() and i < len(texts) and texts[i].strip()}
-        for i in completions:
-            if len(self._sources(texts[i], src_lang)) > 1:
-                raise OptionsError("start", f"cannot complete a text of more than the model's "
-                                            f"{self.generator.model.max_positions} source tokens")
-        constraints = self._constraints(texts, src_lang, tgt_lang, options, terms or [])
-        adapter = adapter or None
-        if adapter is not None:
-            self.generator.lora.slot_for(adapter)  # a bad name raises AdapterError now; its read starts
-        # A text's pieces (one, unless it is too long to read at once), their requests and their
-        # translations, decoded as each finishes (while the device works: Generator.run's on_done).
-        requests: dict[int, list[Request]] = {}
-        decoded: dict[int, list[str | None]] = {}
-        scored: dict[int, list[Translation | None]] = {}  # with on_translation: the pieces' Translations
-        wanted = alternatives if on_translation is not None else 0  # Request.alternatives
-        # Completions whose first attempt did not go on from the typed start: forced whole, after the run.
-        retries: list[Request] = []
-
-        def done(i: int, piece: int, request: Request) -> None:
-            if ran_out_of_numbers(request.result, request.limit, request.options, self.tokenizer.eos_id):
-                preview = " ".join(texts[i].split())
-                preview = preview if len(preview) <= 40 else preview[:39] + "…"
-                precision = str(self.dtype).removeprefix("torch.")
-                raise ModelOutputError(f"the model's output was not a number (NaN) for the sentence \"{preview}\": "
-                                       f"the weights are broken or the precision ({precision}) overflows")
-            text = self.tokenizer.decode(request.result)
-            if i in completions:
-                start = completions[i]
-                if not start.goes_on(text) and request.prefix[len(prefix):] != start.attempts[-1]:
-                    retries.append(make_request(i, 0, request.src_ids, start.attempts[-1]))
-                    return
-                text = start.as_typed(text) if start.goes_on(text) else text
-            decoded[i][piece] = text
-            if on_result is not None and None not in decoded[i]:
-                on_result(i, " ".join(decoded[i]))
+        def whole(i: int, translation: Translation) -> None:
+            if on_result is not None:
+                on_result(i, translation.text)
             if on_translation is not None:
-                scored[i][piece] = self._translation(request, text, completions.get(i))
-                if None not in scored[i]:
-                    on_translation(i, _joined(scored[i]))
+                on_translation(i, translation)
 
-        def stream(i: int, ids: list[int]) -> None:
-            text = self.tokenizer.decode(ids)
-            start = completions.get(i)
-            if start is None:
-                on_partial(i, text)
-            elif start.goes_on(text):  # a first attempt that strays from the typed start is not shown
-                on_partial(i, start.as_typed(text))
-
-        def make_request(i: int, piece: int, source: list[int], forced: list[int]) -> Request:
-            partial = functools.partial(stream, i) if on_partial is not None and len(decoded[i]) == 1 else None
-            return Request(source, prefix + forced, options, priority, partial, adapter=adapter,
-                           on_done=functools.partial(done, i, piece), alternatives=wanted,
-                           constraints=constraints.get(i))
-
-        def prepare(i: int, text: str) -> list[Request]:
-            sources = self._sources(text, src_lang)
-            decoded[i] = [None] * len(sources)
-            scored[i] = [None] * len(sources)
-            forced = completions[i].attempts[0] if i in completions else []
-            requests[i] = [make_request(i, piece, source, forced) for piece, source in enumerate(sources)]
-            return requests[i]
-
-        # The sentences that decode together (a wave) are tokenized before the first step, the rest
-        # in portions while steps run (Generator.run's `feed`): a wave's worth in 32 steps, so that
-        # the next wave is ready when one ends (a 40-token wave takes 40 steps). Texts with terms
-        # go after those without: a step that mixes constrained and plain groups runs every group's
-        # search eagerly, so such steps slow the plain sentences beside them too.
-        order = sorted(range(len(texts)), key=lambda i: i in constraints)  # stable: plain texts first
-        texts_left = ((i, texts[i]) for i in order if texts[i].strip())
-        for i, text in enumerate(texts):
-            if on_result is not None and not text.strip():
-                on_result(i, "")
-            if on_translation is not None and not text.strip():
-                on_translation(i, Translation(""))
-        wave = self.generator.sentences_at_once(options.num_beams)
-        first = [r for i, text in itertools.islice(texts_left, wave) for r in prepare(i, text)]
-
-        def feed() -> list[Request] | None:
-            portion = list(itertools.islice(texts_left, max(FEED_TEXTS, wave // 32)))
-            return [r for i, text in portion for r in prepare(i, text)] if portion else None
-
-        self.generator.run(first, should_stop, feed)
-        if retries and not (should_stop is not None and should_stop()):
-            self.generator.run(retries, should_stop)
-        for request in (r for pieces in [*requests.values(), retries] for r in pieces):
-            if request.error is not None:  # its files changed for the worse since the check above
-                raise AdapterError(request.error)
-        results = []
-        for i, text in enumerate(texts):
-            if not text.strip():
-                results.append("")
-            elif i not in decoded or None in decoded[i]:
-                results.append(None)  # stopped before it was done (or before it was read)
-            else:
-                results.append(" ".join(decoded[i]))
-        return results
+        found = self.translate_full(texts, src_lang, tgt_lang, options, on_translation=whole, **parameters)
+        return [None if translation is None else translation.text for translation in found]
 
     def translate_full(
         self,
@@ -343,20 +365,48 @@ class Translator:
         tgt_lang: str,
         options: DecodingOptions | None = None,
         *,
+        priority: int = DOCUMENT,
+        on_partial: Callable[[int, str], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        adapter: str | None = None,
+        starts: list[str | None] | None = None,
+        alternatives: int = 1,
         on_translation: Callable[[int, Translation], None] | None = None,
-        **parameters,
+        terms: list[list[str | tuple[str | None, ...]]] | None = None,
     ) -> list[Translation | None]:
-        """`translate`, each text's `Translation` instead of its text (None: stopped before it was
-        done); the parameters are translate's."""
-        results: list[Translation | None] = [None] * len(texts)
+        """Each text's `Translation` (None: stopped before it was done): a `TranslationRequest`
+        submitted (`submit`) and waited for, on this thread.
 
-        def keep(i: int, translation: Translation) -> None:
-            results[i] = translation
-            if on_translation is not None:
-                on_translation(i, translation)
+        `starts[i]`, where given and not blank, is the start of text i's translation as a person
+        typed it: the translation is completed from it (`CompletionStart`) and begins with it
+        exactly. A start that leaves no room within max_length, or one given for a text too long
+        to read at once, raises OptionsError.
 
-        self.translate(texts, src_lang, tgt_lang, options, on_translation=keep, **parameters)
-        return results
+        `on_partial(i, text)` receives the current best hypothesis of text i while it decodes;
+        `on_translation(i, translation)` text i's translation (its score and up to `alternatives`
+        - 1 alternatives, at most num_beams) as soon as it is whole (blank texts at once); both on
+        the engine's thread. When `should_stop()` turns true (looked at every STOP_POLL seconds) the
+        call returns early, unfinished texts as None.
+        `terms[i]`, where given, are target-language strings that text i's translation must each
+        hold verbatim (`term_ids`; blank ones are ignored): it is decoded by lexically constrained
+        beam search. An entry that is a tuple (or list) of strings is a chain: they must all appear
+        in that order, anything between them; a None in it is a gap: one token at least, none of
+        the chain's (a tag pair around words). Terms that cannot all fit within max_length, or given
+        for a text too long to read at once, raise OptionsError.
+        `adapter` names a LoRA adapter of the adapters folder (None or "": the base model); one
+        that cannot be used raises AdapterError, naming the file and the problem. A sentence for
+        which the model's scores hold no number (NaN: broken weights, or float16 overflow) raises
+        ModelOutputError, naming the sentence, instead of giving a garbled translation.
+        """
+        handle = self.submit(TranslationRequest(texts, src_lang, tgt_lang, options, terms, starts, alternatives,
+                                                adapter, priority, partials=on_partial is not None))
+        handle.subscribe(on_partial, on_translation)
+        while should_stop is not None:
+            if should_stop():
+                handle.cancel()
+            if handle.wait(STOP_POLL):
+                break
+        return handle.result()
 
     def _translation(self, request: Request, text: str, start: CompletionStart | None) -> Translation:
         """A finished request's Translation: `text`, its decoded result, with the score and the
@@ -461,9 +511,6 @@ class Translator:
             return ""
         return f"{adapter}:{self.generator.lora.identity_of(adapter):016x}"
 
-    def bind_gpu_to_thread(self) -> None:
-        self.generator.bind_gpu_to_thread()
-
     def needs_warm_up(self) -> bool:
         """Whether a first translation costs more than later ones: on the GPU (kernels compiled,
         graphs captured on first use); not on the CPU, where it would only delay loading."""
@@ -490,9 +537,10 @@ class Translator:
         for text in texts:
             # Streaming partial results, as the window asks: a graphed step that reports them is
             # captured apart from one that does not.
-            request = Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),
-                              self.default_options(**options), priority=0, on_partial=lambda tokens: None)
-            self.generator.run([request])
+            self.submit(TranslationRequest([text], "eng_Latn", "fra_Latn", self.default_options(**options),
+                                           priority=TYPED, partials=True)).result()
 
     def teardown(self) -> None:
+        """Cancel what was submitted, end the engine's loop, free the device's memory."""
+        self.loop.close()
         self.generator.teardown()

@@ -19,8 +19,9 @@ Each step exists once, here:
 - decoding options are built in `options`, what a translation depends on besides its text in `context`;
 - doubts (app.session.confidence) are checked in `_doubts`, never for a translation from the memory.
 
-A session holds one loaded engine (`translator`) and the stores it reads and writes; it is used
-from one thread (the one that owns the engine).
+A session holds one loaded engine (`translator`) and the stores it reads and writes. Its calls
+may come from several threads at once (the window translates typed text while a document runs):
+each waits for its own engine handle, and the engine's loop decodes them together, typed text first.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from dragoman.app.session.terms import Marks, Masked, PairTerms, Terms, cache_te
 from dragoman.app.session.translation_memory import TranslationMemory
 from dragoman.app.session.typed_text import TypedText
 from dragoman.app.settings import AppPaths
-from dragoman.engine import DatabaseError, TranslationCache, get_language, model_identity
+from dragoman.engine import DOCUMENT, TYPED, DatabaseError, TranslationCache, get_language, model_identity
 
 if TYPE_CHECKING:
     from dragoman.engine import DecodingOptions, Translation, Translator
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 # lose): a GPU finishes thousands of sentences a second, and each store is one commit (no fsync).
 CACHE_SECONDS = 0.25
 ALTERNATIVES = 4  # hypotheses a click on a sentence asks for
-# The engine's priorities: typed text first, then documents and everything else.
-TYPED, BACKGROUND = 0, 1
 
 
 @dataclass(frozen=True)
@@ -117,14 +116,6 @@ class RecentTranslations:
         self._found[key] = translation
         while len(self._found) > self.capacity:
             self._found.popitem(last=False)
-
-
-@dataclass(frozen=True)
-class TypedTextFirst:
-    """How a document yields to typed text: `waiting()` says typed text is queued, `run()` runs it."""
-
-    waiting: Callable[[], bool]
-    run: Callable[[], None]
 
 
 class TranslationSession:
@@ -256,7 +247,7 @@ class TranslationSession:
                 for i in at[sentence]:
                     on_sentence(i, masked[sentence].restore(hypothesis, partial=True))
 
-        engine = dict(priority=TYPED if job.typed else BACKGROUND, should_stop=should_stop, adapter=job.adapter)
+        engine = dict(priority=TYPED if job.typed else DOCUMENT, should_stop=should_stop, adapter=job.adapter)
         if missing:
             results = self.translator.translate_full(
                 [masked[s].text for s in missing], job.source, job.target, options,
@@ -316,14 +307,14 @@ class TranslationSession:
     # -- documents -----------------------------------------------------------------------------------
 
     def translate_document(self, job: DocumentJob, progress: Callable[[int, int], None] | None = None,
-                           should_stop: Callable[[], bool] | None = None, report: JobReport | None = None,
-                           typed_first: TypedTextFirst | None = None) -> Path:
+                           should_stop: Callable[[], bool] | None = None, report: JobReport | None = None) -> Path:
         """Translate `job`'s file; returns the file written. Its distinct sentences go to the engine in
-        one call (batch_sentences None), so progress counts the document's: one call keeps a GPU's
-        rows full from the document's first sentence to its last. `report`, if given, counts its
+        one request (batch_sentences None), so progress counts the document's: one request keeps a
+        GPU's rows full from the document's first sentence to its last. `report`, if given, counts its
         sentences of each kind, the doubtful ones, those placed proportionally and the notes of its
-        reading and writing (the encoding said). With
-        `typed_first`, typed text that arrives pauses the document (`YieldingTranslator`)."""
+        reading and writing (the encoding said). Typed text translated meanwhile, from any thread,
+        joins the engine's batch ahead of the document's waiting sentences (engine.TYPED): the
+        document is neither stopped nor started again."""
 
         def proportional(text: str) -> None:
             if report is not None:
@@ -332,7 +323,7 @@ class TranslationSession:
         return translate_document(
             job.source_path,
             job.output_path,
-            self._document_batches(job, should_stop, progress, report, typed_first),
+            self._document_batches(job, should_stop, progress, report),
             source_script=get_language(job.source).script,
             target_script=get_language(job.target).script,
             progress=progress,
@@ -360,14 +351,13 @@ class TranslationSession:
 
     def _document_batches(
         self, job: DocumentJob, should_stop: Callable[[], bool] | None, progress: Callable[[int, int], None] | None,
-        report: JobReport | None, typed_first: TypedTextFirst | None,
+        report: JobReport | None,
     ) -> Callable[[list[str]], list[str | None]]:
         """`translate_batch(texts)` for `translate_document`: the texts the translation memory or the
-        cache holds come from them, the rest from the engine in one call, each with its terms and its
+        cache holds come from them, the rest from the engine in one request, each with its terms and its
         placeholder tags. Translations are stored as they come, every CACHE_SECONDS, and whatever
         came before a stop (or an error) is stored before the call returns. `progress(done,
         len(texts))` follows the results, at most every ~0.5%; `report` counts the texts of each kind."""
-        translator = self.translator if typed_first is None else YieldingTranslator(self.translator, typed_first)
         cache = self.cache
         options = self.options(job.options)
         context = self.context(job.adapter, job.source, job.target, options)
@@ -422,9 +412,9 @@ class TranslationSession:
 
             if missing:
                 try:
-                    results = translator.translate([masked[t].text for t in missing], job.source, job.target,
-                                                   options, priority=BACKGROUND, should_stop=should_stop,
-                                                   adapter=job.adapter, on_result=on_result,
+                    results = self.translator.translate([masked[t].text for t in missing], job.source, job.target,
+                                                        options, priority=DOCUMENT, should_stop=should_stop,
+                                                        adapter=job.adapter, on_result=on_result,
                                                    on_translation=on_translation,
                                                    terms=[masked[t].terms for t in missing])
                     for text, result in zip(missing, results):
@@ -445,36 +435,3 @@ class TranslationSession:
 
         return translate_batch
 
-
-class YieldingTranslator:
-    """The engine as a document sees it while typed text has the first claim: when typed text is
-    queued, the sentences being decoded stop, the typed text runs, and the unfinished sentences start
-    again (finished ones stay)."""
-
-    def __init__(self, translator: Translator, typed_first: TypedTextFirst):
-        self._translator = translator
-        self._typed_first = typed_first
-
-    def translate(self, texts: list[str], *args, should_stop=None, on_result=None, on_translation=None, terms=None,
-                  **kwargs) -> list[str | None]:
-        def stop_for_now() -> bool:
-            return (should_stop is not None and should_stop()) or self._typed_first.waiting()
-
-        def reported(pending: list[int], callback):
-            """on_result (or on_translation) for a call over texts[pending]: its indices are the pending list's."""
-            return None if callback is None else lambda j, translation: callback(pending[j], translation)
-
-        results: list[str | None] = [None] * len(texts)
-        pending = list(range(len(texts)))
-        while pending:
-            found = self._translator.translate([texts[i] for i in pending], *args, should_stop=stop_for_now,
-                                               on_result=reported(pending, on_result),
-                                               on_translation=reported(pending, on_translation), **kwargs,
-                                               terms=None if terms is None else [terms[i] for i in pending])
-            for i, result in zip(pending, found):
-                results[i] = result
-            pending = [i for i in pending if results[i] is None]
-            if not pending or not self._typed_first.waiting() or (should_stop is not None and should_stop()):
-                break
-            self._typed_first.run()
-        return results

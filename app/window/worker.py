@@ -1,15 +1,18 @@
-"""The engine thread: one QThread owns the Translator (and so the GPU) and its translation session
-(app.session.session: the pipeline itself) for the whole run of the window.
+"""The window's adapter to the engine: a QThread that loads the Translator and runs its translation
+session (app.session.session: the pipeline itself) for the whole run of the window, turning what
+the engine's handles report into signals.
 
 The window posts commands (load a model, translate a job, find a sentence's alternatives, accept a
-translation) through a queue and hears back through signals only; this thread never touches a
+translation) through a queue and hears back through signals only; these threads never touch a
 widget, the window never runs the engine. Each command is a few lines over the session. A job
-stops early, through the engine's `should_stop`, when it is cancelled, when a newer typed-text job
+stops early (its engine handle cancelled) when it is cancelled, when a newer typed-text job
 supersedes it, or when the worker is asked to quit.
 
-Document jobs (app.session.jobs.DocumentJob) go through the same queue, after any typed text that
-is waiting; while one runs, typed text that arrives pauses it (the session's `TypedTextFirst`) so
-that typing stays instant. Alternatives asked for a sentence (Alt+Down, the context menu) run as typed text does.
+The device belongs to the engine's own loop (engine.Translator.submit), which decodes whatever is
+submitted together, typed text first. Document jobs (app.session.jobs.DocumentJob) run one after
+another on a thread of their own: typed text and alternatives (Alt+Down, the context menu), translated on this one
+meanwhile, join the engine's batch at its next step and come back while the document goes on,
+neither stopped nor started again. A model load waits for the running document.
 
 Partial hypotheses are reported per line, the line's other sentences as far as they are known; a
 completion job (`TranslationJob.completion`) also streams the completed sentence (`completing`).
@@ -27,7 +30,7 @@ from pathlib import Path
 from PySide6.QtCore import QThread, Signal
 
 from dragoman.app.session.jobs import DocumentJob, JobReport
-from dragoman.app.session.session import ALTERNATIVES, TranslationJob, TranslationSession, TypedTextFirst
+from dragoman.app.session.session import ALTERNATIVES, TranslationJob, TranslationSession
 from dragoman.app.session.terms import Terms
 from dragoman.app.settings import AppPaths
 
@@ -90,8 +93,10 @@ class EngineWorker(QThread):
 
     def __init__(self, parent=None, paths=None):
         super().__init__(parent)
-        self.setObjectName("dragoman-engine")
+        self.setObjectName("dragoman-worker")
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
+        self._documents: queue.SimpleQueue = queue.SimpleQueue()  # (job id, DocumentJob) for the documents' thread
+        self._document_running = threading.Lock()  # held while a document translates: a model load waits for it
         self._order = itertools.count()  # ties in the priority queue: first in, first out
         self._paths = paths  # AppPaths of the translation cache and memory (None: the default ones)
         self._ids = itertools.count(1)
@@ -99,7 +104,7 @@ class EngineWorker(QThread):
         self._cancelled: set[int] = set()
         self._latest_typed = 0
         self._quitting = False
-        self.translator = None  # owned by this thread: only run() and what it calls use it
+        self.translator = None  # loaded and dropped by this thread, while no document runs
         self.session: TranslationSession | None = None  # over the translator, with the cache and the memory
         self._kernels_reported = False  # the kernels' failure is for the whole process: said once
         self._terms = Terms()  # the glossaries and do-not-translate settings jobs keep to (set_terms)
@@ -160,19 +165,32 @@ class EngineWorker(QThread):
     # -- the thread ----------------------------------------------------------------------------------
 
     def run(self) -> None:
+        documents = threading.Thread(target=self._run_documents, name="dragoman-documents", daemon=True)
+        documents.start()
         try:
             while (command := self._queue.get()[2]) is not _QUIT:
                 if self._quitting:  # stop() was called: what is still queued is dropped, and said so
                     if isinstance(command, tuple):
                         self.cancelled.emit(command[0])
                 elif isinstance(command, LoadModel):
-                    self._load(command)
+                    with self._document_running:
+                        self._load(command)
                 elif isinstance(command, AcceptTranslation):
                     self._remember(command)
+                elif isinstance(command[1], DocumentJob):
+                    self._documents.put(command)
                 else:
                     self._run_job(*command)
         finally:
+            self._documents.put(_QUIT)
+            documents.join()
             self._unload()
+
+    def _run_documents(self) -> None:
+        """The documents' thread: one document job after another, over the session this thread loaded."""
+        while (command := self._documents.get()) is not _QUIT:
+            with self._document_running:
+                self._run_job(*command)
 
     def _remember(self, command: AcceptTranslation) -> None:
         if self.session is None:
@@ -194,7 +212,6 @@ class EngineWorker(QThread):
                 adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
                 gpu_memory=command.gpu_memory, weights_cache=(self._paths or AppPaths.default()).weights_cache,
             )
-            translator.bind_gpu_to_thread()
         except Exception as e:  # CheckpointError, DeviceError, TokenizerError, out of memory...
             self.load_failed.emit(str(e) or type(e).__name__)
             return
@@ -293,18 +310,6 @@ class EngineWorker(QThread):
             return
         self.alternatives_found.emit(job_id, found)
 
-    def _typed_waiting(self) -> bool:
-        """Is a typed job, or alternatives asked for, next in the queue (not a model load, not quitting)?"""
-        with self._queue.mutex:
-            head = self._queue.queue[0][2] if self._queue.queue else None
-        if not isinstance(head, tuple):
-            return False
-        return isinstance(head[1], FindAlternatives) or (isinstance(head[1], TranslationJob) and head[1].typed)
-
-    def _run_waiting_typed(self) -> None:
-        while self._typed_waiting():
-            self._run_job(*self._queue.get_nowait()[2])
-
     def _translate_document(self, job_id: int, job: DocumentJob) -> None:
         def should_stop() -> bool:
             return self._should_stop(job_id, False)
@@ -320,7 +325,6 @@ class EngineWorker(QThread):
             written = self.session.translate_document(
                 job, progress=lambda done, total: self.document_progress.emit(job_id, done, total),
                 should_stop=should_stop, report=report,
-                typed_first=TypedTextFirst(self._typed_waiting, self._run_waiting_typed),
             )
         except Exception as e:  # DocumentError, Cancelled, a file its format library chokes on, out of memory...
             if should_stop():

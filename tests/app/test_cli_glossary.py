@@ -19,13 +19,13 @@ def translate_args(checkpoint, *more):
 def engine_terms(monkeypatch):
     """The texts and terms of each call into the engine, which translates as it would."""
     calls = []
-    translate = Translator.translate
+    submit = Translator.submit
 
-    def recording(self, texts, *args, terms=None, **kwargs):
-        calls.append((list(texts), terms))
-        return translate(self, texts, *args, terms=terms, **kwargs)
+    def recording(self, request):
+        calls.append((list(request.texts), request.terms))
+        return submit(self, request)
 
-    monkeypatch.setattr(Translator, "translate", recording)
+    monkeypatch.setattr(Translator, "submit", recording)
     return calls
 
 

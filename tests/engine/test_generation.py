@@ -168,7 +168,7 @@ def test_typed_text_joins_a_running_document_at_once(translator, monkeypatch):
     typed = capped(tok, TEXTS[:1], [6], priority=0)
     portions = [[], [], [], typed]  # arrives a few steps in, while all 8 rows are taken
 
-    def feed():
+    def feed(idle):
         return portions.pop(0) if portions else None
 
     seen = admissions(generator, monkeypatch, document, feed)
@@ -312,7 +312,7 @@ def test_a_small_cache_preempts_and_still_gives_the_same_answers(make_translator
 def test_texts_past_those_that_decode_together_are_fed_while_steps_run(make_translator, hf_model, hf_tokenizer,
                                                                        pipelined, monkeypatch):
     """Texts past the sentences that decode together are tokenized in portions while steps run
-    (Generator.run's `feed`), and each translation is decoded once its request is done (`on_done`):
+    (Generator.run's `feed`, the engine's loop), and each translation is decoded once its request is done (`on_done`):
     the answers are generate's, blank texts stay blank, and nothing is fed twice."""
     import dragoman.engine.translator
 
@@ -322,13 +322,13 @@ def test_texts_past_those_that_decode_together_are_fed_while_steps_run(make_tran
     portions = []
     run = small.generator.run
 
-    def counting_portions(requests, should_stop=None, feed=None):
-        def counted():
-            more = feed()
+    def counting_portions(requests, feed=None):
+        def counted(idle):
+            more = feed(idle)
             portions.append(None if more is None else len(more))
             return more
 
-        return run(requests, should_stop, counted)
+        return run(requests, counted)
 
     monkeypatch.setattr(small.generator, "run", counting_portions)
     options = dict(num_beams=4, max_length=30)
@@ -336,7 +336,9 @@ def test_texts_past_those_that_decode_together_are_fed_while_steps_run(make_tran
     ours = small.translate(texts, "eng_Latn", "deu_Latn", small.default_options(**options))
     assert ours == [hf_generate(hf_model, hf_tokenizer, text, "eng_Latn", "deu_Latn", options)[1] if text.strip() else ""
                     for text in texts]
-    assert portions == [2, 2, 2, 2, 1, None]  # 11 texts: 2 before the first step, then 9 fed
+    # 11 texts: 2 before the first step, then 9 fed two a step; the run ends once nothing is left
+    assert [n for n in portions if n] == [2, 2, 2, 2, 2, 1]
+    assert portions[-1] is None and None not in portions[:-1]
     assert small.generator.num_free_blocks() == small.generator.num_total_blocks()
 
 

@@ -15,7 +15,13 @@ def test_the_warm_up_translates_a_sentence_of_each_kind_alone_and_keeps_nothing(
     translator = make_translator()
     generator = translator.generator
     runs, run = [], generator.run
-    monkeypatch.setattr(generator, "run", lambda requests: runs.append(requests) or run(requests))
+
+    def recording(requests, feed):  # the requests each of the engine loop's runs was fed
+        fed = []
+        runs.append(fed)
+        return run(requests, lambda idle: (more := feed(idle)) and fed.extend(more) or more)
+
+    monkeypatch.setattr(generator, "run", recording)
     translator.warm_up(num_beams=4, max_length=20)
     assert all(len(requests) == 1 for requests in runs)
     lengths = sorted(len(requests[0].src_ids) for requests in runs)

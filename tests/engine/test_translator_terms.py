@@ -145,15 +145,15 @@ def test_texts_with_terms_are_decoded_after_those_without(translator, monkeypatc
     fed = []
     run = translator.generator.run
 
-    def recording(requests, should_stop=None, feed=None):
+    def recording(requests, feed=None):
         fed.extend(bool(r.constraints) for r in requests)
 
-        def recorded():
-            more = feed()
+        def recorded(idle):
+            more = feed(idle)
             fed.extend(bool(r.constraints) for r in more or [])
             return more
 
-        return run(requests, should_stop, recorded if feed is not None else None)
+        return run(requests, recorded if feed is not None else None)
 
     monkeypatch.setattr(translator.generator, "run", recording)
     texts = TEXTS * 20

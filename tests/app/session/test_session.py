@@ -1,10 +1,14 @@
-"""app/session/session.py: the pipeline's own parts (recent translations, a document yielding to typed
-text) and the terms that alternatives and completions keep, on the real engine."""
+"""app/session/session.py: the pipeline's own parts (recent translations, typed text beside a running
+document) and the terms that alternatives and completions keep, on the real engine."""
+
+import threading
 
 import pytest
 
 from dragoman.app.session.glossary import read_glossary
-from dragoman.app.session.session import RecentTranslations, TranslationJob, TranslationSession, TypedTextFirst, YieldingTranslator
+from dragoman.app.session.jobs import DocumentJob
+from dragoman.app.session.session import RecentTranslations, TranslationJob, TranslationSession
+from dragoman.engine import DOCUMENT, TYPED
 from dragoman.app.session.terms import Terms
 
 OPTIONS = {"num_beams": 4, "max_length": 40}
@@ -23,9 +27,14 @@ def test_recent_translations_forget_the_least_recently_used(translator, monkeypa
     session = TranslationSession(translator)
     session.recent = RecentTranslations(capacity=2)
     decoded = []
-    translate = translator.translate
-    monkeypatch.setattr(translator, "translate",
-                        lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
+    translate, translate_full = translator.translate, translator.translate_full
+
+    def recording(texts, *args, priority=DOCUMENT, **kwargs):
+        if priority == TYPED:  # the session's calls, not this test's own below
+            decoded.append(list(texts))
+        return translate_full(texts, *args, priority=priority, **kwargs)
+
+    monkeypatch.setattr(translator, "translate_full", recording)
     options = translator.default_options(**OPTIONS)
 
     def run(texts):
@@ -37,44 +46,34 @@ def test_recent_translations_forget_the_least_recently_used(translator, monkeypa
     assert decoded == [["One.", "Two."], ["Three."], ["One."]]
 
 
-class TypedTextArriving:
-    """Typed text that "arrives" once `after` of the document's sentences are in `reported`, and is run once."""
-
-    def __init__(self, reported: dict, after: int):
-        self.reported, self.after, self.paused = reported, after, 0
-        self.first = TypedTextFirst(self.waiting, self.run)
-
-    def waiting(self) -> bool:
-        return self.paused == 0 and len(self.reported) >= self.after
-
-    def run(self) -> None:
-        self.paused += 1
-
-
-def test_a_document_paused_for_typed_text_reports_each_result_under_its_own_index(translator):
-    reported = {}
-    typed = TypedTextArriving(reported, after=3)
-    options = translator.default_options(**OPTIONS)
-    results = YieldingTranslator(translator, typed.first).translate(
-        MANY_LINES, "eng_Latn", "fra_Latn", options, on_result=lambda i, text: reported.setdefault(i, text))
-    assert typed.paused == 1
-    assert results == translator.translate(MANY_LINES, "eng_Latn", "fra_Latn", options)
-    assert reported == dict(enumerate(results))
-
-
-def test_a_document_paused_for_typed_text_gives_each_text_its_own_terms_again(translator, monkeypatch):
-    calls = []
-    translate = translator.translate
-    monkeypatch.setattr(translator, "translate", lambda texts, *a, terms=None, **k: calls.append(
-        dict(zip(texts, terms))) or translate(texts, *a, terms=terms, **k))
-    reported = {}
-    typed = TypedTextArriving(reported, after=2)
-    terms = [[f"term {i}"] for i in range(len(MANY_LINES))]
-    YieldingTranslator(translator, typed.first).translate(
-        MANY_LINES, "eng_Latn", "fra_Latn", translator.default_options(**OPTIONS),
-        on_result=lambda i, text: reported.setdefault(i, text), terms=terms)
-    assert typed.paused == 1 and len(calls) == 2 and len(calls[1]) < len(MANY_LINES)
-    assert all(given == [f"term {MANY_LINES.index(text)}"] for call in calls for text, given in call.items())
+def test_typed_text_while_a_document_runs_neither_stops_nor_restarts_it(make_translator, tmp_path, monkeypatch):
+    """The document goes to the engine once (restarts: zero) and goes on while typed text, translated
+    on another thread meanwhile, comes back first and as it would alone."""
+    small = make_translator(max_rows=8)  # two sentences of 4 beams at once: the document takes 12 turns
+    submitted = []
+    submit = small.submit
+    monkeypatch.setattr(small, "submit", lambda request: submitted.append(request) or submit(request))
+    session = TranslationSession(small)
+    typed_job = TranslationJob([SENTENCE], "eng_Latn", "fra_Latn", OPTIONS)
+    typed_alone = session.translate(typed_job).translations
+    session.recent = RecentTranslations()  # translated again below, not remembered
+    source = tmp_path / "long.txt"
+    source.write_text("\n\n".join(MANY_LINES) + "\n", encoding="utf-8")
+    job = DocumentJob(source, tmp_path / "long.fra_Latn.txt", "eng_Latn", "fra_Latn", OPTIONS)
+    started = threading.Event()
+    document = threading.Thread(target=session.translate_document,
+                                args=(job, lambda done, total: done and started.set()))
+    submitted.clear()
+    document.start()
+    assert started.wait(timeout=120)
+    assert session.translate(typed_job).translations == typed_alone
+    still_running = document.is_alive()
+    document.join(timeout=120)
+    assert still_running
+    [once] = [request for request in submitted if request.priority == DOCUMENT]
+    assert sorted(once.texts) == sorted(MANY_LINES)  # every sentence submitted once: no restart
+    alone = session.translate_document(DocumentJob(source, tmp_path / "alone.txt", "eng_Latn", "fra_Latn", OPTIONS))
+    assert job.output_path.read_text(encoding="utf-8") == alone.read_text(encoding="utf-8")
 
 
 def test_alternatives_keep_the_sentences_terms(translator, glossary):

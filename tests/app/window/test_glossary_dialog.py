@@ -135,9 +135,8 @@ def test_the_windows_glossary_reaches_the_engine_with_typed_text(qtbot, open_win
     window = open_window(settings)
     engine = window.worker.translator
     calls = []
-    translate = engine.translate
-    monkeypatch.setattr(engine, "translate", lambda texts, *a, terms=None, **k: calls.append((texts, terms))
-                        or translate(texts, *a, terms=terms, **k))
+    submit = engine.submit
+    monkeypatch.setattr(engine, "submit", lambda request: calls.append((request.texts, request.terms)) or submit(request))
     dialog = GlossaryDialog(window.settings, paths, window)
     dialog.add_entry("cat", "chat")
     dialog.accept()

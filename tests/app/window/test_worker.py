@@ -224,9 +224,9 @@ def test_a_pause_in_typing_decodes_only_the_lines_that_changed(qtbot, worker, tr
     first = worker.submit(TranslationJob(lines, "eng_Latn", "fra_Latn", OPTIONS))
     worker.events.wait(qtbot, "translated", first)
     decoded = []
-    translate = worker.translator.translate
-    monkeypatch.setattr(worker.translator, "translate",
-                        lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
+    submit = worker.translator.submit  # every engine call's door
+    monkeypatch.setattr(worker.translator, "submit",
+                        lambda request: decoded.append(list(request.texts)) or submit(request))
     edited = [lines[0], "The small dog sees the green river.", lines[2]]
     second = worker.submit(TranslationJob(edited, "eng_Latn", "fra_Latn", OPTIONS))
     assert worker.events.wait(qtbot, "translated", second)[2] == expected(translator, edited)
@@ -249,9 +249,9 @@ def test_typed_lines_are_translated_sentence_by_sentence(qtbot, worker, translat
     assert {index for index, _ in partials} == {0, 2}
     assert any(index == 0 and text.startswith(one) and len(text) > len(one) for index, text in partials)
     decoded = []
-    translate = worker.translator.translate
-    monkeypatch.setattr(worker.translator, "translate",
-                        lambda texts, *args, **kwargs: decoded.append(list(texts)) or translate(texts, *args, **kwargs))
+    submit = worker.translator.submit  # every engine call's door
+    monkeypatch.setattr(worker.translator, "submit",
+                        lambda request: decoded.append(list(request.texts)) or submit(request))
     edited = ["The cat reads a book. The small dog sees the green river.", "-----", "Hello world."]
     second = worker.submit(TranslationJob(edited, "eng_Latn", "fra_Latn", OPTIONS))
     (changed,) = expected(translator, ["The small dog sees the green river."])

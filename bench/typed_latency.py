@@ -1,0 +1,86 @@
+"""A typed sentence's latency alone and while a long document runs in the same engine:
+`python -m bench.typed_latency --checkpoint DIR --device cuda` (a checkpoint of `python -m
+bench.checkpoint`, or a real one).
+
+Both go through `Translator.submit`, as the window's typed text and documents do: the document
+(`--sentences` of 10-60 words, beam 4, 40 new tokens, DOCUMENT priority) is submitted once and never
+stopped; each typed sentence (beam 4, 32 new tokens, TYPED) joins its running batch at the next
+step. Output lengths are forced, so random weights do the work of real ones. Prints the median of
+`--repeats` typed sentences each way, their ratio, and whether the document was still decoding when
+the last typed sentence came back (else the second figure measured nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import threading
+import time
+
+import dragoman  # noqa: F401  (before anything that imports transformers: the checkout guard)
+from bench import add_out_argument, emit
+from dragoman.engine import DOCUMENT, TYPED, TranslationRequest, Translator
+
+TYPED_TEXT = "The quick brown fox jumps over the lazy dog while the children watch from the window."
+WORDS = ("the river house green small reads book city light morning translation engine window people "
+         "water always before after between because system document sentence").split()
+
+
+def typed_ms(translator: Translator, options, repeats: int) -> list[float]:
+    found = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        translator.submit(TranslationRequest([TYPED_TEXT], "eng_Latn", "fra_Latn", options, priority=TYPED,
+                                             partials=True)).result()
+        found.append((time.perf_counter() - start) * 1e3)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.typed_latency")
+    parser.add_argument("--checkpoint", required=True, help="an NLLB checkpoint folder")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--sentences", type=int, default=2048, help="sentences of the document")
+    parser.add_argument("--repeats", type=int, default=10, help="typed sentences each way (median)")
+    add_out_argument(parser)
+    args = parser.parse_args()
+
+    translator = Translator(args.checkpoint, args.device, args.dtype)
+    typed = translator.default_options(num_beams=4, min_new_tokens=32, max_new_tokens=32)
+    document_options = translator.default_options(num_beams=4, min_new_tokens=40, max_new_tokens=40)
+    if translator.needs_warm_up():
+        translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
+    typed_ms(translator, typed, 2)  # kernels compiled and graphs captured for this sentence too
+    rng = random.Random(0)
+    document = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 60))).capitalize() + "."
+                for _ in range(args.sentences)]
+    translator.translate(document[:64], "eng_Latn", "fra_Latn", document_options)  # the document's steps warm too
+
+    alone = typed_ms(translator, typed, args.repeats)
+    started = threading.Event()
+    start = time.perf_counter()
+    running = translator.submit(TranslationRequest(document, "eng_Latn", "fra_Latn", document_options,
+                                                   priority=DOCUMENT))
+    running.subscribe(on_translation=lambda i, translation: started.set())
+    started.wait()
+    beside = typed_ms(translator, typed, args.repeats)
+    still_running = not running.done()
+    running.result()
+    document_s = time.perf_counter() - start
+    out = {
+        "device": translator.describe(),
+        "typed_alone_ms": statistics.median(alone),
+        "typed_beside_document_ms": statistics.median(beside),
+        "ratio": statistics.median(beside) / statistics.median(alone),
+        "document_sentences": args.sentences,
+        "document_still_running_after_the_last_typed": still_running,
+        "document_sentences_per_s": args.sentences / document_s,
+    }
+    emit(out, "typed_latency", translator.device, args.out)
+    translator.teardown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""engine/engine_loop.py: requests submitted from any thread join the engine's one loop; their handles
+stream, give results, can be waited on and cancelled; typed text goes first."""
+
+import threading
+
+import pytest
+
+from dragoman.engine import DOCUMENT, TYPED, Translation, TranslationRequest
+
+def texts(found):
+    """The texts of Translations: token-identical whatever decodes beside them (a score's last bits may not be)."""
+    return [None if t is None else t.text for t in found]
+
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Machine translation runs on the graphics card.",
+    "A short sentence.",
+    "Where is the railway station?",
+    "The weather is nice today, isn't it?",
+    "Please close the window before you leave.",
+    "Numbers like 42 and 1999 appear here.",
+    "She sells sea shells by the sea shore.",
+]
+
+
+def test_handles_from_several_threads_at_once_get_what_one_translate_call_gives(translator):
+    options = translator.default_options(num_beams=4, max_length=30)
+    expected = translator.translate_full(TEXTS, "eng_Latn", "fra_Latn", options)
+    handles: dict[int, object] = {}
+    go = threading.Barrier(4)
+
+    def submit(part: int) -> None:
+        go.wait()  # all four at once, while the others' sentences decode
+        handles[part] = translator.submit(TranslationRequest(TEXTS[part::4], "eng_Latn", "fra_Latn", options,
+                                                             priority=part % 2))
+
+    threads = [threading.Thread(target=submit, args=(part,)) for part in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for part, handle in handles.items():
+        assert texts(handle.result(timeout=120)) == texts(expected[part::4])
+    generator = translator.generator
+    assert generator.num_free_blocks() == generator.num_total_blocks()
+
+
+def test_a_handle_streams_hypotheses_then_the_translation(translator):
+    options = translator.default_options(num_beams=4, min_length=12, max_length=20)
+    handle = translator.submit(TranslationRequest([TEXTS[0]], "eng_Latn", "ita_Latn", options, priority=TYPED,
+                                                  partials=True))
+    news = list(handle.stream())
+    hypotheses = [text for _, text in news if isinstance(text, str)]
+    assert len(hypotheses) >= 10  # one per decoding step
+    assert isinstance(news[-1][1], Translation) and all(i == 0 for i, _ in news)
+    assert [news[-1][1]] == handle.result() == translator.translate_full([TEXTS[0]], "eng_Latn", "ita_Latn", options)
+    heard = []
+    handle.subscribe(on_translation=lambda i, translation: heard.append((i, translation)))  # after it is over
+    assert heard == [(0, news[-1][1])]
+
+
+def test_a_cancelled_handle_stops_and_gives_back_what_it_held(make_translator):
+    small = make_translator(max_rows=8)
+    options = small.default_options(num_beams=4, min_length=25, max_length=30)
+    first = threading.Event()
+    handle = small.submit(TranslationRequest(TEXTS * 3, "eng_Latn", "fra_Latn", options))
+    handle.subscribe(on_translation=lambda i, translation: first.set())
+    assert first.wait(timeout=120)
+    handle.cancel()
+    assert handle.wait(timeout=1) and handle.cancelled
+    found = handle.result()
+    assert any(t is not None for t in found) and None in found
+    # the engine goes on: the next request runs, and nothing of the cancelled one is left behind
+    assert small.translate(TEXTS[:1], "eng_Latn", "fra_Latn", options)[0]
+    generator = small.generator
+    assert generator.num_free_blocks() == generator.num_total_blocks()
+    assert generator.rows.num_free_rows() == generator.rows.capacity
+    small.teardown()
+
+
+def test_typed_text_submitted_while_a_document_runs_finishes_first_and_both_are_right(make_translator):
+    small = make_translator(max_rows=8)  # two sentences of 4 beams at once: the document takes 12 turns
+    options = small.default_options(num_beams=4, max_length=30)
+    document_texts = TEXTS * 3
+    alone = small.translate_full(document_texts, "eng_Latn", "fra_Latn", options)
+    typed_alone = small.translate_full(["Good morning, my friend."], "eng_Latn", "fra_Latn", options)
+    started = threading.Event()
+    document = small.submit(TranslationRequest(document_texts, "eng_Latn", "fra_Latn", options, priority=DOCUMENT))
+    document.subscribe(on_translation=lambda i, translation: started.set())
+    assert started.wait(timeout=120)
+    typed = small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn", options,
+                                            priority=TYPED))
+    assert texts(typed.result(timeout=120)) == texts(typed_alone)
+    assert not document.done()  # the document still decodes: typed text did not wait for it
+    assert texts(document.result(timeout=120)) == texts(alone)
+    small.teardown()
+
+
+def test_errors_fail_their_handle_only(translator):
+    from dragoman.engine import UnknownLanguageError
+
+    with pytest.raises(UnknownLanguageError):
+        translator.submit(TranslationRequest(TEXTS[:1], "xxx_Latn", "fra_Latn"))
+    options = translator.default_options(num_beams=2, max_length=20)
+    failing = translator.submit(TranslationRequest(TEXTS[:2], "eng_Latn", "fra_Latn", options))
+
+    def broken(i, translation):
+        raise OSError("disk full")
+
+    failing.subscribe(on_translation=broken)
+    fine = translator.submit(TranslationRequest(TEXTS[2:4], "eng_Latn", "fra_Latn", options))
+    with pytest.raises(OSError, match="disk full"):
+        failing.result(timeout=120)
+    assert texts(fine.result(timeout=120)) == translator.translate(TEXTS[2:4], "eng_Latn", "fra_Latn", options)
+
+
+def test_teardown_cancels_what_was_submitted_and_ends_the_loop(make_translator):
+    small = make_translator(max_rows=8)
+    options = small.default_options(num_beams=4, min_length=25, max_length=30)
+    handle = small.submit(TranslationRequest(TEXTS * 3, "eng_Latn", "fra_Latn", options))
+    thread = small.loop._thread
+    small.teardown()
+    assert handle.done() and not thread.is_alive()

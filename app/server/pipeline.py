@@ -4,16 +4,16 @@ server translates goes through one `TranslationSession`, as `dragoman translate`
 settings, protected spans, doubts). This module only turns requests into the session's jobs and
 its results back into the APIs' texts.
 
-A `Pipeline` is used by one thread only (the engine worker's: app.server.worker), which also makes
-it: the session's SQLite connections belong to that thread.
+A `Pipeline` is made by the engine worker (app.server.worker) and used from its two threads, one
+for text requests and one for documents and alternatives, at once: the engine decodes both in its
+batches, and each job carries its own terms (a request's glossary), so nothing of one request
+changes another's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +21,8 @@ from dragoman.app.documents import output_path
 from dragoman.app.documents.html import MarkupFragment
 from dragoman.app.session.glossary import Glossary
 from dragoman.app.session.jobs import DocumentJob, JobReport
-from dragoman.app.session.session import TranslationJob, TranslationSession, TypedTextFirst
-from dragoman.app.session.terms import saved_terms
+from dragoman.app.session.session import TranslationJob, TranslationSession
+from dragoman.app.session.terms import Terms, saved_terms
 from dragoman.app.settings import AppPaths, Settings
 
 log = logging.getLogger("dragoman.server")
@@ -48,22 +48,14 @@ class Pipeline:
         self.adapter = adapter
         self.overrides = overrides or {}
         self.options = self.session.options(self.overrides)
-        self.typed_first: TypedTextFirst | None = None  # set by the worker: text requests before documents
 
     def close(self) -> None:
         self.session.close()
 
-    @contextmanager
-    def _glossary(self, glossary: Glossary | None) -> Iterator[None]:
-        """The session's terms for the calls within: the window's, with a request's glossary first (it
-        wins). Those before are restored after: text served while a document waits has its own."""
-        before = self.session.terms
-        self.session.set_terms(self.terms if glossary is None
-                               else dataclasses.replace(self.terms, glossaries=(glossary, *self.terms.glossaries)))
-        try:
-            yield
-        finally:
-            self.session.set_terms(before)
+    def _terms(self, glossary: Glossary | None) -> Terms | None:
+        """A request's terms: the window's, with its glossary first (it wins); None: the session's.
+        They travel with the request's job: requests run at once, each with its own."""
+        return None if glossary is None else dataclasses.replace(self.terms, glossaries=(glossary, *self.terms.glossaries))
 
     def translate(self, source: str, target: str, texts: list[Text], glossary: Glossary | None = None) -> list[str]:
         """Each text's translation: the plain ones together as one job, line by line and sentence by
@@ -71,32 +63,32 @@ class Pipeline:
         plain = [i for i, t in enumerate(texts) if t.markup == TEXT]
         fragments = {i: MarkupFragment(t.text, xml=t.markup == XML) for i, t in enumerate(texts) if t.markup != TEXT}
         out = [""] * len(texts)
-        with self._glossary(glossary):
-            if plain:
-                lines = [t.text.split("\n") for t in (texts[i] for i in plain)]
-                result = self.session.translate(TranslationJob([line for text in lines for line in text], source, target,
-                                                               self.overrides, adapter=self.adapter))
-                self._log_doubts(zip(result.text.sentences, result.translations, result.doubts))
-                translated = iter(result.lines())
-                for i, text in zip(plain, lines):
-                    out[i] = "\n".join(next(translated) for _ in text)
-            if fragments:
-                report = JobReport()
-                runs = iter(self.session.translate_segments(
-                    self._job(source, target), [s for fragment in fragments.values() for s in fragment.segments],
-                    report))
-                for i, fragment in fragments.items():
-                    out[i] = fragment.text([next(runs) for _ in fragment.segments])
-                self._log_doubts((d.source, d.translation, d.reasons) for d in report.doubtful)
+        terms = self._terms(glossary)
+        if plain:
+            lines = [t.text.split("\n") for t in (texts[i] for i in plain)]
+            result = self.session.translate(TranslationJob([line for text in lines for line in text], source, target,
+                                                           self.overrides, adapter=self.adapter, terms=terms))
+            self._log_doubts(zip(result.text.sentences, result.translations, result.doubts))
+            translated = iter(result.lines())
+            for i, text in zip(plain, lines):
+                out[i] = "\n".join(next(translated) for _ in text)
+        if fragments:
+            report = JobReport()
+            runs = iter(self.session.translate_segments(
+                self._job(source, target, terms=terms), [s for fragment in fragments.values() for s in fragment.segments],
+                report))
+            for i, fragment in fragments.items():
+                out[i] = fragment.text([next(runs) for _ in fragment.segments])
+            self._log_doubts((d.source, d.translation, d.reasons) for d in report.doubtful)
         return out
 
     def alternatives(self, source: str, target: str, texts: list[str], count: int,
                      glossary: Glossary | None = None) -> list[tuple[str, list[str]]]:
         """Each text translated whole with up to `count` other translations (`dragoman translate
         --alternatives`): one from the translation memory has none."""
-        with self._glossary(glossary):
-            result = self.session.translate(TranslationJob(texts, source, target, self.overrides, typed=False,
-                                                           adapter=self.adapter, alternatives=count + 1))
+        result = self.session.translate(TranslationJob(texts, source, target, self.overrides, typed=False,
+                                                       adapter=self.adapter, alternatives=count + 1,
+                                                       terms=self._terms(glossary)))
         out = []
         for translation, best in zip(result.translations, result.found):
             others = [] if best is None else list(dict.fromkeys(a.text for a in best.alternatives if a.text != best.text))
@@ -106,16 +98,16 @@ class Pipeline:
     def translate_file(self, path: Path, out_dir: Path, source: str, target: str,
                        glossary: Glossary | None = None) -> Path:
         """The document at `path` translated into `out_dir` (named as `dragoman translate` names it);
-        text requests that arrive meanwhile pause it (`typed_first`)."""
+        text requests that arrive meanwhile join the engine's batch beside it."""
         report = JobReport()
-        with self._glossary(glossary):
-            written = self.session.translate_document(self._job(source, target, path, output_path(path, target, out_dir)),
-                                                      report=report, typed_first=self.typed_first)
+        job = self._job(source, target, path, output_path(path, target, out_dir), self._terms(glossary))
+        written = self.session.translate_document(job, report=report)
         self._log_doubts((d.source, d.translation, d.reasons) for d in report.doubtful)
         return written
 
-    def _job(self, source: str, target: str, path: Path = Path(), out: Path = Path()) -> DocumentJob:
-        return DocumentJob(path, out, source, target, self.overrides, adapter=self.adapter)
+    def _job(self, source: str, target: str, path: Path = Path(), out: Path = Path(),
+             terms: Terms | None = None) -> DocumentJob:
+        return DocumentJob(path, out, source, target, self.overrides, adapter=self.adapter, terms=terms)
 
     @staticmethod
     def _log_doubts(doubtful) -> None:

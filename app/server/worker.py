@@ -1,12 +1,11 @@
-"""The engine worker: one thread owns the translator (it is not safe to call from many threads) and
-the pipeline over it; requests wait in two queues, text first.
+"""The engine worker: the translator and the pipeline over it, and two threads that feed them from
+two queues: text requests on one, other work (a document, alternatives) on the other, in turn.
 
 Text requests that arrive within `GATHER_SECONDS` of the first one, and whatever queued while a
 batch ran, are translated together: the texts of all requests for one language pair and glossary
 go to the session as one job, so 64 clients at once fill one engine batch instead of waiting for 64
-calls in turn. Other work (a document, alternatives) runs alone, in its turn; a document pauses
-while text requests are served (the session's `TypedTextFirst`), so a long upload does not hold up
-a browser extension's requests.
+calls in turn. The engine's loop decodes a document and text requests in the same batches (text
+first), so a long upload does not hold up a browser extension's requests.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from typing import Callable
 
 from dragoman.app.server.pipeline import Pipeline, Text
 from dragoman.app.session.glossary import Glossary
-from dragoman.app.session.session import TypedTextFirst
 
 log = logging.getLogger("dragoman.server")
 
@@ -72,7 +70,7 @@ class EngineWorker:
         if self._thread.is_alive():
             with self._changed:
                 self._stopping = True
-                self._changed.notify()
+                self._changed.notify_all()
             self._thread.join()
 
     def translate(self, source: str, target: str, texts: list[Text], glossary: Glossary | None = None,
@@ -81,7 +79,7 @@ class EngineWorker:
         work = TextWork(source, target, texts, glossary, glossary_id)
         with self._changed:
             self._texts.append(work)
-            self._changed.notify()
+            self._changed.notify_all()
         return work.future
 
     def call(self, call: Callable[[Pipeline], object]) -> Future:
@@ -89,47 +87,50 @@ class EngineWorker:
         work = CallWork(call)
         with self._changed:
             self._calls.append(work)
-            self._changed.notify()
+            self._changed.notify_all()
         return work.future
 
     def _run(self) -> None:
         try:
             pipeline = self._make_pipeline()
-            pipeline.translator.bind_gpu_to_thread()
         except BaseException as e:  # the model did not load: start() raises it
             self._failure = e
             self._ready.set()
             return
-        pipeline.typed_first = TypedTextFirst(waiting=lambda: bool(self._texts),
-                                              run=lambda: self._serve_texts(pipeline, self._take_texts()))
+        calls = threading.Thread(target=self._serve_calls, args=(pipeline,), name="dragoman-server-calls", daemon=True)
+        calls.start()
         self._ready.set()
         try:
-            while (work := self._next()) is not None:
-                if isinstance(work, list):
-                    self._serve_texts(pipeline, work)
-                else:
-                    self._serve_call(pipeline, work)
+            while (batch := self._next_texts()) is not None:
+                self._serve_texts(pipeline, batch)
         finally:
+            calls.join()
             pipeline.close()
 
-    def _next(self) -> list[TextWork] | CallWork | None:
-        """The queued text requests (with those arriving within GATHER_SECONDS of the first), else the
-        next call; None once stopped with nothing queued."""
+    def _next_texts(self) -> list[TextWork] | None:
+        """The queued text requests, with those arriving within GATHER_SECONDS of the first; None
+        once stopped with none queued."""
         with self._changed:
-            while not self._texts and not self._calls and not self._stopping:
+            while not self._texts and not self._stopping:
                 self._changed.wait()
-            if self._texts:
-                deadline = time.monotonic() + GATHER_SECONDS
-                while (left := deadline - time.monotonic()) > 0:
-                    self._changed.wait(left)
-                return self._take_texts()
-            return self._calls.popleft() if self._calls else None
-
-    def _take_texts(self) -> list[TextWork]:
-        with self._changed:
+            if not self._texts:
+                return None
+            deadline = time.monotonic() + GATHER_SECONDS
+            while (left := deadline - time.monotonic()) > 0:
+                self._changed.wait(left)
             taken = list(self._texts)
             self._texts.clear()
         return taken
+
+    def _serve_calls(self, pipeline: Pipeline) -> None:
+        while True:
+            with self._changed:
+                while not self._calls and not self._stopping:
+                    self._changed.wait()
+                if not self._calls:
+                    return
+                work = self._calls.popleft()
+            self._serve_call(pipeline, work)
 
     def _serve_texts(self, pipeline: Pipeline, batch: list[TextWork]) -> None:
         groups: dict[tuple[str, str, str], list[TextWork]] = {}

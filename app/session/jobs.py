@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from dragoman.app.documents import DocumentError, is_supported
+from dragoman.app.session.terms import Terms
 from dragoman.app.session.translation_memory import MEMORY_FILE, TranslationMemory
 from dragoman.app.settings import AppPaths
 from dragoman.engine import TranslationCache
@@ -42,6 +43,7 @@ class DocumentJob:
     adapter: str = ""
     overwrite: bool = False
     document_options: dict = field(default_factory=dict)  # a format's own options (PDF: pdf_as, bilingual)
+    terms: Terms | None = None  # glossaries and do-not-translate settings of this job alone (None: the session's)
 
 
 @dataclass

@@ -69,6 +69,7 @@ class TranslationJob:
     # the start (Translator.translate's `starts`), the others come from what is known of them.
     completion: tuple[int, str] | None = None
     split: bool = True  # each line cut into sentences; else each line one sentence, as typed
+    terms: Terms | None = None  # glossaries and do-not-translate settings of this job alone (None: the session's)
     # Each line whole (blank ones too), its translation with up to this many - 1 alternatives.
     alternatives: int | None = None
 
@@ -161,6 +162,10 @@ class TranslationSession:
                 store.close()
         self.cache = self.memory = None
 
+    def terms_of(self, job: TranslationJob | DocumentJob) -> Terms:
+        """The job's own terms (a server request's glossary), else the session's."""
+        return job.terms if job.terms is not None else self.terms
+
     def set_terms(self, terms: Terms) -> None:
         """The terms of the translations that start from now on (any thread: one assignment)."""
         self.terms = terms
@@ -223,7 +228,7 @@ class TranslationSession:
         sentences = text.sentences
         completed = job.completion[0] if job.completion is not None else None
         known = self._remembered(job, self.context(job.adapter, job.source, job.target, options), sentences)
-        masked = dict(zip(sentences, self.masked(self.terms.for_pair(job.source, job.target), sentences, options)))
+        masked = dict(zip(sentences, self.masked(self.terms_of(job).for_pair(job.source, job.target), sentences, options)))
         known.update((s, s) for s in sentences if s not in known and masked[s].verbatim)
         if completed is not None:  # a person's start: neither the memory nor recent translations apply
             known.pop(sentences[completed], None)
@@ -287,7 +292,7 @@ class TranslationSession:
         keeping its terms as its translation did."""
         options = self.options(job.options)
         options = options.with_changes(num_beams=max(options.num_beams, count))
-        [masked] = self.masked(self.terms.for_pair(job.source, job.target), [sentence], options)
+        [masked] = self.masked(self.terms_of(job).for_pair(job.source, job.target), [sentence], options)
         if masked.verbatim:  # nothing to translate: the sentence is its only translation
             from dragoman.engine import Translation
 
@@ -345,7 +350,7 @@ class TranslationSession:
             if report is not None:
                 report.proportional += 1
 
-        return translate_segments(segments, self._document_batches(job, None, None, report, None),
+        return translate_segments(segments, self._document_batches(job, None, None, report),
                                   get_language(job.source).script, get_language(job.target).script,
                                   batch_sentences=None, proportional=proportional)
 
@@ -361,7 +366,7 @@ class TranslationSession:
         cache = self.cache
         options = self.options(job.options)
         context = self.context(job.adapter, job.source, job.target, options)
-        pair_terms = self.terms.for_pair(job.source, job.target)
+        pair_terms = self.terms_of(job).for_pair(job.source, job.target)
 
         def translate_batch(texts: list[str]) -> list[str | None]:
             found = self._remembered(job, context, texts)

@@ -128,7 +128,7 @@ class Reader:
         pixels = np.asarray(rgb)
         # Tesseract's paragraphs, one that ends without a sentence's end joined to the next of its block or
         # to a next that starts in lower case (Tesseract starts a paragraph after a short line even mid-sentence)
-        paragraphs: list[dict[tuple[int, int], list[int]]] = []
+        paragraphs: list[dict[tuple[int, int, int], list[int]]] = []  # (block, paragraph, line) -> its words
         last: tuple[int, int] | None = None
         for i, word in enumerate(data["text"]):
             if not word.strip() or float(data["conf"][i]) < 0:
@@ -140,7 +140,7 @@ class Reader:
                 if not runs_on:
                     paragraphs.append({})
                 last = key
-            paragraphs[-1].setdefault((key[1], data["line_num"][i]), []).append(i)
+            paragraphs[-1].setdefault((*key, data["line_num"][i]), []).append(i)
         blocks = []
         for lines in paragraphs:
             words = [i for line in lines.values() for i in line]

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from dragoman.app.documents import docx, epub, html, markdown, odt, pdf, pptx, subtitles, text, xlsx
+from dragoman.app.documents import docx, epub, html, markdown, odt, pdf, picture, pptx, subtitles, text, xlsx
 from dragoman.app.documents.safety import DocumentError
 from dragoman.app.documents.segments import BATCH_SENTENCES, Cancelled, translate_segments
 
@@ -29,7 +29,7 @@ __all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported"
            "remove_stale_temporaries", "temporary_pattern", "translate_document"]
 
 FORMATS: dict[str, ModuleType] = {
-    ext: module for module in (text, markdown, html, subtitles, docx, pptx, xlsx, odt, epub, pdf) for ext in module.EXTENSIONS
+    ext: module for module in (text, markdown, html, subtitles, docx, pptx, xlsx, odt, epub, pdf, picture) for ext in module.EXTENSIONS
 }
 
 
@@ -67,7 +67,8 @@ def translate_document(
 ) -> Path:
     """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop.
     `batch_sentences`: distinct sentences per `translate_batch` call (None: all in one). `options`:
-    document options; each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual).
+    document options; each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual; pictures
+    and scanned PDFs: source, the FLORES-200 code of the language OCR reads, or "auto").
     `proportional`: see `translate_segments`. `note(line)` receives, once the output is written,
     each thing the user should know of it (the encoding it was read in or written in)."""
     path, out_path = Path(path), Path(out_path)

@@ -336,7 +336,7 @@ class TranslationSession:
             progress=progress,
             overwrite=job.overwrite,
             batch_sentences=None,
-            options=job.document_options,
+            options={**job.document_options, "source": job.source},  # the language OCR reads in scans
             proportional=proportional,
             note=report.notes.append if report is not None else None,
         )

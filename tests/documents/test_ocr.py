@@ -1,0 +1,156 @@
+"""OCR of pictures and scans made here: text drawn with Pillow in Noto fonts (English, Arabic,
+Chinese), turned a little and noised, read by the system's Tesseract, translated and drawn back."""
+
+import subprocess
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from dragoman.app.cli import main
+from dragoman.app.documents import DocumentError, translate_document
+from dragoman.app.documents.ocr import TESSERACT_LANGUAGES, Reader, installed_models
+from dragoman.app.documents.picture import FILL_PAD, extract
+from dragoman.engine import LANGUAGE_CODES
+
+from document_fakes import upper_keeping_tags
+
+ENGLISH = ["The old town lies on a hill above the river.", "Its narrow streets lead to the market square."]
+ARABIC = ["تقع المدينة القديمة على تلة فوق النهر.", "تؤدي شوارعها الضيقة إلى ساحة السوق."]
+CHINESE = ["老城位于河边的小山上。", "狭窄的街道通向市场广场。"]
+FONTS = {"eng_Latn": "NotoSans-Regular.ttf", "arb_Arab": "NotoNaskhArabic-Regular.ttf", "zho_Hans": "NotoSansCJK-Regular.ttc"}
+# The character error rate each script is read within (edit distance over length, spaces left out)
+# on these scans; Tesseract's Chinese model is the weakest (docs/ocr.md).
+MAX_ERROR = {"eng_Latn": 0.03, "arb_Arab": 0.08, "zho_Hans": 0.15}
+BACKGROUND, INK, MARK = (236, 230, 214), (30, 30, 60), (200, 40, 40)
+
+
+def font_path(name):
+    files = subprocess.run(["fc-list", "--format", "%{file}\n"], capture_output=True, text=True).stdout.split()
+    return next(f for f in files if f.endswith("/" + name))
+
+
+def make_scan(lines, language, angle=1.0, seed=0):
+    """`lines` drawn as a scan: 40 px text on paper-coloured ground, a red square in the corner (not
+    text), turned by `angle` degrees and noised."""
+    font = ImageFont.truetype(font_path(FONTS[language]), 40)
+    image = Image.new("RGB", (1200, 140 + 70 * len(lines)), BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    for number, line in enumerate(lines):
+        if language == "arb_Arab":
+            draw.text((1100, 60 + 70 * number), line, font=font, fill=INK, anchor="ra", direction="rtl")
+        else:
+            draw.text((80, 60 + 70 * number), line, font=font, fill=INK)
+    image = image.rotate(angle, resample=Image.BICUBIC, fillcolor=BACKGROUND)
+    noise = np.random.default_rng(seed).normal(0, 8, (image.height, image.width, 1))
+    image = Image.fromarray(np.clip(np.asarray(image, dtype=np.float64) + noise, 0, 255).astype(np.uint8))
+    ImageDraw.Draw(image).rectangle((1150, 5, 1190, 45), fill=MARK)  # drawn after the noise: exact pixels
+    return image
+
+
+def error_rate(found, truth):
+    a, b = "".join(found.split()), "".join(truth.split())
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
+    return row[len(b)] / len(b)
+
+
+def outside(boxes, shape):
+    """A mask of the pixels outside every box (grown by the fill's padding)."""
+    mask = np.ones(shape[:2], dtype=bool)
+    for left, top, right, bottom in boxes:
+        mask[max(top - FILL_PAD, 0):bottom + FILL_PAD, max(left - FILL_PAD, 0):right + FILL_PAD] = False
+    return mask
+
+
+@pytest.mark.parametrize("language, lines", [("eng_Latn", ENGLISH), ("arb_Arab", ARABIC), ("zho_Hans", CHINESE)])
+def test_recognises_each_script_within_its_error_rate(language, lines):
+    blocks = Reader(language).read(make_scan(lines, language))
+    found = "".join(block.text for block in blocks)
+    assert error_rate(found, "".join(lines)) <= MAX_ERROR[language], found
+    assert blocks[0].rtl == (language == "arb_Arab")
+    # the background and ink measured near what was drawn (noise has a mean of 0)
+    assert all(abs(a - b) < 12 for a, b in zip(blocks[0].background, BACKGROUND))
+    assert all(abs(a - b) < 60 for a, b in zip(blocks[0].ink, INK))
+
+
+def test_a_sentence_over_two_lines_is_one_block():
+    blocks = Reader("eng_Latn").read(make_scan(["The museum by the bridge shows the history", "of the town in ten rooms."], "eng_Latn"))
+    assert len(blocks) == 1 and blocks[0].lines == 2
+    assert "history of the town" in blocks[0].text
+
+
+def test_auto_reads_with_the_surest_model_and_detects_the_language():
+    reader = Reader("auto")
+    blocks = reader.read(make_scan(CHINESE, "zho_Hans"))
+    assert reader.model == "chi_sim"
+    assert reader.language(blocks) == "zho_Hans"
+    assert error_rate("".join(b.text for b in blocks), "".join(CHINESE)) <= MAX_ERROR["zho_Hans"]
+
+
+def test_a_script_no_installed_model_reads_is_one_line_naming_it():
+    if any(m in installed_models() for m in ("hye", "Armenian")):
+        pytest.skip("an Armenian model is installed here")
+    with pytest.raises(DocumentError, match=r"^cannot read Armenian text in pictures: .*Armn script.*tesseract-ocr-hye\)$"):
+        Reader("hye_Armn")
+
+
+def test_the_language_table_holds_nllb_codes():
+    assert set(TESSERACT_LANGUAGES.values()) <= set(LANGUAGE_CODES)
+    assert len(set(TESSERACT_LANGUAGES.values())) == len(TESSERACT_LANGUAGES)
+
+
+@pytest.mark.parametrize("language, lines", [("eng_Latn", ENGLISH), ("arb_Arab", ARABIC)])
+def test_a_translated_picture_keeps_its_size_and_every_pixel_outside_the_text(tmp_path, language, lines):
+    source = tmp_path / "letter.png"
+    original = make_scan(lines, language)
+    original.save(source)
+    boxes = [block.box for block in extract(source, source=language).blocks]
+    out = translate_document(source, tmp_path / "letter.fra_Latn.png", upper_keeping_tags, options={"source": language})
+    translated = Image.open(out)
+    assert translated.size == original.size and translated.mode == "RGB"
+    before, after = np.asarray(original), np.asarray(translated)
+    keep = outside(boxes, before.shape)
+    assert np.array_equal(before[keep], after[keep])  # the red square and the paper, byte for byte
+    assert not np.array_equal(before[~keep], after[~keep])
+    assert source.read_bytes() == open(source, "rb").read() and Image.open(source).size == original.size
+    if language == "eng_Latn":  # the translation (upper case) is read again where the text was
+        again = Reader("eng_Latn").read(translated)
+        assert "OLD TOWN" in " ".join(b.text for b in again)
+        left, top, right, bottom = boxes[0]
+        x0, y0, x1, y1 = again[0].box
+        assert left - 5 <= x0 and top - 5 <= y0 and y0 < bottom
+
+
+def test_a_picture_that_decodes_too_large_is_refused_in_one_line(tmp_path):
+    bomb = tmp_path / "bomb.png"
+    Image.new("1", (12000, 12000)).save(bomb)  # 144 megapixels in a few kilobytes
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(DocumentError, match=r"^the picture is 12000 x 12000 pixels; the limit is 100 megapixels"):
+        translate_document(bomb, tmp_path / "bomb.fra_Latn.png", upper_keeping_tags, options={"source": "eng_Latn"})
+    assert not (tmp_path / "bomb.fra_Latn.png").exists()
+
+
+def test_not_a_picture_and_no_text_are_one_line_each(tmp_path):
+    fake = tmp_path / "photo.jpg"
+    fake.write_bytes(b"not a JPEG at all")
+    with pytest.raises(DocumentError, match="^not a picture Pillow can read"):
+        translate_document(fake, tmp_path / "out.png", upper_keeping_tags, options={"source": "eng_Latn"})
+    blank = tmp_path / "blank.png"
+    Image.new("RGB", (400, 300), BACKGROUND).save(blank)
+    with pytest.raises(DocumentError, match=r"^no text to translate \(OCR found no text in the picture\)$"):
+        translate_document(blank, tmp_path / "blank.fra_Latn.png", upper_keeping_tags, options={"source": "eng_Latn"})
+
+
+def test_dragoman_translate_reads_a_picture_with_the_real_engine(tiny_checkpoint, tmp_path, capsys):
+    source = tmp_path / "sign.jpg"
+    make_scan(ENGLISH, "eng_Latn").save(source, quality=95)
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
+            "--dtype", "float32", "--beams", "1", "--max-length", "12", str(source)]
+    assert main(args) == 0
+    out = tmp_path / "sign.fra_Latn.png"
+    assert str(out) in capsys.readouterr().out
+    assert Image.open(out).size == Image.open(source).size

@@ -4,9 +4,10 @@ PDF out (the default): pikepdf opens and checks the file (see `open_checked`), p
 each page's text as blocks with pdfminer.six, pdf_write.py replaces each translated block's text in
 place. A sentence that runs from one block into the next (into the next column, onto the next page)
 is one segment; its translation is shared among the blocks by their lengths. With `bilingual`,
-each original page is followed by its translation (STEM.<to>.bilingual.pdf). A PDF whose pages are
-only images (a scan, with or without an invisible OCR layer) has no text to translate and is
-refused as such.
+each original page is followed by its translation (STEM.<to>.bilingual.pdf). A page without text
+that is a picture (a scan) is read by OCR (ocr.py, in the `source` language): its blocks are covered
+in their background colour and their translations set in their place, the picture untouched
+(`read_scans`). A PDF whose only text is an invisible OCR layer over scans is refused as such.
 
 Text out (`pdf_as="text"`, STEM.<to>.txt): pypdf extracts each page's text; lines are joined into
 paragraphs (a hyphen at a line end joins the word), pages are separated by a blank line and a form
@@ -31,12 +32,12 @@ from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.text import SlotDocument
 
 EXTENSIONS = (".pdf",)
-OPTIONS = ("pdf_as", "bilingual")
+OPTIONS = ("pdf_as", "bilingual", "source")
 MAX_PAGES = 5000
 MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflated
 MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
 MAX_PAGE_CONTENT_BYTES = 16 * 1024 * 1024  # a page's content streams, decoded: a dense map page holds a few MiB
-SCANNED = "no text to translate: the pages are images; OCR is not supported yet"
+SCAN_COVER = 0.5  # a page without text whose largest picture covers this share of it is a scan, read by OCR
 SCANNED_WITH_OCR = ("no text to translate: the pages are images under an invisible OCR text layer; "
                     "translating scans is not supported yet")
 
@@ -57,7 +58,7 @@ def _check_header(path: Path) -> None:
             raise DocumentError("not a PDF (it does not start with %PDF)")
 
 
-def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False) -> Document:
+def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: str = "auto") -> Document:
     _check_header(path)
     if pdf_as == "text":
         return _extract_text(path)
@@ -82,14 +83,59 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False) -> Documen
             if page.blocks and show_strings(pdf.pages[page.index]) != page.shows:
                 for block in page.blocks:  # its text operators could not be matched: its text stays as it is
                     block.translate = False
-        if not any(page.blocks for page in pages):
-            raise DocumentError(SCANNED if any(page.images for page in pages) else "no text to translate (the PDF has no text)")
-        if all(block.invisible for page in pages for block in page.blocks):
+        if all(block.invisible for page in pages for block in page.blocks) and any(page.blocks for page in pages):
             raise DocumentError(SCANNED_WITH_OCR)
+        scans = [page for page in pages if not page.blocks and page.images]
+        if scans:
+            read_scans(pdf, scans, source)
+        if not any(page.blocks for page in pages):
+            raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if scans
+                                else "no text to translate (the PDF has no text)")
     except BaseException:
         pdf.close()
         raise
     return PdfDocument(pdf, data, pages, bilingual)
+
+
+def read_scans(pdf, pages, source: str) -> None:
+    """The blocks of text OCR finds in each scanned page (one without text, its largest picture
+    covering at least SCAN_COVER of it), in PDF coordinates, each to be covered in its background."""
+    import pikepdf
+
+    from dragoman.app.documents.ocr import Reader
+    from dragoman.app.documents.pdf_blocks import Block, Line
+    from dragoman.app.documents.picture import MAX_PIXELS
+
+    reader = Reader(source)
+    for page in pages:
+        pdf_page = pikepdf.Page(pdf.pages[page.index])
+        x0, y0, x1, y1 = (float(v) for v in pdf_page.mediabox)
+        xobjects = pdf_page.obj.get("/Resources", pikepdf.Dictionary()).get("/XObject", pikepdf.Dictionary())
+        images = [x for x in xobjects.values() if isinstance(x, pikepdf.Stream) and x.get("/Subtype") == pikepdf.Name.Image]
+        if not images or not page.figures:
+            continue
+        stream = max(images, key=lambda s: int(s.get("/Width", 0)) * int(s.get("/Height", 0)))
+        fx0, fy0, fx1, fy1 = max(page.figures, key=lambda f: (f[2] - f[0]) * (f[3] - f[1]))
+        if (fx1 - fx0) * (fy1 - fy0) < SCAN_COVER * (x1 - x0) * (y1 - y0):
+            continue
+        width, height = int(stream.get("/Width", 0)), int(stream.get("/Height", 0))
+        if width * height > MAX_PIXELS:
+            raise DocumentError(f"a scanned page is {width} x {height} pixels; the limit is {MAX_PIXELS // 10**6} megapixels")
+        most = 8 * width * height + 65536  # 16-bit RGBA and some: a stream that inflates to more is a bomb
+        if decoded_size(stream, most) > most:
+            raise DocumentError("a scanned page's picture inflates to more than its size says: a decompression bomb")
+        try:
+            image = pikepdf.PdfImage(stream).as_pil_image()
+        except (pikepdf.PdfError, NotImplementedError, ValueError, OSError) as e:
+            raise DocumentError(f"a scanned page's picture cannot be decoded ({e})".splitlines()[0]) from None
+        sx, sy = (fx1 - fx0) / image.width, (fy1 - fy0) / image.height
+        for found in reader.read(image):
+            left, top, right, bottom = found.box
+            size = found.line_height * sy * 0.8
+            line = Line([(found.text, (False, False), None)], fx0 + left * sx, fy1 - bottom * sy,
+                        fx0 + right * sx, fy1 - top * sy, size, fy1 - bottom * sy + 0.25 * size)
+            page.blocks.append(Block(page.index, [line], color=tuple(v / 255 for v in found.ink),
+                                     align="right" if found.rtl else "left", cover=tuple(v / 255 for v in found.background)))
 
 
 def open_checked(path: Path):

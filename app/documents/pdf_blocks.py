@@ -75,6 +75,7 @@ class Block:
     invisible: bool = False  # drawn invisibly (text render mode 3): a scan's OCR layer
     serif: bool = False  # most of its letters are in a serif face
     fonts: dict = field(default_factory=dict)  # (bold, italic) -> SourceFont of most of its letters in that style
+    cover: tuple = ()  # RGB 0..1: read by OCR from a scan, its place is filled with this colour before its translation is set
 
     @property
     def bbox(self) -> tuple[float, float, float, float]:

@@ -154,3 +154,44 @@ def test_dragoman_translate_reads_a_picture_with_the_real_engine(tiny_checkpoint
     out = tmp_path / "sign.fra_Latn.png"
     assert str(out) in capsys.readouterr().out
     assert Image.open(out).size == Image.open(source).size
+
+
+def make_scanned_pdf(path, scans):
+    """A PDF of A5 pages, each only a scan (a PNG) covering it, as a scanner's software makes them."""
+    from reportlab.lib.pagesizes import A5
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=A5)
+    for scan in scans:
+        c.drawImage(ImageReader(scan), 0, 0, width=A5[0], height=A5[1])
+        c.showPage()
+    c.save()
+
+
+def page_text_boxes(path):
+    """(text, bbox) of each text box pdfminer finds on each page of the PDF."""
+    from pdfminer.high_level import extract_pages
+    from pdfminer.layout import LTTextBox
+
+    return [[(box.get_text(), box.bbox) for box in page if isinstance(box, LTTextBox)] for page in extract_pages(path)]
+
+
+def test_a_scanned_pdf_is_read_by_ocr_and_its_translation_set_where_the_text_was(tmp_path):
+    import pikepdf
+
+    source = tmp_path / "scan.pdf"
+    make_scanned_pdf(source, [make_scan(ENGLISH + [""] * 6, "eng_Latn", seed=1), make_scan([""] * 8, "eng_Latn", seed=2)])
+    out = translate_document(source, tmp_path / "scan.fra_Latn.pdf", upper_keeping_tags, options={"source": "eng_Latn"})
+    with pikepdf.open(source) as before, pikepdf.open(out) as after:
+        assert len(after.pages) == 2 and [p.mediabox for p in after.pages] == [p.mediabox for p in before.pages]
+        for old, new in zip(before.pages, after.pages):  # each page's picture byte for byte
+            a, b = (page.Resources.XObject for page in (old, new))
+            assert [x.read_raw_bytes() for x in a.values()] == [x.read_raw_bytes() for x in b.values()]
+    boxes = page_text_boxes(out)
+    text, (x0, y0, x1, y1) = boxes[0][0]
+    assert "OLD TOWN" in text  # the English page's translation, at the top left where its text was
+    from reportlab.lib.pagesizes import A5
+
+    assert x0 < A5[0] * 0.15 and y1 > A5[1] * 0.75
+    assert boxes[1] == []  # a scan of a blank page: nothing read, nothing drawn

@@ -230,7 +230,7 @@ def test_bilingual_puts_each_original_page_before_its_translation(source, tmp_pa
     assert "The left column" in texts[2] and "T:THE LEFT COLUMN" in texts[3]
 
 
-def test_a_scanned_pdf_is_named_as_such(tmp_path):
+def test_a_blank_scan_and_a_scan_under_an_ocr_layer_are_named_as_such(tmp_path):
     path = tmp_path / "scan.pdf"
     c = canvas.Canvas(str(path), pagesize=A4)
     image = io.BytesIO()
@@ -241,7 +241,7 @@ def test_a_scanned_pdf_is_named_as_such(tmp_path):
     c.drawImage(ImageReader(image), 0, 0, W, H)
     c.showPage()
     c.save()
-    with pytest.raises(DocumentError, match="^no text to translate: the pages are images; OCR is not supported yet$"):
+    with pytest.raises(DocumentError, match=r"^no text to translate \(OCR found no text in the scanned pages\)$"):
         translate_document(path, tmp_path / "out.pdf", upper_keeping_tags)
     c = canvas.Canvas(str(path), pagesize=A4)  # the same with an OCR program's invisible text over it
     image.seek(0)

@@ -43,8 +43,9 @@ def open_picture(path: Path):
         if image.width * image.height > MAX_PIXELS:
             raise DocumentError(f"the picture is {image.width} x {image.height} pixels; the limit is "
                                 f"{MAX_PIXELS // 10**6} megapixels (a decompression bomb?)")
-        if getattr(image, "n_frames", 1) > 1:
-            raise DocumentError(f"a picture of {image.n_frames} pages or frames: only single pictures are read "
+        frames = getattr(image, "n_frames", 1)
+        if frames > 1:
+            raise DocumentError(f"a picture of {frames} pages or frames: only single pictures are read "
                                 "(a multi-page scan: make it a PDF)")
         image.load()
         return ImageOps.exif_transpose(image)

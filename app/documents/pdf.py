@@ -7,7 +7,8 @@ is one segment; its translation is shared among the blocks by their lengths. Wit
 each original page is followed by its translation (STEM.<to>.bilingual.pdf). A page without text
 that is a picture (a scan) is read by OCR (ocr.py, in the `source` language): its blocks are covered
 in their background colour and their translations set in their place, the picture untouched
-(`read_scans`). A PDF whose only text is an invisible OCR layer over scans is refused as such.
+(`read_scans`); a scan under an invisible OCR text layer is translated from that layer, its text
+covered in the picture's colours likewise.
 
 Text out (`pdf_as="text"`, STEM.<to>.txt): pypdf extracts each page's text; lines are joined into
 paragraphs (a hyphen at a line end joins the word), pages are separated by a blank line and a form
@@ -38,8 +39,6 @@ MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflate
 MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
 MAX_PAGE_CONTENT_BYTES = 16 * 1024 * 1024  # a page's content streams, decoded: a dense map page holds a few MiB
 SCAN_COVER = 0.5  # a page without text whose largest picture covers this share of it is a scan, read by OCR
-SCANNED_WITH_OCR = ("no text to translate: the pages are images under an invisible OCR text layer; "
-                    "translating scans is not supported yet")
 
 for _name in ("pypdf", "pdfminer", "fontTools"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
@@ -83,13 +82,10 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
             if page.blocks and show_strings(pdf.pages[page.index]) != page.shows:
                 for block in page.blocks:  # its text operators could not be matched: its text stays as it is
                     block.translate = False
-        if all(block.invisible for page in pages for block in page.blocks) and any(page.blocks for page in pages):
-            raise DocumentError(SCANNED_WITH_OCR)
-        scans = [page for page in pages if not page.blocks and page.images]
-        if scans:
-            read_scans(pdf, scans, source)
+        scanned = any(page.images and not page.blocks for page in pages)
+        read_scans(pdf, pages, source)
         if not any(page.blocks for page in pages):
-            raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if scans
+            raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if scanned
                                 else "no text to translate (the PDF has no text)")
     except BaseException:
         pdf.close()
@@ -98,44 +94,93 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
 
 
 def read_scans(pdf, pages, source: str) -> None:
-    """The blocks of text OCR finds in each scanned page (one without text, its largest picture
-    covering at least SCAN_COVER of it), in PDF coordinates, each to be covered in its background."""
+    """Scanned pages (their largest picture covering at least SCAN_COVER of them): one without text
+    gets the blocks OCR finds in its picture; one whose text is an invisible OCR layer has that
+    text translated, its blocks given the picture's colours there. Each such block's place is
+    covered in its background colour before its translation is set (`Block.cover`). An invisible
+    block on a page that is not a scan stays as it is."""
+    reader = None
+    for page in pages:
+        hidden = [block for block in page.blocks if block.invisible and block.translate]
+        if page.blocks and not hidden:
+            continue
+        scan = _scan(pdf, page)
+        if scan is None:
+            for block in hidden:
+                block.translate = False
+            continue
+        image, placement = scan
+        if hidden:
+            _colour_hidden(hidden, image, placement)
+        elif page.images:
+            if reader is None:
+                from dragoman.app.documents.ocr import Reader
+
+                reader = Reader(source)
+            _read_scan(page, reader, image, placement)
+
+
+def _scan(pdf, page):
+    """(the page's picture decoded, its place on the page in pdfminer's coordinates) where the page is
+    a scan, else None. The picture's size is checked before it is decoded."""
     import pikepdf
 
-    from dragoman.app.documents.ocr import Reader
-    from dragoman.app.documents.pdf_blocks import Block, Line
     from dragoman.app.documents.picture import MAX_PIXELS
 
-    reader = Reader(source)
-    for page in pages:
-        pdf_page = pikepdf.Page(pdf.pages[page.index])
-        x0, y0, x1, y1 = (float(v) for v in pdf_page.mediabox)
-        xobjects = pdf_page.obj.get("/Resources", pikepdf.Dictionary()).get("/XObject", pikepdf.Dictionary())
-        images = [x for x in xobjects.values() if isinstance(x, pikepdf.Stream) and x.get("/Subtype") == pikepdf.Name.Image]
-        if not images or not page.figures:
-            continue
-        stream = max(images, key=lambda s: int(s.get("/Width", 0)) * int(s.get("/Height", 0)))
-        fx0, fy0, fx1, fy1 = max(page.figures, key=lambda f: (f[2] - f[0]) * (f[3] - f[1]))
-        if (fx1 - fx0) * (fy1 - fy0) < SCAN_COVER * (x1 - x0) * (y1 - y0):
-            continue
-        width, height = int(stream.get("/Width", 0)), int(stream.get("/Height", 0))
-        if width * height > MAX_PIXELS:
-            raise DocumentError(f"a scanned page is {width} x {height} pixels; the limit is {MAX_PIXELS // 10**6} megapixels")
-        most = 8 * width * height + 65536  # 16-bit RGBA and some: a stream that inflates to more is a bomb
-        if decoded_size(stream, most) > most:
-            raise DocumentError("a scanned page's picture inflates to more than its size says: a decompression bomb")
-        try:
-            image = pikepdf.PdfImage(stream).as_pil_image()
-        except (pikepdf.PdfError, NotImplementedError, ValueError, OSError) as e:
-            raise DocumentError(f"a scanned page's picture cannot be decoded ({e})".splitlines()[0]) from None
-        sx, sy = (fx1 - fx0) / image.width, (fy1 - fy0) / image.height
-        for found in reader.read(image):
-            left, top, right, bottom = found.box
-            size = found.line_height * sy * 0.8
-            line = Line([(found.text, (False, False), None)], fx0 + left * sx, fy1 - bottom * sy,
-                        fx0 + right * sx, fy1 - top * sy, size, fy1 - bottom * sy + 0.25 * size)
-            page.blocks.append(Block(page.index, [line], color=tuple(v / 255 for v in found.ink),
-                                     align="right" if found.rtl else "left", cover=tuple(v / 255 for v in found.background)))
+    pdf_page = pikepdf.Page(pdf.pages[page.index])
+    x0, y0, x1, y1 = (float(v) for v in pdf_page.mediabox)
+    xobjects = pdf_page.obj.get("/Resources", pikepdf.Dictionary()).get("/XObject", pikepdf.Dictionary())
+    images = [x for x in xobjects.values() if isinstance(x, pikepdf.Stream) and x.get("/Subtype") == pikepdf.Name.Image]
+    if not images or not page.figures:
+        return None
+    stream = max(images, key=lambda s: int(s.get("/Width", 0)) * int(s.get("/Height", 0)))
+    placement = max(page.figures, key=lambda f: (f[2] - f[0]) * (f[3] - f[1]))
+    fx0, fy0, fx1, fy1 = placement
+    if (fx1 - fx0) * (fy1 - fy0) < SCAN_COVER * (x1 - x0) * (y1 - y0):
+        return None
+    width, height = int(stream.get("/Width", 0)), int(stream.get("/Height", 0))
+    if width * height > MAX_PIXELS:
+        raise DocumentError(f"a scanned page is {width} x {height} pixels; the limit is {MAX_PIXELS // 10**6} megapixels")
+    most = 8 * width * height + 65536  # 16-bit RGBA and some: a stream that inflates to more is a bomb
+    if decoded_size(stream, most) > most:
+        raise DocumentError("a scanned page's picture inflates to more than its size says: a decompression bomb")
+    try:
+        image = pikepdf.PdfImage(stream).as_pil_image()
+    except (pikepdf.PdfError, NotImplementedError, ValueError, OSError) as e:
+        raise DocumentError(f"a scanned page's picture cannot be decoded ({e})".splitlines()[0]) from None
+    return image.convert("RGB"), placement
+
+
+def _read_scan(page, reader, image, placement) -> None:
+    from dragoman.app.documents.pdf_blocks import Block, Line
+
+    fx0, fy0, fx1, fy1 = placement
+    sx, sy = (fx1 - fx0) / image.width, (fy1 - fy0) / image.height
+    for found in reader.read(image):
+        left, top, right, bottom = found.box
+        size = found.line_height * sy * 0.8
+        line = Line([(found.text, (False, False), None)], fx0 + left * sx, fy1 - bottom * sy,
+                    fx0 + right * sx, fy1 - top * sy, size, fy1 - bottom * sy + 0.25 * size)
+        page.blocks.append(Block(page.index, [line], color=tuple(v / 255 for v in found.ink),
+                                 align="right" if found.rtl else "left", cover=tuple(v / 255 for v in found.background)))
+
+
+def _colour_hidden(blocks, image, placement) -> None:
+    """The colours of the picture under each block of an invisible OCR layer: its background (what
+    covers it) and its ink (what the translation is set in)."""
+    import numpy as np
+
+    from dragoman.app.documents.ocr import colours
+
+    fx0, fy0, fx1, fy1 = placement
+    sx, sy = image.width / (fx1 - fx0), image.height / (fy1 - fy0)
+    pixels = np.asarray(image)
+    for block in blocks:
+        x0, y0, x1, y1 = block.bbox
+        box = (max(int((x0 - fx0) * sx), 0), max(int((fy1 - y1) * sy), 0),
+               min(int((x1 - fx0) * sx) + 1, image.width), min(int((fy1 - y0) * sy) + 1, image.height))
+        background, ink = colours(pixels, box)
+        block.cover, block.color = tuple(v / 255 for v in background), tuple(v / 255 for v in ink)
 
 
 def open_checked(path: Path):

@@ -1,6 +1,7 @@
 """OCR of pictures and scans made here: text drawn with Pillow in Noto fonts (English, Arabic,
 Chinese), turned a little and noised, read by the system's Tesseract, translated and drawn back."""
 
+import re
 import subprocess
 
 import numpy as np
@@ -195,3 +196,36 @@ def test_a_scanned_pdf_is_read_by_ocr_and_its_translation_set_where_the_text_was
 
     assert x0 < A5[0] * 0.15 and y1 > A5[1] * 0.75
     assert boxes[1] == []  # a scan of a blank page: nothing read, nothing drawn
+
+
+def test_a_scan_under_an_invisible_ocr_layer_is_translated_from_that_layer(tmp_path):
+    import io
+
+    import pikepdf
+    from reportlab.lib.pagesizes import A5
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    scan = make_scan(ENGLISH + [""] * 6, "eng_Latn", angle=0)
+    source = tmp_path / "searchable.pdf"
+    c = canvas.Canvas(str(source), pagesize=A5)
+    c.drawImage(ImageReader(scan), 0, 0, width=A5[0], height=A5[1])
+    scale = A5[0] / scan.width
+    for number, line in enumerate(ENGLISH):  # where an OCR program puts its words: over the picture's
+        text = c.beginText(80 * scale, A5[1] - (60 + 70 * number + 40) * scale)
+        text.setTextRenderMode(3)
+        text.setFont("Helvetica", 40 * scale)
+        text.textLine(line)
+        c.drawText(text)
+    c.showPage()
+    c.save()
+    out = translate_document(source, tmp_path / "searchable.fra_Latn.pdf", upper_keeping_tags)
+    with pikepdf.open(source) as before, pikepdf.open(out) as after:
+        a, b = before.pages[0].Resources.XObject, after.pages[0].Resources.XObject
+        assert [x.read_raw_bytes() for x in a.values()] == [x.read_raw_bytes() for x in b.values() if x.Subtype == "/Image"]
+        content = after.pages[0].Contents.read_bytes()
+    (text, bbox), *rest = page_text_boxes(out)[0]
+    assert "OLD TOWN" in text and "old town" not in text  # the hidden words gone, their translation shown
+    cover = re.search(rb"q ([\d.]+) ([\d.]+) ([\d.]+) rg [\d. -]+ re f Q", content)
+    assert cover and all(abs(float(v) * 255 - w) < 12 for v, w in zip(cover.groups(), BACKGROUND))
+    assert bbox[0] < 80 * scale + 5 and bbox[3] > A5[1] - 140 * scale

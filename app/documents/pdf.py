@@ -26,6 +26,7 @@ import logging
 import re
 import zlib
 from pathlib import Path
+from typing import Callable
 
 from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
 from dragoman.app.documents.safety import DocumentError, check_file
@@ -33,7 +34,7 @@ from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.text import SlotDocument
 
 EXTENSIONS = (".pdf",)
-OPTIONS = ("pdf_as", "bilingual", "source")
+OPTIONS = ("pdf_as", "bilingual", "source", "reading")
 MAX_PAGES = 5000
 MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflated
 MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
@@ -57,7 +58,8 @@ def _check_header(path: Path) -> None:
             raise DocumentError("not a PDF (it does not start with %PDF)")
 
 
-def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: str = "auto") -> Document:
+def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: str = "auto",
+            reading: Callable[[int, int], None] | None = None) -> Document:
     _check_header(path)
     if pdf_as == "text":
         return _extract_text(path)
@@ -83,7 +85,7 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
                 for block in page.blocks:  # its text operators could not be matched: its text stays as it is
                     block.translate = False
         scanned = any(page.images and not page.blocks for page in pages)
-        read_scans(pdf, pages, source)
+        read_scans(pdf, pages, source, reading)
         if not any(page.blocks for page in pages):
             raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if scanned
                                 else "no text to translate (the PDF has no text)")
@@ -93,13 +95,16 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
     return PdfDocument(pdf, data, pages, bilingual)
 
 
-def read_scans(pdf, pages, source: str) -> None:
+def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | None = None) -> None:
     """Scanned pages (their largest picture covering at least SCAN_COVER of them): one without text
     gets the blocks OCR finds in its picture; one whose text is an invisible OCR layer has that
     text translated, its blocks given the picture's colours there. Each such block's place is
     covered in its background colour before its translation is set (`Block.cover`). An invisible
-    block on a page that is not a scan stays as it is."""
+    block on a page that is not a scan stays as it is. `reading(done, total)` follows the pages OCR reads."""
     reader = None
+    unread = [page for page in pages if not page.blocks and page.images]
+    if reading is not None and unread:
+        reading(0, len(unread))
     for page in pages:
         hidden = [block for block in page.blocks if block.invisible and block.translate]
         if page.blocks and not hidden:
@@ -118,6 +123,8 @@ def read_scans(pdf, pages, source: str) -> None:
 
                 reader = Reader(source)
             _read_scan(page, reader, image, placement)
+        if reading is not None and page in unread:
+            reading(unread.index(page) + 1, len(unread))
 
 
 def _scan(pdf, page):

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Callable
 
 from dragoman.app.documents.ocr import Reader, TextBlock, is_cjk, is_rtl
 from dragoman.app.documents.safety import DocumentError, check_file
 from dragoman.app.documents.segments import Document, Run, Segment
 
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff")
-OPTIONS = ("source",)
+OPTIONS = ("source", "reading")
 MAX_PIXELS = 100_000_000  # an A3 page at 600 dpi is 70 megapixels
 MIN_TEXT_PIXELS = 6  # the smallest size a translation is drawn at
 FILL_PAD = 2  # pixels around a block's box that its fill covers too (antialiased edges of the letters)
@@ -57,10 +58,14 @@ def open_picture(path: Path):
         raise DocumentError(f"corrupt or unreadable picture ({e})".splitlines()[0]) from None
 
 
-def extract(path: Path, source: str = "auto") -> Document:
+def extract(path: Path, source: str = "auto", reading: Callable[[int, int], None] | None = None) -> Document:
     image = open_picture(path)
     reader = Reader(source)
+    if reading is not None:
+        reading(0, 1)
     blocks = reader.read(image)
+    if reading is not None:
+        reading(1, 1)
     if not blocks:
         raise DocumentError("no text to translate (OCR found no text in the picture)")
     return PictureDocument(image, blocks)

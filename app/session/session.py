@@ -31,7 +31,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from dragoman.app.documents import translate_document
+from dragoman.app.documents import Cancelled, translate_document
 from dragoman.app.session import detect
 from dragoman.app.session.confidence import doubts
 from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport, open_cache, open_memory
@@ -327,6 +327,13 @@ class TranslationSession:
             if report is not None:
                 report.proportional += 1
 
+        def reading(done: int, total: int) -> None:
+            """Pages read by OCR: progress counts them until the sentences' count takes over; a stop ends the reading."""
+            if should_stop is not None and should_stop():
+                raise Cancelled()
+            if progress is not None:
+                progress(done, total)
+
         return translate_document(
             job.source_path,
             job.output_path,
@@ -339,6 +346,7 @@ class TranslationSession:
             options={**job.document_options, "source": job.source},  # the language OCR reads in scans
             proportional=proportional,
             note=report.notes.append if report is not None else None,
+            reading=reading,
         )
 
     def _document_batches(

@@ -229,3 +229,51 @@ def test_a_scan_under_an_invisible_ocr_layer_is_translated_from_that_layer(tmp_p
     cover = re.search(rb"q ([\d.]+) ([\d.]+) ([\d.]+) rg [\d. -]+ re f Q", content)
     assert cover and all(abs(float(v) * 255 - w) < 12 for v, w in zip(cover.groups(), BACKGROUND))
     assert bbox[0] < 80 * scale + 5 and bbox[3] > A5[1] - 140 * scale
+
+
+def test_reading_scans_reports_each_page_and_a_stop_ends_it_with_nothing_written(tmp_path):
+    from dragoman.app.documents import Cancelled
+
+    source = tmp_path / "two.pdf"
+    make_scanned_pdf(source, [make_scan(ENGLISH + [""] * 6, "eng_Latn", seed=1), make_scan(ENGLISH[::-1] + [""] * 6, "eng_Latn", seed=3)])
+    pages = []
+    translate_document(source, tmp_path / "two.fra_Latn.pdf", upper_keeping_tags, options={"source": "eng_Latn"},
+                       reading=lambda done, total: pages.append((done, total)))
+    assert pages == [(0, 2), (1, 2), (2, 2)]
+
+    def stop_after_one(done, total):
+        if done == 1:
+            raise Cancelled()
+
+    with pytest.raises(Cancelled):
+        translate_document(source, tmp_path / "stopped.pdf", upper_keeping_tags, options={"source": "eng_Latn"},
+                           reading=stop_after_one)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two.fra_Latn.pdf", "two.pdf"]
+    pictured = []
+    picture = tmp_path / "one.png"
+    make_scan(ENGLISH, "eng_Latn").save(picture)
+    translate_document(picture, tmp_path / "one.fra_Latn.png", upper_keeping_tags, options={"source": "eng_Latn"},
+                       reading=lambda done, total: pictured.append((done, total)))
+    assert pictured == [(0, 1), (1, 1)]
+
+
+def test_a_picture_through_the_session_counts_its_reading_then_its_sentences_and_stops_before_the_engine(
+        translator, tmp_path, monkeypatch):
+    from dragoman.app.documents import Cancelled
+    from dragoman.app.session.jobs import DocumentJob
+    from dragoman.app.session.session import TranslationSession
+
+    picture = tmp_path / "note.png"
+    make_scan(ENGLISH, "eng_Latn").save(picture)
+    job = DocumentJob(picture, tmp_path / "note.fra_Latn.png", "eng_Latn", "fra_Latn", options={"max_length": 12})
+    progress = []
+    TranslationSession(translator, None).translate_document(job, progress=lambda done, total: progress.append((done, total)))
+    assert progress[:2] == [(0, 1), (1, 1)] and progress[-1][0] == progress[-1][1] >= 2  # pages, then sentences
+    assert Image.open(job.output_path).size == Image.open(picture).size
+
+    calls = []
+    monkeypatch.setattr(translator, "translate", lambda *a, **k: calls.append(a))
+    stopped = DocumentJob(picture, tmp_path / "stopped.png", "eng_Latn", "fra_Latn")
+    with pytest.raises(Cancelled):
+        TranslationSession(translator, None).translate_document(stopped, should_stop=lambda: True)
+    assert not calls and not stopped.output_path.exists()

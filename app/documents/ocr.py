@@ -55,6 +55,9 @@ TESSERACT_SCRIPTS = {
     "Kannada": "Knda", "Malayalam": "Mlym", "Gujarati": "Gujr", "Gurmukhi": "Guru", "Oriya": "Orya",
     "Sinhala": "Sinh", "Khmer": "Khmr", "Lao": "Laoo", "Myanmar": "Mymr", "Tibetan": "Tibt",
 }
+LEADING = 1.2  # baseline to baseline, in ems: what a block's lines are taken to be set at
+LINE_BOX = 0.9  # the height of a line's ink, in ems
+COLUMN_GAP = 1.5  # a gap between words this many line heights wide may part two columns
 MIN_CONFIDENCE = 40  # a block Tesseract is less sure of than this (mean over its words) is a picture's texture, not text
 SENTENCE_END = re.compile(r"[.!?:;…。！？；؟]['\"’”」』)]*$")
 CJK = ("\u2e80", "\u9fff")  # CJK characters: no space between them where a line breaks
@@ -71,6 +74,15 @@ class TextBlock:
     background: tuple[int, int, int]  # RGB
     ink: tuple[int, int, int]
     rtl: bool = False
+
+    @property
+    def size(self) -> float:
+        """The text's size in pixels (an em), as near as the boxes tell: lines LEADING apart, a line's box
+        (ascenders to descenders, which not every line has) about LINE_BOX of the size."""
+        height = self.box[3] - self.box[1]
+        if self.lines > 1:
+            return height / ((self.lines - 1) * LEADING + LINE_BOX)
+        return self.line_height / LINE_BOX
 
 
 @lru_cache(maxsize=1)
@@ -142,7 +154,7 @@ class Reader:
                 last = key
             paragraphs[-1].setdefault((*key, data["line_num"][i]), []).append(i)
         blocks = []
-        for lines in paragraphs:
+        for lines in (part for paragraph in paragraphs for part in _columns(paragraph, data)):
             words = [i for line in lines.values() for i in line]
             if statistics.mean(float(data["conf"][i]) for i in words) < MIN_CONFIDENCE:
                 continue
@@ -167,6 +179,31 @@ class Reader:
         from dragoman.app.session.detect import detect_language
 
         return detect_language("\n".join(block.text for block in blocks))
+
+
+def _columns(lines: dict, data: dict) -> list[dict]:
+    """A paragraph cut into columns where Tesseract ran its lines across them (two columns of text, a
+    table's cells): at an x that every line either leaves a gap of COLUMN_GAP line heights at or lies
+    wholly on one side of, and that at least one line has text on both sides of; left column first."""
+    def left(i):
+        return data["left"][i]
+
+    def right(i):
+        return data["left"][i] + data["width"][i]
+
+    candidates = []
+    for words in lines.values():
+        ordered = sorted(words, key=left)
+        height = statistics.median(data["height"][i] for i in words)
+        candidates += [(right(a) + left(b)) / 2 for a, b in zip(ordered, ordered[1:]) if left(b) - right(a) > COLUMN_GAP * height]
+    for x in candidates:
+        if all(right(i) < x or left(i) > x for words in lines.values() for i in words):
+            sides: tuple[dict, dict] = ({}, {})
+            for key, words in lines.items():
+                for i in words:
+                    sides[left(i) > x].setdefault(key, []).append(i)
+            return [part for side in sides for part in _columns(side, data)]
+    return [lines]
 
 
 def _recognise(image, model: str) -> dict:

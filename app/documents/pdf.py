@@ -159,15 +159,18 @@ def _scan(pdf, page):
 
 
 def _read_scan(page, reader, image, placement) -> None:
+    from dragoman.app.documents.ocr import LEADING
     from dragoman.app.documents.pdf_blocks import Block, Line
 
     fx0, fy0, fx1, fy1 = placement
     sx, sy = (fx1 - fx0) / image.width, (fy1 - fy0) / image.height
     for found in reader.read(image):
         left, top, right, bottom = found.box
-        size = found.line_height * sy * 0.8
-        line = Line([(found.text, (False, False), None)], fx0 + left * sx, fy1 - bottom * sy,
-                    fx0 + right * sx, fy1 - top * sy, size, fy1 - bottom * sy + 0.25 * size)
+        size = found.size * sy
+        # the box as the writer sets lines in it: from the first line's top, `lines` lines LEADING apart
+        y1 = fy1 - top * sy + 0.1 * size
+        y0 = min(fy1 - bottom * sy, y1 - found.lines * LEADING * size)
+        line = Line([(found.text, (False, False), None)], fx0 + left * sx, y0, fx0 + right * sx, y1, size, y0 + 0.25 * size)
         page.blocks.append(Block(page.index, [line], color=tuple(v / 255 for v in found.ink),
                                  align="right" if found.rtl else "left", cover=tuple(v / 255 for v in found.background)))
 

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-from dragoman.app.documents.ocr import Reader, TextBlock, is_cjk, is_rtl
+from dragoman.app.documents.ocr import LEADING, LINE_BOX, Reader, TextBlock, is_cjk, is_rtl
 from dragoman.app.documents.safety import DocumentError, check_file
 from dragoman.app.documents.segments import Document, Run, Segment
 
@@ -104,9 +104,9 @@ def draw_translations(image, blocks: list[TextBlock], texts: list[str]) -> None:
         draw.rectangle(box, fill=_colour(image, block.background))
         letter = next((ch for ch in text if ch.isalpha()), text[0])
         face = fonts.face_for(letter, (False, False))
-        font, lines = _fit(text, face, right - left, bottom - top, block.line_height)
+        font, lines = _fit(text, face, right - left, bottom - top, block.size)
         rtl = is_rtl(text)
-        pitch = font.size * 1.25
+        pitch = font.size * LEADING
         for number, line in enumerate(lines):
             y = top + number * pitch
             if rtl:
@@ -115,16 +115,16 @@ def draw_translations(image, blocks: list[TextBlock], texts: list[str]) -> None:
                 draw.text((left, y), line, font=font, fill=_colour(image, block.ink), anchor="la")
 
 
-def _fit(text: str, face, width: int, height: int, line_height: float):
-    """(font, lines): the largest size, from the original's line height down, at which `text` broken into
-    lines fits `width` x `height`; at the smallest size the lines may run over the box's foot."""
+def _fit(text: str, face, width: int, height: int, size: float):
+    """(font, lines): the largest size, from the original's down, at which `text` broken into lines fits
+    `width` x `height`; at the smallest size the lines may run over the box's foot."""
     from PIL import ImageFont
 
-    size = max(int(line_height * 0.8), MIN_TEXT_PIXELS)
+    size = max(int(size), MIN_TEXT_PIXELS)
     while True:
         font = ImageFont.truetype(face.path, size, index=face.index)
         lines = _wrap(text, font, width)
-        if (len(lines) * size * 1.25 <= height + size * 0.3 and all(font.getlength(line) <= width for line in lines)) \
+        if ((len(lines) - 1) * LEADING * size + LINE_BOX * size <= height and all(font.getlength(line) <= width for line in lines)) \
                 or size <= MIN_TEXT_PIXELS:
             return font, lines
         size = max(int(size * 0.92), MIN_TEXT_PIXELS)

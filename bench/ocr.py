@@ -6,7 +6,8 @@ leaves it. Each engine reads it; the figures are its character error rate (edit 
 length of the true text, whitespace left out) and its time per page (the mean of `--pages` runs,
 the first, which loads the models, left out). Engines: Tesseract 5 (Debian's package, through
 pytesseract) with the page's language model, and RapidOCR (rapidocr-onnxruntime, the PP-OCRv4
-models in its wheel), which read Chinese and Latin letters only. docs/ocr.md keeps the figures.
+models in its wheel), which read Chinese and Latin letters only: `pip install rapidocr-onnxruntime`
+first (it is not a dependency of the app). docs/ocr.md keeps the figures.
 """
 
 from __future__ import annotations

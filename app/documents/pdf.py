@@ -85,46 +85,59 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
                 for block in page.blocks:  # its text operators could not be matched: its text stays as it is
                     block.translate = False
         scanned = any(page.images and not page.blocks for page in pages)
-        read_scans(pdf, pages, source, reading)
+        notes = read_scans(pdf, pages, source, reading)
         if not any(page.blocks for page in pages):
             raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if scanned
                                 else "no text to translate (the PDF has no text)")
     except BaseException:
         pdf.close()
         raise
-    return PdfDocument(pdf, data, pages, bilingual)
+    document = PdfDocument(pdf, data, pages, bilingual)
+    document.notes = notes
+    return document
 
 
-def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | None = None) -> None:
+def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | None = None) -> tuple[str, ...]:
     """Scanned pages (their largest picture covering at least SCAN_COVER of them): one without text
     gets the blocks OCR finds in its picture; one whose text is an invisible OCR layer has that
     text translated, its blocks given the picture's colours there. Each such block's place is
     covered in its background colour before its translation is set (`Block.cover`). An invisible
-    block on a page that is not a scan stays as it is. `reading(done, total)` follows the pages OCR reads."""
+    block on a page that is not a scan stays as it is. `reading(done, total)` follows the pages OCR reads.
+    Where OCR cannot read (no Tesseract, no model for the language's script) a PDF with text pages too
+    is translated without its scans, which the note returned says; one of scans alone is refused."""
     reader = None
-    unread = [page for page in pages if not page.blocks and page.images]
+    unreadable = ""  # why OCR cannot read here
+    unread = sum(1 for page in pages if not page.blocks and page.images)
+    done = 0
     if reading is not None and unread:
-        reading(0, len(unread))
+        reading(0, unread)
     for page in pages:
         hidden = [block for block in page.blocks if block.invisible and block.translate]
-        if page.blocks and not hidden:
-            continue
-        scan = _scan(pdf, page)
-        if scan is None:
-            for block in hidden:
-                block.translate = False
-            continue
-        image, placement = scan
         if hidden:
-            _colour_hidden(hidden, image, placement)
-        elif page.images:
-            if reader is None:
-                from dragoman.app.documents.ocr import Reader
+            scan = _scan(pdf, page)
+            for block in hidden if scan is None else ():
+                block.translate = False
+            if scan is not None:
+                _colour_hidden(hidden, *scan)
+            continue
+        if page.blocks or not page.images:
+            continue
+        scan = None if unreadable else _scan(pdf, page)
+        if scan is not None and reader is None:
+            from dragoman.app.documents.ocr import Reader
 
+            try:
                 reader = Reader(source)
-            _read_scan(page, reader, image, placement)
-        if reading is not None and page in unread:
-            reading(unread.index(page) + 1, len(unread))
+            except DocumentError as e:
+                if not any(p.blocks for p in pages):
+                    raise
+                unreadable = str(e)
+        if scan is not None and reader is not None:
+            _read_scan(page, reader, *scan)
+        done += 1
+        if reading is not None:
+            reading(done, unread)
+    return (f"{unread} page(s) of pictures without text left as they are: {unreadable}",) if unreadable else ()
 
 
 def _scan(pdf, page):

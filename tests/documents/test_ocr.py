@@ -277,3 +277,33 @@ def test_a_picture_through_the_session_counts_its_reading_then_its_sentences_and
     with pytest.raises(Cancelled):
         TranslationSession(translator, None).translate_document(stopped, should_stop=lambda: True)
     assert not calls and not stopped.output_path.exists()
+
+
+def test_without_tesseract_a_pdf_of_text_and_scans_is_translated_without_its_scans_which_a_note_says(tmp_path, monkeypatch):
+    import dragoman.app.documents.ocr as ocr
+    from reportlab.lib.pagesizes import A5
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    def absent():
+        raise DocumentError("reading pictures of text needs Tesseract OCR, which is not installed")
+
+    monkeypatch.setattr(ocr, "installed_models", absent)
+    source = tmp_path / "mixed.pdf"
+    c = canvas.Canvas(str(source), pagesize=A5)
+    c.setFont("Helvetica", 11)
+    c.drawString(40, 500, "A page of real text.")
+    c.showPage()
+    c.drawImage(ImageReader(make_scan(ENGLISH + [""] * 6, "eng_Latn")), 0, 0, width=A5[0], height=A5[1])
+    c.showPage()
+    c.save()
+    notes = []
+    out = translate_document(source, tmp_path / "mixed.fra_Latn.pdf", upper_keeping_tags,
+                             options={"source": "eng_Latn"}, note=notes.append)
+    assert notes == ["1 page(s) of pictures without text left as they are: reading pictures of text needs Tesseract OCR, which is not installed"]
+    first, second = page_text_boxes(out)
+    assert "A PAGE OF REAL TEXT." in first[0][0] and second == []
+    scan_only = tmp_path / "scan.pdf"
+    make_scanned_pdf(scan_only, [make_scan(ENGLISH, "eng_Latn")])
+    with pytest.raises(DocumentError, match="^reading pictures of text needs Tesseract OCR"):
+        translate_document(scan_only, tmp_path / "scan.fra_Latn.pdf", upper_keeping_tags, options={"source": "eng_Latn"})

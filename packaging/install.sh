@@ -3,7 +3,8 @@
 # Debian/Ubuntu's own Python (which refuses `pip install` outside one) and anywhere else:
 #   - on Debian/Ubuntu, the system libraries Qt needs on X11, the Noto fonts translated PDFs are
 #     drawn in, Tesseract OCR with its English model for scans and pictures of text (other languages:
-#     tesseract-ocr-LANG, or DRAGOMAN_OCR="ara chi-sim ..."), and python3-venv (apt: directly as
+#     tesseract-ocr-LANG, or DRAGOMAN_OCR="ara chi-sim ..."), jbig2dec (the JBIG2 pictures of
+#     scanned PDFs), and python3-venv (apt: directly as
 #     root, through sudo otherwise);
 #   - the environment: as root /usr/local/lib/dragoman, else ~/.local/lib/dragoman (rebuilt on each
 #     run, so an update is the same command);
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 apt_packages="libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0
   libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libfontconfig1 libdbus-1-3 fontconfig fonts-noto-core
-  fonts-noto-cjk tesseract-ocr tesseract-ocr-eng python3-venv"
+  fonts-noto-cjk tesseract-ocr tesseract-ocr-eng jbig2dec python3-venv"
 for language in ${DRAGOMAN_OCR:-}; do
   apt_packages="$apt_packages tesseract-ocr-$language"
 done

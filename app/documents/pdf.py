@@ -166,8 +166,9 @@ def _scan(pdf, page):
         raise DocumentError("a scanned page's picture inflates to more than its size says: a decompression bomb")
     try:
         image = pikepdf.PdfImage(stream).as_pil_image()
-    except (pikepdf.PdfError, NotImplementedError, ValueError, OSError) as e:
-        raise DocumentError(f"a scanned page's picture cannot be decoded ({e})".splitlines()[0]) from None
+    except Exception as e:  # pikepdf's decoders raise kinds of their own (JBIG2 without jbig2dec: DependencyError)
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DocumentError(f"page {page.index + 1}: its scanned picture cannot be decoded ({reason})") from None
     return image.convert("RGB"), placement
 
 

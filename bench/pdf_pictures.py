@@ -6,6 +6,8 @@ Each picture is rendered with pypdfium2 from documents that go through the app's
   on a coloured band, a picture, a table, a link, a footer), into German and Arabic;
 - FOLDER/pdf-paper.png: a two-column paper page made here (title, abstract, headings, justified
   columns, a figure with its caption, a table, a footnote, a running header), into German;
+- FOLDER/scan-before-after.png: the brochure printed and scanned (rendered at 300 dpi, turned
+  0.8 degrees, noised, put in a PDF as a scanner does), read by OCR and translated into German;
 - FOLDER/pdf-form.png, with --form: page 1 of a real form, the 2010 IRS Form 1040 (a work of
   the US federal government, in the public domain; pdf.js keeps a filled-in copy as
   test/pdfs/prefilled_f1040.pdf), into a pseudo-translation.
@@ -250,6 +252,39 @@ def from_table(table: dict, column: int | None = None):
     return translate
 
 
+def make_scan(pdf: Path, path: Path) -> None:
+    """`pdf`'s first page as a scanner gives it back: a picture at 300 dpi, turned 0.8 degrees and
+    noised, filling a PDF page of the same size."""
+    import numpy as np
+    import pypdfium2
+    from PIL import Image
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    page = pypdfium2.PdfDocument(str(pdf))[0]
+    width, height = page.get_size()
+    image = page.render(scale=300 / 72).to_pil().convert("RGB")
+    image = image.rotate(0.8, resample=Image.BICUBIC, fillcolor=(250, 250, 248))
+    noise = np.random.default_rng(0).normal(0, 10, (image.height, image.width, 1))
+    image = Image.fromarray(np.clip(np.asarray(image, dtype=np.float64) + noise, 0, 255).astype(np.uint8))
+    c = canvas.Canvas(str(path), pagesize=(width, height))
+    c.drawImage(ImageReader(image), 0, 0, width=width, height=height)
+    c.showPage()
+    c.save()
+
+
+def nearest(table: dict, column: int):
+    """The translation of the table's sentence nearest each text (OCR misreads a letter here and
+    there); a text near none stays as it is."""
+    import difflib
+
+    def translate(texts: list[str]) -> list[str]:
+        found = [difflib.get_close_matches(t, list(table), n=1, cutoff=0.75) for t in texts]
+        return [table[m[0]][column] if m else t for t, m in zip(texts, found)]
+
+    return translate
+
+
 def side_by_side(pages: list[Path], out: Path, scale: float) -> None:
     """The first page of each PDF rendered, in a row on grey, saved as a PNG of 256 colours."""
     import pypdfium2
@@ -276,6 +311,10 @@ def main(folder: Path, form: Path | None) -> None:
             pages.append(translate_document(brochure, work / f"brochure.{target}.pdf", from_table(SENTENCES, column),
                                             target_script=target[4:]))
         side_by_side(pages, folder / "pdf-before-after.png", 1.6)
+        scan = work / "scan.pdf"
+        make_scan(brochure, scan)
+        german = translate_document(scan, work / "scan.deu_Latn.pdf", nearest(SENTENCES, 0), options={"source": "eng_Latn"})
+        side_by_side([scan, german], folder / "scan-before-after.png", 1.2)
         paper = work / "paper.pdf"
         make_paper(paper)
         german = translate_document(paper, work / "paper.deu_Latn.pdf", from_table(PAPER))

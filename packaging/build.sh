@@ -75,7 +75,7 @@ Architecture: $arch
 Maintainer: The Dragoman developers <dragoman@invalid>
 Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 Depends: $depends
-Recommends: fonts-noto-core
+Recommends: fonts-noto-core, tesseract-ocr, tesseract-ocr-eng, jbig2dec
 Suggests: fonts-noto-cjk
 Section: text
 Priority: optional

@@ -2,7 +2,10 @@
 # Install Dragoman from this checkout into a virtual environment of its own, so that it works on
 # Debian/Ubuntu's own Python (which refuses `pip install` outside one) and anywhere else:
 #   - on Debian/Ubuntu, the system libraries Qt needs on X11, the Noto fonts translated PDFs are
-#     drawn in, and python3-venv (apt: directly as root, through sudo otherwise);
+#     drawn in, Tesseract OCR with its English model for scans and pictures of text (other languages:
+#     tesseract-ocr-LANG, or DRAGOMAN_OCR="ara chi-sim ..."), jbig2dec (the JBIG2 pictures of
+#     scanned PDFs), and python3-venv (apt: directly as
+#     root, through sudo otherwise);
 #   - the environment: as root /usr/local/lib/dragoman, else ~/.local/lib/dragoman (rebuilt on each
 #     run, so an update is the same command);
 #   - PyTorch (the CPU build where pip finds one locally; PyPI's, with CUDA, elsewhere on Linux)
@@ -16,7 +19,10 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 apt_packages="libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0
   libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 libegl1 libfontconfig1 libdbus-1-3 fontconfig fonts-noto-core
-  fonts-noto-cjk python3-venv"
+  fonts-noto-cjk tesseract-ocr tesseract-ocr-eng jbig2dec python3-venv"
+for language in ${DRAGOMAN_OCR:-}; do
+  apt_packages="$apt_packages tesseract-ocr-$language"
+done
 
 if [ -n "${DRAGOMAN_PREFIX:-}" ]; then
   venv=$DRAGOMAN_PREFIX/venv

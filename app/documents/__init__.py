@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from dragoman.app.documents import docx, epub, html, markdown, odt, pdf, pptx, subtitles, text, xlsx
+from dragoman.app.documents import docx, epub, html, markdown, odt, pdf, picture, pptx, subtitles, text, xlsx
 from dragoman.app.documents.safety import DocumentError
 from dragoman.app.documents.segments import BATCH_SENTENCES, Cancelled, translate_segments
 
@@ -29,7 +29,7 @@ __all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported"
            "remove_stale_temporaries", "temporary_pattern", "translate_document"]
 
 FORMATS: dict[str, ModuleType] = {
-    ext: module for module in (text, markdown, html, subtitles, docx, pptx, xlsx, odt, epub, pdf) for ext in module.EXTENSIONS
+    ext: module for module in (text, markdown, html, subtitles, docx, pptx, xlsx, odt, epub, pdf, picture) for ext in module.EXTENSIONS
 }
 
 
@@ -64,12 +64,16 @@ def translate_document(
     options: dict | None = None,
     proportional: Callable[[str], None] | None = None,
     note: Callable[[str], None] | None = None,
+    reading: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop.
     `batch_sentences`: distinct sentences per `translate_batch` call (None: all in one). `options`:
-    document options; each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual).
+    document options; each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual; pictures
+    and scanned PDFs: source, the FLORES-200 code of the language OCR reads, or "auto").
     `proportional`: see `translate_segments`. `note(line)` receives, once the output is written,
-    each thing the user should know of it (the encoding it was read in or written in)."""
+    each thing the user should know of it (the encoding it was read in or written in).
+    `reading(done, total)` follows the pages OCR reads (pictures, scanned PDFs), before any
+    sentence is translated; it may raise Cancelled to stop there."""
     path, out_path = Path(path), Path(out_path)
     if out_path.resolve() == path.resolve():
         raise DocumentError("the output would replace the input")
@@ -77,7 +81,11 @@ def translate_document(
     if out_path.exists() and not overwrite:
         raise DocumentError(f"{out_path.name} already exists (use --overwrite to replace it)")
     module = format_for(path)
-    document = module.extract(path, **{k: v for k, v in (options or {}).items() if k in getattr(module, "OPTIONS", ())})
+    wanted = getattr(module, "OPTIONS", ())
+    arguments = {k: v for k, v in (options or {}).items() if k in wanted}
+    if reading is not None and "reading" in wanted:
+        arguments["reading"] = reading
+    document = module.extract(path, **arguments)
     try:
         translations = translate_segments(
             document.segments, translate_batch, source_script, target_script, progress, batch_sentences, proportional

@@ -4,9 +4,11 @@ PDF out (the default): pikepdf opens and checks the file (see `open_checked`), p
 each page's text as blocks with pdfminer.six, pdf_write.py replaces each translated block's text in
 place. A sentence that runs from one block into the next (into the next column, onto the next page)
 is one segment; its translation is shared among the blocks by their lengths. With `bilingual`,
-each original page is followed by its translation (STEM.<to>.bilingual.pdf). A PDF whose pages are
-only images (a scan, with or without an invisible OCR layer) has no text to translate and is
-refused as such.
+each original page is followed by its translation (STEM.<to>.bilingual.pdf). A page without text
+that is a picture (a scan) is read by OCR (ocr.py, in the `source` language): its blocks are covered
+in their background colour and their translations set in their place, the picture untouched
+(`read_scans`); a scan under an invisible OCR text layer is translated from that layer, its text
+covered in the picture's colours likewise.
 
 Text out (`pdf_as="text"`, STEM.<to>.txt): pypdf extracts each page's text; lines are joined into
 paragraphs (a hyphen at a line end joins the word), pages are separated by a blank line and a form
@@ -24,6 +26,7 @@ import logging
 import re
 import zlib
 from pathlib import Path
+from typing import Callable
 
 from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
 from dragoman.app.documents.safety import DocumentError, check_file
@@ -31,14 +34,12 @@ from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.text import SlotDocument
 
 EXTENSIONS = (".pdf",)
-OPTIONS = ("pdf_as", "bilingual")
+OPTIONS = ("pdf_as", "bilingual", "source", "reading")
 MAX_PAGES = 5000
 MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflated
 MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
 MAX_PAGE_CONTENT_BYTES = 16 * 1024 * 1024  # a page's content streams, decoded: a dense map page holds a few MiB
-SCANNED = "no text to translate: the pages are images; OCR is not supported yet"
-SCANNED_WITH_OCR = ("no text to translate: the pages are images under an invisible OCR text layer; "
-                    "translating scans is not supported yet")
+SCAN_COVER = 0.5  # a page without text whose largest picture covers this share of it is a scan, read by OCR
 
 for _name in ("pypdf", "pdfminer", "fontTools"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
@@ -57,7 +58,8 @@ def _check_header(path: Path) -> None:
             raise DocumentError("not a PDF (it does not start with %PDF)")
 
 
-def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False) -> Document:
+def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: str = "auto",
+            reading: Callable[[int, int], None] | None = None) -> Document:
     _check_header(path)
     if pdf_as == "text":
         return _extract_text(path)
@@ -82,14 +84,127 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False) -> Documen
             if page.blocks and show_strings(pdf.pages[page.index]) != page.shows:
                 for block in page.blocks:  # its text operators could not be matched: its text stays as it is
                     block.translate = False
+        scanned = any(page.images and not page.blocks for page in pages)
+        notes = read_scans(pdf, pages, source, reading)
         if not any(page.blocks for page in pages):
-            raise DocumentError(SCANNED if any(page.images for page in pages) else "no text to translate (the PDF has no text)")
-        if all(block.invisible for page in pages for block in page.blocks):
-            raise DocumentError(SCANNED_WITH_OCR)
+            raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if scanned
+                                else "no text to translate (the PDF has no text)")
     except BaseException:
         pdf.close()
         raise
-    return PdfDocument(pdf, data, pages, bilingual)
+    document = PdfDocument(pdf, data, pages, bilingual)
+    document.notes = notes
+    return document
+
+
+def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | None = None) -> tuple[str, ...]:
+    """Scanned pages (their largest picture covering at least SCAN_COVER of them): one without text
+    gets the blocks OCR finds in its picture; one whose text is an invisible OCR layer has that
+    text translated, its blocks given the picture's colours there. Each such block's place is
+    covered in its background colour before its translation is set (`Block.cover`). An invisible
+    block on a page that is not a scan stays as it is. `reading(done, total)` follows the pages OCR reads.
+    Where OCR cannot read (no Tesseract, no model for the language's script) a PDF with text pages too
+    is translated without its scans, which the note returned says; one of scans alone is refused."""
+    reader = None
+    unreadable = ""  # why OCR cannot read here
+    unread = sum(1 for page in pages if not page.blocks and page.images)
+    done = 0
+    if reading is not None and unread:
+        reading(0, unread)
+    for page in pages:
+        hidden = [block for block in page.blocks if block.invisible and block.translate]
+        if hidden:
+            scan = _scan(pdf, page)
+            for block in hidden if scan is None else ():
+                block.translate = False
+            if scan is not None:
+                _colour_hidden(hidden, *scan)
+            continue
+        if page.blocks or not page.images:
+            continue
+        scan = None if unreadable else _scan(pdf, page)
+        if scan is not None and reader is None:
+            from dragoman.app.documents.ocr import Reader
+
+            try:
+                reader = Reader(source)
+            except DocumentError as e:
+                if not any(p.blocks for p in pages):
+                    raise
+                unreadable = str(e)
+        if scan is not None and reader is not None:
+            _read_scan(page, reader, *scan)
+        done += 1
+        if reading is not None:
+            reading(done, unread)
+    return (f"{unread} page(s) of pictures without text left as they are: {unreadable}",) if unreadable else ()
+
+
+def _scan(pdf, page):
+    """(the page's picture decoded, its place on the page in pdfminer's coordinates) where the page is
+    a scan, else None. The picture's size is checked before it is decoded."""
+    import pikepdf
+
+    from dragoman.app.documents.picture import MAX_PIXELS
+
+    pdf_page = pikepdf.Page(pdf.pages[page.index])
+    x0, y0, x1, y1 = (float(v) for v in pdf_page.mediabox)
+    xobjects = pdf_page.obj.get("/Resources", pikepdf.Dictionary()).get("/XObject", pikepdf.Dictionary())
+    images = [x for x in xobjects.values() if isinstance(x, pikepdf.Stream) and x.get("/Subtype") == pikepdf.Name.Image]
+    if not images or not page.figures:
+        return None
+    stream = max(images, key=lambda s: int(s.get("/Width", 0)) * int(s.get("/Height", 0)))
+    placement = max(page.figures, key=lambda f: (f[2] - f[0]) * (f[3] - f[1]))
+    fx0, fy0, fx1, fy1 = placement
+    if (fx1 - fx0) * (fy1 - fy0) < SCAN_COVER * (x1 - x0) * (y1 - y0):
+        return None
+    width, height = int(stream.get("/Width", 0)), int(stream.get("/Height", 0))
+    if width * height > MAX_PIXELS:
+        raise DocumentError(f"a scanned page is {width} x {height} pixels; the limit is {MAX_PIXELS // 10**6} megapixels")
+    most = 8 * width * height + 65536  # 16-bit RGBA and some: a stream that inflates to more is a bomb
+    if decoded_size(stream, most) > most:
+        raise DocumentError("a scanned page's picture inflates to more than its size says: a decompression bomb")
+    try:
+        image = pikepdf.PdfImage(stream).as_pil_image()
+    except Exception as e:  # pikepdf's decoders raise kinds of their own (JBIG2 without jbig2dec: DependencyError)
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DocumentError(f"page {page.index + 1}: its scanned picture cannot be decoded ({reason})") from None
+    return image.convert("RGB"), placement
+
+
+def _read_scan(page, reader, image, placement) -> None:
+    from dragoman.app.documents.ocr import LEADING
+    from dragoman.app.documents.pdf_blocks import Block, Line
+
+    fx0, fy0, fx1, fy1 = placement
+    sx, sy = (fx1 - fx0) / image.width, (fy1 - fy0) / image.height
+    for found in reader.read(image):
+        left, top, right, bottom = found.box
+        size = found.size * sy
+        # the box as the writer sets lines in it: from the first line's top, `lines` lines LEADING apart
+        y1 = fy1 - top * sy + 0.1 * size
+        y0 = min(fy1 - bottom * sy, y1 - found.lines * LEADING * size)
+        line = Line([(found.text, (False, False), None)], fx0 + left * sx, y0, fx0 + right * sx, y1, size, y0 + 0.25 * size)
+        page.blocks.append(Block(page.index, [line], color=tuple(v / 255 for v in found.ink),
+                                 align="right" if found.rtl else "left", cover=tuple(v / 255 for v in found.background)))
+
+
+def _colour_hidden(blocks, image, placement) -> None:
+    """The colours of the picture under each block of an invisible OCR layer: its background (what
+    covers it) and its ink (what the translation is set in)."""
+    import numpy as np
+
+    from dragoman.app.documents.ocr import colours
+
+    fx0, fy0, fx1, fy1 = placement
+    sx, sy = image.width / (fx1 - fx0), image.height / (fy1 - fy0)
+    pixels = np.asarray(image)
+    for block in blocks:
+        x0, y0, x1, y1 = block.bbox
+        box = (max(int((x0 - fx0) * sx), 0), max(int((fy1 - y1) * sy), 0),
+               min(int((x1 - fx0) * sx) + 1, image.width), min(int((fy1 - y0) * sy) + 1, image.height))
+        background, ink = colours(pixels, box)
+        block.cover, block.color = tuple(v / 255 for v in background), tuple(v / 255 for v in ink)
 
 
 def open_checked(path: Path):

@@ -12,9 +12,9 @@ Each character remembers which text-showing operator of the page's content strea
 n-th `Tj`/`TJ`/`'`/`"` of the page) and which glyph of it, so the writer can remove a block's text.
 A block is kept as it is (not translated) when it has no letters, is a URL, is code (monospaced),
 is set in math fonts, has characters whose text the PDF does not give (no ToUnicode), is not
-upright, is drawn invisibly or as a clipping path, or shares an operator it cannot be cut out of
-with a kept block. List markers and a table of contents' leaders stay out of the translation.
-Text inside form XObjects is not seen here and stays untouched. A translated block remembers the
+upright, is drawn as a clipping path (or invisibly, unless over a scan: pdf.py), or shares an
+operator it cannot be cut out of with a kept block. List markers and a table of contents' leaders
+stay out of the translation. Text inside form XObjects is not seen here and stays untouched. A translated block remembers the
 embedded font program its letters of each style are drawn in (`SourceFont`), for the writer.
 """
 
@@ -75,6 +75,7 @@ class Block:
     invisible: bool = False  # drawn invisibly (text render mode 3): a scan's OCR layer
     serif: bool = False  # most of its letters are in a serif face
     fonts: dict = field(default_factory=dict)  # (bold, italic) -> SourceFont of most of its letters in that style
+    cover: tuple = ()  # RGB 0..1: read by OCR from a scan, its place is filled with this colour before its translation is set
 
     @property
     def bbox(self) -> tuple[float, float, float, float]:
@@ -226,7 +227,8 @@ def read_pages(data: bytes) -> list[Page]:
             vertical = textstate.font is not None and textstate.font.is_vertical()
             invisible = textstate.render in (3, 7)  # an OCR layer over a scan
             clipping = textstate.render >= 4  # its glyphs clip what is drawn after them
-            self.current = -1 if vertical or invisible or clipping else len(self.shows)  # all kept as they are
+            # vertical and clipping text kept as it is; invisible text (an OCR layer) translated over a scan only (pdf.py)
+            self.current = -1 if vertical or clipping else len(self.shows)
             self.invisible = invisible
             self.glyph = 0
             self.shows.append(tuple(s for s in seq if isinstance(s, bytes)))

@@ -13,7 +13,8 @@ block, a ruled line or the page's text area) and the size shrinks further, down 
 A word is never cut where its script does not allow a break: a word wider than the box makes the
 size go down like lines too many for it.
 Right-to-left paragraphs are set flush right, their words right to left (runs of left-to-right words
-keep their order). Bold and italic runs keep their style. The block's own embedded font is used
+keep their order). Bold and italic runs keep their style. A block read by OCR from a scan
+(`Block.cover`) has no text to remove: a rectangle in its background colour hides the scanned text first. The block's own embedded font is used
 where it has every character, else a system font; glyphs come from HarfBuzz (pdf_fonts.py).
 """
 
@@ -445,6 +446,12 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
                     font_objects[face] = _font_object(pdf, face)
                 if face not in names:
                     names[face] = str(pdf_page.add_resource(font_objects[face], pikepdf.Name.Font, prefix="DrgF"))[1:]
+            if block.cover:  # a scan's text: hidden under its background colour, where the translation goes too
+                x0, y0, x1, y1 = (min(a, b) if k < 2 else max(a, b)
+                                  for k, (a, b) in enumerate(zip(block.bbox, used_box(setting, block))))
+                ox, oy = page.origin
+                drawn.append(f"q {_color(block.cover)} {x0 + ox - 1:.3f} {y0 + oy - 1:.3f} "
+                             f"{x1 - x0 + 2:.3f} {y1 - y0 + 2:.3f} re f Q")
             drawn.append(draw(setting, block, names, page.origin))
             for show, glyph in block.glyphs:
                 remove.setdefault(show, set()).add(glyph)

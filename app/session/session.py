@@ -33,7 +33,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from dragoman.app.documents import translate_document
+from dragoman.app.documents import Cancelled, translate_document
 from dragoman.app.documents.segments import Run, Segment, translate_segments
 from dragoman.app.session import detect
 from dragoman.app.session.confidence import doubts
@@ -325,6 +325,13 @@ class TranslationSession:
             if report is not None:
                 report.proportional += 1
 
+        def reading(done: int, total: int) -> None:
+            """Pages read by OCR: progress counts them until the sentences' count takes over; a stop ends the reading."""
+            if should_stop is not None and should_stop():
+                raise Cancelled()
+            if progress is not None:
+                progress(done, total)
+
         return translate_document(
             job.source_path,
             job.output_path,
@@ -334,9 +341,10 @@ class TranslationSession:
             progress=progress,
             overwrite=job.overwrite,
             batch_sentences=None,
-            options=job.document_options,
+            options={**job.document_options, "source": job.source},  # the language OCR reads in scans
             proportional=proportional,
             note=report.notes.append if report is not None else None,
+            reading=reading,
         )
 
     def translate_segments(self, job: DocumentJob, segments: list[Segment],

@@ -88,7 +88,7 @@ def test_binary_content_is_refused(tmp_path):
 
 
 def test_unsupported_type(tmp_path):
-    refuse(tmp_path, "picture.png", b"\x89PNG....", "unsupported file type")
+    refuse(tmp_path, "drawing.svg", b"<svg/>", "unsupported file type")
 
 
 def test_a_failing_translation_leaves_no_output(tmp_path):

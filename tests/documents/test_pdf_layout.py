@@ -230,7 +230,7 @@ def test_bilingual_puts_each_original_page_before_its_translation(source, tmp_pa
     assert "The left column" in texts[2] and "T:THE LEFT COLUMN" in texts[3]
 
 
-def test_a_scanned_pdf_is_named_as_such(tmp_path):
+def test_a_blank_scan_is_named_as_such(tmp_path):
     path = tmp_path / "scan.pdf"
     c = canvas.Canvas(str(path), pagesize=A4)
     image = io.BytesIO()
@@ -241,20 +241,28 @@ def test_a_scanned_pdf_is_named_as_such(tmp_path):
     c.drawImage(ImageReader(image), 0, 0, W, H)
     c.showPage()
     c.save()
-    with pytest.raises(DocumentError, match="^no text to translate: the pages are images; OCR is not supported yet$"):
+    with pytest.raises(DocumentError, match=r"^no text to translate \(OCR found no text in the scanned pages\)$"):
         translate_document(path, tmp_path / "out.pdf", upper_keeping_tags)
-    c = canvas.Canvas(str(path), pagesize=A4)  # the same with an OCR program's invisible text over it
-    image.seek(0)
-    c.drawImage(ImageReader(image), 0, 0, W, H)
-    text = c.beginText(72, H - 100)
+
+
+def test_invisible_text_that_is_not_over_a_scan_stays_as_it_is(tmp_path):
+    path = tmp_path / "hidden.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.setFont("Helvetica", 11)
+    c.drawString(72, H - 100, "A visible sentence to translate.")
+    text = c.beginText(72, H - 200)
     text.setTextRenderMode(3)
     text.setFont("Helvetica", 11)
-    text.textLine("Words found on the scanned page.")
+    text.textLine("A hidden sentence for search engines.")
     c.drawText(text)
     c.showPage()
     c.save()
-    with pytest.raises(DocumentError, match="^no text to translate: the pages are images under an invisible OCR text layer"):
-        translate_document(path, tmp_path / "out.pdf", upper_keeping_tags)
+    from pdfminer.high_level import extract_text
+
+    out = translate_document(path, tmp_path / "out.pdf", upper_keeping_tags)
+    content = b"".join(pikepdf.Page(page).obj.Contents.read_bytes() for page in pikepdf.open(out).pages)
+    assert b"3 Tr" in content and b"re f" not in content  # kept, invisible, nothing covered
+    assert "A hidden sentence" in extract_text(str(out)) and "A VISIBLE SENTENCE" in extract_text(str(out))
 
 
 def test_no_font_for_the_script_is_one_line_naming_it(source, tmp_path, monkeypatch):

@@ -34,6 +34,8 @@ MIME_TYPES = {
     ".ott": "application/vnd.oasis.opendocument.text-template",
     ".epub": "application/epub+zip",
     ".pdf": "application/pdf",
+    ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp",
+    ".tif": "image/tiff", ".tiff": "image/tiff",
 }
 
 

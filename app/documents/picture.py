@@ -1,0 +1,161 @@
+"""Pictures of text (.png, .jpg, .jpeg, .webp, .tif, .tiff): read by OCR, translated into a PNG of the same size (STEM.<to>.png).
+
+Pillow opens the picture (turned upright as its EXIF orientation says); a picture of more than
+`MAX_PIXELS` pixels is refused before it is decoded (a decompression bomb: a small file that
+decodes to gigabytes), and so is a TIFF of several pages. ocr.py finds its blocks of text; each
+block is one segment. Writing: each translated block's box is filled with its background colour
+and its translation drawn there in its ink colour, in a Noto face found as PDF fonts are
+(pdf_fonts.FontLibrary), at the largest size up to the original's that fits the box, lines broken
+at spaces (anywhere in CJK text), right to left where the translation is; every other pixel stays
+as it was.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Callable
+
+from dragoman.app.documents.ocr import LEADING, LINE_BOX, Reader, TextBlock, is_cjk, is_rtl
+from dragoman.app.documents.safety import DocumentError, check_file
+from dragoman.app.documents.segments import Document, Run, Segment
+
+EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff")
+OPTIONS = ("source", "reading")
+MAX_PIXELS = 100_000_000  # an A3 page at 600 dpi is 70 megapixels
+MIN_TEXT_PIXELS = 6  # the smallest size a translation is drawn at
+FILL_PAD = 2  # pixels around a block's box that its fill covers too (antialiased edges of the letters)
+
+
+def output_suffix(options: dict) -> str:
+    return ".png"
+
+
+def open_picture(path: Path):
+    """The picture, decoded and upright; DocumentError for what is not one, or too large to decode."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
+    check_file(path)
+    Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # Pillow itself refuses anything larger too
+    try:
+        with warnings.catch_warnings():  # the size is checked below, with the file named
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(path)
+        if image.width * image.height > MAX_PIXELS:
+            raise DocumentError(f"the picture is {image.width} x {image.height} pixels; the limit is "
+                                f"{MAX_PIXELS // 10**6} megapixels (a decompression bomb?)")
+        frames = getattr(image, "n_frames", 1)
+        if frames > 1:
+            raise DocumentError(f"a picture of {frames} pages or frames: only single pictures are read "
+                                "(a multi-page scan: make it a PDF)")
+        image.load()
+        return ImageOps.exif_transpose(image)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise DocumentError(f"the picture is larger than {MAX_PIXELS // 10**6} megapixels (a decompression bomb?)") from None
+    except UnidentifiedImageError:
+        raise DocumentError("not a picture Pillow can read (or a corrupt one)") from None
+    except (OSError, ValueError, SyntaxError) as e:
+        raise DocumentError(f"corrupt or unreadable picture ({e})".splitlines()[0]) from None
+
+
+def extract(path: Path, source: str = "auto", reading: Callable[[int, int], None] | None = None) -> Document:
+    image = open_picture(path)
+    reader = Reader(source)
+    if reading is not None:
+        reading(0, 1)
+    blocks = reader.read(image)
+    if reading is not None:
+        reading(1, 1)
+    if not blocks:
+        raise DocumentError("no text to translate (OCR found no text in the picture)")
+    return PictureDocument(image, blocks)
+
+
+class PictureDocument(Document):
+    """A picture's recognised blocks as segments; `write` draws their translations in their place."""
+
+    def __init__(self, image, blocks: list[TextBlock]):
+        self.image, self.blocks = image, blocks
+        self.segments = [Segment([Run(block.text)]) for block in blocks]
+
+    def write(self, translations: list[list[Run]], out_path: Path) -> None:
+        out = self.image.copy()
+        if out.mode not in ("RGB", "RGBA", "L", "LA"):
+            out = out.convert("RGBA" if "A" in out.getbands() or "transparency" in out.info else "RGB")
+        draw_translations(out, self.blocks, ["".join(r.text for r in runs) for runs in translations])
+        out.save(out_path, format="PNG")
+
+
+def draw_translations(image, blocks: list[TextBlock], texts: list[str]) -> None:
+    """Each block's box filled with its background and its text drawn there, on `image` (changed in place)."""
+    from PIL import ImageDraw
+
+    from dragoman.app.documents.pdf_fonts import FontLibrary
+
+    fonts = FontLibrary(han_face="Noto Sans CJK SC")
+    draw = ImageDraw.Draw(image)
+    for block, text in zip(blocks, texts):
+        text = " ".join(text.split())
+        if not text:
+            continue
+        left, top, right, bottom = block.box
+        box = (max(left - FILL_PAD, 0), max(top - FILL_PAD, 0),
+               min(right + FILL_PAD, image.width) - 1, min(bottom + FILL_PAD, image.height) - 1)
+        draw.rectangle(box, fill=_colour(image, block.background))
+        letter = next((ch for ch in text if ch.isalpha()), text[0])
+        face = fonts.face_for(letter, (False, False))
+        font, lines = _fit(text, face, right - left, bottom - top, block.size)
+        rtl = is_rtl(text)
+        pitch = font.size * LEADING
+        for number, line in enumerate(lines):
+            y = top + number * pitch
+            if rtl:
+                draw.text((right, y), line, font=font, fill=_colour(image, block.ink), anchor="ra", direction="rtl")
+            else:
+                draw.text((left, y), line, font=font, fill=_colour(image, block.ink), anchor="la")
+
+
+def _fit(text: str, face, width: int, height: int, size: float):
+    """(font, lines): the largest size, from the original's down, at which `text` broken into lines fits
+    `width` x `height`; at the smallest size the lines may run over the box's foot."""
+    from PIL import ImageFont
+
+    size = max(int(size), MIN_TEXT_PIXELS)
+    while True:
+        font = ImageFont.truetype(face.path, size, index=face.index)
+        lines = _wrap(text, font, width)
+        if ((len(lines) - 1) * LEADING * size + LINE_BOX * size <= height and all(font.getlength(line) <= width for line in lines)) \
+                or size <= MIN_TEXT_PIXELS:
+            return font, lines
+        size = max(int(size * 0.92), MIN_TEXT_PIXELS)
+
+
+def _wrap(text: str, font, width: int) -> list[str]:
+    """`text` in lines no wider than `width` where it can break: at spaces, between CJK characters."""
+    pieces: list[str] = []
+    for word in text.split(" "):
+        if any(is_cjk(ch) for ch in word):
+            pieces.extend(ch for ch in word)
+        else:
+            pieces.append(word)
+        pieces.append(" ")
+    lines, line = [], ""
+    for piece in pieces[:-1]:
+        if piece == " ":
+            line += " " if line else ""
+            continue
+        candidate = line + piece
+        if line.strip() and font.getlength(candidate) > width:
+            lines.append(line.rstrip())
+            line = piece
+        else:
+            line = candidate
+    return lines + [line.rstrip()] if line.strip() else lines
+
+
+def _colour(image, rgb: tuple[int, int, int]):
+    if image.mode in ("L", "LA"):
+        grey = round(0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2])
+        return grey if image.mode == "L" else (grey, 255)
+    return rgb if image.mode == "RGB" else (*rgb, 255)
+

@@ -1,0 +1,309 @@
+"""OCR of pictures and scans made here: text drawn with Pillow in Noto fonts (English, Arabic,
+Chinese), turned a little and noised, read by the system's Tesseract, translated and drawn back."""
+
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from dragoman.app.cli import main
+from dragoman.app.documents import DocumentError, translate_document
+from dragoman.app.documents.ocr import TESSERACT_LANGUAGES, Reader, installed_models
+from dragoman.app.documents.picture import FILL_PAD, extract
+from dragoman.engine import LANGUAGE_CODES
+
+from document_fakes import upper_keeping_tags
+
+ENGLISH = ["The old town lies on a hill above the river.", "Its narrow streets lead to the market square."]
+ARABIC = ["تقع المدينة القديمة على تلة فوق النهر.", "تؤدي شوارعها الضيقة إلى ساحة السوق."]
+CHINESE = ["老城位于河边的小山上。", "狭窄的街道通向市场广场。"]
+FONTS = {"eng_Latn": "NotoSans-Regular.ttf", "arb_Arab": "NotoNaskhArabic-Regular.ttf", "zho_Hans": "NotoSansCJK-Regular.ttc"}
+# The character error rate each script is read within (edit distance over length, spaces left out)
+# on these scans; Tesseract's Chinese model is the weakest (docs/ocr.md).
+MAX_ERROR = {"eng_Latn": 0.03, "arb_Arab": 0.08, "zho_Hans": 0.15}
+BACKGROUND, INK, MARK = (236, 230, 214), (30, 30, 60), (200, 40, 40)
+
+
+def font_path(name):
+    files = subprocess.run(["fc-list", "--format", "%{file}\n"], capture_output=True, text=True).stdout.split()
+    return next(f for f in files if f.endswith("/" + name))
+
+
+def make_scan(lines, language, angle=1.0, seed=0):
+    """`lines` drawn as a scan: 40 px text on paper-coloured ground, a red square in the corner (not
+    text), turned by `angle` degrees and noised."""
+    font = ImageFont.truetype(font_path(FONTS[language]), 40)
+    image = Image.new("RGB", (1200, 140 + 70 * len(lines)), BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    for number, line in enumerate(lines):
+        if language == "arb_Arab":
+            draw.text((1100, 60 + 70 * number), line, font=font, fill=INK, anchor="ra", direction="rtl")
+        else:
+            draw.text((80, 60 + 70 * number), line, font=font, fill=INK)
+    image = image.rotate(angle, resample=Image.BICUBIC, fillcolor=BACKGROUND)
+    noise = np.random.default_rng(seed).normal(0, 8, (image.height, image.width, 1))
+    image = Image.fromarray(np.clip(np.asarray(image, dtype=np.float64) + noise, 0, 255).astype(np.uint8))
+    ImageDraw.Draw(image).rectangle((1150, 5, 1190, 45), fill=MARK)  # drawn after the noise: exact pixels
+    return image
+
+
+def error_rate(found, truth):
+    a, b = "".join(found.split()), "".join(truth.split())
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
+    return row[len(b)] / len(b)
+
+
+def outside(boxes, shape):
+    """A mask of the pixels outside every box (grown by the fill's padding)."""
+    mask = np.ones(shape[:2], dtype=bool)
+    for left, top, right, bottom in boxes:
+        mask[max(top - FILL_PAD, 0):bottom + FILL_PAD, max(left - FILL_PAD, 0):right + FILL_PAD] = False
+    return mask
+
+
+@pytest.mark.parametrize("language, lines", [("eng_Latn", ENGLISH), ("arb_Arab", ARABIC), ("zho_Hans", CHINESE)])
+def test_recognises_each_script_within_its_error_rate(language, lines):
+    blocks = Reader(language).read(make_scan(lines, language))
+    found = "".join(block.text for block in blocks)
+    assert error_rate(found, "".join(lines)) <= MAX_ERROR[language], found
+    assert blocks[0].rtl == (language == "arb_Arab")
+    # the background and ink measured near what was drawn (noise has a mean of 0)
+    assert all(abs(a - b) < 12 for a, b in zip(blocks[0].background, BACKGROUND))
+    assert all(abs(a - b) < 60 for a, b in zip(blocks[0].ink, INK))
+
+
+def test_a_sentence_over_two_lines_is_one_block():
+    blocks = Reader("eng_Latn").read(make_scan(["The museum by the bridge shows the history", "of the town in ten rooms."], "eng_Latn"))
+    assert len(blocks) == 1 and blocks[0].lines == 2
+    assert "history of the town" in blocks[0].text
+
+
+def test_auto_reads_with_the_surest_model_and_detects_the_language():
+    reader = Reader("auto")
+    blocks = reader.read(make_scan(CHINESE, "zho_Hans"))
+    assert reader.model == "chi_sim"
+    assert reader.language(blocks) == "zho_Hans"
+    assert error_rate("".join(b.text for b in blocks), "".join(CHINESE)) <= MAX_ERROR["zho_Hans"]
+
+
+def test_a_script_no_installed_model_reads_is_one_line_naming_it():
+    if any(m in installed_models() for m in ("hye", "Armenian")):
+        pytest.skip("an Armenian model is installed here")
+    with pytest.raises(DocumentError, match=r"^cannot read Armenian text in pictures: .*Armn script.*tesseract-ocr-hye\)$"):
+        Reader("hye_Armn")
+
+
+def test_the_language_table_holds_nllb_codes():
+    assert set(TESSERACT_LANGUAGES.values()) <= set(LANGUAGE_CODES)
+    assert len(set(TESSERACT_LANGUAGES.values())) == len(TESSERACT_LANGUAGES)
+
+
+@pytest.mark.parametrize("language, lines", [("eng_Latn", ENGLISH), ("arb_Arab", ARABIC)])
+def test_a_translated_picture_keeps_its_size_and_every_pixel_outside_the_text(tmp_path, language, lines):
+    source = tmp_path / "letter.png"
+    original = make_scan(lines, language)
+    original.save(source)
+    boxes = [block.box for block in extract(source, source=language).blocks]
+    out = translate_document(source, tmp_path / "letter.fra_Latn.png", upper_keeping_tags, options={"source": language})
+    translated = Image.open(out)
+    assert translated.size == original.size and translated.mode == "RGB"
+    before, after = np.asarray(original), np.asarray(translated)
+    keep = outside(boxes, before.shape)
+    assert np.array_equal(before[keep], after[keep])  # the red square and the paper, byte for byte
+    assert not np.array_equal(before[~keep], after[~keep])
+    assert source.read_bytes() == open(source, "rb").read() and Image.open(source).size == original.size
+    if language == "eng_Latn":  # the translation (upper case) is read again where the text was
+        again = Reader("eng_Latn").read(translated)
+        assert "OLD TOWN" in " ".join(b.text for b in again)
+        left, top, right, bottom = boxes[0]
+        x0, y0, x1, y1 = again[0].box
+        assert left - 5 <= x0 and top - 5 <= y0 and y0 < bottom
+
+
+def test_a_picture_that_decodes_too_large_is_refused_in_one_line(tmp_path):
+    bomb = tmp_path / "bomb.png"
+    Image.new("1", (12000, 12000)).save(bomb)  # 144 megapixels in a few kilobytes
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(DocumentError, match=r"^the picture is 12000 x 12000 pixels; the limit is 100 megapixels"):
+        translate_document(bomb, tmp_path / "bomb.fra_Latn.png", upper_keeping_tags, options={"source": "eng_Latn"})
+    assert not (tmp_path / "bomb.fra_Latn.png").exists()
+
+
+def test_not_a_picture_and_no_text_are_one_line_each(tmp_path):
+    fake = tmp_path / "photo.jpg"
+    fake.write_bytes(b"not a JPEG at all")
+    with pytest.raises(DocumentError, match="^not a picture Pillow can read"):
+        translate_document(fake, tmp_path / "out.png", upper_keeping_tags, options={"source": "eng_Latn"})
+    blank = tmp_path / "blank.png"
+    Image.new("RGB", (400, 300), BACKGROUND).save(blank)
+    with pytest.raises(DocumentError, match=r"^no text to translate \(OCR found no text in the picture\)$"):
+        translate_document(blank, tmp_path / "blank.fra_Latn.png", upper_keeping_tags, options={"source": "eng_Latn"})
+
+
+def test_dragoman_translate_reads_a_picture_with_the_real_engine(tiny_checkpoint, tmp_path, capsys):
+    source = tmp_path / "sign.jpg"
+    make_scan(ENGLISH, "eng_Latn").save(source, quality=95)
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
+            "--dtype", "float32", "--beams", "1", "--max-length", "12", str(source)]
+    assert main(args) == 0
+    out = tmp_path / "sign.fra_Latn.png"
+    assert str(out) in capsys.readouterr().out
+    assert Image.open(out).size == Image.open(source).size
+
+
+def make_scanned_pdf(path, scans):
+    """A PDF of A5 pages, each only a scan (a PNG) covering it, as a scanner's software makes them."""
+    from reportlab.lib.pagesizes import A5
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=A5)
+    for scan in scans:
+        c.drawImage(ImageReader(scan), 0, 0, width=A5[0], height=A5[1])
+        c.showPage()
+    c.save()
+
+
+def page_text_boxes(path):
+    """(text, bbox) of each text box pdfminer finds on each page of the PDF."""
+    from pdfminer.high_level import extract_pages
+    from pdfminer.layout import LTTextBox
+
+    return [[(box.get_text(), box.bbox) for box in page if isinstance(box, LTTextBox)] for page in extract_pages(path)]
+
+
+def test_a_scanned_pdf_is_read_by_ocr_and_its_translation_set_where_the_text_was(tmp_path):
+    import pikepdf
+
+    source = tmp_path / "scan.pdf"
+    make_scanned_pdf(source, [make_scan(ENGLISH + [""] * 6, "eng_Latn", seed=1), make_scan([""] * 8, "eng_Latn", seed=2)])
+    out = translate_document(source, tmp_path / "scan.fra_Latn.pdf", upper_keeping_tags, options={"source": "eng_Latn"})
+    with pikepdf.open(source) as before, pikepdf.open(out) as after:
+        assert len(after.pages) == 2 and [p.mediabox for p in after.pages] == [p.mediabox for p in before.pages]
+        for old, new in zip(before.pages, after.pages):  # each page's picture byte for byte
+            a, b = (page.Resources.XObject for page in (old, new))
+            assert [x.read_raw_bytes() for x in a.values()] == [x.read_raw_bytes() for x in b.values()]
+    boxes = page_text_boxes(out)
+    text, (x0, y0, x1, y1) = boxes[0][0]
+    assert "OLD TOWN" in text  # the English page's translation, at the top left where its text was
+    from reportlab.lib.pagesizes import A5
+
+    assert x0 < A5[0] * 0.15 and y1 > A5[1] * 0.75
+    assert boxes[1] == []  # a scan of a blank page: nothing read, nothing drawn
+
+
+def test_a_scan_under_an_invisible_ocr_layer_is_translated_from_that_layer(tmp_path):
+    import io
+
+    import pikepdf
+    from reportlab.lib.pagesizes import A5
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    scan = make_scan(ENGLISH + [""] * 6, "eng_Latn", angle=0)
+    source = tmp_path / "searchable.pdf"
+    c = canvas.Canvas(str(source), pagesize=A5)
+    c.drawImage(ImageReader(scan), 0, 0, width=A5[0], height=A5[1])
+    scale = A5[0] / scan.width
+    for number, line in enumerate(ENGLISH):  # where an OCR program puts its words: over the picture's
+        text = c.beginText(80 * scale, A5[1] - (60 + 70 * number + 40) * scale)
+        text.setTextRenderMode(3)
+        text.setFont("Helvetica", 40 * scale)
+        text.textLine(line)
+        c.drawText(text)
+    c.showPage()
+    c.save()
+    out = translate_document(source, tmp_path / "searchable.fra_Latn.pdf", upper_keeping_tags)
+    with pikepdf.open(source) as before, pikepdf.open(out) as after:
+        a, b = before.pages[0].Resources.XObject, after.pages[0].Resources.XObject
+        assert [x.read_raw_bytes() for x in a.values()] == [x.read_raw_bytes() for x in b.values() if x.Subtype == "/Image"]
+        content = after.pages[0].Contents.read_bytes()
+    (text, bbox), *rest = page_text_boxes(out)[0]
+    assert "OLD TOWN" in text and "old town" not in text  # the hidden words gone, their translation shown
+    cover = re.search(rb"q ([\d.]+) ([\d.]+) ([\d.]+) rg [\d. -]+ re f Q", content)
+    assert cover and all(abs(float(v) * 255 - w) < 12 for v, w in zip(cover.groups(), BACKGROUND))
+    assert bbox[0] < 80 * scale + 5 and bbox[3] > A5[1] - 140 * scale
+
+
+def test_reading_scans_reports_each_page_and_a_stop_ends_it_with_nothing_written(tmp_path):
+    from dragoman.app.documents import Cancelled
+
+    source = tmp_path / "two.pdf"
+    make_scanned_pdf(source, [make_scan(ENGLISH + [""] * 6, "eng_Latn", seed=1), make_scan(ENGLISH[::-1] + [""] * 6, "eng_Latn", seed=3)])
+    pages = []
+    translate_document(source, tmp_path / "two.fra_Latn.pdf", upper_keeping_tags, options={"source": "eng_Latn"},
+                       reading=lambda done, total: pages.append((done, total)))
+    assert pages == [(0, 2), (1, 2), (2, 2)]
+
+    def stop_after_one(done, total):
+        if done == 1:
+            raise Cancelled()
+
+    with pytest.raises(Cancelled):
+        translate_document(source, tmp_path / "stopped.pdf", upper_keeping_tags, options={"source": "eng_Latn"},
+                           reading=stop_after_one)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two.fra_Latn.pdf", "two.pdf"]
+    pictured = []
+    picture = tmp_path / "one.png"
+    make_scan(ENGLISH, "eng_Latn").save(picture)
+    translate_document(picture, tmp_path / "one.fra_Latn.png", upper_keeping_tags, options={"source": "eng_Latn"},
+                       reading=lambda done, total: pictured.append((done, total)))
+    assert pictured == [(0, 1), (1, 1)]
+
+
+def test_a_picture_through_the_session_counts_its_reading_then_its_sentences_and_stops_before_the_engine(
+        translator, tmp_path, monkeypatch):
+    from dragoman.app.documents import Cancelled
+    from dragoman.app.session.jobs import DocumentJob
+    from dragoman.app.session.session import TranslationSession
+
+    picture = tmp_path / "note.png"
+    make_scan(ENGLISH, "eng_Latn").save(picture)
+    job = DocumentJob(picture, tmp_path / "note.fra_Latn.png", "eng_Latn", "fra_Latn", options={"max_length": 12})
+    progress = []
+    TranslationSession(translator, None).translate_document(job, progress=lambda done, total: progress.append((done, total)))
+    assert progress[:2] == [(0, 1), (1, 1)] and progress[-1][0] == progress[-1][1] >= 2  # pages, then sentences
+    assert Image.open(job.output_path).size == Image.open(picture).size
+
+    calls = []
+    monkeypatch.setattr(translator, "translate", lambda *a, **k: calls.append(a))
+    stopped = DocumentJob(picture, tmp_path / "stopped.png", "eng_Latn", "fra_Latn")
+    with pytest.raises(Cancelled):
+        TranslationSession(translator, None).translate_document(stopped, should_stop=lambda: True)
+    assert not calls and not stopped.output_path.exists()
+
+
+def test_without_tesseract_a_pdf_of_text_and_scans_is_translated_without_its_scans_which_a_note_says(tmp_path, monkeypatch):
+    import dragoman.app.documents.ocr as ocr
+    from reportlab.lib.pagesizes import A5
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    def absent():
+        raise DocumentError("reading pictures of text needs Tesseract OCR, which is not installed")
+
+    monkeypatch.setattr(ocr, "installed_models", absent)
+    source = tmp_path / "mixed.pdf"
+    c = canvas.Canvas(str(source), pagesize=A5)
+    c.setFont("Helvetica", 11)
+    c.drawString(40, 500, "A page of real text.")
+    c.showPage()
+    c.drawImage(ImageReader(make_scan(ENGLISH + [""] * 6, "eng_Latn")), 0, 0, width=A5[0], height=A5[1])
+    c.showPage()
+    c.save()
+    notes = []
+    out = translate_document(source, tmp_path / "mixed.fra_Latn.pdf", upper_keeping_tags,
+                             options={"source": "eng_Latn"}, note=notes.append)
+    assert notes == ["1 page(s) of pictures without text left as they are: reading pictures of text needs Tesseract OCR, which is not installed"]
+    first, second = page_text_boxes(out)
+    assert "A PAGE OF REAL TEXT." in first[0][0] and second == []
+    scan_only = tmp_path / "scan.pdf"
+    make_scanned_pdf(scan_only, [make_scan(ENGLISH, "eng_Latn")])
+    with pytest.raises(DocumentError, match="^reading pictures of text needs Tesseract OCR"):
+        translate_document(scan_only, tmp_path / "scan.fra_Latn.pdf", upper_keeping_tags, options={"source": "eng_Latn"})

@@ -46,6 +46,8 @@ SYSTEM_PACKAGES = {
     "libfontconfig.so.1": "libfontconfig1", "libfreetype.so.6": "libfreetype6",
     "libdbus-1.so.3": "libdbus-1-3",
     "libglib-2.0.so.0": "libglib2.0-0t64 | libglib2.0-0", "libgthread-2.0.so.0": "libglib2.0-0t64 | libglib2.0-0",
+    # QtNetwork (the single-instance socket)
+    "libbrotlicommon.so.1": "libbrotli1", "libbrotlidec.so.1": "libbrotli1", "libgssapi_krb5.so.2": "libgssapi-krb5-2",
 }
 # The NVIDIA driver's (CUDA builds): it comes with the driver, from NVIDIA's installer or the
 # distribution's driver packages, so it cannot be named as a dependency.

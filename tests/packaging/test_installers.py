@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 ICON_SIZES = (16, 22, 24, 32, 48, 64, 128, 256, 512)
-QT_MODULES = {"QtCore", "QtGui", "QtWidgets", "QtSvg"}
+QT_MODULES = {"QtCore", "QtGui", "QtWidgets", "QtSvg", "QtNetwork"}  # QtNetwork: the single-instance socket
 NOT_BUNDLED = ("transformers", "peft", "pytest", "_pytest", "pytestqt", "triton", "setuptools")
 LINES = "Hello world.\nThe cat sees a house.\n\nA big river, the city and a small green book.\n"
 DOCUMENTS = {

@@ -446,6 +446,9 @@ class MainWindow(QMainWindow):
         self.welcome.settings_button.clicked.connect(self.open_settings)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
         self.documents.message.connect(lambda text: self.statusBar().showMessage(text, 5000))
+        self.documents.long_job_ended.connect(self.notify)
+        self.documents.output_folder_chosen.connect(self._use_documents_folder)
+        self.documents.set_output_folder(self.settings.documents_folder)
         # Files and folders dropped anywhere on the window, the text boxes too, become document jobs.
         self.setAcceptDrops(True)
         self.file_drops = FileDrops(self.open_documents, self)
@@ -602,7 +605,8 @@ class MainWindow(QMainWindow):
         typed = self.make_job()
         target = self.target_picker.code()
         options = {"bilingual": self.bilingual_box.isChecked()}
-        return DocumentJob(path, output_path(path, target, options=options), typed.source, target, typed.options,
+        folder = Path(self.settings.documents_folder) if self.settings.documents_folder else None
+        return DocumentJob(path, output_path(path, target, folder, options), typed.source, target, typed.options,
                            typed.adapter, document_options=options)
 
     def typed_options(self) -> dict:
@@ -1030,6 +1034,7 @@ class MainWindow(QMainWindow):
         if new.text_size != old.text_size:
             self.set_text_size(new.text_size)
         self._fit_desktop_integration()
+        self.documents.set_output_folder(new.documents_folder)
         if new.adapters_path(self.paths) != old.adapters_path(self.paths):
             self.adapter_picker.rescan(new.adapters_path(self.paths), new.adapter)
         if (new.model_dir, new.device, new.precision, new.adapter_slots, new.gpu_memory_mb) != (
@@ -1146,6 +1151,15 @@ class MainWindow(QMainWindow):
         """Started for the popup, with no tray to come back to: once it closes, nothing of the app is left to see."""
         if self.tray is None and not self.isVisible():
             self.quit_app()
+
+    def notify(self, title: str, text: str) -> None:
+        """A desktop notification: the tray's message where there is a tray (the status bar says it anyway)."""
+        if self.tray is not None:
+            self.tray.showMessage(title, text, theme.app_icon())
+
+    def _use_documents_folder(self, folder: str) -> None:
+        self.settings.documents_folder = folder
+        self.save_settings()
 
     def quit_app(self) -> None:
         """Ctrl+Q, the tray's Quit: close for good, even with the tray."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -55,9 +55,15 @@ class MemoryDialog(QDialog):
         self.delete_button.clicked.connect(self.delete_selected)
         self.entries.itemSelectionChanged.connect(
             lambda: self.delete_button.setEnabled(bool(self.entries.selectedItems())))
-        QShortcut(QKeySequence.Delete, self.entries, self.delete_selected)
+        self.entries.installEventFilter(self)  # the Delete key
         buttons.rejected.connect(self.reject)
         self.refill()
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.entries and event.type() == QEvent.KeyPress and event.matches(QKeySequence.Delete):
+            self.delete_selected()
+            return True
+        return super().eventFilter(watched, event)
 
     def refill(self) -> None:
         self.entries.clear()

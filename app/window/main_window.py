@@ -422,7 +422,7 @@ class MainWindow(QMainWindow):
         w.completing.connect(self._on_completing)
         w.alternatives_found.connect(self._on_alternatives_found)
         self.target.alternatives_wanted.connect(self.ask_alternatives)
-        w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered", 3000))
+        w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered (Ctrl+Shift+E lists them)", 3000))
         self.target.document().contentsChange.connect(self._on_target_edited)
         self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
         self.completion_timer.timeout.connect(self.complete_now)

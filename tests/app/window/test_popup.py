@@ -3,11 +3,14 @@ window's popup; the popup streams the translation with its languages, copies it 
 window; Ctrl+C twice opens it when turned on; started for the popup alone, the window stays hidden
 and the app ends with the popup where there is no tray. The real window, worker and tiny model."""
 
+import signal
+
 from PySide6.QtGui import QGuiApplication
+from PySide6.QtNetwork import QLocalSocket
 
 from dragoman.app.window.gui import listen_for_launches, show_window
 from dragoman.app.window.popup import NOTHING_TO_TRANSLATE
-from dragoman.app.window.single_instance import PopupRequest
+from dragoman.app.window.single_instance import PopupRequest, server_name
 from recorder import WAIT_MS
 from test_single_instance import launch
 
@@ -80,3 +83,30 @@ def test_started_for_the_popup_the_window_stays_hidden_and_ends_with_it_without_
     window.popup.close()
     assert window.closed_for_good
     assert window.worker.wait(WAIT_MS)
+
+
+def test_dragoman_popup_with_no_app_running_starts_one_that_later_launches_hand_their_text_to(qtbot, settings,
+                                                                                                paths):
+    settings.save(paths.settings_file)
+    first = launch(paths, "popup", "--text", "Good morning.")
+    try:
+        qtbot.waitUntil(lambda: listening(paths) or first.poll() is not None, timeout=4 * WAIT_MS)
+        second = launch(paths, "popup", "--text", "Good evening.")
+        try:
+            second.wait(timeout=WAIT_MS / 1000)
+        finally:
+            second.kill()
+        assert second.stderr.read() == "dragoman: Dragoman is already running: the text handed to its popup\n"
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGINT)  # Ctrl+C in a terminal: the app quits cleanly
+        first.wait(timeout=WAIT_MS / 1000)
+    assert first.returncode == 0, first.stderr.read()
+
+
+def listening(paths) -> bool:
+    client = QLocalSocket()
+    client.connectToServer(server_name(paths))
+    connected = client.waitForConnected(100)
+    client.abort()
+    return connected

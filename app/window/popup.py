@@ -67,7 +67,6 @@ class TranslationPopup(QFrame):
     def __init__(self, worker, job_for: Callable[[str], TranslationJob], parent=None):
         super().__init__(parent, Qt.Tool | Qt.FramelessWindowHint | Qt.WindowStaysOnTopHint)
         self.setObjectName("popup")
-        self.setAttribute(Qt.WA_ShowWithoutActivating, False)
         self.worker = worker
         self.job_for = job_for
         self.job_id = 0

@@ -68,3 +68,31 @@ def test_the_selection_or_the_clipboard_of_an_x11_desktop_goes_to_the_popup(qtbo
 
     assert popup_on_x11(qtbot, paths, x_display, "--clipboard")[0] == 0
     qtbot.waitUntil(lambda: window.popup.translation.toolTip() == "The copied words.", timeout=WAIT_MS)
+
+
+# Half a second is the rule; a busy test machine may take longer between two copies by xclip.
+WATCH_COPIES = """
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+import dragoman.app.desktop_shortcut
+dragoman.app.desktop_shortcut.DOUBLE_COPY_SECONDS = 600
+from dragoman.app.window.popup import ClipboardWatcher
+watcher = ClipboardWatcher()
+watcher.copied_twice.connect(lambda text: (print(text, flush=True), app.quit()))
+print("watching", flush=True)
+app.exec()
+"""
+
+
+def test_the_same_text_copied_twice_in_another_x11_program_is_seen_as_ctrl_c_twice(x_display):
+    env = {**os.environ, "DISPLAY": x_display, "QT_QPA_PLATFORM": "xcb"}
+    watcher = subprocess.Popen([sys.executable, "-c", WATCH_COPIES], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert watcher.stdout.readline() == "watching\n"
+        own(x_display, "clipboard", "Copied once.")
+        own(x_display, "clipboard", "Copied twice.")
+        own(x_display, "clipboard", "Copied twice.")  # a second Ctrl+C: the program takes the clipboard again
+        assert watcher.stdout.readline() == "Copied twice.\n"
+    finally:
+        watcher.kill()
+        watcher.wait()

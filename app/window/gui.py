@@ -145,7 +145,6 @@ def run_window(
 def run_popup(clipboard_only: bool, text: str | None) -> int:
     """`dragoman popup`: `text`, else the selection (or the clipboard: where there is no selection, or
     `clipboard_only`), translated in the popup of the running app, which starts in the tray if none runs."""
-    if QApplication.instance() is None:
-        QApplication(sys.argv[:1])  # the clipboard needs it; run_window goes on with it
+    app = QApplication.instance() or QApplication(sys.argv[:1])  # the clipboard needs it; run_window goes on with it
     request = PopupRequest(text, clipboard=False) if text is not None else read_selection(clipboard_only)
     return run_window(None, None, None, None, None, popup=request)

@@ -12,6 +12,10 @@ memory. Editing the source again discards the edits. A click only places the cur
 "Other translations" in the context menu) asks the worker for the sentence's alternatives and lists
 them, with their scores, in a small menu there that the keyboard can walk; picking one puts it in
 the sentence's place and into the translation memory, as an accepted edit.
+
+From anywhere on the desktop (`dragoman popup`, the tray, Ctrl+C twice) text is translated in a
+small popup (app.window.popup) through this window's worker, so one model serves both. With a tray
+icon (app.window.tray) closing the window only hides it; Ctrl+Q or the tray's Quit ends the app.
 """
 
 from __future__ import annotations
@@ -1149,7 +1153,7 @@ class MainWindow(QMainWindow):
 
     def _on_popup_closed(self) -> None:
         """Started for the popup, with no tray to come back to: once it closes, nothing of the app is left to see."""
-        if self.tray is None and not self.isVisible():
+        if self.tray is None and not self.isVisible() and not self.closed_for_good:
             self.quit_app()
 
     def notify(self, title: str, text: str) -> None:

@@ -4,8 +4,10 @@ said in one line for Settings, and DeepL's "Ctrl+C twice" (the same text copied 
 Dragoman registers no global key itself: on X11 any program could, but the desktop's own keyboard
 settings do it better (they show the binding beside the others, and conflicts); on Wayland no
 program can grab keys. The XDG GlobalShortcuts portal (KDE Plasma, GNOME 48) would let an app ask
-for one over D-Bus; PySide6-Essentials has QtDBus, but Dragoman does not use the portal yet. Either
-way the key runs `dragoman popup`, which hands the selection to the running app.
+for one over D-Bus, but its BindShortcuts takes an a(sa{sv}) list, which PySide6's QtDBus cannot
+build (QDBusArgument.beginArray needs an element type registered with D-Bus, and PySide6 has no
+qDBusRegisterMetaType). Either way the key runs `dragoman popup`, which hands the selection to the
+running app.
 """
 
 from __future__ import annotations

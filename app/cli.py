@@ -1,7 +1,8 @@
 """`dragoman [FILE ...]`: with no subcommand it opens the window, each FILE queued as a document to translate
 (the desktop's "Open with"); `dragoman translate` translates from the command line; `dragoman serve` answers
 the LibreTranslate and DeepL APIs on this machine (app.server); `dragoman models` imports, downloads, lists and
-removes models; `dragoman adapters` lists the LoRA adapters folder.
+removes models; `dragoman adapters` lists the LoRA adapters folder; `dragoman popup` translates the
+selection in the running window's popup.
 
 Errors are one line on stderr: exit code 1, or 2 for a usage error (bad option, unknown language).
 """
@@ -18,7 +19,7 @@ from dragoman.app import __version__
 
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
-COMMANDS = ("translate", "serve", "models", "adapters", "memory")
+COMMANDS = ("translate", "serve", "models", "adapters", "memory", "popup")
 DOCUMENT_OPTIONS = ("pdf_as", "bilingual")  # the translate options handed to the document formats
 DESCRIPTION = (
     "Offline translation between 200 languages (NLLB-200). With no COMMAND it opens the window, each FILE "
@@ -169,6 +170,17 @@ def build_parser() -> argparse.ArgumentParser:
     exporting.add_argument("--from", dest="src", metavar="LANG", help="only translations from this language")
     exporting.add_argument("--to", dest="tgt", metavar="LANG", help="only translations into this language")
     actions.add_parser("list", help="count the translations of each pair of languages (the default)")
+
+    popup = commands.add_parser(
+        "popup",
+        help="translate the selected text in a small popup (bind it to a key)",
+        description="Translate the text selected in any window (X11's primary selection), or the clipboard where "
+        "there is no selection, in a small popup near the pointer, by the running Dragoman (started in the tray "
+        "when none runs). Bind this command to a key in your desktop's keyboard settings.",
+    )
+    popup.add_argument("--clipboard", action="store_true", help="translate the clipboard, not the selection")
+    popup.add_argument("--text", metavar="TEXT",
+                       help="translate TEXT (e.g. \"$(wl-paste --primary)\" on Wayland, where apps cannot read the selection)")
     return parser
 
 
@@ -803,6 +815,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_adapters(args, sys.stdout)
         if args.command == "memory":
             return run_memory(args, sys.stdout)
+        if args.command == "popup":
+            from dragoman.app.window.gui import run_popup
+
+            return run_popup(args.clipboard, args.text)
         from dragoman.app.window.gui import run_window
 
         return run_window(model=args.model and str(model_folder(args.model)), adapters=args.adapters, src=args.src, tgt=args.tgt, device=args.device,

@@ -97,6 +97,9 @@ class Settings:
     translate_as_you_type: bool = True  # else only on Ctrl+Return
     text_size: int = DEFAULT_TEXT_SIZE  # points, of the two text panes
     keep_history: bool = True  # typed translations are kept in a searchable history (app.history)
+    tray_icon: bool = True  # where the desktop has a tray: closing the window keeps Dragoman there
+    copy_twice: bool = False  # the same text copied twice within half a second opens the popup (app.desktop_shortcut)
+    documents_folder: str = ""  # where document translations are saved ("" = beside each document)
     window_geometry: str = ""  # the window's size and place at the last quit (Qt's saveGeometry, base64)
     last_text: str = ""  # the source text at the last quit (kept only with keep_history)
 

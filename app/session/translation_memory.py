@@ -30,10 +30,23 @@ MEMORY_FILE = "memory.sqlite3"
 MAX_ENTRIES = 1_000_000  # of one import
 MAX_SEGMENT = 10_000  # characters of a segment; NLLB translates sentences
 MAX_VARIANTS = 64  # languages of one translation unit
+MAX_LISTED = 500  # edits listed at once (app.window.memory_dialog): a search finds the others
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 INLINE_CODES = {"bpt", "ept", "it", "ph", "ut"}  # a tool's formatting codes inside a segment: not text
 _BY_ISO = {code: iso for iso, code in ISO_639_1.items()}
 _REGION_SCRIPTS = {("zh", "TW"): "Hant", ("zh", "HK"): "Hant", ("zh", "MO"): "Hant"}
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    """One stored translation; `context` is "" for an imported one."""
+
+    source_lang: str
+    target_lang: str
+    context: str
+    source: str
+    target: str
+    changed: float  # seconds since the epoch
 
 
 @dataclass
@@ -112,6 +125,25 @@ class TranslationMemory:
                 for source, target in rows:  # the context's own entry comes last and wins
                     found[source] = target
         return found
+
+    def edits(self, query: str = "", limit: int = MAX_LISTED) -> list[MemoryEntry]:
+        """The newest entries a person made in the window (those with a context: not imported) whose
+        source or translation contains `query` (any case; "" = all)."""
+        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT source_lang, target_lang, context, source, target, changed FROM entries WHERE context != '' "
+                "AND (source LIKE ?1 ESCAPE '\\' OR target LIKE ?1 ESCAPE '\\') ORDER BY changed DESC LIMIT ?2",
+                (pattern, limit),
+            ).fetchall()
+        return [MemoryEntry(*row) for row in rows]
+
+    def delete(self, entry: MemoryEntry) -> None:
+        """Forget `entry`: its sentence is translated by the model again."""
+        with self._lock:
+            self._db.execute("DELETE FROM entries WHERE source_lang = ? AND target_lang = ? AND context = ? AND source = ?",
+                             (entry.source_lang, entry.target_lang, entry.context, entry.source))
+            self._db.commit()
 
     def pairs(self) -> list[tuple[str, str, int]]:
         """(source language, target language, entries) for every pair held."""

@@ -11,8 +11,9 @@ from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
+from dragoman.app.window.popup import read_selection
 from dragoman.app.window.qt_compat import MainThreadGarbageCollector
-from dragoman.app.window.single_instance import LaunchListener, hand_over
+from dragoman.app.window.single_instance import LaunchListener, PopupRequest, hand_over, hand_over_popup
 from dragoman.engine import UnknownLanguageError, resolve_language
 
 
@@ -69,13 +70,15 @@ class FileOpenEvents(QObject):
         self.opened(files)
 
 
-def show_window(paths: AppPaths, settings: Settings, files: Sequence[str | Path] = ()):
-    """Show the main window, with `files` (and any opened from Finder later) queued as documents."""
+def show_window(paths: AppPaths, settings: Settings, files: Sequence[str | Path] = (), shown: bool = True):
+    """Show the main window (unless not `shown`: started for the popup, it waits in the tray), with
+    `files` (and any opened from Finder later) queued as documents."""
     from dragoman.app.window.main_window import MainWindow  # after QApplication: widgets need it
 
     window = MainWindow(paths, settings)
-    window.show()
-    window.source.setFocus()
+    if shown:
+        window.show()
+        window.source.setFocus()
     QApplication.instance().installEventFilter(FileOpenEvents(window.open_documents, window))
     if files:
         window.open_documents(files)
@@ -83,27 +86,28 @@ def show_window(paths: AppPaths, settings: Settings, files: Sequence[str | Path]
 
 
 def listen_for_launches(window, paths: AppPaths) -> LaunchListener:
-    """Later launches hand their files to this window, and raise it."""
+    """Later launches hand their files to this window, and raise it; `dragoman popup` hands its text to
+    the window's popup."""
     listener = LaunchListener(paths, window)
 
     def opened(files: list[Path]) -> None:
-        window.showNormal()
-        window.raise_()
-        window.activateWindow()
+        window.show_and_raise()
         if files:
             window.open_documents(files)
 
     listener.opened.connect(opened)
+    listener.popup.connect(window.show_popup)
     if not listener.listen():
         print(f"dragoman: a second launch cannot reach this window ({listener.server.errorString()})", file=sys.stderr)
     return listener
 
 
 def run_window(
-    model: str | None, adapters: str | None, src: str | None, tgt: str | None, device: str | None, files: Sequence[str] = ()
+    model: str | None, adapters: str | None, src: str | None, tgt: str | None, device: str | None, files: Sequence[str] = (),
+    popup: PopupRequest | None = None,
 ) -> int:
     """Open the window with these choices (None = as saved) and these documents to translate, run until it
-    closes; the exit code."""
+    closes for good; the exit code. With `popup`, the popup translates its text and the window stays hidden."""
     paths = AppPaths.default()
     try:
         settings = startup_settings(paths, model, adapters, src, tgt, device)
@@ -113,18 +117,34 @@ def run_window(
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Dragoman")
     app.setDesktopFileName("dragoman")
-    if hand_over(paths, files):
+    if popup is not None and hand_over_popup(paths, popup):
+        print("dragoman: Dragoman is already running: the text handed to its popup", file=sys.stderr)
+        return 0
+    if popup is None and hand_over(paths, files):
         what = f"{len(files)} file{'s' if len(files) != 1 else ''} handed to it" if files else "its window raised"
         print(f"dragoman: Dragoman is already running: {what}", file=sys.stderr)
         return 0
     MainThreadGarbageCollector(app)  # a child of app: collects for the whole session
 
-    window = show_window(paths, settings, files)
+    window = show_window(paths, settings, files, shown=popup is None)
     listen_for_launches(window, paths)
+    # The window may close to the tray, and the popup is a window too: the app ends when the window closes for good.
+    app.setQuitOnLastWindowClosed(False)
+    window.shut_down.connect(app.quit)
+    if popup is not None:
+        window.show_popup(popup)
     # Ctrl+C in the terminal closes the window (and so stops the engine thread) cleanly. Python
     # handles signals only when it runs, so a timer wakes it now and then.
-    signal.signal(signal.SIGINT, lambda *_: window.close())
+    signal.signal(signal.SIGINT, lambda *_: window.quit_app())
     wake = QTimer(interval=250)
     wake.timeout.connect(lambda: None)
     wake.start()
     return app.exec()
+
+
+def run_popup(clipboard_only: bool, text: str | None) -> int:
+    """`dragoman popup`: `text`, else the selection (or the clipboard: where there is no selection, or
+    `clipboard_only`), translated in the popup of the running app, which starts in the tray if none runs."""
+    app = QApplication.instance() or QApplication(sys.argv[:1])  # the clipboard needs it; run_window goes on with it
+    request = PopupRequest(text, clipboard=False) if text is not None else read_selection(clipboard_only)
+    return run_window(None, None, None, None, None, popup=request)

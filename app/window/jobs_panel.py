@@ -6,6 +6,10 @@ worker runs them one after another, after any typed text. An existing output is 
 the person says so. The jobs not finished yet are saved (JSON in the data folder) whenever the list
 changes and at quit, and queued again at the next start: the translation cache makes the sentences
 they had finished free, so they resume where they stopped.
+
+Translations are saved beside each document or in one folder the person chose (here or in
+Settings); a done job's folder opens from "Show in folder". A job that ran longer than
+LONG_JOB_SECONDS says it ended in a desktop notification (`long_job_ended`), for the person who left.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from typing import Callable
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
+    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -44,6 +50,7 @@ QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed"
 # at once, not at decoding speed): the time estimate starts after them.
 CACHE_BURST_SECONDS = 0.5
 FIRST_HEIGHT = 180  # the list's height, in pixels, until the person drags the splitter
+LONG_JOB_SECONDS = 10.0  # a job that ran longer ends with a desktop notification
 
 
 def collect_documents(dropped: list[Path]) -> tuple[list[Path], list[Path]]:
@@ -143,6 +150,7 @@ class JobRow(QFrame):
         self.proportional = 0  # its sentences whose formatting was placed proportionally (JobReport)
         self.notes: list[str] = []  # what the document's reading assumed (JobReport)
         self._timing: tuple[float, int] | None = None  # (when, done) at the first progress report
+        self.started: float | None = None  # when it began to run (its first progress report)
 
         self.name = QLabel(job.source_path.name, toolTip=str(job.source_path))
         self.progress = QProgressBar(textVisible=True, format="%v / %m", maximumWidth=220)
@@ -151,12 +159,13 @@ class JobRow(QFrame):
         self.cancel_button = QPushButton("Cancel", toolTip="Stop this document (it can be retried)")
         self.retry_button = QPushButton("Retry", toolTip="Translate this document again")
         self.open_button = QPushButton("Open", toolTip=f"Open {job.output_path.name}")
+        self.folder_button = QPushButton("Show in folder", toolTip=f"Open {job.output_path.parent}")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 2, 8, 2)
         layout.addWidget(self.name, 2)
         layout.addWidget(self.progress, 1)
         layout.addWidget(self.status, 2)
-        for button in (self.cancel_button, self.retry_button, self.open_button):
+        for button in (self.cancel_button, self.retry_button, self.open_button, self.folder_button):
             layout.addWidget(button)
         self.set_state(QUEUED)
 
@@ -165,8 +174,10 @@ class JobRow(QFrame):
         self.cancel_button.setVisible(state in (QUEUED, RUNNING))
         self.retry_button.setVisible(state in (FAILED, CANCELLED))
         self.open_button.setVisible(state == DONE)
+        self.folder_button.setVisible(state == DONE)
         if state == QUEUED:
             self._timing = None
+            self.started = None
             self.progress.setRange(0, 0)
             self.status.setText("Waiting")
         elif state == DONE:
@@ -183,6 +194,8 @@ class JobRow(QFrame):
 
     def show_progress(self, done: int, total: int) -> None:
         self.state = RUNNING
+        if self.started is None:
+            self.started = time.monotonic()
         self.progress.setRange(0, total)
         self.progress.setValue(done)
         now = time.monotonic()
@@ -200,6 +213,8 @@ class DocumentsPanel(QFrame):
 hidden while there are none; a job added is scrolled into view."""
 
     message = Signal(str)  # a short note for the status bar
+    long_job_ended = Signal(str, str)  # a notification's title and text: a job that ran long is done or failed
+    output_folder_chosen = Signal(str)  # where translations are saved from now on ("" = beside each document)
 
     def __init__(self, worker, paths: AppPaths, job_for: Callable[[Path], DocumentJob], parent=None):
         super().__init__(parent, objectName="documents")
@@ -209,6 +224,8 @@ hidden while there are none; a job added is scrolled into view."""
         # Both replaceable (tests answer and record instead of showing dialogs or launching viewers).
         self.ask: Callable[[str, str], bool] = self._ask_with_a_dialog
         self.open_url: Callable[[QUrl], bool] = QDesktopServices.openUrl
+        self.choose_folder: Callable[[], str] = lambda: QFileDialog.getExistingDirectory(
+            self.window(), "Save translated documents in", str(Path.home()))
         self.rows: list[JobRow] = []
         self.by_id: dict[int, JobRow] = {}  # the worker's job id -> its row (a retry gets a new id)
         self.scans: list[Task] = []
@@ -218,6 +235,13 @@ hidden while there are none; a job added is scrolled into view."""
         self.toggle.setArrowType(Qt.DownArrow)
         self.toggle.setAutoRaise(True)
         self.clear_button = QPushButton("Clear finished")
+        self.folder_choice = QToolButton(popupMode=QToolButton.InstantPopup, autoRaise=True,
+                                         toolTip="Where translated documents are saved")
+        folder_menu = QMenu(self.folder_choice)
+        folder_menu.addAction("Beside each document", lambda: self.choose_output_folder(""))
+        folder_menu.addAction("In a folder…", self._ask_for_output_folder)
+        self.folder_choice.setMenu(folder_menu)
+        self.set_output_folder("")
         self.list = QWidget()
         self.list_layout = QVBoxLayout(self.list)
         self.list_layout.setContentsMargins(0, 0, 0, 0)
@@ -228,6 +252,7 @@ hidden while there are none; a job added is scrolled into view."""
         header = QHBoxLayout()
         header.addWidget(self.toggle)
         header.addStretch(1)
+        header.addWidget(self.folder_choice)
         header.addWidget(self.clear_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -288,8 +313,11 @@ hidden while there are none; a job added is scrolled into view."""
             return
         count = f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}"
         pair = f"{get_language(jobs[0].source).name} to {get_language(jobs[0].target).name}"
+        first = jobs[0]
+        where = "beside its document" if first.output_path.parent == first.source_path.parent \
+            else f"in {first.output_path.parent}"
         if not self.ask("Translate documents", f"{count} to translate from {pair}. Start?\n\nEach translation is saved "
-                        f"beside its document, e.g. {jobs[0].output_path.name}." + (f"\n\n{not_read}" if not_read else "")):
+                        f"{where}, e.g. {first.output_path.name}." + (f"\n\n{not_read}" if not_read else "")):
             return
         if not_read:
             self.message.emit(not_read)
@@ -324,6 +352,7 @@ hidden while there are none; a job added is scrolled into view."""
         row.cancel_button.clicked.connect(lambda: self.cancel(row))
         row.retry_button.clicked.connect(lambda: self.retry(row))
         row.open_button.clicked.connect(lambda: self.open_output(row))
+        row.folder_button.clicked.connect(lambda: self.show_in_folder(row))
         self.rows.append(row)
         self.list_layout.insertWidget(self.list_layout.count() - 1, row)
         self.follow_new_jobs = True  # once laid out, the list scrolls down to it
@@ -353,6 +382,26 @@ hidden while there are none; a job added is scrolled into view."""
         if row.output is not None and not self.open_url(QUrl.fromLocalFile(str(row.output))):
             self.message.emit(f"No application is set to open {row.output.suffix or 'such'} files: "
                               f"the translation is {row.output}")
+
+    def show_in_folder(self, row: JobRow) -> None:
+        if row.output is not None and not self.open_url(QUrl.fromLocalFile(str(row.output.parent))):
+            self.message.emit(f"Nothing on this desktop opens folders: the translation is {row.output}")
+
+    def set_output_folder(self, folder: str) -> None:
+        """Show where translations are saved (the window's setting)."""
+        self.folder_choice.setText(f"Save in: {Path(folder).name or folder}" if folder else "Save beside each document")
+        self.folder_choice.setToolTip(f"Translated documents are saved in {folder}" if folder
+                                      else "Translated documents are saved beside each document")
+
+    def choose_output_folder(self, folder: str) -> None:
+        """From the header's menu: translations saved in `folder` from now on ("" = beside each document)."""
+        self.set_output_folder(folder)
+        self.output_folder_chosen.emit(folder)
+
+    def _ask_for_output_folder(self) -> None:
+        folder = self.choose_folder()
+        if folder:  # else the chooser was cancelled
+            self.choose_output_folder(folder)
 
     def clear_finished(self) -> None:
         for row in [r for r in self.rows if r.state not in (QUEUED, RUNNING)]:
@@ -399,7 +448,11 @@ hidden while there are none; a job added is scrolled into view."""
             self._finish(job_id, CANCELLED)
 
     def _finish(self, job_id: int, state: str, message: str = "") -> None:
-        self.by_id.pop(job_id).set_state(state, message)
+        row = self.by_id.pop(job_id)
+        row.set_state(state, message)
+        if state != CANCELLED and row.started is not None and time.monotonic() - row.started > LONG_JOB_SECONDS:
+            self.long_job_ended.emit(f"{row.job.source_path.name} translated" if state == DONE
+                                     else f"{row.job.source_path.name} failed", row.status.text())
         self.save()
         self._update_header()
 

@@ -12,6 +12,10 @@ memory. Editing the source again discards the edits. A click only places the cur
 "Other translations" in the context menu) asks the worker for the sentence's alternatives and lists
 them, with their scores, in a small menu there that the keyboard can walk; picking one puts it in
 the sentence's place and into the translation memory, as an accepted edit.
+
+From anywhere on the desktop (`dragoman popup`, the tray, Ctrl+C twice) text is translated in a
+small popup (app.window.popup) through this window's worker, so one model serves both. With a tray
+icon (app.window.tray) closing the window only hides it; Ctrl+Q or the tray's Quit ends the app.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from PySide6.QtWidgets import (
 from dragoman.app import models
 from dragoman.app.documents import output_path
 from dragoman.app.session import detect
-from dragoman.app.session.jobs import DocumentJob
+from dragoman.app.session.jobs import DocumentJob, open_memory
 from dragoman.app.session.session import TranslationJob
 from dragoman.app.session.terms import saved_terms
 from dragoman.app.history import TranslationHistory
@@ -57,13 +61,17 @@ from dragoman.app.window.glossary_dialog import GlossaryDialog
 from dragoman.app.window.history_dialog import HistoryDialog
 from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
 from dragoman.app.window.language_picker import LanguagePicker
+from dragoman.app.window.memory_dialog import MemoryDialog
 from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
+from dragoman.app.window.popup import ClipboardWatcher, TranslationPopup, read_selection
 from dragoman.app.window.settings_dialog import SettingsDialog
+from dragoman.app.window.single_instance import PopupRequest
 from dragoman.app.window.screen_fit import resize_within_screen
 from dragoman.app.window.tasks import Task
 from dragoman.app.window.translation_view import TranslationView, follow_text_direction
+from dragoman.app.window.tray import TrayIcon, tray_available
 from dragoman.app.window.worker import EngineWorker
-from dragoman.engine import ADAPTER_FILES, adapter_folders, adapter_names, get_language
+from dragoman.engine import ADAPTER_FILES, DatabaseError, adapter_folders, adapter_names, get_language
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
 NO_ADAPTER = "None (base model)"
@@ -212,6 +220,8 @@ class WelcomePage(QWidget):
 
 
 class MainWindow(QMainWindow):
+    shut_down = Signal()  # the window closed for good (not to the tray): the app may quit
+
     def __init__(self, paths: AppPaths, settings: Settings, parent=None):
         super().__init__(parent)
         self.paths = paths
@@ -250,11 +260,20 @@ class MainWindow(QMainWindow):
         self.alternatives_asked: tuple[int, int, int, object, str] | None = None
         self.alternatives_menu: QMenu | None = None
         self._showing = False  # the window itself is changing the target pane
+        self.tray: TrayIcon | None = None
+        self.clipboard_watcher: ClipboardWatcher | None = None
+        self.quitting = False  # closing for good, not to the tray
+        self.closed_for_good = False
 
         self._build()
         self._connect()
         self.apply_theme()
         self._restore_last_session()
+        self.popup = TranslationPopup(self.worker, self.make_popup_job)
+        self.popup.open_in_window.connect(self.open_text)
+        self.popup.closed.connect(self._on_popup_closed)
+        self.popup.translated.connect(self._keep_in_history)
+        self._fit_desktop_integration()
         self.worker.start()
         self._start_model()
         self.documents.restore()  # the document jobs the last session had not finished
@@ -379,7 +398,8 @@ class MainWindow(QMainWindow):
         action("Larger text", ["Ctrl++", "Ctrl+="], lambda: self.set_text_size(self.settings.text_size + 1))
         action("Smaller text", ["Ctrl+-"], lambda: self.set_text_size(self.settings.text_size - 1))
         action("Usual text size", ["Ctrl+0"], lambda: self.set_text_size(DEFAULT_TEXT_SIZE))
-        action("Quit", ["Ctrl+Q"], self.close)
+        action("Remembered edits", ["Ctrl+Shift+E"], self.open_memory)
+        action("Quit", ["Ctrl+Q"], self.quit_app)
         self.source_picker.setToolTip(self.source_picker.toolTip() + " (Ctrl+Shift+F)")
         self.target_picker.setToolTip(self.target_picker.toolTip() + " (Ctrl+Shift+T)")
 
@@ -406,7 +426,7 @@ class MainWindow(QMainWindow):
         w.completing.connect(self._on_completing)
         w.alternatives_found.connect(self._on_alternatives_found)
         self.target.alternatives_wanted.connect(self.ask_alternatives)
-        w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered", 3000))
+        w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered (Ctrl+Shift+E lists them)", 3000))
         self.target.document().contentsChange.connect(self._on_target_edited)
         self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
         self.completion_timer.timeout.connect(self.complete_now)
@@ -430,6 +450,9 @@ class MainWindow(QMainWindow):
         self.welcome.settings_button.clicked.connect(self.open_settings)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
         self.documents.message.connect(lambda text: self.statusBar().showMessage(text, 5000))
+        self.documents.long_job_ended.connect(self.notify)
+        self.documents.output_folder_chosen.connect(self._use_documents_folder)
+        self.documents.set_output_folder(self.settings.documents_folder)
         # Files and folders dropped anywhere on the window, the text boxes too, become document jobs.
         self.setAcceptDrops(True)
         self.file_drops = FileDrops(self.open_documents, self)
@@ -486,8 +509,8 @@ class MainWindow(QMainWindow):
         self.model_label.setText(description)
         if self.statusBar().currentMessage().startswith("Loading"):  # keep a note that came meanwhile
             self.statusBar().showMessage("Ready", 4000)
-        if self.source.toPlainText().strip() and not self.job_id:
-            self.translate_now()
+        if self.isVisible() and self.source.toPlainText().strip() and not self.job_id:
+            self.translate_now()  # a window started hidden (for the popup) translates its text once shown
 
     def _on_kernels_unavailable(self, message: str) -> None:
         self.kernels_label.setText(message)
@@ -586,7 +609,8 @@ class MainWindow(QMainWindow):
         typed = self.make_job()
         target = self.target_picker.code()
         options = {"bilingual": self.bilingual_box.isChecked()}
-        return DocumentJob(path, output_path(path, target, options=options), typed.source, target, typed.options,
+        folder = Path(self.settings.documents_folder) if self.settings.documents_folder else None
+        return DocumentJob(path, output_path(path, target, folder, options), typed.source, target, typed.options,
                            typed.adapter, document_options=options)
 
     def typed_options(self) -> dict:
@@ -1013,6 +1037,8 @@ class MainWindow(QMainWindow):
             self.apply_theme()
         if new.text_size != old.text_size:
             self.set_text_size(new.text_size)
+        self._fit_desktop_integration()
+        self.documents.set_output_folder(new.documents_folder)
         if new.adapters_path(self.paths) != old.adapters_path(self.paths):
             self.adapter_picker.rescan(new.adapters_path(self.paths), new.adapter)
         if (new.model_dir, new.device, new.precision, new.adapter_slots, new.gpu_memory_mb) != (
@@ -1043,6 +1069,17 @@ class MainWindow(QMainWindow):
             pane.setFont(font)
         self.save_settings()
 
+    def open_memory(self) -> None:
+        try:
+            memory = open_memory(self.paths)
+        except DatabaseError as e:
+            self.statusBar().showMessage(str(e))
+            return
+        dialog = MemoryDialog(memory, self)
+        dialog.exec()
+        memory.close()
+        dialog.deleteLater()
+
     def open_history(self) -> None:
         dialog = HistoryDialog(self.history, self.settings.keep_history, self)
         dialog.keep.toggled.connect(self._keep_history)
@@ -1060,12 +1097,103 @@ class MainWindow(QMainWindow):
         self.settings.keep_history = keep
         self.save_settings()
 
-    def closeEvent(self, event: QCloseEvent) -> None:
-        """Stop the engine thread (the running job ends at its next step) and wait for it: no orphan thread."""
+    # -- from anywhere: the popup, the tray, Ctrl+C twice --------------------------------------------
+
+    def _fit_desktop_integration(self) -> None:
+        """The tray icon (where the desktop has a tray) and the watch for Ctrl+C twice, as the settings say."""
+        if self.settings.tray_icon and tray_available():
+            if self.tray is None:
+                self.tray = TrayIcon(self)
+                self.tray.show()
+        elif self.tray is not None:
+            self.tray.hide()
+            self.tray.deleteLater()
+            self.tray = None
+        if self.settings.copy_twice and self.clipboard_watcher is None:
+            self.clipboard_watcher = ClipboardWatcher(self)
+            self.clipboard_watcher.copied_twice.connect(lambda text: self.show_popup(PopupRequest(text, clipboard=True)))
+        elif not self.settings.copy_twice and self.clipboard_watcher is not None:
+            self.clipboard_watcher.stop()
+            self.clipboard_watcher.deleteLater()
+            self.clipboard_watcher = None
+
+    def make_popup_job(self, text: str) -> TranslationJob:
+        """The popup's job: the languages, options and adapter typed text uses now."""
+        return replace(self.make_job(), texts=text.split("\n"))
+
+    def show_popup(self, request: PopupRequest) -> None:
+        """`dragoman popup`, the tray, Ctrl+C twice: the text translated in the popup near the pointer."""
+        self.popup.show_request(request)
+
+    def translate_clipboard(self) -> None:
+        self.show_popup(read_selection(clipboard_only=True))
+
+    def open_text(self, text: str) -> None:
+        """"Open in Dragoman" in the popup: its text in the window, translated there."""
+        self.show_and_raise()
+        self.source.setPlainText(text)
+        self.translate_now()
+
+    def show_and_raise(self) -> None:
+        self.showNormal()
+        self.raise_()
+        self.activateWindow()
+        if self.source.toPlainText().strip() and not self.target.toPlainText().strip() and not self.job_id:
+            self.translate_now()  # the text restored while the window was hidden
+
+    def show_or_hide(self) -> None:
+        if self.isVisible():
+            self.close()  # to the tray
+        else:
+            self.show_and_raise()
+
+    def _keep_in_history(self, source_language: str, target_language: str, text: str, translation: str) -> None:
+        if self.settings.keep_history:
+            self.history.add(source_language, target_language, text, translation)
+
+    def _on_popup_closed(self) -> None:
+        """Started for the popup, with no tray to come back to: once it closes, nothing of the app is left to see."""
+        if self.tray is None and not self.isVisible() and not self.closed_for_good:
+            self.quit_app()
+
+    def notify(self, title: str, text: str) -> None:
+        """A desktop notification: the tray's message where there is a tray (the status bar says it anyway)."""
+        if self.tray is not None:
+            self.tray.showMessage(title, text, theme.app_icon())
+
+    def _use_documents_folder(self, folder: str) -> None:
+        self.settings.documents_folder = folder
+        self.save_settings()
+
+    def quit_app(self) -> None:
+        """Ctrl+Q, the tray's Quit: close for good, even with the tray."""
+        self.quitting = True
+        self.close()
+
+    def _remember_window(self) -> None:
         self.settings.window_geometry = bytes(self.saveGeometry().toBase64()).decode("ascii")
         self.settings.last_text = self.source.toPlainText() if self.settings.keep_history else ""  # off: no text kept
         self.save_settings()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """With the tray: the window hides and the app goes on. Otherwise (or quitting) stop the engine
+        thread (the running job ends at its next step) and wait for it: no orphan thread."""
+        if self.closed_for_good:
+            event.accept()
+            return
+        if self.isVisible():  # a window started hidden keeps the size and place saved before
+            self._remember_window()
+        if self.tray is not None and not self.quitting:
+            self.hide()
+            event.ignore()
+            return
+        self.closed_for_good = True
         self.hide()
+        self.popup.close()
+        if self.tray is not None:
+            self.tray.hide()
+        if self.clipboard_watcher is not None:
+            self.clipboard_watcher.stop()
         self.typing_timer.stop()
         if self.task is not None:
             self.task.cancel()
@@ -1075,3 +1203,4 @@ class MainWindow(QMainWindow):
         self.worker.wait()
         self.history.close()
         event.accept()
+        self.shut_down.emit()

@@ -1,12 +1,17 @@
-"""The settings dialog: model, adapters folder, device, precision, decoding options, theme.
+"""The settings dialog: model, adapters folder, device, precision, decoding options, theme, where
+documents are saved, and translating from anywhere (the tray, Ctrl+C twice, and a line saying what
+the desktop offers for a global shortcut: app.desktop_shortcut).
 
 Only what the chosen device can do is offered: on the CPU no float16 or bfloat16, on a GPU no
 int8; GPU memory and resident adapters are greyed, with a note, where no GPU will be used."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
+
+from PySide6.QtGui import QGuiApplication
 
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -28,9 +33,13 @@ from PySide6.QtWidgets import (
 )
 
 from dragoman.app import models
+from dragoman.app.desktop_shortcut import shortcut_advice
 from dragoman.app.settings import MAX_TEXT_SIZE, MIN_GPU_MEMORY_MB, MIN_TEXT_SIZE, THEMES, AppPaths, Settings
 from dragoman.app.window.models_dialog import ModelsDialog
 from dragoman.app.window.screen_fit import resize_within_screen
+from dragoman.app.window.tray import tray_available
+
+BESIDE_EACH_DOCUMENT = "Beside each document"
 
 
 PRECISION_LABELS = {
@@ -107,6 +116,20 @@ class SettingsDialog(QDialog):
                                       toolTip="Typed translations, kept on this computer and searchable (Ctrl+H)")
         self.text_size = QSpinBox(minimum=MIN_TEXT_SIZE, maximum=MAX_TEXT_SIZE, value=settings.text_size, suffix=" pt",
                                   toolTip="The size of the text in both panes (also Ctrl++ and Ctrl+-)")
+        self.documents_folder = QLineEdit(settings.documents_folder, placeholderText=BESIDE_EACH_DOCUMENT,
+                                          toolTip="Where translated documents are saved (empty: beside each document)")
+        self.documents_folder.setClearButtonEnabled(True)
+        browse_documents = QPushButton("Folder…")
+        has_tray = tray_available()
+        self.tray_icon = QCheckBox("Keep running in the tray when the window is closed",
+                                   checked=settings.tray_icon and has_tray, enabled=has_tray,
+                                   toolTip="The model stays loaded for the popup" if has_tray
+                                   else "This desktop has no system tray")
+        self.copy_twice = QCheckBox("Ctrl+C twice translates what was copied, in a popup", checked=settings.copy_twice,
+                                    toolTip="Copy the same text twice within half a second, in any program")
+        self.shortcut_note = QLabel(shortcut_advice(QGuiApplication.platformName(),
+                                                    os.environ.get("XDG_SESSION_TYPE", "")),
+                                    objectName="hint", wordWrap=True)
         self.theme = QComboBox()
         for value in THEMES:
             self.theme.addItem(value.capitalize(), value)
@@ -128,6 +151,10 @@ class SettingsDialog(QDialog):
         form.addRow("Text size", self.text_size)
         form.addRow("", self.as_you_type)
         form.addRow("", self.keep_history)
+        form.addRow("Documents saved", _row(self.documents_folder, browse_documents))
+        form.addRow("From anywhere", self.tray_icon)
+        form.addRow("", self.copy_twice)
+        form.addRow("", self.shortcut_note)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -150,6 +177,7 @@ class SettingsDialog(QDialog):
         manage.clicked.connect(self._manage_models)
         browse_model.clicked.connect(self._browse_model)
         browse_adapters.clicked.connect(self._browse_adapters)
+        browse_documents.clicked.connect(self._browse_documents_folder)
 
     def _fit_to_device(self, precision: str) -> None:
         """Offer the chosen device's precisions (keeping `precision` where it can), and grey what only a GPU uses."""
@@ -191,6 +219,12 @@ class SettingsDialog(QDialog):
         if folder:
             self.adapters.setText(folder)
 
+    def _browse_documents_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Save translated documents in",
+                                                  self.documents_folder.text() or str(Path.home()))
+        if folder:
+            self.documents_folder.setText(folder)
+
     def result_settings(self) -> Settings:
         """The settings as the dialog shows them (the language choices are kept as they were)."""
         adapters = self.adapters.text().strip()
@@ -209,6 +243,10 @@ class SettingsDialog(QDialog):
             text_size=self.text_size.value(),
             translate_as_you_type=self.as_you_type.isChecked(),
             keep_history=self.keep_history.isChecked(),
+            documents_folder=self.documents_folder.text().strip(),
+            # No tray here: the choice made where there was one is kept.
+            tray_icon=self.tray_icon.isChecked() if self.tray_icon.isEnabled() else self.settings.tray_icon,
+            copy_twice=self.copy_twice.isChecked(),
         )
 
 

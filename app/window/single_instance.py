@@ -1,10 +1,12 @@
 """One running app per user and data folder: the first launch listens on a local socket; a later
 `dragoman FILE`, or "Open with Dragoman" from the file manager, hands its files to it and exits
-instead of loading the model a second time (and, quitting first, emptying the other's jobs).
+instead of loading the model a second time (and, quitting first, emptying the other's jobs);
+`dragoman popup` hands it the text to translate in the popup.
 
 The socket is the user's alone (QLocalServer.UserAccessOption). A message is one JSON object,
-`{"files": [absolute paths]}`, at most MAX_MESSAGE bytes; anything else is dropped. Received files
-only reach the documents list, which asks before translating them, as for a drop.
+`{"files": [absolute paths]}` or `{"popup": {"text": str, "clipboard": bool}}`, at most MAX_MESSAGE
+bytes; anything else is dropped. Received files only reach the documents list, which asks before
+translating them, as for a drop; received text is only translated, in the popup.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -31,13 +34,30 @@ def server_name(paths: AppPaths) -> str:
     return f"dragoman-{os.getuid() if hasattr(os, 'getuid') else os.getlogin()}-{folder}"
 
 
+@dataclass(frozen=True)
+class PopupRequest:
+    """Text to translate in the popup: the selection, or the clipboard's (`clipboard`)."""
+
+    text: str
+    clipboard: bool
+
+
 def hand_over(paths: AppPaths, files: Sequence[str | Path]) -> bool:
     """Give `files` to the app already running, if there is one; whether it took them."""
+    return _send(paths, {"files": [str(Path(f).absolute()) for f in files]})
+
+
+def hand_over_popup(paths: AppPaths, request: PopupRequest) -> bool:
+    """Ask the app already running, if there is one, to translate `request` in its popup; whether it took it."""
+    return _send(paths, {"popup": {"text": request.text, "clipboard": request.clipboard}})
+
+
+def _send(paths: AppPaths, message: dict) -> bool:
     socket = QLocalSocket()
     socket.connectToServer(server_name(paths))
     if not socket.waitForConnected(HAND_OVER_MS):
         return False
-    socket.write(json.dumps({"files": [str(Path(f).absolute()) for f in files]}).encode() + b"\n")
+    socket.write(json.dumps(message).encode() + b"\n")
     socket.flush()
     answered = b""
     while ACK not in answered and socket.waitForReadyRead(HAND_OVER_MS):
@@ -46,22 +66,31 @@ def hand_over(paths: AppPaths, files: Sequence[str | Path]) -> bool:
     return ACK in answered
 
 
-def parse_message(data: bytes) -> list[Path] | None:
-    """The files of one message, or None for one that is not ours."""
+def parse_message(data: bytes) -> list[Path] | PopupRequest | None:
+    """The files of one message, or its popup request, or None for one that is not ours."""
     try:
         message = json.loads(data)
     except ValueError:
         return None
-    files = message.get("files") if isinstance(message, dict) else None
+    if not isinstance(message, dict) or len(message) != 1:
+        return None
+    if "popup" in message:
+        popup = message["popup"]
+        if not isinstance(popup, dict) or set(popup) != {"text", "clipboard"} \
+                or not isinstance(popup["text"], str) or not isinstance(popup["clipboard"], bool):
+            return None
+        return PopupRequest(popup["text"], popup["clipboard"])
+    files = message.get("files")
     if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
         return None
     return [Path(f) for f in files]
 
 
 class LaunchListener(QObject):
-    """The running app's end of the socket: `opened(files)` for each later launch."""
+    """The running app's end of the socket: `opened(files)` or `popup(PopupRequest)` for each later launch."""
 
     opened = Signal(list)
+    popup = Signal(object)
 
     def __init__(self, paths: AppPaths, parent: QObject | None = None):
         super().__init__(parent)
@@ -92,10 +121,13 @@ class LaunchListener(QObject):
             return
         if b"\n" not in buffer:
             return
-        files = parse_message(bytes(buffer[: buffer.index(b"\n")]))
-        if files is None:
+        message = parse_message(bytes(buffer[: buffer.index(b"\n")]))
+        if message is None:
             socket.abort()
             return
         socket.write(ACK)
         socket.flush()
-        self.opened.emit(files)
+        if isinstance(message, PopupRequest):
+            self.popup.emit(message)
+        else:
+            self.opened.emit(message)

@@ -56,6 +56,14 @@ def test_desktop_file_is_valid():
     assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
 
 
+def test_desktop_file_offers_the_popup_as_an_action():
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str
+    parser.read(DESKTOP, encoding="utf-8")
+    assert parser["Desktop Entry"]["Actions"] == "popup;"
+    assert parser["Desktop Action popup"]["Exec"] == "dragoman popup"
+
+
 def test_desktop_file_opens_every_document_format_and_names_the_icon():
     entry = desktop_entry()
     unknown = sorted(set(FORMATS) - set(MIME_TYPES))

@@ -49,3 +49,30 @@ def test_a_precision_that_fails_keeps_the_working_model_and_says_why(qtbot, open
     assert window.settings.precision == "float32"
     assert window.settings.load(paths.settings_file).precision == "float32"
     assert translated_in(qtbot, window, "Good morning.")
+
+
+def test_where_documents_go_the_tray_ctrl_c_twice_and_what_the_desktop_offers(qtbot, settings, paths, monkeypatch,
+                                                                              tmp_path):
+    monkeypatch.setattr(settings_dialog, "device_choices", lambda: [("auto", "Automatic"), ("cpu", "CPU")])
+    monkeypatch.setenv("XDG_SESSION_TYPE", "wayland")
+    monkeypatch.setattr(settings_dialog, "tray_available", lambda: False)
+    dialog = SettingsDialog(settings, paths)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.shortcut_note.isVisible()
+    assert dialog.shortcut_note.text().startswith(
+        "Wayland: bind `dragoman popup` to a key in your desktop's keyboard settings; no global shortcut can be "
+        "registered by apps there.")
+    assert not dialog.tray_icon.isEnabled() and dialog.tray_icon.toolTip() == "This desktop has no system tray"
+    assert dialog.documents_folder.placeholderText() == "Beside each document"
+    dialog.documents_folder.setText(str(tmp_path))
+    dialog.copy_twice.setChecked(True)
+    chosen = dialog.result_settings()
+    assert (chosen.documents_folder, chosen.copy_twice, chosen.tray_icon) == (str(tmp_path), True, True)
+
+    monkeypatch.setattr(settings_dialog, "tray_available", lambda: True)
+    dialog = SettingsDialog(chosen, paths)
+    qtbot.addWidget(dialog)
+    assert dialog.tray_icon.isEnabled() and dialog.tray_icon.isChecked()
+    dialog.tray_icon.setChecked(False)
+    assert dialog.result_settings().tray_icon is False

@@ -1,5 +1,6 @@
 """One running app: a second `dragoman FILE` (a real process) hands FILE to the window already open and
-exits; a socket left by a crashed app does not stop the next one; what is not our message is dropped."""
+exits; a socket left by a crashed app does not stop the next one; what is not our message (files or a
+popup request) is dropped."""
 
 import os
 import socket
@@ -11,7 +12,7 @@ from PySide6.QtCore import QDir
 from PySide6.QtNetwork import QLocalSocket
 
 from dragoman.app.window.gui import listen_for_launches
-from dragoman.app.window.single_instance import LaunchListener, server_name
+from dragoman.app.window.single_instance import LaunchListener, PopupRequest, server_name
 from recorder import WAIT_MS
 
 
@@ -70,3 +71,21 @@ def test_what_is_not_our_message_is_dropped_and_the_listener_carries_on(qtbot, p
     send(paths, b'{"files": ["/tmp/a.txt"]}\n')
     qtbot.waitUntil(lambda: len(received) == 1, timeout=WAIT_MS)
     assert [str(p) for p in received[0]] == ["/tmp/a.txt"]
+
+
+def test_a_popup_request_is_taken_only_whole_and_well_typed(qtbot, paths):
+    listener = LaunchListener(paths)
+    assert listener.listen()
+    opened, popups = [], []
+    listener.opened.connect(opened.append)
+    listener.popup.connect(popups.append)
+    for message in (b'{"popup": "text"}\n', b'{"popup": {"text": 1, "clipboard": false}}\n',
+                    b'{"popup": {"text": "a"}}\n', b'{"popup": {"text": "a", "clipboard": "yes"}}\n',
+                    b'{"popup": {"text": "a", "clipboard": true, "run": "rm"}}\n',
+                    b'{"files": [], "popup": {"text": "a", "clipboard": true}}\n'):
+        client = send(paths, message)
+        qtbot.waitUntil(lambda: client.state() == QLocalSocket.LocalSocketState.UnconnectedState, timeout=WAIT_MS)
+    assert opened == [] and popups == []
+    send(paths, b'{"popup": {"text": "Bonjour", "clipboard": true}}\n')
+    qtbot.waitUntil(lambda: len(popups) == 1, timeout=WAIT_MS)
+    assert popups == [PopupRequest("Bonjour", clipboard=True)] and opened == []

@@ -1,0 +1,49 @@
+"""Translate from anywhere, the parts that are not Qt: what a desktop offers for a global shortcut,
+said in one line for Settings, and DeepL's "Ctrl+C twice" (the same text copied twice quickly).
+
+Dragoman registers no global key itself: on X11 any program could, but the desktop's own keyboard
+settings do it better (they show the binding beside the others, and conflicts); on Wayland no
+program can grab keys. The XDG GlobalShortcuts portal (KDE Plasma, GNOME 48) would let an app ask
+for one over D-Bus, but its BindShortcuts takes an a(sa{sv}) list, which PySide6's QtDBus cannot
+build (QDBusArgument.beginArray needs an element type registered with D-Bus, and PySide6 has no
+qDBusRegisterMetaType). Either way the key runs `dragoman popup`, which hands the selection to the
+running app.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DOUBLE_COPY_SECONDS = 0.5  # DeepL's: two copies this close are one "translate this"
+POPUP_COMMAND = "dragoman popup"
+
+
+def shortcut_advice(platform: str, session_type: str) -> str:
+    """What the desktop offers for a global shortcut, and what to do there. `platform`: Qt's platform
+    name (xcb, wayland, windows, cocoa, offscreen...); `session_type`: $XDG_SESSION_TYPE."""
+    if platform == "wayland" or (platform not in ("xcb", "windows", "cocoa") and session_type == "wayland"):
+        return (f"Wayland: bind `{POPUP_COMMAND}` to a key in your desktop's keyboard settings; no global shortcut "
+                "can be registered by apps there. Wayland keeps the selection from apps in the background: bind "
+                f"`sh -c '{POPUP_COMMAND} --text \"$(wl-paste --primary)\"'` (wl-clipboard) to translate it.")
+    if platform == "xcb" or session_type == "x11":
+        return (f"X11: bind `{POPUP_COMMAND}` to a key in your desktop's keyboard settings (GNOME: Keyboard → "
+                "Custom Shortcuts; KDE: Shortcuts → Custom Shortcuts; Xfce: Keyboard → Application Shortcuts). "
+                "It translates the text selected in any window, or the clipboard when nothing is selected.")
+    return (f"This desktop gives apps no global shortcut: run `{POPUP_COMMAND}` from a key your system lets you "
+            "bind to a command, or turn on Ctrl+C twice.")
+
+
+@dataclass
+class DoubleCopy:
+    """Feed it each copy (`copied`): true for the second of two copies of the same text within
+    DOUBLE_COPY_SECONDS. A third copy starts a new pair."""
+
+    last: tuple[str, float] | None = None
+
+    def copied(self, text: str, when: float) -> bool:
+        """`when`: seconds on a monotonic clock."""
+        last, self.last = self.last, (text, when)
+        if last is not None and text.strip() and last[0] == text and 0 <= when - last[1] <= DOUBLE_COPY_SECONDS:
+            self.last = None
+            return True
+        return False

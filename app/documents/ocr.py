@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from dragoman.app.documents.safety import DocumentError
+from dragoman.app.documents.sentences import is_rtl
 
 # Tesseract's language models -> FLORES-200 codes, for the languages both know.
 TESSERACT_LANGUAGES = {
@@ -265,13 +266,3 @@ def _joined(text: str, line: str) -> str:
     return text + " " + line
 
 
-def is_rtl(text: str) -> bool:
-    import unicodedata
-
-    for ch in text:
-        kind = unicodedata.bidirectional(ch)
-        if kind in ("R", "AL"):
-            return True
-        if kind == "L":
-            return False
-    return False

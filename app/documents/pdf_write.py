@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from dragoman.app.documents.pdf_blocks import SHOW_OPERATORS, Block, Page
 from dragoman.app.documents.pdf_fonts import Face, FontLibrary, Glyph
 from dragoman.app.documents.segments import Run
+from dragoman.app.documents.sentences import is_rtl
 
 SHRINK_FLOOR = 0.9
 GROWN_FLOOR = 0.5
@@ -92,20 +93,9 @@ def _shaped(unit: list[tuple[str, Face]]) -> list[Glyph]:
         else:
             stretches.append([ch, face])
     shaped = [list(face.shape(text)) for text, face in stretches]
-    if _is_rtl("".join(ch for ch, _ in unit)):
+    if is_rtl("".join(ch for ch, _ in unit)):
         shaped.reverse()
     return [glyph for stretch in shaped for glyph in stretch]
-
-
-def _is_rtl(text: str) -> bool:
-    """The text's first strong character is right to left."""
-    for ch in text:
-        kind = unicodedata.bidirectional(ch)
-        if kind in ("R", "AL"):
-            return True
-        if kind == "L":
-            return False
-    return False
 
 
 def _width(glyphs, size: float) -> float:
@@ -148,7 +138,7 @@ def _visual(line: list[list[Glyph]], rtl: bool) -> list[Glyph]:
         return [g for unit in line for g in unit]
     out, ltr = [], []
     for unit in reversed(line):
-        if not _is_space(unit) and not _is_rtl("".join(g.text for g in unit)):
+        if not _is_space(unit) and not is_rtl("".join(g.text for g in unit)):
             ltr.insert(0, unit)
             continue
         if ltr and _is_space(unit):
@@ -224,7 +214,7 @@ def typeset(block: Block, runs: list[Run], fonts: FontLibrary, page: Page, obsta
     originals = fonts.originals(block.fonts, runs)
     units = [(glyphs, sum(g.advance for g in glyphs), _is_space(glyphs))
              for glyphs in map(_shaped, _characters(runs, fonts, originals, block.serif))]
-    rtl = _is_rtl("".join(r.text for r in runs))
+    rtl = is_rtl("".join(r.text for r in runs))
     size, leading = block.size, block.leading
     box = block.bbox
     setting = _fit(units, box, size, leading, size * SHRINK_FLOOR)

@@ -16,7 +16,8 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-from dragoman.app.documents.ocr import LEADING, LINE_BOX, Reader, TextBlock, is_cjk, is_rtl
+from dragoman.app.documents.ocr import LEADING, LINE_BOX, Reader, TextBlock, is_cjk
+from dragoman.app.documents.sentences import is_rtl
 from dragoman.app.documents.safety import DocumentError, check_file
 from dragoman.app.documents.segments import Document, Run, Segment
 

@@ -23,6 +23,7 @@ Tibetan write words without spaces but separate sentences with one, so they keep
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from dragoman.engine import NO_SPACE_SCRIPTS
 
@@ -136,3 +137,14 @@ def sentence_gap(original_gap: str, target_script: str) -> str:
 UNSPACED_CHARACTER = re.compile(
     "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
 )
+
+
+def is_rtl(text: str) -> bool:
+    """The text's first strong character is right to left (Arabic, Hebrew...)."""
+    for ch in text:
+        kind = unicodedata.bidirectional(ch)
+        if kind in ("R", "AL"):
+            return True
+        if kind == "L":
+            return False
+    return False

@@ -221,18 +221,18 @@ def test_unsupported_files_are_named_and_failed_and_cancelled_jobs_are_counted_a
                                                                                        tmp_path):
     settings.max_length = 60
     make_docx(tmp_path / "a.docx", ["The first paragraph."])
-    (tmp_path / "b.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "b.svg").write_text("<svg xmlns=\"http://www.w3.org/2000/svg\"/>", encoding="utf-8")  # a drawing: not read
     (tmp_path / "c.txt").write_text("Hello world.\n", encoding="utf-8")
     (tmp_path / "broken.docx").write_bytes(b"not a zip")
     (tmp_path / "long.txt").write_text("\n\n".join(SENTENCES), encoding="utf-8")
     window = open_window(settings, True, True)
     notes = []
     window.documents.message.connect(notes.append)
-    drop(window, tmp_path / "a.docx", tmp_path / "b.png", tmp_path / "c.txt")
+    drop(window, tmp_path / "a.docx", tmp_path / "b.svg", tmp_path / "c.txt")
     rows_settled(qtbot, window, 2)
     question = window.documents.ask.questions[0]
-    assert question.startswith("2 documents to translate from English to French") and "b.png" in question
-    assert notes[0] == "Skipped b.png: not a document Dragoman reads."
+    assert question.startswith("2 documents to translate from English to French") and "b.svg" in question
+    assert notes[0] == "Skipped b.svg: not a document Dragoman reads."
     drop(window, tmp_path / "broken.docx", tmp_path / "long.txt")
     qtbot.waitUntil(lambda: len(window.documents.rows) == 4 and window.documents.rows[3].state == RUNNING,
                     timeout=WAIT_MS)

@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="--ray: how many engines (default: one per GPU; on the CPU one per 4 cores)")
     translate.add_argument(
         "files", nargs="*", metavar="FILE",
-        help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt docx pptx xlsx odt epub pdf)",
+        help="documents or folders to translate, each written as STEM.<to>.EXT (txt md html srt vtt ass docx pptx "
+             "xlsx odt epub pdf; pictures: png jpg webp tiff, written as .png)",
     )
 
     serve = commands.add_parser(

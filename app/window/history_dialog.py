@@ -7,54 +7,28 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QDialog,
-    QDialogButtonBox,
-    QHBoxLayout,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
-    QMessageBox,
-    QPushButton,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QCheckBox, QListWidgetItem, QMessageBox, QPushButton
 
 from dragoman.app.history import HistoryEntry, TranslationHistory
-from dragoman.app.window.screen_fit import resize_within_screen
+from dragoman.app.window.search_list_dialog import SearchListDialog
 from dragoman.engine import get_language
 
 
-class HistoryDialog(QDialog):
+class HistoryDialog(SearchListDialog):
     def __init__(self, history: TranslationHistory, keeping: bool, parent=None):
-        super().__init__(parent)
-        self.setWindowTitle("History")
+        super().__init__("History", "Search the texts and their translations", "history", parent)
         self.history = history
         self.chosen: HistoryEntry | None = None
-        self.search = QLineEdit(objectName="search", placeholderText="Search the texts and their translations")
-        self.search.setClearButtonEnabled(True)
-        self.entries = QListWidget(objectName="history")
-        self.entries.setWordWrap(True)
         self.keep = QCheckBox("Keep a history of translations", checked=keeping)
         self.clear_button = QPushButton("Clear history…")
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
-        row = QHBoxLayout()
-        row.addWidget(self.keep)
-        row.addStretch(1)
-        row.addWidget(self.clear_button)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.search)
-        layout.addWidget(self.entries, 1)
-        layout.addLayout(row)
-        layout.addWidget(buttons)
-        resize_within_screen(self, 620, 520)
-        self.search.textChanged.connect(self.refill)
+        self.row.addWidget(self.keep)
+        self.row.addStretch(1)
+        self.row.addWidget(self.clear_button)
         self.entries.itemActivated.connect(self._open)
         self.clear_button.clicked.connect(self.clear)
-        buttons.rejected.connect(self.reject)
         # Replaceable: tests answer instead of showing a question.
         self.ask = lambda title, text: QMessageBox.question(self, title, text) == QMessageBox.Yes
-        self.refill()
+        self.finish()
 
     def refill(self) -> None:
         self.entries.clear()

@@ -9,55 +9,28 @@ import time
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QDialog,
-    QDialogButtonBox,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
-    QPushButton,
-    QVBoxLayout,
-)
+from PySide6.QtWidgets import QAbstractItemView, QLabel, QListWidgetItem, QPushButton
 
 from dragoman.app.session.translation_memory import TranslationMemory
-from dragoman.app.window.screen_fit import resize_within_screen
+from dragoman.app.window.search_list_dialog import SearchListDialog
 from dragoman.engine import get_language
 
 
-class MemoryDialog(QDialog):
+class MemoryDialog(SearchListDialog):
     def __init__(self, memory: TranslationMemory, parent=None):
-        super().__init__(parent)
-        self.setWindowTitle("Remembered edits")
+        super().__init__("Remembered edits", "Search the sentences and their translations", "edits", parent)
         self.memory = memory
-        self.search = QLineEdit(objectName="search", placeholderText="Search the sentences and their translations")
-        self.search.setClearButtonEnabled(True)
-        self.entries = QListWidget(objectName="edits")
-        self.entries.setWordWrap(True)
         self.entries.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.count = QLabel(objectName="hint")
         self.delete_button = QPushButton("Delete", toolTip="Forget the selected translations (Delete)")
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
-        row = QHBoxLayout()
-        row.addWidget(self.count, 1)
-        row.addWidget(self.delete_button)
-        layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Translations you edited or chose: Dragoman gives them back for the same sentence, "
-                                "languages and model.", wordWrap=True))
-        layout.addWidget(self.search)
-        layout.addWidget(self.entries, 1)
-        layout.addLayout(row)
-        layout.addWidget(buttons)
-        resize_within_screen(self, 620, 520)
-        self.search.textChanged.connect(self.refill)
+        self.row.addWidget(self.count, 1)
+        self.row.addWidget(self.delete_button)
         self.delete_button.clicked.connect(self.delete_selected)
         self.entries.itemSelectionChanged.connect(
             lambda: self.delete_button.setEnabled(bool(self.entries.selectedItems())))
         self.entries.installEventFilter(self)  # the Delete key
-        buttons.rejected.connect(self.reject)
-        self.refill()
+        self.finish("Translations you edited or chose: Dragoman gives them back for the same sentence, "
+                    "languages and model.")
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.entries and event.type() == QEvent.KeyPress and event.matches(QKeySequence.Delete):

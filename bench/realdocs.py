@@ -1,8 +1,11 @@
 """Every document of a folder through the app's document path, and what changed in each:
 `python -m bench.realdocs DIR [--to fra_Latn zho_Hans]`.
 
-Each file goes through `app.documents.translate_document` (the path of the CLI and the window) with
-`StandIn`, a deterministic translator as hard as a real model: every word comes back rewritten
+Each file goes through the app's document path with one of two translators. With `--checkpoint DIR`,
+the real engine on that checkpoint (a small random one: `tests/nllb_checkpoint.py`) through the
+app's translation session, as `dragoman translate` runs it: its vocabulary cannot spell
+everything and its translations are random tokens to the length limit. Otherwise
+`app.documents.translate_document` with `StandIn`, a deterministic translator as hard as a model: every word comes back rewritten
 to another length, some sentences much shorter, in CJK characters without spaces for a target
 written without them, the placeholder tags lost in some sentences, and about one sentence in a
 hundred empty. Then the source and the output are read with the format's own library
@@ -24,6 +27,7 @@ import hashlib
 import re
 import sys
 import tempfile
+import time
 import warnings
 import zipfile
 import zlib
@@ -35,7 +39,9 @@ from lxml import etree
 
 from dragoman.app.documents import DocumentError, is_supported, output_path, translate_document
 from dragoman.app.documents.picture import EXTENSIONS as PICTURES
-from dragoman.engine import NO_SPACE_SCRIPTS, get_language
+from dragoman.app.session.jobs import DocumentJob
+from dragoman.app.session.session import TranslationSession
+from dragoman.engine import NO_SPACE_SCRIPTS, Translator, get_language
 
 TAG = re.compile(r"(<\s*/?\s*x\s*\d+\s*/?\s*>)", re.IGNORECASE)  # the driver's placeholder tags
 LETTERS = re.compile(r"[^\W\d_]+")
@@ -89,6 +95,24 @@ class StandIn:
         return "".join(chr(0x4E00 + (h >> (3 * i)) % 0x5000) for i in range(1 + h % 3))
 
 
+def stand_in(path: Path, out_path: Path, target: str) -> None:
+    """Translate the document at `path` into `out_path` with `StandIn`."""
+    script = get_language(target).script
+    translate_document(path, out_path, StandIn(script), target_script=script)
+
+
+class EngineDocuments:
+    """Translate a document as `dragoman translate` does: the engine on `checkpoint` (CPU), through
+    a translation session without the user's cache and memory."""
+
+    def __init__(self, checkpoint: Path, source: str):
+        self.session = TranslationSession(Translator(checkpoint, device="cpu"))
+        self.source = source
+
+    def __call__(self, path: Path, out_path: Path, target: str) -> None:
+        self.session.translate_document(DocumentJob(path, out_path, self.source, target))
+
+
 @dataclass
 class Block:
     kind: str  # paragraph, cell, cue
@@ -101,6 +125,9 @@ class Facts:
     blocks: list[Block] = field(default_factory=list)
     counts: dict = field(default_factory=dict)  # slides, sheets, table cells: must be equal
     kept: dict = field(default_factory=dict)  # name -> list that must come back identical
+    # name -> list that must come back in order among the output's: a text's lines without letters,
+    # among which a translation the model wrote without letters may come too
+    kept_within: dict = field(default_factory=dict)
 
 
 class Unreadable(Exception):
@@ -442,8 +469,8 @@ def subtitle_facts(path: Path) -> Facts:
 
 def text_facts(path: Path) -> Facts:
     text, encoding = decode(path.read_bytes())
-    facts = Facts(kept={"lines without letters": [line for line in text.splitlines() if not has_letters(line)],
-                        "encoding": [encoding]})
+    facts = Facts(kept={"encoding": [encoding]},
+                  kept_within={"lines without letters": [line for line in text.splitlines() if not has_letters(line)]})
     facts.blocks = [Block("paragraph", p) for p in re.split(r"\n\s*\n", text) if p.strip()]
     return facts
 
@@ -513,17 +540,27 @@ def compare(source: Facts, output: Facts, pdf: bool = False) -> list[str]:
         else:
             problems.append(f"{name}: {len(items)} became {len(after)}" + (f", lost {shown(lost)}" if lost else "")
                             + (f", gained {shown(gained)}" if gained else ""))
+    for name, items in source.kept_within.items():
+        after, at, lost = output.kept_within.get(name, []), 0, []
+        for item in items:
+            try:
+                at = after.index(item, at) + 1
+            except ValueError:
+                lost.append(item)
+        if lost:
+            problems.append(f"{name}: {len(lost)} of {len(items)} lost or moved, the first {shown(lost[:3])}")
     return problems
 
 
-def check_file(path: Path, out_path: Path, target: str) -> tuple[str, list[str]]:
-    """(what happened, problems) for one document translated into `target`."""
+def check_file(path: Path, out_path: Path, target: str, translate=stand_in) -> tuple[str, list[str]]:
+    """(what happened, problems) for one document translated into `target` by
+    `translate(path, out_path, target)` (`stand_in` or `EngineDocuments`)."""
     try:
         source = read_facts(path)
     except Unreadable as e:
         source, unreadable = None, str(e)
     try:
-        translate_document(path, out_path, StandIn(get_language(target).script), target_script=get_language(target).script)
+        translate(path, out_path, target)
     except DocumentError as e:
         if source is None:
             return f"refused, and rightly ({unreadable}): {e}", []
@@ -539,9 +576,9 @@ def check_file(path: Path, out_path: Path, target: str) -> tuple[str, list[str]]
     return "translated", compare(source, output, pdf=path.suffix.lower() == ".pdf")
 
 
-def check_folder(folder: Path, target: str, out=sys.stdout) -> int:
-    """Check every supported document under `folder` into `target`; prints per file and the total,
-    returns the number of problems."""
+def check_folder(folder: Path, target: str, out=sys.stdout, translate=stand_in) -> int:
+    """Check every supported document under `folder` into `target` (translated by `translate`, as
+    `check_file`'s); prints per file and the total, returns the number of problems."""
     # Pictures are read by OCR, which the stand-in does not stand in for: tests/documents/test_ocr.py
     # and bench.ocr check them.
     files = sorted(p for p in folder.rglob("*") if p.is_file() and is_supported(p) and p.suffix.lower() not in PICTURES)
@@ -551,9 +588,10 @@ def check_folder(folder: Path, target: str, out=sys.stdout) -> int:
             relative = path.relative_to(folder)
             out_path = output_path(Path(outputs) / relative, target)
             out_path.parent.mkdir(parents=True, exist_ok=True)
-            what, problems = check_file(path, out_path, target)
+            started = time.perf_counter()
+            what, problems = check_file(path, out_path, target, translate)
             total += len(problems)
-            print(f"{'PROBLEM' if problems else 'ok':8}{relative}: {what}", file=out)
+            print(f"{'PROBLEM' if problems else 'ok':8}{relative}: {what} ({time.perf_counter() - started:.1f} s)", file=out)
             for problem in problems:
                 print(f"          {problem}", file=out)
             out.flush()
@@ -565,8 +603,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.realdocs", description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", metavar="DIR", type=Path)
     parser.add_argument("--to", nargs="+", default=["fra_Latn", "zho_Hans"], metavar="LANG", help="target languages")
+    parser.add_argument("--checkpoint", type=Path, metavar="DIR",
+                        help="translate with the engine on this checkpoint (default: the stand-in translator)")
+    parser.add_argument("--from", dest="source", default="eng_Latn", metavar="LANG",
+                        help="source language given to the engine (default eng_Latn)")
     args = parser.parse_args(argv)
-    problems = sum(check_folder(args.folder, target) for target in args.to)
+    translate = EngineDocuments(args.checkpoint, args.source) if args.checkpoint else stand_in
+    problems = sum(check_folder(args.folder, target, translate=translate) for target in args.to)
     return 1 if problems else 0
 
 

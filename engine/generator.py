@@ -30,7 +30,7 @@ from dragoman.engine.device import sum_in_float32
 from dragoman.engine.heap import freeze_heap, thaw_heap
 from dragoman.engine.kv_cache import PagedKVCache
 from dragoman.engine.lora_pool import DEFAULT_SLOTS, LoraPool
-from dragoman.engine.memory import BLOCK_SIZE, CPU_CACHE_TOKENS, CPU_ROWS, DEFAULT_GPU_MEMORY, MemoryPlan, plan_memory
+from dragoman.engine.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY, plan_cpu, plan_memory
 from dragoman.engine.model import FoldedSources, NllbModel
 from dragoman.engine.peft_adapter import AdapterError
 from dragoman.engine.scheduler import Plan, Request, Scheduler
@@ -79,7 +79,8 @@ class Generator:
             plan = plan_memory(gpu_memory or DEFAULT_GPU_MEMORY, bytes_per_token, logits_per_row, model.max_positions,
                                free)
         else:
-            plan = MemoryPlan(CPU_ROWS, CPU_CACHE_TOKENS)
+            layer = 4 * c.d_model**2 + 2 * c.d_model**2 + 2 * c.d_model * c.decoder_ffn_dim  # self, cross (q, o), ffn
+            plan = plan_cpu(c.decoder_layers * layer + c.vocab_size * c.d_model, bytes_per_token, model.max_positions)
         tokens = cache_tokens or plan.cache_tokens
 
         def cache(tokens: int) -> PagedKVCache:

@@ -16,7 +16,7 @@ from docx.oxml import parse_xml
 from openpyxl.worksheet.formula import ArrayFormula
 
 from dragoman.app.documents import is_supported
-from bench.realdocs import TAG, StandIn, Unreadable, check_folder, compare, read_facts
+from bench.realdocs import TAG, EngineDocuments, StandIn, Unreadable, check_folder, compare, read_facts
 
 REALDOCS = Path(__file__).resolve().parents[3] / "shared" / "realdocs"
 W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
@@ -194,3 +194,28 @@ def test_every_real_document_is_checked_without_a_crash():
     files = sum(1 for p in REALDOCS.rglob("*") if p.is_file() and is_supported(p))
     assert report.splitlines()[-1] == f"zho_Hans: {files} files, {problems} problems"
     assert "crashed" not in report, report
+
+
+def test_a_text_must_keep_its_lines_without_letters_in_order_and_may_gain_a_translation_without_letters(tmp_path):
+    source = tmp_path / "notes.txt"
+    source.write_text("Title\n=====\n\nFirst part.\nSecond part.\n\n----\n2024\n", encoding="utf-8")
+    kept = tmp_path / "kept.txt"
+    kept.write_text("Titre\n=====\n\n(1) (1)\nDeux.\n\n----\n2024\n", encoding="utf-8")  # a model's letterless line
+    assert compare(read_facts(source), read_facts(kept)) == []
+    for broken, lost in (("Titre\n==\n\nPartie.\n\n----\n2024\n", "'====='"),
+                         ("Titre\n=====\n\nPartie.\n\n2024\n----\n", "'2024'")):
+        (tmp_path / "broken.txt").write_text(broken, encoding="utf-8")
+        problems = compare(read_facts(source), read_facts(tmp_path / "broken.txt"))
+        assert problems == [f"lines without letters: 1 of 5 lost or moved, the first {lost}"], problems
+
+
+@pytest.mark.skipif(not REALDOCS.is_dir(), reason="no shared real documents on this machine")
+def test_real_documents_through_the_engine_on_the_tests_checkpoint(tiny_checkpoint, tmp_path):
+    """What `python -m bench.realdocs --checkpoint` runs, on the real files of one project in every
+    format (all of them take minutes on the CPU): the session's document path with the real engine."""
+    for path in REALDOCS.glob("*/argos-example.*"):
+        (tmp_path / path.name).symlink_to(path)
+    engine = EngineDocuments(tiny_checkpoint, "eng_Latn")
+    for target in ("fra_Latn", "zho_Hans"):
+        out = io.StringIO()
+        assert check_folder(tmp_path, target, out, translate=engine) == 0, out.getvalue()

@@ -5,20 +5,24 @@ NOTE, STYLE and REGION blocks are kept verbatim. A line with a timing starts a c
 blank line comes before it (captions downloaded from video sites): the line before it is that
 cue's identifier only at the start of a block, or when it is a SubRip cue number.
 
-A cue's text lines are one segment and its translation is wrapped back onto as many lines as it
-had, of about equal length: at spaces, or between characters in scripts written without spaces
-(Chinese, Japanese, Thai...), inside a word only where the translation has fewer words than the
-cue had lines (never before a combining mark); a line end in the translation is a space. A cue
-keeps its line count whatever the model returns: one whose translation has fewer characters
-than lines keeps its source lines. Dialogue cues, every line starting with a dash, are
-translated line by line. Inline tags (`<i>`, `<b>`, `<u>`, `<font color>`, WebVTT `<c.class>`,
-`<v Speaker>`, `<lang>`, `<ruby>`) are formatting carried onto the translation; WebVTT timestamp
-tags (karaoke, `<00:19.000>`) are atoms.
+A cue's text lines are one segment, and a sentence that runs on across cues (no sentence end, the
+next cue going on within a second, same speaker, at most four cues) is one segment for them all,
+each cue's share cut where the model put the cue marks or else by length (app.documents.subtitle_cues,
+which also notes cues read too fast or with lines too long; timings are never changed). Each
+cue's translation is wrapped back onto as many lines as it had, of about equal length: at spaces,
+or between characters in scripts written without spaces (Chinese, Japanese, Thai...), inside a
+word only where the translation has fewer words than the cue had lines (never before a combining
+mark); a line end in the translation is a space. A cue keeps its line count whatever the model
+returns: one whose translation has fewer characters than lines keeps its source lines. Dialogue
+cues, every line starting with a dash, are translated line by line. Inline tags (`<i>`, `<b>`,
+`<u>`, `<font color>`, WebVTT `<c.class>`, `<v Speaker>`, `<lang>`, `<ruby>`) are formatting
+carried onto the translation; WebVTT timestamp tags (karaoke, `<00:19.000>`) are atoms.
 
 In an ASS/SSA script only the text field of the [Events] section's Dialogue lines is translated
-(styles, comments, timings and the other fields are kept); its `\\N` line breaks are kept in number
-as a cue's lines are, and override blocks (`{\\i1}`, `{\\pos(10,20)}`, karaoke `{\\k20}`) hard
-spaces (`\\h`) and soft breaks (`\\n`) are atoms.
+(styles, comments, timings and the other fields are kept; a sentence runs on across Dialogue lines
+of one style and actor); its `\\N` line breaks are kept in number as a cue's lines are, and
+override blocks (`{\\i1}`, `{\\pos(10,20)}`, karaoke `{\\k20}`) hard spaces (`\\h`) and soft
+breaks (`\\n`) are atoms.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
-from typing import Hashable
+from typing import Hashable, cast
 
 from dragoman.app.documents.safety import DocumentError
 from dragoman.app.documents.segments import Run, shared_depth
@@ -153,7 +157,11 @@ def join_lines(lines: list[str], tag: re.Pattern = _TAG) -> str:
 
 def _voice(runs: list[Run]) -> str | None:
     """The cue's WebVTT voice tag (`<v Ann>`), if it has one: who speaks it."""
-    return next((opening for run in runs for name, opening in (run.style or ()) if name == "v"), None)
+    for run in runs:
+        for name, opening in cast("tuple[tuple[str, str], ...]", run.style or ()):  # parse_tags' (name, tag) pairs
+            if name == "v":
+                return opening
+    return None
 
 
 class SubtitleDocument(CueDocument):

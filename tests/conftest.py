@@ -91,6 +91,32 @@ def translator(tiny_checkpoint):
 
 
 @pytest.fixture(scope="module")
+def tag_translator(tmp_path_factory):
+    """An engine of a tiny random checkpoint like tiny_checkpoint whose vocabulary can write the
+    placeholder tags (tiny_checkpoint's has no `<`): a quarter of its training sentences have one."""
+    import random
+
+    import nllb_checkpoint
+    from dragoman.engine.translator import Translator
+
+    plain = nllb_checkpoint.training_sentences
+
+    def with_tags(count: int = 4000, seed: int = 1234) -> list[str]:
+        sentences, rng = plain(count, seed), random.Random(seed)
+        for i in range(0, len(sentences), 4):
+            words = sentences[i].split(" ")
+            k, n = rng.randrange(len(words)), rng.randint(1, 3)
+            words[k] = f"<x{n}>{words[k]}</x{n}>" if rng.random() < 0.7 else f"{words[k]} <x{n}/>"
+            sentences[i] = " ".join(words)
+        return sentences
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nllb_checkpoint, "training_sentences", with_tags)
+        checkpoint = nllb_checkpoint.build_checkpoint(tmp_path_factory.mktemp("checkpoints") / "tiny-tags")
+    return Translator(checkpoint, device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="module")
 def lora_translator(tiny_checkpoint, peft_adapters):
     """`translator` with peft_adapters' folder as its adapters, shared by a module's tests."""
     from dragoman.engine.translator import Translator

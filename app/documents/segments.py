@@ -203,11 +203,11 @@ class _Sentence:
         need = [1 if r.text.strip() else 0 for r in texts]  # a run of spaces may get nothing
         spaced = target_script not in NO_SPACE_SCRIPTS
         for words, letters in ((spaced, True), (False, True), (False, False)):  # the first with enough room
-            cuts = _cut_points(translation, words, letters)
+            cuts = cut_points(translation, words, letters)
             if len(cuts) - 1 >= sum(need):
                 break
         weights = [len(_SPACES.sub(" ", r.text)) for r in texts]  # layout whitespace weighs one space
-        ends = iter(_place_cuts(cuts, weights, need, len(translation)))
+        ends = iter(place_cuts(cuts, weights, need, len(translation)))
         out: list[Run] = []
         start = 0
         for run in self.runs:
@@ -228,7 +228,7 @@ def _after_removed(kept: str, text: str, removed: bool) -> str:
     return text.lstrip() if removed and (not kept or kept[-1].isspace()) else text
 
 
-def _cut_points(text: str, words: bool, letters: bool) -> list[int]:
+def cut_points(text: str, words: bool, letters: bool) -> list[int]:
     """Where a run may start: at word starts (else at any character but a combining mark, so a Thai
     vowel stays on its consonant), and with `letters` only where the piece before has a letter, so a
     run that had words gets words, not a lone number or dash. Always 0 and len(text)."""
@@ -247,7 +247,7 @@ def _cut_points(text: str, words: bool, letters: bool) -> list[int]:
     return points
 
 
-def _place_cuts(points: list[int], weights: list[int], need: list[int], size: int) -> list[int]:
+def place_cuts(points: list[int], weights: list[int], need: list[int], size: int) -> list[int]:
     """The end of each run in the translation: run i ends at the point nearest its share of the
     source, leaving at least one piece for every run in `need` after it when there are enough."""
     total = sum(weights) or 1

@@ -5,20 +5,24 @@ NOTE, STYLE and REGION blocks are kept verbatim. A line with a timing starts a c
 blank line comes before it (captions downloaded from video sites): the line before it is that
 cue's identifier only at the start of a block, or when it is a SubRip cue number.
 
-A cue's text lines are one segment and its translation is wrapped back onto as many lines as it
-had, of about equal length: at spaces, or between characters in scripts written without spaces
-(Chinese, Japanese, Thai...), inside a word only where the translation has fewer words than the
-cue had lines (never before a combining mark); a line end in the translation is a space. A cue
-keeps its line count whatever the model returns: one whose translation has fewer characters
-than lines keeps its source lines. Dialogue cues, every line starting with a dash, are
-translated line by line. Inline tags (`<i>`, `<b>`, `<u>`, `<font color>`, WebVTT `<c.class>`,
-`<v Speaker>`, `<lang>`, `<ruby>`) are formatting carried onto the translation; WebVTT timestamp
-tags (karaoke, `<00:19.000>`) are atoms.
+A cue's text lines are one segment, and a sentence that runs on across cues (no sentence end, the
+next cue going on within a second, same speaker, at most four cues) is one segment for them all,
+each cue's share cut where the model put the cue marks or else by length (app.documents.subtitle_cues,
+which also notes cues read too fast or with lines too long; timings are never changed). Each
+cue's translation is wrapped back onto as many lines as it had, of about equal length: at spaces,
+or between characters in scripts written without spaces (Chinese, Japanese, Thai...), inside a
+word only where the translation has fewer words than the cue had lines (never before a combining
+mark); a line end in the translation is a space. A cue keeps its line count whatever the model
+returns: one whose translation has fewer characters than lines keeps its source lines. Dialogue
+cues, every line starting with a dash, are translated line by line. Inline tags (`<i>`, `<b>`,
+`<u>`, `<font color>`, WebVTT `<c.class>`, `<v Speaker>`, `<lang>`, `<ruby>`) are formatting
+carried onto the translation; WebVTT timestamp tags (karaoke, `<00:19.000>`) are atoms.
 
 In an ASS/SSA script only the text field of the [Events] section's Dialogue lines is translated
-(styles, comments, timings and the other fields are kept); its `\\N` line breaks are kept in number
-as a cue's lines are, and override blocks (`{\\i1}`, `{\\pos(10,20)}`, karaoke `{\\k20}`) hard
-spaces (`\\h`) and soft breaks (`\\n`) are atoms.
+(styles, comments, timings and the other fields are kept; a sentence runs on across Dialogue lines
+of one style and actor); its `\\N` line breaks are kept in number as a cue's lines are, and
+override blocks (`{\\i1}`, `{\\pos(10,20)}`, karaoke `{\\k20}`) hard spaces (`\\h`) and soft
+breaks (`\\n`) are atoms.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
+from typing import Hashable, cast
 
 from dragoman.app.documents.safety import DocumentError
 from dragoman.app.documents.segments import Run, shared_depth
 from dragoman.app.documents.sentences import UNSPACED_CHARACTER
-from dragoman.app.documents.text import SlotDocument, read_text, split_lines
+from dragoman.app.documents.subtitle_cues import Cue, CueDocument, cue_times
+from dragoman.app.documents.text import read_text, split_lines
 
 EXTENSIONS = (".srt", ".vtt", ".ass", ".ssa")
 _TIMING = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}")
@@ -149,60 +155,82 @@ def join_lines(lines: list[str], tag: re.Pattern = _TAG) -> str:
     return out
 
 
-class SubtitleDocument(SlotDocument):
+def _voice(runs: list[Run]) -> str | None:
+    """The cue's WebVTT voice tag (`<v Ann>`), if it has one: who speaks it."""
+    for run in runs:
+        for name, opening in cast("tuple[tuple[str, str], ...]", run.style or ()):  # parse_tags' (name, tag) pairs
+            if name == "v":
+                return opening
+    return None
+
+
+class SubtitleDocument(CueDocument):
     def __init__(self, codec: str, bom: bytes, newline: str):
-        super().__init__(codec, bom)
+        super().__init__(codec, bom, newline, lambda text: _TAG.sub("", text))
         self.newline = newline
-        self.cue_lines: dict[int, list[str]] = {}  # segment -> its source lines
+        self.cue_lines: dict[int, list[str]] = {}  # a dialogue line's segment -> its source line
 
     def render(self, index: int, runs: list[Run]) -> str:
         return self.newline.join(kept_line_count(rewrap(render_tags(runs), len(self.cue_lines[index])),
                                                  self.cue_lines[index]))
 
-    def add_cue(self, lines: list[str]) -> None:
-        """A cue's text lines (at least one) and the line end after each."""
+    def lines_of(self, runs: list[Run], cue: Cue) -> list[str]:
+        return kept_line_count(rewrap(render_tags(runs), len(cue.lines)), cue.lines)
+
+    def add_cue(self, lines: list[str], timing: str) -> None:
+        """A cue's text lines (at least one) and its timing line; each line is followed by a line end."""
+        text = join_lines(lines)
+        visible = _TAG.sub("", text)
+        start, end = cue_times(timing)
         if all(_DIALOGUE.match(line) for line in lines):
+            pieces = self.add_cue_in_pieces(Cue(lines, [], visible, start, end)).pieces
             for line in lines:
                 dash = _DIALOGUE.match(line).group(1)
-                self.add_text(dash)
-                self._add_lines([line[len(dash) :]])
-        else:
-            self._add_lines(lines)
-
-    def _add_lines(self, lines: list[str]) -> None:
-        text = join_lines(lines)
-        if not any(ch.isalpha() for ch in _TAG.sub("", text)):  # "♪ ♪", "...": as it was
+                pieces.append(dash)
+                self._add_line(line[len(dash) :], pieces)
+        elif not any(ch.isalpha() for ch in visible):  # "♪ ♪", "...": as it was
+            self.end_run_on()
             self.add_text("".join(line + self.newline for line in lines))
-            return
-        self.cue_lines[len(self.segments)] = lines
-        self.add_segment(parse_tags(text))
-        self.add_text(self.newline)
+        else:
+            runs = parse_tags(text)
+            self.add_translated_cue(Cue(lines, runs, visible, start, end, _voice(runs)))
+            self.add_text(self.newline)
+
+    def _add_line(self, line: str, pieces: list[str | int]) -> None:
+        """A dialogue line (its dash left out) as a segment of its own, unless it has no letters."""
+        if any(ch.isalpha() for ch in _TAG.sub("", line)):
+            self.cue_lines[len(self.segments)] = [line]
+            self.add_segment(parse_tags(line), into=pieces)
+            pieces.append(self.newline)
+        else:
+            pieces.append(line + self.newline)
 
 
-class AssDocument(SlotDocument):
-    """An ASS/SSA script: the text field of each Dialogue line is a segment; `\\N` breaks its lines."""
+class AssDocument(CueDocument):
+    """An ASS/SSA script: the text field of each Dialogue line is a cue; `\\N` breaks its lines."""
 
     def __init__(self, codec: str, bom: bytes):
-        super().__init__(codec, bom)
-        self.cue_lines: dict[int, list[str]] = {}  # segment -> its source lines
+        super().__init__(codec, bom, _ASS_LINE_BREAK, lambda text: _ASS_CODE.sub("", text))
 
-    def render(self, index: int, runs: list[Run]) -> str:
+    def lines_of(self, runs: list[Run], cue: Cue) -> list[str]:
         text = "".join(run.atom if run.atom is not None else run.text for run in runs)
-        source = self.cue_lines[index]
-        return _ASS_LINE_BREAK.join(kept_line_count(rewrap(text, len(source), _ASS_CODE), source))
+        return kept_line_count(rewrap(text, len(cue.lines), _ASS_CODE), cue.lines)
 
-    def add_dialogue(self, text: str) -> None:
+    def add_dialogue(self, text: str, timing: str = "", speaker: Hashable = None) -> None:
+        """A Dialogue line's text field, with its Start and End fields (`timing`) and its style and actor."""
         lines = text.split(_ASS_LINE_BREAK)
         joined = join_lines(lines, _ASS_CODE)
-        if not any(ch.isalpha() for ch in _ASS_CODE.sub("", joined)) or any(not line.strip() for line in lines):
+        visible = _ASS_CODE.sub("", joined)
+        if not any(ch.isalpha() for ch in visible) or any(not line.strip() for line in lines):
+            self.end_run_on()
             self.add_text(text)  # no words, or blank lines the translation could not keep
             return
         runs, position = [], 0
         for m in _ASS_CODE.finditer(joined):
             runs += [Run(joined[position : m.start()]), Run("", atom=m.group())]
             position = m.end()
-        self.cue_lines[len(self.segments)] = lines
-        self.add_segment([run for run in runs + [Run(joined[position:])] if run.text or run.atom is not None])
+        runs = [run for run in runs + [Run(joined[position:])] if run.text or run.atom is not None]
+        self.add_translated_cue(Cue(lines, runs, visible, *cue_times(timing), speaker))
 
 
 def extract_ass(path: Path) -> AssDocument:
@@ -211,23 +239,28 @@ def extract_ass(path: Path) -> AssDocument:
     lines, newline, ends = split_lines(text)
     doc = AssDocument(codec, bom)
     section, fields, dialogues = "", 10, 0
+    names = ["layer", "start", "end", "style", "name", "marginl", "marginr", "marginv", "effect", "text"]
     for number, line in enumerate(lines):
         stripped = line.strip()
         if stripped.startswith("[") and stripped.endswith("]"):
             section = stripped.lower()
         elif section == "[events]" and stripped.lower().startswith("format:"):
-            fields = len(stripped.split(":", 1)[1].split(","))
+            names = [name.strip().lower() for name in stripped.split(":", 1)[1].split(",")]
+            fields = len(names)
         if section == "[events]" and line.startswith("Dialogue:") and line.count(",") >= fields - 1:
             head, _, rest = line.partition(":")
             values = rest.split(",", fields - 1)
             prefix = head + ":" + ",".join(values[:-1]) + ","
             doc.add_text(prefix)
-            doc.add_dialogue(values[-1])
+            field = dict(zip(names, values))
+            doc.add_dialogue(values[-1], f"{field.get('start', '')} {field.get('end', '')}",
+                             (field.get("style"), field.get("name")))
             dialogues += 1
         else:
             doc.add_text(line)
         if number + 1 < len(lines) or ends:
             doc.add_text(newline)
+    doc.end_run_on()
     if not dialogues:
         raise DocumentError("not an ASS/SSA script (no Dialogue lines in an [Events] section)")
     return doc
@@ -270,11 +303,12 @@ def extract(path: Path) -> SubtitleDocument | AssDocument:
             end = starts[n + 1] if n + 1 < len(starts) else len(block)
             doc.add_text("".join(line + newline for line in block[start : timing + 1]))
             if timing + 1 < end:
-                doc.add_cue(block[timing + 1 : end])
+                doc.add_cue(block[timing + 1 : end], block[timing])
         while j < len(lines) and not lines[j].strip():
             doc.add_text(lines[j] + newline)
             j += 1
         i = j
+    doc.end_run_on()
     if not cues:
         raise DocumentError(f"not a {'WebVTT' if vtt else 'SubRip'} file (no cue timings found)")
     if not ends and doc.pieces and doc.pieces[-1] == newline:

@@ -103,9 +103,9 @@ def test_cues_not_separated_by_blank_lines_are_separate_cues(tmp_path):
     assert out == [
         "WEBVTT", "",
         "00:04:46.070 --> 00:04:46.470 align:start position:0%", "T:YEAH",
-        "00:04:46.470 --> 00:05:04.080 align:start position:0%", "T:YEAH", "<c.colorCCCCCC>WHAT</c>",
-        "00:05:04.080 --> 00:05:05.069 align:start position:0%", "T:THIS<00:05:04.199><c> WILL</c> HAPPEN", "",
-    ]
+        "00:04:46.470 --> 00:05:04.080 align:start position:0%", "YEAH", "<c.colorCCCCCC>WHAT</c>",
+        "00:05:04.080 --> 00:05:05.069 align:start position:0%", "THIS<00:05:04.199><c> WILL</c> HAPPEN", "",
+    ]  # unpunctuated cues back to back: one sentence ("T:" once), each cue its share
     srt = "1\n00:00:01,000 --> 00:00:02,000\nFirst cue\n2\n00:00:02,000 --> 00:00:03,000\nSecond cue\n"
     assert translated(tmp_path, "in.srt", srt) == "1\n00:00:01,000 --> 00:00:02,000\nT:FIRST CUE\n2\n00:00:02,000 --> 00:00:03,000\nT:SECOND CUE\n"
 

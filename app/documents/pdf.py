@@ -65,10 +65,12 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
         return _extract_text(path)
     import pikepdf
 
+    from dragoman.app.documents.pdf_forms import inline_text_forms
     from dragoman.app.documents.pdf_write import show_strings
 
     pdf = open_checked(path)
     try:
+        inline_text_forms(pdf)  # text drawn by form XObjects becomes the page's own (app.documents.pdf_forms)
         buffer = io.BytesIO()
         pdf.save(buffer, stream_decode_level=pikepdf.StreamDecodeLevel.none)
         data = buffer.getvalue()

@@ -413,9 +413,9 @@ def test_fonts_are_found_in_the_font_folders_without_fontconfig(source, tmp_path
     assert {"NotoSans-Regular", "NotoSans-Bold", "NotoSerifCJKSC-Regular"} <= names  # STSong is a serif (Song) face
 
 
-def test_text_in_forms_and_on_rotated_pages_is_left_as_it_is(tmp_path):
-    """Not translated yet: a form XObject's text (it may be drawn on several pages) and the text of
-    a page shown rotated. Both stay exactly as they were; the rest of the document is translated."""
+def test_text_in_forms_is_translated_and_on_rotated_pages_left_as_it_is(tmp_path):
+    """A form XObject's text is translated as the page's own (app.documents.pdf_forms, tested
+    there); not yet the text of a page shown rotated, which stays exactly as it was."""
     path = tmp_path / "forms.pdf"
     c = canvas.Canvas(str(path), pagesize=A4)
     c.beginForm("stamp")
@@ -436,12 +436,10 @@ def test_text_in_forms_and_on_rotated_pages_is_left_as_it_is(tmp_path):
     out = tmp_path / "forms.x.pdf"
     translate_document(path, out, upper_keeping_tags)
     first, second = page_texts(out)
-    assert "T:TEXT ON THE PAGE ITSELF" in first and "Text inside a form" in first
+    assert "T:TEXT ON THE PAGE ITSELF" in " ".join(first.split()) and "T:TEXT INSIDE A FORM" in first
     assert "Textonarotatedpage" in "".join(second.split()) and "T:" not in second  # (read sideways)
     with pikepdf.open(path) as a, pikepdf.open(out) as b:
         assert a.pages[1].Contents.read_bytes() == b.pages[1].Contents.read_bytes()
-        form = lambda pdf: next(iter(pdf.pages[0].Resources.XObject.values())).read_raw_bytes()
-        assert form(a) == form(b)
 
 
 def test_a_word_too_wide_for_its_box_is_set_smaller_not_broken(tmp_path):

@@ -13,7 +13,8 @@ memory. Editing the source again discards the edits. A click only places the cur
 them, with their scores, in a small menu there that the keyboard can walk; picking one puts it in
 the sentence's place and into the translation memory, as an accepted edit.
 
-From anywhere on the desktop (`dragoman popup`, the tray, Ctrl+C twice) text is translated in a
+From anywhere on the desktop (the desktop's global shortcut through its portal, `dragoman popup`, the
+tray, Ctrl+C twice) text is translated in a
 small popup (app.window.popup) through this window's worker, so one model serves both. With a tray
 icon (app.window.tray) closing the window only hides it; Ctrl+Q or the tray's Quit ends the app.
 """
@@ -57,6 +58,7 @@ from dragoman.app.session.terms import saved_terms
 from dragoman.app.history import TranslationHistory
 from dragoman.app.settings import AUTO_DETECT, DEFAULT_TEXT_SIZE, MAX_TEXT_SIZE, MIN_TEXT_SIZE, AppPaths, Settings
 from dragoman.app.window import theme
+from dragoman.app.window.global_shortcut import GlobalShortcut
 from dragoman.app.window.glossary_dialog import GlossaryDialog
 from dragoman.app.window.history_dialog import HistoryDialog
 from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
@@ -273,6 +275,9 @@ class MainWindow(QMainWindow):
         self.popup.open_in_window.connect(self.open_text)
         self.popup.closed.connect(self._on_popup_closed)
         self.popup.translated.connect(self._keep_in_history)
+        self.global_shortcut = GlobalShortcut(parent=self)
+        self.global_shortcut.activated.connect(lambda: self.show_popup(read_selection(clipboard_only=False)))
+        self.global_shortcut.start()
         self._fit_desktop_integration()
         self.worker.start()
         self._start_model()
@@ -1011,7 +1016,7 @@ class MainWindow(QMainWindow):
             self.typing_timer.start()  # once the files settle: a copy changes them many times
 
     def open_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self.paths, self)
+        dialog = SettingsDialog(self.settings, self.paths, self, shortcut_note=self.global_shortcut.note)
         if dialog.exec() == QDialog.Accepted:
             self.apply_settings(dialog.result_settings())
         dialog.deleteLater()
@@ -1194,6 +1199,7 @@ class MainWindow(QMainWindow):
             self.tray.hide()
         if self.clipboard_watcher is not None:
             self.clipboard_watcher.stop()
+        self.global_shortcut.stop()
         self.typing_timer.stop()
         if self.task is not None:
             self.task.cancel()

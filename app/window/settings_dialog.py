@@ -1,6 +1,6 @@
 """The settings dialog: model, adapters folder, device, precision, decoding options, theme, where
 documents are saved, and translating from anywhere (the tray, Ctrl+C twice, and a line saying what
-the desktop offers for a global shortcut: app.desktop_shortcut).
+the desktop gave or offers for a global shortcut: app.window.global_shortcut, app.desktop_shortcut).
 
 Only what the chosen device can do is offered: on the CPU no float16 or bfloat16, on a GPU no
 int8; GPU memory and resident adapters are greyed, with a note, where no GPU will be used."""
@@ -66,7 +66,9 @@ def device_choices() -> list[tuple[str, str]]:
 
 
 class SettingsDialog(QDialog):
-    def __init__(self, settings: Settings, paths: AppPaths, parent=None):
+    def __init__(self, settings: Settings, paths: AppPaths, parent=None, shortcut_note: str = ""):
+        """`shortcut_note`: what the desktop's portal gave for a global shortcut (app.window.global_shortcut);
+        empty: what this kind of desktop offers."""
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.setMinimumWidth(520)
@@ -127,8 +129,8 @@ class SettingsDialog(QDialog):
                                    else "This desktop has no system tray")
         self.copy_twice = QCheckBox("Ctrl+C twice translates what was copied, in a popup", checked=settings.copy_twice,
                                     toolTip="Copy the same text twice within half a second, in any program")
-        self.shortcut_note = QLabel(shortcut_advice(QGuiApplication.platformName(),
-                                                    os.environ.get("XDG_SESSION_TYPE", "")),
+        self.shortcut_note = QLabel(shortcut_note or shortcut_advice(QGuiApplication.platformName(),
+                                                                     os.environ.get("XDG_SESSION_TYPE", "")),
                                     objectName="hint", wordWrap=True)
         self.theme = QComboBox()
         for value in THEMES:

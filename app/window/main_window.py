@@ -39,7 +39,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMenu,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -70,7 +69,8 @@ from dragoman.app.window.settings_dialog import SettingsDialog
 from dragoman.app.window.single_instance import PopupRequest
 from dragoman.app.window.screen_fit import resize_within_screen
 from dragoman.app.window.tasks import Task
-from dragoman.app.window.translation_view import TranslationView, follow_text_direction
+from dragoman.app.window.text_pane import TextPane
+from dragoman.app.window.translation_view import TranslationView
 from dragoman.app.window.tray import TrayIcon, tray_available
 from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import ADAPTER_FILES, DatabaseError, adapter_folders, adapter_names, get_language
@@ -135,7 +135,7 @@ class AdapterPicker(QComboBox):
 class Pane(QFrame):
     """A rounded frame holding a text box and a row of small controls under it."""
 
-    def __init__(self, editor: QPlainTextEdit, footer: list[QWidget]):
+    def __init__(self, editor: TextPane, footer: list[QWidget]):
         super().__init__(objectName="pane")
         self.editor = editor
         layout = QVBoxLayout(self)
@@ -290,7 +290,7 @@ class MainWindow(QMainWindow):
         text_font = QFont(self.font())
         text_font.setPointSize(s.text_size)
 
-        self.source = QPlainTextEdit(objectName="source")
+        self.source = TextPane(objectName="source")
         self.source.setPlaceholderText("Type or paste text to translate")
         self.source.setFont(text_font)
         self.source.setTabChangesFocus(True)
@@ -436,8 +436,6 @@ class MainWindow(QMainWindow):
         self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
         self.completion_timer.timeout.connect(self.complete_now)
         self.source.textChanged.connect(self._on_text_changed)
-        for pane in (self.source, self.target):  # Arabic, Hebrew... right-aligned
-            pane.textChanged.connect(lambda pane=pane: follow_text_direction(pane))
         self.typing_timer.timeout.connect(self.translate_now)
         self.source_picker.changed.connect(self._on_source_changed)
         self.target_picker.changed.connect(self._on_target_changed)

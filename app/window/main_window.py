@@ -419,6 +419,7 @@ class MainWindow(QMainWindow):
         w = self.worker
         w.loaded.connect(self._on_loaded)
         w.load_failed.connect(self._on_load_failed)
+        w.load_refused.connect(self._on_load_refused)
         w.holding.connect(self.model_label.setText)
         w.kernels_unavailable.connect(self._on_kernels_unavailable)
         w.detected.connect(self._on_detected)
@@ -519,15 +520,16 @@ class MainWindow(QMainWindow):
         self.kernels_label.setText(message)
         self.kernels_label.show()
 
+    def _on_load_refused(self, message: str) -> None:
+        """New model settings that failed: the worker goes on with the model that worked (`loaded` follows);
+        the settings go back to its, and the status bar says why in one line."""
+        s = self.settings
+        s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb = self.working
+        self.loading = self.working
+        self.save_settings()
+        self.statusBar().showMessage(f"Kept the previous model settings: {message}")
+
     def _on_load_failed(self, message: str) -> None:
-        if self.working is not None and self.working != self.loading:
-            # New settings that fail do not cost the model that worked: back to it, and say why in one line.
-            s = self.settings
-            s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb = self.working
-            self.save_settings()
-            self.load_model()
-            self.statusBar().showMessage(f"Kept the previous model settings: {message.splitlines()[0]}")
-            return
         self.load_progress.hide()
         self.model_label.setText("No model")
         self.statusBar().clearMessage()

@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     width, height = (int(n) for n in args.size.split("x"))
 
     os.environ["DRAGOMAN_HOME"] = tempfile.mkdtemp(prefix="dragoman-screenshot-")
+    os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)  # this throw-away window asks the desktop for no global shortcut
     from PySide6.QtCore import QTimer
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication

@@ -62,6 +62,7 @@ from dragoman.app.window.glossary_dialog import GlossaryDialog
 from dragoman.app.window.history_dialog import HistoryDialog
 from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
 from dragoman.app.window.language_picker import LanguagePicker
+from dragoman.app.window.local_server import LocalServer
 from dragoman.app.window.memory_dialog import MemoryDialog
 from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
 from dragoman.app.window.popup import ClipboardWatcher, TranslationPopup, read_selection
@@ -279,6 +280,8 @@ class MainWindow(QMainWindow):
         self.global_shortcut.activated.connect(lambda: self.show_popup(read_selection(clipboard_only=False)))
         self.global_shortcut.start()
         self._fit_desktop_integration()
+        self.local_server = LocalServer(self.paths, self)
+        self.statusBar().addPermanentWidget(self.local_server.label)
         self.worker.start()
         self._start_model()
         self.documents.restore()  # the document jobs the last session had not finished
@@ -503,6 +506,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Loading {Path(s.model_dir).name}…")
         self.model_label.setText("Loading model…")
         self.load_progress.show()
+        self.local_server.stop()  # it lets go of the model the worker is about to unload
         self.worker.load(s.model_dir, s.device, s.precision, s.adapters_path(self.paths), s.adapter_slots,
                          typed_options=self.typed_options(), gpu_memory=s.gpu_memory_mb << 20)
 
@@ -513,6 +517,7 @@ class MainWindow(QMainWindow):
         self.model_label.setText(description)
         if self.statusBar().currentMessage().startswith("Loading"):  # keep a note that came meanwhile
             self.statusBar().showMessage("Ready", 4000)
+        self.local_server.fit(self.settings, self.worker, self.typed_options())
         if self.isVisible() and self.source.toPlainText().strip() and not self.job_id:
             self.translate_now()  # a window started hidden (for the popup) translates its text once shown
 
@@ -1052,6 +1057,7 @@ class MainWindow(QMainWindow):
             self._start_model()
         elif (new.num_beams, new.length_penalty, new.max_length) != (old.num_beams, old.length_penalty, old.max_length):
             self.translate_now()
+        self.local_server.fit(new, self.worker if self.model_ready else None, self.typed_options())
 
     def save_settings(self) -> None:
         self.settings.save(self.paths.settings_file)
@@ -1205,6 +1211,7 @@ class MainWindow(QMainWindow):
             self.task.cancel()
             self.task.wait()
         self.documents.shut_down()  # before the worker stops: the jobs it drops are resumed next time
+        self.local_server.stop()
         self.worker.stop()
         self.worker.wait()
         self.history.close()

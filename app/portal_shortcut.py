@@ -72,11 +72,11 @@ class PortalShortcut:
                 session, *rest = message.body
                 if session != self.session:
                     continue
-                if message.header.fields[HeaderFields.member] == "Activated":
-                    if rest[0] == SHORTCUT_ID:
-                        activated()
-                else:
-                    changed(_trigger(rest[0]))
+                member = message.header.fields[HeaderFields.member]
+                if member == "Activated" and rest[0] == SHORTCUT_ID:
+                    activated()
+                elif member == "ShortcutsChanged":
+                    changed(_trigger(rest[0]))  # Deactivated (the key let go) is nothing to the popup
         except OSError:  # stop() shut the socket
             return
 

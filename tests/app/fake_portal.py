@@ -68,10 +68,17 @@ class FakePortal:
         self.thread.start()
 
     def press(self) -> None:
-        """The person presses each bound shortcut's key."""
+        """The person presses each bound shortcut's key and lets it go."""
         for session in self.sessions:
             for shortcut_id, _ in self.bound:
-                self._emit(PORTAL_PATH, SHORTCUTS, "Activated", "osta{sv}", (session, shortcut_id, 0, {}))
+                for signal in ("Activated", "Deactivated"):
+                    self._emit(PORTAL_PATH, SHORTCUTS, signal, "osta{sv}", (session, shortcut_id, 0, {}))
+
+    def change_trigger(self, trigger: str) -> None:
+        """The person gives the shortcuts another key in the desktop's settings."""
+        self.trigger = trigger
+        for session in self.sessions:
+            self._emit(PORTAL_PATH, SHORTCUTS, "ShortcutsChanged", "oa(sa{sv})", (session, self._given()))
 
     def stop(self) -> None:
         self.connection.sock.shutdown(socket.SHUT_RDWR)
@@ -104,13 +111,16 @@ class FakePortal:
         elif method == (SHORTCUTS, "BindShortcuts") and self.global_shortcuts:
             session, shortcuts, _parent_window, options = call.body
             self.bound = [(shortcut_id, {k: v[1] for k, v in properties.items()}) for shortcut_id, properties in shortcuts]
-            given = [(shortcut_id, {"description": ("s", properties["description"]),
-                                    "trigger_description": ("s", self.trigger)}) for shortcut_id, properties in self.bound]
-            self._respond(call, options, {"shortcuts": ("a(sa{sv})", given)})
+            self._respond(call, options, {"shortcuts": ("a(sa{sv})", self._given())})
         else:
             name = "org.freedesktop.DBus.Error.UnknownMethod" if method[0] != "org.freedesktop.DBus.Properties" \
                 else "org.freedesktop.DBus.Error.InvalidArgs"
             self.connection.send(new_error(call, name, "s", (f"No such method {method[1]}",)))
+
+    def _given(self) -> list:
+        """The bound shortcuts as the portal describes them, with the key they have."""
+        return [(shortcut_id, {"description": ("s", properties["description"]),
+                               "trigger_description": ("s", self.trigger)}) for shortcut_id, properties in self.bound]
 
     def _respond(self, call, options: dict, results: dict) -> None:
         """The Request handle as the reply, then its Response: as xdg-desktop-portal answers."""

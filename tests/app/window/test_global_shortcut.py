@@ -1,6 +1,6 @@
 """The desktop's global shortcut: with a GlobalShortcuts portal on the session bus (a real dbus-daemon
 and a portal on it, tests/app/fake_portal.py), the window binds the popup's key, Settings names it, and
-a press opens the popup on the copied text; with no portal, Settings says this desktop gives no global
+a press opens the popup on the copied text, a key changed on the desktop is followed; with no portal, Settings says this desktop gives no global
 shortcut and what to do instead. The real window, worker and tiny model."""
 
 import pytest
@@ -52,6 +52,9 @@ def test_the_desktops_key_opens_the_popup_on_the_copied_text(qtbot, open_window,
         assert window.popup.translation.toolTip() == "Good morning."
         qtbot.waitUntil(window.popup.copy_button.isEnabled, timeout=WAIT_MS)
         assert window.popup.translation.toPlainText().strip()
+
+        portal.change_trigger("Meta+T")  # changed in the desktop's settings: Settings follows
+        qtbot.waitUntil(lambda: window.global_shortcut.note.startswith("Global shortcut: Meta+T "), timeout=WAIT_MS)
         window.close()
         assert window.global_shortcut.isFinished()
     finally:

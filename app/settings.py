@@ -25,6 +25,7 @@ AUTO_DETECT = "auto"  # the source language "detect it"
 DEFAULT_GPU_MEMORY_MB = 2048
 MIN_GPU_MEMORY_MB = 256
 DEFAULT_TEXT_SIZE, MIN_TEXT_SIZE, MAX_TEXT_SIZE = 13, 8, 40
+DEFAULT_SERVER_PORT = 5000  # LibreTranslate's, as `dragoman serve`'s
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ class Settings:
     tray_icon: bool = True  # where the desktop has a tray: closing the window keeps Dragoman there
     copy_twice: bool = False  # the same text copied twice within half a second opens the popup (app.desktop_shortcut)
     documents_folder: str = ""  # where document translations are saved ("" = beside each document)
+    serve_apis: bool = False  # the window serves the LibreTranslate and DeepL APIs on 127.0.0.1 (app.window.local_server)
+    server_port: int = DEFAULT_SERVER_PORT
     window_geometry: str = ""  # the window's size and place at the last quit (Qt's saveGeometry, base64)
     last_text: str = ""  # the source text at the last quit (kept only with keep_history)
 

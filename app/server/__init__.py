@@ -12,12 +12,18 @@ import logging
 import signal
 import socket
 import sys
+import threading
+from typing import TYPE_CHECKING
 
 from dragoman.app.server.app import ServerLimits, ServerState, build_app
 from dragoman.app.server.pipeline import Pipeline
 from dragoman.app.server.stores import DocumentStore, GlossaryStore
 from dragoman.app.server.worker import EngineWorker
+from dragoman.app.session.session import TranslationSession
 from dragoman.app.settings import AppPaths
+
+if TYPE_CHECKING:
+    import uvicorn
 
 GLOSSARIES_FOLDER = "server-glossaries"
 
@@ -27,9 +33,11 @@ class Server:
 
     def __init__(self, make_translator, adapter: str = "", overrides: dict | None = None,
                  api_keys: tuple[str, ...] = (), cors_origins: tuple[str, ...] = (),
-                 limits: ServerLimits | None = None, paths: AppPaths | None = None):
+                 limits: ServerLimits | None = None, paths: AppPaths | None = None,
+                 session: TranslationSession | None = None):
+        """`session`: a translation session over the translator to share (the window's); None: the server's own."""
         paths = paths or AppPaths.default()
-        self.worker = EngineWorker(lambda: Pipeline(make_translator(), adapter, overrides, paths))
+        self.worker = EngineWorker(lambda: Pipeline(make_translator(), adapter, overrides, paths, session))
         self.documents = DocumentStore()
         self.state = ServerState(self.worker, self.documents, GlossaryStore(paths.data_dir / GLOSSARIES_FOLDER),
                                  api_keys=api_keys, limits=limits or ServerLimits())
@@ -67,6 +75,49 @@ def listening_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+class ServerThread:
+    """`server` answering on `host`:`port` from a thread of its own, inside another app (the window's
+    "Serve the APIs" setting): `start()` listens (OSError: the address cannot be used) and returns the
+    port; `stop()` ends it and the server."""
+
+    def __init__(self, server: Server, host: str, port: int):
+        self.server = server
+        self.host = host
+        self.port = port
+        self.http: uvicorn.Server | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> int:
+        import uvicorn
+
+        sock = listening_socket(self.host, self.port)
+        try:
+            self.server.start()
+        except BaseException:
+            sock.close()
+            raise
+        self.port = sock.getsockname()[1]
+        self.http = uvicorn.Server(uvicorn_config(self.server.app, self.host, self.port))
+        self.thread = threading.Thread(target=self._run, args=(sock,), name="dragoman-server-http", daemon=True)
+        self.thread.start()
+        return self.port
+
+    def _run(self, sock: socket.socket) -> None:
+        assert self.http is not None
+        try:
+            self.http.run(sockets=[sock])  # off the main thread uvicorn leaves the signals alone
+        finally:
+            sock.close()
+
+    def stop(self) -> None:
+        """Requests being answered finish (uvicorn's graceful shutdown); then the engine worker stops."""
+        if self.thread is not None and self.http is not None:
+            self.http.should_exit = True
+            self.thread.join()
+            self.thread = None
+        self.server.close()
 
 
 def serve(server: Server, host: str, port: int) -> int:

@@ -40,17 +40,22 @@ class Pipeline:
     """The session over the server's model, with its adapter and decoding options (`overrides` of
     the checkpoint's defaults, as `dragoman translate`'s options give them)."""
 
-    def __init__(self, translator, adapter: str = "", overrides: dict | None = None, paths: AppPaths | None = None):
+    def __init__(self, translator, adapter: str = "", overrides: dict | None = None, paths: AppPaths | None = None,
+                 session: TranslationSession | None = None):
+        """`session`: the window's, over `translator`, shared (its memory and caches; the window closes it);
+        None: one of the server's own."""
         paths = paths or AppPaths.default()
         self.terms = saved_terms(paths, Settings.load(paths.settings_file))
-        self.session = TranslationSession.open(translator, paths, self.terms)
+        self.owns_session = session is None
+        self.session = TranslationSession.open(translator, paths, self.terms) if session is None else session
         self.translator = translator
         self.adapter = adapter
         self.overrides = overrides or {}
         self.options = self.session.options(self.overrides)
 
     def close(self) -> None:
-        self.session.close()
+        if self.owns_session:
+            self.session.close()
 
     def _terms(self, glossary: Glossary | None) -> Terms | None:
         """A request's terms: the window's, with its glossary first (it wins); None: the session's.

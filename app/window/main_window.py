@@ -13,7 +13,8 @@ memory. Editing the source again discards the edits. A click only places the cur
 them, with their scores, in a small menu there that the keyboard can walk; picking one puts it in
 the sentence's place and into the translation memory, as an accepted edit.
 
-From anywhere on the desktop (`dragoman popup`, the tray, Ctrl+C twice) text is translated in a
+From anywhere on the desktop (the desktop's global shortcut through its portal, `dragoman popup`, the
+tray, Ctrl+C twice) text is translated in a
 small popup (app.window.popup) through this window's worker, so one model serves both. With a tray
 icon (app.window.tray) closing the window only hides it; Ctrl+Q or the tray's Quit ends the app.
 """
@@ -38,7 +39,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMenu,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -57,10 +57,12 @@ from dragoman.app.session.terms import saved_terms
 from dragoman.app.history import TranslationHistory
 from dragoman.app.settings import AUTO_DETECT, DEFAULT_TEXT_SIZE, MAX_TEXT_SIZE, MIN_TEXT_SIZE, AppPaths, Settings
 from dragoman.app.window import theme
+from dragoman.app.window.global_shortcut import GlobalShortcut
 from dragoman.app.window.glossary_dialog import GlossaryDialog
 from dragoman.app.window.history_dialog import HistoryDialog
 from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
 from dragoman.app.window.language_picker import LanguagePicker
+from dragoman.app.window.local_server import LocalServer
 from dragoman.app.window.memory_dialog import MemoryDialog
 from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
 from dragoman.app.window.popup import ClipboardWatcher, TranslationPopup, read_selection
@@ -68,7 +70,8 @@ from dragoman.app.window.settings_dialog import SettingsDialog
 from dragoman.app.window.single_instance import PopupRequest
 from dragoman.app.window.screen_fit import resize_within_screen
 from dragoman.app.window.tasks import Task
-from dragoman.app.window.translation_view import TranslationView, follow_text_direction
+from dragoman.app.window.text_pane import TextPane
+from dragoman.app.window.translation_view import TranslationView
 from dragoman.app.window.tray import TrayIcon, tray_available
 from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import ADAPTER_FILES, DatabaseError, adapter_folders, adapter_names, get_language
@@ -133,7 +136,7 @@ class AdapterPicker(QComboBox):
 class Pane(QFrame):
     """A rounded frame holding a text box and a row of small controls under it."""
 
-    def __init__(self, editor: QPlainTextEdit, footer: list[QWidget]):
+    def __init__(self, editor: TextPane, footer: list[QWidget]):
         super().__init__(objectName="pane")
         self.editor = editor
         layout = QVBoxLayout(self)
@@ -273,7 +276,12 @@ class MainWindow(QMainWindow):
         self.popup.open_in_window.connect(self.open_text)
         self.popup.closed.connect(self._on_popup_closed)
         self.popup.translated.connect(self._keep_in_history)
+        self.global_shortcut = GlobalShortcut(parent=self)
+        self.global_shortcut.activated.connect(lambda: self.show_popup(read_selection(clipboard_only=False)))
+        self.global_shortcut.start()
         self._fit_desktop_integration()
+        self.local_server = LocalServer(self.paths, self)
+        self.statusBar().addPermanentWidget(self.local_server.label)
         self.worker.start()
         self._start_model()
         self.documents.restore()  # the document jobs the last session had not finished
@@ -285,7 +293,7 @@ class MainWindow(QMainWindow):
         text_font = QFont(self.font())
         text_font.setPointSize(s.text_size)
 
-        self.source = QPlainTextEdit(objectName="source")
+        self.source = TextPane(objectName="source")
         self.source.setPlaceholderText("Type or paste text to translate")
         self.source.setFont(text_font)
         self.source.setTabChangesFocus(True)
@@ -414,6 +422,7 @@ class MainWindow(QMainWindow):
         w = self.worker
         w.loaded.connect(self._on_loaded)
         w.load_failed.connect(self._on_load_failed)
+        w.load_refused.connect(self._on_load_refused)
         w.holding.connect(self.model_label.setText)
         w.kernels_unavailable.connect(self._on_kernels_unavailable)
         w.detected.connect(self._on_detected)
@@ -431,8 +440,6 @@ class MainWindow(QMainWindow):
         self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
         self.completion_timer.timeout.connect(self.complete_now)
         self.source.textChanged.connect(self._on_text_changed)
-        for pane in (self.source, self.target):  # Arabic, Hebrew... right-aligned
-            pane.textChanged.connect(lambda pane=pane: follow_text_direction(pane))
         self.typing_timer.timeout.connect(self.translate_now)
         self.source_picker.changed.connect(self._on_source_changed)
         self.target_picker.changed.connect(self._on_target_changed)
@@ -499,6 +506,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Loading {Path(s.model_dir).name}…")
         self.model_label.setText("Loading model…")
         self.load_progress.show()
+        self.local_server.stop()  # it lets go of the model the worker is about to unload
         self.worker.load(s.model_dir, s.device, s.precision, s.adapters_path(self.paths), s.adapter_slots,
                          typed_options=self.typed_options(), gpu_memory=s.gpu_memory_mb << 20)
 
@@ -509,6 +517,7 @@ class MainWindow(QMainWindow):
         self.model_label.setText(description)
         if self.statusBar().currentMessage().startswith("Loading"):  # keep a note that came meanwhile
             self.statusBar().showMessage("Ready", 4000)
+        self.local_server.fit(self.settings, self.worker, self.typed_options())
         if self.isVisible() and self.source.toPlainText().strip() and not self.job_id:
             self.translate_now()  # a window started hidden (for the popup) translates its text once shown
 
@@ -516,15 +525,16 @@ class MainWindow(QMainWindow):
         self.kernels_label.setText(message)
         self.kernels_label.show()
 
+    def _on_load_refused(self, message: str) -> None:
+        """New model settings that failed: the worker goes on with the model that worked (`loaded` follows);
+        the settings go back to its, and the status bar says why in one line."""
+        s = self.settings
+        s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb = self.working
+        self.loading = self.working
+        self.save_settings()
+        self.statusBar().showMessage(f"Kept the previous model settings: {message}")
+
     def _on_load_failed(self, message: str) -> None:
-        if self.working is not None and self.working != self.loading:
-            # New settings that fail do not cost the model that worked: back to it, and say why in one line.
-            s = self.settings
-            s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb = self.working
-            self.save_settings()
-            self.load_model()
-            self.statusBar().showMessage(f"Kept the previous model settings: {message.splitlines()[0]}")
-            return
         self.load_progress.hide()
         self.model_label.setText("No model")
         self.statusBar().clearMessage()
@@ -1011,7 +1021,7 @@ class MainWindow(QMainWindow):
             self.typing_timer.start()  # once the files settle: a copy changes them many times
 
     def open_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self.paths, self)
+        dialog = SettingsDialog(self.settings, self.paths, self, shortcut_note=self.global_shortcut.note)
         if dialog.exec() == QDialog.Accepted:
             self.apply_settings(dialog.result_settings())
         dialog.deleteLater()
@@ -1047,6 +1057,7 @@ class MainWindow(QMainWindow):
             self._start_model()
         elif (new.num_beams, new.length_penalty, new.max_length) != (old.num_beams, old.length_penalty, old.max_length):
             self.translate_now()
+        self.local_server.fit(new, self.worker if self.model_ready else None, self.typed_options())
 
     def save_settings(self) -> None:
         self.settings.save(self.paths.settings_file)
@@ -1194,11 +1205,13 @@ class MainWindow(QMainWindow):
             self.tray.hide()
         if self.clipboard_watcher is not None:
             self.clipboard_watcher.stop()
+        self.global_shortcut.stop()
         self.typing_timer.stop()
         if self.task is not None:
             self.task.cancel()
             self.task.wait()
         self.documents.shut_down()  # before the worker stops: the jobs it drops are resumed next time
+        self.local_server.stop()
         self.worker.stop()
         self.worker.wait()
         self.history.close()

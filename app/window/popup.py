@@ -13,12 +13,12 @@ from typing import Callable
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QClipboard, QCursor, QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout
 
 from dragoman.app.desktop_shortcut import DoubleCopy
 from dragoman.app.session.session import TranslationJob
 from dragoman.app.window.single_instance import PopupRequest
-from dragoman.app.window.translation_view import follow_text_direction
+from dragoman.app.window.text_pane import TextPane
 from dragoman.engine import get_language
 
 POPUP_WIDTH = 420
@@ -78,7 +78,7 @@ class TranslationPopup(QFrame):
 
         self.languages = QLabel(objectName="hint")
         close = QToolButton(text="×", toolTip="Close (Esc)", autoRaise=True)
-        self.translation = QPlainTextEdit(objectName="popupTranslation", readOnly=True)
+        self.translation = TextPane(objectName="popupTranslation", readOnly=True)
         self.translation.setMaximumHeight(240)
         self.status = QLabel(objectName="hint", wordWrap=True)
         self.copy_button = QPushButton("Copy", toolTip="Copy the translation")
@@ -102,7 +102,6 @@ class TranslationPopup(QFrame):
         QShortcut(QKeySequence("Escape"), self, self.close)
         self.copy_button.clicked.connect(self.copy_translation)
         self.open_button.clicked.connect(self._open_in_window)
-        self.translation.textChanged.connect(lambda: follow_text_direction(self.translation))
         worker.detected.connect(self._on_detected)
         worker.partial.connect(self._on_partial)
         worker.translated.connect(self._on_translated)

@@ -1,6 +1,7 @@
 """The settings dialog: model, adapters folder, device, precision, decoding options, theme, where
 documents are saved, and translating from anywhere (the tray, Ctrl+C twice, and a line saying what
-the desktop offers for a global shortcut: app.desktop_shortcut).
+the desktop gave or offers for a global shortcut: app.window.global_shortcut, app.desktop_shortcut),
+and the local API server (app.window.local_server).
 
 Only what the chosen device can do is offered: on the CPU no float16 or bfloat16, on a GPU no
 int8; GPU memory and resident adapters are greyed, with a note, where no GPU will be used."""
@@ -66,7 +67,9 @@ def device_choices() -> list[tuple[str, str]]:
 
 
 class SettingsDialog(QDialog):
-    def __init__(self, settings: Settings, paths: AppPaths, parent=None):
+    def __init__(self, settings: Settings, paths: AppPaths, parent=None, shortcut_note: str = ""):
+        """`shortcut_note`: what the desktop's portal gave for a global shortcut (app.window.global_shortcut);
+        empty: what this kind of desktop offers."""
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.setMinimumWidth(520)
@@ -127,9 +130,15 @@ class SettingsDialog(QDialog):
                                    else "This desktop has no system tray")
         self.copy_twice = QCheckBox("Ctrl+C twice translates what was copied, in a popup", checked=settings.copy_twice,
                                     toolTip="Copy the same text twice within half a second, in any program")
-        self.shortcut_note = QLabel(shortcut_advice(QGuiApplication.platformName(),
-                                                    os.environ.get("XDG_SESSION_TYPE", "")),
+        self.shortcut_note = QLabel(shortcut_note or shortcut_advice(QGuiApplication.platformName(),
+                                                                     os.environ.get("XDG_SESSION_TYPE", "")),
                                     objectName="hint", wordWrap=True)
+        self.serve_apis = QCheckBox("Serve the LibreTranslate and DeepL APIs on port", checked=settings.serve_apis,
+                                    toolTip="For tools on this computer (browser extensions, Subtitle Edit, OmegaT...): "
+                                            "http://127.0.0.1:PORT, with the window's model and glossaries")
+        self.server_port = QSpinBox(minimum=1024, maximum=65535, value=settings.server_port)
+        self.server_port.setEnabled(settings.serve_apis)
+        self.serve_apis.toggled.connect(self.server_port.setEnabled)
         self.theme = QComboBox()
         for value in THEMES:
             self.theme.addItem(value.capitalize(), value)
@@ -155,6 +164,7 @@ class SettingsDialog(QDialog):
         form.addRow("From anywhere", self.tray_icon)
         form.addRow("", self.copy_twice)
         form.addRow("", self.shortcut_note)
+        form.addRow("Local server", _row(self.serve_apis, self.server_port))
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -247,6 +257,8 @@ class SettingsDialog(QDialog):
             # No tray here: the choice made where there was one is kept.
             tray_icon=self.tray_icon.isChecked() if self.tray_icon.isEnabled() else self.settings.tray_icon,
             copy_twice=self.copy_twice.isChecked(),
+            serve_apis=self.serve_apis.isChecked(),
+            server_port=self.server_port.value(),
         )
 
 

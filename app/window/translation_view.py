@@ -1,6 +1,7 @@
 """The target pane: the translation, its doubtful lines (app.session.confidence) underlined with a dotted
 line, and the reason shown when the pointer rests on one; a completion still streaming is greyed;
-a stopped translation is greyed whole (`set_partial`).
+a stopped translation is greyed whole (`set_partial`). Each paragraph runs in its own script's
+direction (app.window.text_pane).
 
 A click only places the cursor (to edit). A sentence's alternatives are asked for explicitly:
 Alt+Down at the cursor, or "Other translations" in the context menu, told as `alternatives_wanted`
@@ -8,39 +9,17 @@ with the position in the document."""
 
 from __future__ import annotations
 
-import unicodedata
-
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QKeySequence, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip
+from PySide6.QtWidgets import QTextEdit, QToolTip
 
-def right_to_left(text: str) -> bool:
-    """Are most of the text's paragraphs right-to-left (Arabic, Hebrew...), each by its first strong letter?"""
-    votes = 0
-    for line in text.split("\n"):
-        for ch in line:
-            kind = unicodedata.bidirectional(ch)
-            if kind in ("R", "AL", "L"):
-                votes += 1 if kind != "L" else -1
-                break
-    return votes > 0
-
-
-def follow_text_direction(editor: QPlainTextEdit) -> None:
-    """Align the editor's text right when it is mostly right-to-left, left otherwise. (A plain-text
-    editor lays every paragraph out with one alignment: the one most of them need.)"""
-    option = editor.document().defaultTextOption()
-    wanted = (Qt.AlignRight if right_to_left(editor.toPlainText()) else Qt.AlignLeft) | Qt.AlignAbsolute
-    if option.alignment() != wanted:
-        option.setAlignment(wanted)
-        editor.document().setDefaultTextOption(option)
-
+from dragoman.app.window.text_pane import TextPane
 
 DOUBT_COLOUR = QColor("#d08a2e")  # reads on the light and the dark theme
 ALTERNATIVES_KEYS = QKeySequence("Alt+Down")
 
 
-class TranslationView(QPlainTextEdit):
+class TranslationView(TextPane):
     alternatives_wanted = Signal(int)  # the position in the document whose sentence's alternatives are asked for
 
     def __init__(self, **kwargs):

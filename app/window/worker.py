@@ -6,7 +6,8 @@ The window posts commands (load a model, translate a job, find a sentence's alte
 translation) through a queue and hears back through signals only; these threads never touch a
 widget, the window never runs the engine. Each command is a few lines over the session. A job
 stops early (its engine handle cancelled) when it is cancelled, when a newer typed-text job
-supersedes it, or when the worker is asked to quit.
+supersedes it, or when the worker is asked to quit. A new model is loaded beside the working one,
+which goes on serving where the new settings fail (a precision or device the engine refuses).
 
 The device belongs to the engine's own loop (engine.Translator.submit), which decodes whatever is
 submitted together, typed text first. Document jobs (app.session.jobs.DocumentJob) run one after
@@ -65,6 +66,18 @@ class LoadModel:
 
 
 log = logging.getLogger(__name__)
+
+
+def _one_line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _out_of_memory(error: Exception) -> bool:
+    """Did a load fail for want of memory (torch's OutOfMemoryError, Python's MemoryError)? Then it may
+    fit once the working model makes way."""
+    return isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError" \
+        or "out of memory" in str(error).lower()
+
 _QUIT = object()
 # Queue ranks: lower is taken first, in submission order within a rank. A model load keeps its place
 # among typed jobs; quitting comes after everything so that each queued job is said to be dropped.
@@ -75,7 +88,8 @@ class EngineWorker(QThread):
     loaded = Signal(str)  # what runs now: Translator.describe()
     holding = Signal(str)  # Translator.describe() after a job: what the engine holds now
     kernels_unavailable = Signal(str)  # once: the GPU kernels failed and the slower PyTorch path runs
-    load_failed = Signal(str)  # why the model could not be loaded
+    load_failed = Signal(str)  # why the model could not be loaded: none is
+    load_refused = Signal(str)  # why the new model settings could not be loaded: the model before them goes on
     detected = Signal(int, str)  # job id, detected FLORES-200 code ("" when unsure)
     partial = Signal(int, int, str)  # job id, segment index, current best hypothesis of that segment
     translated = Signal(int, list)  # job id, one translation per segment (the final texts)
@@ -105,6 +119,7 @@ class EngineWorker(QThread):
         self._latest_typed = 0
         self._quitting = False
         self.translator = None  # loaded and dropped by this thread, while no document runs
+        self.loaded_command: LoadModel | None = None  # what `translator` was loaded with
         self.session: TranslationSession | None = None  # over the translator, with the cache and the memory
         self._kernels_reported = False  # the kernels' failure is for the whole process: said once
         self._terms = Terms()  # the glossaries and do-not-translate settings jobs keep to (set_terms)
@@ -203,29 +218,60 @@ class EngineWorker(QThread):
             return self._quitting or job_id in self._cancelled or (typed and job_id < self._latest_typed)
 
     def _load(self, command: LoadModel) -> None:
+        """The new model is made beside the working one, which goes on serving when the new one fails
+        (`load_refused`, then `loaded` with what still runs); only where both do not fit in memory
+        does the working one make way first, and come back if the new one fails alone too."""
+        previous = self.loaded_command
+        try:
+            translator = self._open(command)
+        except Exception as e:  # CheckpointError, DeviceError, TokenizerError, out of memory...
+            if self.translator is None:
+                self.load_failed.emit(str(e) or type(e).__name__)
+                return
+            if not _out_of_memory(e):
+                self.load_refused.emit(_one_line(e))
+                self.loaded.emit(self.translator.describe())
+                return
+            self._unload()
+            try:
+                translator = self._open(command)
+            except Exception as alone:
+                try:
+                    self._serve(self._open(previous), previous)
+                except Exception as again:
+                    self.load_failed.emit(str(again) or type(again).__name__)
+                    return
+                self.load_refused.emit(_one_line(alone))
+                self.loaded.emit(self.translator.describe())
+                return
+        self._unload()
+        self._serve(translator, command)
+        self.loaded.emit(translator.describe())
+        self._report_kernels()
+
+    def _open(self, command: LoadModel):
+        """A Translator for `command`, warmed up where it needs it."""
         from dragoman.engine import Translator
 
-        self._unload()  # free the old model's memory before the new one arrives
-        try:
-            translator = Translator(
-                command.model_dir, device=command.device, dtype=command.dtype,
-                adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
-                gpu_memory=command.gpu_memory, weights_cache=(self._paths or AppPaths.default()).weights_cache,
-            )
-        except Exception as e:  # CheckpointError, DeviceError, TokenizerError, out of memory...
-            self.load_failed.emit(str(e) or type(e).__name__)
-            return
+        translator = Translator(
+            command.model_dir, device=command.device, dtype=command.dtype,
+            adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
+            gpu_memory=command.gpu_memory, weights_cache=(self._paths or AppPaths.default()).weights_cache,
+        )
         if translator.needs_warm_up():
             try:
                 translator.warm_up(**command.typed_options)
             except Exception:  # the model works without it: the first sentence just waits longer
                 log.warning("warming up %s failed", command.model_dir, exc_info=True)
+        return translator
+
+    def _serve(self, translator, command: LoadModel) -> None:
+        """Jobs from now on run on `translator` (loaded with `command`)."""
         self.translator = translator
+        self.loaded_command = command
         with self._lock:
             # A memory or cache file that cannot be used (one line naming it): typing goes on without it.
             self.session = TranslationSession.open(translator, self._paths, self._terms, unusable=log.warning)
-        self.loaded.emit(translator.describe())
-        self._report_kernels()
 
     def _report_kernels(self) -> None:
         """Say once, if the GPU kernels failed (at the warm-up, or in a job), that the slower path runs."""
@@ -241,6 +287,7 @@ class EngineWorker(QThread):
         if self.translator is not None:
             self.translator.teardown()
             self.translator = None
+            self.loaded_command = None
 
     def _run_job(self, job_id: int, job: TranslationJob) -> None:
         try:

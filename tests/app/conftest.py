@@ -41,6 +41,8 @@ def paths(tmp_path, monkeypatch):
     from dragoman.app.settings import AppPaths
 
     monkeypatch.setenv("DRAGOMAN_HOME", str(tmp_path / "home"))
+    # Nor asks the person's desktop for a global shortcut: a test that wants a portal starts its own bus.
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
     return AppPaths.default()
 
 

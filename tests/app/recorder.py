@@ -8,7 +8,7 @@ recorder stays connected until the worker has stopped and its queue is flushed.
 
 from __future__ import annotations
 
-SIGNALS = ("loaded", "load_failed", "detected", "partial", "doubted", "translated", "failed", "cancelled",
+SIGNALS = ("loaded", "load_failed", "load_refused", "detected", "partial", "doubted", "translated", "failed", "cancelled",
            "document_progress", "document_done", "document_failed", "holding", "kernels_unavailable", "laid_out",
            "completing", "remembered", "alternatives_found", "document_report")
 WAIT_MS = 30_000
@@ -22,7 +22,7 @@ class Recorder:
 
     def of(self, job_id: int) -> list[tuple]:
         """The events about one job (every job signal carries its id first)."""
-        return [e for e in self.events if e[0] not in ("loaded", "load_failed", "holding", "kernels_unavailable")
+        return [e for e in self.events if e[0] not in ("loaded", "load_failed", "load_refused", "holding", "kernels_unavailable")
                 and e[1] == job_id]
 
     def kinds(self, job_id: int) -> list[str]:

@@ -3,6 +3,8 @@ do not cost the model that worked. Real widgets; the last test the real window a
 
 from dataclasses import replace
 
+import pytest
+
 from dragoman.app.window import settings_dialog
 from dragoman.app.window.settings_dialog import SettingsDialog
 from recorder import WAIT_MS, translated_in
@@ -39,16 +41,30 @@ def test_a_gpu_gets_its_precisions_and_settings(qtbot, settings, paths, monkeypa
     assert dialog.gpu_note.isVisible() and "the CPU is chosen" in dialog.gpu_note.text()
 
 
-def test_a_precision_that_fails_keeps_the_working_model_and_says_why(qtbot, open_window, settings, paths):
+@pytest.mark.parametrize("change", [{"precision": "float16"}, {"device": "cuda:0"}], ids=["precision", "device"])
+def test_a_precision_or_device_that_fails_keeps_the_working_model_serving_and_says_why(qtbot, open_window, settings,
+                                                                                         paths, change):
+    """float16 on the CPU, a GPU this machine has not: the engine refuses them; the model loaded before is
+    not unloaded, nor loaded again, and the setting goes back."""
     window = open_window(settings)
-    window.apply_settings(replace(settings, precision="float16"))  # float16 on the CPU: the engine refuses it
-    window.events.wait(qtbot, "load_failed")
+    working = window.worker.translator
+    loads = sum(1 for event in window.events.events if event[0] == "loaded")
+    window.apply_settings(replace(settings, **change))
+    (_, why) = window.events.wait(qtbot, "load_refused")
     qtbot.waitUntil(lambda: window.model_ready, timeout=WAIT_MS)
+    assert window.worker.translator is working  # the same engine, never unloaded
+    assert window.events.find("load_failed") is None
     assert window.pages.currentWidget() is window.translator_page  # not the "could not be loaded" page
-    assert "float16" in window.statusBar().currentMessage() and "\n" not in window.statusBar().currentMessage()
-    assert window.settings.precision == "float32"
-    assert window.settings.load(paths.settings_file).precision == "float32"
+    message = window.statusBar().currentMessage()
+    assert message == f"Kept the previous model settings: {why}" and "\n" not in message
+    assert next(iter(change.values())) in why or "CUDA" in why or "GPU" in why
+    assert (window.settings.precision, window.settings.device) == ("float32", "cpu")
+    saved = window.settings.load(paths.settings_file)
+    assert (saved.precision, saved.device) == ("float32", "cpu")
+    assert window.model_label.text() == working.describe()
     assert translated_in(qtbot, window, "Good morning.")
+    assert window.worker.translator is working
+    assert sum(1 for event in window.events.events if event[0] == "loaded") == loads + 1  # what still runs, said once
 
 
 def test_where_documents_go_the_tray_ctrl_c_twice_and_what_the_desktop_offers(qtbot, settings, paths, monkeypatch,

@@ -1,4 +1,4 @@
-"""The window's layout: equal panes at every width, right-to-left text aligned right, every control on
+"""The window's layout: equal panes at every width, each paragraph in its own script's direction, every control on
 screen at 2x scaling, and keyboard focus visible on every Tab stop. Real widgets."""
 
 import json
@@ -6,12 +6,13 @@ import os
 import subprocess
 import sys
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QColor, QKeyEvent
 from PySide6.QtWidgets import QApplication
 
 from dragoman.app.window.main_window import PANE_MIN_WIDTH
-from recorder import WAIT_MS
+from dragoman.app.session.jobs import open_memory
+from recorder import WAIT_MS, translated_in
 
 
 def pane_widths(window):
@@ -29,24 +30,64 @@ def test_the_two_panes_are_equal_and_usable_at_the_minimum_width(qtbot, open_win
 
 def line_edges(editor):
     """(left, right) of each paragraph's first line, in the editor's viewport."""
+    QApplication.processEvents()
+    editor.document().size()  # laid out now, also where the editor is hidden
     block, edges = editor.document().firstBlock(), []
     while block.isValid():
+        assert block.layout().lineCount()
         rect = block.layout().lineAt(0).naturalTextRect()
         edges.append((rect.left(), rect.right()))
         block = block.next()
     return edges
 
 
-def test_right_to_left_text_is_aligned_right_in_both_panes(qtbot, open_window, settings):
+def sides(editor) -> list[str]:
+    """Where each paragraph's first line sits: flush "right", flush "left", or "?" (short lines: not both)."""
+    width = editor.viewport().width()
+    return ["right" if right > width - 40 and left > 40 else "left" if left < 40 and right < width - 40 else "?"
+            for left, right in line_edges(editor)]
+
+
+MIXED = "مرحبا بالعالم\nHello world\nשלום עולם\n123 Good morning"
+
+
+def test_each_paragraph_takes_its_own_direction_in_both_panes_and_the_popup(qtbot, open_window, settings):
     window = open_window(settings)
-    for editor in (window.source, window.target):
-        width = editor.viewport().width()
-        editor.setPlainText("مرحبا بالعالم\nשלום עולם")
-        QApplication.processEvents()
-        assert all(right > width - 40 and left > width / 2 for left, right in line_edges(editor))
+    window.popup.show()
+    for editor in (window.source, window.target, window.popup.translation):
+        editor.setPlainText(MIXED)
+        assert sides(editor) == ["right", "left", "right", "left"]
+        assert [editor.document().findBlockByNumber(i).textDirection() for i in range(4)] == \
+            [Qt.RightToLeft, Qt.LeftToRight, Qt.RightToLeft, Qt.LeftToRight]
         editor.setPlainText("Hello world\nGood morning")
-        QApplication.processEvents()
-        assert all(left < 40 for left, _ in line_edges(editor))
+        assert sides(editor) == ["left", "left"]
+
+
+def test_a_paragraph_turns_as_it_is_typed(qtbot, open_window, settings):
+    window = open_window(settings)
+    window.source.setPlainText("Hello world\nGood morning")
+    window.source.setFocus()
+    cursor = window.source.textCursor()
+    cursor.setPosition(window.source.document().findBlockByNumber(1).position())  # the start of the second line
+    window.source.setTextCursor(cursor)
+    for letter in "שלום ":  # key events carrying Hebrew letters, as a Hebrew keyboard layout sends them
+        for kind in (QEvent.KeyPress, QEvent.KeyRelease):
+            QApplication.sendEvent(window.source, QKeyEvent(kind, Qt.Key_unknown, Qt.NoModifier, letter))
+    assert window.source.toPlainText() == "Hello world\nשלום Good morning"
+    assert sides(window.source) == ["left", "right"]
+    qtbot.keyClick(window.source, Qt.Key_Home)
+    qtbot.keyClick(window.source, Qt.Key_A, Qt.ShiftModifier)  # a Latin letter first: the line turns back
+    assert sides(window.source) == ["left", "left"]
+
+
+def test_a_translation_of_mixed_scripts_is_aligned_paragraph_by_paragraph(qtbot, open_window, settings, paths):
+    memory = open_memory(paths)  # the translations, so that their scripts are known
+    memory.add("eng_Latn", "fra_Latn", {"Good morning.": "صباح الخير.", "The cat sleeps.": "Le chat dort."})
+    memory.close()
+    window = open_window(settings)
+    assert translated_in(qtbot, window, "Good morning.\nThe cat sleeps.") == "صباح الخير.\nLe chat dort."
+    assert sides(window.target) == ["right", "left"]
+    assert sides(window.source) == ["left", "left"]
 
 
 SCALED = r"""

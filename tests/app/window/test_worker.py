@@ -134,6 +134,35 @@ def test_a_folder_that_is_not_a_model_fails_to_load_with_the_reason(qtbot, tmp_p
     shut_down(worker)
 
 
+def test_new_settings_load_beside_the_working_model_and_where_both_do_not_fit_it_makes_way(
+    qtbot, worker, tiny_checkpoint, tmp_path, monkeypatch
+):
+    """A machine with room for one model at a time (the engine says out of memory while another is loaded):
+    the working model is unloaded for the new one; when the new one fails alone too, it comes back."""
+    import dragoman.engine
+
+    real = dragoman.engine.Translator
+
+    def one_at_a_time(*args, **kwargs):
+        if worker.translator is not None:
+            raise MemoryError("out of memory")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dragoman.engine, "Translator", one_at_a_time)
+    worker.load(tiny_checkpoint, "cpu", "int8")
+    qtbot.waitUntil(lambda: len([e for e in worker.events.events if e[0] == "loaded"]) == 2, timeout=WAIT_MS)
+    assert "int8" in worker.events.events[-1][1] and worker.events.find("load_refused") is None
+
+    worker.load(tmp_path, "cpu", "float32")  # not a model: fails alone too
+    (_, why) = worker.events.wait(qtbot, "load_refused")
+    assert "config.json" in why and "\n" not in why
+    qtbot.waitUntil(lambda: len([e for e in worker.events.events if e[0] == "loaded"]) == 3, timeout=WAIT_MS)
+    assert "int8" in [e for e in worker.events.events if e[0] == "loaded"][-1][1]  # the working model, back
+    assert worker.events.find("load_failed") is None
+    job_id = worker.submit(TranslationJob(["Hello"], "eng_Latn", "fra_Latn"))
+    assert worker.events.wait(qtbot, "translated", job_id)[2][0]
+
+
 def test_where_a_first_translation_costs_more_the_typed_options_are_warmed_up_while_loading(
     qtbot, tiny_checkpoint, translator, monkeypatch
 ):

@@ -240,8 +240,8 @@ def _read_picture(page, reader, picture: Picture, text: list) -> None:
     image = picture.decoded()
     fx0, fy0, fx1, fy1 = picture.placement
     sx, sy = (fx1 - fx0) / image.width, (fy1 - fy0) / image.height
-    for found in reader.read(image):
-        left, top, right, bottom = found.box
+    for found in reader.read(image):  # a block read turned is set level in its place
+        left, top, right, bottom = found.bounds()
         size = found.size * sy
         # the box as the writer sets lines in it: from the first line's top, `lines` lines LEADING apart
         y1 = fy1 - top * sy + 0.1 * size

@@ -88,32 +88,51 @@ class PictureDocument(Document):
 
 
 def draw_translations(image, blocks: list[TextBlock], texts: list[str]) -> None:
-    """Each block's box filled with its background and its text drawn there, on `image` (changed in place)."""
-    from PIL import ImageDraw
+    """Each block's box filled with its background and its text drawn there, on `image` (changed in place).
+    Blocks read from the picture turned (`TextBlock.frame`) are drawn upright on a clear layer of the
+    turned picture's size, which is turned back and laid on the picture: the text stands at the block's angle."""
+    from PIL import Image, ImageDraw
 
     from dragoman.app.documents.pdf_fonts import FontLibrary
 
     fonts = FontLibrary(han_face="Noto Sans CJK SC")
-    draw = ImageDraw.Draw(image)
+    layers: dict = {}  # frame -> the layer its blocks are drawn on
     for block, text in zip(blocks, texts):
         text = " ".join(text.split())
         if not text:
             continue
-        left, top, right, bottom = block.box
-        box = (max(left - FILL_PAD, 0), max(top - FILL_PAD, 0),
-               min(right + FILL_PAD, image.width) - 1, min(bottom + FILL_PAD, image.height) - 1)
-        draw.rectangle(box, fill=_colour(image, block.background))
-        letter = next((ch for ch in text if ch.isalpha()), text[0])
-        face = fonts.face_for(letter, (False, False))
-        font, lines = _fit(text, face, right - left, bottom - top, block.size)
-        rtl = is_rtl(text)
-        pitch = font.size * LEADING
-        for number, line in enumerate(lines):
-            y = top + number * pitch
-            if rtl:
-                draw.text((right, y), line, font=font, fill=_colour(image, block.ink), anchor="ra", direction="rtl")
-            else:
-                draw.text((left, y), line, font=font, fill=_colour(image, block.ink), anchor="la")
+        if block.frame is None:
+            _draw_block(ImageDraw.Draw(image), image, block, text, fonts)
+            continue
+        if block.frame not in layers:
+            layers[block.frame] = Image.new("RGBA", block.frame.upright, (0, 0, 0, 0))
+        layer = layers[block.frame]
+        _draw_block(ImageDraw.Draw(layer), layer, block, text, fonts)
+    for frame, layer in layers.items():
+        exact = frame.angle % 90 == 0  # a quarter turn moves pixels without resampling them
+        back = layer.rotate(-frame.angle, resample=Image.Resampling.NEAREST if exact else Image.Resampling.BICUBIC, expand=True)
+        left, top = round((back.width - image.width) / 2), round((back.height - image.height) / 2)
+        back = back.crop((left, top, left + image.width, top + image.height))
+        image.paste(back.convert(image.mode) if image.mode != "RGBA" else back, (0, 0), back.getchannel("A"))
+
+
+def _draw_block(draw, image, block: TextBlock, text: str, fonts) -> None:
+    """The block's box (in `image`'s pixels) filled with its background, its text drawn in it."""
+    left, top, right, bottom = block.box
+    box = (max(left - FILL_PAD, 0), max(top - FILL_PAD, 0),
+           min(right + FILL_PAD, image.width) - 1, min(bottom + FILL_PAD, image.height) - 1)
+    draw.rectangle(box, fill=_colour(image, block.background))
+    letter = next((ch for ch in text if ch.isalpha()), text[0])
+    face = fonts.face_for(letter, (False, False))
+    font, lines = _fit(text, face, right - left, bottom - top, block.size)
+    rtl = is_rtl(text)
+    pitch = font.size * LEADING
+    for number, line in enumerate(lines):
+        y = top + number * pitch
+        if rtl:
+            draw.text((right, y), line, font=font, fill=_colour(image, block.ink), anchor="ra", direction="rtl")
+        else:
+            draw.text((left, y), line, font=font, fill=_colour(image, block.ink), anchor="la")
 
 
 def _fit(text: str, face, width: int, height: int, size: float):

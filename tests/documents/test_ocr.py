@@ -126,6 +126,36 @@ def test_a_translated_picture_keeps_its_size_and_every_pixel_outside_the_text(tm
         assert left - 5 <= x0 and top - 5 <= y0 and y0 < bottom
 
 
+def turned_scan(turn):
+    """The English scan turned `turn` degrees counter-clockwise: a few (a crooked scan) or a quarter
+    (a page scanned sideways), the corners filled with paper."""
+    if abs(turn) < 45:
+        return make_scan(ENGLISH, "eng_Latn", angle=turn)
+    return make_scan(ENGLISH, "eng_Latn", angle=0).rotate(turn, expand=True, fillcolor=BACKGROUND)
+
+
+@pytest.mark.parametrize("turn", [5, -6, 90, 270])
+def test_a_crooked_or_sideways_scan_is_read_upright_and_its_translation_drawn_at_its_angle(tmp_path, turn):
+    source = tmp_path / "turned.png"
+    original = turned_scan(turn)
+    original.save(source)
+    blocks = extract(source, source="eng_Latn").blocks
+    assert error_rate("".join(b.text for b in blocks), "".join(ENGLISH)) <= MAX_ERROR["eng_Latn"]
+    assert all(abs((b.frame.angle + turn + 180) % 360 - 180) < 1 for b in blocks)  # read turned back upright
+    out = translate_document(source, tmp_path / "turned.fra_Latn.png", upper_keeping_tags, options={"source": "eng_Latn"})
+    translated = Image.open(out)
+    assert translated.size == original.size
+    before, after = np.asarray(original), np.asarray(translated)
+    keep = outside([tuple(v + (2 if k > 1 else -2) for k, v in enumerate(b.bounds())) for b in blocks], before.shape)
+    assert np.array_equal(before[keep], after[keep])  # outside the turned blocks, byte for byte
+    again = Reader("eng_Latn").read(translated)  # the translation stands as the text stood
+    assert "OLD TOWN" in " ".join(b.text for b in again)
+    assert all(abs((b.frame.angle + turn + 180) % 360 - 180) < 1 for b in again)
+    x0, y0, x1, y1 = min(again, key=lambda b: b.box[1]).box  # the first line where the first line was, both upright
+    left, top, right, bottom = min(blocks, key=lambda b: b.box[1]).box
+    assert abs(x0 - left) < 10 and top - 5 <= y0 < bottom and x1 <= right + 5
+
+
 def test_a_picture_that_decodes_too_large_is_refused_in_one_line(tmp_path):
     bomb = tmp_path / "bomb.png"
     Image.new("1", (12000, 12000)).save(bomb)  # 144 megapixels in a few kilobytes

@@ -234,24 +234,37 @@ def _overlaps(a, b) -> bool:
 def _read_picture(page, reader, picture: Picture, text: list) -> None:
     """The blocks OCR finds in the picture added to the page, but for those where `text` (boxes of the
     page's own text) already is."""
+    image = picture.decoded()
+    place_blocks(page, reader.read(image), picture.placement, image.size, text)
+
+
+def place_blocks(page, found: list, placement: tuple[float, float, float, float], size: tuple[int, int], text: list) -> None:
+    """Blocks read in a picture (ocr.TextBlock) of `size` pixels placed on the page at `placement`, added
+    to the page's blocks as blocks whose place is covered before their translation is set; but for
+    those where `text` (boxes of the page's own text) already is. A block read turned is set level in its place."""
     from dragoman.app.documents.ocr import LEADING
     from dragoman.app.documents.pdf_blocks import Block, Line
 
-    image = picture.decoded()
-    fx0, fy0, fx1, fy1 = picture.placement
-    sx, sy = (fx1 - fx0) / image.width, (fy1 - fy0) / image.height
-    for found in reader.read(image):  # a block read turned is set level in its place
-        left, top, right, bottom = found.bounds()
-        size = found.size * sy
+    fx0, fy0, fx1, fy1 = placement
+    sx, sy = (fx1 - fx0) / size[0], (fy1 - fy0) / size[1]
+    for block in found:
+        left, top, right, bottom = block.bounds()
+        em = block.size * sy
         # the box as the writer sets lines in it: from the first line's top, `lines` lines LEADING apart
-        y1 = fy1 - top * sy + 0.1 * size
-        y0 = min(fy1 - bottom * sy, y1 - found.lines * LEADING * size)
+        y1 = fy1 - top * sy + 0.1 * em
+        y0 = min(fy1 - bottom * sy, y1 - block.lines * LEADING * em)
         x0, x1 = fx0 + left * sx, fx0 + right * sx
         if any(_overlaps((x0, fy1 - bottom * sy, x1, fy1 - top * sy), box) for box in text):
             continue
-        line = Line([(found.text, (False, False), None)], x0, y0, x1, y1, size, y0 + 0.25 * size)
-        page.blocks.append(Block(page.index, [line], color=tuple(v / 255 for v in found.ink),
-                                 align="right" if found.rtl else "left", cover=tuple(v / 255 for v in found.background)))
+        line = Line([(block.text, (False, False), None)], x0, y0, x1, y1, em, y0 + 0.25 * em)
+        page.blocks.append(Block(page.index, [line], color=tuple(v / 255 for v in block.ink),
+                                 align="right" if block.rtl else "left", cover=tuple(v / 255 for v in block.background)))
+
+
+def han_face(text: str) -> str:
+    """The Noto CJK face for Han characters: the Japanese or Korean one where the text has kana or hangul."""
+    return ("Noto Sans CJK JP" if re.search(r"[\u3040-\u30ff]", text) else
+            "Noto Sans CJK KR" if re.search(r"[\uac00-\ud7af]", text) else "Noto Sans CJK SC")
 
 
 def _colour_hidden(blocks, pictures: list[Picture]) -> None:
@@ -434,10 +447,7 @@ class PdfDocument(Document):
         from dragoman.app.documents.pdf_fonts import FontLibrary
         from dragoman.app.documents.pdf_write import write_pdf
 
-        text = "".join(r.text for runs in translations for r in runs)
-        # Han characters in the Japanese or Korean face where the text has kana or hangul
-        han = ("Noto Sans CJK JP" if re.search(r"[\u3040-\u30ff]", text) else
-               "Noto Sans CJK KR" if re.search(r"[\uac00-\ud7af]", text) else "Noto Sans CJK SC")
+        han = han_face("".join(r.text for runs in translations for r in runs))
         by_block = {}
         for chain, runs in zip(self.chains, translations):
             by_block.update(zip(chain, _share(runs, [len(self.blocks[i].text) for i in chain])))

@@ -442,3 +442,41 @@ def test_a_page_of_text_with_a_pasted_scan_through_the_real_engine(tiny_checkpoi
 
     with pikepdf.open(out) as pdf:  # on each page the scan's text covered (read by OCR; read from the layer)
         assert all(re.search(rb"rg [\d. -]+ re f Q", page.Contents.read_bytes()) for page in pdf.pages)
+
+
+def test_a_picture_as_a_pdf_is_one_page_of_its_size_with_the_translation_as_text_where_the_text_was(tmp_path):
+    import pikepdf
+
+    source = tmp_path / "letter.png"
+    scan = make_scan(ENGLISH, "eng_Latn")
+    scan.save(source, dpi=(200, 200))
+    blocks = extract(source, source="eng_Latn").blocks
+    out = translate_document(source, tmp_path / "letter.fra_Latn.pdf", upper_keeping_tags,
+                             options={"source": "eng_Latn", "picture_as": "pdf"})
+    assert out.name == "letter.fra_Latn.pdf"
+    with pikepdf.open(out) as pdf:
+        assert len(pdf.pages) == 1
+        assert [float(v) for v in pdf.pages[0].mediabox] == pytest.approx([0, 0, 1200 * 72 / 200, scan.height * 72 / 200], abs=0.01)  # PNG keeps dots a metre
+        picture, = [x for x in pdf.pages[0].Resources.XObject.values() if x.Subtype == "/Image"]
+        assert np.array_equal(np.asarray(pikepdf.PdfImage(picture).as_pil_image()), np.asarray(scan))  # lossless
+    (boxes,) = page_text_boxes(out)
+    assert len(boxes) == len(blocks) == 2
+    points = 72 / 200
+    for (text, (x0, y0, x1, y1)), block in zip(boxes, blocks):
+        left, top, right, bottom = (v * points for v in block.box)
+        assert text.startswith("T:") and text.upper() == text  # real text, the translation
+        assert abs(x0 - left) < 3 and scan.height * points - bottom - 3 <= y0 and y1 <= scan.height * points - top + 8
+
+
+def test_dragoman_translate_picture_as_pdf_with_the_real_engine(tiny_checkpoint, tmp_path, capsys):
+    import pikepdf
+
+    source = tmp_path / "sign.jpg"
+    make_scan(ENGLISH, "eng_Latn").save(source, quality=95)
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
+            "--dtype", "float32", "--beams", "1", "--max-length", "12", "--picture-as", "pdf", str(source)]
+    assert main(args) == 0
+    out = tmp_path / "sign.fra_Latn.pdf"
+    assert str(out) in capsys.readouterr().out and not (tmp_path / "sign.fra_Latn.png").exists()
+    with pikepdf.open(out) as pdf:  # a JPEG without a resolution: PDF_DPI
+        assert len(pdf.pages) == 1 and [float(v) for v in pdf.pages[0].mediabox][2] == pytest.approx(1200 * 72 / 150)

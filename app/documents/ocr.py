@@ -375,3 +375,12 @@ def _joined(text: str, line: str) -> str:
     return text + " " + line
 
 
+
+
+def picture_text(image, source: str = "auto") -> str:
+    """The text of a picture (a pasted screenshot, say) as plain text: its blocks in reading order, a blank
+    line between two; DocumentError where OCR cannot read it or finds no text."""
+    blocks = Reader(source).read(image)
+    if not blocks:
+        raise DocumentError("no text found in the picture")
+    return "\n\n".join(block.text for block in blocks)

@@ -20,7 +20,7 @@ from dragoman.app import __version__
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
 COMMANDS = ("translate", "serve", "models", "adapters", "memory", "popup")
-DOCUMENT_OPTIONS = ("pdf_as", "bilingual")  # the translate options handed to the document formats
+DOCUMENT_OPTIONS = ("pdf_as", "bilingual", "picture_as")  # the translate options handed to the document formats
 DESCRIPTION = (
     "Offline translation between 200 languages (NLLB-200). With no COMMAND it opens the window, each FILE "
     "(a document or a folder of them) queued to translate as if dropped on it."
@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--overwrite", action="store_true", help="replace translated documents that already exist")
     translate.add_argument("--pdf-as", choices=("pdf", "text"), default="pdf",
                            help="translate a PDF into a PDF with its layout (STEM.<to>.pdf, default) or into text (STEM.<to>.txt)")
+    translate.add_argument("--picture-as", choices=("picture", "pdf"), default="picture",
+                           help="pictures of text: a PNG of the same size (default) or a PDF of the picture with the "
+                                "translation set as real text (STEM.<to>.pdf)")
     translate.add_argument("--bilingual", action="store_true",
                            help="PDF: each original page followed by its translation (STEM.<to>.bilingual.pdf)")
     translate.add_argument("--glossary", action="append", default=[], metavar="FILE",

@@ -6,8 +6,10 @@ leaves it. Each engine reads it; the figures are its character error rate (edit 
 length of the true text, whitespace left out) and its time per page (the mean of `--pages` runs,
 the first, which loads the models, left out). Engines: Tesseract 5 (Debian's package, through
 pytesseract) with the page's language model, and RapidOCR (rapidocr-onnxruntime, the PP-OCRv4
-models in its wheel), which read Chinese and Latin letters only: `pip install rapidocr-onnxruntime`
-first (it is not a dependency of the app). docs/ocr.md keeps the figures.
+models in its wheel), which read Chinese and Latin letters only, where it is installed (`pip install
+rapidocr-onnxruntime`; it is not a dependency of the app). `dragoman_reader` is the app's whole reading of
+a page with Tesseract (ocr.Reader: skew, orientation, blocks and their colours): the time per page a user
+waits before translation starts. docs/ocr.md keeps the figures.
 """
 
 from __future__ import annotations
@@ -107,16 +109,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=3)
     args = parser.parse_args()
-    from rapidocr_onnxruntime import RapidOCR
+    import dragoman  # noqa: F401  (before anything imports transformers: see dragoman/__init__.py)
+    from dragoman.app.documents.ocr import TESSERACT_LANGUAGES, Reader
 
-    engine = RapidOCR()
+    try:
+        from rapidocr_onnxruntime import RapidOCR
+
+        engine = RapidOCR()
+    except ImportError:
+        engine = None
     results: dict = {"machine": f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores"}
     for language, (font_name, text) in PAGES.items():
         text = " ".join([text] * 4)
         image = scan(text, find_font(font_name), rtl=language == "ara", spaced=language != "chi_sim")
         row = {"pixels": f"{image.width}x{image.height}",
-               "tesseract": measure(lambda im: tesseract(im, language), image, text, args.pages)}
-        if language != "ara":  # RapidOCR's models in the wheel have no Arabic
+               "tesseract": measure(lambda im: tesseract(im, language), image, text, args.pages),
+               "dragoman_reader": measure(lambda im: "\n".join(b.text for b in Reader(TESSERACT_LANGUAGES[language]).read(im)),
+                                          image, text, args.pages)}
+        if engine is not None and language != "ara":  # RapidOCR's models in the wheel have no Arabic
             row["rapidocr"] = measure(lambda im: rapidocr(engine, im), image, text, args.pages)
         results[language] = row
     print(json.dumps(results, indent=2, ensure_ascii=False))

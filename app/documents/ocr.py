@@ -18,6 +18,7 @@ recognised text (app.session.detect).
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -60,13 +61,36 @@ LEADING = 1.2  # baseline to baseline, in ems: what a block's lines are taken to
 LINE_BOX = 0.9  # the height of a line's ink, in ems
 COLUMN_GAP = 1.5  # a gap between words this many line heights wide may part two columns
 MIN_CONFIDENCE = 40  # a block Tesseract is less sure of than this (mean over its words) is a picture's texture, not text
+OSD_CONFIDENCE = 2.0  # Tesseract's orientation detection is believed from this confidence on
+DESKEW_FROM = 2.0  # degrees: a picture whose lines slope more is turned level before it is read (Tesseract reads 1 or 2 well)
+MAX_SKEW = 10  # degrees: the most a picture's lines are looked for sloping
+TURNS = (0, 90, 180, 270)  # degrees counter-clockwise a picture may need turning to be upright
 SENTENCE_END = re.compile(r"[.!?:;…。！？；؟]['\"’”」』)]*$")
 CJK = ("\u2e80", "\u9fff")  # CJK characters: no space between them where a line breaks
 
 
+@dataclass(frozen=True)
+class Frame:
+    """A picture turned `angle` degrees counter-clockwise about its centre (Pillow's `rotate(angle,
+    expand=True)`) to set its text upright: `size` is the picture's, `upright` the turned one's."""
+
+    angle: float
+    size: tuple[int, int]
+    upright: tuple[int, int]
+
+    def to_picture(self, x: float, y: float) -> tuple[float, float]:
+        """A point of the upright picture in the picture's own pixels."""
+        theta = math.radians(self.angle)
+        u, v = x - self.upright[0] / 2, y - self.upright[1] / 2
+        # turning back clockwise by `angle` on screen (y points down)
+        return (u * math.cos(theta) - v * math.sin(theta) + self.size[0] / 2,
+                u * math.sin(theta) + v * math.cos(theta) + self.size[1] / 2)
+
+
 @dataclass
 class TextBlock:
-    """A block of text found in a picture; `box` is (left, top, right, bottom) in its pixels."""
+    """A block of text found in a picture; `box` is (left, top, right, bottom) in its pixels, or in
+    those of the picture turned upright where `frame` says it was read turned."""
 
     text: str
     box: tuple[int, int, int, int]
@@ -75,6 +99,18 @@ class TextBlock:
     background: tuple[int, int, int]  # RGB
     ink: tuple[int, int, int]
     rtl: bool = False
+    frame: Frame | None = None
+
+    def outline(self) -> list[tuple[float, float]]:
+        """The box's corners in the picture's own pixels (turned with the text where it was read turned)."""
+        left, top, right, bottom = self.box
+        corners = [(left, top), (right, top), (right, bottom), (left, bottom)]
+        return [self.frame.to_picture(x, y) for x, y in corners] if self.frame else corners
+
+    def bounds(self) -> tuple[int, int, int, int]:
+        """The smallest box of the picture's own pixels that holds the block."""
+        xs, ys = zip(*self.outline())
+        return math.floor(min(xs)), math.floor(min(ys)), math.ceil(max(xs)), math.ceil(max(ys))
 
     @property
     def size(self) -> float:
@@ -125,19 +161,29 @@ class Reader:
         self.model = model_for(source) if source != "auto" else None
 
     def read(self, image) -> list[TextBlock]:
-        """The picture's blocks of text, in reading order."""
+        """The picture's blocks of text, in reading order. A picture whose text is turned (a page scanned
+        sideways or upside down; Tesseract's orientation detection, else the surest of the four turns)
+        or sloping by DESKEW_FROM degrees or more is read turned upright, its blocks' `frame` saying how."""
         import numpy as np
 
         rgb = image.convert("RGB")
+        skew = _skew(rgb)
+        skew = skew if abs(skew) >= DESKEW_FROM else 0.0
+        turn = _orientation(_turned(rgb, skew)) if "osd" in installed_models() else None
         if self.model is None:
             candidates = [m for m in installed_models() if m in TESSERACT_LANGUAGES]
             if not candidates:
                 raise DocumentError("no Tesseract language model is installed (Debian/Ubuntu: apt install tesseract-ocr-eng)")
-            readings = {model: _recognise(rgb, model) for model in candidates}
-            self.model = max(candidates, key=lambda m: _sureness(readings[m]))
-            data = readings[self.model]
         else:
-            data = _recognise(rgb, self.model)
+            candidates = [self.model]
+        tried = [(model, skew + t) for model in candidates for t in ([turn] if turn is not None else TURNS)]
+        readings = {key: _recognise(_turned(rgb, key[1]), key[0]) for key in tried}
+        # Tesseract reads a turned page's lines of text standing up too: the reading of level lines is the one
+        self.model, angle = max(tried, key=lambda key: (round(_sureness(readings[key])), -abs(_slope(readings[key]))))
+        data = readings[(self.model, angle)]
+        upright = _turned(rgb, angle)
+        frame = Frame(angle, rgb.size, upright.size) if angle else None
+        rgb = upright
         pixels = np.asarray(rgb)
         # Tesseract's paragraphs, one that ends without a sentence's end joined to the next of its block or
         # to a next that starts in lower case (Tesseract starts a paragraph after a short line even mid-sentence)
@@ -170,7 +216,7 @@ class Reader:
             heights = [max(data["top"][i] + data["height"][i] for i in line) - min(data["top"][i] for i in line)
                        for line in lines.values()]
             background, ink = colours(pixels, box)
-            blocks.append(TextBlock(text, box, len(lines), statistics.median(heights), background, ink, is_rtl(text)))
+            blocks.append(TextBlock(text, box, len(lines), statistics.median(heights), background, ink, is_rtl(text), frame))
         return blocks
 
     def language(self, blocks: list[TextBlock]) -> str | None:
@@ -205,6 +251,69 @@ def _columns(lines: dict, data: dict) -> list[dict]:
                     sides[left(i) > x].setdefault(key, []).append(i)
             return [part for side in sides for part in _columns(side, data)]
     return [lines]
+
+
+def _orientation(image) -> int | None:
+    """How many degrees counter-clockwise the picture must turn for its text to stand upright, as
+    Tesseract's orientation detection says; None where it cannot tell (too little text)."""
+    import pytesseract
+
+    try:
+        found = pytesseract.image_to_osd(image, config="--psm 0", output_type=pytesseract.Output.DICT)
+    except pytesseract.TesseractError:
+        return None
+    return (-int(found["rotate"])) % 360 if float(found["orientation_conf"]) >= OSD_CONFIDENCE else None
+
+
+def _turned(image, angle: float):
+    """The picture turned `angle` degrees counter-clockwise, grown to hold it all, the corners filled in
+    its border's colour."""
+    import numpy as np
+    from PIL import Image
+
+    if not angle:
+        return image
+    if angle % 90 == 0:
+        return image.rotate(angle, expand=True)
+    border = tuple(int(v) for v in np.median(np.asarray(image)[0], axis=0))  # the top row's median colour
+    return image.rotate(angle, resample=Image.Resampling.BICUBIC, expand=True, fillcolor=border)
+
+
+def _slope(data: dict) -> float:
+    """The degrees by which a reading's lines of text fall to the right: the median over lines of three
+    words or more of their words' centres' slope (near 90 where Tesseract read lines standing up)."""
+    lines: dict[tuple[int, int, int], list[tuple[float, float]]] = {}
+    for i, word in enumerate(data["text"]):
+        if word.strip() and float(data["conf"][i]) > 0:
+            lines.setdefault((data["block_num"][i], data["par_num"][i], data["line_num"][i]), []).append(
+                (data["left"][i] + data["width"][i] / 2, data["top"][i] + data["height"][i] / 2))
+    slopes = []
+    for centres in lines.values():
+        if len(centres) >= 3:
+            xs, ys = zip(*centres)
+            mx, my = statistics.mean(xs), statistics.mean(ys)
+            spread = sum((x - mx) ** 2 for x in xs)
+            slopes.append(90.0 if not spread else math.degrees(math.atan(sum((x - mx) * (y - my) for x, y in centres) / spread)))
+    return statistics.median(slopes) if slopes else 0.0
+
+
+def _skew(image) -> float:
+    """The degrees (within MAX_SKEW) the picture must turn counter-clockwise to set its lines of text
+    level, lying or standing: the angle at which the ink's profile across the lines (its rows, or its
+    columns) is sharpest, on a copy about 800 pixels wide, in whole degrees then tenths."""
+    import numpy as np
+    from PIL import Image
+
+    grey = image.convert("L")
+    grey = grey.reduce(max(1, max(grey.size) // 800))
+    ink = Image.fromarray((np.asarray(grey) < np.median(np.asarray(grey)) - 40).astype(np.uint8) * 255)
+
+    def sharpness(angle: float) -> float:
+        turned = np.asarray(ink.rotate(angle, resample=Image.Resampling.NEAREST, expand=True), dtype=np.float64)
+        return max(float(np.square(np.diff(turned.sum(axis=axis))).sum()) for axis in (0, 1))
+
+    best = max(range(-MAX_SKEW, MAX_SKEW + 1), key=sharpness)
+    return max((best + k / 10 for k in range(-9, 10)), key=sharpness)
 
 
 def _recognise(image, model: str) -> dict:
@@ -266,3 +375,12 @@ def _joined(text: str, line: str) -> str:
     return text + " " + line
 
 
+
+
+def picture_text(image, source: str = "auto") -> str:
+    """The text of a picture (a pasted screenshot, say) as plain text: its blocks in reading order, a blank
+    line between two; DocumentError where OCR cannot read it or finds no text."""
+    blocks = Reader(source).read(image)
+    if not blocks:
+        raise DocumentError("no text found in the picture")
+    return "\n\n".join(block.text for block in blocks)

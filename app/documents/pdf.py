@@ -25,8 +25,9 @@ import io
 import logging
 import re
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
 from dragoman.app.documents.safety import DocumentError, check_file
@@ -40,6 +41,7 @@ MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflate
 MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
 MAX_PAGE_CONTENT_BYTES = 16 * 1024 * 1024  # a page's content streams, decoded: a dense map page holds a few MiB
 SCAN_COVER = 0.5  # a page without text whose largest picture covers this share of it is a scan, read by OCR
+PICTURE_COVER = 0.1  # a picture covering this share of a page with text is read by OCR too (a pasted scan, a figure)
 
 for _name in ("pypdf", "pdfminer", "fontTools"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
@@ -100,32 +102,33 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
 
 
 def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | None = None) -> tuple[str, ...]:
-    """Scanned pages (their largest picture covering at least SCAN_COVER of them): one without text
-    gets the blocks OCR finds in its picture; one whose text is an invisible OCR layer has that
-    text translated, its blocks given the picture's colours there. Each such block's place is
-    covered in its background colour before its translation is set (`Block.cover`). An invisible
-    block on a page that is not a scan stays as it is. `reading(done, total)` follows the pages OCR reads.
-    Where OCR cannot read (no Tesseract, no model for the language's script) a PDF with text pages too
-    is translated without its scans, which the note returned says; one of scans alone is refused."""
+    """Pictures of text on the pages, read by OCR: a page without text whose largest picture covers
+    at least SCAN_COVER of it (a scan), and on a page with text each picture covering at least
+    PICTURE_COVER of it (a pasted scan, a figure of text) that no invisible OCR layer lies over. Each
+    block found becomes a block of the page, its place covered in its background colour before its
+    translation is set (`Block.cover`); on a page with text, a block found where the page's text already
+    is (text set over a picture) is left to that text. An invisible OCR layer over such a picture is
+    translated instead, its blocks given the picture's colours there; an invisible block over no such
+    picture stays as it is. `reading(done, total)` follows the pages OCR reads. Where OCR cannot read
+    (no Tesseract, no model for the language's script) a PDF with text is translated without the
+    pictures' text, which the note returned says; one of scans alone is refused."""
     reader = None
     unreadable = ""  # why OCR cannot read here
-    unread = sum(1 for page in pages if not page.blocks and page.images)
-    done = 0
-    if reading is not None and unread:
-        reading(0, unread)
+    plans = []  # (page, its pictures to read)
     for page in pages:
+        pictures = _pictures(pdf, page)
         hidden = [block for block in page.blocks if block.invisible and block.translate]
         if hidden:
-            scan = _scan(pdf, page)
-            for block in hidden if scan is None else ():
-                block.translate = False
-            if scan is not None:
-                _colour_hidden(hidden, *scan)
-            continue
-        if page.blocks or not page.images:
-            continue
-        scan = None if unreadable else _scan(pdf, page)
-        if scan is not None and reader is None:
+            _colour_hidden(hidden, pictures)
+        if pictures:
+            x0, y0, x1, y1 = (float(v) for v in pdf.pages[page.index].mediabox)
+            plans.append((page, _to_read(page, pictures, (x1 - x0) * (y1 - y0))))
+    plans = [(page, pictures) for page, pictures in plans if pictures]
+    if reading is not None and plans:
+        reading(0, len(plans))
+    unread_scans = unread_pictures = 0
+    for done, (page, pictures) in enumerate(plans, 1):
+        if not unreadable and reader is None:
             from dragoman.app.documents.ocr import Reader
 
             try:
@@ -134,77 +137,160 @@ def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | No
                 if not any(p.blocks for p in pages):
                     raise
                 unreadable = str(e)
-        if scan is not None and reader is not None:
-            _read_scan(page, reader, *scan)
-        done += 1
+        if unreadable:
+            if page.blocks:
+                unread_pictures += len(pictures)
+            else:
+                unread_scans += 1
+        else:
+            text = [block.bbox for block in page.blocks]
+            for picture in pictures:
+                _read_picture(page, reader, picture, text)
         if reading is not None:
-            reading(done, unread)
-    return (f"{unread} page(s) of pictures without text left as they are: {unreadable}",) if unreadable else ()
+            reading(done, len(plans))
+    unread = ([f"{unread_scans} page(s) of pictures without text"] if unread_scans else []) + \
+        ([f"{unread_pictures} picture(s) on pages of text"] if unread_pictures else [])
+    return (f"{' and '.join(unread)} left as they are: {unreadable}",) if unread else ()
 
 
-def _scan(pdf, page):
-    """(the page's picture decoded, its place on the page in pdfminer's coordinates) where the page is
-    a scan, else None. The picture's size is checked before it is decoded."""
+@dataclass
+class Picture:
+    """An image XObject drawn on a page, upright or turned by a multiple of 90 degrees (or flipped)."""
+
+    stream: Any  # pikepdf.Stream
+    placement: tuple[float, float, float, float]  # its box on the page, in pdfminer's coordinates
+    turn: int | None  # the Pillow transpose that shows the decoded picture as it is placed (None: as decoded)
+    page_number: int
+
+    @property
+    def area(self) -> float:
+        x0, y0, x1, y1 = self.placement
+        return (x1 - x0) * (y1 - y0)
+
+    def decoded(self):
+        """The picture as the page shows it, RGB; its size is checked before it is decoded."""
+        import pikepdf
+
+        from dragoman.app.documents.picture import MAX_PIXELS
+
+        width, height = int(self.stream.get("/Width", 0)), int(self.stream.get("/Height", 0))
+        if width * height > MAX_PIXELS:
+            raise DocumentError(f"page {self.page_number}: a picture of {width} x {height} pixels; the limit is "
+                                f"{MAX_PIXELS // 10**6} megapixels")
+        most = 8 * width * height + 65536  # 16-bit RGBA and some: a stream that inflates to more is a bomb
+        if decoded_size(self.stream, most) > most:
+            raise DocumentError(f"page {self.page_number}: a picture inflates to more than its size says: a decompression bomb")
+        try:
+            image = pikepdf.PdfImage(self.stream).as_pil_image()
+        except Exception as e:  # pikepdf's decoders raise kinds of their own (JBIG2 without jbig2dec: DependencyError)
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise DocumentError(f"page {self.page_number}: its scanned picture cannot be decoded ({reason})") from None
+        image = image.convert("RGB")
+        return image if self.turn is None else image.transpose(self.turn)
+
+
+def _pictures(pdf, page) -> list[Picture]:
+    """The page's image XObjects drawn on it (not inside forms) upright, turned by a multiple of 90
+    degrees or flipped (others cannot be read as a rectangle), the largest first."""
     import pikepdf
+    from PIL import Image
 
-    from dragoman.app.documents.picture import MAX_PIXELS
-
-    pdf_page = pikepdf.Page(pdf.pages[page.index])
-    x0, y0, x1, y1 = (float(v) for v in pdf_page.mediabox)
-    xobjects = pdf_page.obj.get("/Resources", pikepdf.Dictionary()).get("/XObject", pikepdf.Dictionary())
-    images = [x for x in xobjects.values() if isinstance(x, pikepdf.Stream) and x.get("/Subtype") == pikepdf.Name.Image]
-    if not images or not page.figures:
-        return None
-    stream = max(images, key=lambda s: int(s.get("/Width", 0)) * int(s.get("/Height", 0)))
-    placement = max(page.figures, key=lambda f: (f[2] - f[0]) * (f[3] - f[1]))
-    fx0, fy0, fx1, fy1 = placement
-    if (fx1 - fx0) * (fy1 - fy0) < SCAN_COVER * (x1 - x0) * (y1 - y0):
-        return None
-    width, height = int(stream.get("/Width", 0)), int(stream.get("/Height", 0))
-    if width * height > MAX_PIXELS:
-        raise DocumentError(f"a scanned page is {width} x {height} pixels; the limit is {MAX_PIXELS // 10**6} megapixels")
-    most = 8 * width * height + 65536  # 16-bit RGBA and some: a stream that inflates to more is a bomb
-    if decoded_size(stream, most) > most:
-        raise DocumentError("a scanned page's picture inflates to more than its size says: a decompression bomb")
-    try:
-        image = pikepdf.PdfImage(stream).as_pil_image()
-    except Exception as e:  # pikepdf's decoders raise kinds of their own (JBIG2 without jbig2dec: DependencyError)
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DocumentError(f"page {page.index + 1}: its scanned picture cannot be decoded ({reason})") from None
-    return image.convert("RGB"), placement
+    xobjects = pdf.pages[page.index].obj.get("/Resources", pikepdf.Dictionary()).get("/XObject", pikepdf.Dictionary())
+    pictures = []
+    for name, placement, (a, b, c, d, _, _) in page.placed:
+        stream = xobjects.get("/" + name)
+        if not isinstance(stream, pikepdf.Stream) or stream.get("/Subtype") != pikepdf.Name.Image:
+            continue
+        # where the picture's right (a, b) and its down (-c, -d) go on the page (PDF's y goes up)
+        if abs(b) < 1e-6 * abs(a) and abs(c) < 1e-6 * abs(d):
+            turn = {(True, True): None, (False, True): Image.Transpose.FLIP_LEFT_RIGHT,
+                    (True, False): Image.Transpose.FLIP_TOP_BOTTOM, (False, False): Image.Transpose.ROTATE_180}[(a > 0, d > 0)]
+        elif abs(a) < 1e-6 * abs(b) and abs(d) < 1e-6 * abs(c):
+            turn = {(True, False): Image.Transpose.ROTATE_90, (False, True): Image.Transpose.ROTATE_270,
+                    (True, True): Image.Transpose.TRANSVERSE, (False, False): Image.Transpose.TRANSPOSE}[(b > 0, c > 0)]
+        else:
+            continue
+        pictures.append(Picture(stream, placement, turn, page.index + 1))
+    return sorted(pictures, key=lambda p: -p.area)
 
 
-def _read_scan(page, reader, image, placement) -> None:
+def _to_read(page, pictures: list[Picture], area: float) -> list[Picture]:
+    """The pictures of the page (of `area` square points) OCR reads: a scan's (a page without text), or
+    those large enough on a page with text that no invisible OCR layer lies over."""
+    if not page.blocks:
+        return pictures[:1] if pictures[0].area >= SCAN_COVER * area else []
+    return [p for p in pictures if p.area >= PICTURE_COVER * area
+            and not any(block.invisible and _inside(block.bbox, p.placement) for block in page.blocks)]
+
+
+def _inside(box, outer) -> bool:
+    """The centre of `box` lies in `outer`."""
+    x, y = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return outer[0] <= x <= outer[2] and outer[1] <= y <= outer[3]
+
+
+def _overlaps(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _read_picture(page, reader, picture: Picture, text: list) -> None:
+    """The blocks OCR finds in the picture added to the page, but for those where `text` (boxes of the
+    page's own text) already is."""
+    image = picture.decoded()
+    place_blocks(page, reader.read(image), picture.placement, image.size, text)
+
+
+def place_blocks(page, found: list, placement: tuple[float, float, float, float], size: tuple[int, int], text: list) -> None:
+    """Blocks read in a picture (ocr.TextBlock) of `size` pixels placed on the page at `placement`, added
+    to the page's blocks as blocks whose place is covered before their translation is set; but for
+    those where `text` (boxes of the page's own text) already is. A block read turned is set level in its place."""
     from dragoman.app.documents.ocr import LEADING
     from dragoman.app.documents.pdf_blocks import Block, Line
 
     fx0, fy0, fx1, fy1 = placement
-    sx, sy = (fx1 - fx0) / image.width, (fy1 - fy0) / image.height
-    for found in reader.read(image):
-        left, top, right, bottom = found.box
-        size = found.size * sy
+    sx, sy = (fx1 - fx0) / size[0], (fy1 - fy0) / size[1]
+    for block in found:
+        left, top, right, bottom = block.bounds()
+        em = block.size * sy
         # the box as the writer sets lines in it: from the first line's top, `lines` lines LEADING apart
-        y1 = fy1 - top * sy + 0.1 * size
-        y0 = min(fy1 - bottom * sy, y1 - found.lines * LEADING * size)
-        line = Line([(found.text, (False, False), None)], fx0 + left * sx, y0, fx0 + right * sx, y1, size, y0 + 0.25 * size)
-        page.blocks.append(Block(page.index, [line], color=tuple(v / 255 for v in found.ink),
-                                 align="right" if found.rtl else "left", cover=tuple(v / 255 for v in found.background)))
+        y1 = fy1 - top * sy + 0.1 * em
+        y0 = min(fy1 - bottom * sy, y1 - block.lines * LEADING * em)
+        x0, x1 = fx0 + left * sx, fx0 + right * sx
+        if any(_overlaps((x0, fy1 - bottom * sy, x1, fy1 - top * sy), box) for box in text):
+            continue
+        line = Line([(block.text, (False, False), None)], x0, y0, x1, y1, em, y0 + 0.25 * em)
+        page.blocks.append(Block(page.index, [line], color=tuple(v / 255 for v in block.ink),
+                                 align="right" if block.rtl else "left", cover=tuple(v / 255 for v in block.background)))
 
 
-def _colour_hidden(blocks, image, placement) -> None:
+def han_face(text: str) -> str:
+    """The Noto CJK face for Han characters: the Japanese or Korean one where the text has kana or hangul."""
+    return ("Noto Sans CJK JP" if re.search(r"[\u3040-\u30ff]", text) else
+            "Noto Sans CJK KR" if re.search(r"[\uac00-\ud7af]", text) else "Noto Sans CJK SC")
+
+
+def _colour_hidden(blocks, pictures: list[Picture]) -> None:
     """The colours of the picture under each block of an invisible OCR layer: its background (what
-    covers it) and its ink (what the translation is set in)."""
+    covers it) and its ink (what the translation is set in). A block over no picture (invisible text
+    that is no OCR layer) stays as it is."""
     import numpy as np
 
     from dragoman.app.documents.ocr import colours
 
-    fx0, fy0, fx1, fy1 = placement
-    sx, sy = image.width / (fx1 - fx0), image.height / (fy1 - fy0)
-    pixels = np.asarray(image)
+    decoded: dict[int, Any] = {}
     for block in blocks:
+        picture = next((p for p in pictures if _inside(block.bbox, p.placement)), None)
+        if picture is None:
+            block.translate = False
+            continue
+        if id(picture) not in decoded:
+            decoded[id(picture)] = np.asarray(picture.decoded())
+        pixels = decoded[id(picture)]
+        fx0, fy0, fx1, fy1 = picture.placement
+        sx, sy = pixels.shape[1] / (fx1 - fx0), pixels.shape[0] / (fy1 - fy0)
         x0, y0, x1, y1 = block.bbox
         box = (max(int((x0 - fx0) * sx), 0), max(int((fy1 - y1) * sy), 0),
-               min(int((x1 - fx0) * sx) + 1, image.width), min(int((fy1 - y0) * sy) + 1, image.height))
+               min(int((x1 - fx0) * sx) + 1, pixels.shape[1]), min(int((fy1 - y0) * sy) + 1, pixels.shape[0]))
         background, ink = colours(pixels, box)
         block.cover, block.color = tuple(v / 255 for v in background), tuple(v / 255 for v in ink)
 
@@ -363,10 +449,7 @@ class PdfDocument(Document):
         from dragoman.app.documents.pdf_fonts import FontLibrary
         from dragoman.app.documents.pdf_write import write_pdf
 
-        text = "".join(r.text for runs in translations for r in runs)
-        # Han characters in the Japanese or Korean face where the text has kana or hangul
-        han = ("Noto Sans CJK JP" if re.search(r"[\u3040-\u30ff]", text) else
-               "Noto Sans CJK KR" if re.search(r"[\uac00-\ud7af]", text) else "Noto Sans CJK SC")
+        han = han_face("".join(r.text for runs in translations for r in runs))
         by_block = {}
         for chain, runs in zip(self.chains, translations):
             by_block.update(zip(chain, _share(runs, [len(self.blocks[i].text) for i in chain])))

@@ -176,6 +176,8 @@ class Page:
     rules: list[tuple[float, float, float, float]]  # thin lines and rectangles (table borders)
     images: int
     figures: list[tuple[float, float, float, float]]  # images and form XObjects: a grown box stops at them
+    # XObjects drawn on the page itself: (resource name, box on the page, matrix), for OCR to find pictures by
+    placed: list[tuple[str, tuple[float, float, float, float], tuple[float, ...]]] = field(default_factory=list)
     shows: list[tuple[bytes, ...]] = field(default_factory=list)  # each text-showing operator's strings, in order
     advances: list[float | None] = field(default_factory=list)  # and how far it moves along its line (TJ units)
     glyphs: list[list | None] = field(default_factory=list)  # and its numbers and glyphs (see _elements)
@@ -306,7 +308,7 @@ def _elements(textstate, seq) -> list | None:
 def _page(index, layout, page_size, origin, upright_page, splittable: set[int], sources: dict) -> Page:
     from pdfminer.layout import LTChar, LTCurve, LTFigure, LTImage, LTTextBoxHorizontal, LTTextLineHorizontal
 
-    rules, boxes, images, figures = [], [], 0, []
+    rules, boxes, images, figures, placed = [], [], 0, [], []
     for item in layout:
         if isinstance(item, LTTextBoxHorizontal):
             boxes.append(item)
@@ -315,6 +317,8 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
         elif isinstance(item, (LTFigure, LTImage)):
             images += _count_images(item)
             figures.append(item.bbox)
+            if isinstance(item, LTFigure):
+                placed.append((item.name, item.bbox, tuple(item.matrix)))
     blocks: list[Block] = []
     styles: dict = {}
     flows: list[list[Line]] = []  # the boxes' lines, a box that goes on from the one before joined to it
@@ -358,7 +362,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
         for line in block.lines:
             line.chars = []  # pdfminer's objects are not needed any more: a long document's memory
     _keep_shared(blocks, splittable)
-    return Page(index, origin, blocks, rules, images, figures)
+    return Page(index, origin, blocks, rules, images, figures, placed=placed)
 
 
 def _block_fonts(block: Block, styles: dict, sources: dict) -> dict:

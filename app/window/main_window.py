@@ -65,6 +65,7 @@ from dragoman.app.window.language_picker import LanguagePicker
 from dragoman.app.window.local_server import LocalServer
 from dragoman.app.window.memory_dialog import MemoryDialog
 from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
+from dragoman.app.window.picture_paste import PastedPictureReader, SourceEdit
 from dragoman.app.window.popup import ClipboardWatcher, TranslationPopup, read_selection
 from dragoman.app.window.settings_dialog import SettingsDialog
 from dragoman.app.window.single_instance import PopupRequest
@@ -293,8 +294,8 @@ class MainWindow(QMainWindow):
         text_font = QFont(self.font())
         text_font.setPointSize(s.text_size)
 
-        self.source = TextPane(objectName="source")
-        self.source.setPlaceholderText("Type or paste text to translate")
+        self.source = SourceEdit(objectName="source")
+        self.source.setPlaceholderText("Type or paste text (or a picture of text) to translate")
         self.source.setFont(text_font)
         self.source.setTabChangesFocus(True)
         self.target = TranslationView(objectName="target", readOnly=True)  # editable once a translation is shown
@@ -440,6 +441,7 @@ class MainWindow(QMainWindow):
         self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
         self.completion_timer.timeout.connect(self.complete_now)
         self.source.textChanged.connect(self._on_text_changed)
+        self.pasted_pictures = PastedPictureReader(self.source, self.source_picker.code, self.statusBar())
         self.typing_timer.timeout.connect(self.translate_now)
         self.source_picker.changed.connect(self._on_source_changed)
         self.target_picker.changed.connect(self._on_target_changed)
@@ -1210,6 +1212,7 @@ class MainWindow(QMainWindow):
         if self.task is not None:
             self.task.cancel()
             self.task.wait()
+        self.pasted_pictures.wait()
         self.documents.shut_down()  # before the worker stops: the jobs it drops are resumed next time
         self.local_server.stop()
         self.worker.stop()

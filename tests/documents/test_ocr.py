@@ -126,6 +126,36 @@ def test_a_translated_picture_keeps_its_size_and_every_pixel_outside_the_text(tm
         assert left - 5 <= x0 and top - 5 <= y0 and y0 < bottom
 
 
+def turned_scan(turn):
+    """The English scan turned `turn` degrees counter-clockwise: a few (a crooked scan) or a quarter
+    (a page scanned sideways), the corners filled with paper."""
+    if abs(turn) < 45:
+        return make_scan(ENGLISH, "eng_Latn", angle=turn)
+    return make_scan(ENGLISH, "eng_Latn", angle=0).rotate(turn, expand=True, fillcolor=BACKGROUND)
+
+
+@pytest.mark.parametrize("turn", [5, -6, 90, 270])
+def test_a_crooked_or_sideways_scan_is_read_upright_and_its_translation_drawn_at_its_angle(tmp_path, turn):
+    source = tmp_path / "turned.png"
+    original = turned_scan(turn)
+    original.save(source)
+    blocks = extract(source, source="eng_Latn").blocks
+    assert error_rate("".join(b.text for b in blocks), "".join(ENGLISH)) <= MAX_ERROR["eng_Latn"]
+    assert all(abs((b.frame.angle + turn + 180) % 360 - 180) < 1 for b in blocks)  # read turned back upright
+    out = translate_document(source, tmp_path / "turned.fra_Latn.png", upper_keeping_tags, options={"source": "eng_Latn"})
+    translated = Image.open(out)
+    assert translated.size == original.size
+    before, after = np.asarray(original), np.asarray(translated)
+    keep = outside([tuple(v + (2 if k > 1 else -2) for k, v in enumerate(b.bounds())) for b in blocks], before.shape)
+    assert np.array_equal(before[keep], after[keep])  # outside the turned blocks, byte for byte
+    again = Reader("eng_Latn").read(translated)  # the translation stands as the text stood
+    assert "OLD TOWN" in " ".join(b.text for b in again)
+    assert all(abs((b.frame.angle + turn + 180) % 360 - 180) < 1 for b in again)
+    x0, y0, x1, y1 = min(again, key=lambda b: b.box[1]).box  # the first line where the first line was, both upright
+    left, top, right, bottom = min(blocks, key=lambda b: b.box[1]).box
+    assert abs(x0 - left) < 10 and top - 5 <= y0 < bottom and x1 <= right + 5
+
+
 def test_a_picture_that_decodes_too_large_is_refused_in_one_line(tmp_path):
     bomb = tmp_path / "bomb.png"
     Image.new("1", (12000, 12000)).save(bomb)  # 144 megapixels in a few kilobytes
@@ -307,3 +337,146 @@ def test_without_tesseract_a_pdf_of_text_and_scans_is_translated_without_its_sca
     make_scanned_pdf(scan_only, [make_scan(ENGLISH, "eng_Latn")])
     with pytest.raises(DocumentError, match="^reading pictures of text needs Tesseract OCR"):
         translate_document(scan_only, tmp_path / "scan.fra_Latn.pdf", upper_keeping_tags, options={"source": "eng_Latn"})
+
+
+def render(path, page, scale=2):
+    """A page of the PDF rendered as an RGB array (pdfium), `scale` pixels a point."""
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument(str(path))
+    try:
+        return np.asarray(document[page].render(scale=scale).to_pil().convert("RGB"))
+    finally:
+        document.close()
+
+
+def make_photo(width=400, height=300):
+    """A picture without text: a gradient and a few discs."""
+    x = np.linspace(0, 1, width)[None, :, None]
+    y = np.linspace(0, 1, height)[:, None, None]
+    photo = Image.fromarray((255 * np.concatenate([x + 0 * y, y + 0 * x, (x + y) / 2], axis=2)).astype(np.uint8))
+    draw = ImageDraw.Draw(photo)
+    for k in range(4):
+        draw.ellipse((40 + 80 * k, 80, 110 + 80 * k, 150 + 20 * k), fill=(200, 60 + 40 * k, 90))
+    return photo
+
+
+SCALE = 500 / 1200  # the pasted scan at 0.42 points a pixel: its 40 px text is 17 pt
+SCAN_BOX, PHOTO_BOX = (60, 420, 560, 420 + make_scan(ENGLISH, "eng_Latn").height * SCALE), (60, 60, 460, 360)
+
+
+def make_report(path):
+    """Two A4 pages of text, each with a pasted scan and a photo below it; on the second an invisible
+    OCR layer lies over the scan, as OCR programs write it."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    scan = make_scan(ENGLISH, "eng_Latn", seed=4)
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for number in range(2):
+        c.setFont("Helvetica", 14)
+        c.drawString(60, 780, "A page of real text.")
+        c.drawString(60, 760, "The picture below is a scan of a letter.")
+        c.drawImage(ImageReader(scan), SCAN_BOX[0], SCAN_BOX[1], width=500, height=SCAN_BOX[3] - SCAN_BOX[1])
+        c.drawImage(ImageReader(make_photo()), PHOTO_BOX[0], PHOTO_BOX[1], width=400, height=300)
+        if number == 1:
+            for line_number, line in enumerate(ENGLISH):
+                text = c.beginText(SCAN_BOX[0] + 80 * SCALE, SCAN_BOX[3] - (60 + 70 * line_number + 40) * SCALE)
+                text.setTextRenderMode(3)
+                text.setFont("Helvetica", 40 * SCALE)
+                text.textLine(line)
+                c.drawText(text)
+        c.showPage()
+    c.save()
+
+
+def rendered_area(box, height_points, scale=2, pad=-2):
+    """The slices of a page rendered at `scale` that show `box` (PDF points), shrunk by -`pad` pixels."""
+    return (slice(int(scale * (height_points - box[3])) - pad, int(scale * (height_points - box[1])) + pad),
+            slice(int(scale * box[0]) - pad, int(scale * box[2]) + pad))
+
+
+def assert_pictures_kept(source, out):
+    """The translated PDF's pages hold the source's pictures byte for byte and, rendered, show the photo
+    and the scan's red square as they were."""
+    import pikepdf
+    from reportlab.lib.pagesizes import A4
+
+    with pikepdf.open(source) as before, pikepdf.open(out) as after:
+        assert len(after.pages) == len(before.pages)
+        for old, new in zip(before.pages, after.pages):
+            a, b = old.Resources.XObject, new.Resources.XObject
+            assert {k: a[k].read_raw_bytes() for k in a} == {k: b[k].read_raw_bytes() for k in a}
+    mark = (SCAN_BOX[0] + 1150 * SCALE, SCAN_BOX[3] - 45 * SCALE, SCAN_BOX[0] + 1190 * SCALE, SCAN_BOX[3] - 5 * SCALE)
+    for number in range(2):
+        before, after = render(source, number), render(out, number)
+        assert before.shape == after.shape
+        for box in (PHOTO_BOX, mark):
+            assert np.array_equal(before[rendered_area(box, A4[1])], after[rendered_area(box, A4[1])])
+
+
+def test_a_page_of_text_with_a_pasted_scan_has_both_translated_and_the_rest_untouched(tmp_path):
+    source = tmp_path / "report.pdf"
+    make_report(source)
+    out = translate_document(source, tmp_path / "report.fra_Latn.pdf", upper_keeping_tags, options={"source": "eng_Latn"})
+    assert_pictures_kept(source, out)
+    for number, boxes in enumerate(page_text_boxes(out)):
+        text = " ".join(t for t, _ in boxes)
+        assert "A PAGE OF REAL TEXT." in text and "THE PICTURE BELOW" in text
+        assert text.count("OLD TOWN") == 1 and "old town" not in text, (number, text)  # the scan's text, once
+        (x0, y0, x1, y1), = [box for t, box in boxes if "OLD TOWN" in t]
+        assert SCAN_BOX[0] - 2 <= x0 < SCAN_BOX[0] + 100 * SCALE and SCAN_BOX[1] < y0 and y1 <= SCAN_BOX[3] + 2
+        assert not any(t.strip() for t, (bx0, by0, bx1, by1) in boxes if by1 < PHOTO_BOX[3])  # nothing read in the photo
+
+
+def test_a_page_of_text_with_a_pasted_scan_through_the_real_engine(tiny_checkpoint, tmp_path):
+    source = tmp_path / "report.pdf"
+    make_report(source)
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
+            "--dtype", "float32", "--beams", "1", "--max-length", "12", str(source)]
+    assert main(args) == 0
+    out = tmp_path / "report.fra_Latn.pdf"
+    assert_pictures_kept(source, out)
+    import pikepdf
+
+    with pikepdf.open(out) as pdf:  # on each page the scan's text covered (read by OCR; read from the layer)
+        assert all(re.search(rb"rg [\d. -]+ re f Q", page.Contents.read_bytes()) for page in pdf.pages)
+
+
+def test_a_picture_as_a_pdf_is_one_page_of_its_size_with_the_translation_as_text_where_the_text_was(tmp_path):
+    import pikepdf
+
+    source = tmp_path / "letter.png"
+    scan = make_scan(ENGLISH, "eng_Latn")
+    scan.save(source, dpi=(200, 200))
+    blocks = extract(source, source="eng_Latn").blocks
+    out = translate_document(source, tmp_path / "letter.fra_Latn.pdf", upper_keeping_tags,
+                             options={"source": "eng_Latn", "picture_as": "pdf"})
+    assert out.name == "letter.fra_Latn.pdf"
+    with pikepdf.open(out) as pdf:
+        assert len(pdf.pages) == 1
+        assert [float(v) for v in pdf.pages[0].mediabox] == pytest.approx([0, 0, 1200 * 72 / 200, scan.height * 72 / 200], abs=0.01)  # PNG keeps dots a metre
+        picture, = [x for x in pdf.pages[0].Resources.XObject.values() if x.Subtype == "/Image"]
+        assert np.array_equal(np.asarray(pikepdf.PdfImage(picture).as_pil_image()), np.asarray(scan))  # lossless
+    (boxes,) = page_text_boxes(out)
+    assert len(boxes) == len(blocks) == 2
+    points = 72 / 200
+    for (text, (x0, y0, x1, y1)), block in zip(boxes, blocks):
+        left, top, right, bottom = (v * points for v in block.box)
+        assert text.startswith("T:") and text.upper() == text  # real text, the translation
+        assert abs(x0 - left) < 3 and scan.height * points - bottom - 3 <= y0 and y1 <= scan.height * points - top + 8
+
+
+def test_dragoman_translate_picture_as_pdf_with_the_real_engine(tiny_checkpoint, tmp_path, capsys):
+    import pikepdf
+
+    source = tmp_path / "sign.jpg"
+    make_scan(ENGLISH, "eng_Latn").save(source, quality=95)
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
+            "--dtype", "float32", "--beams", "1", "--max-length", "12", "--picture-as", "pdf", str(source)]
+    assert main(args) == 0
+    out = tmp_path / "sign.fra_Latn.pdf"
+    assert str(out) in capsys.readouterr().out and not (tmp_path / "sign.fra_Latn.png").exists()
+    with pikepdf.open(out) as pdf:  # a JPEG without a resolution: PDF_DPI
+        assert len(pdf.pages) == 1 and [float(v) for v in pdf.pages[0].mediabox][2] == pytest.approx(1200 * 72 / 150)

@@ -17,7 +17,8 @@ from dragoman.app.settings import Settings
 from dragoman.app.window.jobs_panel import CANCELLED, DONE, FAILED, PENDING_FILE, RUNNING, save_pending
 from recorder import WAIT_MS
 
-SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(40)]
+# More sentences than the engine decodes at once on the CPU (engine/memory.py plan_cpu): a job that runs a while
+SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(400)]
 
 
 def drop(window, *paths):

@@ -84,10 +84,13 @@ def make_translator(tiny_checkpoint):
 @pytest.fixture(scope="module")
 def translator(tiny_checkpoint):
     """The engine of tiny_checkpoint on the CPU in float32, shared by a module's tests: a test may
-    change it only through monkeypatch, which puts it back."""
+    change it only through monkeypatch, which puts it back. Its steps have a published model's rows
+    (CPU_ROWS; the small model would get more, engine/memory.py plan_cpu), so that a few dozen
+    sentences decode in several waves, as a document's do on a user's machine."""
+    from dragoman.engine.memory import CPU_ROWS
     from dragoman.engine.translator import Translator
 
-    return Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    return Translator(tiny_checkpoint, device="cpu", dtype="float32", max_rows=CPU_ROWS)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ of a script written without spaces) and a `CueBoundary` atom before each cue aft
 boundaries are atoms like an image or a note reference (app.documents.segments): inside a sentence
 each reaches the model as a placeholder tag (`I went to the <x1/> market.`) that the engine must
 write back in order (app.session.terms), and the translation is cut where the model put them. Where
-that leaves a cue without a letter or digit, or with fewer characters than it has lines, or the
+that leaves a cue without a letter (where it had one) or digit, or with fewer characters than it has lines, or the
 marks came back out of order (a stand-in translator), the translation is shared out by the source
 cues' lengths instead, at word starts (between characters in scripts without spaces), as
 app.documents.segments places formatting when marks are lost; the document's notes count those
@@ -129,10 +129,18 @@ def _visible(runs: list[Run]) -> str:
     return "".join(r.text for r in runs if r.atom is None)
 
 
+def _shows(text: str, cue: Cue) -> bool:
+    """Whether a share has something to show in place of the cue: a letter where the cue had one
+    (a random model's `0 0 0` is no translation, as in app.documents.segments), else a letter or digit."""
+    if any(ch.isalpha() for ch in cue.visible):
+        return any(ch.isalpha() for ch in text)
+    return any(ch.isalnum() for ch in text)
+
+
 def _enough(part: list[Run], cue: Cue) -> bool:
-    """A share a cue can show: a letter or digit, and a character for each of its lines."""
+    """A share a cue can show, with a character for each of its lines."""
     text = _visible(part).strip()
-    return any(ch.isalnum() for ch in text) and len(text) >= len(cue.lines)
+    return _shows(text, cue) and len(text) >= len(cue.lines)
 
 
 def _cut_at_marks(runs: list[Run], count: int) -> list[list[Run]] | None:
@@ -189,7 +197,7 @@ def cue_shares(runs: list[Run], cues: list[Cue]) -> tuple[list[list[Run]], bool]
     by_length = parts is None or not all(_enough(part, cue) for part, cue in zip(parts, cues))
     if by_length:
         parts = _cut_by_length(runs, cues)
-    return [_trimmed(part) if _visible(part).strip() else cue.runs for part, cue in zip(parts, cues)], by_length
+    return [_trimmed(part) if _shows(_visible(part), cue) else cue.runs for part, cue in zip(parts, cues)], by_length
 
 
 def _trimmed(runs: list[Run]) -> list[Run]:

@@ -141,8 +141,9 @@ def rewrap(text: str, lines: int, tag: re.Pattern = _TAG) -> list[str]:
 
 def kept_line_count(lines: list[str], source: list[str]) -> list[str]:
     """The translated lines, or the source's where the translation has too few characters to fill
-    as many lines: a cue keeps its line count (a blank line would end it)."""
-    return lines if len(lines) == len(source) else source
+    as many lines or one of its lines came out blank: a cue keeps its line count (a blank line
+    would end it)."""
+    return lines if len(lines) == len(source) and all(line.strip() for line in lines) else source
 
 
 def join_lines(lines: list[str], tag: re.Pattern = _TAG) -> str:

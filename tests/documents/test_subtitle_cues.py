@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dragoman.app.documents import translate_document
-from dragoman.app.documents.subtitle_cues import Cue, continues
+from dragoman.app.documents.subtitle_cues import Cue, CueBoundary, continues, cue_shares
 from dragoman.app.session.jobs import DocumentJob, JobReport
 from dragoman.app.session.session import TranslationSession
 
@@ -236,3 +236,19 @@ def test_the_engine_writes_the_cue_marks_back_and_each_cue_gets_its_share(tag_tr
     assert_cues_kept(source, out)
     assert report.proportional == 0
     assert not any(note.startswith("2 of 2 sentences over several cues") for note in report.notes)
+
+
+def test_a_share_without_a_letter_is_no_translation_of_a_cue_with_words():
+    """A random model's `(1) (1)` where the cue had words is no translation (as for any segment):
+    the translation is shared by length instead, and a share still without a letter keeps the
+    source cue's text."""
+    from dragoman.app.documents.segments import Run
+
+    cues = [Cue(["We went to the old"], [Run("We went to the old")], "We went to the old", 1.0, 2.0),
+            Cue(["market early."], [Run("market early.")], "market early.", 2.2, 3.0)]
+    translated = [Run("Nous sommes allés"), Run("", atom=CueBoundary(1)), Run(" (1) (1) (1)")]
+    shares, by_length = cue_shares(translated, cues)
+    texts = ["".join(run.text for run in share) for share in shares]
+    assert by_length and all(any(ch.isalpha() for ch in text) for text in texts), texts  # not "(1) (1) (1)"
+    shares, _ = cue_shares([Run("(1)"), Run("", atom=CueBoundary(1)), Run(" (1) (1) (1)")], cues)
+    assert shares == [cue.runs for cue in cues]  # nothing to show in either: the source cues

@@ -148,3 +148,13 @@ def test_a_file_without_dialogue_is_refused(tmp_path):
     (tmp_path / "in.ssa").write_text("[Script Info]\nTitle: nothing\n")
     with pytest.raises(DocumentError, match="no Dialogue lines"):
         translate_document(tmp_path / "in.ssa", tmp_path / "out.ssa", upper_keeping_tags)
+
+
+def test_a_translation_cut_into_a_blank_line_keeps_the_source_lines():
+    """A blank line would end the cue (a random model's text cut between two breaks with nothing
+    between them): the cue keeps its source lines instead."""
+    from dragoman.app.documents.subtitles import kept_line_count
+
+    source = ["Implementation is the same", "{\\an8}This text should be at the", "top and centered"]
+    assert kept_line_count(["{\\an8}", " ", "пиччччччче"], source) == source
+    assert kept_line_count(["Une", "deux", "trois"], source) == ["Une", "deux", "trois"]

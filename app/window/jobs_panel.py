@@ -15,6 +15,7 @@ LONG_JOB_SECONDS says it ended in a desktop notification (`long_job_ended`), for
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import asdict, replace
@@ -78,9 +79,14 @@ def name_some(paths: list[Path], most: int = 3) -> str:
 
 def load_pending(path: Path) -> list[DocumentJob]:
     """The jobs saved by `save_pending`; none for a missing or unreadable file, bad entries skipped."""
+    from dragoman.engine import read_json_object
+
+    if not path.exists():
+        return []
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raw = read_json_object(path, ValueError, "")
+    except ValueError as e:  # not JSON, a FIFO, a device, too large, nested too deeply
+        logging.getLogger(__name__).warning("%s; the unfinished jobs it lists are not restored", e)
         return []
     jobs = []
     for entry in raw.get("jobs", []) if isinstance(raw, dict) else []:

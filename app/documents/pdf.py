@@ -30,6 +30,7 @@ from typing import Callable
 
 from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
 from dragoman.app.documents.safety import DocumentError, check_file
+from dragoman.app.wording import counted
 from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.text import SlotDocument
 
@@ -140,7 +141,7 @@ def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | No
         done += 1
         if reading is not None:
             reading(done, unread)
-    return (f"{unread} page(s) of pictures without text left as they are: {unreadable}",) if unreadable else ()
+    return (f"{counted(unread, 'page')} of pictures without text left as they are: {unreadable}",) if unreadable else ()
 
 
 def _scan(pdf, page):

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 
 from dragoman.app.documents import DocumentError, is_supported, remove_stale_temporaries
 from dragoman.app.session.jobs import DocumentJob, distinct_jobs, find_documents
+from dragoman.app.wording import counted
 from dragoman.app.settings import AppPaths
 from dragoman.app.window.tasks import Task
 from dragoman.engine import get_language
@@ -191,8 +192,7 @@ class JobRow(QFrame):
             self.progress.setValue(self.progress.maximum())
             saved = f"Saved as {self.output.name}" if self.output else "Done"
             if self.proportional:
-                saved += (f"; formatting placed by proportion in {self.proportional} "
-                          f"sentence{'s' if self.proportional != 1 else ''}")
+                saved += f"; formatting placed by proportion in {counted(self.proportional, 'sentence')}"
             self.status.setText("; ".join([saved] + self.notes))
         else:  # failed or cancelled: the bar stops where the job did
             self.progress.setRange(0, max(1, self.progress.maximum()))
@@ -317,7 +317,7 @@ hidden while there are none; a job added is scrolled into view."""
         except DocumentError as e:
             self.message.emit(f"Nothing queued: {e}")
             return
-        count = f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}"
+        count = counted(len(jobs), "document")
         pair = f"{get_language(jobs[0].source).name} to {get_language(jobs[0].target).name}"
         first = jobs[0]
         where = "beside its document" if first.output_path.parent == first.source_path.parent \

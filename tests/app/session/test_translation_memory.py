@@ -133,7 +133,7 @@ def test_the_cli_imports_lists_exports_and_translates_with_the_memory(tiny_check
     assert second == "Appuyez sur Enregistrer maintenant." and before.split("\n")[:2] != [first, second]
     code, out, _ = run_cli(["memory", "export", str(tmp_path / "out.tmx"), "--from", "eng_Latn", "--to", "zho_Hant"],
                            "", monkeypatch, capsys)
-    assert code == 0 and out == f"{tmp_path / 'out.tmx'}: 1 translations exported\n"
+    assert code == 0 and out == f"{tmp_path / 'out.tmx'}: 1 translation exported\n"
     code, _, err = run_cli(["memory", "import", str(tmp_path / "missing.tmx")], "", monkeypatch, capsys)
     assert code == 1 and err.startswith("dragoman: error: ") and "missing.tmx" in err and err.count("\n") == 1
 
@@ -150,7 +150,7 @@ def test_a_document_takes_remembered_sentences_and_counts_them(tiny_checkpoint, 
     assert code == 0, err
     lines = (tmp_path / "in.fra_Latn.txt").read_text().split("\n")
     assert lines[0] == "La vieille ville." and lines[1] and lines[1] != "A short sentence."
-    assert "1 sentences translated, 1 from the translation memory" in err
+    assert "1 sentence translated, 1 from the translation memory" in err
 
 
 def tmx(*units: str, doctype: str = "") -> str:

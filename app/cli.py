@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator, TextIO
 
 from dragoman.app import __version__
+from dragoman.app.wording import counted
 
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
@@ -320,7 +321,7 @@ def run_models(args: argparse.Namespace, stdout: TextIO) -> int:
         stdout.write(f"{model.name}: removed\n")
     else:
         installed = models.list_models(paths.models_dir)
-        stdout.write(f"{len(installed)} model{'s' if len(installed) != 1 else ''} in {paths.models_dir}\n")
+        stdout.write(f"{counted(len(installed), 'model')} in {paths.models_dir}\n")
         width = max((len(m.name) for m in installed), default=0)
         for model in installed:
             mark = "  (in use)" if Path(settings.model_dir) == model.path else ""
@@ -339,7 +340,7 @@ def run_adapters(args: argparse.Namespace, stdout: TextIO) -> int:
     config = load_config(model) if model and (args.model or (Path(model) / "config.json").exists()) else None
     found = scan_adapters(folder, config)
     checked = f", checked against {model}" if config is not None else ""
-    stdout.write(f"{len(found)} adapter folder{'s' if len(found) != 1 else ''} in {folder}{checked}\n")
+    stdout.write(f"{counted(len(found), 'adapter folder')} in {folder}{checked}\n")
     width = max((len(info.name) for info in found), default=0)
     for info in found:
         if info.error:
@@ -550,7 +551,7 @@ def report_doubts(path: str | None, entries: list[dict], where: str, quiet: bool
 
     if entries and (path or not quiet):
         hint = f": see {path}" if path else " (--report FILE lists them)"
-        print(f"dragoman: {where}: {len(entries)} translation{'s' if len(entries) != 1 else ''} look wrong{hint}",
+        print(f"dragoman: {where}: {counted(len(entries), 'translation')} {'looks' if len(entries) == 1 else 'look'} wrong{hint}",
               file=sys.stderr)
     if path:
         write_atomically(Path(path), "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode())
@@ -604,16 +605,16 @@ def run_memory(args: argparse.Namespace, stdout: TextIO) -> int:
             for name in args.files:
                 report = memory.import_tmx(name)
                 skipped = f" ({report.skipped} in languages NLLB does not have, or empty, skipped)" if report.skipped else ""
-                stdout.write(f"{name}: {report.added} translations imported{skipped}\n")
+                stdout.write(f"{name}: {counted(report.added, 'translation')} imported{skipped}\n")
         elif args.action == "export":
             src = resolve_language(args.src) if args.src else None
             tgt = resolve_language(args.tgt) if args.tgt else None
             check_output_file(args.file, "the export", app_databases())
             count = memory.export_tmx(args.file, src, tgt)
-            stdout.write(f"{args.file}: {count} translations exported\n")
+            stdout.write(f"{args.file}: {counted(count, 'translation')} exported\n")
         else:
             pairs = memory.pairs()
-            stdout.write(f"{sum(n for *_, n in pairs)} translations in {memory.path}\n")
+            stdout.write(f"{counted(sum(n for *_, n in pairs), 'translation')} in {memory.path}\n")
             for src, tgt, n in pairs:
                 stdout.write(f"{src} -> {tgt}  {n}\n")
     finally:
@@ -765,11 +766,11 @@ def document_written(job, written: Path, report, doubtful: list[dict]) -> None:
     if report.cached or report.remembered:  # a run stopped before, a document translated already
         kept = [f"{n} from the {where}" for n, where in ((report.remembered, "translation memory"),
                                                          (report.cached, "translation cache")) if n]
-        print(f"dragoman: {job.source_path}: {report.translated} sentences translated, {', '.join(kept)}",
+        print(f"dragoman: {job.source_path}: {counted(report.translated, 'sentence')} translated, {', '.join(kept)}",
               file=sys.stderr)
     if report.proportional:
-        print(f"dragoman: {job.source_path}: formatting placed by proportion in {report.proportional} "
-              f"sentence{'s' if report.proportional != 1 else ''} (the translation lost their tags)",
+        print(f"dragoman: {job.source_path}: formatting placed by proportion in "
+              f"{counted(report.proportional, 'sentence')} (the translation lost their tags)",
               file=sys.stderr)
     for line in report.notes:  # what its reading and writing assumed (the encoding)
         print(f"dragoman: {job.source_path}: {line}", file=sys.stderr)
@@ -786,7 +787,7 @@ def document_failed(job, message: str, failed: list[str]) -> None:
 
 def jobs_finished(jobs: int, refused: int, failed: list[str], doubtful: list[dict], report_path: str | None) -> int:
     """The doubts reported, the failures named: 1 if any."""
-    report_doubts(report_path, doubtful, f"{jobs} document{'s' if jobs != 1 else ''}")
+    report_doubts(report_path, doubtful, counted(jobs, "document"))
     if failed:
         print(f"dragoman: {len(failed)} of {jobs + refused} documents failed: {', '.join(failed)}", file=sys.stderr)
         return 1

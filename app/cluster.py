@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from dragoman.app.corpus.run import CorpusRequest, ShardTranslation, translate_texts
 from dragoman.app.session.jobs import DocumentJob, JobReport
 from dragoman.app.settings import AppPaths
+from dragoman.app.wording import counted
 
 if TYPE_CHECKING:
     from dragoman.app.corpus.progress import RunProgress
@@ -110,7 +111,7 @@ class WorkerPool:
             raise RuntimeError(f"--device {device}: the Ray cluster has no GPU")
         count = workers or (gpus if on_gpu else max(1, int(cpus) // CPU_PER_WORKER))
         if on_gpu and count > gpus:
-            raise RuntimeError(f"--workers {count}: the Ray cluster has {gpus} GPU{'s' if gpus != 1 else ''}")
+            raise RuntimeError(f"--workers {count}: the Ray cluster has {counted(gpus, 'GPU')}")
         # An actor sees its own GPU as cuda:0 (Ray sets CUDA_VISIBLE_DEVICES).
         self.options = dict(num_gpus=1, num_cpus=1) if on_gpu else dict(num_cpus=max(1, int(cpus) // count)
                                                                           if count <= cpus else cpus / count)

@@ -7,6 +7,7 @@ Folders come from platformdirs. `DRAGOMAN_HOME` puts everything under one folder
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -75,6 +76,10 @@ class AppPaths:
         return self.data_dir / "glossaries"
 
 
+class SettingsError(Exception):
+    """A settings file that cannot be used, and why (one line)."""
+
+
 @dataclass
 class Settings:
     model_dir: str = ""  # the model in use: a folder under models_dir, or any checkpoint folder
@@ -118,12 +123,17 @@ class Settings:
 
     @classmethod
     def load(cls, path: Path) -> Settings:
-        """The saved settings; defaults for a missing or unreadable file and for unknown or mistyped keys."""
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        """The saved settings; defaults for a missing file and for unknown or mistyped keys. A file
+        that cannot be used (not JSON, not a regular file: a FIFO, a link to a device; over 4 MiB;
+        nested too deeply) gives the defaults and one line on stderr saying so."""
+        from dragoman.engine import read_json_object
+
+        if not path.exists():
             return cls()
-        if not isinstance(raw, dict):
+        try:
+            raw = read_json_object(path, SettingsError, "")
+        except SettingsError as e:
+            logging.getLogger(__name__).warning("%s; the default settings are used", e)
             return cls()
         settings = cls()
         for f in fields(cls):

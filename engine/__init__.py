@@ -85,6 +85,7 @@ _LAZY = {
     "model_identity": "dragoman.engine.translation_cache",
     "DatabaseError": "dragoman.engine.translation_cache",
     "open_database": "dragoman.engine.translation_cache",
+    "read_json_object": "dragoman.engine.config",
     "cuda_device_names": "dragoman.engine.device",
     "DeviceError": "dragoman.engine.device",
 }

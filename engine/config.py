@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,22 +53,33 @@ class GenerationDefaults:
     forced_eos_id: int | None = None
 
 
-# A model's or an adapter's JSON settings take a few KB; a file far larger is not one.
+# A model's or an adapter's JSON settings, the app's settings, take a few KB; a file far larger is not one.
 MAX_JSON_BYTES = 4 << 20
+
+
+def read_small_file(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. OSError for anything else, checked on
+    what was opened (a link is followed): a FIFO (opened without waiting for a writer), a device
+    such as /dev/zero, a folder, or a larger file."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"larger than {limit >> 20} MiB, not a settings file")
+    return data
 
 
 def read_json_object(path: Path, error: type[Exception], missing: str) -> dict:
     """A JSON object file, or `error` naming the file and what is wrong (`missing` says what a missing file means)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_JSON_BYTES + 1)
-        if len(data) > MAX_JSON_BYTES:
-            raise error(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB, not a settings file")
-        data = json.loads(data.decode("utf-8"))
+        data = json.loads(read_small_file(path, MAX_JSON_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise error(f"{path}: missing ({missing})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise error(f"{path}: not readable JSON ({e})") from None
+        reason = e.strerror or str(e) if isinstance(e, OSError) else str(e)
+        raise error(f"{path}: not readable JSON ({reason})") from None
     except RecursionError:
         raise error(f"{path}: not readable JSON (nested too deeply)") from None
     if not isinstance(data, dict):

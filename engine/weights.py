@@ -9,7 +9,6 @@ for NaN and infinite values on the way (one reduction each, read back once at th
 
 from __future__ import annotations
 
-import json
 import pickle
 import zipfile
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Iterator
 
 import torch
 
-from dragoman.engine.config import CheckpointError, NllbConfig
+from dragoman.engine.config import CheckpointError, NllbConfig, read_json_object
 
 # Where the shared embedding may be stored: HF saves tied weights once, under any of these names.
 EMBEDDING_NAMES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
@@ -74,10 +73,7 @@ def _canonical(name: str) -> str:
 
 def read_weight_map(index_path: Path) -> dict[str, str]:
     """A sharded checkpoint's index: tensor name -> shard file name."""
-    try:
-        weight_map = json.loads(index_path.read_text(encoding="utf-8"))["weight_map"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise CheckpointError(f"{index_path}: not a valid weight index ({e})") from None
+    weight_map = read_json_object(index_path, CheckpointError, "a sharded checkpoint's index").get("weight_map")
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise CheckpointError(f"{index_path}: weight_map is not an object of shard file names")
     return weight_map

@@ -8,6 +8,8 @@ import time
 from collections import Counter
 from typing import TextIO
 
+from dragoman.app.wording import counted
+
 
 class RunProgress:
     def __init__(self, stream: TextIO, unit: str = "shards"):
@@ -51,11 +53,11 @@ class RunProgress:
         parts = [f"files {self.files - files_left}/{self.files}",
                  f"{self.unit} {self.finished + self.kept_units}/{self.units}"
                  + (f" ({self.kept_units} done before)" if self.kept_units else ""),
-                 f"{self.sentences} sentences", f"{self.sentences / seconds:.1f} sentences/s"]
+                 counted(self.sentences, "sentence"), f"{self.sentences / seconds:.1f} sentences/s"]
         if len(self.by_worker) > 1:
             parts.append("workers " + ", ".join(f"{w} {n}" for w, n in sorted(self.by_worker.items())))
         if self.replaced:
-            parts.append(f"{self.replaced} worker{'s' if self.replaced != 1 else ''} replaced")
+            parts.append(f"{counted(self.replaced, 'worker')} replaced")
         return "  ".join(p for p in parts if p)
 
     def show(self) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Protocol
 from dragoman.app.corpus.formats import CorpusError, CorpusFormat, Shard, corpus_format
 from dragoman.app.documents import remove_stale_temporaries, write_atomically
 from dragoman.app.session.session import TranslationJob
+from dragoman.engine import read_json_object
 
 if TYPE_CHECKING:
     from dragoman.app.corpus.progress import RunProgress
@@ -161,8 +162,8 @@ class CorpusFile:
             manifest = folder / MANIFEST
             if manifest.exists() and not overwrite:
                 try:
-                    found = json.loads(manifest.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
+                    found = read_json_object(manifest, ValueError, "")
+                except ValueError:  # damaged, or not a regular file: not ours
                     found = None
                 if found != json.loads(json.dumps(made_from)):
                     raise CorpusError(f"{folder}: holds shards made from another input or with other options "

@@ -14,12 +14,13 @@ translation into the same output starts.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from typing import BinaryIO, Callable, Iterator
 
 from dragoman.app.documents import docx, epub, html, markdown, odt, pdf, picture, pptx, subtitles, text, xlsx
 from dragoman.app.documents.safety import DocumentError
@@ -138,10 +139,20 @@ def create_temporary(out_path: Path) -> Path:
 
 def write_atomically(path: Path, data: bytes) -> None:
     """`data` as the file `path`, complete or not at all (a temporary beside it, renamed)."""
+    with writing_atomically(path) as f:
+        f.write(data)
+
+
+@contextlib.contextmanager
+def writing_atomically(path: Path) -> Iterator[BinaryIO]:
+    """A file to write `path` through, a temporary beside it renamed once the block ends without an
+    error (else removed): `path` is complete or not there. What a killed run left for `path` is
+    removed first (`remove_stale_temporaries`)."""
+    remove_stale_temporaries(path)
     tmp = create_temporary(path)
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            yield f
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
 from dragoman.app.documents.safety import DocumentError, check_file
+from dragoman.app.wording import counted
 from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.text import SlotDocument
 
@@ -38,8 +39,9 @@ EXTENSIONS = (".pdf",)
 OPTIONS = ("pdf_as", "bilingual", "source", "reading")
 MAX_PAGES = 5000
 MAX_STREAM_BYTES = 64 * 1024 * 1024  # one content stream, font or form, inflated
-MAX_INFLATED_BYTES = 1024 * 1024 * 1024  # all of them together (images are never inflated)
+MAX_INFLATED_BYTES = 512 * 1024 * 1024  # all of them together (images are never inflated): pdfminer keeps them
 MAX_PAGE_CONTENT_BYTES = 16 * 1024 * 1024  # a page's content streams, decoded: a dense map page holds a few MiB
+MAX_CONTENT_BYTES = 256 * 1024 * 1024  # all pages' content streams, decoded (pdfminer keeps them while it reads)
 SCAN_COVER = 0.5  # a page without text whose largest picture covers this share of it is a scan, read by OCR
 PICTURE_COVER = 0.1  # a picture covering this share of a page with text is read by OCR too (a pasted scan, a figure)
 
@@ -78,6 +80,8 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
         data = buffer.getvalue()
         try:
             pages = read_pages(data)
+        except DocumentError:
+            raise
         except (RecursionError, MemoryError):
             raise DocumentError("PDF nested too deeply or too large to read") from None
         except Exception as e:  # pdfminer raises many kinds on a broken file
@@ -148,8 +152,8 @@ def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | No
                 _read_picture(page, reader, picture, text)
         if reading is not None:
             reading(done, len(plans))
-    unread = ([f"{unread_scans} page(s) of pictures without text"] if unread_scans else []) + \
-        ([f"{unread_pictures} picture(s) on pages of text"] if unread_pictures else [])
+    unread = ([f"{counted(unread_scans, 'page')} of pictures without text"] if unread_scans else []) + \
+        ([f"{counted(unread_pictures, 'picture')} on pages of text"] if unread_pictures else [])
     return (f"{' and '.join(unread)} left as they are: {unreadable}",) if unread else ()
 
 
@@ -326,10 +330,12 @@ def _check_streams(pdf) -> None:
     """Refuse decompression bombs: every stream the reader decodes (all but images; an "image" a page
     uses as its content or a font uses as its program too), decoded through its whole filter chain
     with a bound rather than trusted; and a page whose content streams together decode to more than
-    MAX_PAGE_CONTENT_BYTES (text and drawing operators the layout reader would spend minutes on)."""
+    MAX_PAGE_CONTENT_BYTES (text and drawing operators the layout reader would spend minutes on), or
+    pages whose content streams together decode to more than MAX_CONTENT_BYTES."""
     import pikepdf
 
     used = set()  # the streams read as content or font programs, whatever their /Subtype says
+    content_bytes = 0
     for page in pdf.pages:
         contents = page.obj.get("/Contents")
         streams = list(contents) if isinstance(contents, pikepdf.Array) else [contents] if contents is not None else []
@@ -341,6 +347,10 @@ def _check_streams(pdf) -> None:
                 if page_bytes > MAX_PAGE_CONTENT_BYTES:
                     raise DocumentError(f"a page's content decodes to over {MAX_PAGE_CONTENT_BYTES // 2**20} MiB of "
                                         "text and drawing operators, which is refused")
+        content_bytes += page_bytes
+        if content_bytes > MAX_CONTENT_BYTES:
+            raise DocumentError(f"its pages' content decodes to over {MAX_CONTENT_BYTES // 2**20} MiB of text and "
+                                "drawing operators, which is refused")
     for obj in pdf.objects:
         if isinstance(obj, pikepdf.Dictionary) and obj.get("/Type") == pikepdf.Name.FontDescriptor:
             used.update(obj[name].objgen for name in ("/FontFile", "/FontFile2", "/FontFile3")

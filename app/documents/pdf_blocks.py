@@ -16,6 +16,12 @@ upright, is drawn as a clipping path (or invisibly, unless over a scan: pdf.py),
 operator it cannot be cut out of with a kept block. List markers and a table of contents' leaders
 stay out of the translation. Text inside form XObjects is not seen here and stays untouched. A translated block remembers the
 embedded font program its letters of each style are drawn in (`SourceFont`), for the writer.
+
+What pdfminer is asked to do is bounded (`ReadingBudget`): the operators and operands a page's
+content runs (its form XObjects' too, each time it is drawn), the glyphs it shows, how deeply it
+saves the graphics state, and the operators and glyphs of the whole document. pdfminer spends
+about 5 µs on an operator and 15 µs and a few hundred bytes on a glyph, so a hostile page (one
+`Tj` of ten million glyphs, minutes of drawing operators) is refused as soon as it passes a bound.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ import io
 import re
 import statistics
 from dataclasses import dataclass, field
+import threading
 from functools import cached_property
 
+from dragoman.app.documents.safety import DocumentError
 from dragoman.app.documents.segments import Run, merge_runs
 from dragoman.app.documents.sentences import is_translatable
 
@@ -47,6 +55,11 @@ NUMBER = re.compile(r"\d{1,4}[a-z]?(?:\.\d{1,3})*[.)]?|\(?(?:\d{1,4}|[ivxIVX]{1,
 WORD_GAP = 0.15  # ems between two characters that make them two words
 SPACE = 0.3  # ems: a usual word space
 NUMBER_GAP = 0.6  # ems after a leading number that set it apart as a cell of its own
+MAX_PAGE_OPERATORS = 1_000_000  # operators and operands a page's content runs: a dense map page runs ~100,000
+MAX_PAGE_GLYPHS = 100_000  # glyphs a page shows: a page of 6-point type shows ~15,000
+MAX_SAVED_STATES = 256  # graphics states saved (`q`) and not yet restored: real pages nest a few deep
+MAX_DOCUMENT_OPERATORS = 20_000_000
+MAX_DOCUMENT_GLYPHS = 10_000_000  # 2,000 a page over 5,000 pages
 NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
 
 
@@ -183,6 +196,71 @@ class Page:
     glyphs: list[list | None] = field(default_factory=list)  # and its numbers and glyphs (see _elements)
 
 
+class ReadingBudget:
+    """What pdfminer has run of the page and of the document: a DocumentError, naming the page,
+    the moment a bound is passed."""
+
+    def __init__(self):
+        self.page = 0
+        self.operators = self.glyphs = 0  # on the page
+        self.document_operators = self.document_glyphs = 0
+
+    def begin_page(self, index: int) -> None:
+        self.page, self.operators, self.glyphs = index, 0, 0
+
+    def operator(self) -> None:
+        self.operators += 1
+        self.document_operators += 1
+        if self.operators > MAX_PAGE_OPERATORS:
+            raise DocumentError(f"page {self.page + 1} runs over {MAX_PAGE_OPERATORS:,} drawing and text operators, "
+                                "which is refused")
+        if self.document_operators > MAX_DOCUMENT_OPERATORS:
+            raise DocumentError(f"its pages run over {MAX_DOCUMENT_OPERATORS:,} drawing and text operators, which is refused")
+
+    def show(self, glyphs: int) -> None:
+        self.glyphs += glyphs
+        self.document_glyphs += glyphs
+        if self.glyphs > MAX_PAGE_GLYPHS:
+            raise DocumentError(f"page {self.page + 1} shows over {MAX_PAGE_GLYPHS:,} characters, which is refused")
+        if self.document_glyphs > MAX_DOCUMENT_GLYPHS:
+            raise DocumentError(f"its pages show over {MAX_DOCUMENT_GLYPHS:,} characters, which is refused")
+
+    def save_state(self, depth: int) -> None:
+        if depth >= MAX_SAVED_STATES:
+            raise DocumentError(f"page {self.page + 1} saves the graphics state over {MAX_SAVED_STATES} times without "
+                                "restoring it, which is refused")
+
+
+_budgets = threading.local()  # the ReadingBudget of the document this thread reads, if any
+
+
+def _counted_content_parser():
+    """pdfminer's content parser counting every object it gives (an operator or an operand) against
+    the reading thread's budget. pdfminer's interpreter makes its parser inside `execute`, so this
+    class takes the place of the module's; a thread reading no document of ours is not counted."""
+    from pdfminer import pdfinterp
+
+    class CountedContentParser(pdfinterp.PDFContentParser):
+        def nextobject(self):
+            item = super().nextobject()
+            budget = getattr(_budgets, "current", None)
+            if budget is not None:
+                budget.operator()
+            return item
+
+    if pdfinterp.PDFContentParser.__name__ != "CountedContentParser":
+        pdfinterp.PDFContentParser = CountedContentParser
+
+
+def _shown_glyphs(textstate, seq) -> int:
+    """The glyphs a text-showing operator draws, counted on its bytes before pdfminer decodes them
+    (a composite font's codes as two bytes, as Identity-H's)."""
+    from pdfminer.pdffont import PDFCIDFont
+
+    width = 2 if isinstance(textstate.font, PDFCIDFont) else 1
+    return sum(len(s) for s in seq if isinstance(s, bytes)) // width
+
+
 def _style(char, known: dict) -> tuple[bool, bool]:
     key = (id(char.font), char.fontname)
     if key not in known:
@@ -210,6 +288,14 @@ def read_pages(data: bytes) -> list[Page]:
     from pdfminer.pdfpage import PDFPage
     from pdfminer.pdfparser import PDFParser
 
+    budget = ReadingBudget()
+    _counted_content_parser()
+
+    class Interpreter(PDFPageInterpreter):
+        def do_q(self):
+            budget.save_state(len(self.gstack))
+            super().do_q()
+
     class Device(PDFPageAggregator):
         """Tags each character with the text-showing operator of the page content that drew it."""
 
@@ -223,6 +309,7 @@ def read_pages(data: bytes) -> list[Page]:
             super().begin_page(page, ctm)
 
         def render_string(self, textstate, seq, ncs, graphicstate):
+            budget.show(_shown_glyphs(textstate, seq))
             if isinstance(self.cur_item, LTFigure):  # a form XObject's text: not ours to edit
                 self.current, self.invisible = None, False
                 return super().render_string(textstate, seq, ncs, graphicstate)
@@ -259,18 +346,23 @@ def read_pages(data: bytes) -> list[Page]:
 
     manager = Manager(caching=True)
     device = Device(manager, laparams=LAParams(line_margin=0.5, char_margin=2.0, boxes_flow=0.5))
-    interpreter = PDFPageInterpreter(manager, device)
+    interpreter = Interpreter(manager, device)
     document = PDFDocument(PDFParser(io.BytesIO(data)))
     pages = []
     sources: dict[object, SourceFont | None] = {}  # pdfminer's font -> its program, read once
-    for index, page in enumerate(PDFPage.create_pages(document)):
-        interpreter.process_page(page)
-        layout = device.get_result()
-        x0, y0, x1, y1 = page.mediabox
-        splittable = {i for i, elements in enumerate(device.glyphs) if elements is not None}
-        page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable, sources)
-        page_layout.shows, page_layout.advances, page_layout.glyphs = device.shows, device.advances, device.glyphs
-        pages.append(page_layout)
+    _budgets.current = budget
+    try:
+        for index, page in enumerate(PDFPage.create_pages(document)):
+            budget.begin_page(index)
+            interpreter.process_page(page)
+            layout = device.get_result()
+            x0, y0, x1, y1 = page.mediabox
+            splittable = {i for i, elements in enumerate(device.glyphs) if elements is not None}
+            page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable, sources)
+            page_layout.shows, page_layout.advances, page_layout.glyphs = device.shows, device.advances, device.glyphs
+            pages.append(page_layout)
+    finally:
+        _budgets.current = None
     return pages
 
 

@@ -35,6 +35,8 @@ from pathlib import Path
 from dragoman.app.documents.safety import DocumentError
 
 MAX_DESCENT = -0.3
+MAX_EMS = 8  # a glyph's advance and outline reach at most this far (the widest real glyphs, ligatures, ~3 ems)
+MIN_UNITS_PER_EM, MAX_UNITS_PER_EM = 16, 16384  # TrueType's range
 FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".otc")
 FONT_FOLDERS = {  # where fonts are found without fontconfig
     "linux": [Path("/usr/share/fonts"), Path("/usr/local/share/fonts"), Path.home() / ".local/share/fonts"],
@@ -88,6 +90,7 @@ class Face:
         self.unicode: dict[int, str] = {}  # embedded glyph id -> the text it draws
         self.hb_font = None
         self.shaped: dict[str, tuple[Glyph, ...]] = {}
+        self.outlines: dict[str, tuple] = {}  # glyph name -> _outline's (TrueType glyph, advance)
 
     def covers(self, ch: str) -> bool:
         name = self.cmap.get(ord(ch))
@@ -143,26 +146,53 @@ class Face:
             self.unicode[gid] = glyph.text
         return gid.to_bytes(2, "big")
 
-    def subset(self) -> tuple[bytes, list[int], list[int]]:
-        """(a TrueType font of the glyphs drawn, each glyph's advance in 1/1000 em, its bbox in 1/1000 em)."""
-        from fontTools.fontBuilder import FontBuilder
+    def sets(self, text: str) -> bool:
+        """The face can set `text`: a glyph with an outline for each of its characters, glyphs that
+        HarfBuzz finds in the font, outlines fontTools reads and copies, metrics within a sane range.
+        A PDF's embedded program may be hostile (a composite glyph containing itself, a glyph
+        claiming more contours than it has, a cmap past the last glyph, extreme metrics): where it
+        fails any of these, the text is set in a system font instead."""
+        try:
+            return all(self.covers(ch) for ch in text if not ch.isspace() and ch.isprintable()) and all(
+                self._outline(glyph.name) is not None for word in text.split() for glyph in self.shape(word))
+        except Exception:  # fontTools and HarfBuzz raise many kinds on a broken font, RecursionError among them
+            return False
+
+    def _outline(self, name: str):
+        """(the glyph's outline as a TrueType glyph, its advance in font units), read once; a glyph
+        the font lacks is empty and half an em wide. Raises where the glyph is broken or its
+        outline or advance reaches past MAX_EMS."""
+        if name in self.outlines:
+            return self.outlines[name]
         from fontTools.pens.cu2quPen import Cu2QuPen
         from fontTools.pens.recordingPen import DecomposingRecordingPen
         from fontTools.pens.ttGlyphPen import TTGlyphPen
 
         glyph_set = self.font.getGlyphSet()
         cubic = "glyf" not in self.font
+        recording = DecomposingRecordingPen(glyph_set)
+        if name in glyph_set:
+            glyph_set[name].draw(recording)
+        pen = TTGlyphPen(None)
+        recording.replay(Cu2QuPen(pen, max_err=self.upm / 1000, reverse_direction=cubic) if cubic else pen)
+        glyph = pen.glyph()
+        advance = self.hmtx[name][0] if name in self.hmtx.metrics else self.upm // 2
+        reach = MAX_EMS * self.upm
+        if not 0 <= advance <= reach or any(abs(v) > reach for point in glyph.coordinates for v in point):
+            raise ValueError(f"glyph {name} reaches past {MAX_EMS} ems")
+        self.outlines[name] = glyph, advance
+        return self.outlines[name]
+
+    def subset(self) -> tuple[bytes, list[int], list[int]]:
+        """(a TrueType font of the glyphs drawn, each glyph's advance in 1/1000 em, its bbox in 1/1000 em)."""
+        from fontTools.fontBuilder import FontBuilder
+
         sources = [".notdef"] + [name for name, _ in sorted(self.glyph_ids, key=self.glyph_ids.get)]
         order = [".notdef"] + [f"g{i}" for i in range(1, len(sources))]
         glyphs, advances = {}, []
         for new, source in zip(order, sources):
-            recording = DecomposingRecordingPen(glyph_set)
-            if source in glyph_set:
-                glyph_set[source].draw(recording)
-            pen = TTGlyphPen(None)
-            recording.replay(Cu2QuPen(pen, max_err=self.upm / 1000, reverse_direction=cubic) if cubic else pen)
-            glyphs[new] = pen.glyph()
-            advances.append(self.hmtx[source][0] if source in self.hmtx.metrics else self.upm // 2)
+            glyphs[new], advance = self._outline(source)
+            advances.append(advance)
         builder = FontBuilder(self.upm, isTTF=True)
         builder.setupGlyphOrder(order)
         builder.setupCharacterMap({})
@@ -235,8 +265,12 @@ def embedded_face(source, style: tuple[bool, bool]) -> Face | None:
             font.save(out)
             program = out.getvalue()
         family, _, style_name = re.sub(r"[-,]", "-", source.name).partition("-")  # Arial,Bold; Helvetica-Cn
-        return Face(source.name, 0, family or "Embedded", style_name or STYLE_NAMES[style], data=program,
+        face = Face(source.name, 0, family or "Embedded", style_name or STYLE_NAMES[style], data=program,
                     drawn_only=source.subset)
+        hhea = face.font["hhea"]
+        if not MIN_UNITS_PER_EM <= face.upm <= MAX_UNITS_PER_EM or max(hhea.ascent, -hhea.descent) > MAX_EMS * face.upm:
+            return None  # extreme metrics: the translation would be set far off its line
+        return face
     except Exception:  # a broken or unusual program: the translation is set in a system font
         return None
 
@@ -361,7 +395,7 @@ class FontLibrary:
             if key not in self.embedded:
                 self.embedded[key] = embedded_face(source, style)
             face = self.embedded[key]
-            if face is None or not all(face.covers(ch) for ch in run.text if not ch.isspace() and ch.isprintable()):
+            if face is None or not face.sets(run.text):
                 return {}
             faces[style] = face
         return faces

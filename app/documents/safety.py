@@ -419,14 +419,55 @@ def parse_xml(data: bytes, name: str) -> etree._ElementTree:
     try:
         tree = etree.parse(io.BytesIO(data), _parser())
     except etree.XMLSyntaxError as e:
-        # libxml2 breaks some messages over lines and names an option the user cannot set; lxml adds its source
-        reason = re.sub(r",? (try|use) XML_PARSE_HUGE( option)?", "", " ".join(str(e).split()))
-        reason = re.sub(r" \(<string>, line \d+\)$", "", reason)
-        raise DocumentError(f"{name} is not well-formed XML ({reason})") from None
-    dtd = tree.docinfo.internalDTD
-    if dtd is not None and next(dtd.iterentities(), None) is not None:
+        raise DocumentError(f"{name} is not well-formed XML ({_syntax_reason(e)})") from None
+    if _declares_entities(tree):
         raise DocumentError(refusal)
     return tree
+
+
+def _syntax_reason(error: etree.XMLSyntaxError) -> str:
+    """libxml2's message on one line: it breaks some over lines and names an option the user cannot
+    set; lxml adds its source."""
+    reason = re.sub(r",? (try|use) XML_PARSE_HUGE( option)?", "", " ".join(str(error).split()))
+    return re.sub(r" \((<string>|[^()]*), line \d+\)$", "", reason)
+
+
+def _declares_entities(tree: etree._ElementTree) -> bool:
+    dtd = tree.docinfo.internalDTD
+    return dtd is not None and next(dtd.iterentities(), None) is not None
+
+
+def iterparse_xml(path: Path) -> Iterator[tuple[str, etree._Element]]:
+    """A large XML file read as a stream of ("start" or "end", element), comments and processing
+    instructions left out. Entity declarations are refused, checked on the bytes in every encoding
+    lxml reads (chunk by chunk) and on the DTD lxml parsed; a file that is not well-formed is one
+    line. The caller clears what it has read, so memory stays that of the elements it holds."""
+    refusal = f"{path.name} declares XML entities, which are refused (entity expansion attack)"
+    try:
+        check_file(path)
+    except DocumentError as e:
+        raise DocumentError(f"{path}: {e}") from None
+    overlap = max(len(mark) for mark in ENTITY_MARKS)
+    with open(path, "rb") as f:
+        tail = b""
+        while chunk := f.read(CHUNK_BYTES):
+            if any(mark in tail + chunk for mark in ENTITY_MARKS):
+                raise DocumentError(refusal)
+            tail = chunk[-overlap:]
+    context = etree.iterparse(str(path), events=("start", "end"), resolve_entities=False, no_network=True,
+                              load_dtd=False, huge_tree=False, remove_comments=True, remove_pis=True)
+    checked = False
+    try:
+        for event, element in context:
+            if not checked:
+                if _declares_entities(element.getroottree()):
+                    raise DocumentError(refusal)
+                checked = True
+            yield event, element
+    except etree.XMLSyntaxError as e:
+        last = e.error_log.last_error  # iterparse's own message may only say "no element found"
+        reason = f"{last.message} (line {last.line})" if last is not None else _syntax_reason(e)
+        raise DocumentError(f"{path.name} is not well-formed XML ({reason})") from None
 
 
 def serialize_xml(tree: etree._ElementTree) -> bytes:

@@ -40,11 +40,16 @@ from dragoman.app.documents.text import read_text, split_lines
 
 EXTENSIONS = (".srt", ".vtt", ".ass", ".ssa")
 _TIMING = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}\s*-->\s*\d{1,2}:\d{2}(?::\d{2})?[,.]\d{1,3}")
-_TAG = re.compile(r"<(\d{1,2}:\d{2}(?::\d{2})?\.\d{3})>|<(/?)([a-zA-Z]+)?([^>]*)>")
+# A tag holds no `<` and its name takes all its letters: each `<` is scanned at most to the next
+# one, so an unclosed `<` (or thousands) costs linear time, not quadratic.
+_TAG = re.compile(r"<(\d{1,2}:\d{2}(?::\d{2})?\.\d{3})>|<(/?)([a-zA-Z]*)((?![a-zA-Z])[^<>]*)>")
+_CLOSING_TAG = re.compile(r"</[^<>]*>")
 _DIALOGUE = re.compile(r"^(\s*[-–—]\s*)")
-_ASS_CODE = re.compile(r"\{[^}]*\}|\\[hn]")  # ASS override blocks, hard spaces and soft breaks: kept where they are
+# ASS override blocks (holding no `{`, so that an unclosed one costs linear time), hard spaces and
+# soft breaks: kept where they are
+_ASS_CODE = re.compile(r"\{[^{}]*\}|\\[hn]")
 _ASS_LINE_BREAK = "\\N"
-_LINE_END = re.compile(r"[ \t]*[\r\n\v\f\x85\u2028\u2029]+[ \t]*")
+_LINE_END = re.compile(r"[\r\n\v\f\x85\u2028\u2029]+")
 _NO_LINE_START = set("、。，．！？：；）」』】〉》〕…・ー")  # CJK punctuation that never begins a line
 _NO_LINE_END = set("（「『【〈《〔")
 
@@ -108,8 +113,8 @@ def _breaks(text: str, tag: re.Pattern, anywhere: bool = False) -> list[tuple[in
             and after not in _NO_LINE_START and before not in _NO_LINE_END
         ):
             cut = visible[k - 1] + 1
-            while (closing := re.match(r"</[^>]*>", text[cut:])) is not None:  # closing tags end the line, opening ones start the next
-                cut += closing.end()
+            while (closing := _CLOSING_TAG.match(text, cut)) is not None:  # closing tags end the line, opening ones start the next
+                cut = closing.end()
             between.append((cut, cut, k))
     return sorted(spaces + between)
 
@@ -118,7 +123,7 @@ def rewrap(text: str, lines: int, tag: re.Pattern = _TAG) -> list[str]:
     """`text` cut into `lines` lines of about equal visible length (see the module docstring);
     `tag`: what is not visible (WebVTT and SubRip tags, or ASS override blocks). Fewer lines only
     where it has fewer visible characters than `lines`."""
-    text = _LINE_END.sub(" ", text.strip())  # a line end the model wrote would add a line
+    text = " ".join(part.strip(" \t") for part in _LINE_END.split(text.strip()))  # a line end the model wrote would add a line
     breaks = _breaks(text, tag)
     if len(breaks) < lines - 1:  # fewer words than lines: a word is cut
         breaks = _breaks(text, tag, anywhere=True)
@@ -148,11 +153,13 @@ def kept_line_count(lines: list[str], source: list[str]) -> list[str]:
 
 def join_lines(lines: list[str], tag: re.Pattern = _TAG) -> str:
     """A cue's lines as one text: a space between them, none between two characters of an unspaced script."""
-    out = ""
+    out, last = "", ""  # the text so far, and its last character outside tags
     for line in (line.strip() for line in lines):
-        if out and not (UNSPACED_CHARACTER.match(tag.sub("", out)[-1:]) and UNSPACED_CHARACTER.match(tag.sub("", line)[:1])):
+        visible = tag.sub("", line)
+        if out and not (UNSPACED_CHARACTER.match(last) and UNSPACED_CHARACTER.match(visible[:1])):
             out += " "
         out += line
+        last = visible[-1:] or last
     return out
 
 
@@ -249,12 +256,11 @@ def extract_ass(path: Path) -> AssDocument:
             names = [name.strip().lower() for name in stripped.split(":", 1)[1].split(",")]
             fields = len(names)
         if section == "[events]" and line.startswith("Dialogue:") and line.count(",") >= fields - 1:
-            head, _, rest = line.partition(":")
-            values = rest.split(",", fields - 1)
-            prefix = head + ":" + ",".join(values[:-1]) + ","
-            doc.add_text(prefix)
-            field = dict(zip(names, values))
-            doc.add_dialogue(values[-1], f"{field.get('start', '')} {field.get('end', '')}",
+            values = line.partition(":")[2].split(",", fields - 1)
+            text = values[-1].lstrip(" ")
+            doc.add_text(line[: len(line) - len(text)])  # the fields before the text, and the spaces before it
+            field = {name: value.strip() for name, value in zip(names, values)}
+            doc.add_dialogue(text, f"{field.get('start', '')} {field.get('end', '')}",
                              (field.get("style"), field.get("name")))
             dialogues += 1
         else:

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dragoman.app.session.glossary import Glossary, GlossaryError, read_glossary
+from dragoman.engine import read_json_object
 
 MAX_DOCUMENTS = 200
 _UNSAFE = re.compile(r"[^\w.-]+")
@@ -124,7 +125,10 @@ class GlossaryStore:
         meta = self.folder / f"{glossary_id}.json"
         if not meta.is_file():
             return None
-        info = GlossaryInfo(**json.loads(meta.read_text(encoding="utf-8")))
+        try:
+            info = GlossaryInfo(**read_json_object(meta, ValueError, ""))
+        except (ValueError, TypeError):  # not one of ours: damaged, or replaced by a FIFO or a device
+            return None
         entries = next((p for p in (self.folder / f"{glossary_id}.tsv", self.folder / f"{glossary_id}.csv")
                         if p.is_file()), None)
         try:

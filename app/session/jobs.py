@@ -86,8 +86,9 @@ def find_documents(folder: Path) -> list[Path]:
 
 def distinct_jobs(jobs: list[DocumentJob], taken: Iterable[Path] = ()) -> list[DocumentJob]:
     """`jobs` with each file once, and never two writing one output: where inputs of different types
-    map to one output (`a.pdf` and `a.txt` -> `a.fra_Latn.txt`), those of another type than the
-    output keep their extension in its name (`a.pdf.fra_Latn.txt`). A clash that remains (one
+    map to one output (`a.pdf` and `a.txt` -> `a.fra_Latn.txt`; `a.pdf` and `a.PDF` -> `a.fra_Latn.pdf`),
+    those whose extension is not the output's, letter for letter, keep it in its name
+    (`a.pdf.fra_Latn.txt`, `a.PDF.fra_Latn.pdf`). A clash that remains (one
     name from two folders into one output folder, an output that is another job's input, or one
     of `taken`: outputs of jobs queued already) is a DocumentError naming the files."""
     by_source: dict[Path, DocumentJob] = {}
@@ -99,7 +100,7 @@ def distinct_jobs(jobs: list[DocumentJob], taken: Iterable[Path] = ()) -> list[D
     out = []
     for job in by_source.values():
         target = job.output_path.resolve()
-        if (claims[target] > 1 or target in taken) and job.source_path.suffix.lower() != job.output_path.suffix.lower():
+        if (claims[target] > 1 or target in taken) and job.source_path.suffix != job.output_path.suffix:
             name = f"{job.source_path.name}.{job.target}{job.output_path.suffix}"
             job = replace(job, output_path=job.output_path.with_name(name))
             target = job.output_path.resolve()

@@ -6,8 +6,11 @@ in that context; an entry imported from a TMX file has no context and is reused 
 with any model. Lookups are exact: the same sentence, character for character; an entry of the
 context wins over an imported one.
 
-TMX (1.4, the exchange format of translation tools) is read with the app's XML parser, which
-refuses entity declarations, within limits on the file, the entries and the length of a segment;
+TMX (1.4, the exchange format of translation tools) is read as a stream with the app's XML
+parser, which refuses entity declarations (a reference to an undefined entity is refused too;
+comments and processing instructions are left out), within limits on the file, the entries, the
+elements of a unit and the length of a segment, so memory stays that of one unit and a batch of
+entries; it is written as a stream too, one unit at a time;
 its language tags (`fr`, `fr-FR`, `zh-Hant`, `sr-Latn`, or FLORES codes) are mapped to NLLB's
 FLORES-200 codes, and a variant that has none is skipped and counted.
 """
@@ -22,14 +25,16 @@ from pathlib import Path
 
 from lxml import etree
 
-from dragoman.app.documents import write_atomically
-from dragoman.app.documents.safety import DocumentError, parse_xml, read_bytes
+from dragoman.app.documents import writing_atomically
+from dragoman.app.documents.safety import DocumentError, iterparse_xml
 from dragoman.engine import ISO_639_1, LANGUAGE_CODES, open_database
 
 MEMORY_FILE = "memory.sqlite3"
 MAX_ENTRIES = 1_000_000  # of one import
 MAX_SEGMENT = 10_000  # characters of a segment; NLLB translates sentences
 MAX_VARIANTS = 64  # languages of one translation unit
+MAX_UNIT_ELEMENTS = 10_000  # elements of one translation unit (its variants, segments, inline codes, notes)
+IMPORT_BATCH = 10_000  # entries stored at once while a file is read
 MAX_LISTED = 500  # edits listed at once (app.window.memory_dialog): a search finds the others
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 INLINE_CODES = {"bpt", "ept", "it", "ph", "ut"}  # a tool's formatting codes inside a segment: not text
@@ -53,6 +58,7 @@ class MemoryEntry:
 class ImportReport:
     added: int = 0
     skipped: int = 0  # variants in a language NLLB does not have, or empty
+    units: int = 0  # translation units read
 
 
 def flores_code(tag: str) -> str | None:
@@ -81,10 +87,13 @@ def language_tag(code: str) -> str:
 
 
 def segment_text(seg: etree._Element) -> str:
-    """A segment's text: its own and that of highlighted runs, without the formatting codes."""
+    """A segment's text: its own and that of highlighted runs, without the formatting codes.
+    ValueError where it refers to an entity (the file does not define: declarations are refused)."""
     parts = [seg.text or ""]
     for child in seg:
-        if etree.QName(child).localname not in INLINE_CODES:
+        if child.tag is etree.Entity:
+            raise ValueError(f"refers to the entity {child.text}, which the file does not define")
+        if isinstance(child.tag, str) and etree.QName(child).localname not in INLINE_CODES:
             parts.append(segment_text(child))
         parts.append(child.tail or "")
     return "".join(parts)
@@ -154,79 +163,112 @@ class TranslationMemory:
 
     def import_tmx(self, path: str | Path) -> ImportReport:
         """Every pair of languages of every translation unit of a TMX file (the header's `srclang`
-        to the others, or each to each when it is `*all*`), as entries without a context."""
+        to the others, or each to each when it is `*all*`), as entries without a context. The file
+        is read as a stream, one unit at a time, and its entries stored in batches of one
+        transaction: all of them, or none where the file is refused."""
         path = Path(path)
-        try:
-            data = read_bytes(path)
-        except DocumentError as e:  # "cannot read it", "empty"...: said of the file
-            raise DocumentError(f"{path}: {e}") from None
-        root = parse_xml(data, path.name).getroot()
-        if etree.QName(root).localname != "tmx":
-            raise DocumentError(f"{path.name} is not a TMX file (its root element is <{etree.QName(root).localname}>)")
-        header = root.find("header")
-        source_tag = header.get("srclang", "*all*") if header is not None else "*all*"
         report = ImportReport()
-        entries: dict[tuple[str, str], dict[str, str]] = {}
-        count = 0
-        for number, unit in enumerate(root.iterfind("body/tu"), 1):
-            variants = unit.findall("tuv")
-            if len(variants) > MAX_VARIANTS:
-                raise DocumentError(f"{path.name}: translation unit {number} has {len(variants)} languages "
-                                    f"(at most {MAX_VARIANTS})")
-            segments: dict[str, str] = {}
-            for variant in variants:
-                tag = variant.get(XML_LANG) or variant.get("lang") or ""
-                code, seg = flores_code(tag), variant.find("seg")
-                text = " ".join(segment_text(seg).split()) if seg is not None else ""
-                if len(text) > MAX_SEGMENT:
-                    raise DocumentError(f"{path.name}: translation unit {number} has a segment of {len(text):,} "
-                                        f"characters (at most {MAX_SEGMENT:,})")
-                if code is None or not text:
-                    report.skipped += 1
-                    continue
-                segments[code] = text
-            sources = [flores_code(source_tag)] if source_tag != "*all*" else list(segments)
-            for source in sources:
-                if source not in segments:
-                    continue
-                for target, text in segments.items():
-                    if target != source:
-                        entries.setdefault((source, target), {})[segments[source]] = text
-                        count += 1
-            if count > MAX_ENTRIES:
-                raise DocumentError(f"{path.name} holds more than {MAX_ENTRIES:,} translations")
-        for (source, target), pairs in entries.items():
-            self.add(source, target, pairs)
-            report.added += len(pairs)
+        source_tag, depth, count, batch = "*all*", 0, 0, []
+        unit_elements = 0  # elements of the unit being read
+        with self._lock:
+            try:
+                for event, element in iterparse_xml(path):
+                    if event == "start":
+                        depth += 1
+                        if depth == 1 and etree.QName(element).localname != "tmx":
+                            raise DocumentError(f"{path.name} is not a TMX file (its root element is "
+                                                f"<{etree.QName(element).localname}>)")
+                        unit_elements += depth >= 3
+                        if unit_elements > MAX_UNIT_ELEMENTS:
+                            raise DocumentError(f"{path.name}: translation unit {report.units + 1} holds over "
+                                                f"{MAX_UNIT_ELEMENTS:,} elements")
+                        continue
+                    depth -= 1
+                    if depth == 1 and element.tag == "header":
+                        source_tag = element.get("srclang", "*all*")
+                    elif depth == 2 and element.tag == "tu":
+                        report.units += 1
+                        for source, target, pair in self._unit_pairs(element, source_tag, report, path.name):
+                            batch.append((source, target, "", *pair, time.time()))
+                            count += 1
+                        if count > MAX_ENTRIES:
+                            raise DocumentError(f"{path.name} holds more than {MAX_ENTRIES:,} translations")
+                        if len(batch) >= IMPORT_BATCH:
+                            self._db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)", batch)
+                            batch.clear()
+                    if depth <= 2:  # a unit, the header or anything else read: let it go, and what came before it
+                        unit_elements = 0
+                        element.clear()
+                        while element.getprevious() is not None:
+                            del element.getparent()[0]
+                self._db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)", batch)
+                self._db.commit()
+            except BaseException:
+                self._db.rollback()
+                raise
+        report.added = count
         return report
 
+    @staticmethod
+    def _unit_pairs(unit: etree._Element, source_tag: str, report: ImportReport, name: str):
+        """(source code, target code, (source text, its translation)) of a translation unit."""
+        variants = unit.findall("tuv")
+        number = report.units
+        if len(variants) > MAX_VARIANTS:
+            raise DocumentError(f"{name}: translation unit {number} has {len(variants)} languages (at most {MAX_VARIANTS})")
+        segments: dict[str, str] = {}
+        for variant in variants:
+            tag = variant.get(XML_LANG) or variant.get("lang") or ""
+            code, seg = flores_code(tag), variant.find("seg")
+            try:
+                text = " ".join(segment_text(seg).split()) if seg is not None else ""
+            except ValueError as e:
+                raise DocumentError(f"{name}: translation unit {number} {e}") from None
+            if len(text) > MAX_SEGMENT:
+                raise DocumentError(f"{name}: translation unit {number} has a segment of {len(text):,} "
+                                    f"characters (at most {MAX_SEGMENT:,})")
+            if code is None or not text:
+                report.skipped += 1
+                continue
+            segments[code] = text
+        sources = [flores_code(source_tag)] if source_tag != "*all*" else list(segments)
+        for source in sources:
+            if source in segments:
+                yield from ((source, target, (segments[source], text)) for target, text in segments.items()
+                            if target != source)
+
     def export_tmx(self, path: str | Path, source_lang: str | None = None, target_lang: str | None = None) -> int:
-        """Write the entries (of one pair, when given) as TMX 1.4, atomically; how many were written."""
+        """Write the entries (of one pair, when given) as TMX 1.4, atomically and as a stream (one
+        unit at a time from the database to the file); how many were written."""
+        from dragoman.app import __version__
+
         query = "SELECT source_lang, target_lang, source, target, context FROM entries"
         where = [(c, v) for c, v in (("source_lang", source_lang), ("target_lang", target_lang)) if v]
         if where:
             query += " WHERE " + " AND ".join(f"{c} = ?" for c, _ in where)
-        with self._lock:
-            rows = self._db.execute(query + " ORDER BY 1, 2, 3", [v for _, v in where]).fetchall()
-        from dragoman.app import __version__
-
-        tmx = etree.Element("tmx", version="1.4")
-        etree.SubElement(tmx, "header", {
-            "creationtool": "Dragoman", "creationtoolversion": __version__, "datatype": "plaintext",
-            "segtype": "sentence", "adminlang": "en", "o-tmf": "Dragoman",
-            "srclang": language_tag(source_lang) if source_lang else "*all*",
-        })
-        body = etree.SubElement(tmx, "body")
-        for source_code, target_code, source, target, context in rows:
-            unit = etree.SubElement(body, "tu")
-            if context:
-                etree.SubElement(unit, "prop", type="x-dragoman-context").text = context
-            for code, text in ((source_code, source), (target_code, target)):
-                variant = etree.SubElement(unit, "tuv", {XML_LANG: language_tag(code)})
-                etree.SubElement(variant, "seg").text = text
-        data = etree.tostring(tmx, xml_declaration=True, encoding="UTF-8", pretty_print=True)
-        write_atomically(Path(path), data)
-        return len(rows)
+        count = 0
+        with self._lock, writing_atomically(Path(path)) as f, etree.xmlfile(f, encoding="UTF-8") as xml:
+            xml.write_declaration()
+            with xml.element("tmx", version="1.4"):
+                xml.write("\n", etree.Element("header", {
+                    "creationtool": "Dragoman", "creationtoolversion": __version__, "datatype": "plaintext",
+                    "segtype": "sentence", "adminlang": "en", "o-tmf": "Dragoman",
+                    "srclang": language_tag(source_lang) if source_lang else "*all*",
+                }), "\n")
+                with xml.element("body"):
+                    xml.write("\n")
+                    for source_code, target_code, source, target, context in self._db.execute(
+                            query + " ORDER BY 1, 2, 3", [v for _, v in where]):
+                        unit = etree.Element("tu")
+                        if context:
+                            etree.SubElement(unit, "prop", type="x-dragoman-context").text = context
+                        for code, text in ((source_code, source), (target_code, target)):
+                            variant = etree.SubElement(unit, "tuv", {XML_LANG: language_tag(code)})
+                            etree.SubElement(variant, "seg").text = text
+                        xml.write(unit, pretty_print=True)
+                        count += 1
+                xml.write("\n")
+        return count
 
     def close(self) -> None:
         with self._lock:

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from dragoman.app.settings import AUTO_DETECT, AppPaths, Settings
 from dragoman.app.window.popup import read_selection
+from dragoman.app.wording import counted
 from dragoman.app.window.qt_compat import MainThreadGarbageCollector
 from dragoman.app.window.single_instance import LaunchListener, PopupRequest, hand_over, hand_over_popup
 from dragoman.engine import UnknownLanguageError, resolve_language
@@ -121,7 +122,7 @@ def run_window(
         print("dragoman: Dragoman is already running: the text handed to its popup", file=sys.stderr)
         return 0
     if popup is None and hand_over(paths, files):
-        what = f"{len(files)} file{'s' if len(files) != 1 else ''} handed to it" if files else "its window raised"
+        what = f"{counted(len(files), 'file')} handed to it" if files else "its window raised"
         print(f"dragoman: Dragoman is already running: {what}", file=sys.stderr)
         return 0
     MainThreadGarbageCollector(app)  # a child of app: collects for the whole session

@@ -15,6 +15,7 @@ LONG_JOB_SECONDS says it ended in a desktop notification (`long_job_ended`), for
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import asdict, replace
@@ -40,6 +41,7 @@ from PySide6.QtWidgets import (
 
 from dragoman.app.documents import DocumentError, is_supported, remove_stale_temporaries
 from dragoman.app.session.jobs import DocumentJob, distinct_jobs, find_documents
+from dragoman.app.wording import counted
 from dragoman.app.settings import AppPaths
 from dragoman.app.window.tasks import Task
 from dragoman.engine import get_language
@@ -78,9 +80,14 @@ def name_some(paths: list[Path], most: int = 3) -> str:
 
 def load_pending(path: Path) -> list[DocumentJob]:
     """The jobs saved by `save_pending`; none for a missing or unreadable file, bad entries skipped."""
+    from dragoman.engine import read_json_object
+
+    if not path.exists():
+        return []
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raw = read_json_object(path, ValueError, "")
+    except ValueError as e:  # not JSON, a FIFO, a device, too large, nested too deeply
+        logging.getLogger(__name__).warning("%s; the unfinished jobs it lists are not restored", e)
         return []
     jobs = []
     for entry in raw.get("jobs", []) if isinstance(raw, dict) else []:
@@ -185,8 +192,7 @@ class JobRow(QFrame):
             self.progress.setValue(self.progress.maximum())
             saved = f"Saved as {self.output.name}" if self.output else "Done"
             if self.proportional:
-                saved += (f"; formatting placed by proportion in {self.proportional} "
-                          f"sentence{'s' if self.proportional != 1 else ''}")
+                saved += f"; formatting placed by proportion in {counted(self.proportional, 'sentence')}"
             self.status.setText("; ".join([saved] + self.notes))
         else:  # failed or cancelled: the bar stops where the job did
             self.progress.setRange(0, max(1, self.progress.maximum()))
@@ -311,7 +317,7 @@ hidden while there are none; a job added is scrolled into view."""
         except DocumentError as e:
             self.message.emit(f"Nothing queued: {e}")
             return
-        count = f"{len(jobs)} document{'s' if len(jobs) != 1 else ''}"
+        count = counted(len(jobs), "document")
         pair = f"{get_language(jobs[0].source).name} to {get_language(jobs[0].target).name}"
         first = jobs[0]
         where = "beside its document" if first.output_path.parent == first.source_path.parent \

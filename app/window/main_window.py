@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
 
 from dragoman.app import models
 from dragoman.app.documents import output_path
+from dragoman.app.wording import counted
 from dragoman.app.session import detect
 from dragoman.app.session.jobs import DocumentJob, open_memory
 from dragoman.app.session.session import TranslationJob
@@ -712,7 +713,7 @@ class MainWindow(QMainWindow):
         self._idle()
         lines = sum(1 for t in texts if t)
         self.statusBar().showMessage(
-            f"Translated {lines} line{'s' if lines != 1 else ''} in {time.monotonic() - self.job_started:.2f} s", 5000
+            f"Translated {counted(lines, 'line')} in {time.monotonic() - self.job_started:.2f} s", 5000
         )
 
     def _on_failed(self, job_id: int, message: str) -> None:

@@ -91,3 +91,47 @@ def test_glossary_settings_round_trip_and_bad_entries_are_dropped(paths):
     loaded = Settings.load(paths.settings_file)
     assert (loaded.glossary_pairs_off, loaded.do_not_translate, loaded.protect) == (
         [["ui.csv", "eng_Latn", "fra_Latn"]], ["Acme"], True)
+
+
+def make_hostile(path, kind: str) -> None:
+    """`path` made a FIFO (no writer ever comes), a link to /dev/zero (endless) or JSON nested 100,000 deep."""
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text("[" * 100_000 + "]" * 100_000)
+
+
+HOSTILE = ["fifo", "dev-zero", "nested"]
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_a_settings_file_that_is_a_fifo_a_device_or_nested_deep_gives_defaults_and_one_line(paths, kind, caplog):
+    make_hostile(paths.settings_file, kind)
+    assert Settings.load(paths.settings_file) == Settings()
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line.startswith(f"{paths.settings_file}: not readable JSON (") and "\n" not in line
+    assert line.endswith("; the default settings are used")
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_the_apps_other_json_files_refuse_a_fifo_a_device_or_deep_nesting(tmp_path, kind):
+    from dragoman.app.server.stores import GlossaryStore
+    from dragoman.app.window.jobs_panel import load_pending
+    from dragoman.engine import CheckpointError, load_config, read_json_object
+
+    make_hostile(tmp_path / "model" / "config.json", kind)
+    with pytest.raises(CheckpointError, match=r"config\.json: not readable JSON \((not a regular file|nested too deeply)\)$"):
+        load_config(tmp_path / "model")
+    make_hostile(tmp_path / "glossaries" / f"{'a' * 32}.json", kind)
+    (tmp_path / "glossaries" / f"{'a' * 32}.tsv").write_text("cat\tchat\n")
+    assert GlossaryStore(tmp_path / "glossaries").list() == []  # the server's glossaries skip it
+    make_hostile(tmp_path / "document_jobs.json", kind)
+    assert load_pending(tmp_path / "document_jobs.json") == []  # the window's unfinished jobs: none restored
+    make_hostile(tmp_path / "corpus" / "_dragoman.json", kind)
+    with pytest.raises(ValueError):
+        read_json_object(tmp_path / "corpus" / "_dragoman.json", ValueError, "")

@@ -330,7 +330,7 @@ def test_without_tesseract_a_pdf_of_text_and_scans_is_translated_without_its_sca
     notes = []
     out = translate_document(source, tmp_path / "mixed.fra_Latn.pdf", upper_keeping_tags,
                              options={"source": "eng_Latn"}, note=notes.append)
-    assert notes == ["1 page(s) of pictures without text left as they are: reading pictures of text needs Tesseract OCR, which is not installed"]
+    assert notes == ["1 page of pictures without text left as they are: reading pictures of text needs Tesseract OCR, which is not installed"]
     first, second = page_text_boxes(out)
     assert "A PAGE OF REAL TEXT." in first[0][0] and second == []
     scan_only = tmp_path / "scan.pdf"

@@ -262,3 +262,60 @@ def test_a_subsets_empty_glyphs_do_not_count(tmp_path, dejavu):
         out = tmp_path / f"subset.{face}.pdf"
         translate_document(source, out, lambda texts: [translation] * len(texts))
         assert drawn_texts(out)[face] == translation
+
+
+def hostile_font(font_file: str, kind: str) -> bytes:
+    """`font_file` made hostile in every glyph a character maps to."""
+    from fontTools.ttLib.tables._g_l_y_f import Glyph, GlyphComponent
+
+    font = FontFile(font_file)
+    names = sorted(set(font.getBestCmap().values()) - {".notdef"})
+    glyf = font["glyf"]
+    for name in names:
+        if kind == "composite-containing-itself":
+            component = GlyphComponent()
+            component.glyphName, component.x, component.y, component.flags = name, 0, 0, 0
+            glyph = Glyph()
+            glyph.numberOfContours, glyph.components = -1, [component]
+            glyph.xMin = glyph.yMin = glyph.xMax = glyph.yMax = 0
+            glyf[name] = glyph
+        elif kind == "more-contours-than-it-has" and glyf[name].numberOfContours > 0:
+            data = bytearray(glyf[name].compile(glyf))
+            data[0:2] = (glyf[name].numberOfContours + 40).to_bytes(2, "big")
+            glyf[name] = Glyph(bytes(data))
+        elif kind == "extreme-metrics":
+            font["hmtx"][name] = (65535, -32768)
+    if kind == "cmap-past-the-last-glyph":
+        for table in font["cmap"].tables:
+            table.cmap = {code: f"glyph{65000 + i % 500}" for i, code in enumerate(table.cmap)}
+    elif kind == "extreme-metrics":
+        font["hhea"].ascent, font["hhea"].descent = 32767, -32768
+        font["head"].unitsPerEm = 16
+    font.recalcBBoxes = False  # fontTools would refuse to write the recursive glyphs otherwise
+    out = io.BytesIO()
+    font.save(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["composite-containing-itself", "more-contours-than-it-has", "cmap-past-the-last-glyph",
+                                  "extreme-metrics"])
+@pytest.mark.parametrize("engine", [False, True], ids=["stand-in", "engine"])
+def test_a_hostile_embedded_font_gives_way_to_a_system_font(tmp_path, dejavu, kind, engine, request):
+    source, out = tmp_path / "hostile.pdf", tmp_path / "hostile.x.pdf"
+    complete_font_pdf(source, dejavu[0], "All of this is written in English.")
+    with pikepdf.open(source, allow_overwriting_input=True) as pdf:
+        descriptor = pdf.pages[0].Resources.Font.F1.DescendantFonts[0].FontDescriptor
+        descriptor.FontFile2 = pdf.make_stream(hostile_font(dejavu[0], kind))
+        pdf.save(source)
+    before = source.read_bytes()
+    translate = upper_keeping_tags
+    if engine:
+        translator = request.getfixturevalue("translator")
+        options = translator.default_options(num_beams=1, max_length=16)
+        translate = lambda texts: translator.translate(texts, "eng_Latn", "fra_Latn", options)  # noqa: E731
+    translate_document(source, out, translate)
+    texts = drawn_texts(out)
+    assert not texts.get("DejaVuSans", "").strip()  # nothing set in the hostile program
+    if not engine:
+        assert texts["NotoSans-Regular"] == "T:ALL OF THIS IS WRITTEN IN ENGLISH."
+    assert source.read_bytes() == before

@@ -78,7 +78,7 @@ def test_the_report_lists_every_doubtful_line_of_stdin(tiny_checkpoint, translat
                 for n, line in enumerate(lines) if line and doubts(line, translations[n], "eng_Latn", "fra_Latn", scores[n])]
     assert read_report(tmp_path / "report.jsonl") == expected
     assert expected, "the random model's gibberish should look wrong somewhere"
-    assert f"stdin: {len(expected)} translation" in err and "look wrong: see" in err
+    assert f"stdin: {len(expected)} translation" in err and ("look wrong: see" in err or "looks wrong: see" in err)
 
 
 def test_the_report_names_each_documents_doubtful_sentences(tiny_checkpoint, translator, tmp_path, monkeypatch,

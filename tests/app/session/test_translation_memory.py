@@ -2,6 +2,7 @@
 documents and the window's engine thread."""
 
 import io
+import os
 import sys
 
 import pytest
@@ -132,7 +133,7 @@ def test_the_cli_imports_lists_exports_and_translates_with_the_memory(tiny_check
     assert second == "Appuyez sur Enregistrer maintenant." and before.split("\n")[:2] != [first, second]
     code, out, _ = run_cli(["memory", "export", str(tmp_path / "out.tmx"), "--from", "eng_Latn", "--to", "zho_Hant"],
                            "", monkeypatch, capsys)
-    assert code == 0 and out == f"{tmp_path / 'out.tmx'}: 1 translations exported\n"
+    assert code == 0 and out == f"{tmp_path / 'out.tmx'}: 1 translation exported\n"
     code, _, err = run_cli(["memory", "import", str(tmp_path / "missing.tmx")], "", monkeypatch, capsys)
     assert code == 1 and err.startswith("dragoman: error: ") and "missing.tmx" in err and err.count("\n") == 1
 
@@ -149,4 +150,75 @@ def test_a_document_takes_remembered_sentences_and_counts_them(tiny_checkpoint, 
     assert code == 0, err
     lines = (tmp_path / "in.fra_Latn.txt").read_text().split("\n")
     assert lines[0] == "La vieille ville." and lines[1] and lines[1] != "A short sentence."
-    assert "1 sentences translated, 1 from the translation memory" in err
+    assert "1 sentence translated, 1 from the translation memory" in err
+
+
+def tmx(*units: str, doctype: str = "") -> str:
+    return (f'<?xml version="1.0"?>{doctype}<tmx version="1.4"><header srclang="en"/><body>'
+            + "".join(units) + "</body></tmx>")
+
+
+def unit(english: str, french: str) -> str:
+    return f'<tu><tuv xml:lang="en"><seg>{english}</seg></tuv><tuv xml:lang="fr"><seg>{french}</seg></tuv></tu>'
+
+
+def test_comments_and_processing_instructions_in_a_segment_are_left_out(memory, tmp_path):
+    (tmp_path / "odd.tmx").write_text(tmx(unit("Hello <!-- a note --> world<?tool mark?> again.", "<?x y?>Bonjour.")))
+    assert memory.import_tmx(tmp_path / "odd.tmx").added == 1
+    assert memory.find("eng_Latn", "fra_Latn", "", ["Hello world again."]) == {"Hello world again.": "Bonjour."}
+
+
+@pytest.mark.parametrize("content, message", [
+    (tmx(unit("Fine.", "Bien."), unit("Hello &undefined; world.", "Bonjour."), doctype='<!DOCTYPE tmx SYSTEM "tmx14.dtd">'),
+     "bad.tmx: translation unit 2 refers to the entity &undefined;, which the file does not define"),
+    (tmx(unit("Hello &undefined; world.", "Bonjour.")), "bad.tmx is not well-formed XML (Entity 'undefined' not defined"),
+    (tmx(unit("Fine.", "Bien."), unit("Many." + "<hi/>" * 10_001, "Beaucoup.")),
+     "bad.tmx: translation unit 2 holds over 10,000 elements"),
+])
+def test_a_segment_the_memory_cannot_read_is_one_line_and_nothing_is_imported(memory, tmp_path, content, message):
+    (tmp_path / "bad.tmx").write_text(content)
+    with pytest.raises(DocumentError) as refusal:
+        memory.import_tmx(tmp_path / "bad.tmx")
+    assert str(refusal.value).startswith(message) and "\n" not in str(refusal.value)
+    assert memory.pairs() == []  # the units before the bad one are not kept either
+
+
+def test_import_reads_a_stream_and_lets_go_what_it_read(memory, tmp_path, monkeypatch):
+    from dragoman.app.session import translation_memory
+
+    monkeypatch.setattr(translation_memory, "IMPORT_BATCH", 1_000)
+    empty = "<prop/>" * 50_000  # millions of empty elements as hostile files hold them, in fewer
+    units = [unit(f"Sentence {i}.", f"Phrase {i}.") for i in range(5_000)]
+    (tmp_path / "big.tmx").write_text(tmx(*units, "<tu/>" * 50_000).replace("<body>", "<body>" + empty))
+    held = []
+    real_iterparse = translation_memory.iterparse_xml
+
+    def watching(path):
+        for event, element in real_iterparse(path):
+            body = element.getroottree().getroot().find("body")
+            held.append(len(body) if body is not None else 0)
+            yield event, element
+
+    monkeypatch.setattr(translation_memory, "iterparse_xml", watching)
+    assert memory.import_tmx(tmp_path / "big.tmx").added == 5_000
+    assert max(held) < 10_000  # of 105,000: what lxml parsed ahead of the reader, never the whole file
+    assert memory.find("eng_Latn", "fra_Latn", "", ["Sentence 4999."]) == {"Sentence 4999.": "Phrase 4999."}
+    monkeypatch.setattr(translation_memory, "MAX_ENTRIES", 4_999)
+    with pytest.raises(DocumentError, match="^big.tmx holds more than 4,999 translations$"):
+        TranslationMemory(tmp_path / "other.sqlite3").import_tmx(tmp_path / "big.tmx")
+
+
+def test_export_streams_to_a_temporary_and_cleans_what_a_killed_export_left(memory, tmp_path):
+    from dragoman.app.documents import create_temporary
+
+    memory.add("eng_Latn", "fra_Latn", {f"Sentence {i}.": f"Phrase {i}." for i in range(5_000)})
+    out = tmp_path / "out.tmx"
+    left = create_temporary(out)  # as an export killed midway leaves it, under a process that is gone
+    dead = left.with_name(left.name.replace(f"-{os.getpid()}-", "-999999999-"))
+    left.rename(dead)
+    assert memory.export_tmx(out) == 5_000
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".part") == []
+    again = TranslationMemory(tmp_path / "again.sqlite3")
+    assert again.import_tmx(out).added == 10_000  # srclang *all*: each language to the other
+    assert again.find("eng_Latn", "fra_Latn", "", ["Sentence 7."]) == {"Sentence 7.": "Phrase 7."}
+    again.close()

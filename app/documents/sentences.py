@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from dragoman.engine import NO_SPACE_SCRIPTS
 
 MAX_SENTENCE_CHARS = 400  # ~100-150 tokens: well inside what NLLB was trained on
 THAI_PIECE = 120

@@ -8,10 +8,8 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import docx
-import pytest
 
 from dragoman.app.cli import main
 from dragoman.app.session.jobs import open_cache

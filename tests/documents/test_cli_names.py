@@ -1,7 +1,5 @@
 """File names that differ only by case, and counts said in words: the command line with the engine."""
 
-import pytest
-
 from dragoman.app.cli import main
 
 from document_fakes import pdf_bytes

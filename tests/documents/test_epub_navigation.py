@@ -3,7 +3,6 @@
 were, only their labels translated; with the stand-ins (tags kept, tags lost, one word, no spaces)
 and with the engine."""
 
-import re
 import zipfile
 
 import pytest
@@ -105,19 +104,13 @@ def tag_unclosed(texts):
     return ["<x1>T:" + t for t in texts]
 
 
-def engine(request):
-    translator = request.getfixturevalue("translator")
-    options = translator.default_options(num_beams=1, max_length=16)
-    return lambda texts: translator.translate(texts, "eng_Latn", "fra_Latn", options)
-
-
 @pytest.mark.parametrize("translate", [upper_keeping_tags, upper_losing_tags, one_word, no_spaces, tags_twice, tag_unclosed,
                                        lambda texts: [""] * len(texts), "engine"],
                          ids=["tags-kept", "tags-lost", "one-word", "no-spaces", "tags-twice", "tag-unclosed", "empty",
                               "engine"])
 def test_the_ncx_and_the_nav_document_keep_their_structure_and_translate_their_labels(tmp_path, translate, request):
     if translate == "engine":
-        translate = engine(request)
+        translate = request.getfixturevalue("engine_batch")
     make_book(tmp_path / "book.epub")
     out = translate_document(tmp_path / "book.epub", tmp_path / "book.fr.epub", translate)
     with zipfile.ZipFile(out) as z:

@@ -229,8 +229,6 @@ def test_a_scanned_pdf_is_read_by_ocr_and_its_translation_set_where_the_text_was
 
 
 def test_a_scan_under_an_invisible_ocr_layer_is_translated_from_that_layer(tmp_path):
-    import io
-
     import pikepdf
     from reportlab.lib.pagesizes import A5
     from reportlab.lib.utils import ImageReader

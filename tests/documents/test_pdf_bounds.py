@@ -12,16 +12,7 @@ from dragoman.app.documents import DocumentError, translate_document
 from dragoman.app.documents import pdf as pdf_format
 from dragoman.app.documents import pdf_blocks
 
-from document_fakes import pdf_bytes, upper_keeping_tags
-
-
-@pytest.fixture(params=["stand-in", "engine"])
-def translate(request):
-    if request.param == "stand-in":
-        return upper_keeping_tags
-    translator = request.getfixturevalue("translator")
-    options = translator.default_options(num_beams=1, max_length=16)
-    return lambda texts: translator.translate(texts, "eng_Latn", "fra_Latn", options)
+from document_fakes import pdf_bytes
 
 
 def with_contents(tmp_path, *pages: bytes, forms: dict[str, bytes] | None = None):

@@ -137,7 +137,7 @@ def test_a_lying_text_part_is_refused(tmp_path):
 def related_headers(path, count, size):
     """`count` headers of `size` bytes (blanks after one paragraph), related from Word's main part."""
     header = f'<w:hdr xmlns:w="{W}"><w:p><w:r><w:t>Head</w:t></w:r></w:p>'.encode() + b" " * size + b"</w:hdr>"
-    rels = f'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' + "".join(
+    rels = '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' + "".join(
         f'<Relationship Id="rH{i}" Type="{REL}/header" Target="header{i}.xml"/>' for i in range(count)
     ) + '</Relationships>'
     rewrite(path, {"word/_rels/document.xml.rels": rels.encode()}, [(f"word/header{i}.xml", header) for i in range(count)])

@@ -16,15 +16,6 @@ ASS_HEAD = ("[Script Info]\nScriptType: v4.00+\n\n[Events]\n"
             "Dialogue: 0,0:00:01.00,0:00:02.00,Default,,0,0,0,,")
 
 
-@pytest.fixture(params=["stand-in", "engine"])
-def translate(request):
-    if request.param == "stand-in":
-        return upper_keeping_tags
-    translator = request.getfixturevalue("translator")
-    options = translator.default_options(num_beams=1, max_length=16)
-    return lambda texts: translator.translate(texts, "eng_Latn", "fra_Latn", options)
-
-
 # Each line is 200 KB: a pattern that rescans the rest of the line from every `<` or `{` would take minutes.
 @pytest.mark.parametrize("name, source", [
     ("unclosed-angles.srt", SRT_HEAD + "Hello " + "<" * 200_000 + " world.\n"),

@@ -5,7 +5,6 @@ window offscreen. Everything runs from the installed copy, outside the checkout.
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import docx

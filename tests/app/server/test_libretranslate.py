@@ -10,7 +10,7 @@ import pytest
 import requests
 from libretranslatepy import LibreTranslateAPI
 
-from dragoman.app.server.pipeline import Pipeline, Text
+from dragoman.app.server.pipeline import Text
 
 KEY = "test-key-1234"
 

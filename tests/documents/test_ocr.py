@@ -14,6 +14,8 @@ from dragoman.app.documents.ocr import TESSERACT_LANGUAGES, Reader, installed_mo
 from dragoman.app.documents.picture import FILL_PAD, extract
 from dragoman.engine import LANGUAGE_CODES
 
+from bench.ocr import error_rate
+
 from document_fakes import upper_keeping_tags
 
 ENGLISH = ["The old town lies on a hill above the river.", "Its narrow streets lead to the market square."]
@@ -47,16 +49,6 @@ def make_scan(lines, language, angle=1.0, seed=0):
     image = Image.fromarray(np.clip(np.asarray(image, dtype=np.float64) + noise, 0, 255).astype(np.uint8))
     ImageDraw.Draw(image).rectangle((1150, 5, 1190, 45), fill=MARK)  # drawn after the noise: exact pixels
     return image
-
-
-def error_rate(found, truth):
-    a, b = "".join(found.split()), "".join(truth.split())
-    row = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        previous, row[0] = row[0], i
-        for j, cb in enumerate(b, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
-    return row[len(b)] / len(b)
 
 
 def outside(boxes, shape):

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dragoman.app.session.translation_memory import contains_pattern
+
 MAX_SHOWN = 200
 
 
@@ -57,7 +59,7 @@ class TranslationHistory:
 
     def search(self, query: str, limit: int = MAX_SHOWN) -> list[HistoryEntry]:
         """The newest entries whose source or translation contains `query` (any case; "" = all)."""
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = contains_pattern(query)
         rows = self._db.execute(
             "SELECT id, time, source_language, target_language, source, translation FROM history "
             "WHERE source LIKE ?1 ESCAPE '\\' OR translation LIKE ?1 ESCAPE '\\' ORDER BY id DESC LIMIT ?2",

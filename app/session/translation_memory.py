@@ -42,6 +42,11 @@ _BY_ISO = {code: iso for iso, code in ISO_639_1.items()}
 _REGION_SCRIPTS = {("zh", "TW"): "Hant", ("zh", "HK"): "Hant", ("zh", "MO"): "Hant"}
 
 
+def contains_pattern(query: str) -> str:
+    """A LIKE pattern (with ESCAPE '\\') matching text that contains `query` as written."""
+    return "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 @dataclass(frozen=True)
 class MemoryEntry:
     """One stored translation; `context` is "" for an imported one."""
@@ -138,7 +143,7 @@ class TranslationMemory:
     def edits(self, query: str = "", limit: int = MAX_LISTED) -> list[MemoryEntry]:
         """The newest entries a person made in the window (those with a context: not imported) whose
         source or translation contains `query` (any case; "" = all)."""
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = contains_pattern(query)
         with self._lock:
             rows = self._db.execute(
                 "SELECT source_lang, target_lang, context, source, target, changed FROM entries WHERE context != '' "

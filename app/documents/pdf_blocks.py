@@ -14,14 +14,15 @@ A block is kept as it is (not translated) when it has no letters, is a URL, is c
 is set in math fonts, has characters whose text the PDF does not give (no ToUnicode), is not
 upright, is drawn as a clipping path (or invisibly, unless over a scan: pdf.py), or shares an
 operator it cannot be cut out of with a kept block. List markers and a table of contents' leaders
-stay out of the translation. Text inside form XObjects is not seen here and stays untouched. A translated block remembers the
+stay out of the translation. Text inside form XObjects is moved onto the page before it is read
+(app.documents.pdf_forms); what is left in a form is not seen here and stays untouched. A translated block remembers the
 embedded font program its letters of each style are drawn in (`SourceFont`), for the writer.
 
 What pdfminer is asked to do is bounded (`ReadingBudget`): the operators and operands a page's
 content runs (its form XObjects' too, each time it is drawn), the glyphs it shows, how deeply it
-saves the graphics state, and the operators and glyphs of the whole document. pdfminer spends
-about 5 µs on an operator and 15 µs and a few hundred bytes on a glyph, so a hostile page (one
-`Tj` of ten million glyphs, minutes of drawing operators) is refused as soon as it passes a bound.
+saves the graphics state, and the operators and glyphs of the whole document, since pdfminer's
+time and memory grow with each (docs/documents.md): a hostile page (one `Tj` of ten million
+glyphs, minutes of drawing operators) is refused as soon as it passes a bound.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from __future__ import annotations
 import io
 import re
 import statistics
-from dataclasses import dataclass, field
 import threading
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from dragoman.app.documents.safety import DocumentError

@@ -35,7 +35,7 @@ from dragoman.engine import UnknownLanguageError
 log = logging.getLogger("dragoman.server")
 INPUT_ERRORS = (DocumentError, GlossaryError, UnknownLanguageError)
 
-DEEPL_PREFIX = "/v2/"
+DEEPL_PREFIXES = ("/v2/", "/v3/")
 UPLOAD_PATHS = ("/translate_file", "/v2/document")
 
 
@@ -91,7 +91,7 @@ class ApiError(Exception):
 
 
 def is_deepl(path: str) -> bool:
-    return path.startswith(DEEPL_PREFIX)
+    return path.startswith(DEEPL_PREFIXES)
 
 
 def error_response(path: str, status: int, message: str) -> JSONResponse:

@@ -1,6 +1,7 @@
 """DeepL's API v2, as the official clients (deepl-python) call it: `/v2/translate`, `/v2/languages`,
 `/v2/usage`, `/v2/document` (upload, status, result), `/v2/glossaries` and
-`/v2/glossary-language-pairs`. Keys come as `Authorization: DeepL-Auth-Key KEY`; errors are
+`/v2/glossary-language-pairs`; and v3's multilingual glossaries (`/v3/glossaries`: a glossary with a
+dictionary per language pair, usable wherever a glossary_id is). Keys come as `Authorization: DeepL-Auth-Key KEY`; errors are
 `{"message": ...}` with DeepL's codes (400, 403, 404, 413, 429, 500, 503 for a result not ready).
 """
 
@@ -19,7 +20,7 @@ from dragoman.app.documents import is_supported
 from dragoman.app.server.app import ApiError, ServerState, closing_uploads, request_values
 from dragoman.app.server.languages import DEEPL_LANGUAGES, DEEPL_TARGET_ONLY, deepl_code, deepl_language, deepl_languages
 from dragoman.app.server.pipeline import HTML, TEXT, XML, Text
-from dragoman.app.server.stores import GlossaryInfo, StoredDocument
+from dragoman.app.server.stores import GlossaryDictionary, GlossaryInfo, StoredDocument
 from dragoman.app.session import detect
 from dragoman.app.session.glossary import GlossaryError
 
@@ -53,11 +54,16 @@ def glossary_for(state: ServerState, glossary_id) -> GlossaryInfo:
     return info
 
 
-def check_glossary_languages(info: GlossaryInfo, source_code, target: str) -> None:
+def glossary_dictionary(state: ServerState, glossary_id, source_code, target: str) -> GlossaryDictionary:
+    """The dictionary of the glossary for source_lang -> target (a FLORES code)."""
+    info = glossary_for(state, glossary_id)
     if not isinstance(source_code, str) or not source_code:
         raise ApiError(400, "Parameter 'source_lang' is required when using a glossary")
-    if deepl_language(info.source_lang) != deepl_language(source_code) or deepl_language(info.target_lang) != target:
-        raise ApiError(400, "The glossary's languages do not match source_lang and target_lang")
+    for dictionary in info.dictionaries:
+        if (deepl_language(dictionary.source_lang) == deepl_language(source_code)
+                and deepl_language(dictionary.target_lang) == target):
+            return dictionary
+    raise ApiError(400, "The glossary has no dictionary for source_lang and target_lang")
 
 
 async def translate(request: Request) -> JSONResponse:
@@ -79,11 +85,7 @@ async def translate(request: Request) -> JSONResponse:
     tag_handling = values.get("tag_handling") or TEXT
     if tag_handling not in (TEXT, XML, HTML):
         raise ApiError(400, "Value for 'tag_handling' not supported.")
-    glossary = None
-    if values.get("glossary_id"):
-        info = glossary_for(state, values["glossary_id"])
-        check_glossary_languages(info, source_code, target)
-        glossary = info
+    glossary = glossary_dictionary(state, values["glossary_id"], source_code, target) if values.get("glossary_id") else None
     if source is None:
         guess = await run_in_threadpool(detect.detect_language, "\n".join(texts))
         if guess is None:
@@ -91,7 +93,7 @@ async def translate(request: Request) -> JSONResponse:
         source = guess
     translations = await state.run(state.worker.translate(
         source, target, [Text(t, tag_handling) for t in texts], glossary.glossary if glossary else None,
-        glossary.glossary_id if glossary else ""))
+        f"{values['glossary_id']}:{glossary.source_lang}-{glossary.target_lang}" if glossary else ""))
     state.characters += sum(len(t) for t in texts)
     detected = deepl_code(source)
     return JSONResponse({"translations": [{"detected_source_language": detected, "text": translation,
@@ -133,10 +135,7 @@ async def upload_document(request: Request) -> JSONResponse:
         raise ApiError(400, "Invalid file data.")
     if values.get("output_format") and f".{values['output_format'].lower()}" != Path(upload.filename).suffix.lower():
         raise ApiError(400, "Value for 'output_format' not supported: documents come back in their own format.")
-    glossary = None
-    if values.get("glossary_id"):
-        glossary = glossary_for(state, values["glossary_id"])
-        check_glossary_languages(glossary, source_code, target)
+    glossary = glossary_dictionary(state, values["glossary_id"], source_code, target) if values.get("glossary_id") else None
     document = state.documents.add(upload.filename, await upload.read())
     out_dir = state.documents.output_folder(document)
 
@@ -182,10 +181,11 @@ async def document_result(request: Request) -> Response:
     return FileResponse(document.output_path, filename=document.output_path.name)
 
 
-async def create_glossary(request: Request) -> JSONResponse:
-    state = state_of(request)
-    values = await request_values(request)
-    for name in ("name", "source_lang", "target_lang", "entries"):
+def dictionary_values(values: dict) -> tuple[str, str, str, str]:
+    """(source_lang, target_lang, entries, entries_format) of a request's dictionary, checked."""
+    if not isinstance(values, dict):
+        raise ApiError(400, "A dictionary must be an object.")
+    for name in ("source_lang", "target_lang", "entries"):
         if not isinstance(values.get(name), str) or not values[name]:
             raise ApiError(400, f"Parameter '{name}' not specified.")
     language(values["source_lang"], "source_lang")
@@ -193,17 +193,43 @@ async def create_glossary(request: Request) -> JSONResponse:
     entries_format = values.get("entries_format") or "tsv"
     if entries_format not in ("tsv", "csv"):
         raise ApiError(400, "Value for 'entries_format' not supported.")
+    return values["source_lang"], values["target_lang"], values["entries"], entries_format
+
+
+async def stored_glossary(change) -> GlossaryInfo | None:
+    """`change()` run on a thread of the pool (it reads and writes files); bad entries are a 400."""
     try:
-        info = await run_in_threadpool(state.glossaries.create, values["name"], values["source_lang"],
-                                       values["target_lang"], values["entries"], entries_format)
+        return await run_in_threadpool(change)
     except GlossaryError as e:
         raise ApiError(400, f"Invalid glossary entries: {e}") from None
-    return JSONResponse(info.as_json(), 201)
+
+
+def glossary_name(values: dict) -> str:
+    if not isinstance(values.get("name"), str) or not values["name"]:
+        raise ApiError(400, "Parameter 'name' not specified.")
+    return values["name"]
+
+
+async def create_glossary(request: Request) -> JSONResponse:
+    state = state_of(request)
+    values = await request_values(request)
+    name = glossary_name(values)
+    dictionary = dictionary_values(values)
+    info = await stored_glossary(lambda: state.glossaries.create(name, [dictionary]))
+    return JSONResponse(info.as_v2_json(), 201)
+
+
+def single(info: GlossaryInfo) -> GlossaryInfo:
+    """A glossary v2 can show: one dictionary."""
+    if len(info.dictionaries) != 1:
+        raise ApiError(400, "This glossary has several dictionaries: use /v3/glossaries.")
+    return info
 
 
 async def list_glossaries(request: Request) -> JSONResponse:
     state = state_of(request)
-    return JSONResponse({"glossaries": [info.as_json() for info in state.glossaries.list()]})
+    return JSONResponse({"glossaries": [info.as_v2_json() for info in state.glossaries.list()
+                                        if len(info.dictionaries) == 1]})
 
 
 async def glossary(request: Request) -> Response:
@@ -212,14 +238,85 @@ async def glossary(request: Request) -> Response:
         if not state.glossaries.delete(request.path_params["glossary_id"]):
             raise ApiError(404, "Glossary not found")
         return Response(status_code=204)
-    return JSONResponse(glossary_for(state, request.path_params["glossary_id"]).as_json())
+    return JSONResponse(single(glossary_for(state, request.path_params["glossary_id"])).as_v2_json())
 
 
 async def glossary_entries(request: Request) -> PlainTextResponse:
     state = state_of(request)
+    info = single(glossary_for(state, request.path_params["glossary_id"]))
+    return PlainTextResponse(info.dictionaries[0].entries_tsv(), media_type="text/tab-separated-values")
+
+
+async def create_glossary_v3(request: Request) -> JSONResponse:
+    state = state_of(request)
+    values = await request_values(request)
+    name = glossary_name(values)
+    dictionaries = values.get("dictionaries")
+    if not isinstance(dictionaries, list) or not dictionaries:
+        raise ApiError(400, "Parameter 'dictionaries' not specified.")
+    read = [dictionary_values(d) for d in dictionaries]
+    info = await stored_glossary(lambda: state.glossaries.create(name, read))
+    return JSONResponse(info.as_json(), 201)
+
+
+async def list_glossaries_v3(request: Request) -> JSONResponse:
+    state = state_of(request)
+    return JSONResponse({"glossaries": [info.as_json() for info in state.glossaries.list()]})
+
+
+async def glossary_v3(request: Request) -> Response:
+    """GET, DELETE, or PATCH (a new name; dictionaries merged into those of their pairs)."""
+    state = state_of(request)
+    glossary_id = request.path_params["glossary_id"]
+    if request.method == "DELETE":
+        if not state.glossaries.delete(glossary_id):
+            raise ApiError(404, "Glossary not found")
+        return Response(status_code=204)
+    if request.method == "GET":
+        return JSONResponse(glossary_for(state, glossary_id).as_json())
+    values = await request_values(request)
+    name = glossary_name(values) if "name" in values else None
+    dictionaries = values.get("dictionaries", [])
+    if not isinstance(dictionaries, list):
+        raise ApiError(400, "Parameter 'dictionaries' must be a list.")
+    read = [dictionary_values(d) for d in dictionaries]
+    info = await stored_glossary(lambda: state.glossaries.change(glossary_id, name, read, merge=True))
+    if info is None:
+        raise ApiError(404, "Glossary not found")
+    return JSONResponse(info.as_json())
+
+
+def pair_of(request: Request) -> tuple[str, str]:
+    source, target = request.query_params.get("source_lang"), request.query_params.get("target_lang")
+    if not source or not target:
+        raise ApiError(400, "Parameters 'source_lang' and 'target_lang' are required.")
+    return source, target
+
+
+async def glossary_dictionaries_v3(request: Request) -> Response:
+    """PUT: a dictionary replacing the one of its pair (or added); DELETE: the dictionary of a pair."""
+    state = state_of(request)
+    glossary_id = request.path_params["glossary_id"]
+    if request.method == "DELETE":
+        if not state.glossaries.remove_dictionary(glossary_id, *pair_of(request)):
+            raise ApiError(404, "Glossary dictionary not found")
+        return Response(status_code=204)
+    source_lang, target_lang, entries, entries_format = dictionary_values(await request_values(request))
+    info = await stored_glossary(lambda: state.glossaries.change(
+        glossary_id, None, [(source_lang, target_lang, entries, entries_format)], merge=False))
+    if info is None:
+        raise ApiError(404, "Glossary not found")
+    return JSONResponse(info.dictionary(source_lang, target_lang).as_json())
+
+
+async def glossary_entries_v3(request: Request) -> JSONResponse:
+    state = state_of(request)
     info = glossary_for(state, request.path_params["glossary_id"])
-    lines = [f"{entry.source}\t{entry.target}" for entry in info.glossary.entries]
-    return PlainTextResponse("\n".join(lines), media_type="text/tab-separated-values")
+    source, target = pair_of(request)
+    found = info.dictionary(source, target)
+    if found is None:
+        raise ApiError(404, "Glossary dictionary not found")
+    return JSONResponse({"dictionaries": [{**found.as_json(), "entries": found.entries_tsv(), "entries_format": "tsv"}]})
 
 
 async def glossary_language_pairs(request: Request) -> JSONResponse:
@@ -246,4 +343,9 @@ def routes() -> list[Route]:
         Route("/v2/glossaries/{glossary_id}", glossary, methods=["GET", "DELETE"]),
         Route("/v2/glossaries/{glossary_id}/entries", glossary_entries, methods=["GET"]),
         Route("/v2/glossary-language-pairs", glossary_language_pairs, methods=["GET"]),
+        Route("/v3/glossaries", create_glossary_v3, methods=["POST"]),
+        Route("/v3/glossaries", list_glossaries_v3, methods=["GET"]),
+        Route("/v3/glossaries/{glossary_id}", glossary_v3, methods=["GET", "DELETE", "PATCH"]),
+        Route("/v3/glossaries/{glossary_id}/dictionaries", glossary_dictionaries_v3, methods=["PUT", "DELETE"]),
+        Route("/v3/glossaries/{glossary_id}/entries", glossary_entries_v3, methods=["GET"]),
     ]

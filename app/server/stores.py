@@ -3,8 +3,9 @@ and DeepL glossaries.
 
 Documents live in a private temporary folder for the server's lifetime, each in a folder of its
 own named by a random id; the oldest are removed beyond `MAX_DOCUMENTS`. DeepL glossaries are kept
-in the app's data folder (`server-glossaries/ID.tsv` with `ID.json`), so that they outlive a
-restart as DeepL's do, and are read with the app's glossary reader and its limits.
+in the app's data folder (`server-glossaries/ID.json` and a `ID.SOURCE-TARGET.tsv` for each language
+pair), so that they outlive a restart as DeepL's do, and are read with the app's glossary reader and
+its limits.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import secrets
 import shutil
 import tempfile
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -79,63 +80,138 @@ class DocumentStore:
 
 
 @dataclass
-class GlossaryInfo:
-    """DeepL's glossary fields (its API's names)."""
+class GlossaryDictionary:
+    """A glossary's entries for one language pair (DeepL's v3 "dictionary")."""
 
-    glossary_id: str
-    name: str
     source_lang: str  # DeepL's code in lower case, as DeepL answers
     target_lang: str
-    creation_time: str
     entry_count: int
-    ready: bool = True
     glossary: Glossary | None = field(default=None, repr=False)
 
     def as_json(self) -> dict:
-        info = asdict(self)
-        del info["glossary"]
-        return info
+        return {"source_lang": self.source_lang, "target_lang": self.target_lang, "entry_count": self.entry_count}
+
+    def entries_tsv(self) -> str:
+        return "\n".join(f"{entry.source}\t{entry.target}" for entry in self.glossary.entries) if self.glossary else ""
+
+
+@dataclass
+class GlossaryInfo:
+    """A DeepL glossary: its dictionaries, one per language pair. A v2 glossary is one with a
+    single dictionary (`as_v2_json`); v3 glossaries may have several (`as_json`)."""
+
+    glossary_id: str
+    name: str
+    creation_time: str
+    dictionaries: list[GlossaryDictionary]
+
+    def as_json(self) -> dict:
+        return {"glossary_id": self.glossary_id, "name": self.name, "creation_time": self.creation_time,
+                "dictionaries": [d.as_json() for d in self.dictionaries]}
+
+    def as_v2_json(self) -> dict:
+        only = self.dictionaries[0]
+        return {"glossary_id": self.glossary_id, "name": self.name, "ready": True, "source_lang": only.source_lang,
+                "target_lang": only.target_lang, "creation_time": self.creation_time, "entry_count": only.entry_count}
+
+    def dictionary(self, source_lang: str, target_lang: str) -> GlossaryDictionary | None:
+        pair = (source_lang.lower(), target_lang.lower())
+        return next((d for d in self.dictionaries if (d.source_lang, d.target_lang) == pair), None)
 
 
 class GlossaryStore:
+    """Glossaries kept as `ID.json` (name, time, its dictionaries' pairs) and one `ID.SOURCE-TARGET.tsv`
+    of entries per dictionary, read with the app's glossary reader."""
+
     def __init__(self, folder: Path):
         self.folder = folder
+        self._lock = threading.Lock()  # a change reads, then writes, the glossary's files
 
-    def create(self, name: str, source_lang: str, target_lang: str, entries: str, entries_format: str) -> GlossaryInfo:
-        """A new glossary; GlossaryError names what is wrong with the entries."""
-        glossary_id = secrets.token_hex(16)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        suffix = ".tsv" if entries_format == "tsv" else ".csv"
-        path = self.folder / f"{glossary_id}{suffix}"
-        path.write_text(entries, encoding="utf-8")
-        try:
-            glossary = read_glossary(path)
-        except GlossaryError as e:
-            path.unlink()
-            raise GlossaryError(str(e).removeprefix(f"{path.name}: ")) from None
+    def create(self, name: str, dictionaries: list[tuple[str, str, str, str]]) -> GlossaryInfo:
+        """A new glossary of (source_lang, target_lang, entries, entries_format) dictionaries;
+        GlossaryError names what is wrong with their entries."""
         created = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        info = GlossaryInfo(glossary_id, name, source_lang.lower(), target_lang.lower(), created,
-                            len(glossary.entries), glossary=glossary)
-        (self.folder / f"{glossary_id}.json").write_text(json.dumps(info.as_json()), encoding="utf-8")
+        info = GlossaryInfo(secrets.token_hex(16), name, created, [])
+        with self._lock:
+            self._write(info, dictionaries, merge=False)
         return info
 
+    def change(self, glossary_id: str, name: str | None, dictionaries: list[tuple[str, str, str, str]],
+               merge: bool) -> GlossaryInfo | None:
+        """Rename the glossary and add its dictionaries: each merged into the one of its pair
+        (`merge`: its entries win) or replacing it. None: no such glossary."""
+        with self._lock:
+            info = self.get(glossary_id)
+            if info is None:
+                return None
+            info.name = name if name is not None else info.name
+            self._write(info, dictionaries, merge)
+        return info
+
+    def remove_dictionary(self, glossary_id: str, source_lang: str, target_lang: str) -> bool:
+        with self._lock:
+            info = self.get(glossary_id)
+            found = info.dictionary(source_lang, target_lang) if info else None
+            if info is None or found is None:
+                return False
+            info.dictionaries.remove(found)
+            self._entries_path(glossary_id, found).unlink(missing_ok=True)
+            self._write_meta(info)
+        return True
+
+    def _write(self, info: GlossaryInfo, dictionaries: list[tuple[str, str, str, str]], merge: bool) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        read: list[GlossaryDictionary] = []
+        for source_lang, target_lang, entries, entries_format in dictionaries:
+            glossary = self._read_entries(entries, entries_format)
+            old = info.dictionary(source_lang, target_lang)
+            if merge and old is not None and old.glossary is not None:
+                mine = {entry.source for entry in glossary.entries}
+                kept = [entry for entry in old.glossary.entries if entry.source not in mine]
+                glossary = Glossary(glossary.path, tuple(kept) + glossary.entries)
+            read.append(GlossaryDictionary(source_lang.lower(), target_lang.lower(), len(glossary.entries), glossary))
+        for dictionary in read:  # every dictionary read before any file is changed
+            old = info.dictionary(dictionary.source_lang, dictionary.target_lang)
+            if old is not None:
+                info.dictionaries.remove(old)
+            info.dictionaries.append(dictionary)
+            self._entries_path(info.glossary_id, dictionary).write_text(dictionary.entries_tsv(), encoding="utf-8")
+        self._write_meta(info)
+
+    def _read_entries(self, entries: str, entries_format: str):
+        """Entries sent in a request, read with the app's reader and its limits."""
+        with tempfile.TemporaryDirectory(dir=self.folder) as scratch:
+            path = Path(scratch) / f"entries.{entries_format}"
+            path.write_text(entries, encoding="utf-8")
+            try:
+                return read_glossary(path)
+            except GlossaryError as e:
+                raise GlossaryError(str(e).removeprefix(f"{path.name}: ")) from None
+
+    def _entries_path(self, glossary_id: str, dictionary: GlossaryDictionary) -> Path:
+        return self.folder / f"{glossary_id}.{dictionary.source_lang}-{dictionary.target_lang}.tsv"
+
+    def _write_meta(self, info: GlossaryInfo) -> None:
+        (self.folder / f"{info.glossary_id}.json").write_text(json.dumps(info.as_json()), encoding="utf-8")
+
     def get(self, glossary_id: str) -> GlossaryInfo | None:
-        if not GLOSSARY_ID.fullmatch(glossary_id):
+        if not isinstance(glossary_id, str) or not GLOSSARY_ID.fullmatch(glossary_id):
             return None
         meta = self.folder / f"{glossary_id}.json"
         if not meta.is_file():
             return None
         try:
-            info = GlossaryInfo(**read_json_object(meta, ValueError, ""))
-        except (ValueError, TypeError):  # not one of ours: damaged, or replaced by a FIFO or a device
+            fields = read_json_object(meta, ValueError, "")
+            info = GlossaryInfo(fields["glossary_id"], fields["name"], fields["creation_time"],
+                                [GlossaryDictionary(**d) for d in fields["dictionaries"]])
+        except (ValueError, TypeError, KeyError):  # not one of ours: damaged, or replaced by a FIFO or a device
             return None
-        entries = next((p for p in (self.folder / f"{glossary_id}.tsv", self.folder / f"{glossary_id}.csv")
-                        if p.is_file()), None)
         try:
-            info.glossary = read_glossary(entries) if entries else None
+            for dictionary in info.dictionaries:
+                dictionary.glossary = read_glossary(self._entries_path(glossary_id, dictionary))
         except GlossaryError:
             return None
-        return info if info.glossary is not None else None
+        return info if info.dictionaries else None
 
     def list(self) -> list[GlossaryInfo]:
         if not self.folder.is_dir():
@@ -144,8 +220,11 @@ class GlossaryStore:
         return sorted((info for info in found if info is not None), key=lambda info: info.creation_time)
 
     def delete(self, glossary_id: str) -> bool:
-        if self.get(glossary_id) is None:
-            return False
-        for suffix in (".json", ".tsv", ".csv"):
-            (self.folder / f"{glossary_id}{suffix}").unlink(missing_ok=True)
+        with self._lock:
+            info = self.get(glossary_id)
+            if info is None:
+                return False
+            for dictionary in info.dictionaries:
+                self._entries_path(glossary_id, dictionary).unlink(missing_ok=True)
+            (self.folder / f"{glossary_id}.json").unlink(missing_ok=True)
         return True

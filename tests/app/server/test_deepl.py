@@ -10,6 +10,7 @@ import requests
 from dragoman.app.server.pipeline import Text
 
 KEY = "test-key-1234"
+AUTH = {"Authorization": f"DeepL-Auth-Key {KEY}"}
 
 
 @pytest.fixture
@@ -74,9 +75,9 @@ def test_glossaries(server, client):
     assert client.get_glossary_entries(glossary) == {"cat": "Katze", "dog": "Hund"}
     result = client.translate_text("The cat sleeps.", source_lang="EN", target_lang="DE", glossary=glossary)
     assert "Katze" in result.text  # a term the tiny model would never write unforced
-    stored = server.server.state.glossaries.get(glossary.glossary_id)
+    stored = server.server.state.glossaries.get(glossary.glossary_id).dictionaries[0]
     assert result.text == expected(server, ["The cat sleeps."], glossary=stored.glossary,
-                                   glossary_id=glossary.glossary_id)[0]
+                                   glossary_id=f"{glossary.glossary_id}:en-de")[0]
     from_csv = client.create_glossary_from_csv("CSV", "EN", "DE", "sun,Sonne\nmoon,Mond\n")
     assert from_csv.entry_count == 2
     client.delete_glossary(glossary)
@@ -84,6 +85,52 @@ def test_glossaries(server, client):
         client.get_glossary(glossary.glossary_id)
     with pytest.raises(deepl.DeepLException, match="Invalid glossary entries"):
         client.create_glossary_from_csv("Bad", "EN", "DE", "only-one-cell,\n")
+
+
+def test_multilingual_glossaries_of_the_v3_api(server):
+    """DeepL's v3 glossaries through the official client: a dictionary per language pair, each used
+    for its pair; merged, replaced and deleted dictionaries; v2 sees a one-pair glossary only."""
+    import requests
+    from deepl.api_data import MultilingualGlossaryDictionaryEntries as Dictionary
+
+    client = deepl.DeepLClient(KEY, server_url=server.url)
+    try:
+        pets = client.create_multilingual_glossary("Pets", [
+            Dictionary("EN", "DE", {"cat": "Katze"}),
+            Dictionary("EN", "FR", {"cat": "chat"})])
+        assert sorted((d.source_lang, d.target_lang, d.entry_count) for d in pets.dictionaries) == [
+            ("EN", "DE", 1), ("EN", "FR", 1)]
+        assert [g.glossary_id for g in client.list_multilingual_glossaries()] == [pets.glossary_id]
+        assert "Katze" in client.translate_text("The cat sleeps.", source_lang="EN", target_lang="DE", glossary=pets).text
+        assert "chat" in client.translate_text("The cat sleeps.", source_lang="EN", target_lang="FR", glossary=pets).text
+        with pytest.raises(deepl.DeepLException, match="no dictionary"):
+            client.translate_text("The cat sleeps.", source_lang="EN", target_lang="ES", glossary=pets.glossary_id)
+        with pytest.raises(deepl.DeepLException, match="several dictionaries"):
+            client.get_glossary(pets.glossary_id)
+
+        client.update_multilingual_glossary_dictionary(
+            pets, Dictionary("EN", "DE", {"dog": "Hund", "cat": "Kater"}))
+        def entries(source, target):  # the client hands them on as the server's TSV
+            tsv = client.get_multilingual_glossary_entries(pets, source, target).dictionaries[0].entries
+            return dict(line.split("\t") for line in tsv.splitlines())
+
+        assert entries("EN", "DE") == {"cat": "Kater", "dog": "Hund"}  # merged: the new entry wins
+        replaced = client.replace_multilingual_glossary_dictionary(
+            pets, Dictionary("EN", "DE", {"bird": "Vogel"}))
+        assert replaced.entry_count == 1
+        assert client.update_multilingual_glossary_name(pets, "Animals").name == "Animals"
+        client.delete_multilingual_glossary_dictionary(pets, source_lang="EN", target_lang="FR")
+        one_pair = client.get_glossary(pets.glossary_id)  # one dictionary left: v2 shows it
+        assert (one_pair.source_lang, one_pair.target_lang, one_pair.entry_count) == ("EN", "DE", 1)
+        bad = requests.patch(f"{server.url.rstrip('/')}/v3/glossaries/{pets.glossary_id}", headers=AUTH, timeout=30, json={
+            "dictionaries": [{"source_lang": "en", "target_lang": "de", "entries": "only-one-cell", "entries_format": "tsv"}]})
+        assert bad.status_code == 400 and "Invalid glossary entries" in bad.json()["message"]
+        assert entries("EN", "DE") == {"bird": "Vogel"}  # a refused change changes nothing
+        client.delete_multilingual_glossary(pets)
+        with pytest.raises(deepl.GlossaryNotFoundException):
+            client.get_multilingual_glossary(pets.glossary_id)
+    finally:
+        client.close()
 
 
 def test_document_equal_to_dragoman_translate(server, client, tiny_checkpoint, tmp_path):

@@ -103,6 +103,7 @@ class Constraints:
         dropped = {i for i, s in plain
                    if any(_holds(other, s) and (len(other) > len(s) or (other == s and j < i))
                           for j, other in plain if j != i)}
+        self.given = sequences  # as given: what a Request carries beside them
         self.segments = tuple(s for i, s in enumerate(checked) if i not in dropped)
         # a chain's segments end to end, a gap as one GAP
         self.sequences = tuple(sum((s if isinstance(s, tuple) and s else (GAP,) for s in segments), ())

@@ -302,8 +302,9 @@ class Generator:
             raise ValueError(f"max_length {request.options.length} is more than the model's {limit} positions")
         if request.max_length is not None and request.max_length < 2:
             raise ValueError(f"max length must be at least 2 (the start token and the language code), got {request.max_length}")
-        if request.constraints and request.checked_constraints is None:
-            constraints = Constraints(request.constraints, self.model.config.eos_id)
+        if request.constraints and request.width is None:
+            # compiled once: by the translator, which checked them against the options already
+            constraints = request.checked_constraints or Constraints(request.constraints, self.model.config.eos_id)
             vocab = self.model.config.vocab_size
             if constraints.largest_token >= vocab:
                 raise OptionsError("constraints",

@@ -59,8 +59,8 @@ class Request:
     result: list[int] | None = None
     hypotheses: list[tuple[list[int], float]] | None = None  # (tokens, score), best first; set with `result`
     error: str | None = None  # why it did not run (an unusable adapter; a request `feed` gave too long): no result
-    # Set when the generator checks the request: its constraints compiled (None: a plain search),
-    # and the rows their search keeps (constraints.search_width).
+    # Its constraints compiled (None: a plain search), by the translator or else when the generator
+    # checks the request, which sets the rows their search keeps (constraints.search_width).
     checked_constraints: Constraints | None = field(default=None, repr=False)
     width: int | None = None
 

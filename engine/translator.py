@@ -102,7 +102,7 @@ class Submission:
     eagerly, so such steps slow the plain sentences beside them too."""
 
     def __init__(self, translator: Translator, request: TranslationRequest, options: DecodingOptions,
-                 prefix: list[int], completions: dict[int, CompletionStart], constraints: dict[int, list[list]],
+                 prefix: list[int], completions: dict[int, CompletionStart], constraints: dict[int, Constraints],
                  handle: TranslationHandle):
         self.translator, self.request, self.options, self.prefix = translator, request, options, prefix
         self.completions, self.constraints, self.handle = completions, constraints, handle
@@ -139,7 +139,8 @@ class Submission:
         partial = functools.partial(self._stream, i) if self.request.partials and len(self._decoded[i]) == 1 else None
         return Request(source, self.prefix + forced, self.options, self.priority, partial,
                        adapter=self.request.adapter or None, on_done=functools.partial(self._done, i, piece),
-                       alternatives=self.request.alternatives, constraints=self.constraints.get(i))
+                       alternatives=self.request.alternatives, constraints=self.constraints[i].given if i in self.constraints else None,
+                       checked_constraints=self.constraints.get(i))
 
     def _done(self, i: int, piece: int, request: Request) -> None:
         self.in_flight.discard(request)
@@ -424,9 +425,9 @@ class Translator:
         return Translation(text, hypotheses[0][1], others)
 
     def _constraints(self, texts: list[str], src_lang: str, tgt_lang: str, options: DecodingOptions,
-                     terms: list[list[str | tuple[str | None, ...]]]) -> dict[int, list[list]]:
-        """Each text's terms as token sequences (`term_ids`; a chain as a list of them), checked to fit
-        within max_length."""
+                     terms: list[list[str | tuple[str | None, ...]]]) -> dict[int, Constraints]:
+        """Each text's terms as token sequences (`term_ids`; a chain as a list of them), compiled once
+        (the generator takes them as they are) and checked to fit within max_length."""
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         constraints = {}
         for i, own in enumerate(terms[: len(texts)]):
@@ -438,10 +439,11 @@ class Translator:
                 raise OptionsError("terms", f"cannot be kept in a text of more than the model's "
                                             f"{self.generator.model.max_positions} source tokens")
             try:
-                check_fit(Constraints(sequences, self.tokenizer.eos_id), prefix, options)
+                compiled = Constraints(sequences, self.tokenizer.eos_id)
+                check_fit(compiled, prefix, options)
             except OptionsError as e:
                 raise OptionsError("terms", f"of text {i + 1}: {e.problem}") from None
-            constraints[i] = sequences
+            constraints[i] = compiled
         return constraints
 
     def _term(self, term: str | tuple[str | None, ...] | list[str | None], tgt_lang: str) -> list:

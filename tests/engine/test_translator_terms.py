@@ -165,3 +165,21 @@ def test_texts_with_terms_are_decoded_after_those_without(translator, monkeypatc
     monkeypatch.undo()
     assert ours == [translator.translate([t], "eng_Latn", "fra_Latn", options, terms=[own])[0]
                     for t, own in zip(texts, terms)]
+
+
+def test_a_texts_terms_are_compiled_once(translator, monkeypatch):
+    from dragoman.engine.constraints import Constraints
+
+    compiled = []
+    original = Constraints.__init__
+
+    def counting(self, sequences, eos_id):
+        compiled.append(sequences)
+        original(self, sequences, eos_id)
+
+    monkeypatch.setattr(Constraints, "__init__", counting)
+    terms = [["chat"], [], ["chien", "maison"]]
+    translations = translator.translate(TEXTS[:3], "eng_Latn", "fra_Latn",
+                                        translator.default_options(num_beams=2, max_length=32), terms=terms)
+    assert "chat" in translations[0] and "chien" in translations[2]
+    assert len(compiled) == 2  # the translator's, which the generator takes as they are

@@ -570,7 +570,7 @@ def app_databases() -> dict[Path, str]:
     from dragoman.app.settings import AppPaths
 
     paths = AppPaths.default()
-    found = {}
+    found: dict[Path, str] = {}
     for database, what in ((paths.data_dir / MEMORY_FILE, "the translation memory"),
                            (paths.cache_dir / CACHE_FILE, "the translation cache")):
         found.update((Path(f"{database}{suffix}"), what) for suffix in ("", "-wal", "-shm", "-journal"))

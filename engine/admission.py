@@ -115,7 +115,11 @@ def admit_rows(runner: StepRunner, sentences: list[Sentence]) -> torch.Tensor:
     # keeps: any real vocabulary.
     opening = [len(s.request.prefix) == 2 and 1 < len(s.rows) and 2 * len(s.rows) + 1 < runner.vocab_size
                for s in sentences]
-    prefixes, beams, adapters, prior_offsets, limits = [], [], [], [], []
+    prefixes: list[list[int]] = []
+    beams: list[int] = []
+    adapters: list[int] = []
+    prior_offsets: list[int] = []
+    limits: list[int] = []
     for s, opens in zip(sentences, opening):
         prefix = s.request.prefix
         prefixes += [prefix + [runner.pad_id] * (widest - len(prefix))] * len(s.rows)

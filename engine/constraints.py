@@ -393,7 +393,7 @@ class ConstrainedBeamSearch(BeamHypotheses):
 
         # the running hypotheses: round-robin over the banks, highest first, best first within each
         rank_in_bank: dict[int, int] = {}
-        order = []
+        order: list[tuple] = []  # (rank in its bank, -bank, arrival, candidate)
         for c in candidates:
             if not c.hit:
                 rank = rank_in_bank[c.bank] = rank_in_bank.get(c.bank, -1) + 1

@@ -178,6 +178,7 @@ class BeamHypotheses:
     beams: list
     finished: list[tuple[float, list[int]]]
     done: bool
+    improvable: bool  # HF's is_early_stop_heuristic_unsatisfied
 
     @property
     def live(self) -> list[list[int]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -291,7 +292,8 @@ class StepRunner:
         def step(padded: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
             return self.forward(padded, with_lora, with_logits, group)
 
-        fed, logits = self.graphs.run(rows, (with_lora, with_logits, group), step)
+        output = self.graphs.run(rows, (with_lora, with_logits, group), step)
+        fed, logits = cast("tuple[torch.Tensor, torch.Tensor | None]", output)  # `step`'s, for the padded rows
         n = rows.numel()
         return fed[:n], None if logits is None else logits[:n]
 
@@ -336,6 +338,7 @@ class StepRunner:
         beams = group_rows[0].shape[1] if len(live) == 1 else 1  # the rows' runs of one sentence each
         step_rows = torch.cat([rows.reshape(-1) for rows in group_rows])  # (N,)
         fed, logits = self.run_rows(step_rows, with_lora, with_logits=True, group=beams)  # (N,), (N, V)
+        assert logits is not None  # asked for
         S = sum(rows.shape[0] for rows in group_rows)
         report = self._report_memory(("eager", bucket_for(S), self._parity), bucket_for(S))
         first_row = first_sentence = 0
@@ -383,7 +386,8 @@ class StepRunner:
         sentences = list(group.sentences)
         if group.tables is not None and group.tables_sentences == sentences:
             return group.tables
-        had = {s: i for i, s in enumerate(group.tables_sentences)} if group.tables is not None else {}
+        had: dict[Sentence, int] = ({s: i for i, s in enumerate(group.tables_sentences)}
+                                    if group.tables is not None else {})
         kept = [s for s in sentences if s in had]
         joined = sentences[len(kept):]
         if kept and sentences[: len(kept)] == kept:

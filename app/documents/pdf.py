@@ -460,7 +460,7 @@ class PdfDocument(Document):
         from dragoman.app.documents.pdf_write import write_pdf
 
         han = han_face("".join(r.text for runs in translations for r in runs))
-        by_block = {}
+        by_block: dict[int, list[Run]] = {}  # a block's index -> its share of its chain's translation
         for chain, runs in zip(self.chains, translations):
             by_block.update(zip(chain, _share(runs, [len(self.blocks[i].text) for i in chain])))
         original = pikepdf.open(io.BytesIO(self.data)) if self.bilingual else None

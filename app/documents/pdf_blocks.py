@@ -422,7 +422,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
                 continue
             for items, number in _cells(list(line)):
                 chars = [c for c in items if isinstance(c, LTChar)]
-                pieces = []
+                pieces: list[tuple[str, tuple[bool, bool] | None, int | None]] = []  # (character, style, show)
                 for item in items:
                     if item.get_text() == " " and pieces and pieces[-1][0] == " ":
                         continue  # a space drawn and the one pdfminer adds for its width (justified text): one

@@ -136,7 +136,8 @@ def _visual(line: list[list[Glyph]], rtl: bool) -> list[Glyph]:
     left-to-right words (numbers, Latin names) keeping their own order."""
     if not rtl:
         return [g for unit in line for g in unit]
-    out, ltr = [], []
+    out: list[list[Glyph]] = []
+    ltr: list[list[Glyph]] = []
     for unit in reversed(line):
         if not _is_space(unit) and not is_rtl("".join(g.text for g in unit)):
             ltr.insert(0, unit)

@@ -56,7 +56,9 @@ _NO_LINE_END = set("（「『【〈《〔")
 
 def parse_tags(text: str) -> list[Run]:
     """Cue text as runs whose style is the tuple of open tags."""
-    runs, stack, pos = [], [], 0
+    runs: list[Run] = []
+    stack: list[tuple[str, str]] = []  # the open tags: (name, the tag as written)
+    pos = 0
     for m in _TAG.finditer(text):
         if m.start() > pos:
             runs.append(Run(text[pos : m.start()], tuple(stack)))
@@ -77,7 +79,8 @@ def parse_tags(text: str) -> list[Run]:
 
 
 def render_tags(runs: list[Run]) -> str:
-    out, open_tags = [], []
+    out: list[str] = []
+    open_tags: list[tuple[str, str]] = []
     for run in runs:
         chain = list(run.style or ())
         depth = shared_depth(chain, open_tags)
@@ -277,7 +280,7 @@ def _cue_starts(block: list[str], vtt: bool) -> list[int]:
     """The lines of a block that start a cue: its identifier if it has one, else its timing line."""
     if vtt and block[0].startswith(("NOTE", "STYLE", "REGION", "WEBVTT")):
         return []
-    starts = []
+    starts: list[int] = []
     for k, line in enumerate(block):
         if "-->" in line and _TIMING.search(line):
             previous = starts[-1] if starts else -1

@@ -65,7 +65,7 @@ class Chain:
     def __init__(self, element, outer: Chain | None):
         self.element = element
         self.outer = outer
-        self.depth = outer.depth + 1 if outer else 1
+        self.depth: int = outer.depth + 1 if outer else 1
 
 
 @dataclass(frozen=True, eq=False)

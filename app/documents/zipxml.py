@@ -21,7 +21,7 @@ from lxml import etree
 
 from dragoman.app.documents.safety import DocumentError, SafeZip, serialize_xml
 from dragoman.app.documents.segments import Document, Run, Segment
-from dragoman.app.documents.xmlflow import XmlFlow, local
+from dragoman.app.documents.xmlflow import Chunk, XmlFlow, local
 
 URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -30,8 +30,8 @@ class ZipXmlDocument(Document):
     def __init__(self, archive: SafeZip, parts: list[tuple[str, XmlFlow]], parsed: dict[str, etree._ElementTree] | None = None):
         """`parts` in reading order (a name listed twice is read once); `parsed`: trees already parsed."""
         self.archive = archive
-        self.trees = {}
-        self.chunks = []
+        self.trees: dict[str, etree._ElementTree] = {}
+        self.chunks: list[tuple[XmlFlow, Chunk]] = []  # (its part's flow, one of the flow's chunks)
         for name, flow in parts:
             if name in self.trees:
                 continue
@@ -85,7 +85,7 @@ def in_reading_order(rels: list[tuple[str, str, str]], tree: etree._ElementTree 
     in the presentation's order, sheets in the workbook's), the unused ones after them."""
     if tree is None:
         return rels
-    used = {}
+    used: dict[str, int] = {}  # relationship id -> its first use
     for el in tree.iter("*"):
         for key, value in el.attrib.items():
             if key.endswith("relationships}id"):  # r:id in the transitional or the strict namespace

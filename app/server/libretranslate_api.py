@@ -92,7 +92,8 @@ async def translate(request: Request) -> JSONResponse:
 
     result: dict = {}
     if not any(is_translatable(t) for t in texts):  # nothing to translate: sent back, as LibreTranslate does
-        translations, others = texts, [[] for _ in texts]
+        translations = texts
+        others: list[list[str]] = [[] for _ in texts]
         source, confidence = "eng_Latn", 0.0
     else:
         confidence = 100.0

@@ -214,7 +214,7 @@ def _read_tbx(data: bytes) -> list[Entry]:
     for concept in root.iter():
         if _local(concept) not in ("termEntry", "conceptEntry"):
             continue
-        terms: dict[str, list[str]] = {}
+        terms: dict[str, list[tuple[str, bool]]] = {}  # language -> (term, deprecated)
         for section in concept:
             if _local(section) not in ("langSet", "langSec"):
                 continue

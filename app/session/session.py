@@ -243,7 +243,7 @@ class TranslationSession:
                     on_sentence(i, hit.text)
         missing = list(dict.fromkeys(s for i, s in enumerate(sentences)
                                      if s not in known and s not in found and i != completed))
-        at = {}  # the sentence indices each missing sentence stands for
+        at: dict[str, list[int]] = {}  # the sentence indices each missing sentence stands for
         for i, sentence in enumerate(sentences):
             at.setdefault(sentence, []).append(i)
 

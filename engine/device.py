@@ -118,7 +118,7 @@ def _pack(lists: list[list]) -> tuple[torch.Tensor, list[tuple[int, ...]]]:
     """The ints of `lists` one list after another, as a host int32 tensor, and each list's shape."""
     flat = array.array("i")
     assert flat.itemsize == 4, "array's C int is not 32 bits here"
-    shapes = []
+    shapes: list[tuple[int, ...]] = []
     for data in lists:
         nested = bool(data) and isinstance(data[0], (list, tuple))
         shapes.append((len(data), len(data[0])) if nested else (len(data),))

@@ -266,7 +266,8 @@ class NllbModel:
         self.cross_kv = Linear(
             torch.cat([w[f"{n}.weight"] for n in kv_names]), torch.cat([w[f"{n}.bias"] for n in kv_names])
         )
-        self._cross_projections: tuple[torch.Tensor, ...] | None = None  # (cross_projections)
+        # (cross_projections): W_q, b_q, W_o, b_o
+        self._cross_projections: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         self.heads = config.decoder_heads
         self.head_dim = config.d_model // config.decoder_heads
         self.scale = self.head_dim**-0.5
@@ -278,9 +279,9 @@ class NllbModel:
         if self._cross_projections is None:
             q = [layer.cross_q for layer in self.decoder_layers]
             out = [layer.cross_out for layer in self.decoder_layers]
-            self._cross_projections = tuple(
-                torch.stack([getattr(linear, part) for linear in linears]) for linears in (q, out) for part in ("weight", "bias")
-            )  # W_q, b_q, W_o, b_o
+            w_q, b_q, w_o, b_o = (torch.stack([getattr(linear, part) for linear in linears])
+                                  for linears in (q, out) for part in ("weight", "bias"))
+            self._cross_projections = (w_q, b_q, w_o, b_o)
             for i, (q_i, out_i) in enumerate(zip(q, out)):
                 q_i.weight, q_i.bias, out_i.weight, out_i.bias = (stack[i] for stack in self._cross_projections)
         return self._cross_projections

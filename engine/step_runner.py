@@ -219,6 +219,7 @@ class StepRunner:
         for the step in flight."""
         for s, score in zip(sentences, scores):
             result = s.request.result
+            assert result is not None  # set as the sentence finished
             if s.request.beams == 1 and not s.request.constraints:
                 s.request.hypotheses = [(result, score / (len(result) - len(s.request.prefix)))]
             elif s.request.alternatives == 1:
@@ -239,11 +240,12 @@ class StepRunner:
 
     def group_rows(self, group: Group) -> torch.Tensor:
         """(S, num_beams) row ids of the group, sentence by sentence: the order of its rows in a step."""
-        if group.device_rows is None:
+        rows = group.device_rows
+        if rows is None:
             # From a flat list: with sentences of natural lengths the group changes at nearly every step.
             [flat] = to_device_many([[row for s in group.sentences for row in s.rows]], self.model.device)  # (S * B,)
-            group.device_rows = flat.view(len(group.sentences), -1).long()  # (S * B,) -> (S, B)
-        return group.device_rows
+            rows = group.device_rows = flat.view(len(group.sentences), -1).long()  # (S * B,) -> (S, B)
+        return rows
 
     def forward(
         self, rows: torch.Tensor, with_lora: bool, with_logits: bool, group: int = 1, folded: bool = False

@@ -413,7 +413,9 @@ class Translator:
         """A finished request's Translation: `text`, its decoded result, with the score and the
         other hypotheses the step runner read (a completion's, as typed; those that stray from
         the typed start left out)."""
-        hypotheses = request.hypotheses or [(request.result, None)]
+        assert request.result is not None  # finished
+        hypotheses: list[tuple[list[int], float | None]] = (
+            list(request.hypotheses) if request.hypotheses else [(request.result, None)])
         others = []
         for tokens, score in hypotheses[1:]:
             other = self.tokenizer.decode(tokens)

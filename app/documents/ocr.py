@@ -104,7 +104,7 @@ class TextBlock:
     def outline(self) -> list[tuple[float, float]]:
         """The box's corners in the picture's own pixels (turned with the text where it was read turned)."""
         left, top, right, bottom = self.box
-        corners = [(left, top), (right, top), (right, bottom), (left, bottom)]
+        corners: list[tuple[float, float]] = [(left, top), (right, top), (right, bottom), (left, bottom)]
         return [self.frame.to_picture(x, y) for x, y in corners] if self.frame else corners
 
     def bounds(self) -> tuple[int, int, int, int]:

@@ -416,12 +416,13 @@ class FontLibrary:
         key = (ch, style, serif)
         if key not in self.found:
             self.found[key] = self._find(ch, style, serif)
-        if self.found[key] is None:
+        face = self.found[key]
+        if face is None:
             raise DocumentError(
                 f"no font for the {script_name(ch)} script (U+{ord(ch):04X}) is installed: "
                 f"install a Noto font that covers it (e.g. the fonts-noto packages on Linux)"
             )
-        return self.found[key]
+        return face
 
     def _find(self, ch: str, style: tuple[bool, bool], serif: bool) -> Face | None:
         """The best installed face with a glyph for `ch`, in `style` (and serif) where there is a choice."""

@@ -72,11 +72,14 @@ def _characters(runs: list[Run], fonts: FontLibrary, originals: dict, serif: boo
             if unicodedata.category(ch).startswith("M") and previous and previous.covers(ch):
                 units[-1].append((ch, previous))  # a mark is drawn with its base's face
                 continue
-            # spaces, digits and punctuation in the face of the text around them, where it has them
-            common = previous is not None and not unicodedata.category(ch).startswith("L") and previous.covers(ch)
             original = originals.get(style)
-            face = (previous if common else original if original is not None and original.covers(ch)
-                    else fonts.face_for(ch, style, serif))
+            # spaces, digits and punctuation in the face of the text around them, where it has them
+            if previous is not None and not unicodedata.category(ch).startswith("L") and previous.covers(ch):
+                face = previous
+            elif original is not None and original.covers(ch):
+                face = original
+            else:
+                face = fonts.face_for(ch, style, serif)
             if ch == " " or not units or units[-1][0][0] == " " or index - 1 in breaks:
                 units.append([(ch, face)])
             else:

@@ -109,9 +109,10 @@ def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         pass
-    if declared and _codec(declared) and not _codec(declared).startswith("utf"):
+    codec = _codec(declared) if declared else None
+    if codec and not codec.startswith("utf"):
         try:
-            return _text(data.decode(_codec(declared))), _codec(declared)
+            return _text(data.decode(codec)), codec
         except (UnicodeDecodeError, DocumentError):
             pass
     import charset_normalizer  # only for the files that need it
@@ -129,7 +130,7 @@ def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
     ties = [m for m in ties if _rare_characters(str(m)) == fewest]
     encoding = "cp1252" if any("cp1252" in m.could_be_from_charset for m in ties) else ties[0].encoding
     try:
-        return _text(data.decode(encoding)), _codec(encoding)
+        return _text(data.decode(encoding)), _codec(encoding) or encoding
     except (UnicodeDecodeError, DocumentError):
         raise DocumentError(f"not valid UTF-8 text, nor {encoding_label(encoding)} text: save it as UTF-8 and try "
                             "again") from None

@@ -250,10 +250,10 @@ class GlossaryDialog(QDialog):
         """The rows of the user's glossary with a term in them, as typed (languages: "" = any)."""
         rows = []
         for row in range(self.entries.rowCount()):
-            cells = tuple((self.entries.item(row, c).text() if self.entries.item(row, c) else "").strip()
-                          for c in range(4))
-            if cells[0] or cells[1]:
-                rows.append(cells)
+            source, target, source_lang, target_lang = (
+                (self.entries.item(row, c).text() if self.entries.item(row, c) else "").strip() for c in range(4))
+            if source or target:
+                rows.append((source, target, source_lang, target_lang))
         return rows
 
     # -- OK ------------------------------------------------------------------------------------------------

@@ -126,6 +126,27 @@ class GlossaryStore:
     def __init__(self, folder: Path):
         self.folder = folder
         self._lock = threading.Lock()  # a change reads, then writes, the glossary's files
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Glossaries kept before they had several pairs (`ID.json` naming one pair, `ID.tsv` or
+        `ID.csv`) rewritten as one-dictionary glossaries; one that cannot be read is left as it is."""
+        for meta in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
+            try:
+                fields = read_json_object(meta, ValueError, "")
+                if "dictionaries" in fields or not GLOSSARY_ID.fullmatch(meta.stem):
+                    continue
+                old = next(p for p in (meta.with_suffix(".tsv"), meta.with_suffix(".csv")) if p.is_file())
+                glossary = read_glossary(old)
+                info = GlossaryInfo(meta.stem, fields["name"], fields["creation_time"], [GlossaryDictionary(
+                    str(fields["source_lang"]).lower(), str(fields["target_lang"]).lower(), len(glossary.entries),
+                    glossary)])
+            except (ValueError, TypeError, KeyError, StopIteration, GlossaryError):
+                continue
+            dictionary = info.dictionaries[0]
+            self._entries_path(info.glossary_id, dictionary).write_text(dictionary.entries_tsv(), encoding="utf-8")
+            self._write_meta(info)
+            old.unlink()
 
     def create(self, name: str, dictionaries: list[tuple[str, str, str, str]]) -> GlossaryInfo:
         """A new glossary of (source_lang, target_lang, entries, entries_format) dictionaries;

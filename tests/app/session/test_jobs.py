@@ -10,7 +10,9 @@ from dragoman.app.session.jobs import DocumentJob, JobReport, distinct_jobs, fin
 from dragoman.app.session.session import TranslationSession
 from dragoman.engine.translation_cache import TranslationCache
 
-SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(24)]
+# Many waves of the engine (16 sentences of 2 beams at CPU_ROWS): a stop after the first leaves
+# several undecoded, however fast the machine decodes while the stop is being looked at.
+SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(64)]
 
 
 def translate_document(job, translator, cache, terms=None, **kwargs):
@@ -21,7 +23,7 @@ def translate_document(job, translator, cache, terms=None, **kwargs):
 @pytest.fixture
 def job(tmp_path):
     source = tmp_path / "in.txt"
-    source.write_text("\n\n".join(SENTENCES + SENTENCES[:3]), encoding="utf-8")  # three repeated: 24 distinct
+    source.write_text("\n\n".join(SENTENCES + SENTENCES[:3]), encoding="utf-8")  # three repeated
     return DocumentJob(source, tmp_path / "out.txt", "eng_Latn", "fra_Latn",
                        options={"num_beams": 2, "max_length": 16}, overwrite=True)
 

@@ -216,7 +216,7 @@ class Generator:
                         if scheduler.waiting:  # what waits needs an adapter still being read
                             self.lora.install_staged(timeout=ADAPTER_WAIT)
                         continue  # or nothing is left, or every waiting request failed (an unusable adapter)
-                    launched = runner.launch(scheduler.groups) if plan.step else None
+                    launched = runner.launch(scheduler.stepping()) if plan.step else None
                 except torch.cuda.OutOfMemoryError as e:
                     self._shrink(e)
                     pending = None  # its sentences were requeued
@@ -242,19 +242,18 @@ class Generator:
         return everything
 
     def _admit(self, plan: Plan) -> None:
-        """The plan's admissions, then its preemptions (in the order the scheduler counted blocks)."""
+        """The plan's preemptions, then its admissions: typed text takes the rows and blocks of the
+        document sentences that made way for it."""
         self._finished += [r for r in plan.finished if r.on_done is not None]
-        try:
-            if plan.admit:
-                group = self.scheduler.groups[plan.admit[0].request.group_key]
-                try:
-                    self.runner.admit(plan.admit, plan.alone, group)
-                except torch.cuda.OutOfMemoryError:
-                    self.scheduler.unadmit(plan.admit)
-                    raise
-        finally:
-            for sentence in plan.preempt:
-                self.runner.release(sentence)
+        for sentence in plan.preempt:
+            self.runner.release(sentence)
+        if plan.admit:
+            group = self.scheduler.groups[plan.admit[0].request.group_key]
+            try:
+                self.runner.admit(plan.admit, plan.alone, group)
+            except torch.cuda.OutOfMemoryError:
+                self.scheduler.unadmit(plan.admit)
+                raise
 
     def _acquire_adapter(self, request: Request) -> int | str | None:
         """A reference on the slot of the request's adapter (-1 for the base model); None while it is

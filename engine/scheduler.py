@@ -10,6 +10,12 @@ are admitted only once `admit_share` of the rows is free (or all of them fit), s
 costs an encoder pass, and for greedy a prefix step, that a few sentences use poorly. Typed text
 (priority 0) never waits for that.
 
+Typed text first: typed text that finds no room takes it from the youngest document sentences
+(preempted, as below), and while typed text runs, a step advances its groups alone (`stepping`): the
+documents' sentences sit those steps out with their rows and cache as they are. So a sentence typed
+while a long document decodes comes back at the latency it has alone, and the document goes on
+where it was, but for the few sentences that made way.
+
 Preemption: when the coming step would run out of blocks, the most recently admitted sentence is
 preempted (the runner frees its blocks; the sentence is requeued from its start). The search is
 deterministic, so a restarted sentence ends exactly as it would have.
@@ -84,12 +90,17 @@ class Request:
         return self.width if self.width is not None else self.options.num_beams
 
     @property
+    def typed(self) -> bool:
+        return self.priority == 0
+
+    @property
     def group_key(self):
         """What the sentences whose searches advance as one share: the search options, and for a
-        constrained search that and its width, so that plain sentences keep their search as it is."""
+        constrained search that and its width, so that plain sentences keep their search as it is;
+        typed text in groups of its own, which step without the documents' (`Scheduler.stepping`)."""
         if self.checked_constraints is None:
-            return self.search_options
-        return ("constrained", self.search_options, self.beams)
+            return self.search_options, self.typed
+        return ("constrained", self.search_options, self.beams, self.typed)
 
 
 @dataclass(eq=False)  # compared by identity (as a dict key too)
@@ -115,9 +126,10 @@ class Group:
     """Running sentences that share decoding options (and, `constrained`, a constrained search of
     one width): their searches advance as one."""
 
-    def __init__(self, options: DecodingOptions, constrained: bool = False):
+    def __init__(self, options: DecodingOptions, constrained: bool = False, typed: bool = False):
         self.options = options
         self.constrained = constrained
+        self.typed = typed
         self.sentences: dict[Sentence, None] = {}  # in admission order; removal without a walk
         self.device_rows = None  # the runner's tensor of their rows; dropped whenever they change
         self.scored = 0  # of its sentences, those that want their hypotheses' scores (Request.alternatives)
@@ -138,9 +150,8 @@ class Group:
 
 @dataclass
 class Plan:
-    """What runs next: sentences to admit (the runner encodes and starts them), sentences to
-    preempt (the runner frees what they hold, after the admissions; they wait again), and whether
-    to step the groups."""
+    """What runs next: sentences to preempt (the runner frees what they hold first; they wait again),
+    sentences to admit (the runner encodes and starts them), and whether to step."""
 
     admit: list[Sentence]
     preempt: list[Sentence]
@@ -193,20 +204,27 @@ class Scheduler:
         when none is free now, or why the adapter cannot be used, which ends that request (its
         `error`). `in_flight`: a step is still running whose report has not come back (pipelined)."""
         was_running = bool(self.running)
-        admitted, finished = self._admit(free_self_blocks, free_cross_blocks, acquire_adapter)
+        admitted, finished, made_way = self._admit(free_self_blocks, free_cross_blocks, acquire_adapter)
         # A new sentence feeds all but the last token of its prefix at admission, into blocks taken for all its rows.
         taken = sum(s.request.beams * self.blocks_for(len(s.request.prefix) - 1) for s in admitted)
-        preempt = self._make_room(free_self_blocks - taken, {s: len(s.request.prefix) - 1 for s in admitted})
+        freed = sum(len(s.blocks) for s in made_way)
+        preempt = made_way + self._make_room(free_self_blocks + freed - taken, {s: len(s.request.prefix) - 1 for s in admitted})
         admit = [s for s in admitted if s.live]
         # Sentences at their length limit are done whatever the step in flight finds: another step
         # would only keep the device busy.
-        step = bool(self.running) and (not in_flight or any(s.length < s.request.limit for s in self.running))
+        stepping = [s for group in self.stepping().values() for s in group.sentences]
+        step = bool(stepping) and (not in_flight or any(s.length < s.request.limit for s in stepping))
         return Plan(admit, preempt, step, finished, not was_running)
+
+    def stepping(self) -> dict[object, Group]:
+        """The groups the next step advances: typed text's alone while any runs, else all."""
+        typed = {key: group for key, group in self.groups.items() if group.typed}
+        return typed or self.groups
 
     def _worth_admitting(self) -> bool:
         """Whether waiting sentences should join the running ones: with none running, and for typed
         text, always; documents once `admit_share` of the rows is free, or all that wait fit."""
-        if not self.running or self.waiting[0].priority == 0:
+        if not self.running or self.waiting[0].typed:
             return True
         free = self.max_rows - self.rows_taken
         if free >= self.admit_share * self.max_rows:
@@ -220,12 +238,15 @@ class Scheduler:
 
     def _admit(
         self, free_self: int, free_cross: int, acquire_adapter: Callable[[Request], int | str | None]
-    ) -> tuple[list[Sentence], list[Request]]:
+    ) -> tuple[list[Sentence], list[Request], list[Sentence]]:
+        """The sentences admitted, the requests done without a row, and the document sentences that
+        made way for typed text (`_make_way`)."""
         waiting = self.waiting
         if not waiting or not self._worth_admitting():
-            return [], []
+            return [], [], []
         admitted: list[Sentence] = []
         finished: list[Request] = []
+        made_way: list[Sentence] = []
         rows = self.rows_taken
         free_self -= rows  # one block of headroom per live row
         # Requests whose adapter is not ready keep their place in the queue while those behind them
@@ -245,8 +266,13 @@ class Scheduler:
             beams = request.beams
             cross_blocks = self.blocks_for(len(request.src_ids))
             if admitted or self.running:
-                if rows + beams > self.max_rows or free_self < 2 * beams or free_cross < cross_blocks:
-                    break
+                if not self._fits(request, rows, free_self, free_cross):
+                    if not request.typed or not (victims := self._make_way(request, rows, free_self, free_cross)):
+                        break
+                    made_way += victims
+                    rows -= sum(s.request.beams for s in victims)
+                    free_self += sum(len(s.blocks) + s.request.beams for s in victims)  # their blocks and headroom
+                    free_cross += sum(self.blocks_for(len(s.request.src_ids)) for s in victims)
             elif beams > self.max_rows:
                 raise OutOfBlocks(f"{beams} beams are more than the {self.max_rows} rows a step may have")
             elif cross_blocks > self.cross_blocks or beams > self.self_blocks:
@@ -268,7 +294,35 @@ class Scheduler:
             free_cross -= cross_blocks
         for sentence in admitted:
             self._join(sentence)
-        return admitted, finished
+        if made_way:  # they wait again behind typed text, ahead of the documents queued after them
+            self.running[:] = [s for s in self.running if s.live]
+            typed = sum(1 for _ in itertools.takewhile(lambda r: r.typed, waiting))
+            for sentence in made_way:  # youngest first: each goes ahead of the one before
+                waiting.insert(typed, sentence.request)
+        return admitted, finished, made_way
+
+    def _fits(self, request: Request, rows: int, free_self: int, free_cross: int) -> bool:
+        """Whether `request` can join sentences that take `rows` rows, leaving these free blocks: its
+        rows, two self-attention blocks for each, and its source's cross-attention blocks."""
+        return (rows + request.beams <= self.max_rows and free_self >= 2 * request.beams
+                and free_cross >= self.blocks_for(len(request.src_ids)))
+
+    def _make_way(self, request: Request, rows: int, free_self: int, free_cross: int) -> list[Sentence]:
+        """Typed text that does not fit: the youngest running document sentences leave until it does
+        (the caller requeues them); returns them, or none (and none leaves) if all of them would not do."""
+        victims = []
+        for sentence in sorted((s for s in self.running if not s.request.typed), key=lambda s: s.order, reverse=True):
+            if self._fits(request, rows, free_self, free_cross):
+                break
+            victims.append(sentence)
+            rows -= sentence.request.beams
+            free_self += len(sentence.blocks) + sentence.request.beams
+            free_cross += self.blocks_for(len(sentence.request.src_ids))
+        if not self._fits(request, rows, free_self, free_cross):
+            return []
+        for sentence in victims:
+            self._leave(sentence)
+        return victims
 
     def _join(self, sentence: Sentence) -> None:
         self.running.append(sentence)
@@ -276,7 +330,7 @@ class Scheduler:
         request = sentence.request
         key = request.group_key
         if key not in self.groups:
-            self.groups[key] = Group(request.search_options, request.checked_constraints is not None)
+            self.groups[key] = Group(request.search_options, request.checked_constraints is not None, request.typed)
         self.groups[key].add(sentence)
 
     def _leave(self, sentence: Sentence) -> None:

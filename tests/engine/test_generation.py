@@ -177,6 +177,37 @@ def test_typed_text_joins_a_running_document_at_once(translator, monkeypatch):
     assert len(typed[0].result) == 6 and all(len(r.result) == 20 - i for i, r in enumerate(document))
 
 
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_typed_text_steps_alone_while_the_document_waits(translator, monkeypatch, pipelined):
+    """While typed text runs, each step advances it alone (so it decodes at the latency it has with
+    nothing else running); the document's sentences sit those steps out and go on where they were.
+    Every result is the one it gets alone."""
+    generator, tok = translator.generator, translator.tokenizer
+    monkeypatch.setattr(generator, "pipelined", pipelined)
+    monkeypatch.setattr(generator, "max_rows", 20)  # the document's 16 rows and the typed sentence's 4
+    options = DecodingOptions(num_beams=4, min_new_tokens=10, max_new_tokens=10)
+
+    def requests(texts, priority):
+        return [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options, priority)
+                for text in texts]
+
+    document, typed = requests(TEXTS[:4], 1), requests(TEXTS[-1:], 0)
+    portions = [[], [], typed]  # arrives a few steps in
+    steps = []
+    launch = generator.runner.launch
+    monkeypatch.setattr(generator.runner, "launch", lambda groups: steps.append(launch(groups)) or steps[-1])
+    generator.run(document, feed=lambda idle: portions.pop(0) if portions else None)
+    ran = [[x.request for x in step.sentences] for step in steps]
+    first = next(i for i, sentences in enumerate(ran) if typed[0] in sentences)
+    last = max(i for i, sentences in enumerate(ran) if typed[0] in sentences)
+    assert all(sentences == typed for sentences in ran[first : last + 1])
+    assert last - first + 1 == 9  # 10 new tokens: the language code (its prefix), then a step each
+    assert set(ran[first - 1]) == set(ran[last + 1]) == set(document)  # the document before and after, all of it
+    alone = requests(TEXTS[:4], 1) + requests(TEXTS[-1:], 0)
+    generator.run(alone)
+    assert [r.result for r in document + typed] == [r.result for r in alone]
+
+
 @pytest.mark.parametrize("beams", [1, 4])
 def test_no_step_runs_once_every_sentence_is_at_its_length_limit(translator, monkeypatch, beams):
     """Pipelined (as on the GPU), a sentence whose hypotheses reach max_length is done whatever the step

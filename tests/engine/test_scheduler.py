@@ -117,6 +117,35 @@ def test_typed_text_never_waits_for_the_share():
     assert admitted(s.schedule(1000, 1000, BASE)) == [typed]  # one row free: the typed sentence takes it
 
 
+def test_typed_text_without_room_takes_it_from_the_youngest_document_sentences_and_steps_alone():
+    s = scheduler(max_rows=8)
+    a, b, c, d, waiting = queued(s, request(2), request(2), request(2), request(2), request(2))
+    s.schedule(1000, 1000, BASE)
+    for sentence in s.running:  # as the runner leaves them: a block for each row
+        sentence.blocks = [0, 1]
+    typed = request(4, priority=0)
+    s.add(typed)
+    plan = s.schedule(1000, 1000, BASE)
+    assert admitted(plan) == [typed] and [p.request for p in plan.preempt] == [d, c]  # the youngest two
+    assert list(s.waiting) == [c, d, waiting]  # ahead of the documents queued after them, as admitted
+    assert [x.request for x in s.running] == [a, b, typed] and s.rows_taken == 8
+    stepping = s.stepping()
+    assert [[x.request for x in g.sentences] for g in stepping.values()] == [[typed]]  # the documents sit out
+    s.update([x for x in s.running if x.request is typed])
+    assert [[x.request for x in g.sentences] for g in s.stepping().values()] == [[a, b]]  # and go on
+
+
+def test_typed_text_takes_no_room_when_all_the_documents_would_not_make_it():
+    s = scheduler(max_rows=8, cross_blocks=4)
+    a, b = queued(s, request(4, source=16), request(4, source=16))  # a cross block each
+    s.schedule(1000, 4, BASE)
+    typed = request(4, priority=0, source=100)  # 7 cross blocks: more than the cache has free with a and b gone
+    s.add(typed)
+    plan = s.schedule(1000, 2, BASE)
+    assert not plan.admit and not plan.preempt and [x.request for x in s.running] == [a, b]
+    assert list(s.waiting) == [typed]
+
+
 def test_the_youngest_sentence_is_preempted_when_the_step_needs_more_blocks():
     s = scheduler(max_rows=64)
     a, b, c = queued(s, request(4), request(4), request(4))

@@ -3,8 +3,10 @@
 Starts `dragoman serve`'s app on 127.0.0.1 (a free port) with the checkpoint, then sends the same
 sentences through the LibreTranslate API from 1 client and from `--clients` clients at once, each
 request one sentence. Prints JSON: sentences/s for both, and the engine calls each needed (fewer
-calls than requests: concurrent requests shared batches). The translation memory and cache are
-in a temporary DRAGOMAN_HOME, and each run translates distinct sentences, so nothing is reused.
+calls than requests: concurrent requests shared batches), and the latency of a sentence typed in
+the window (bench.typed_latency's, submitted to the same engine as the window does) alone and while
+the clients' run goes on. The translation memory and cache are in a temporary DRAGOMAN_HOME, and
+each run translates distinct sentences, so nothing is reused.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ import argparse
 import json
 import os
 import random
+import statistics
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import requests
+
+from bench.typed_latency import typed_ms
 
 
 def sentences(count: int, seed: int) -> list[str]:
@@ -45,12 +50,33 @@ def measure(url: str, texts: list[str], clients: int) -> float:
     return len(texts) / (time.perf_counter() - start)
 
 
+def typed_beside(url: str, translator, typed, args) -> dict:
+    """The typed sentence's median latency while `--clients` clients send `--sentences` more, and
+    whether they were still sending when the last typed sentence came back (else it measured nothing)."""
+    clients_done = threading.Event()
+    found: dict = {}
+
+    def typist() -> None:
+        time.sleep(0.5)  # the clients' requests are in the engine's batches by now
+        found["ms"] = round(statistics.median(typed_ms(translator, typed, args.typed)), 1)
+        found["clients_still_sending"] = not clients_done.is_set()
+
+    thread = threading.Thread(target=typist)
+    thread.start()
+    measure(url, sentences(args.sentences, seed=3), args.clients)
+    clients_done.set()
+    thread.join()
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--sentences", type=int, default=256, help="sentences sent in each run")
+    parser.add_argument("--new-tokens", type=int, default=40, help="tokens each translation is forced to (0: not forced)")
+    parser.add_argument("--typed", type=int, default=5, help="typed sentences timed alone and beside the clients (median)")
     args = parser.parse_args()
     os.environ["DRAGOMAN_HOME"] = tempfile.mkdtemp(prefix="dragoman-bench-")
 
@@ -59,7 +85,11 @@ def main() -> None:
     from dragoman.app.server import Server, listening_socket, uvicorn_config
     from dragoman.engine import Translator
 
-    server = Server(lambda: Translator(args.checkpoint, device=args.device))
+    translator = Translator(args.checkpoint, device=args.device)
+    typed = translator.default_options(num_beams=4, min_new_tokens=32, max_new_tokens=32)
+    # Forced lengths, so that random weights do the work of real ones (DESIGN.md's document workload).
+    forced = {"min_new_tokens": args.new_tokens, "max_new_tokens": args.new_tokens} if args.new_tokens else None
+    server = Server(lambda: translator, overrides=forced)
     server.start()
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
@@ -69,14 +99,16 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}/"
     try:
         measure(url, sentences(8, seed=0), 1)  # warm-up: kernels, graphs, connections
-        results = {}
+        typed_ms(translator, typed, 2)  # and the typed sentence's
+        results: dict = {"typed_alone_ms": round(statistics.median(typed_ms(translator, typed, args.typed)), 1)}
         for name, clients, seed in (("one_client", 1, 1), ("many_clients", args.clients, 2)):
             calls = server.worker.batches
             rate = measure(url, sentences(args.sentences, seed), clients)
             results[name] = {"clients": clients, "sentences_per_s": round(rate, 2),
                              "engine_calls": server.worker.batches - calls}
         results["speedup"] = round(results["many_clients"]["sentences_per_s"] / results["one_client"]["sentences_per_s"], 2)
-        print(json.dumps({"device": args.device, "sentences": args.sentences, **results}))
+        results["typed_beside_clients"] = typed_beside(url, translator, typed, args)
+        print(json.dumps({"device": args.device, "sentences": args.sentences, "new_tokens": args.new_tokens, **results}))
     finally:
         http.should_exit = True
         thread.join()

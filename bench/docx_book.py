@@ -1,0 +1,179 @@
+"""A Word book through `dragoman translate`'s path against the engine alone on its sentences:
+`python -m bench.docx_book --checkpoint DIR [--pages 300] [--device cuda] [--beams 4]`.
+
+Writes an N-page .docx with python-docx (a test dependency), the same every run: each page a
+heading and paragraphs of 2-4 sentences (~30 sentences a page); a third of the paragraphs have a
+bold, an italic or a linked run, a third of the sentences a number, a year or a price, one in
+twenty a URL, and every tenth page a small table. Then, after a warm-up on a two-page book, in one
+process and on one engine, times:
+- the .docx through `TranslationSession.translate_document`, as `dragoman translate book.docx`
+  (reading, splitting, protected spans and formatting marks forced in the decoder, the engine,
+  writing), with the default protection and with `--no-protect`'s;
+- the same paragraphs as a .txt, one a line, through the same path;
+- `Generator.run` over the book's sentences, tokenized beforehand: the engine alone;
+- the .docx with the model replaced by the identity: what reading and writing cost.
+Every translation is forced to --new-tokens tokens (DESIGN.md's document workload). Prints one
+JSON object: sentences/s of each path and its share of the engine's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from bench import add_out_argument
+
+WORDS = ("the river town market bridge museum morning evening light street house garden people "
+         "walk old new small green long quiet visitors history century square church window road "
+         "follow reach open close show find keep leave return build remember cross north south").split()
+
+
+def sentence(rng: random.Random) -> str:
+    """10-25 words, a third with a number, a year or a price, one in twenty with a URL."""
+    words = [rng.choice(WORDS) for _ in range(rng.randint(10, 25))]
+    kind = rng.random()
+    if kind < 0.05:
+        words.insert(rng.randrange(1, len(words)), f"https://example.org/walks/{rng.randint(1, 999)}")
+    elif kind < 0.38:
+        figure = rng.choice([str(rng.randint(2, 9999)), str(rng.randint(1800, 2030)),
+                             f"${rng.randint(1, 500)}.{rng.randint(0, 99):02d}", f"{rng.randint(1, 99)}%"])
+        words.insert(rng.randrange(1, len(words)), figure)
+    return " ".join(words).capitalize() + "."
+
+
+def add_link(paragraph, text: str, url: str) -> None:
+    """A hyperlink run (python-docx has no call for one)."""
+    from docx.opc.constants import RELATIONSHIP_TYPE
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    link = OxmlElement("w:hyperlink")
+    link.set(qn("r:id"), paragraph.part.relate_to(url, RELATIONSHIP_TYPE.HYPERLINK, is_external=True))
+    run = OxmlElement("w:r")
+    text_element = OxmlElement("w:t")
+    text_element.text = text
+    run.append(text_element)
+    link.append(run)
+    paragraph._p.append(link)
+
+
+def make_book(path: Path, pages: int, seed: int = 0) -> list[list[str]]:
+    """Write the book; its paragraphs' sentences, in order (headings and table cells included)."""
+    import docx
+
+    rng = random.Random(seed)
+    document = docx.Document()
+    paragraphs: list[list[str]] = []
+    for page in range(1, pages + 1):
+        heading = f"Chapter {page}: " + sentence(rng).split(" ", 3)[-1][:40].rstrip(" .")
+        document.add_heading(heading, level=1)
+        paragraphs.append([heading])
+        for _ in range(9):
+            texts = [sentence(rng) for _ in range(rng.randint(2, 4))]
+            paragraphs.append(texts)
+            paragraph = document.add_paragraph()
+            style = rng.random()
+            if style < 1 / 3:  # one sentence's middle words bold, italic or linked
+                at = rng.randrange(len(texts))
+                words = texts[at].split(" ")
+                start = rng.randrange(1, len(words) - 2)
+                before = " ".join(texts[:at] + [" ".join(words[:start])]) + " "
+                marked = " ".join(words[start : start + 2])
+                after = " " + " ".join([" ".join(words[start + 2 :])] + texts[at + 1 :])
+                paragraph.add_run(before)
+                if style < 1 / 9:
+                    add_link(paragraph, marked, f"https://example.org/{page}")
+                else:
+                    run = paragraph.add_run(marked)
+                    run.bold, run.italic = style < 2 / 9, style >= 2 / 9
+                paragraph.add_run(after)
+            else:
+                paragraph.add_run(" ".join(texts))
+        if page % 10 == 0:
+            table = document.add_table(rows=3, cols=3)
+            for row in table.rows:
+                for cell in row.cells:
+                    text = sentence(rng)
+                    cell.text = text
+                    paragraphs.append([text])
+        document.add_page_break()
+    document.save(str(path))
+    return paragraphs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.docx_book", description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path, required=True, help="NLLB checkpoint folder")
+    parser.add_argument("--pages", type=int, default=300)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--beams", type=int, default=4)
+    parser.add_argument("--new-tokens", type=int, default=40, help="tokens each translation is forced to")
+    add_out_argument(parser)
+    args = parser.parse_args()
+
+    import torch
+
+    from bench import emit
+    from dragoman.app.documents import translate_document
+    from dragoman.app.session.jobs import DocumentJob
+    from dragoman.app.session.session import TranslationSession
+    from dragoman.app.session.terms import Terms
+    from dragoman.engine import Translator
+    from dragoman.engine.generator import Request
+
+    translator = Translator(args.checkpoint, device=args.device)
+    options = {"num_beams": args.beams, "min_new_tokens": args.new_tokens, "max_new_tokens": args.new_tokens}
+
+    def synchronized(path) -> float:
+        """Seconds `path()` takes, the device's work included."""
+        start = time.perf_counter()
+        path()
+        if translator.device.type == "cuda":
+            torch.cuda.synchronize(translator.device)
+        return time.perf_counter() - start
+
+    with tempfile.TemporaryDirectory(prefix="dragoman-docx-book-") as folder:
+        work = Path(folder)
+
+        def translate(book: Path, protect: bool = True) -> float:
+            job = DocumentJob(book, work / f"{book.stem}.fra_Latn{book.suffix}", "eng_Latn", "fra_Latn", options,
+                              overwrite=True)
+            return synchronized(lambda: TranslationSession(translator, terms=Terms(protect=protect)).translate_document(job))
+
+        warm_up = work / "warm-up.docx"
+        make_book(warm_up, 2, seed=1)
+        translate(warm_up)
+        book = work / "book.docx"
+        paragraphs = make_book(book, args.pages)
+        text = work / "book.txt"
+        text.write_text("\n".join(" ".join(p) for p in paragraphs) + "\n", encoding="utf-8")
+        sentences = list(dict.fromkeys(s for p in paragraphs for s in p))
+        prefix = translator.tokenizer.decoder_prefix("fra_Latn")
+        engine_options = translator.default_options(**options)
+        requests = [translator.tokenizer.encode_source(s, "eng_Latn") for s in sentences]
+        translator.generator.run([Request(source, prefix, engine_options) for source in requests[:256]])  # warm
+        seconds = {
+            "docx": translate(book),
+            "docx_no_protect": translate(book, protect=False),
+            "txt": translate(text),
+            "engine": synchronized(lambda: translator.generator.run([Request(s, prefix, engine_options) for s in requests])),
+        }
+        start = time.perf_counter()
+        translate_document(book, work / "book.identity.docx", lambda texts: texts, overwrite=True)
+        layout_seconds = time.perf_counter() - start
+    out: dict = {"pages": args.pages, "paragraphs": len(paragraphs), "sentences": len(sentences),
+                 "device": translator.describe(), "beams": args.beams, "new_tokens": args.new_tokens,
+                 "reading_and_writing_docx_s": layout_seconds}
+    for path, taken in seconds.items():
+        out[f"{path}_s"] = taken
+        out[f"{path}_sent_per_s"] = len(sentences) / taken
+        out[f"{path}_share_of_engine"] = seconds["engine"] / taken
+    emit(out, f"docx_book_{args.pages}", translator.device, args.out)
+    translator.teardown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One device call: the app's paths on the GPU, each beside the engine alone in the same run, on
+# bench.checkpoint's random 600M checkpoint: `dragoman translate` of one line from launch, first on
+# the machine (kernels compiled) then warm (startup); a typed sentence while a document runs
+# (bench.typed_latency); a .docx book through `dragoman translate`'s path (bench.docx_book); the
+# local server under 64 clients with a typed sentence beside them (bench.server); a .txt book
+# through the translation session against Generator.run (bench.documents). Logs and JSON under
+# $OUT. Needs python-docx and the server's packages on PYTHONPATH (starlette, uvicorn,
+# python-multipart, platformdirs), carried as wheels: docs/performance.md says how.
+set -u
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
+OUT=${OUT:-/tmp/out}
+CK=${CK:-/tmp/ck600}
+DEVICE=${DEVICE:-cuda}  # cpu: a dry run of the script, with PAGES and SENTENCES small
+PAGES=${PAGES:-300}  # of the .docx book
+SENTENCES=${SENTENCES:-512}  # the server's, from each number of clients
+BUDGET=${BUDGET:-560}  # seconds this script may take: a step that could not finish in what is left is skipped
+STEPS=${STEPS:-"startup typed docx server documents"}
+mkdir -p "$OUT"
+[ -f "$CK/config.json" ] || python3 -m bench.checkpoint --size 600M "$CK" > /dev/null
+step() {  # name, seconds it may take, command...
+  local name=$1 limit=$2; shift 2
+  case " $STEPS " in *" $name "*) ;; *) return ;; esac
+  [ $((BUDGET - SECONDS)) -gt 30 ] || { echo "== $name skipped: $((BUDGET - SECONDS)) s left"; return; }
+  [ $((BUDGET - SECONDS)) -gt "$limit" ] || limit=$((BUDGET - SECONDS))
+  local start=$SECONDS
+  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  echo "== $name ($((SECONDS - start)) s, rc $?)"
+  tail -c 1500 "$OUT/$name.log"
+  echo
+}
+startup() {  # first launch on the machine (its kernels compiled), then warm twice
+  local run
+  for run in first warm warm; do
+    TIMEFORMAT="$run launch to translation: %R s"
+    time (echo "The quick brown fox jumps over the lazy dog." | DRAGOMAN_HOME=$(mktemp -d) \
+      python3 -m dragoman.app.cli translate --from eng_Latn --to fra_Latn --model "$CK" --device "$DEVICE" --max-length 48 > /dev/null)
+  done
+}
+export CK DEVICE
+export -f startup
+step startup 200 bash -c startup
+step typed 150 python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
+step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --out "$OUT"
+step server 150 python3 -m bench.server --checkpoint "$CK" --device "$DEVICE" --clients 64 --sentences "$SENTENCES"
+step documents 150 python3 -m bench.documents --checkpoint "$CK" --device "$DEVICE" --beams 4 --out "$OUT"

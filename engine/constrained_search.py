@@ -20,28 +20,32 @@ holds this to step by step) with its state in tensors:
   is a candidate. Finished hypotheses sit in `fin_*` at `rows[i]`, the i-th best (engine/rows.py).
 
 `constrained_step` has `batched_search.beam_step`'s contract and one more argument, the tables.
-Each step: the processed log-probs of every row (a full float32 (S * W, V) copy: these groups are
-a minority, and their search is not one kernel), the tokens after which the constraints no longer
-fit banned, the candidates (the top 2W over a sentence's rows, then every row's best token and
-its constraints' next tokens), finished hypotheses among the complete candidates, and the running
-ones picked round-robin over the banks, highest first. No host syncs, except where the score
-processors need whole histories (repetition penalty, n-gram bans, forced `</s>`), as in
+Each step: every row's scores where they can count (its best log-probs beside its constraint
+tokens', from one read of the logits by `kernels.logsoftmax_topk`: only the constraint tokens and
+`</s>` are scored otherwise than plain beam search scores them, so no full-vocabulary copy is
+made), the tokens after which the constraints no longer fit banned, the candidates (the top 2W
+over a sentence's rows, then every row's best token and its constraints' next tokens), finished
+hypotheses among the complete candidates, and the running ones picked round-robin over the
+banks, highest first. No host syncs, except where the score processors need whole histories
+(repetition penalty, n-gram bans, forced `</s>`; those steps process full float32 scores), as in
 batched_search; tables built when a group changes are queued through pinned memory
-(`device.to_device`), without waiting. A step of one small constrained group alone is captured
-whole in a CUDA graph (engine/step_runner.py); otherwise the search runs after the decoder's graph.
+(`device.to_device`), without waiting. A step of a constrained group alone is captured whole in
+a CUDA graph (engine/step_runner.py); beside other groups its search runs after the decoder's graph.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from dragoman import kernels
 from dragoman.engine.batched_search import _eos_from, _histories, _length_penalties
-from dragoman.engine.constraints import GAP, Constraints
-from dragoman.engine.decoding import BLOCKED, MAX_LENGTH, NEG_INF, DecodingOptions, bans_only_eos, process_scores
+from dragoman.engine.constraints import GAP, Constraints, search_scores
+from dragoman.engine.decoding import BLOCKED, MAX_LENGTH, NEG_INF, DecodingOptions, bans_only_eos
 from dragoman.engine.device import to_device
 from dragoman.engine.rows import DecoderRows
 
@@ -166,6 +170,42 @@ def _after(tables: ConstraintTables, met: torch.Tensor, tokens: torch.Tensor) ->
     return torch.where(met >= lengths, lengths, moved)
 
 
+
+def _log_probs(
+    state: DecoderRows,
+    rows: torch.Tensor,
+    logits: torch.Tensor,
+    options: DecodingOptions,
+    eos_id: int,
+    lengths: list[int] | None,
+    cur_len: torch.Tensor,
+    own_tokens: torch.Tensor,
+    k: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The log-probabilities `constraints.search_scores` makes of the rows' logits (N, V): each row's
+    k best (N, k), descending, with their tokens (N, k), and those of `own_tokens` (N, J). Where the
+    options do no more than ban `</s>`, from one read of the logits (kernels.logsoftmax_topk) and no
+    float32 copy of them; NaN and +inf count as -inf there, as in beam search."""
+    W = rows.shape[1]
+    k = min(k, logits.shape[1])
+    if not bans_only_eos(options):
+        log_probs = search_scores(logits, _histories(state, rows, lengths), options, eos_id)  # (N, V)
+        log_probs = log_probs.nan_to_num_(nan=NEG_INF, posinf=NEG_INF, neginf=NEG_INF)
+        values, tokens = log_probs.topk(k, dim=-1)
+        return values, tokens, log_probs.gather(1, own_tokens)
+    banned = (cur_len < _eos_from(options)).repeat_interleave(W)[:, None]  # (N, 1)
+    greedy = options.num_beams == 1
+    if greedy:  # greedy search normalises the processed logits: `</s>` banned first (the step's own buffer)
+        logits[:, eos_id] = logits[:, eos_id].masked_fill(banned[:, 0], NEG_INF)
+    values, tokens, lse = kernels.logsoftmax_topk(logits, k)  # (N, k), (N, k), (N,)
+    own = logits.gather(1, own_tokens).float()  # (N, J)
+    own = torch.where((own > NEG_INF) & (own < math.inf), own - lse[:, None], NEG_INF)
+    if not greedy:  # beam search processes the log-probabilities
+        values = values.masked_fill((tokens == eos_id) & banned, NEG_INF)
+        own = own.masked_fill((own_tokens == eos_id) & banned, NEG_INF)
+    return values, tokens, own
+
+
 def constrained_step(
     state: DecoderRows,
     rows: torch.Tensor,
@@ -192,23 +232,6 @@ def constrained_step(
     early_code = 1 if early is True else 2 if early == "never" and lp > 0.0 else 0
     C = tables.lengths.shape[1]
 
-    # The processed log-probs, as `constraints.search_scores`: beam search processes
-    # log-probabilities, greedy raw logits (normalised afterwards, so that banks compare).
-    def processed(x: torch.Tensor) -> torch.Tensor:
-        if bans_only_eos(options):
-            banned = (cur_len < _eos_from(options)).repeat_interleave(W)  # (N,)
-            x[:, eos_id] = x[:, eos_id].masked_fill(banned, NEG_INF)
-            return x
-        return process_scores(x, _histories(state, rows, lengths), options, eos_id)
-
-    if greedy:
-        log_probs = F.log_softmax(processed(logits.to(torch.float32, copy=True)), dim=-1)
-    else:
-        log_probs = processed(F.log_softmax(logits.float(), dim=-1))
-    # A row without a number (NaN, inf) has no candidates: its sentence ends.
-    log_probs = log_probs.nan_to_num_(nan=NEG_INF, posinf=NEG_INF, neginf=NEG_INF)
-    scores = log_probs.add_(state.score[flat][:, None])  # (N, V), in place: these are the largest tensors here
-
     # Tokens after which the constraints no longer fit (`ConstrainedBeamSearch._allowed`).
     met = state.met[flat, :C].long()  # (N, C)
     row_lengths = tables.lengths.repeat_interleave(W, dim=0)  # (N, C)
@@ -216,22 +239,38 @@ def constrained_step(
     room = (last_free - (cur_len + 1)).clamp(min=0).repeat_interleave(W)  # (N,)
     reset = _per_met(tables, tables.resets, met.view(S, W, C))  # after a token of no constraint
     need = _needed(tables, reset).view(S * W)  # (N,)
-    for end in {eos_id, options.forced_eos_id} - {None}:
-        scores[:, end] = scores[:, end].masked_fill(need > 0, NEG_INF)
     restricted = need > room  # (N,): only constraint tokens that keep them fitting
     own_tokens = tables.tokens.repeat_interleave(W, dim=0)  # (N, J)
     J = own_tokens.shape[1]
     after_token = _after(tables, met.view(S, W, 1, C).expand(S, W, J, C).reshape(S, W * J, C),
                          tables.tokens.repeat(1, W))  # (S, W * J, C)
     keep = _needed(tables, after_token).view(S * W, J) <= room[:, None]  # (N, J)
-    kept = scores.gather(1, own_tokens)  # (N, J)
-    scores.masked_fill_(restricted[:, None], NEG_INF)
-    scores.scatter_(1, own_tokens, torch.where(restricted[:, None] & ~keep, NEG_INF, kept))
+
+    # Each row's scores as `ConstrainedBeamSearch` ranks them (`constraints.search_scores` plus the
+    # hypothesis's score, `</s>` banned while constraints are unmet, a restricted row's tokens all
+    # banned but its kept constraint tokens), held only where they count: the row's best tokens
+    # and its constraint tokens. Only the constraint tokens' scores differ from the log-probs'.
+    per_row = min(2 * W, V)
+    # Enough of the best log-probs that `per_row` remain once the constraint tokens and `</s>` are taken out.
+    top_values, top_tokens, own_values = _log_probs(state, rows, logits, options, eos_id, lengths, cur_len,
+                                                    own_tokens, per_row + J + 2)
+    hypothesis = state.score[flat][:, None]  # (N, 1)
+    top_values, own_values = top_values + hypothesis, own_values + hypothesis
+    for end in {eos_id, options.forced_eos_id} - {None}:
+        top_values.masked_fill_((top_tokens == end) & (need > 0)[:, None], NEG_INF)
+        own_values.masked_fill_((own_tokens == end) & (need > 0)[:, None], NEG_INF)
+    own_values.masked_fill_(restricted[:, None] & ~keep, NEG_INF)
+    # The tables pad a sentence's tokens with repeats of its first: each token counts once.
+    earlier = torch.ones(J, J, dtype=torch.bool, device=device).tril(-1)  # [j, i]: i < j
+    own_values.masked_fill_(((own_tokens[:, :, None] == own_tokens[:, None, :]) & earlier).any(-1), NEG_INF)
+    is_own = (top_tokens[:, :, None] == own_tokens[:, None, :]).any(-1)  # (N, K): scored in own_values
+    top_values.masked_fill_(is_own | restricted[:, None], NEG_INF)
+    ranked, order = torch.cat([top_values, own_values], dim=1).sort(dim=-1, descending=True, stable=True)
+    top_values = ranked[:, :per_row].contiguous()  # (N, per_row), best first
+    top_tokens = torch.cat([top_tokens, own_tokens], dim=1).gather(1, order[:, :per_row])
 
     # Candidates: the top 2W over the sentence's rows, in the order of a stable sort by score...
     k = 2 * W
-    per_row = min(k, V)
-    top_values, top_tokens = scores.topk(per_row, dim=-1)  # (N, per_row)
     pool_values, order = top_values.view(S, W * per_row).sort(dim=-1, descending=True, stable=True)
     pool_values, order = pool_values[:, :k], order[:, :k]  # (S, k)
     pool_beams = order // per_row
@@ -240,8 +279,11 @@ def constrained_step(
     # those already there.
     next_tokens = tables.sequences.repeat_interleave(W, dim=0).gather(
         2, met.clamp(0, tables.sequences.shape[2] - 1)[:, :, None])[:, :, 0]  # (N, C)
+    next_at = (own_tokens[:, None, :] == next_tokens[:, :, None]).int().argmax(-1)  # (N, C): its own_values column
     extra = torch.cat([top_tokens[:, :1], torch.where(met < row_lengths, next_tokens, -1)], dim=1)  # (N, E), -1: none
-    extra = torch.where(extra < 0, V, extra).sort(dim=-1).values  # (N, E) ascending, none (V) last
+    extra_values = torch.cat([top_values[:, :1], own_values.gather(1, next_at)], dim=1)  # (N, E)
+    extra, by_token = torch.where(extra < 0, V, extra).sort(dim=-1)  # (N, E) ascending, none (V) last
+    extra_values = extra_values.gather(1, by_token)
     E = extra.shape[1]
     repeat = torch.cat([torch.zeros_like(extra[:, :1], dtype=torch.bool), extra[:, 1:] == extra[:, :-1]], dim=1)
     extra_beams = torch.arange(W, device=device).repeat_interleave(E).expand(S, W * E)  # (S, W * E)
@@ -249,8 +291,7 @@ def constrained_step(
     same_token = extra[:, :, None] == pool_tokens[:, None, :]  # (S, W * E, k)
     in_pool = (same_token & (extra_beams[:, :, None] == pool_beams[:, None, :])).any(-1)
     absent = (extra == V) | repeat.view(S, W * E) | in_pool
-    extra_values = scores.gather(1, extra.clamp(max=V - 1).view(S * W, E)).view(S, W * E)
-    extra_values = extra_values.masked_fill(absent, NEG_INF)
+    extra_values = extra_values.view(S, W * E).masked_fill(absent, NEG_INF)
     values, order = torch.cat([pool_values, extra_values], dim=1).sort(dim=-1, descending=True, stable=True)  # (S, M)
     beams = torch.cat([pool_beams, extra_beams], dim=1).gather(1, order)
     tokens = torch.cat([pool_tokens, extra.clamp(max=V - 1)], dim=1).gather(1, order)

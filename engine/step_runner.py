@@ -39,10 +39,10 @@ from dragoman.engine.rows import DecoderRows
 from dragoman.engine.scheduler import Group, Sentence
 
 
-# A constrained search's step works on float32 copies of all its rows' scores: in a graph, those
-# would stay held in the graphs' memory pool. Few rows (typed text) gain most from a graph, the
-# search's launches being the step's cost there; a document's batch runs its search eagerly.
-GRAPHED_CONSTRAINED_ROWS = 64
+# A constrained search's step launches a few hundred small ops, more host time than a document
+# step's decoder takes on a GPU: a constrained group alone in a step is one graph up to this many
+# rows (its tensors are small: no full-vocabulary copies). bench.constraints measures other limits.
+GRAPHED_CONSTRAINED_ROWS = 4096
 
 
 @dataclass

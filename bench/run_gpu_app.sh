@@ -37,10 +37,14 @@ startup() {  # first launch on the machine (its kernels compiled), then warm twi
     time (echo "The quick brown fox jumps over the lazy dog." | DRAGOMAN_HOME=$(mktemp -d) \
       python3 -m dragoman.app.cli translate --from eng_Latn --to fra_Latn --model "$CK" --device "$DEVICE" --max-length 48 > /dev/null)
   done
+  # Where a warm launch's seconds go: cProfile's cumulative times (waits on the device included).
+  echo "The quick brown fox jumps over the lazy dog." | DRAGOMAN_HOME=$(mktemp -d) python3 -m cProfile -o /tmp/startup.prof \
+    -m dragoman.app.cli translate --from eng_Latn --to fra_Latn --model "$CK" --device "$DEVICE" --max-length 48 > /dev/null
+  python3 -c "import pstats; pstats.Stats('/tmp/startup.prof').sort_stats('cumulative').print_stats(45)" | cut -c1-150 | tail -n 52
 }
 export CK DEVICE
 export -f startup
-step startup 200 bash -c startup
+step startup 240 bash -c startup
 step typed 150 python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
 step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --out "$OUT"
 step server 150 python3 -m bench.server --checkpoint "$CK" --device "$DEVICE" --clients 64 --sentences "$SENTENCES"

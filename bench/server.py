@@ -5,8 +5,9 @@ sentences through the LibreTranslate API from 1 client and from `--clients` clie
 request one sentence. Prints JSON: sentences/s for both, and the engine calls each needed (fewer
 calls than requests: concurrent requests shared batches), and the latency of a sentence typed in
 the window (bench.typed_latency's, submitted to the same engine as the window does) alone and while
-the clients' run goes on. The translation memory and cache are in a temporary DRAGOMAN_HOME, and
-each run translates distinct sentences, so nothing is reused.
+the clients' run goes on. The clients run in a process of their own, as users' tools do, so that
+their threads do not share the server's interpreter. The translation memory and cache are in a
+temporary DRAGOMAN_HOME, and each run translates distinct sentences, so nothing is reused.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import dragoman  # noqa: F401  (before anything that might import transformers: 
 
 import argparse
 import json
+import multiprocessing
+import multiprocessing.pool
 import os
 import random
 import statistics
@@ -50,22 +53,22 @@ def measure(url: str, texts: list[str], clients: int) -> float:
     return len(texts) / (time.perf_counter() - start)
 
 
-def typed_beside(url: str, translator, typed, args) -> dict:
+def clients_process() -> multiprocessing.pool.Pool:
+    """A process for the clients (spawned: it shares nothing with the server's)."""
+    return multiprocessing.get_context("spawn").Pool(1)
+
+
+def typed_beside(url: str, server, translator, typed, args) -> dict:
     """The typed sentence's median latency while `--clients` clients send `--sentences` more, and
     whether they were still sending when the last typed sentence came back (else it measured nothing)."""
-    clients_done = threading.Event()
-    found: dict = {}
-
-    def typist() -> None:
-        time.sleep(0.5)  # the clients' requests are in the engine's batches by now
-        found["ms"] = round(statistics.median(typed_ms(translator, typed, args.typed)), 1)
-        found["clients_still_sending"] = not clients_done.is_set()
-
-    thread = threading.Thread(target=typist)
-    thread.start()
-    measure(url, sentences(args.sentences, seed=3), args.clients)
-    clients_done.set()
-    thread.join()
+    with clients_process() as clients:
+        calls = server.worker.batches
+        running = clients.apply_async(measure, (url, sentences(args.sentences, seed=3), args.clients))
+        while server.worker.batches == calls and not running.ready():  # the clients' sentences are decoding
+            time.sleep(0.01)
+        found = {"ms": round(statistics.median(typed_ms(translator, typed, args.typed)), 1),
+                 "clients_still_sending": not running.ready()}
+        running.get()
     return found
 
 
@@ -103,11 +106,12 @@ def main() -> None:
         results: dict = {"typed_alone_ms": round(statistics.median(typed_ms(translator, typed, args.typed)), 1)}
         for name, clients, seed in (("one_client", 1, 1), ("many_clients", args.clients, 2)):
             calls = server.worker.batches
-            rate = measure(url, sentences(args.sentences, seed), clients)
+            with clients_process() as pool:
+                rate = pool.apply(measure, (url, sentences(args.sentences, seed), clients))
             results[name] = {"clients": clients, "sentences_per_s": round(rate, 2),
                              "engine_calls": server.worker.batches - calls}
         results["speedup"] = round(results["many_clients"]["sentences_per_s"] / results["one_client"]["sentences_per_s"], 2)
-        results["typed_beside_clients"] = typed_beside(url, translator, typed, args)
+        results["typed_beside_clients"] = typed_beside(url, server, translator, typed, args)
         print(json.dumps({"device": args.device, "sentences": args.sentences, "new_tokens": args.new_tokens, **results}))
     finally:
         http.should_exit = True

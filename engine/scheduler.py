@@ -212,7 +212,8 @@ class Scheduler:
         admit = [s for s in admitted if s.live]
         # Sentences at their length limit are done whatever the step in flight finds: another step
         # would only keep the device busy.
-        stepping = [s for group in self.stepping().values() for s in group.sentences]
+        groups = self.stepping()
+        stepping = self.running if groups is self.groups else [s for group in groups.values() for s in group.sentences]
         step = bool(stepping) and (not in_flight or any(s.length < s.request.limit for s in stepping))
         return Plan(admit, preempt, step, finished, not was_running)
 

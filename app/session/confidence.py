@@ -23,6 +23,7 @@ are, do not count. Every check is linear in the text.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 
 from dragoman.app.session import detect
@@ -47,8 +48,22 @@ LETTERS_PER_100_LATIN = {
 }
 
 
+@functools.cache
+def _deletions(kept: str) -> dict[int, None]:
+    """`str.translate`'s table that deletes the characters of the Basic Multilingual Plane whose
+    category starts with none of the letters in `kept` (one pass at C speed instead of a call a character)."""
+    return {cp: None for cp in range(0x10000) if unicodedata.category(chr(cp))[0] not in kept}
+
+
+def only(text: str, kept: str) -> str:
+    """`text`'s characters whose Unicode category starts with one of the letters in `kept`."""
+    if max(text, default="") <= "\uffff":
+        return text.translate(_deletions(kept))
+    return "".join(ch for ch in text if unicodedata.category(ch)[0] in kept)
+
+
 def letters(text: str) -> int:
-    return sum(1 for ch in text if unicodedata.category(ch)[0] in "LM")
+    return len(only(text, "LM"))
 
 
 def outside_verbatim_spans(text: str) -> str:
@@ -59,12 +74,9 @@ def outside_verbatim_spans(text: str) -> str:
 
 def units(text: str, script: str) -> list[str]:
     """Words without their punctuation, or letters in scripts written without spaces, case folded."""
-    def kept(ch: str) -> bool:
-        return unicodedata.category(ch)[0] in "LMN"
-
     if script in NO_SPACE_SCRIPTS:
-        return [ch for ch in text.casefold() if kept(ch)]
-    words = ("".join(ch for ch in word if kept(ch)) for word in text.casefold().split())
+        return list(only(text.casefold(), "LMN"))
+    words = (only(word, "LMN") for word in text.casefold().split())
     return [word for word in words if word]
 
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from dragoman.app.cli import main
-from dragoman.app.session.confidence import LOW_SCORE, doubts, longest_loop
+from dragoman.app.session.confidence import LOW_SCORE, doubts, letters, longest_loop, units
 
 SOURCE = "The weather is lovely today in the old town."
 
@@ -18,6 +18,23 @@ SOURCE = "The weather is lovely today in the old town."
 ])
 def test_the_longest_loop_counts_back_to_back_runs_of_up_to_four_items(items, repeats):
     assert longest_loop(items) == repeats
+
+
+@pytest.mark.parametrize("text", [
+    "Héllo, wörld 1984!", "नमस्ते दुनिया", "مرحبا بالعالم ١٢٣", "你好，世界。", "𝐀𝐁 𠀀 😀 x", "", "\u0301a\u200b",
+])
+def test_letters_and_units_count_every_plane_by_category(text):
+    """The translate tables of the first plane give what a character-by-character look at each
+    category gives, beyond it too (a mathematical letter, a CJK extension, an emoji)."""
+    import unicodedata
+
+    def category(ch: str) -> str:
+        return unicodedata.category(ch)[0]
+
+    assert letters(text) == sum(1 for ch in text if category(ch) in "LM")
+    words = ["".join(ch for ch in w if category(ch) in "LMN") for w in text.casefold().split()]
+    assert units(text, "Latn") == [w for w in words if w]
+    assert units(text, "Hans") == [ch for ch in text.casefold() if category(ch) in "LMN"]
 
 
 @pytest.mark.parametrize("translation, target, reasons", [

@@ -16,6 +16,7 @@ they should be short (emit a signal, put in a queue), and an error they raise fa
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from dragoman.engine.translator import Translation
 
 TYPED, DOCUMENT = 0, 1  # priorities: typed text first
+# The loop waits on the device at every step and then needs the interpreter back at once. While
+# other threads run Python (a server's requests, a document's reading), the default 5 ms before a
+# waiting thread gets it would be paid at every step (docs/performance.md, "Local server").
+GIL_SWITCH_S = 0.0005
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,7 @@ class EngineLoop:
 
     def _run(self) -> None:
         self.generator.bind_gpu_to_thread()
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_S))  # the whole process's
         while True:
             with self._wake:
                 while not (self._inbox or self._closing):

@@ -122,3 +122,21 @@ def test_teardown_cancels_what_was_submitted_and_ends_the_loop(make_translator):
     thread = small.loop._thread
     small.teardown()
     assert handle.done() and not thread.is_alive()
+
+
+def test_the_loop_takes_the_interpreter_back_quickly_after_each_device_wait(make_translator, monkeypatch):
+    """Once the engine's thread runs, the interpreter hands itself to a waiting thread within
+    GIL_SWITCH_S (Python's default is 5 ms, which a busy thread beside it would add to every step);
+    a shorter interval set by the application stays."""
+    import sys
+
+    from dragoman.engine.engine_loop import GIL_SWITCH_S
+
+    for before, after in ((0.005, GIL_SWITCH_S), (GIL_SWITCH_S / 2, GIL_SWITCH_S / 2)):
+        monkeypatch.setattr(sys, "getswitchinterval", lambda: before)
+        set_to = []
+        monkeypatch.setattr(sys, "setswitchinterval", set_to.append)
+        translator = make_translator()
+        translator.translate(["A short sentence."], "eng_Latn", "fra_Latn", translator.default_options(max_length=8))
+        assert set_to == [after]
+        translator.teardown()

@@ -26,6 +26,8 @@ each waits for its own engine handle, and the engine's loop decodes them togethe
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -117,6 +119,35 @@ class RecentTranslations:
         self._found[key] = translation
         while len(self._found) > self.capacity:
             self._found.popitem(last=False)
+
+
+class DoubtsAlongside:
+    """The doubts (app.session.confidence) of translations as they come, judged on a thread of its
+    own while the engine's thread waits on the device; `close` waits for them."""
+
+    def __init__(self, source: str, target: str):
+        self.source, self.target = source, target
+        self._waiting: queue.SimpleQueue[tuple[str, str, float | None] | None] = queue.SimpleQueue()
+        self._judged: dict[str, list[str]] = {}
+        self._thread = threading.Thread(target=self._run, name="dragoman-doubts", daemon=True)
+        self._thread.start()
+
+    def add(self, sentence: str, translation: str, score: float | None) -> None:
+        self._waiting.put((sentence, translation, score))
+
+    def close(self) -> dict[str, list[str]]:
+        """Each sentence added and its reasons; one whose judging failed is not there (the caller judges it)."""
+        self._waiting.put(None)
+        self._thread.join()
+        return self._judged
+
+    def _run(self) -> None:
+        while (item := self._waiting.get()) is not None:
+            sentence, translation, score = item
+            try:
+                self._judged[sentence] = doubts(sentence, translation, self.source, self.target, score)
+            except Exception:  # judged again where the report is made, where an error is the caller's
+                continue
 
 
 class TranslationSession:
@@ -408,40 +439,48 @@ class TranslationSession:
                 store_by = time.monotonic() + CACHE_SECONDS
 
             scores: dict[str, float] = {}  # the engine's, for the doubts
+            # Judged while the engine decodes the rest, on a thread of their own: a GPU would wait for them otherwise.
+            judge = DoubtsAlongside(job.source, job.target) if report is not None and missing else None
 
             def on_translation(i: int, translation: Translation) -> None:
-                if translation.score is not None:
-                    scores[missing[i]] = translation.score
-
-            def on_result(i: int, translation: str) -> None:
                 nonlocal reported
-                unstored[missing[i]] = translation
-                found[missing[i]] = masked[missing[i]].restore(translation)
+                text = missing[i]
+                if translation.score is not None:
+                    scores[text] = translation.score
+                unstored[text] = translation.text
+                found[text] = masked[text].restore(translation.text)
+                if judge is not None:
+                    judge.add(text, found[text], translation.score)
                 if time.monotonic() >= store_by:
                     store()
                 if progress and (len(found) - reported >= step or len(found) == len(texts)):
                     reported = len(found)
                     progress(reported, len(texts))
 
+            judged: dict[str, list[str]] = {}
             if missing:
                 try:
                     results = self.translator.translate([masked[t].text for t in missing], job.source, job.target,
                                                         options, priority=DOCUMENT, should_stop=should_stop,
-                                                        adapter=job.adapter, on_result=on_result,
-                                                   on_translation=on_translation,
-                                                   terms=[masked[t].terms for t in missing])
+                                                        adapter=job.adapter, on_translation=on_translation,
+                                                        terms=[masked[t].terms for t in missing])
                     for text, result in zip(missing, results):
                         if result is not None and text not in found:  # from a translator that does not report
                             unstored[text] = result
                             found[text] = masked[text].restore(result)
                 finally:
                     store()
+                    if judge is not None:
+                        judged = judge.close()
             if report is not None:
                 for text in texts:
                     report.sentences += 1
                     translation = found.get(text)
-                    if text not in remembered and text not in verbatim and (
-                            reasons := self._doubts(text, translation, job.source, job.target, scores.get(text))):
+                    if text in remembered or text in verbatim:
+                        continue
+                    reasons = judged[text] if text in judged else self._doubts(
+                        text, translation, job.source, job.target, scores.get(text))
+                    if reasons:
                         report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons),
                                                         scores.get(text)))
             return [found.get(t) for t in texts]

@@ -110,6 +110,14 @@ class NllbTokenizer:
         # Every "▁" is a space; only the first piece's leading one goes (Metaspace decoder).
         return "".join(pieces).replace(SPACE_PIECE, " ").removeprefix(" ")
 
+    def silent_ids(self, vocab_size: int) -> frozenset[int]:
+        """The ids below `vocab_size` whose `decode` is blank (no text, or spaces only): specials,
+        language codes, spare rows and pieces of spaces; one call to sentencepiece for all."""
+        first, end = self.unk_id + 1, min(self._first_language_id, vocab_size)
+        pieces = self._sp.id_to_piece(list(range(first - 1, end - 1))) if end > first else []
+        shown = {first + n for n, piece in enumerate(pieces) if piece.replace(SPACE_PIECE, " ").strip()}
+        return frozenset(i for i in range(vocab_size) if i not in shown)
+
     def _piece_ids(self, sentencepiece_ids: list[int]) -> list[int]:
         """Our ids of sentencepiece's: one past them (fairseq's layout), its unknown piece as <unk>.
         One comprehension for a sentence's pieces, with no method call per piece: those calls were a

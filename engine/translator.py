@@ -462,8 +462,7 @@ class Translator:
         """The tokens that decode to no text or only a space (specials, language codes, a lone "▁",
         the embedding's spare rows): they fill no gap of a chain, since the words it is for must show
         (`</s>` aside: it ends the sentence, which no unmet chain lets happen)."""
-        decode, eos = self.tokenizer.decode, self.tokenizer.eos_id
-        return frozenset(i for i in range(self.generator.model.config.vocab_size) if i != eos and not decode([i]).strip())
+        return self.tokenizer.silent_ids(self.generator.model.config.vocab_size) - {self.tokenizer.eos_id}
 
     def spells(self, text: str) -> bool:
         """Whether the vocabulary writes `text` exactly: none of its characters is lost as <unk>

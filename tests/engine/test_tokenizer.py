@@ -162,6 +162,16 @@ def test_decode_drops_specials_codes_mask_and_spare_ids(tokenizer, hf_tokenizer)
         assert tokenizer.decode(ids) == hf_decode(hf_tokenizer, ids), ids
 
 
+@pytest.mark.parametrize("spare", [0, 2, -100])
+def test_silent_ids_are_those_whose_decoding_is_blank(tokenizer, spare):
+    """As `decode` says one id at a time, with spare embedding rows past the vocabulary, or an
+    embedding smaller than it: specials, codes, <mask>, spare rows and pieces of spaces only."""
+    size = tokenizer.vocab_size + spare
+    silent = tokenizer.silent_ids(size)
+    assert silent == {i for i in range(size) if not tokenizer.decode([i]).strip()}
+    assert {0, 1, 2, 3} <= silent and tokenizer.unk_id + 1 not in silent
+
+
 def test_decode_matches_transformers_on_random_ids(tokenizer, hf_tokenizer):
     rng = random.Random(15)
     for _ in range(1000):

@@ -170,7 +170,6 @@ def _after(tables: ConstraintTables, met: torch.Tensor, tokens: torch.Tensor) ->
     return torch.where(met >= lengths, lengths, moved)
 
 
-
 def _log_probs(
     state: DecoderRows,
     rows: torch.Tensor,

@@ -131,20 +131,17 @@ class Group:
         self.constrained = constrained
         self.typed = typed
         self.sentences: dict[Sentence, None] = {}  # in admission order; removal without a walk
-        self.device_rows = None  # the runner's tensor of their rows; dropped whenever they change
         self.scored = 0  # of its sentences, those that want their hypotheses' scores (Request.alternatives)
-        # The runner's tables of their constraints, and the sentences they were made for, in order.
-        self.tables = None
-        self.tables_sentences: list[Sentence] = []
+        self.version = 0  # counts its changes: what the runner keeps of it on the device is as of one
 
     def add(self, sentence: Sentence) -> None:
         self.sentences[sentence] = None
-        self.device_rows = None
+        self.version += 1
         self.scored += sentence.request.alternatives > 0
 
     def remove(self, sentence: Sentence) -> None:
         del self.sentences[sentence]
-        self.device_rows = None
+        self.version += 1
         self.scored -= sentence.request.alternatives > 0
 
 

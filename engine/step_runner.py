@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from typing import cast
+from weakref import WeakKeyDictionary
 
 import torch
 
@@ -83,6 +84,11 @@ class StepRunner:
         # Constrained groups' tables as their graphs read them (`_graph_tables`), by shape: the
         # buffers, and the tables last copied in.
         self._static_tables: dict[tuple, tuple[ConstraintTables, ConstraintTables | None]] = {}
+        # What the runner keeps of each running group on the device (the scheduler's records hold no
+        # tensors): its rows (`group_rows`) as of the group's version, its constraints' tables
+        # (`_tables`) with the sentences they were made for. Gone with the group.
+        self._group_rows: WeakKeyDictionary[Group, tuple[int, torch.Tensor]] = WeakKeyDictionary()
+        self._group_tables: WeakKeyDictionary[Group, tuple[list[Sentence], ConstraintTables]] = WeakKeyDictionary()
         self._parity = 0
         self.padding_cross_slot = self._prepare_padding_row()
         self.graphs: DecodeGraphs | None = None
@@ -127,8 +133,8 @@ class StepRunner:
             for sentence in reversed(sentences):
                 self.release(sentence)
             raise
-        if len(sentences) == 1 and len(group.sentences) == 1:
-            group.device_rows = rows.view(1, -1).long()  # a sentence alone: no second copy of its rows
+        if len(sentences) == 1 and len(group.sentences) == 1:  # a sentence alone: no second copy of its rows
+            self._group_rows[group] = (group.version, rows.view(1, -1).long())
         if fold:
             self.folded_sentence = sentences[0]
 
@@ -240,11 +246,13 @@ class StepRunner:
 
     def group_rows(self, group: Group) -> torch.Tensor:
         """(S, num_beams) row ids of the group, sentence by sentence: the order of its rows in a step."""
-        rows = group.device_rows
-        if rows is None:
-            # From a flat list: with sentences of natural lengths the group changes at nearly every step.
-            [flat] = to_device_many([[row for s in group.sentences for row in s.rows]], self.model.device)  # (S * B,)
-            rows = group.device_rows = flat.view(len(group.sentences), -1).long()  # (S * B,) -> (S, B)
+        known = self._group_rows.get(group)
+        if known is not None and known[0] == group.version:
+            return known[1]
+        # From a flat list: with sentences of natural lengths the group changes at nearly every step.
+        [flat] = to_device_many([[row for s in group.sentences for row in s.rows]], self.model.device)  # (S * B,)
+        rows = flat.view(len(group.sentences), -1).long()  # (S * B,) -> (S, B)
+        self._group_rows[group] = (group.version, rows)
         return rows
 
     def forward(
@@ -386,19 +394,19 @@ class StepRunner:
         if not group.constrained:
             return None
         sentences = list(group.sentences)
-        if group.tables is not None and group.tables_sentences == sentences:
-            return group.tables
-        had: dict[Sentence, int] = ({s: i for i, s in enumerate(group.tables_sentences)}
-                                    if group.tables is not None else {})
+        made_for, tables = self._group_tables.get(group, ([], None))
+        if tables is not None and made_for == sentences:
+            return tables
+        had: dict[Sentence, int] = {s: i for i, s in enumerate(made_for)}
         kept = [s for s in sentences if s in had]
         joined = sentences[len(kept):]
-        if kept and sentences[: len(kept)] == kept:
-            tables = group.tables.select(to_device([had[s] for s in kept], self.model.device, torch.int64))
+        if tables is not None and kept and sentences[: len(kept)] == kept:
+            tables = tables.select(to_device([had[s] for s in kept], self.model.device, torch.int64))
             if joined:
                 tables = ConstraintTables.joined(tables, self._build_tables(joined))
         else:
             tables = self._build_tables(sentences)
-        group.tables, group.tables_sentences = tables, sentences
+        self._group_tables[group] = (sentences, tables)
         return tables
 
     def _graph_tables(self, group: Group, sentences: int) -> ConstraintTables:

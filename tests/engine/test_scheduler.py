@@ -267,3 +267,35 @@ def test_no_step_is_planned_while_one_in_flight_ends_every_sentence():
     s.running[1].length = 8
     assert not s.schedule(1000, 1000, BASE, in_flight=True).step
     assert s.schedule(1000, 1000, BASE, in_flight=False).step
+
+
+def test_the_schedulers_records_hold_no_tensors_while_the_runner_steps_them(translator):
+    """The scheduler plans with ids and counts: while plain and constrained sentences decode, no
+    field of a running sentence or of a group holds a tensor or a table of the device's (the step
+    runner keeps those, by group)."""
+    import torch
+
+    from dragoman.engine.constrained_search import ConstraintTables
+    from dragoman.engine.decoding import DecodingOptions
+    from dragoman.engine.generator import Request
+
+    generator, tok = translator.generator, translator.tokenizer
+    options = DecodingOptions(num_beams=2, max_length=12)
+    requests = [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options, 1,
+                        constraints=[tok.encode_target_start("le monde")] if i % 2 else None)
+                for i, text in enumerate(["Hello world.", "The red house.", "A small cat.", "Good morning."])]
+    seen = []
+
+    def device_side(value) -> bool:
+        values = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+        return any(isinstance(v, (torch.Tensor, ConstraintTables)) for v in values)
+
+    def look(idle: bool) -> list | None:  # the feed: asked at every step
+        scheduler = generator.scheduler
+        for record in [*scheduler.running, *scheduler.groups.values()]:
+            seen.append(type(record).__name__)
+            assert not any(device_side(v) for v in vars(record).values()), vars(record)
+        return None if idle else []
+
+    generator.run(requests, feed=look)
+    assert {"Sentence", "Group"} <= set(seen) and all(r.result for r in requests)

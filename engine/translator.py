@@ -432,19 +432,33 @@ class Translator:
         (the generator takes them as they are) and checked to fit within max_length."""
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         constraints = {}
+        # A document's texts share few terms (its marks, the same glossary entries): each term is
+        # tokenized, and each set of terms compiled and checked, once a call.
+        tokens: dict[object, list] = {}
+        compiled_for: dict[tuple, Constraints | None] = {}
         for i, own in enumerate(terms[: len(texts)]):
-            sequences = [self._term(term, tgt_lang) for term in own or []]
-            sequences = [s for s in sequences if s]
-            if not sequences or not texts[i].strip():
+            key = tuple(tuple(term) if isinstance(term, list) else term for term in own or [])
+            if not key or not texts[i].strip():
+                continue
+            if key not in compiled_for:
+                sequences = []
+                for term in key:
+                    if term not in tokens:
+                        tokens[term] = self._term(term, tgt_lang)
+                    sequences.append(tokens[term])
+                sequences = [s for s in sequences if s]
+                try:
+                    compiled_for[key] = Constraints(sequences, self.tokenizer.eos_id) if sequences else None
+                    if sequences:
+                        check_fit(compiled_for[key], prefix, options)
+                except OptionsError as e:
+                    raise OptionsError("terms", f"of text {i + 1}: {e.problem}") from None
+            compiled = compiled_for[key]
+            if compiled is None:
                 continue
             if len(self._sources(texts[i], src_lang)) > 1:
                 raise OptionsError("terms", f"cannot be kept in a text of more than the model's "
                                             f"{self.generator.model.max_positions} source tokens")
-            try:
-                compiled = Constraints(sequences, self.tokenizer.eos_id)
-                check_fit(compiled, prefix, options)
-            except OptionsError as e:
-                raise OptionsError("terms", f"of text {i + 1}: {e.problem}") from None
             constraints[i] = compiled
         return constraints
 

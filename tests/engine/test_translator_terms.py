@@ -183,3 +183,12 @@ def test_a_texts_terms_are_compiled_once(translator, monkeypatch):
                                         translator.default_options(num_beams=2, max_length=32), terms=terms)
     assert "chat" in translations[0] and "chien" in translations[2]
     assert len(compiled) == 2  # the translator's, which the generator takes as they are
+
+    compiled.clear()  # texts sharing their terms (a document's marks) share one compilation
+    shared = [["chien", "maison"], ["chat"], ["chien", "maison"], ["chat"]]
+    again = translator.translate(TEXTS[:4], "eng_Latn", "fra_Latn",
+                                 translator.default_options(num_beams=2, max_length=32), terms=shared)
+    assert len(compiled) == 2 and "chien" in again[2] and "maison" in again[2] and "chat" in again[3]
+    alone = translator.translate(TEXTS[2:4], "eng_Latn", "fra_Latn",
+                                 translator.default_options(num_beams=2, max_length=32), terms=shared[2:])
+    assert again[2:] == alone

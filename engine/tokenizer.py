@@ -279,39 +279,52 @@ _IDENTITY_NORMALIZER_SPEC = b"\x0a\x08identity\x18\x01\x20\x01\x28\x01"
 
 def _split_sentencepiece_model(model: bytes) -> tuple[bytes, bytes]:
     """(`model` with the identity normalizer instead of its own, its precompiled character map)."""
-    kept, character_map = [], b""
-    for number, raw, payload in _protobuf_fields(model):
+    kept, character_map, at = [], b"", 0
+    for number, start, payload, end in _protobuf_fields(model):
         if number == _NORMALIZER_SPEC_FIELD:
-            fields = _protobuf_fields(payload)
-            character_map = next((value for field, _, value in fields if field == _CHARSMAP_FIELD), b"")
-        else:
-            kept.append(raw)
+            fields = _protobuf_fields(model, payload, end)
+            character_map = next((model[value:stop] for field, _, value, stop in fields
+                                  if field == _CHARSMAP_FIELD), b"")
+            kept.append(model[at:start])
+            at = end
+    kept.append(model[at:])
     # field key (number, wire type 2 = length-delimited) and length each fit in one byte here
     identity = bytes([_NORMALIZER_SPEC_FIELD << 3 | 2, len(_IDENTITY_NORMALIZER_SPEC)])
     return b"".join(kept) + identity + _IDENTITY_NORMALIZER_SPEC, character_map
 
 
-def _protobuf_fields(message: bytes) -> Iterator[tuple[int, bytes, bytes]]:
-    """(field number, the field as written, its payload if length-delimited) for each field."""
-    position = 0
-    while position < len(message):
+def _protobuf_fields(message: bytes, position: int = 0,
+                     size: int | None = None) -> Iterator[tuple[int, int, int, int]]:
+    """(field number, where it starts, where its payload starts, where it ends) for each field of the
+    message in message[position:size]. Keys and lengths of one byte (a model's 256,000 pieces) are
+    read in place."""
+    size = len(message) if size is None else size
+    while position < size:
         start = position
-        key, position = _read_varint(message, position)
+        key = message[position]
+        if key < 0x80:
+            position += 1
+        else:
+            key, position = _read_varint(message, position)
         wire_type = key & 7
-        payload = b""
+        payload = position
         if wire_type == 0:
             _, position = _read_varint(message, position)
         elif wire_type == 2:
-            length, position = _read_varint(message, position)
-            payload = message[position : position + length]
+            length = message[position]
+            if length < 0x80:
+                position += 1
+            else:
+                length, position = _read_varint(message, position)
+            payload = position
             position += length
         elif wire_type in (1, 5):
             position += 8 if wire_type == 1 else 4
         else:
             raise ValueError(f"unexpected protobuf wire type {wire_type}")
-        if position > len(message):
+        if position > size:
             raise ValueError("truncated protobuf message")
-        yield key >> 3, message[start:position], payload
+        yield key >> 3, start, payload, position
 
 
 def _read_varint(data: bytes, position: int) -> tuple[int, int]:

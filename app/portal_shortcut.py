@@ -119,8 +119,11 @@ class PortalShortcut:
 
     def _call(self, message: Message) -> tuple:
         """The reply's body; PortalUnavailable when the reply is an error."""
+        connection = self.connection
+        if connection is None:  # closed meanwhile
+            raise PortalUnavailable("stopped")
         try:
-            reply = self.connection.send_and_get_reply(message, timeout=CALL_TIMEOUT_S)
+            reply = connection.send_and_get_reply(message, timeout=CALL_TIMEOUT_S)
         except TimeoutError:
             raise PortalUnavailable("the desktop portal does not answer") from None
         except OSError:
@@ -137,9 +140,12 @@ class PortalShortcut:
         results of its Response."""
         options["handle_token"] = ("s", _token())
         (handle,) = self._call(new_method_call(PORTAL, method, signature + "a{sv}", (*arguments, options)))
+        connection = self.connection
+        if connection is None:  # closed meanwhile
+            raise PortalUnavailable("stopped")
         try:
             while True:
-                response = self.connection.recv_until_filtered(self.responses)
+                response = connection.recv_until_filtered(self.responses)
                 if response.header.fields.get(HeaderFields.path) == handle:
                     break
         except OSError:

@@ -78,6 +78,7 @@ def encode_sources(runner: StepRunner, sources: list[list[int]], adapter_slots: 
         cross_cache.extend(seq, n)
     kv = runner.model.write_cross_kv(packed, cross_cache, cross_cache.slots_of(cross, device), lora)
     if fold:  # kv (T, L, 2, H, D) of the one source
+        assert runner.folded is not None  # fold_slots folds only where there are folded sources
         runner.folded.fold(kv[:, :, 0].transpose(0, 1), kv[:, :, 1].transpose(0, 1),
                            to_device(lengths, device, torch.int32), fold)
     return cross
@@ -86,13 +87,17 @@ def encode_sources(runner: StepRunner, sources: list[list[int]], adapter_slots: 
 def _source_columns(sentences: list[Sentence]) -> tuple[list[int], list[list[int]], list[int]]:
     """Per row of the sentences, on the host: its id, its source's block list (padded to the
     widest) and its source's length."""
-    widest = max(len(s.source.blocks) for s in sentences)
-    rows, blocks, lengths = [], [], []
+    sources: list[Sequence] = []
     for s in sentences:
-        padded = s.source.blocks + [0] * (widest - len(s.source.blocks))
+        assert s.source is not None  # encoded (encode_sources) before their rows are set up
+        sources.append(s.source)
+    widest = max(len(source.blocks) for source in sources)
+    rows, blocks, lengths = [], [], []
+    for s, source in zip(sentences, sources):
+        padded = source.blocks + [0] * (widest - len(source.blocks))
         rows += s.rows
         blocks += [padded] * len(s.rows)
-        lengths += [s.source.length] * len(s.rows)
+        lengths += [source.length] * len(s.rows)
     return rows, blocks, lengths
 
 
@@ -177,7 +182,9 @@ def start_constraints(runner: StepRunner, sentences: list[Sentence]) -> None:
         return
     rows, met, scores = [], [], []
     for s in sentences:
-        start = list(s.request.checked_constraints.start(s.request.prefix))
+        constraints = s.request.checked_constraints
+        assert constraints is not None  # the caller's: its constrained sentences
+        start = list(constraints.start(s.request.prefix))
         rows += s.rows
         met += [start + [0] * (MAX_CONSTRAINTS - len(start))] * len(s.rows)
         scores += [0.0] + [NEG_INF] * (len(s.rows) - 1)

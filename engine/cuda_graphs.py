@@ -211,6 +211,7 @@ class EncoderGraphs(_GraphSet):
 
         self._replay((size, with_lora, fold), step, warm_up=step)  # the warm-up writes what the replay writes
         if fold:
+            assert self.folded is not None  # a fold asks for them
             self.folded.slots = fold  # as `fold` sets it, on the host, which a replay does not run
 
     def _inputs(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -228,4 +229,5 @@ class EncoderGraphs(_GraphSet):
         hidden = self.model.encode_packed(tokens, positions, attend, lora)
         kv = self.model.write_cross_kv(hidden, self.cross_cache, slots, lora)  # (size, L, 2, H, D)
         if fold:  # (a bucket holds more places than the source's S: see `FoldedSources.slots_for`)
+            assert self.folded is not None  # a fold asks for them
             self.folded.fold(kv[:fold, :, 0].transpose(0, 1), kv[:fold, :, 1].transpose(0, 1), starts[1:2], fold)

@@ -324,7 +324,7 @@ class StepRunner:
             return None
         # The folded sentence's steps read buffers of its S: a graph per S.
         alone = len(group.sentences) == 1 and next(iter(group.sentences)) is self.folded_sentence
-        folded = self.folded.slots if alone else 0
+        folded = self.folded.slots if alone and self.folded is not None else 0
         # Two graphs per step key, each reporting into memory of its own (`_report_memory`).
         scored = self._scored(group)
         tables = self._graph_tables(group, size // beams) if group.constrained else None
@@ -415,6 +415,7 @@ class StepRunner:
         refilled (a few copies on the device) when the group's tables change. Padding sentences
         keep whatever the buffers hold: their rows are the padding row's."""
         tables = self._tables(group)
+        assert tables is not None  # called for constrained groups
         C, L, J, R = (bucket_for(max(n, 4)) for n in tables.widths)
         key = (sentences, C, L, J, R)
         if key not in self._static_tables:

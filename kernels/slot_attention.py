@@ -234,7 +234,7 @@ def slot_attention_ref(q, k, v, slot_table, rows, lens, scale, new: NewTokens | 
     Given `new`, first stores new.k[i], new.v[i] in the cache at new.write_slots[i], in place; row
     i's last slot must be new.write_slots[i]. Its priors change nothing here: the cache holds every
     new token before any is read."""
-    if _check_new_token(q, k, new):
+    if new is not None and _check_new_token(q, k, new):
         k.index_copy_(0, new.write_slots.long(), new.k)
         v.index_copy_(0, new.write_slots.long(), new.v)
     keys, values, valid = gather_rows(k, v, slot_table, rows, lens)

@@ -69,7 +69,8 @@ def _doctype_of(text: str) -> str | None:
     """The page's own doctype as written, if only whitespace and comments come before it."""
     position = 0
     while True:
-        position = _SPACE.match(text, position).end()
+        space = _SPACE.match(text, position)  # `\s*`: always, maybe empty
+        position = space.end() if space else position
         if text.startswith("<!--", position):
             end = text.find("-->", position + 4)
             if end < 0:

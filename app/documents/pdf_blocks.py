@@ -507,7 +507,7 @@ def _source_font(font) -> SourceFont | None:
         if isinstance(font, PDFCIDFont):
             if not isinstance(font.cmap, IdentityCMap) or not isinstance(font.unicode_map, FileUnicodeMap):
                 return None
-            mapping = None if cff else resolve1(spec.get("CIDToGIDMap"))  # a CFF program's glyphs go by CID
+            mapping = None if cff or not spec else resolve1(spec.get("CIDToGIDMap"))  # a CFF program's glyphs go by CID
             table = mapping.get_data() if isinstance(mapping, PDFStream) else None
             for cid, text in sorted(font.unicode_map.cid2unichr.items()):
                 gid = int.from_bytes(table[2 * cid : 2 * cid + 2], "big") if table is not None else cid

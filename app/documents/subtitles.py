@@ -196,7 +196,8 @@ class SubtitleDocument(CueDocument):
         if all(_DIALOGUE.match(line) for line in lines):
             pieces = self.add_cue_in_pieces(Cue(lines, [], visible, start, end)).pieces
             for line in lines:
-                dash = _DIALOGUE.match(line).group(1)
+                found = _DIALOGUE.match(line)
+                dash = found.group(1) if found else ""  # (every line matched above)
                 pieces.append(dash)
                 self._add_line(line[len(dash) :], pieces)
         elif not any(ch.isalpha() for ch in visible):  # "♪ ♪", "...": as it was

@@ -95,7 +95,7 @@ def line_parts(line: str) -> list[tuple[str, bool]]:
     if _TABLE_ROW.match(line):
         return [part for i, cell in enumerate(_CELL_BORDER.split(line))
                 for part in ([(cell, False)] if i % 2 else prose_parts(cell))]
-    prefix = _PREFIX.match(line).group(1)
+    prefix = _prefix(line)
     return ([(prefix, False)] if prefix else []) + prose_parts(line[len(prefix) :])
 
 
@@ -168,10 +168,16 @@ class SlotDocument(Document):
         out_path.write_bytes(data)
 
 
+def _prefix(line: str) -> str:
+    """The line's list-item or indent prefix ("" for none: the pattern matches every line)."""
+    found = _PREFIX.match(line)
+    return found.group(1) if found else ""
+
+
 def _is_wrapped(block: list[str]) -> bool:
     """Lines cut by a text editor's wrapping: all but the last long and filled up to the width
     (the next line's first word would not have fit), none a list item, a table row or a ruler."""
-    if len(block) < 2 or any(_PREFIX.match(line).group(1).strip() or _TABLE_ROW.match(line) for line in block):
+    if len(block) < 2 or any(_prefix(line).strip() or _TABLE_ROW.match(line) for line in block):
         return False
     if not all(any(ch.isalpha() for ch in line) for line in block):
         return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -23,6 +24,8 @@ from dragoman.app.server.pipeline import HTML, TEXT, XML, Text
 from dragoman.app.server.stores import GlossaryDictionary, GlossaryInfo, StoredDocument
 from dragoman.app.session import detect
 from dragoman.app.session.glossary import GlossaryError
+
+Stored = TypeVar("Stored")  # what a glossary store's change gives back
 
 AUTH_SCHEME = "DeepL-Auth-Key "
 MAX_TEXTS = 50  # DeepL's limit of texts in one request
@@ -196,7 +199,7 @@ def dictionary_values(values: dict) -> tuple[str, str, str, str]:
     return values["source_lang"], values["target_lang"], values["entries"], entries_format
 
 
-async def stored_glossary(change) -> GlossaryInfo | None:
+async def stored_glossary(change: Callable[[], Stored]) -> Stored:
     """`change()` run on a thread of the pool (it reads and writes files); bad entries are a 400."""
     try:
         return await run_in_threadpool(change)
@@ -304,9 +307,10 @@ async def glossary_dictionaries_v3(request: Request) -> Response:
     source_lang, target_lang, entries, entries_format = dictionary_values(await request_values(request))
     info = await stored_glossary(lambda: state.glossaries.change(
         glossary_id, None, [(source_lang, target_lang, entries, entries_format)], merge=False))
-    if info is None:
+    dictionary = None if info is None else info.dictionary(source_lang, target_lang)
+    if dictionary is None:
         raise ApiError(404, "Glossary not found")
-    return JSONResponse(info.dictionary(source_lang, target_lang).as_json())
+    return JSONResponse(dictionary.as_json())
 
 
 async def glossary_entries_v3(request: Request) -> JSONResponse:

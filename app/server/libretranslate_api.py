@@ -75,8 +75,9 @@ async def translate(request: Request) -> JSONResponse:
     except (TypeError, ValueError):
         raise ApiError(400, "Invalid request: alternatives parameter is not a number") from None
     batch = isinstance(q, list)
-    texts = q if batch else [q]
-    if not all(isinstance(t, str) for t in texts):
+    given = q if batch else [q]
+    texts = [t for t in given if isinstance(t, str)]
+    if len(texts) != len(given):
         raise ApiError(400, "Invalid request: q must be a string or a list of strings")
     limits = state.limits
     if len(texts) > limits.batch_limit:

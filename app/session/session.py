@@ -313,9 +313,8 @@ class TranslationSession:
             elif sentence in found:
                 translations[i], engine_found[i] = found[sentence].text, found[sentence]
         reasons = [[] if sentence in known else
-                   self._doubts(sentence, translations[i], job.source, job.target,
-                                engine_found[i].score if engine_found[i] is not None else None)
-                   for i, sentence in enumerate(sentences)]
+                   self._doubts(sentence, translations[i], job.source, job.target, None if made is None else made.score)
+                   for i, (sentence, made) in enumerate(zip(sentences, engine_found))]
         return TextResult(text, translations, engine_found, reasons)
 
     def alternatives(self, job: TranslationJob, sentence: str, count: int = ALTERNATIVES) -> list[Translation]:

@@ -47,14 +47,16 @@ class GlobalShortcut(QThread):
     def run(self) -> None:
         from dragoman.app.portal_shortcut import PortalUnavailable
 
+        portal = self.portal
+        assert portal is not None  # `start` runs the thread only with one
         try:
-            self.note_changed.emit(portal_shortcut_note(self.portal.bind()))
-            self.portal.listen(self.activated.emit, lambda trigger: self.note_changed.emit(portal_shortcut_note(trigger)))
+            self.note_changed.emit(portal_shortcut_note(portal.bind()))
+            portal.listen(self.activated.emit, lambda trigger: self.note_changed.emit(portal_shortcut_note(trigger)))
         except PortalUnavailable as e:
-            if not self.portal.stopped:
+            if not portal.stopped:
                 self.note_changed.emit(no_global_shortcut_note(str(e), *self.platform))
         finally:
-            self.portal.close()
+            portal.close()
 
     def _keep_note(self, note: str) -> None:
         self.note = note

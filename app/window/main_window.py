@@ -578,7 +578,8 @@ class MainWindow(QMainWindow):
         self.welcome.error.setText(message)
 
     def _on_import_ended(self) -> None:
-        self.task.deleteLater()
+        if self.task is not None:
+            self.task.deleteLater()
         self.task = None
         self.welcome.progress.hide()
         self.welcome.import_button.setEnabled(True)

@@ -193,7 +193,8 @@ class ModelsDialog(QDialog):
         self.status.setText(status)
 
     def _task_ended(self) -> None:
-        self.task.deleteLater()
+        if self.task is not None:
+            self.task.deleteLater()
         self.task = None
         self._update_buttons()
 

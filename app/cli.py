@@ -311,14 +311,14 @@ def run_models(args: argparse.Namespace, stdout: TextIO) -> int:
             settings.save(paths.settings_file)
         stdout.write(f"{model.name}: installed in {model.path} ({models.format_size(model.size_bytes)})\n")
     elif args.action == "remove":
-        model = next((m for m in models.list_models(paths.models_dir) if m.name == args.name), None)
-        if model is None:
+        named = next((m for m in models.list_models(paths.models_dir) if m.name == args.name), None)
+        if named is None:
             raise UsageError(f"{args.name}: no installed model of that name (dragoman models list)")
-        models.remove_model(model, paths.models_dir)
-        if Path(settings.model_dir) == model.path:
+        models.remove_model(named, paths.models_dir)
+        if Path(settings.model_dir) == named.path:
             settings.model_dir = ""
             settings.save(paths.settings_file)
-        stdout.write(f"{model.name}: removed\n")
+        stdout.write(f"{named.name}: removed\n")
     else:
         installed = models.list_models(paths.models_dir)
         stdout.write(f"{counted(len(installed), 'model')} in {paths.models_dir}\n")

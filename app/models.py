@@ -256,7 +256,7 @@ OFFLINE_MESSAGE = (
 )
 
 
-def is_offline_error(error: BaseException) -> bool:
+def is_offline_error(error: BaseException | None) -> bool:
     """Whether `error` (or what caused it) means the hub could not be reached at all."""
     offline_names = {
         "ConnectError", "ConnectTimeout", "NetworkError", "LocalEntryNotFoundError", "OfflineModeIsEnabled"

@@ -241,11 +241,12 @@ def _holds_in_order(tokens: tuple[int, ...], segments: tuple[tuple[int, ...], ..
     for segment in segments:
         n = len(segment)
         if isinstance(segment, tuple) and n:
-            at = next((i + n for i in range(at, len(tokens) - n + 1) if tokens[i : i + n] == segment), None)
+            end = next((i + n for i in range(at, len(tokens) - n + 1) if tokens[i : i + n] == segment), None)
         else:
-            at = next((i + 1 for i in range(at, len(tokens)) if tokens[i] not in own and tokens[i] not in silent), None)
-        if at is None:
+            end = next((i + 1 for i in range(at, len(tokens)) if tokens[i] not in own and tokens[i] not in silent), None)
+        if end is None:
             return False
+        at = end
     return True
 
 

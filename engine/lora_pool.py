@@ -176,7 +176,7 @@ class LoraPool:
                 if result.adapter is not None:
                     self._staged[name] = result.adapter
                 else:
-                    self._failed[name] = (result.signature, result.error)
+                    self._failed[name] = (result.signature, result.error or f"{name}: unusable")
         installed = []
         for name in list(self._staged):
             victim = self._victim()

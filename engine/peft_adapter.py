@@ -281,7 +281,7 @@ def _is_targeted(raw: dict, patterns: _Patterns, key: str) -> bool:
     else:
         # PEFT takes the digits after the pattern's match; an NLLB module name has one number,
         # its layer's index, so those digits can only be it.
-        match = any(layer.match(key) for layer in patterns.layers) and LAYER_NUMBER.search(key)
+        match = LAYER_NUMBER.search(key) if any(layer.match(key) for layer in patterns.layers) else None
     if not match:
         return False
     index = int(match.group(1))

@@ -181,7 +181,7 @@ def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, Stored
     if not files:
         raise CheckpointError(f"{model_dir}: no model.safetensors or pytorch_model.bin")
     wanted = expected_shapes(config)
-    embedding_shape = (config.vocab_size, config.d_model)
+    embedding_shape: tuple[int, ...] = (config.vocab_size, config.d_model)
     found: dict[str, StoredTensor] = {}
     for path in files:
         for raw_name, shape, dtype in _headers(path):

@@ -75,8 +75,8 @@ def translate_texts(session: TranslationSession, request: CorpusRequest, texts: 
             translated[record].append(line)
         scores: list[list[float | None]] = [[] for _ in texts]
         doubts: list[dict[str, None]] = [{} for _ in texts]
-        for found, reasons, line in zip(result.found, result.doubts, result.text.line_of):
-            record = record_of_line[line]
+        for found, reasons, line_number in zip(result.found, result.doubts, result.text.line_of):
+            record = record_of_line[line_number]
             scores[record].append(found.score if found is not None else None)
             doubts[record].update(dict.fromkeys(reasons))
         out.translations[target] = [None if text is None else "\n".join(t) for text, t in zip(texts, translated)]

@@ -124,8 +124,14 @@ def inline_runs(token, next_lines: list[str], newline: str) -> tuple[list[Run], 
     return [run for run in runs if run.text or run.atom is not None], written
 
 
-def _as_written(url: str) -> str:
-    return url
+class _TargetsAsWritten(MarkdownIt):
+    """Link and image targets, autolinks too, as written: not percent-encoded or decoded (`%7B`, `{{ x }}`)."""
+
+    def normalizeLink(self, url: str) -> str:
+        return url
+
+    def normalizeLinkText(self, link: str) -> str:
+        return link
 
 
 def _title(title) -> str:
@@ -277,9 +283,7 @@ def extract(path: Path) -> MarkdownDocument:
         end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
         if end is not None:
             start = end + 1
-    md = MarkdownIt("commonmark").enable("table").enable("strikethrough").disable("text_join")
-    # Link and image targets, autolinks too, as written: not percent-encoded or decoded (`%7B`, `{{ x }}`)
-    md.normalizeLink = md.normalizeLinkText = _as_written
+    md = _TargetsAsWritten("commonmark").enable("table").enable("strikethrough").disable("text_join")
     tokens = md.parse("\n".join(lines[start:]))
     # (first line, last line + 1, inline token, is it a paragraph) of every block with inline text, in order
     blocks = [(t.map[0] + start, t.map[1] + start, t, k and tokens[k - 1].type == "paragraph_open")

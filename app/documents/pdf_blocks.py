@@ -113,9 +113,10 @@ class Block:
         runs: list[Run] = []
         for line in self.lines:
             line_runs: list[Run] = []
-            for text, style, _ in line.pieces:
-                if not text.strip() and (line_runs or runs):  # a space takes the style of the text before it
-                    style = (line_runs or runs)[-1].style
+            for text, own_style, _ in line.pieces:
+                before = line_runs or runs
+                # a space takes the style of the text before it
+                style = before[-1].style if not text.strip() and before else own_style
                 line_runs.append(Run(text, style))
             runs = join_lines(runs, line_runs)
         text = "".join(r.text for r in runs)
@@ -452,8 +453,8 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
         if block.translate:
             block.fonts = _block_fonts(block, styles, sources)
         block.align = _alignment(block, left, right, page_size[0])
-        for line in block.lines:
-            line.chars = []  # pdfminer's objects are not needed any more: a long document's memory
+        for read in block.lines:
+            read.chars = []  # pdfminer's objects are not needed any more: a long document's memory
     _keep_shared(blocks, splittable)
     return Page(index, origin, blocks, rules, images, figures, placed=placed)
 

@@ -416,13 +416,13 @@ class FontLibrary:
         key = (ch, style, serif)
         if key not in self.found:
             self.found[key] = self._find(ch, style, serif)
-        face = self.found[key]
-        if face is None:
+        found = self.found[key]
+        if found is None:
             raise DocumentError(
                 f"no font for the {script_name(ch)} script (U+{ord(ch):04X}) is installed: "
                 f"install a Noto font that covers it (e.g. the fonts-noto packages on Linux)"
             )
-        return face
+        return found
 
     def _find(self, ch: str, style: tuple[bool, bool], serif: bool) -> Face | None:
         """The best installed face with a glyph for `ch`, in `style` (and serif) where there is a choice."""

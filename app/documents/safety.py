@@ -100,10 +100,12 @@ def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
             except UnicodeDecodeError as e:
                 raise DocumentError(f"not valid {encoding.upper()} text (bad bytes at offset {e.start})") from None
     if b"\x00" in data[:8192]:
-        encoding = _bomless_utf16(data)
+        utf16 = _bomless_utf16(data)
         try:
-            return _text(data.decode(encoding)), encoding
-        except (UnicodeDecodeError, TypeError, DocumentError):
+            if utf16 is None:
+                raise DocumentError("zero bytes that are no UTF-16")
+            return _text(data.decode(utf16)), utf16
+        except (UnicodeDecodeError, DocumentError):
             raise DocumentError("binary content: this is not a text file") from None
     try:
         return data.decode("utf-8"), "utf-8"

@@ -169,7 +169,7 @@ async def stored_document(request: Request) -> tuple[ServerState, StoredDocument
 
 async def document_status(request: Request) -> JSONResponse:
     _, document = await stored_document(request)
-    status = {"document_id": document.id, "status": document.status}
+    status: dict[str, object] = {"document_id": document.id, "status": document.status}
     if document.status == "done":
         status["billed_characters"] = document.characters
     if document.status == "error":

@@ -333,9 +333,10 @@ class TermMatcher:
         """(folded end, entry) of the longest term starting at folded `position` and ending at a word end."""
         node, best = self.root, None
         for end in range(position, min(len(folded), position + MAX_TERM_CHARS * 3)):
-            node = node.get(folded[end])
-            if node is None:
+            child = node.get(folded[end])
+            if child is None:
                 break
+            node = child
             entry = node.get(None)
             # a term ends on a whole character of the sentence, at a word end
             if entry is not None and origin[end + 1] != origin[end] and self._may_end(sentence, origin[end + 1]):

@@ -7,6 +7,8 @@ picks, Escape closes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import QEvent, QPoint, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QLineEdit, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
@@ -19,7 +21,7 @@ _BY_NAME = sorted(LANGUAGES, key=lambda lang: lang.name.casefold())
 _MAIN_VARIETIES = set(ISO_639_1.values())  # the variety a bare language name usually means
 
 
-def search_languages(query: str, recent: list[str] = ()) -> list[str]:
+def search_languages(query: str, recent: Sequence[str] = ()) -> list[str]:
     """Codes matching `query`, best first: exact code (or ISO 639-1 code), then prefixes of code or
     name, then a word of the name, then anywhere (e.g. "(Arabic script)"); ties go to recently used
     languages, then the main variety of a language ("Arabic" before "Egyptian Arabic"), then the name."""

@@ -9,10 +9,15 @@ load_model) and serves the new one once it is loaded (`fit()`, from its `loaded`
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QLabel
 
 from dragoman.app.settings import AppPaths, Settings
+
+if TYPE_CHECKING:
+    from dragoman.app.server import ServerThread
 
 LOOPBACK = "127.0.0.1"  # this computer only: the window offers no other address
 
@@ -23,7 +28,7 @@ class LocalServer(QObject):
         self.paths = paths
         self.label = QLabel(objectName="hint")
         self.label.hide()
-        self.running = None  # app.server.ServerThread while serving
+        self.running: ServerThread | None = None  # while serving
         self.serving: tuple | None = None  # what it serves: (port, adapter, options, translator)
         self.address = ""
 

@@ -15,6 +15,7 @@ captured over the old stacks are captured again.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -110,7 +111,8 @@ class LoraLayers:
             old = self.stacks.get(module)
             if old is not None and old.a.shape[1] >= rank:
                 continue
-            (out, inp), kw = (lora.b.shape[0], lora.a.shape[1]), dict(device=self.device, dtype=self.dtype)
+            out, inp = lora.b.shape[0], lora.a.shape[1]
+            kw: dict[str, Any] = dict(device=self.device, dtype=self.dtype)
             stack = _Stack(torch.zeros(S, rank, inp, **kw), torch.zeros(S, out, rank, **kw),
                            torch.zeros(S, dtype=torch.float32, device=self.device))
             if old is not None:

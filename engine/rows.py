@@ -27,6 +27,8 @@ in their place).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from dragoman.engine.constraints import MAX_CONSTRAINTS
@@ -41,7 +43,8 @@ class DecoderRows:
         self.max_length = max_length
         self.max_source = max_source
         self.padding_row = capacity
-        i32, i64 = dict(dtype=torch.int32, device=device), dict(dtype=torch.int64, device=device)
+        i32: dict[str, Any] = dict(dtype=torch.int32, device=device)  # torch.zeros(..., **i32)
+        i64: dict[str, Any] = dict(dtype=torch.int64, device=device)
         self.hyp = torch.zeros(R, T, **i64)  # decoder input so far: `</s>`, language code, tokens
         self.kv_slots = torch.zeros(R, T, **i32)  # self-attention slot of each position
         self.kv_len = torch.zeros(R, **i32)  # positions in the cache

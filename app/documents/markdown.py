@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
+from typing import cast
 
 from markdown_it import MarkdownIt
 
@@ -243,7 +244,7 @@ def render(runs: list[Run], written: dict[str, str] | None = None, paragraph: bo
     items: list[list] = []
     stack: list = []
     for run in runs:
-        chain = list(run.style or ())
+        chain = list(cast(tuple, run.style) or ())  # this format's styles are chains of tags
         depth = shared_depth(chain, stack)
         for item in reversed(stack[depth:]):
             items.append(["link-close" if item[0] == "link" else "close", _close(item)])

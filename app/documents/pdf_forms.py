@@ -99,7 +99,8 @@ def _shows_text(xobject, depth: int = 0) -> bool:
         return False
     if any(str(getattr(i, "operator", "")) == "BT" for i in instructions):
         return True
-    inner: Any = xobject.get("/Resources", {}).get("/XObject", {})  # a form drawing forms with text
+    form: Any = xobject  # pikepdf's stubs type get() apart from its dictionaries
+    inner: Any = form.get("/Resources", {}).get("/XObject", {})  # a form drawing forms with text
     return any(_shows_text(inner[str(i.operands[0])], depth + 1) for i in instructions
                if str(getattr(i, "operator", "")) == "Do" and i.operands and str(i.operands[0]) in inner)
 

@@ -82,7 +82,7 @@ def render_tags(runs: list[Run]) -> str:
     out: list[str] = []
     open_tags: list[tuple[str, str]] = []
     for run in runs:
-        chain = list(run.style or ())
+        chain = list(cast(tuple, run.style) or ())  # this format's styles are chains of tags
         depth = shared_depth(chain, open_tags)
         for name, _ in reversed(open_tags[depth:]):
             out.append(f"</{name}>")

@@ -70,4 +70,3 @@ def test_running_out_of_blocks_is_an_error_not_corruption():
     with pytest.raises(OutOfBlocks):
         cache.extend(seq, 1)
     assert seq.length == 8 and len(seq.blocks) == 2
-

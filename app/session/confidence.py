@@ -24,6 +24,8 @@ are, do not count. Every check is linear in the text.
 from __future__ import annotations
 
 import functools
+import queue
+import threading
 import unicodedata
 
 from dragoman.app.session import detect
@@ -128,3 +130,32 @@ def detected_language(text: str) -> str | None:
         return None
     best = detect.best_guess(text)
     return best[0] if best and best[1] >= SURE_SCORE else None
+
+
+class DoubtsAlongside:
+    """The doubts (`doubts`) of translations as they come, judged on a thread of its
+    own while the engine's thread waits on the device; `close` waits for them."""
+
+    def __init__(self, source: str, target: str):
+        self.source, self.target = source, target
+        self._waiting: queue.SimpleQueue[tuple[str, str, float | None] | None] = queue.SimpleQueue()
+        self._judged: dict[str, list[str]] = {}
+        self._thread = threading.Thread(target=self._run, name="dragoman-doubts", daemon=True)
+        self._thread.start()
+
+    def add(self, sentence: str, translation: str, score: float | None) -> None:
+        self._waiting.put((sentence, translation, score))
+
+    def close(self) -> dict[str, list[str]]:
+        """Each sentence added and its reasons; one whose judging failed is not there (the caller judges it)."""
+        self._waiting.put(None)
+        self._thread.join()
+        return self._judged
+
+    def _run(self) -> None:
+        while (item := self._waiting.get()) is not None:
+            sentence, translation, score = item
+            try:
+                self._judged[sentence] = doubts(sentence, translation, self.source, self.target, score)
+            except Exception:  # judged again where the report is made, where an error is the caller's
+                continue

@@ -26,8 +26,6 @@ each waits for its own engine handle, and the engine's loop decodes them togethe
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -38,7 +36,7 @@ from typing import TYPE_CHECKING, Callable
 from dragoman.app.documents import Cancelled, translate_document
 from dragoman.app.documents.segments import Run, Segment, translate_segments
 from dragoman.app.session import detect
-from dragoman.app.session.confidence import doubts
+from dragoman.app.session.confidence import DoubtsAlongside, doubts
 from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport, open_cache, open_memory
 from dragoman.app.session.terms import Marks, Masked, PairTerms, Terms, cache_text
 from dragoman.app.session.translation_memory import TranslationMemory
@@ -119,35 +117,6 @@ class RecentTranslations:
         self._found[key] = translation
         while len(self._found) > self.capacity:
             self._found.popitem(last=False)
-
-
-class DoubtsAlongside:
-    """The doubts (app.session.confidence) of translations as they come, judged on a thread of its
-    own while the engine's thread waits on the device; `close` waits for them."""
-
-    def __init__(self, source: str, target: str):
-        self.source, self.target = source, target
-        self._waiting: queue.SimpleQueue[tuple[str, str, float | None] | None] = queue.SimpleQueue()
-        self._judged: dict[str, list[str]] = {}
-        self._thread = threading.Thread(target=self._run, name="dragoman-doubts", daemon=True)
-        self._thread.start()
-
-    def add(self, sentence: str, translation: str, score: float | None) -> None:
-        self._waiting.put((sentence, translation, score))
-
-    def close(self) -> dict[str, list[str]]:
-        """Each sentence added and its reasons; one whose judging failed is not there (the caller judges it)."""
-        self._waiting.put(None)
-        self._thread.join()
-        return self._judged
-
-    def _run(self) -> None:
-        while (item := self._waiting.get()) is not None:
-            sentence, translation, score = item
-            try:
-                self._judged[sentence] = doubts(sentence, translation, self.source, self.target, score)
-            except Exception:  # judged again where the report is made, where an error is the caller's
-                continue
 
 
 class TranslationSession:

@@ -367,5 +367,8 @@ def constrained_step(
     done = ~still | (full & (early_code == 1)) | ~survivors
     state.finished[rows] = done[:, None].expand(S, W)
     # With nothing to continue the hypotheses stay as they were: the step report reads kv_len + 1 positions.
-    state.kv_len[rows] = (cur_len - (~survivors).long()).int()[:, None].expand(S, W)
+    # A real row holds its decoder prefix, so only the padding row, whose length is 0 and stays 0
+    # (step_inputs feeds it position 0 afresh), meets the floor: a padding sentence of a graphed
+    # step finds nothing to continue where its logits are NaN (it attends over unwritten slots).
+    state.kv_len[rows] = (cur_len - (~survivors).long()).clamp_(min=0).int()[:, None].expand(S, W)
     return done

@@ -277,6 +277,20 @@ def test_a_search_the_processors_leave_nothing_to_finish_gives_the_hypothesis_it
     assert report.best[0, : report.lengths[0]].tolist() == ref.best()
 
 
+def test_a_padding_sentence_with_no_number_in_its_logits_keeps_the_padding_row_at_length_0():
+    """A graphed step pads its constrained group with sentences of the padding row, whose logits may
+    be NaN (it attends over slots nobody wrote): it must not walk the row's length below 0, where
+    its next step would write before its first slot."""
+    options = DecodingOptions(num_beams=2, max_length=14)
+    state = DecoderRows(4, T, 4, torch.device("cpu"))
+    padding = torch.full((1, 2), state.padding_row)  # (S, W): one sentence of the padding row
+    tables = ConstraintTables.build([Constraints([[5, 6]], EOS)], padding.device)
+    for _ in range(3):
+        nan = torch.full((2, VOCAB), float("nan"))
+        constrained_step(state, padding, nan, options, EOS, T, [0], tables)
+        assert state.kv_len[state.padding_row].item() == 0
+
+
 # -- in the engine, on the tiny checkpoint ------------------------------------------------------------
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。",

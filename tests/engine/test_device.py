@@ -82,3 +82,16 @@ def test_bfloat16_is_refused_on_turing_with_the_reason(gpu_profile):
         resolve_dtype("bfloat16", gpu)
     assert resolve_dtype("float16", gpu) == torch.float16
     assert resolve_dtype("bfloat16", gpu_profile("sm_86")) == torch.bfloat16
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_zeroed_memory_on_the_cpu_is_zeros_of_its_own(dtype):
+    """The KV caches' memory: zeros from the OS's pages, writable, one map per tensor."""
+    from dragoman.engine.device import zeroed
+
+    first, second = (zeroed((3, 5, 2), dtype, torch.device("cpu")) for _ in range(2))
+    assert first.shape == (3, 5, 2) and first.dtype == dtype and first.is_contiguous()
+    assert not first.any()
+    first[1, 2] = 7
+    assert first.sum().item() == 14 and not second.any()
+    assert not zeroed((0, 4), dtype, torch.device("cpu")).numel()

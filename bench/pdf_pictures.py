@@ -1,4 +1,4 @@
-"""`python -m bench.pdf_pictures [--form F1040.pdf] [FOLDER]`: pages before and after PDF translation, side by side.
+"""`python -m bench.pdf_pictures [--form F1040.pdf] [--scan SCAN] [FOLDER]`: pages before and after PDF translation, side by side.
 
 Each picture is rendered with pypdfium2 from documents that go through the app's document path
 (app.documents.translate_document):
@@ -10,12 +10,14 @@ Each picture is rendered with pypdfium2 from documents that go through the app's
   0.8 degrees, noised, put in a PDF as a scanner does), read by OCR and translated into German;
 - FOLDER/pdf-form.png, with --form: page 1 of a real form, the 2010 IRS Form 1040 (a work of
   the US federal government, in the public domain; pdf.js keeps a filled-in copy as
-  test/pdfs/prefilled_f1040.pdf), into a pseudo-translation.
+  test/pdfs/prefilled_f1040.pdf), into a pseudo-translation;
+- FOLDER/scan-real-before-after.png, with --scan: the first page of a real scan (a PDF of scanned
+  pages, or a picture, which comes back as a picture), read by OCR and pseudo-translated.
 The German and Arabic are fixed sentences written for these pictures, not a model's output; the
 form, which has too many texts to write by hand, gets the pseudo-translation that software
 localisation uses to test layouts (`pseudo`): each letter accented, each longer word a third
-longer. The pictures show the layout work (text removed and set again in its boxes, right to left
-in Arabic), not translation quality.
+longer, as does a real scan's. The pictures show the layout work (text removed and set again in
+its boxes, right to left in Arabic), not translation quality.
 """
 
 from __future__ import annotations
@@ -285,12 +287,25 @@ def nearest(table: dict, column: int):
     return translate
 
 
-def side_by_side(pages: list[Path], out: Path, scale: float) -> None:
-    """The first page of each PDF rendered, in a row on grey, saved as a PNG of 256 colours."""
+def first_page(path: Path, scale: float):
+    """A PDF's first page rendered at `scale` pixels a point, or a picture at the size it would print
+    (at its resolution, else 150 dpi) scaled as much."""
     import pypdfium2
     from PIL import Image
 
-    images = [pypdfium2.PdfDocument(str(p))[0].render(scale=scale).to_pil() for p in pages]
+    if path.suffix.lower() == ".pdf":
+        return pypdfium2.PdfDocument(str(path))[0].render(scale=scale).to_pil()
+    picture = Image.open(path).convert("RGB")
+    dpi = float((picture.info.get("dpi") or (150, 150))[0]) or 150
+    factor = scale * 72 / dpi
+    return picture.resize((round(picture.width * factor), round(picture.height * factor)), Image.Resampling.LANCZOS)
+
+
+def side_by_side(pages: list[Path], out: Path, scale: float) -> None:
+    """The first page of each PDF or picture rendered, in a row on grey, saved as a PNG of 256 colours."""
+    from PIL import Image
+
+    images = [first_page(p, scale) for p in pages]
     gap = 16
     picture = Image.new("RGB", (sum(i.width for i in images) + gap * (len(images) + 1), images[0].height + 2 * gap),
                         "#d0d0d0")
@@ -301,7 +316,7 @@ def side_by_side(pages: list[Path], out: Path, scale: float) -> None:
     picture.quantize(256, dither=Image.Dither.NONE).save(out, optimize=True)
 
 
-def main(folder: Path, form: Path | None) -> None:
+def main(folder: Path, form: Path | None, real_scan: Path | None = None) -> None:
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         brochure = work / "brochure.pdf"
@@ -322,6 +337,11 @@ def main(folder: Path, form: Path | None) -> None:
         if form is not None:
             pseudo_form = translate_document(form, work / "form.pseudo.pdf", lambda texts: [pseudo(t) for t in texts])
             side_by_side([form, pseudo_form], folder / "pdf-form.png", 1.3)
+        if real_scan is not None:
+            out = work / f"real-scan.pseudo{'.pdf' if real_scan.suffix.lower() == '.pdf' else '.png'}"
+            pseudo_scan = translate_document(real_scan, out, lambda texts: [pseudo(t) for t in texts],
+                                             options={"source": "eng_Latn"})
+            side_by_side([real_scan, pseudo_scan], folder / "scan-real-before-after.png", 1.5)
 
 
 if __name__ == "__main__":
@@ -329,6 +349,7 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(prog="python -m bench.pdf_pictures", description=__doc__.splitlines()[0])
     parser.add_argument("--form", type=Path, help="the IRS Form 1040 of pdf.js (test/pdfs/prefilled_f1040.pdf)")
+    parser.add_argument("--scan", type=Path, help="a real scan in English, a PDF or a picture")
     parser.add_argument("folder", type=Path, nargs="?", default=Path("docs"))
     args = parser.parse_args()
-    main(args.folder, args.form)
+    main(args.folder, args.form, args.scan)

@@ -60,6 +60,7 @@ TESSERACT_SCRIPTS = {
 LEADING = 1.2  # baseline to baseline, in ems: what a block's lines are taken to be set at
 LINE_BOX = 0.9  # the height of a line's ink, in ems
 COLUMN_GAP = 1.5  # a gap between words this many line heights wide may part two columns
+SIZE_JUMP = 2.0  # lines this many times taller than the next are not one paragraph with it (a heading and its text)
 MIN_CONFIDENCE = 40  # a block Tesseract is less sure of than this (mean over its words) is a picture's texture, not text
 OSD_CONFIDENCE = 2.0  # Tesseract's orientation detection is believed from this confidence on
 DESKEW_FROM = 2.0  # degrees: a picture whose lines slope more is turned level before it is read (Tesseract reads 1 or 2 well)
@@ -186,7 +187,10 @@ class Reader:
         rgb = upright
         pixels = np.asarray(rgb)
         # Tesseract's paragraphs, one that ends without a sentence's end joined to the next of its block or
-        # to a next that starts in lower case (Tesseract starts a paragraph after a short line even mid-sentence)
+        # to a next that starts in lower case (Tesseract starts a paragraph after a short line even mid-sentence),
+        # unless their lines' sizes differ by SIZE_JUMP (a heading above its text)
+        heights = {(data["block_num"][i], data["par_num"][i], data["line_num"][i]): data["height"][i]
+                   for i, level in enumerate(data["level"]) if level == 4}
         paragraphs: list[dict[tuple[int, int, int], list[int]]] = []  # (block, paragraph, line) -> its words
         last: tuple[int, int] | None = None
         for i, word in enumerate(data["text"]):
@@ -195,24 +199,27 @@ class Reader:
             key = (data["block_num"][i], data["par_num"][i])
             if key != last:
                 runs_on = (last is not None and (last[0] == key[0] or word[:1].islower()) and paragraphs
-                           and not SENTENCE_END.search(data["text"][max(j for line in paragraphs[-1].values() for j in line)]))
+                           and not SENTENCE_END.search(data["text"][max(j for line in paragraphs[-1].values() for j in line)])
+                           and _same_size(heights.get(list(paragraphs[-1])[-1], 0),
+                                          heights.get((*key, data["line_num"][i]), 0)))
                 if not runs_on:
                     paragraphs.append({})
                 last = key
             paragraphs[-1].setdefault((*key, data["line_num"][i]), []).append(i)
         blocks = []
-        for lines in (part for paragraph in paragraphs for part in _columns(paragraph, data)):
+        pictures = _pictures(data)
+        for lines in (part for paragraph in paragraphs for column in _columns(paragraph, data)
+                      for part in _around(column, data, pictures)):
             words = [i for line in lines.values() for i in line]
             if statistics.mean(float(data["conf"][i]) for i in words) < MIN_CONFIDENCE:
                 continue
             text = ""
             for line in lines.values():
                 text = _joined(text, _joined_words([data["text"][i] for i in line]))
-            if not any(ch.isalpha() for ch in text):
+            letters = [ch for ch in text if ch.isalpha()]
+            if len(letters) < 2 and not any(is_cjk(ch) for ch in letters):  # no text, or a drop cap or a figure's label
                 continue
-            box = (min(data["left"][i] for i in words), min(data["top"][i] for i in words),
-                   max(data["left"][i] + data["width"][i] for i in words),
-                   max(data["top"][i] + data["height"][i] for i in words))
+            box = _box(words, data)
             heights = [max(data["top"][i] + data["height"][i] for i in line) - min(data["top"][i] for i in line)
                        for line in lines.values()]
             background, ink = colours(pixels, box)
@@ -226,6 +233,11 @@ class Reader:
         from dragoman.app.session.detect import detect_language
 
         return detect_language("\n".join(block.text for block in blocks))
+
+
+def _same_size(a: float, b: float) -> bool:
+    """Whether two lines' heights (pixels; 0 where unknown) may be lines of one paragraph."""
+    return not (a and b) or max(a, b) < SIZE_JUMP * min(a, b)
 
 
 def _columns(lines: dict, data: dict) -> list[dict]:
@@ -251,6 +263,38 @@ def _columns(lines: dict, data: dict) -> list[dict]:
                     sides[left(i) > x].setdefault(key, []).append(i)
             return [part for side in sides for part in _columns(side, data)]
     return [lines]
+
+
+def _box(words: list[int], data: dict) -> tuple[int, int, int, int]:
+    return (min(data["left"][i] for i in words), min(data["top"][i] for i in words),
+            max(data["left"][i] + data["width"][i] for i in words), max(data["top"][i] + data["height"][i] for i in words))
+
+
+def _meet(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _pictures(data: dict) -> list[tuple[int, int, int, int]]:
+    """The boxes of the blocks Tesseract found no text in (pictures, rules)."""
+    with_text = {data["block_num"][i] for i, word in enumerate(data["text"]) if word.strip()}
+    return [(data["left"][i], data["top"][i], data["left"][i] + data["width"][i], data["top"][i] + data["height"][i])
+            for i, level in enumerate(data["level"]) if level == 2 and data["block_num"][i] not in with_text]
+
+
+def _around(lines: dict, data: dict, pictures: list) -> list[dict]:
+    """A paragraph cut into runs of lines where it wraps around a picture (its first lines beside the
+    picture, the next under it): where one box over its lines would reach over a picture that none of
+    its lines does, so that covering the box would hide a piece of the picture."""
+    parts: list[dict] = []
+    for key, words in lines.items():
+        if parts:
+            run = [*parts[-1].values(), words]
+            box = _box([i for line in run for i in line], data)
+            if not any(_meet(box, p) and not any(_meet(_box(line, data), p) for line in run) for p in pictures):
+                parts[-1][key] = words
+                continue
+        parts.append({key: words})
+    return parts
 
 
 def _orientation(image) -> int | None:

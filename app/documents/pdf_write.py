@@ -208,8 +208,8 @@ def _grown(box, page: Page, obstacles, align: str) -> tuple[float, float, float,
         room = min(x0 - left, right - x1)
         left, right = x0 - room, x1 + room
     bottom = min(b[1] for b in area)
-    for ox0, oy0, ox1, oy1 in obstacles:
-        if ox0 < right and ox1 > left and oy1 <= y0 + 0.5:
+    for ox0, oy0, ox1, oy1 in obstacles:  # below: its top under the box's bottom, or over it by less than GAP
+        if ox0 < right and ox1 > left and oy1 <= y0 + GAP:
             bottom = max(bottom, oy1 + GAP)
     return left, min(bottom, y0), right, y1
 

@@ -470,3 +470,30 @@ def test_dragoman_translate_picture_as_pdf_with_the_real_engine(tiny_checkpoint,
     assert str(out) in capsys.readouterr().out and not (tmp_path / "sign.fra_Latn.png").exists()
     with pikepdf.open(out) as pdf:  # a JPEG without a resolution: PDF_DPI
         assert len(pdf.pages) == 1 and [float(v) for v in pdf.pages[0].mediabox][2] == pytest.approx(1200 * 72 / 150)
+
+
+def test_a_heading_does_not_run_on_into_the_text_under_it():
+    """A heading without a full stop over a paragraph that starts in lower case (a drop cap read as
+    a small letter, say) stays a block of its own: set at the paragraph's size it would not fit."""
+    image = Image.new("RGB", (1400, 420), BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    draw.text((80, 30), "Chapter Two", font=ImageFont.truetype(font_path(FONTS["eng_Latn"]), 120), fill=INK)
+    font = ImageFont.truetype(font_path(FONTS["eng_Latn"]), 40)
+    draw.text((80, 230), "and then we went down to the river", font=font, fill=INK)
+    draw.text((80, 300), "where the boats were waiting for us.", font=font, fill=INK)
+    blocks = Reader("eng_Latn").read(image)
+    assert [b.text for b in blocks] == ["Chapter Two", "and then we went down to the river where the boats were waiting for us."]
+
+
+def test_a_paragraph_wrapping_around_a_picture_is_cut_where_it_leaves_its_side():
+    """Lines beside a picture, then lines under it: one box over them all would cover a corner of the
+    picture, so they are two blocks; a paragraph whose box misses the picture stays one."""
+    from dragoman.app.documents.ocr import _around
+
+    boxes = [(420, 100), (420, 130), (40, 160), (40, 190)]  # (left, top) of four lines, 20 px high
+    data = {"left": [b[0] for b in boxes], "top": [b[1] for b in boxes], "width": [800 - b[0] for b in boxes],
+            "height": [20] * 4}
+    lines = {(1, 1, n): [n] for n in range(4)}
+    picture = (40, 20, 400, 150)
+    assert [list(part) for part in _around(lines, data, [picture])] == [[(1, 1, 0), (1, 1, 1)], [(1, 1, 2), (1, 1, 3)]]
+    assert len(_around(lines, data, [(40, 300, 400, 400)])) == 1

@@ -1,4 +1,4 @@
-"""`python -m bench.pdf_pictures [--form F1040.pdf] [--scan SCAN] [FOLDER]`: pages before and after PDF translation, side by side.
+"""`python -m bench.pdf_pictures [--form F1040.pdf] [--scan eurotext.tif] [FOLDER]`: pages before and after PDF translation, side by side.
 
 Each picture is rendered with pypdfium2 from documents that go through the app's document path
 (app.documents.translate_document):
@@ -11,12 +11,14 @@ Each picture is rendered with pypdfium2 from documents that go through the app's
 - FOLDER/pdf-form.png, with --form: page 1 of a real form, the 2010 IRS Form 1040 (a work of
   the US federal government, in the public domain; pdf.js keeps a filled-in copy as
   test/pdfs/prefilled_f1040.pdf), into a pseudo-translation;
-- FOLDER/scan-real-before-after.png, with --scan: the first page of a real scan (a PDF of scanned
-  pages, or a picture, which comes back as a picture), read by OCR and pseudo-translated.
+- FOLDER/scan-real-before-after.png, with --scan: a real scan, Tesseract's test page of printed
+  text in seven languages (tesseract-ocr/test, testing/eurotext.tif, Apache-2.0: a 300 dpi
+  bilevel scan, a little crooked), read by OCR and translated into German; it comes back as a
+  picture. Another scan (a PDF of scanned pages, or a picture) gets the pseudo-translation.
 The German and Arabic are fixed sentences written for these pictures, not a model's output; the
 form, which has too many texts to write by hand, gets the pseudo-translation that software
 localisation uses to test layouts (`pseudo`): each letter accented, each longer word a third
-longer, as does a real scan's. The pictures show the layout work (text removed and set again in
+longer. The pictures show the layout work (text removed and set again in
 its boxes, right to left in Arabic), not translation quality.
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import io
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from dragoman.app.documents import translate_document
 
@@ -51,6 +54,18 @@ SENTENCES = {
     "Every day": ("Täglich", "كل يوم"),
     "Weekdays": ("Werktags", "أيام الأسبوع"),
     "More on the town's website.": ("Mehr auf der Website der Stadt.", "المزيد على موقع المدينة."),
+}
+
+# eurotext.tif's sentences (English, German, French, Italian, Spanish, Portuguese), into German.
+EUROTEXT = {
+    "The (quick) [brown] {fox} jumps!": ("Der (schnelle) [braune] {Fuchs} springt!",),
+    "Over the $43,456.78 <lazy> #90 dog & duck/goose, as 12.5% of E-mail from aspammer@website.com is spam.": (
+        "Über den $43,456.78 <faulen> #90 Hund & die Ente/Gans, da 12.5% der E-Mails von aspammer@website.com Spam sind.",),
+    "Der „schnelle” braune Fuchs springt über den faulen Hund.": ("Der „schnelle“ braune Fuchs springt über den faulen Hund.",),
+    "Le renard brun «rapide» saute par-dessus le chien paresseux.": ("Der braune «schnelle» Fuchs springt über den faulen Hund.",),
+    "La volpe marrone rapida salta sopra il cane pigro.": ("Der schnelle braune Fuchs springt über den faulen Hund.",),
+    "El zorro marrón rápido salta sobre el perro perezoso.": ("Der schnelle braune Fuchs springt über den faulen Hund.",),
+    "A raposa marrom rápida salta sobre o cão preguiçoso.": ("Der schnelle braune Fuchs springt über den faulen Hund.",),
 }
 
 
@@ -275,14 +290,14 @@ def make_scan(pdf: Path, path: Path) -> None:
     c.save()
 
 
-def nearest(table: dict, column: int):
+def nearest(table: dict, column: int, otherwise: Callable[[str], str] = lambda text: text):
     """The translation of the table's sentence nearest each text (OCR misreads a letter here and
-    there); a text near none stays as it is."""
+    there); a text near none gets `otherwise(text)` (itself unless told)."""
     import difflib
 
     def translate(texts: list[str]) -> list[str]:
         found = [difflib.get_close_matches(t, list(table), n=1, cutoff=0.75) for t in texts]
-        return [table[m[0]][column] if m else t for t, m in zip(texts, found)]
+        return [table[m[0]][column] if m else otherwise(t) for t, m in zip(texts, found)]
 
     return translate
 
@@ -338,10 +353,9 @@ def main(folder: Path, form: Path | None, real_scan: Path | None = None) -> None
             pseudo_form = translate_document(form, work / "form.pseudo.pdf", lambda texts: [pseudo(t) for t in texts])
             side_by_side([form, pseudo_form], folder / "pdf-form.png", 1.3)
         if real_scan is not None:
-            out = work / f"real-scan.pseudo{'.pdf' if real_scan.suffix.lower() == '.pdf' else '.png'}"
-            pseudo_scan = translate_document(real_scan, out, lambda texts: [pseudo(t) for t in texts],
-                                             options={"source": "eng_Latn"})
-            side_by_side([real_scan, pseudo_scan], folder / "scan-real-before-after.png", 1.5)
+            out = work / f"real-scan.deu_Latn{'.pdf' if real_scan.suffix.lower() == '.pdf' else '.png'}"
+            german = translate_document(real_scan, out, nearest(EUROTEXT, 0, pseudo), options={"source": "eng_Latn"})
+            side_by_side([real_scan, german], folder / "scan-real-before-after.png", 2.0)
 
 
 if __name__ == "__main__":
@@ -349,7 +363,7 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(prog="python -m bench.pdf_pictures", description=__doc__.splitlines()[0])
     parser.add_argument("--form", type=Path, help="the IRS Form 1040 of pdf.js (test/pdfs/prefilled_f1040.pdf)")
-    parser.add_argument("--scan", type=Path, help="a real scan in English, a PDF or a picture")
+    parser.add_argument("--scan", type=Path, help="Tesseract's test scan (tesseract-ocr/test, testing/eurotext.tif)")
     parser.add_argument("folder", type=Path, nargs="?", default=Path("docs"))
     args = parser.parse_args()
     main(args.folder, args.form, args.scan)

@@ -93,7 +93,9 @@ class PictureDocument(Document):
         if out.mode not in ("RGB", "RGBA", "L", "LA"):
             out = out.convert("RGBA" if "A" in out.getbands() or "transparency" in out.info else "RGB")
         draw_translations(out, self.blocks, ["".join(r.text for r in runs) for runs in translations])
-        out.save(out_path, format="PNG")
+        # Its resolution and colour profile kept: printed, it is the size of the original, in its colours.
+        out.save(out_path, format="PNG", **{key: self.image.info[key] for key in ("dpi", "icc_profile")
+                                            if self.image.info.get(key)})
 
     def _write_pdf(self, translations: list[list[Run]], out_path: Path) -> None:
         import io

@@ -100,11 +100,12 @@ def test_the_language_table_holds_nllb_codes():
 def test_a_translated_picture_keeps_its_size_and_every_pixel_outside_the_text(tmp_path, language, lines):
     source = tmp_path / "letter.png"
     original = make_scan(lines, language)
-    original.save(source)
+    original.save(source, dpi=(300, 300))
     boxes = [block.box for block in extract(source, source=language).blocks]
     out = translate_document(source, tmp_path / "letter.fra_Latn.png", upper_keeping_tags, options={"source": language})
     translated = Image.open(out)
     assert translated.size == original.size and translated.mode == "RGB"
+    assert translated.info["dpi"] == pytest.approx((300, 300), abs=0.01)  # PNG keeps dots per metre; printed, the size of the original
     before, after = np.asarray(original), np.asarray(translated)
     keep = outside(boxes, before.shape)
     assert np.array_equal(before[keep], after[keep])  # the red square and the paper, byte for byte

@@ -210,6 +210,11 @@ class EngineLoop:
                 self._thread.start()
             self._wake.notify()
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called: submissions are refused."""
+        return self._closing
+
     def close(self, wait: bool = True) -> None:
         """Cancel everything submitted and end the thread (`wait`: until it has ended)."""
         with self._wake:

@@ -542,8 +542,9 @@ class Translator:
         On the GPU the first translation compiles the Triton kernels (seconds on a fresh install,
         before Triton's disk cache has them) and captures the CUDA graphs of a typed sentence's
         steps (keyed by the decoding options); the longer source runs the encoder's projections
-        through cuBLAS, whose first call sets the library up. Done while the model loads, a
-        person's first typed sentence does not wait for it (docs/performance.md, "Warm at load").
+        through cuBLAS, whose first call sets the library up. Run beside the first sentences (the
+        window's worker starts it on a thread once the model is loaded), it spares a person's
+        first typed sentences that wait (docs/performance.md, "Warm once loaded").
         See `needs_warm_up`."""
         tok = self.tokenizer
         texts, text = [], "Hello."

@@ -62,7 +62,7 @@ class LoadModel:
     adapters_dir: str = ""  # the LoRA adapters folder ("" = none until a job names one)
     adapter_slots: int | None = None  # LoRA adapters resident at once (None: the engine's default)
     gpu_memory: int | None = None  # bytes of GPU memory for translation beyond the weights (None: the engine's default)
-    typed_options: dict = field(default_factory=dict)  # what typed text will use: warmed up at load on the GPU
+    typed_options: dict = field(default_factory=dict)  # what typed text will use: warmed up once loaded, on the GPU
 
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,7 @@ class EngineWorker(QThread):
         self.session: TranslationSession | None = None  # over the translator, with the cache and the memory
         self._kernels_reported = False  # the kernels' failure is for the whole process: said once
         self._terms = Terms()  # the glossaries and do-not-translate settings jobs keep to (set_terms)
+        self.warming_up: threading.Thread | None = None  # the last model's warm-up (`_open`)
 
     # -- called from the GUI thread ------------------------------------------------------------------
 
@@ -250,7 +251,7 @@ class EngineWorker(QThread):
         self._report_kernels()
 
     def _open(self, command: LoadModel):
-        """A Translator for `command`, warmed up where it needs it."""
+        """A Translator for `command`, its warm-up started where it needs one."""
         from dragoman.engine import Translator
 
         translator = Translator(
@@ -259,11 +260,21 @@ class EngineWorker(QThread):
             gpu_memory=command.gpu_memory, weights_cache=(self._paths or AppPaths.default()).weights_cache,
         )
         if translator.needs_warm_up():
-            try:
-                translator.warm_up(**command.typed_options)
-            except Exception:  # the model works without it: the first sentence just waits longer
-                log.warning("warming up %s failed", command.model_dir, exc_info=True)
+            # On a thread of its own: the model serves at once, and a sentence typed meanwhile joins
+            # the warm-up's steps in the engine's batch instead of waiting for the warm-up to end.
+            self.warming_up = threading.Thread(target=self._warm_up, args=(translator, command),
+                                               name="dragoman-warm-up", daemon=True)
+            self.warming_up.start()
         return translator
+
+    def _warm_up(self, translator, command: LoadModel) -> None:
+        try:
+            translator.warm_up(**command.typed_options)
+        except Exception:  # the model works without it: the first sentence just waits longer
+            if not translator.loop.closed:  # not a model replaced meanwhile
+                log.warning("warming up %s failed", command.model_dir, exc_info=True)
+        if self.translator is translator:
+            self._report_kernels()
 
     def _serve(self, translator, command: LoadModel) -> None:
         """Jobs from now on run on `translator` (loaded with `command`)."""

@@ -1,5 +1,7 @@
 """The engine thread: results equal the engine's, partials stream first, supersede, cancel, quit."""
 
+import threading
+
 import pytest
 from PySide6.QtCore import QCoreApplication
 
@@ -163,23 +165,48 @@ def test_new_settings_load_beside_the_working_model_and_where_both_do_not_fit_it
     assert worker.events.wait(qtbot, "translated", job_id)[2][0]
 
 
-def test_where_a_first_translation_costs_more_the_typed_options_are_warmed_up_while_loading(
+def test_where_a_first_translation_costs_more_the_typed_options_are_warmed_up_once_loaded(
     qtbot, tiny_checkpoint, translator, monkeypatch
 ):
-    """On the GPU (here the CPU, told it needs it) a typed sentence is translated while the model
-    loads, with the options typed text will use, and nothing of it stays behind."""
+    """On the GPU (here the CPU, told it needs it) typed sentences are translated on a thread of
+    their own once the model has loaded, with the options typed text will use, and nothing of them
+    stays behind."""
     warmed = []
     warm_up = Translator.warm_up
     monkeypatch.setattr(Translator, "needs_warm_up", lambda self: True)
     monkeypatch.setattr(Translator, "warm_up", lambda self, **options: warmed.append(options) or warm_up(self, **options))
     worker = start_worker(qtbot, tiny_checkpoint, typed_options=OPTIONS)
     worker.events.wait(qtbot, "loaded")
+    worker.warming_up.join(timeout=60)
     assert warmed == [OPTIONS]
     generator = worker.translator.generator
     assert generator.num_free_blocks() == generator.num_total_blocks()
     assert generator.rows.num_free_rows() == generator.rows.capacity
     job_id = worker.submit(TranslationJob(["The cat reads a book."], "eng_Latn", "fra_Latn", OPTIONS))
     assert worker.events.wait(qtbot, "translated", job_id)[2] == expected(translator, ["The cat reads a book."])
+    shut_down(worker)
+
+
+def test_typed_text_is_translated_while_the_model_warms_up(qtbot, tiny_checkpoint, translator, monkeypatch):
+    """The model serves once loaded: a sentence typed while the warm-up still runs joins its steps
+    and comes back without waiting for the warm-up to end."""
+    typed_back = threading.Event()
+    warm_up = Translator.warm_up
+
+    def warming(self, **options):
+        while not typed_back.wait(timeout=0):  # a warm-up longer than any typing
+            warm_up(self, **options)
+
+    monkeypatch.setattr(Translator, "needs_warm_up", lambda self: True)
+    monkeypatch.setattr(Translator, "warm_up", warming)
+    worker = start_worker(qtbot, tiny_checkpoint, typed_options=OPTIONS)
+    worker.events.wait(qtbot, "loaded")
+    job_id = worker.submit(TranslationJob(["The cat reads a book."], "eng_Latn", "fra_Latn", OPTIONS))
+    assert worker.events.wait(qtbot, "translated", job_id)[2] == expected(translator, ["The cat reads a book."])
+    assert worker.warming_up.is_alive()
+    typed_back.set()
+    worker.warming_up.join(timeout=60)
+    assert not worker.warming_up.is_alive()
     shut_down(worker)
 
 
@@ -191,6 +218,7 @@ def test_a_failed_warm_up_still_loads_the_model(qtbot, tiny_checkpoint, monkeypa
     monkeypatch.setattr(Translator, "warm_up", fail)
     worker = start_worker(qtbot, tiny_checkpoint)
     worker.events.wait(qtbot, "loaded")
+    worker.warming_up.join(timeout=60)
     assert "warming up" in caplog.text and "no warming today" in caplog.text
     job_id = worker.submit(TranslationJob(["Hello"], "eng_Latn", "fra_Latn", OPTIONS))
     worker.events.wait(qtbot, "translated", job_id)

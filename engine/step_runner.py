@@ -334,6 +334,7 @@ class StepRunner:
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
+            assert logits is not None  # asked for
             # Padding rows form whole sentences of the padding row; their search writes only padding state.
             self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
                                     report, with_best, scored, tables)

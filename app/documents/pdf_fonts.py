@@ -187,7 +187,7 @@ class Face:
         """(a TrueType font of the glyphs drawn, each glyph's advance in 1/1000 em, its bbox in 1/1000 em)."""
         from fontTools.fontBuilder import FontBuilder
 
-        sources = [".notdef"] + [name for name, _ in sorted(self.glyph_ids, key=self.glyph_ids.get)]
+        sources = [".notdef"] + [name for name, _ in sorted(self.glyph_ids, key=self.glyph_ids.__getitem__)]
         order = [".notdef"] + [f"g{i}" for i in range(1, len(sources))]
         glyphs, advances = {}, []
         for new, source in zip(order, sources):

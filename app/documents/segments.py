@@ -331,9 +331,10 @@ def translate_segments(
     for i in range(0, len(unique), batch_sentences):
         batch = unique[i : i + batch_sentences]
         results = translate_batch(batch)
-        if len(results) != len(batch) or any(r is None for r in results):
+        translated = [r for r in results if r is not None]  # None: stopped
+        if len(results) != len(batch) or len(translated) != len(batch):
             raise Cancelled()
-        translations.update(zip(batch, results))
+        translations.update(zip(batch, translated))
         if progress:
             progress(i + len(batch), len(unique))
     out = []

@@ -89,6 +89,7 @@ def render_tags(runs: list[Run]) -> str:
         for _, opening in chain[depth:]:
             out.append(opening)
         open_tags = chain
+        assert run.atom is None or isinstance(run.atom, str)  # this format's atoms are timestamps as written
         out.append(run.atom if run.atom is not None else run.text)
     out.extend(f"</{name}>" for name, _ in reversed(open_tags))
     return "".join(out)

@@ -281,6 +281,7 @@ class Generator:
     def _report_finished(self) -> None:
         finished, self._finished = self._finished, []
         for request in finished:
+            assert request.on_done is not None  # `_finished` holds those with one
             request.on_done(request)
 
     def _shrink(self, error: Exception) -> None:

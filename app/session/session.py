@@ -154,7 +154,8 @@ class TranslationSession:
                 if store is not None:
                     store.close()
             raise
-        return cls(translator, *stores, terms=terms)
+        cache, memory = stores
+        return cls(translator, cache, memory, terms=terms)
 
     def close(self) -> None:
         for store in (self.cache, self.memory):

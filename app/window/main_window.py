@@ -532,6 +532,7 @@ class MainWindow(QMainWindow):
         """New model settings that failed: the worker goes on with the model that worked (`loaded` follows);
         the settings go back to its, and the status bar says why in one line."""
         s = self.settings
+        assert self.working is not None  # refused only beside a model that works
         s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb = self.working
         self.loading = self.working
         self.save_settings()
@@ -770,6 +771,7 @@ class MainWindow(QMainWindow):
         """A translation arrived: where each sentence's translation is, so that a person may edit it."""
         text, results = layout
         if job_id == self.completion_job:
+            assert self.completion_start is not None  # set with completion_job
             line, start, typed = self.completion_start
             j = self.editing[1] if self.editing else None
             if j is not None:
@@ -856,6 +858,7 @@ class MainWindow(QMainWindow):
 
     def _on_completing(self, job_id: int, text: str) -> None:
         if job_id == self.completion_job and self.editing is not None:
+            assert self.completion_start is not None  # set with completion_job
             line, start, typed = self.completion_start
             self._replace_sentence(line, self.editing[1], text, typed, pending=True)
 

@@ -251,7 +251,7 @@ def _counted_content_parser():
             return item
 
     if pdfinterp.PDFContentParser.__name__ != "CountedContentParser":
-        pdfinterp.PDFContentParser = CountedContentParser
+        setattr(pdfinterp, "PDFContentParser", CountedContentParser)  # setattr: mypy refuses an assignment to a class
 
 
 def _shown_glyphs(textstate, seq) -> int:

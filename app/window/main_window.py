@@ -120,9 +120,9 @@ class AdapterPicker(QComboBox):
         paths = [self.folder] if self.folder.is_dir() else []
         for sub in adapter_folders(self.folder):
             paths += [sub] + [sub / name for name in ADAPTER_FILES]
-        paths = [str(p) for p in paths if p.exists()]
-        if paths:
-            self.watcher.addPaths(paths)
+        existing = [str(p) for p in paths if p.exists()]
+        if existing:
+            self.watcher.addPaths(existing)
 
     def _on_disk_change(self, path: str) -> None:
         self.rescan()

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import Iterable, Iterator, TextIO
 
 from dragoman.app import __version__
 from dragoman.app.wording import counted
@@ -356,7 +356,8 @@ def run_adapters(args: argparse.Namespace, stdout: TextIO) -> int:
 
 def read_lines(stream: TextIO) -> Iterator[str]:
     """Lines of stdin without their line ends; a clear error for bytes that are not UTF-8."""
-    for number, raw in enumerate(stream.buffer if hasattr(stream, "buffer") else stream, start=1):
+    read: Iterable[bytes | str] = stream.buffer if hasattr(stream, "buffer") else stream
+    for number, raw in enumerate(read, start=1):
         if isinstance(raw, bytes):
             try:
                 raw = raw.decode("utf-8")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from PySide6.QtCore import QByteArray, QFileSystemWatcher, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence, QTextCursor
@@ -77,6 +77,9 @@ from dragoman.app.window.translation_view import TranslationView
 from dragoman.app.window.tray import TrayIcon, tray_available
 from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import ADAPTER_FILES, DatabaseError, adapter_folders, adapter_names, get_language
+
+if TYPE_CHECKING:
+    from dragoman.engine import Translation  # the engine's front door imports it (and torch) on first use
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
 NO_ADAPTER = "None (base model)"
@@ -917,7 +920,7 @@ class MainWindow(QMainWindow):
         self.alternatives_asked = (request, line, span[0], cursor.position(), self._sentence_text(line, span[0]))
         self.activity_label.setText("Finding other translations…")
 
-    def _on_alternatives_found(self, request: int, found: list) -> None:
+    def _on_alternatives_found(self, request: int, found: list[Translation]) -> None:
         """The menu of a sentence's alternatives, unless its translation changed meanwhile."""
         if self.alternatives_asked is None or self.alternatives_asked[0] != request:
             return
@@ -928,7 +931,7 @@ class MainWindow(QMainWindow):
         if self.shown_job is None or line not in self.spans or self.editing is not None \
                 or not any(s[0] == j for s in self.spans[line]) or self._sentence_text(line, j) != text:
             return
-        others: dict[str, object] = {}  # different tokens may decode to one text: each text once, at its best
+        others: dict[str, Translation] = {}  # different tokens may decode to one text: each text once, at its best
         for translation in found:
             if translation.text.strip() and translation.text != text.strip():
                 others.setdefault(translation.text, translation)

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import Iterable, Iterator, TextIO
 
 from dragoman.app import __version__
 from dragoman.app.wording import counted
@@ -238,7 +238,9 @@ def gpu_memory_bytes(args: argparse.Namespace) -> int | None:
 
 def checked_adapters_dir(args: argparse.Namespace) -> Path | None:
     """--adapters (or the app's folder when --adapter names one), --adapter checked against the model."""
-    adapters_dir = adapters_folder(args.adapters) if args.adapter or args.adapters else None
+    if not args.adapter and not args.adapters:
+        return None
+    adapters_dir = adapters_folder(args.adapters)
     if args.adapter:  # checked before the model loads too
         from dragoman.engine import check_adapter, load_config
 
@@ -354,7 +356,8 @@ def run_adapters(args: argparse.Namespace, stdout: TextIO) -> int:
 
 def read_lines(stream: TextIO) -> Iterator[str]:
     """Lines of stdin without their line ends; a clear error for bytes that are not UTF-8."""
-    for number, raw in enumerate(stream.buffer if hasattr(stream, "buffer") else stream, start=1):
+    read: Iterable[bytes | str] = stream.buffer if hasattr(stream, "buffer") else stream
+    for number, raw in enumerate(read, start=1):
         if isinstance(raw, bytes):
             try:
                 raw = raw.decode("utf-8")
@@ -520,7 +523,7 @@ def translate_corpus(args, src: str, targets: tuple[str, ...], overrides: dict, 
     return 0
 
 
-def alternatives_line(source: str, translation: str, full) -> str:
+def alternatives_line(source: str, translation: str | None, full) -> str:
     """--alternatives' JSON line for one stdin line; `full`, the engine's Translation, is None for a
     translation from the memory (no score, no alternatives)."""
     import json
@@ -750,6 +753,7 @@ def run_jobs_on_ray(args: argparse.Namespace, jobs: list, refused: list[str], sp
         for number, (job, data, report, error, worker) in enumerate(pool.translate_documents(ready)):
             progress.done(number, worker, 1, report.translated)
             if data is None:
+                assert error is not None  # a worker's document fails with its error
                 document_failed(job, error, failed)
                 continue
             job.output_path.parent.mkdir(parents=True, exist_ok=True)

@@ -309,9 +309,10 @@ def download_model(
     done = 0
     what = f"Downloading {repo_id}"
     for filename, _ in files:
+        before = done  # what the files before this one brought
         try:
             _fetch(repo_id, filename, staging / filename, endpoint,
-                   lambda have, before=done: report(before + have, total, what), should_stop)
+                   lambda have: report(before + have, total, what), should_stop)
         except (Cancelled, CheckpointError):
             raise
         except Exception as e:

@@ -137,7 +137,7 @@ def admit_rows(runner: StepRunner, sentences: list[Sentence]) -> torch.Tensor:
     leads = [s.rows[0] for s in fed]
     others = [r for s in fed for r in s.rows[1:]]
     others_leads = [s.rows[0] for s in fed for _ in s.rows[1:]]
-    per_row = [rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits]
+    per_row: list[list] = [rows, prefixes, beams, adapters, first_blocks, prior_offsets, source_blocks, source_lengths, limits]
     lists = per_row + [leads, others, others_leads]
 
     def set_up(*inputs: torch.Tensor) -> None:

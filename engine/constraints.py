@@ -64,6 +64,8 @@ MAX_CONSTRAINTS = 64
 GAP = -1
 # Rows a constrained greedy sentence runs at most: as many as a beam-8 search's.
 GREEDY_WIDTH = 8
+# A chain's segment: token ids that must appear in order, or a gap (empty, or a set of ids that show nothing).
+Segment = tuple[int, ...] | frozenset[int]
 
 
 class Constraints:
@@ -72,7 +74,7 @@ class Constraints:
     def __init__(self, sequences: list, eos_id: int):
         if not isinstance(sequences, (list, tuple)) or len(sequences) > MAX_CONSTRAINTS:
             raise OptionsError("constraints", f"must be a list of at most {MAX_CONSTRAINTS} token sequences")
-        checked: list[tuple[tuple[int, ...], ...]] = []  # each constraint's segments; a plain one has one
+        checked: list[tuple[Segment, ...]] = []  # each constraint's segments; a plain one has one
         chains: list[bool] = []
         for number, sequence in enumerate(sequences, 1):
             chain = isinstance(sequence, (list, tuple)) and bool(sequence) and all(
@@ -98,8 +100,9 @@ class Constraints:
         if sum(_width(s) for segments in checked for s in segments) > MAX_LENGTH:
             raise OptionsError("constraints", f"hold more than {MAX_LENGTH} tokens together")
         # A plain constraint met whenever another plain one is (held by it, or the same): dropped, the
-        # first of equals kept. Chains are all kept: their segments' order is theirs alone.
-        plain = [(i, s[0]) for i, s in enumerate(checked) if not chains[i]]
+        # first of equals kept. Chains are all kept: their segments' order is theirs alone. (A plain
+        # constraint's one segment is token ids, never a gap.)
+        plain = [(i, s[0]) for i, s in enumerate(checked) if not chains[i] and isinstance(s[0], tuple)]
         dropped = {i for i, s in plain
                    if any(_holds(other, s) and (len(other) > len(s) or (other == s and j < i))
                           for j, other in plain if j != i)}
@@ -227,12 +230,12 @@ def _holds(tokens: tuple[int, ...], part: tuple[int, ...]) -> bool:
     return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))
 
 
-def _width(segment: tuple[int, ...] | frozenset[int]) -> int:
+def _width(segment: Segment) -> int:
     """The positions of a chain's met count a segment takes: its tokens, or one for a gap."""
     return len(segment) if isinstance(segment, tuple) and segment else 1
 
 
-def _holds_in_order(tokens: tuple[int, ...], segments: tuple[tuple[int, ...], ...], silent: frozenset[int]) -> bool:
+def _holds_in_order(tokens: tuple[int, ...], segments: tuple[Segment, ...], silent: frozenset[int]) -> bool:
     """Whether the segments appear in `tokens` one after another, anything between them, a gap
     a token of none of them and not `silent` (each taken where it first ends, which leaves the most
     room to the next)."""

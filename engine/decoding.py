@@ -177,6 +177,7 @@ class BeamHypotheses:
     options: DecodingOptions
     beams: list
     finished: list[tuple[float, list[int]]]
+    cur_len: int  # the length of the live beams' tokens
     done: bool
     improvable: bool  # HF's is_early_stop_heuristic_unsatisfied
 

@@ -20,6 +20,7 @@ queue and the others are admitted past them. Its rows carry the slot, so one bat
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -49,7 +50,7 @@ class Generator:
         max_rows: int | None = None,
         cache_tokens: int | None = None,
         graphs: bool | None = None,
-        adapters_dir: str | None = None,
+        adapters_dir: str | Path | None = None,
         adapter_slots: int | None = None,
         fold_sources: bool | None = None,
         gpu_memory: int | None = None,
@@ -280,6 +281,7 @@ class Generator:
     def _report_finished(self) -> None:
         finished, self._finished = self._finished, []
         for request in finished:
+            assert request.on_done is not None  # `_finished` holds those with one
             request.on_done(request)
 
     def _shrink(self, error: Exception) -> None:

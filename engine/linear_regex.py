@@ -20,13 +20,16 @@ what an automaton cannot run. Module names hold no line break, so `$` is the end
 from __future__ import annotations
 
 import functools
+import sys
 
-try:  # Python 3.11 and later
+# The parser's modules moved into `re` in Python 3.11 (typeshed knows them by their old names only,
+# which mypy reads as the project's Python 3.10 has them).
+if sys.version_info >= (3, 11):
     from re import _constants as sre
     from re import _parser as sre_parse
-except ImportError:  # Python 3.10
-    import sre_constants as sre  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+else:
+    import sre_constants as sre
+    import sre_parse
 
 MAX_PATTERN_LENGTH = 1000
 MAX_STATES = 2000
@@ -81,7 +84,7 @@ class LinearPattern:
         self._match = self._add(_MATCH)
         self._boundaries = False  # whether an assertion looks at the next character
         try:
-            self._start = self._sequence(list(parsed), self._match)
+            self._start = self._sequence(list(parsed.data), self._match)  # its items (the stubs give it no __iter__)
         except RecursionError:
             raise PatternError("is nested too deeply") from None
         self._steps: dict[tuple, frozenset[int]] = {}

@@ -21,6 +21,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -237,14 +238,15 @@ def _module_patterns(raw: dict, path: Path) -> _Patterns:
         except PatternError as e:
             raise AdapterError(f"{path}: {field} {_shown(pattern)} {e}") from None
 
-    def entries(field: str) -> tuple[tuple[LinearPattern, float], ...]:
+    def entries(field: str) -> tuple[tuple[LinearPattern, Any], ...]:
+        # the values as _read_config checked them: ints for rank_pattern, numbers for alpha_pattern
         return tuple((compiled(field, e, rf"(.*\.)?({e})$"), v) for e, v in (raw.get(field) or {}).items())
 
     targets, exclude = raw.get("target_modules"), raw.get("exclude_modules")
-    regex_target = isinstance(targets, str) and targets.lower() != "all-linear"
     layers = [raw["layers_pattern"]] if isinstance(raw.get("layers_pattern"), str) else raw.get("layers_pattern") or []
     return _Patterns(
-        targets=compiled("target_modules", targets, targets) if regex_target else None,
+        targets=(compiled("target_modules", targets, targets)
+                 if isinstance(targets, str) and targets.lower() != "all-linear" else None),
         exclude=compiled("exclude_modules", exclude, exclude) if isinstance(exclude, str) and exclude else None,
         saved=tuple(compiled("modules_to_save", m, rf"(^|.*\.){m}($|\..*)") for m in raw.get("modules_to_save") or []),
         layers=tuple(compiled("layers_pattern", p, rf"(?:^|.*?\.){p}\.\d+\.") for p in layers),

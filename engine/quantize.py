@@ -15,10 +15,11 @@ import os
 import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Sequence
 
 import torch
 
-from dragoman.engine.model import Linear, NllbModel
+from dragoman.engine.model import DecoderLayer, EncoderLayer, Linear, NllbModel
 
 # torch._int_mm's one-row kernel (a matrix-vector product) beats its small-batch kernel several
 # times over while the weight stays in cache; integer sums are exact, so both give the same result.
@@ -134,7 +135,9 @@ def quantize_int8(model: NllbModel, stored: Path | None = None) -> None:
 def _linear_fields(model: NllbModel) -> list[tuple[str, object, str]]:
     """(a name for it, the object holding it, its field) for every Linear of the model."""
     found: list[tuple[str, object, str]] = []
-    for side, layers in (("encoder", model.encoder_layers), ("decoder", model.decoder_layers)):
+    sides: tuple[tuple[str, Sequence[EncoderLayer | DecoderLayer]], ...] = (
+        ("encoder", model.encoder_layers), ("decoder", model.decoder_layers))
+    for side, layers in sides:
         for number, layer in enumerate(layers):
             found += [(f"{side}.{number}.{f.name}", layer, f.name) for f in fields(layer)
                       if isinstance(getattr(layer, f.name), Linear)]

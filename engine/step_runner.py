@@ -209,6 +209,7 @@ class StepRunner:
         for i in step.partial:
             s = step.sentences[i]
             if s.live and s.request.result is None:
+                assert s.request.on_partial is not None  # `partial` holds those with one
                 s.request.on_partial(table[i][: step.lengths[i]])
         return [step.sentences[i] for i in finished]
 
@@ -334,6 +335,7 @@ class StepRunner:
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
+            assert logits is not None  # asked for
             # Padding rows form whole sentences of the padding row; their search writes only padding state.
             self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
                                     report, with_best, scored, tables)
@@ -433,7 +435,9 @@ class StepRunner:
         return static
 
     def _build_tables(self, sentences: list[Sentence]) -> ConstraintTables:
-        return ConstraintTables.build([s.request.checked_constraints for s in sentences], self.model.device)
+        checked = [s.request.checked_constraints for s in sentences if s.request.checked_constraints is not None]
+        assert len(checked) == len(sentences)  # a constrained group's sentences all have constraints
+        return ConstraintTables.build(checked, self.model.device)
 
     def _report_memory(self, key: tuple, sentences: int) -> kernels.StepReport:
         """Host memory (pinned on the GPU) for the report of a step of `sentences`, by `key`. Keys

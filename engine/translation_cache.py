@@ -83,7 +83,7 @@ class TranslationCache:
     @staticmethod
     def context(model: str, adapter: str, source: str, target: str, options) -> str:
         """Everything but the text that a translation depends on, as one string."""
-        if is_dataclass(options):
+        if is_dataclass(options) and not isinstance(options, type):  # an instance (DecodingOptions), not a class
             options = asdict(options)
         return json.dumps([model, adapter, source, target, options], sort_keys=True, default=str)
 

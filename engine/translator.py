@@ -88,8 +88,8 @@ def _joined(pieces: list[Translation]) -> Translation:
     """The Translation of a text decoded in these pieces (one, unless it was too long)."""
     if len(pieces) == 1:
         return pieces[0]
-    scores = [p.score for p in pieces]
-    score = None if None in scores else sum(scores) / len(scores)
+    scores = [p.score for p in pieces if p.score is not None]
+    score = sum(scores) / len(scores) if len(scores) == len(pieces) else None  # None if a piece has none
     return Translation(" ".join(p.text for p in pieces), score)
 
 
@@ -155,6 +155,7 @@ class Submission:
         translator = self.translator
         if request.error is not None:  # its adapter's files changed for the worse since `submit` checked
             raise AdapterError(request.error)
+        assert request.result is not None  # set when there is no error
         if ran_out_of_numbers(request.result, request.limit, request.options, translator.tokenizer.eos_id):
             preview = " ".join(self.request.texts[i].split())
             preview = preview if len(preview) <= 40 else preview[:39] + "…"
@@ -171,8 +172,9 @@ class Submission:
             text = start.as_typed(text) if start.goes_on(text) else text
         self._decoded[i][piece] = text
         self._scored[i][piece] = translator._translation(request, text, start)
-        if None not in self._scored[i]:
-            self.handle.finish(i, _joined(self._scored[i]))
+        scored = [t for t in self._scored[i] if t is not None]
+        if len(scored) == len(self._scored[i]):  # every piece is in
+            self.handle.finish(i, _joined(scored))
 
     def _stream(self, i: int, ids: list[int]) -> None:
         text = self.translator.tokenizer.decode(ids)
@@ -448,11 +450,12 @@ class Translator:
                     sequences.append(tokens[term])
                 sequences = [s for s in sequences if s]
                 try:
-                    compiled_for[key] = Constraints(sequences, self.tokenizer.eos_id) if sequences else None
-                    if sequences:
-                        check_fit(compiled_for[key], prefix, options)
+                    checked = Constraints(sequences, self.tokenizer.eos_id) if sequences else None
+                    if checked is not None:
+                        check_fit(checked, prefix, options)
                 except OptionsError as e:
                     raise OptionsError("terms", f"of text {i + 1}: {e.problem}") from None
+                compiled_for[key] = checked
             compiled = compiled_for[key]
             if compiled is None:
                 continue

@@ -204,7 +204,7 @@ def slot_attention_triton(q, k, v, slot_table, rows, lens, scale, new: NewTokens
     assert k.stride() == v.stride(), "k and v must share a layout"
     write = _check_new_token(q, k, new)
     # Without new tokens these stand-ins are never read: WRITE=False compiles their use out.
-    k_new, v_new, write_slots, priors = new if write else (q, q, lens, None)
+    k_new, v_new, write_slots, priors = new if new is not None else (q, q, lens, None)
     assert k_new.stride() == v_new.stride(), "k_new and v_new must share a layout"
 
     out = torch.empty_like(q, memory_format=torch.contiguous_format)

@@ -116,8 +116,9 @@ def translate_document(
             raise
     finally:
         document.close()
-    for line in document.notes if note is not None else ():
-        note(line)
+    if note is not None:
+        for line in document.notes:
+            note(line)
     return out_path
 
 

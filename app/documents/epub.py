@@ -49,14 +49,16 @@ class NavFlow(XhtmlFlow):
 def extract(path: Path) -> ZipXmlDocument:
     archive = open_package(path, "an EPUB book", CONTAINER)
     try:
-        container = archive.parse(archive.find(CONTAINER))
+        container_name = archive.find(CONTAINER)
+        assert container_name is not None  # open_package found it
+        container = archive.parse(container_name)
         target = part_name("", next((el.get("full-path") or "" for el in container.iter("{*}rootfile")), ""))
         rootfile = archive.find(target) if target else None
         if rootfile is None:
             raise DocumentError(f"not a valid EPUB ({CONTAINER} names no package document in the archive)")
         package = archive.parse(rootfile)
         folder = posixpath.dirname(rootfile)
-        parts = []
+        parts: list[tuple[str, XmlFlow]] = []
         for item in package.iter("{*}item"):
             target = part_name(folder, item.get("href") or "")
             name = archive.find(target) if target else None

@@ -254,6 +254,7 @@ def render(runs: list[Run], written: dict[str, str] | None = None, paragraph: bo
         if run.atom is None:
             items.append(["text", _escape(run.text, written or {})])
             continue
+        assert isinstance(run.atom, str)  # this format's atoms are Markdown as written
         if run.atom.startswith("`") and any(it[1] for it in items) and next(it[1] for it in reversed(items) if it[1])[-1] == "`":
             items.append(["text", " "])  # two code spans touching would read as one
         items.append(["atom", run.atom])

@@ -27,13 +27,16 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
 from dragoman.app.documents.safety import DocumentError, check_file
 from dragoman.app.wording import counted
 from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.text import SlotDocument
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 EXTENSIONS = (".pdf",)
 OPTIONS = ("pdf_as", "bilingual", "source", "reading")
@@ -163,7 +166,7 @@ class Picture:
 
     stream: Any  # pikepdf.Stream
     placement: tuple[float, float, float, float]  # its box on the page, in pdfminer's coordinates
-    turn: int | None  # the Pillow transpose that shows the decoded picture as it is placed (None: as decoded)
+    turn: Image.Transpose | None  # the Pillow transpose that shows the decoded picture as it is placed (None: as decoded)
     page_number: int
 
     @property

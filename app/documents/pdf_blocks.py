@@ -66,7 +66,7 @@ NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
 
 @dataclass
 class Line:
-    pieces: list[tuple[str, tuple, int | None]]  # (text, style, show operator) of each character
+    pieces: list[tuple[str, tuple[bool, bool] | None, int | None]]  # (text, style, show operator) of each character
     x0: float
     y0: float
     x1: float
@@ -251,7 +251,7 @@ def _counted_content_parser():
             return item
 
     if pdfinterp.PDFContentParser.__name__ != "CountedContentParser":
-        pdfinterp.PDFContentParser = CountedContentParser
+        setattr(pdfinterp, "PDFContentParser", CountedContentParser)  # setattr: mypy refuses an assignment to a class
 
 
 def _shown_glyphs(textstate, seq) -> int:
@@ -471,7 +471,7 @@ def _block_fonts(block: Block, styles: dict, sources: dict) -> dict:
                 fonts[id(char.font)] = char.font
     out = {}
     for style, by_font in counts.items():
-        font = fonts[max(by_font, key=by_font.get)]
+        font = fonts[max(by_font, key=by_font.__getitem__)]
         if font not in sources:
             sources[font] = _source_font(font)
         if sources[font] is not None:

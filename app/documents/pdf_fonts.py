@@ -31,8 +31,12 @@ import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dragoman.app.documents.safety import DocumentError
+
+if TYPE_CHECKING:
+    import uharfbuzz
 
 MAX_DESCENT = -0.3
 MAX_EMS = 8  # a glyph's advance and outline reach at most this far (the widest real glyphs, ligatures, ~3 ems)
@@ -88,7 +92,7 @@ class Face:
         self.ascent, self.descent = hhea.ascent / self.upm, max(hhea.descent / self.upm, MAX_DESCENT)
         self.glyph_ids: dict[tuple[str, str], int] = {}  # (source glyph name, its text) -> embedded glyph id
         self.unicode: dict[int, str] = {}  # embedded glyph id -> the text it draws
-        self.hb_font = None
+        self.hb_font: uharfbuzz.Font | None = None  # made when the face first shapes text
         self.shaped: dict[str, tuple[Glyph, ...]] = {}
         self.outlines: dict[str, tuple] = {}  # glyph name -> _outline's (TrueType glyph, advance)
 
@@ -187,7 +191,7 @@ class Face:
         """(a TrueType font of the glyphs drawn, each glyph's advance in 1/1000 em, its bbox in 1/1000 em)."""
         from fontTools.fontBuilder import FontBuilder
 
-        sources = [".notdef"] + [name for name, _ in sorted(self.glyph_ids, key=self.glyph_ids.get)]
+        sources = [".notdef"] + [name for name, _ in sorted(self.glyph_ids, key=self.glyph_ids.__getitem__)]
         order = [".notdef"] + [f"g{i}" for i in range(1, len(sources))]
         glyphs, advances = {}, []
         for new, source in zip(order, sources):

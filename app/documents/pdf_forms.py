@@ -67,6 +67,7 @@ def _inline_page(pdf, page) -> int:
         instructions = inlined
         done += replaced
     if done:
+        assert instructions is not None  # parsed before the first form was inlined
         page.obj.Contents = pdf.make_stream(pikepdf.unparse_content_stream(instructions))
     return done
 

@@ -313,8 +313,9 @@ def remove_text(pdf_page, page: Page, remove: dict[int, set[int]]) -> bytes:
                         pikepdf.ContentStreamInstruction([ac], pikepdf.Operator("Tc"))]
             if operator in ("'", '"'):
                 out.append(pikepdf.ContentStreamInstruction([], pikepdf.Operator("T*")))
-            if page.glyphs[show] is not None:
-                array = _kept_glyphs(page.glyphs[show], remove[show])
+            glyphs = page.glyphs[show]
+            if glyphs is not None:
+                array = _kept_glyphs(glyphs, remove[show])
             else:  # every glyph goes (its operator cannot be cut): as far as pdfminer saw it move
                 array = pikepdf.Array([round(page.advances[show] or 0, 3)])
             out.append(pikepdf.ContentStreamInstruction([array], pikepdf.Operator("TJ")))
@@ -419,7 +420,7 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
     `out_path`; with `original` (the untouched PDF), each original page comes before its translation."""
     import pikepdf
 
-    font_objects: dict[Face, object] = {}
+    font_objects: dict[Face, pikepdf.Object] = {}
     by_page: dict[int, list[int]] = {}
     for i in translations:
         by_page.setdefault(blocks[i].page, []).append(i)

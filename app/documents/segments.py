@@ -109,12 +109,12 @@ class _Sentence:
     key: str = ""  # what the model gets: plain text, or text with placeholder tags
     tagged: dict[int, Run] = field(default_factory=dict)  # tag number -> the run (or atom) it stands for
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         weights: dict = {}
         for run in self.runs:
             if run.atom is None:
                 weights[run.style] = weights.get(run.style, 0) + len(run.text)
-        self.dominant = max(weights, key=weights.get) if weights else None
+        self.dominant = max(weights, key=weights.__getitem__) if weights else None
         parts = []
         for run in self.runs:
             if run.atom is not None:
@@ -331,9 +331,10 @@ def translate_segments(
     for i in range(0, len(unique), batch_sentences):
         batch = unique[i : i + batch_sentences]
         results = translate_batch(batch)
-        if len(results) != len(batch) or any(r is None for r in results):
+        translated = [r for r in results if r is not None]  # None: stopped
+        if len(results) != len(batch) or len(translated) != len(batch):
             raise Cancelled()
-        translations.update(zip(batch, results))
+        translations.update(zip(batch, translated))
         if progress:
             progress(i + len(batch), len(unique))
     out = []

@@ -45,7 +45,7 @@ from typing import Callable, Hashable
 
 from dragoman.app.documents.segments import Run, Segment, cut_points, place_cuts
 from dragoman.app.documents.sentences import UNSPACED_CHARACTER
-from dragoman.app.documents.text import SlotDocument
+from dragoman.app.documents.text import OwnPiece, SlotDocument
 
 MAX_GAP_SECONDS = 1.0
 MAX_RUN_ON_CUES = 4
@@ -195,7 +195,7 @@ def cue_shares(runs: list[Run], cues: list[Cue]) -> tuple[list[list[Run]], bool]
         return [runs], False
     parts = _cut_at_marks(runs, len(cues))
     by_length = parts is None or not all(_enough(part, cue) for part, cue in zip(parts, cues))
-    if by_length:
+    if parts is None or by_length:
         parts = _cut_by_length(runs, cues)
     return [_trimmed(part) if _shows(_visible(part), cue) else cue.runs for part, cue in zip(parts, cues)], by_length
 
@@ -252,7 +252,7 @@ class ReadingSpeed:
 
 
 @dataclass
-class CueSlot:
+class CueSlot(OwnPiece):
     """Where a cue's text goes: share `part` of segment `segment`'s translation (set when its run-on ends)."""
 
     cue: Cue
@@ -261,7 +261,7 @@ class CueSlot:
 
 
 @dataclass
-class CuePieces:
+class CuePieces(OwnPiece):
     """A cue translated in pieces of its own (dialogue lines, each after its dash): text and segment indexes."""
 
     cue: Cue
@@ -332,6 +332,7 @@ class CueDocument(SlotDocument):
             elif isinstance(piece, int):
                 out.append(self.render(piece, translations[piece]))
             else:
+                assert isinstance(piece, str)  # verbatim text: only plain text's add_lines makes Wrapped pieces
                 out.append(piece)
         notes = [speed.note()]
         if by_length:

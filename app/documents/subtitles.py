@@ -78,6 +78,12 @@ def parse_tags(text: str) -> list[Run]:
     return runs
 
 
+def _as_written(run: Run) -> str:
+    """A run's text, or its atom: in subtitles a tag, timestamp or override code as written."""
+    assert run.atom is None or isinstance(run.atom, str)  # (cue boundaries are gone once shared out)
+    return run.atom if run.atom is not None else run.text
+
+
 def render_tags(runs: list[Run]) -> str:
     out: list[str] = []
     open_tags: list[tuple[str, str]] = []
@@ -89,7 +95,7 @@ def render_tags(runs: list[Run]) -> str:
         for _, opening in chain[depth:]:
             out.append(opening)
         open_tags = chain
-        out.append(run.atom if run.atom is not None else run.text)
+        out.append(_as_written(run))
     out.extend(f"</{name}>" for name, _ in reversed(open_tags))
     return "".join(out)
 
@@ -225,7 +231,7 @@ class AssDocument(CueDocument):
         super().__init__(codec, bom, _ASS_LINE_BREAK, lambda text: _ASS_CODE.sub("", text))
 
     def lines_of(self, runs: list[Run], cue: Cue) -> list[str]:
-        text = "".join(run.atom if run.atom is not None else run.text for run in runs)
+        text = "".join(_as_written(run) for run in runs)
         return kept_line_count(rewrap(text, len(cue.lines), _ASS_CODE), cue.lines)
 
     def add_dialogue(self, text: str, timing: str = "", speaker: Hashable = None) -> None:

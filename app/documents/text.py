@@ -110,13 +110,18 @@ class Wrapped:
     pieces: list[str | int]
 
 
+class OwnPiece:
+    """A piece of a subclass's own kind, which that subclass's `text` renders."""
+
+
 class SlotDocument(Document):
     """Text that is verbatim pieces and segment slots: `pieces` holds strings, segment indexes and
-    `Wrapped` groups of them; `render(i, runs)` turns segment i's runs into text."""
+    `Wrapped` groups of them (and a subclass's `OwnPiece`s); `render(i, runs)` turns segment i's
+    runs into text."""
 
     def __init__(self, codec: str = "utf-8", bom: bytes = b""):
         self.segments: list[Segment] = []
-        self.pieces: list[str | int | Wrapped] = []
+        self.pieces: list[str | int | Wrapped | OwnPiece] = []
         self.codec = codec
         self.bom = bom
         self.notes = tuple(filter(None, [assumed_encoding(codec)]))

@@ -18,8 +18,10 @@ import hmac
 import json
 import logging
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -177,7 +179,7 @@ async def request_values(request: Request) -> dict:
                            else "Invalid request: the body is not a JSON object")
         return body
     values: dict = {}
-    sources = [request.query_params.multi_items()]
+    sources: list[Sequence[tuple[str, str | UploadFile]]] = [request.query_params.multi_items()]
     if content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
         form = await request.form(max_files=1, max_fields=10_000)
         sources.append(form.multi_items())

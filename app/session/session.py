@@ -154,7 +154,8 @@ class TranslationSession:
                 if store is not None:
                     store.close()
             raise
-        return cls(translator, *stores, terms=terms)
+        cache, memory = stores
+        return cls(translator, cache, memory, terms=terms)
 
     def close(self) -> None:
         for store in (self.cache, self.memory):
@@ -252,12 +253,12 @@ class TranslationSession:
                 for i in at[sentence]:
                     on_sentence(i, masked[sentence].restore(hypothesis, partial=True))
 
-        engine = dict(priority=TYPED if job.typed else DOCUMENT, should_stop=should_stop, adapter=job.adapter)
+        priority = TYPED if job.typed else DOCUMENT
         if missing:
             results = self.translator.translate_full(
                 [masked[s].text for s in missing], job.source, job.target, options,
                 alternatives=job.alternatives or 1, on_partial=lambda j, hypothesis: heard(missing[j], hypothesis),
-                terms=[masked[s].terms for s in missing], **engine)
+                terms=[masked[s].terms for s in missing], priority=priority, should_stop=should_stop, adapter=job.adapter)
             for sentence, result in zip(missing, results):
                 if result is not None:
                     found[sentence] = masked[sentence].restored(result)
@@ -271,7 +272,8 @@ class TranslationSession:
                              ) if on_sentence else None
             [result] = self.translator.translate_full(
                 [read.text], job.source, job.target, options, on_partial=on_completion,
-                starts=[read.marking(job.completion[1])], terms=[read.terms], **engine)
+                starts=[read.marking(job.completion[1])], terms=[read.terms], priority=priority, should_stop=should_stop,
+                adapter=job.adapter)
             result = read.restored(result) if result is not None else None
             translations[completed], engine_found[completed] = (result.text if result else None), result
         for i, sentence in enumerate(sentences):
@@ -448,7 +450,7 @@ class TranslationSession:
                         continue
                     reasons = judged[text] if text in judged else self._doubts(
                         text, translation, job.source, job.target, scores.get(text))
-                    if reasons:
+                    if reasons and translation is not None:  # (only a translation has reasons)
                         report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons),
                                                         scores.get(text)))
             return [found.get(t) for t in texts]

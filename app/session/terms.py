@@ -298,7 +298,7 @@ def fit(ranks: dict[str, int], tags: tuple[str | None, ...], max_length: int) ->
         room -= bound
     terms = list(ranks)
     kept: set[str] = set()
-    for term in sorted(terms, key=ranks.get):  # stable: in order within a rank
+    for term in sorted(terms, key=ranks.__getitem__):  # stable: in order within a rank
         if token_bound(term) <= room:
             kept.add(term)
             room -= token_bound(term)

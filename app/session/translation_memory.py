@@ -74,7 +74,8 @@ def flores_code(tag: str) -> str | None:
     primary = parts[0].lower()
     script = next((p.title() for p in parts[1:] if len(p) == 4 and p.isalpha()), None)
     region = next((p.upper() for p in parts[1:] if len(p) == 2 and p.isalpha()), None)
-    script = script or _REGION_SCRIPTS.get((primary, region))
+    if not script and region is not None:
+        script = _REGION_SCRIPTS.get((primary, region))
     base = ISO_639_1.get(primary)
     language = base[:3] if base else primary
     if script:  # text in a script NLLB has no variety of is no language of its

@@ -103,6 +103,7 @@ class LanguagePopup(QFrame):
     def refill(self) -> None:
         self.tree.clear()
         query = self.search.text()
+        rows: list[tuple[str | None, str | None]]  # (a header, or a language's code)
         if query.strip():
             rows = [(None, code) for code in search_languages(query, self.recent)]
         else:
@@ -123,6 +124,7 @@ class LanguagePopup(QFrame):
                 item = QTreeWidgetItem([DETECT_LABEL, "", ""])
                 item.setData(0, Qt.UserRole, code)
             else:
+                assert code is not None  # a row without a header is a language's
                 lang = get_language(code)
                 item = QTreeWidgetItem([lang.name, lang.native, lang.code])
                 item.setData(0, Qt.UserRole, code)

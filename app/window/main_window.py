@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from PySide6.QtCore import QByteArray, QFileSystemWatcher, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence, QTextCursor
@@ -78,6 +78,9 @@ from dragoman.app.window.tray import TrayIcon, tray_available
 from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import ADAPTER_FILES, DatabaseError, adapter_folders, adapter_names, get_language
 
+if TYPE_CHECKING:
+    from dragoman.engine import Translation  # the engine's front door imports it (and torch) on first use
+
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
 NO_ADAPTER = "None (base model)"
 PANE_MIN_WIDTH = 260  # each text pane, in pixels: both stay usable at the window's minimum width
@@ -120,9 +123,9 @@ class AdapterPicker(QComboBox):
         paths = [self.folder] if self.folder.is_dir() else []
         for sub in adapter_folders(self.folder):
             paths += [sub] + [sub / name for name in ADAPTER_FILES]
-        paths = [str(p) for p in paths if p.exists()]
-        if paths:
-            self.watcher.addPaths(paths)
+        existing = [str(p) for p in paths if p.exists()]
+        if existing:
+            self.watcher.addPaths(existing)
 
     def _on_disk_change(self, path: str) -> None:
         self.rescan()
@@ -532,6 +535,7 @@ class MainWindow(QMainWindow):
         """New model settings that failed: the worker goes on with the model that worked (`loaded` follows);
         the settings go back to its, and the status bar says why in one line."""
         s = self.settings
+        assert self.working is not None  # refused only beside a model that works
         s.model_dir, s.device, s.precision, s.adapter_slots, s.gpu_memory_mb = self.working
         self.loading = self.working
         self.save_settings()
@@ -770,6 +774,7 @@ class MainWindow(QMainWindow):
         """A translation arrived: where each sentence's translation is, so that a person may edit it."""
         text, results = layout
         if job_id == self.completion_job:
+            assert self.completion_start is not None  # set with completion_job
             line, start, typed = self.completion_start
             j = self.editing[1] if self.editing else None
             if j is not None:
@@ -856,6 +861,7 @@ class MainWindow(QMainWindow):
 
     def _on_completing(self, job_id: int, text: str) -> None:
         if job_id == self.completion_job and self.editing is not None:
+            assert self.completion_start is not None  # set with completion_job
             line, start, typed = self.completion_start
             self._replace_sentence(line, self.editing[1], text, typed, pending=True)
 
@@ -914,7 +920,7 @@ class MainWindow(QMainWindow):
         self.alternatives_asked = (request, line, span[0], cursor.position(), self._sentence_text(line, span[0]))
         self.activity_label.setText("Finding other translations…")
 
-    def _on_alternatives_found(self, request: int, found: list) -> None:
+    def _on_alternatives_found(self, request: int, found: list[Translation]) -> None:
         """The menu of a sentence's alternatives, unless its translation changed meanwhile."""
         if self.alternatives_asked is None or self.alternatives_asked[0] != request:
             return
@@ -925,7 +931,7 @@ class MainWindow(QMainWindow):
         if self.shown_job is None or line not in self.spans or self.editing is not None \
                 or not any(s[0] == j for s in self.spans[line]) or self._sentence_text(line, j) != text:
             return
-        others: dict[str, object] = {}  # different tokens may decode to one text: each text once, at its best
+        others: dict[str, Translation] = {}  # different tokens may decode to one text: each text once, at its best
         for translation in found:
             if translation.text.strip() and translation.text != text.strip():
                 others.setdefault(translation.text, translation)

@@ -229,6 +229,7 @@ class EngineWorker(QThread):
             if self.translator is None:
                 self.load_failed.emit(str(e) or type(e).__name__)
                 return
+            assert previous is not None  # set with `translator` (`_serve`)
             if not _out_of_memory(e):
                 self.load_refused.emit(_one_line(e))
                 self.loaded.emit(self.translator.describe())

@@ -189,8 +189,8 @@ class Reader:
         # Tesseract's paragraphs, one that ends without a sentence's end joined to the next of its block or
         # to a next that starts in lower case (Tesseract starts a paragraph after a short line even mid-sentence),
         # unless their lines' sizes differ by SIZE_JUMP (a heading above its text)
-        heights = {(data["block_num"][i], data["par_num"][i], data["line_num"][i]): data["height"][i]
-                   for i, level in enumerate(data["level"]) if level == 4}
+        line_heights = {(data["block_num"][i], data["par_num"][i], data["line_num"][i]): data["height"][i]
+                        for i, level in enumerate(data["level"]) if level == 4}
         paragraphs: list[dict[tuple[int, int, int], list[int]]] = []  # (block, paragraph, line) -> its words
         last: tuple[int, int] | None = None
         for i, word in enumerate(data["text"]):
@@ -200,8 +200,8 @@ class Reader:
             if key != last:
                 runs_on = (last is not None and (last[0] == key[0] or word[:1].islower()) and paragraphs
                            and not SENTENCE_END.search(data["text"][max(j for line in paragraphs[-1].values() for j in line)])
-                           and _same_size(heights.get(list(paragraphs[-1])[-1], 0),
-                                          heights.get((*key, data["line_num"][i]), 0)))
+                           and _same_size(line_heights.get(list(paragraphs[-1])[-1], 0),
+                                          line_heights.get((*key, data["line_num"][i]), 0)))
                 if not runs_on:
                     paragraphs.append({})
                 last = key

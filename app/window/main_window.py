@@ -512,9 +512,10 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Loading {Path(s.model_dir).name}…")
         self.model_label.setText("Loading model…")
         self.load_progress.show()
-        self.local_server.stop()  # it lets go of the model the worker is about to unload
-        self.worker.load(s.model_dir, s.device, s.precision, s.adapters_path(self.paths), s.adapter_slots,
-                         typed_options=self.typed_options(), gpu_memory=s.gpu_memory_mb << 20)
+        # The server lets go of the model the worker is about to unload (its requests finishing) first.
+        self.local_server.stop(then=lambda: self.worker.load(
+            s.model_dir, s.device, s.precision, s.adapters_path(self.paths), s.adapter_slots,
+            typed_options=self.typed_options(), gpu_memory=s.gpu_memory_mb << 20))
 
     def _on_loaded(self, description: str) -> None:
         self.model_ready = True
@@ -1222,7 +1223,7 @@ class MainWindow(QMainWindow):
             self.task.wait()
         self.pasted_pictures.wait()
         self.documents.shut_down()  # before the worker stops: the jobs it drops are resumed next time
-        self.local_server.stop()
+        self.local_server.stop(wait=True)
         self.worker.stop()
         self.worker.wait()
         self.history.close()

@@ -5,12 +5,14 @@ window, worker and tiny model."""
 
 import json
 import socket
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import replace
 
 import pytest
 
+from dragoman.app.session.session import TranslationJob
 from dragoman.app.window.settings_dialog import SettingsDialog
 from recorder import WAIT_MS, translated_in
 
@@ -43,6 +45,7 @@ def test_the_window_serves_both_apis_with_its_model_and_stops_when_turned_off(qt
 
     window.apply_settings(replace(window.settings, serve_apis=False))
     assert window.local_server.address == "" and not window.local_server.label.isVisibleTo(window)
+    qtbot.waitUntil(lambda: not window.local_server.stopping, timeout=WAIT_MS)
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{address}/languages", timeout=5)
     assert translated_in(qtbot, window, "The cat sleeps.")  # the window's session goes on
@@ -54,9 +57,30 @@ def test_a_model_reload_moves_the_server_to_the_new_model(qtbot, open_window, se
     first = window.worker.translator
     window.apply_settings(replace(window.settings, precision="int8"))
     qtbot.waitUntil(lambda: window.model_ready and window.worker.translator is not first, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.local_server.running is not None, timeout=WAIT_MS)
     assert window.local_server.serving[3] is window.worker.translator
     answer = post(f"http://127.0.0.1:{port}/translate", {"q": "Good morning.", "source": "en", "target": "fr"})
     assert answer["translatedText"] == translated_in(qtbot, window, "Good morning.")
+
+
+def test_turning_the_server_off_does_not_wait_for_the_requests_it_is_answering(qtbot, open_window, settings):
+    """The window goes on at once; the request being answered still gets its whole answer."""
+    port = free_port()
+    window = open_window(replace(settings, serve_apis=True, server_port=port))
+    texts = [f"The small dog {i} sees the green river tomorrow." for i in range(300)]
+    answers = []
+    asking = threading.Thread(target=lambda: answers.append(
+        post(f"http://127.0.0.1:{port}/translate", {"q": texts, "source": "en", "target": "fr"})))
+    asking.start()
+    qtbot.waitUntil(lambda: window.worker.translator.generator.rows.num_free_rows()
+                    < window.worker.translator.generator.rows.capacity, timeout=WAIT_MS)  # being answered
+    window.apply_settings(replace(window.settings, serve_apis=False))
+    assert asking.is_alive() and window.local_server.stopping  # the window did not wait for it
+    asking.join(timeout=WAIT_MS / 1000)
+    qtbot.waitUntil(lambda: not window.local_server.stopping, timeout=WAIT_MS)
+    # Answered whole: as the window's own session translates the same texts.
+    alone = window.worker.session.translate(TranslationJob(texts, "eng_Latn", "fra_Latn", window.typed_options()))
+    assert answers[0]["translatedText"] == alone.translations
 
 
 def test_a_port_in_use_is_said_in_one_line(qtbot, open_window, settings):

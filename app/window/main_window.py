@@ -83,6 +83,7 @@ if TYPE_CHECKING:
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
 NO_ADAPTER = "None (base model)"
+WARMING_UP = "Preparing the GPU: the first sentences take longer (longest on a first launch, while its kernels compile)"
 PANE_MIN_WIDTH = 260  # each text pane, in pixels: both stay usable at the window's minimum width
 
 
@@ -430,6 +431,7 @@ class MainWindow(QMainWindow):
         w.load_refused.connect(self._on_load_refused)
         w.holding.connect(self.model_label.setText)
         w.kernels_unavailable.connect(self._on_kernels_unavailable)
+        w.warming_up.connect(self._on_warming_up)
         w.detected.connect(self._on_detected)
         w.partial.connect(self._on_partial)
         w.translated.connect(self._on_translated)
@@ -527,6 +529,14 @@ class MainWindow(QMainWindow):
         self.local_server.fit(self.settings, self.worker, self.typed_options())
         if self.isVisible() and self.source.toPlainText().strip() and not self.job_id:
             self.translate_now()  # a window started hidden (for the popup) translates its text once shown
+
+    def _on_warming_up(self, warming: bool) -> None:
+        """While the GPU warms up (its kernels compiled on a first launch, its graphs captured), the
+        model already translates, its first sentences more slowly: said until it is done."""
+        if warming:
+            self.statusBar().showMessage(WARMING_UP)
+        elif self.statusBar().currentMessage() == WARMING_UP:  # keep a note that came meanwhile
+            self.statusBar().showMessage("Ready", 4000)
 
     def _on_kernels_unavailable(self, message: str) -> None:
         self.kernels_label.setText(message)

@@ -88,6 +88,7 @@ class EngineWorker(QThread):
     loaded = Signal(str)  # what runs now: Translator.describe()
     holding = Signal(str)  # Translator.describe() after a job: what the engine holds now
     kernels_unavailable = Signal(str)  # once: the GPU kernels failed and the slower PyTorch path runs
+    warming_up = Signal(bool)  # True while the loaded model's warm-up runs (first sentences slower), then False
     load_failed = Signal(str)  # why the model could not be loaded: none is
     load_refused = Signal(str)  # why the new model settings could not be loaded: the model before them goes on
     detected = Signal(int, str)  # job id, detected FLORES-200 code ("" when unsure)
@@ -123,7 +124,7 @@ class EngineWorker(QThread):
         self.session: TranslationSession | None = None  # over the translator, with the cache and the memory
         self._kernels_reported = False  # the kernels' failure is for the whole process: said once
         self._terms = Terms()  # the glossaries and do-not-translate settings jobs keep to (set_terms)
-        self.warming_up: threading.Thread | None = None  # the last model's warm-up (`_open`)
+        self.warm_up_thread: threading.Thread | None = None  # the last model's warm-up (`_open`)
 
     # -- called from the GUI thread ------------------------------------------------------------------
 
@@ -263,17 +264,20 @@ class EngineWorker(QThread):
         if translator.needs_warm_up():
             # On a thread of its own: the model serves at once, and a sentence typed meanwhile joins
             # the warm-up's steps in the engine's batch instead of waiting for the warm-up to end.
-            self.warming_up = threading.Thread(target=self._warm_up, args=(translator, command),
-                                               name="dragoman-warm-up", daemon=True)
-            self.warming_up.start()
+            self.warm_up_thread = threading.Thread(target=self._warm_up, args=(translator, command),
+                                                   name="dragoman-warm-up", daemon=True)
+            self.warm_up_thread.start()
         return translator
 
     def _warm_up(self, translator, command: LoadModel) -> None:
+        self.warming_up.emit(True)
         try:
             translator.warm_up(**command.typed_options)
         except Exception:  # the model works without it: the first sentence just waits longer
             if not translator.loop.closed:  # not a model replaced meanwhile
                 log.warning("warming up %s failed", command.model_dir, exc_info=True)
+        finally:
+            self.warming_up.emit(False)
         if self.translator is translator:
             self._report_kernels()
 

@@ -1,6 +1,7 @@
 """The window, driven as a person would: typing, shortcuts, pickers, first run, settings, closing."""
 
 import json
+import threading
 import time
 
 import pytest
@@ -66,6 +67,34 @@ def test_loading_hands_the_worker_the_options_typed_text_will_use(qtbot, open_wi
     window.load_model()
     assert loads == [{"typed_options": window.make_job().options, "gpu_memory": window.settings.gpu_memory_mb << 20}]
     assert loads[0]["typed_options"]["num_beams"] == 2 and loads[0]["typed_options"]["max_length"] == 64
+
+
+@pytest.fixture
+def slow_warm_up(monkeypatch):
+    """A GPU's warm-up (here on the CPU, told it needs one) that lasts until the event is set."""
+    from dragoman.engine.translator import Translator
+
+    release = threading.Event()
+    monkeypatch.setattr(Translator, "needs_warm_up", lambda self: True)
+    monkeypatch.setattr(Translator, "warm_up", lambda self, **options: release.wait(timeout=60))
+    yield release
+    release.set()
+
+
+def test_the_window_says_while_the_gpu_warms_up(qtbot, open_window, settings, slow_warm_up):
+    from dragoman.app.window.main_window import WARMING_UP
+
+    window = open_window(settings)
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == WARMING_UP, timeout=WAIT_MS)
+    slow_warm_up.set()
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == "Ready", timeout=WAIT_MS)
+
+
+def test_typed_text_is_translated_while_the_gpu_warms_up(qtbot, open_window, settings, translator, slow_warm_up):
+    window = open_window(settings)
+    type_and_wait(qtbot, window, "Hello world, the cat reads a book.")
+    assert window.target.toPlainText() == expected(translator, "Hello world, the cat reads a book.")
+    assert window.worker.warm_up_thread.is_alive()
 
 
 def test_typing_shows_the_engines_translation(qtbot, open_window, settings, translator):

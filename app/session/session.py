@@ -155,6 +155,7 @@ class TranslationSession:
                     store.close()
             raise
         cache, memory = stores
+        detect.load_in_background()  # the first translation's doubts detect its language
         return cls(translator, cache, memory, terms=terms)
 
     def close(self) -> None:

@@ -41,3 +41,19 @@ def test_detects_flores_codes(text, code):
 )
 def test_a_paragraph_mixing_scripts_is_the_language_most_of_it_is_in(text):
     assert detect.detect_language(text) == "eng_Latn"
+
+
+def test_a_session_reads_the_detectors_model_as_it_opens(translator, tmp_path):
+    """Before the first doubts need it, on a thread of its own."""
+    import time
+
+    from dragoman.app.session.session import TranslationSession
+    from dragoman.app.settings import AppPaths
+
+    detect._loaded.cache_clear()
+    session = TranslationSession.open(translator, AppPaths(tmp_path / "config", tmp_path / "data", tmp_path / "cache"))
+    deadline = time.monotonic() + 30
+    while detect._loaded.cache_info().currsize == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    session.close()
+    assert detect._loaded.cache_info().currsize == 1

@@ -31,12 +31,18 @@ import io
 import re
 import statistics
 import threading
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING, Mapping
 
 from dragoman.app.documents.safety import DocumentError
 from dragoman.app.documents.segments import Run, merge_runs
 from dragoman.app.documents.sentences import is_translatable
+
+if TYPE_CHECKING:  # pdfminer is imported when a PDF is read, not when the app starts
+    from pdfminer.layout import LTChar, LTComponent
+    from pdfminer.pdffont import PDFFont
 
 SHOW_OPERATORS = ("Tj", "TJ", "'", '"')
 SIZE_CHANGE = 1.15  # lines whose sizes differ by this factor are in different blocks (a heading and its text)
@@ -73,7 +79,7 @@ class Line:
     y1: float
     size: float
     baseline: float
-    chars: list = field(default_factory=list, repr=False)  # pdfminer's LTChar objects, while the page is read
+    chars: list[LTChar] = field(default_factory=list, repr=False)  # pdfminer's characters, while the page is read
     number: bool = False  # a leading number set apart from its line (see _cells): a block of its own
 
 
@@ -198,6 +204,31 @@ class Page:
     glyphs: list[list | None] = field(default_factory=list)  # and its numbers and glyphs (see _elements)
 
 
+@dataclass(slots=True)
+class Drawn:
+    """What drew one of pdfminer's characters, which its LTChar does not keep."""
+
+    show: int | None  # the page's n-th text-showing operator (-1: vertical or clipping text; None: a form XObject's)
+    glyph: int  # the glyph within that operator
+    font: PDFFont  # LTChar keeps only the font's name
+    invisible: bool  # text render mode 3 or 7 (an OCR layer)
+
+
+class DocumentFonts:
+    """pdfminer's fonts of one document: the dictionary each was made from (a Type0 font: its
+    descendant's), and the program each embeds (`SourceFont`), read once."""
+
+    def __init__(self) -> None:
+        # weak: a font pdfminer drops (one made for a name the page's resources lack) is not kept
+        self.specs: weakref.WeakKeyDictionary[PDFFont, Mapping[str, object]] = weakref.WeakKeyDictionary()
+        self._sources: dict[PDFFont, SourceFont | None] = {}
+
+    def source(self, font: PDFFont) -> SourceFont | None:
+        if font not in self._sources:
+            self._sources[font] = _source_font(font, self.specs.get(font))
+        return self._sources[font]
+
+
 class ReadingBudget:
     """What pdfminer has run of the page and of the document: a DocumentError, naming the page,
     the moment a bound is passed."""
@@ -263,17 +294,17 @@ def _shown_glyphs(textstate, seq) -> int:
     return sum(len(s) for s in seq if isinstance(s, bytes)) // width
 
 
-def _style(char, known: dict) -> tuple[bool, bool]:
-    key = (id(char.font), char.fontname)
+def _style(char: LTChar, font: PDFFont, known: dict) -> tuple[bool, bool]:
+    key = (id(font), char.fontname)
     if key not in known:
-        known[key] = _font_style(char)
+        known[key] = _font_style(char, font)
     return known[key]
 
 
-def _font_style(char) -> tuple[bool, bool]:
+def _font_style(char: LTChar, font: PDFFont) -> tuple[bool, bool]:
     name = char.fontname or ""
     flags = 0
-    descriptor = getattr(char.font, "descriptor", None) or {}
+    descriptor = getattr(font, "descriptor", None) or {}
     try:
         flags = int(descriptor.get("Flags", 0))
     except (TypeError, ValueError):
@@ -299,9 +330,10 @@ def read_pages(data: bytes) -> list[Page]:
             super().do_q()
 
     class Device(PDFPageAggregator):
-        """Tags each character with the text-showing operator of the page content that drew it."""
+        """Notes for each character the text-showing operator of the page content that drew it (`drawn`)."""
 
         def begin_page(self, page, ctm):
+            self.drawn: dict[LTComponent, Drawn] = {}  # the page's characters
             self.shows: list[tuple[bytes, ...]] = []
             self.advances: list[float | None] = []
             self.glyphs: list[list | None] = []
@@ -332,18 +364,18 @@ def read_pages(data: bytes) -> list[Page]:
 
         def render_char(self, matrix, font, *args):
             advance = super().render_char(matrix, font, *args)
-            char = self.cur_item._objs[-1]
-            char.show, char.glyph, char.font, char.invisible = self.current, self.glyph, font, self.invisible
+            self.drawn[self.cur_item._objs[-1]] = Drawn(self.current, self.glyph, font, self.invisible)
             self.glyph += 1
             return advance
 
+    fonts = DocumentFonts()
+
     class Manager(PDFResourceManager):
-        """Keeps on each font the dictionary it was made from (a Type0 font: its descendant's)."""
+        """Notes the dictionary each font was made from (a Type0 font: its descendant's, made first)."""
 
         def get_font(self, objid, spec):
             font = super().get_font(objid, spec)
-            if not hasattr(font, "spec"):
-                font.spec = spec
+            fonts.specs.setdefault(font, spec)
             return font
 
     manager = Manager(caching=True)
@@ -351,7 +383,6 @@ def read_pages(data: bytes) -> list[Page]:
     interpreter = Interpreter(manager, device)
     document = PDFDocument(PDFParser(io.BytesIO(data)))
     pages = []
-    sources: dict[object, SourceFont | None] = {}  # pdfminer's font -> its program, read once
     _budgets.current = budget
     try:
         for index, page in enumerate(PDFPage.create_pages(document)):
@@ -360,7 +391,8 @@ def read_pages(data: bytes) -> list[Page]:
             layout = device.get_result()
             x0, y0, x1, y1 = page.mediabox
             splittable = {i for i, elements in enumerate(device.glyphs) if elements is not None}
-            page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable, sources)
+            page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable,
+                                device.drawn, fonts)
             page_layout.shows, page_layout.advances, page_layout.glyphs = device.shows, device.advances, device.glyphs
             pages.append(page_layout)
     finally:
@@ -399,7 +431,8 @@ def _elements(textstate, seq) -> list | None:
     return elements
 
 
-def _page(index, layout, page_size, origin, upright_page, splittable: set[int], sources: dict) -> Page:
+def _page(index, layout, page_size, origin, upright_page, splittable: set[int], drawn: dict[LTComponent, Drawn],
+          fonts: DocumentFonts) -> Page:
     from pdfminer.layout import LTChar, LTCurve, LTFigure, LTImage, LTTextBoxHorizontal, LTTextLineHorizontal
 
     rules, boxes, images, figures, placed = [], [], 0, [], []
@@ -428,13 +461,14 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
                     if item.get_text() == " " and pieces and pieces[-1][0] == " ":
                         continue  # a space drawn and the one pdfminer adds for its width (justified text): one
                     if isinstance(item, LTChar):
-                        pieces.append((item.get_text(), _style(item, styles), item.show if item.upright else -1))
+                        mark = drawn[item]
+                        pieces.append((item.get_text(), _style(item, mark.font, styles), mark.show if item.upright else -1))
                     elif item.get_text() == " ":
                         pieces.append((" ", None, None))
                 while pieces and not pieces[-1][0].strip():
                     pieces.pop()
                 size = statistics.median(c.size for c in chars)
-                baseline = statistics.median(c.y0 - c.font.get_descent() * c.size for c in chars)
+                baseline = statistics.median(c.y0 - drawn[c].font.get_descent() * c.size for c in chars)
                 # a few larger glyphs (big digits, an initial) do not make the line taller than its size
                 top, bottom = baseline + LINE_ABOVE * size, baseline - LINE_BELOW * size
                 lines.append(Line(pieces, min(c.x0 for c in chars), max(min(c.y0 for c in chars), bottom),
@@ -449,9 +483,9 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
     if blocks:
         left, right = min(b.bbox[0] for b in blocks), max(b.bbox[2] for b in blocks)
     for block in blocks:
-        _decide(block, upright_page)
+        _decide(block, upright_page, drawn)
         if block.translate:
-            block.fonts = _block_fonts(block, styles, sources)
+            block.fonts = _block_fonts(block, styles, drawn, fonts)
         block.align = _alignment(block, left, right, page_size[0])
         for read in block.lines:
             read.chars = []  # pdfminer's objects are not needed any more: a long document's memory
@@ -459,27 +493,26 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
     return Page(index, origin, blocks, rules, images, figures, placed=placed)
 
 
-def _block_fonts(block: Block, styles: dict, sources: dict) -> dict:
+def _block_fonts(block: Block, styles: dict, drawn: dict[LTComponent, Drawn], fonts: DocumentFonts) -> dict:
     """(bold, italic) -> the embedded program most of the block's letters of that style are drawn in."""
     counts: dict[tuple, dict[int, int]] = {}  # style -> id(font) -> letters
-    fonts = {}
+    by_id = {}
     for line in block.lines:
         for char in line.chars:
             if char.get_text().isalpha():
-                by_font = counts.setdefault(_style(char, styles), {})
-                by_font[id(char.font)] = by_font.get(id(char.font), 0) + 1
-                fonts[id(char.font)] = char.font
+                font = drawn[char].font
+                by_font = counts.setdefault(_style(char, font, styles), {})
+                by_font[id(font)] = by_font.get(id(font), 0) + 1
+                by_id[id(font)] = font
     out = {}
     for style, by_font in counts.items():
-        font = fonts[max(by_font, key=by_font.__getitem__)]
-        if font not in sources:
-            sources[font] = _source_font(font)
-        if sources[font] is not None:
-            out[style] = sources[font]
+        source = fonts.source(by_id[max(by_font, key=by_font.__getitem__)])
+        if source is not None:
+            out[style] = source
     return out
 
 
-def _source_font(font) -> SourceFont | None:
+def _source_font(font: PDFFont, spec: Mapping[str, object] | None) -> SourceFont | None:
     """The TrueType, OpenType or CFF program the font embeds, with the characters it draws; None
     for a font with none (the standard 14, Type 1, Type 3) or a CMap other than Identity."""
     from pdfminer.cmapdb import FileUnicodeMap, IdentityCMap
@@ -487,7 +520,6 @@ def _source_font(font) -> SourceFont | None:
     from pdfminer.pdftypes import PDFStream, resolve1
     from pdfminer.psparser import literal_name
 
-    spec = getattr(font, "spec", None)
     try:
         descriptor = resolve1(spec.get("FontDescriptor")) if spec else None
         if not isinstance(descriptor, dict):
@@ -599,14 +631,15 @@ def _cut(page: int, lines: list[Line], rules) -> list[Block]:
     return blocks
 
 
-def _decide(block: Block, upright_page: bool) -> None:
+def _decide(block: Block, upright_page: bool, drawn: dict[LTComponent, Drawn]) -> None:
     chars = [c for line in block.lines for c in line.chars]
+    marks = [drawn[c] for c in chars]
     symbols = [c for c in chars if c.get_text().strip() not in ("", ".", ",")]  # math fonts' dots are leaders
     block.shows = {show for line in block.lines for _, _, show in line.pieces if show is not None}
-    block.glyphs = {(c.show, c.glyph) for c in chars if c.show is not None}
-    block.invisible = all(c.invisible for c in chars)
+    block.glyphs = {(m.show, m.glyph) for m in marks if m.show is not None}
+    block.invisible = all(m.invisible for m in marks)
     letters = [c for c in chars if c.get_text().isalpha()]
-    block.serif = sum(_is_serif(c) for c in letters) > len(letters) / 2
+    block.serif = sum(_is_serif(c, drawn[c].font) for c in letters) > len(letters) / 2
     color = getattr(chars[0].graphicstate, "ncolor", None) if chars else None
     block.color = tuple(color) if isinstance(color, (list, tuple)) else ((color,) if isinstance(color, (int, float)) else ())
     text = block.text
@@ -623,12 +656,12 @@ def _decide(block: Block, upright_page: bool) -> None:
     )
 
 
-def _is_serif(char) -> bool:
+def _is_serif(char: LTChar, font: PDFFont) -> bool:
     """The character's font is a serif face, by its name or its descriptor's Serif flag."""
     name = char.fontname or ""
     if "sans" in name.lower():
         return False
-    descriptor = getattr(char.font, "descriptor", None) or {}
+    descriptor = getattr(font, "descriptor", None) or {}
     try:
         flags = int(descriptor.get("Flags", 0))
     except (TypeError, ValueError):

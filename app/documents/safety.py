@@ -58,6 +58,12 @@ CHUNK_BYTES = 1 * MiB
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # encrypted Office files, and the old .doc/.xls/.ppt
 LOCAL_HEADER = struct.Struct("<4s2xH18xHH")  # signature, flags, the name's and the extra field's lengths
 ENTITY_MARKS = tuple("<!ENTITY".encode(e) for e in ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"))
+# zipfile's own reader of the end-of-central-directory record (zip64 included) and the indices of
+# its fields, private and so not in typeshed: read on purpose, to bound the directory before
+# zipfile builds an entry per member.
+_end_record = getattr(zipfile, "_EndRecData")
+_END_ENTRIES = getattr(zipfile, "_ECD_ENTRIES_TOTAL")
+_END_DIRECTORY_BYTES = getattr(zipfile, "_ECD_SIZE")
 
 
 class DocumentError(Exception):
@@ -213,14 +219,14 @@ class SafeZip:
         check_file(path)
         with open(path, "rb") as f:
             head = f.read(8)
-            end = zipfile._EndRecData(f)  # the end-of-central-directory record, zip64 included
+            end = _end_record(f)
         if head.startswith(OLE_MAGIC):
             raise DocumentError(f"password-protected (encrypted) or an old binary format, not {kind}")
         if not head.startswith(b"PK"):
             raise DocumentError(f"not {kind} (its content is not a zip archive)")
         if end is None:
             raise DocumentError("corrupt or truncated archive (no end of central directory)")
-        if end[zipfile._ECD_ENTRIES_TOTAL] > MAX_MEMBERS or end[zipfile._ECD_SIZE] > MAX_DIRECTORY_BYTES:
+        if end[_END_ENTRIES] > MAX_MEMBERS or end[_END_DIRECTORY_BYTES] > MAX_DIRECTORY_BYTES:
             # refused before zipfile builds an entry per member of a directory that could fill the file
             raise DocumentError(f"too many files in the archive (the limit is {MAX_MEMBERS})")
         try:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import cast
 
 from lxml import etree
 
@@ -45,14 +46,14 @@ XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 DRAWINGML = "http://schemas.openxmlformats.org/drawingml/2006/main"
 
 
-def local(el) -> str:
+def local(el: etree._Element) -> str:
     tag = el.tag
     if not isinstance(tag, str):
         return ""
     return tag.rsplit("}", 1)[-1]
 
 
-def namespace(el) -> str:
+def namespace(el: etree._Element) -> str:
     return el.tag[1:].split("}", 1)[0] if el.tag.startswith("{") else ""
 
 
@@ -62,7 +63,7 @@ class Chain:
 
     __slots__ = ("element", "outer", "depth")
 
-    def __init__(self, element, outer: Chain | None):
+    def __init__(self, element: etree._Element, outer: Chain | None):
         self.element = element
         self.outer = outer
         self.depth: int = outer.depth + 1 if outer else 1
@@ -72,7 +73,7 @@ class Chain:
 class Style:
     chain: Chain | None = None  # inline elements / containers from the paragraph down to the text
     fmt: bytes | None = None  # OOXML: the run's serialized properties
-    template: object = None  # OOXML: a run of this formatting, copied for new text
+    template: etree._Element | None = None  # OOXML: a run of this formatting, copied for new text
 
     def __eq__(self, other):
         return isinstance(other, Style) and self.chain is other.chain and self.fmt == other.fmt
@@ -83,9 +84,9 @@ class Style:
 
 @dataclass
 class Chunk:
-    block: object
-    after: object  # the child the stretch starts after (None: at the start of the block)
-    children: list = field(default_factory=list)  # the block's children the stretch covers
+    block: etree._Element
+    after: etree._Element | None  # the child the stretch starts after (None: at the start of the block)
+    children: list[etree._Element] = field(default_factory=list)  # the block's children the stretch covers
     runs: list[Run] = field(default_factory=list)
     attribute: str = ""  # set: the chunk is this attribute's value (alt, title), not paragraph text
 
@@ -111,7 +112,7 @@ class XmlFlow:
         self._block_holders: set = set()  # inline elements holding a block (filled by `prepare`)
         self._textless: set = set()  # inline elements holding no text
 
-    def base_kind(self, el) -> str:
+    def base_kind(self, el: etree._Element) -> str:
         name = local(el)
         if not name:
             return ATOM  # comments, processing instructions
@@ -127,7 +128,7 @@ class XmlFlow:
                 return kind
         return self.default
 
-    def kind(self, el) -> str:
+    def kind(self, el: etree._Element) -> str:
         k = self.base_kind(el)
         if k == INLINE and el in self._block_holders:
             return BLOCK  # e.g. <a> around a <div>: its own text is a paragraph
@@ -135,7 +136,7 @@ class XmlFlow:
             return ATOM  # e.g. <a name="x"></a>: nothing to translate, kept whole
         return k
 
-    def _classify(self, root) -> None:
+    def _classify(self, root: etree._Element) -> None:
         """Which inline elements hold a block, and which hold no text: bottom-up, once per element."""
         self._block_holders, self._textless = set(), set()
         holds_block: dict = {}
@@ -158,13 +159,13 @@ class XmlFlow:
                 elif not text:
                     self._textless.add(el)
 
-    def skip_element(self, el) -> bool:
+    def skip_element(self, el: etree._Element) -> bool:
         """An element whose text must not be translated (e.g. HTML translate="no")."""
         return False
 
     # -- reading -------------------------------------------------------------------------------------
 
-    def prepare(self, root) -> None:
+    def prepare(self, root: etree._Element) -> None:
         """Drop regenerated marks; split runs at their breaks so that a break is a run of its own;
         classify the inline elements."""
         if self.dropped:
@@ -173,7 +174,7 @@ class XmlFlow:
         self._split_runs_at_breaks(root)
         self._classify(root)
 
-    def _split_runs_at_breaks(self, root) -> None:
+    def _split_runs_at_breaks(self, root: etree._Element) -> None:
         if not self.break_children:
             return
         for run in [e for e in root.iter() if local(e) in self.leaves]:
@@ -192,14 +193,14 @@ class XmlFlow:
                 run.addprevious(piece)  # not parent.index(): a paragraph of many breaks stays linear
             run.getparent().remove(run)
 
-    def chunks(self, root) -> list[Chunk]:
+    def chunks(self, root: etree._Element) -> list[Chunk]:
         """Every stretch of paragraph text under `root` with something to translate, in document order."""
         self.prepare(root)
         out: list[Chunk] = []
         self._visit(root, out)
         return [c for c in out if is_translatable("".join(r.text for r in c.runs))]
 
-    def _visit(self, el, out: list[Chunk]) -> None:
+    def _visit(self, el: etree._Element, out: list[Chunk]) -> None:
         kind = self.kind(el)
         if kind == SKIP or self.skip_element(el):
             return
@@ -213,7 +214,7 @@ class XmlFlow:
             if isinstance(child.tag, str):
                 self._visit(child, out)
 
-    def _block_chunks(self, block) -> list[Chunk]:
+    def _block_chunks(self, block: etree._Element) -> list[Chunk]:
         chunks = [Chunk(block, None)]
         if self._own_text(block) and block.text:
             chunks[-1].runs.append(Run(block.text, Style()))
@@ -228,10 +229,10 @@ class XmlFlow:
             self._collect(child, None, chunks[-1].runs)
         return chunks
 
-    def _own_text(self, block) -> bool:
+    def _own_text(self, block: etree._Element) -> bool:
         return self.mixed or local(block) in self.plain_blocks
 
-    def _collect(self, el, chain: Chain | None, runs: list[Run]) -> None:
+    def _collect(self, el: etree._Element, chain: Chain | None, runs: list[Run]) -> None:
         kind = self.kind(el) if isinstance(el.tag, str) else ATOM
         if kind == INLINE and not self.skip_element(el):
             inner = Chain(el, chain)
@@ -247,7 +248,7 @@ class XmlFlow:
         if self.mixed and el.tail:
             runs.append(Run(el.tail, Style(chain)))
 
-    def _collect_leaf(self, leaf, chain: Chain | None, runs: list[Run]) -> None:
+    def _collect_leaf(self, leaf: etree._Element, chain: Chain | None, runs: list[Run]) -> None:
         """An OOXML run: its text pieces with its formatting; anything else in it is an atom."""
         props = [c for c in leaf if local(c).endswith("Pr")]
         style = Style(chain, b"".join(etree.tostring(p) for p in props), leaf)
@@ -286,9 +287,9 @@ class XmlFlow:
         for previous, node in zip(nodes, nodes[1:]):
             previous.addnext(node)
 
-    def _build(self, runs: list[Run]) -> tuple[str | None, list]:
+    def _build(self, runs: list[Run]) -> tuple[str | None, list[etree._Element]]:
         holder = etree.Element("holder")
-        stack: list[tuple[Chain | None, object]] = [(None, holder)]  # stack[d]: the open element at depth d
+        stack: list[tuple[Chain | None, etree._Element]] = [(None, holder)]  # stack[d]: the open element at depth d
         for run in runs:
             style: Style = run.style if isinstance(run.style, Style) else Style()
             to_open, node = [], style.chain
@@ -302,12 +303,13 @@ class XmlFlow:
                 stack.append((opening, clone))
             parent = stack[-1][1]
             if run.atom is not None:
+                atom = cast(etree._Element, run.atom)  # Run is every format's; this walker's atoms are elements
                 target = parent
                 if style.template is not None:
                     target = make_leaf(style.template, None)
                     parent.append(target)
-                target.append(run.atom)
-                run.atom.tail = None
+                target.append(atom)
+                atom.tail = None
             elif style.template is not None:
                 parent.append(make_leaf(style.template, run.text))
             else:
@@ -315,7 +317,7 @@ class XmlFlow:
         return holder.text, list(holder)
 
 
-def shallow_copy(el):
+def shallow_copy(el: etree._Element) -> etree._Element:
     """The element's tag and attributes, and its property children (`w:sdtPr`), without content."""
     clone = el.makeelement(el.tag, el.attrib)
     for child in el:
@@ -324,7 +326,7 @@ def shallow_copy(el):
     return clone
 
 
-def make_leaf(template, text: str | None):
+def make_leaf(template: etree._Element, text: str | None) -> etree._Element:
     """A new run with the template's formatting and `text` (None: empty, for an atom)."""
     leaf = shallow_copy(template)
     if text is None:
@@ -342,7 +344,7 @@ def make_leaf(template, text: str | None):
     return leaf
 
 
-def append_text(parent, text: str) -> None:
+def append_text(parent: etree._Element, text: str) -> None:
     if not text:
         return
     try:

@@ -219,11 +219,18 @@ class SafeZip:
         check_file(path)
         with open(path, "rb") as f:
             head = f.read(8)
-            end = _end_record(f)
+            try:
+                end = _end_record(f)
+            except (zipfile.BadZipFile, OSError, ValueError, struct.error) as e:  # a zip64 record spanning disks...
+                end, unreadable = None, e
+            else:
+                unreadable = None
         if head.startswith(OLE_MAGIC):
             raise DocumentError(f"password-protected (encrypted) or an old binary format, not {kind}")
         if not head.startswith(b"PK"):
             raise DocumentError(f"not {kind} (its content is not a zip archive)")
+        if unreadable is not None:
+            raise DocumentError(f"corrupt or truncated archive ({unreadable})")
         if end is None:
             raise DocumentError("corrupt or truncated archive (no end of central directory)")
         if end[_END_ENTRIES] > MAX_MEMBERS or end[_END_DIRECTORY_BYTES] > MAX_DIRECTORY_BYTES:

@@ -301,6 +301,18 @@ def test_a_corrupt_member_is_refused_before_translating(tmp_path):
     assert calls == []
 
 
+def test_an_archive_whose_end_record_spans_disks_is_refused_in_one_line(tmp_path):
+    """A zip64 locator that claims several disks: zipfile's end-record reader raises its own error,
+    which must come back as the document's one line, as every other corrupt archive's does."""
+    path = make_document("docx", tmp_path / "in.docx")
+    data = path.read_bytes()
+    end = data.rfind(b"PK\x05\x06")
+    locator = struct.pack(zipfile.structEndArchive64Locator, zipfile.stringEndArchive64Locator, 0, 0, 2)
+    path.write_bytes(data[:end] + locator + data[end:])
+    with pytest.raises(DocumentError, match=r"^corrupt or truncated archive \(.*span multiple disks"):
+        docx_format.extract(path)
+
+
 def test_big_real_documents_fit_the_budgets_with_room(tmp_path):
     """A 300-page report, a 5,000-row sheet and a novel, as their libraries write them, use under
     half of each parsed-part budget."""

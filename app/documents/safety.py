@@ -219,12 +219,11 @@ class SafeZip:
         check_file(path)
         with open(path, "rb") as f:
             head = f.read(8)
+            unreadable: Exception | None = None
             try:
                 end = _end_record(f)
             except (zipfile.BadZipFile, OSError, ValueError, struct.error) as e:  # a zip64 record spanning disks...
                 end, unreadable = None, e
-            else:
-                unreadable = None
         if head.startswith(OLE_MAGIC):
             raise DocumentError(f"password-protected (encrypted) or an old binary format, not {kind}")
         if not head.startswith(b"PK"):

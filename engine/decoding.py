@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch  # imported where scores are processed: the options alone are read before torch is
+    # needed (the window's settings as it opens; torch takes over a second to import)
 
 NEG_INF = -math.inf
 # HF's "impossible" score for beams that must not be chosen (finished, or not yet real).
@@ -110,6 +113,8 @@ def process_scores(scores: torch.Tensor, histories: list[list[int]], options: De
     `histories[r]` is row r's whole decoder input so far (start token and language code included,
     as HF's processors see it). Greedy passes raw logits here, beam search log-probabilities.
     """
+    import torch
+
     if options.repetition_penalty != 1.0:
         width = max(len(h) for h in histories)
         # Pad each history with its own first token: a repeated index is penalised once all the same.

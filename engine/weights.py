@@ -13,9 +13,11 @@ import pickle
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import torch
+if TYPE_CHECKING:
+    import torch  # imported where tensors are: the app reads these names before it needs torch (the
+    # window's models list as it opens; torch takes over a second to import)
 
 from dragoman.engine.config import CheckpointError, NllbConfig, read_json_object
 
@@ -24,8 +26,8 @@ EMBEDDING_NAMES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embe
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 PYTORCH_BIN_INDEX = "pytorch_model.bin.index.json"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-# Stored dtypes the engine casts from: safetensors' names and torch's.
-FLOAT_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+# Stored dtypes the engine casts from: safetensors' names and torch's (the names of `torch`'s own).
+FLOAT_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
 
 def expected_shapes(config: NllbConfig) -> dict[str, tuple[int, ...]]:
@@ -98,6 +100,8 @@ def weight_files(model_dir: str | Path) -> list[Path]:
 def _read_bin(path: Path) -> dict[str, torch.Tensor]:
     # weights_only refuses any pickled object that is not a plain tensor container: no code runs.
     # mmap: the tensors' data stays on disk until it is used.
+    import torch
+
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except (pickle.UnpicklingError, RuntimeError, OSError, EOFError, ValueError) as e:
@@ -154,6 +158,7 @@ def _headers(path: Path) -> Iterator[tuple[str, tuple[int, ...], torch.dtype | s
         for name, tensor in _read_bin(path).items():
             yield name, tuple(tensor.shape), tensor.dtype
         return
+    import torch
     from safetensors import SafetensorError, safe_open
 
     try:
@@ -161,7 +166,7 @@ def _headers(path: Path) -> Iterator[tuple[str, tuple[int, ...], torch.dtype | s
             for name in f.keys():
                 stored = f.get_slice(name)
                 dtype = stored.get_dtype()
-                yield name, tuple(stored.get_shape()), FLOAT_DTYPES.get(dtype, dtype)
+                yield name, tuple(stored.get_shape()), getattr(torch, FLOAT_DTYPES[dtype]) if dtype in FLOAT_DTYPES else dtype
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(f"{path}: unreadable safetensors file ({e}); is it truncated?") from None
 
@@ -176,6 +181,8 @@ class StoredTensor:
 def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, StoredTensor]:
     """Where each tensor of `load_weights` is stored, from the files' headers only: CheckpointError
     naming the file and the tensor when one is missing, misshapen or not floating-point."""
+    import torch
+
     model_dir = Path(model_dir)
     files = weight_files(model_dir)
     if not files:
@@ -229,6 +236,8 @@ def load_weights(
     model_dir: str | Path, config: NllbConfig, dtype: torch.dtype, device: torch.device
 ) -> dict[str, torch.Tensor]:
     """All tensors of `expected_shapes(config)` plus 'embed_tokens.weight' and 'lm_head.weight', checked."""
+    import torch
+
     stored = check_weights(model_dir, config)
     if config.tie_word_embeddings and "embed_tokens.weight" in stored:
         stored.pop("lm_head.weight", None)  # the embedding serves as the output layer: not read twice

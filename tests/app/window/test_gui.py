@@ -1,7 +1,9 @@
 """Documents given to the app rather than dropped on it: `dragoman FILE...` (the desktop entry's
 `Exec=dragoman %F`, "Open with") and, on macOS, Finder's QFileOpenEvents. They take the drop's path:
 looked through, confirmed once, queued as document jobs; what cannot be translated is said in the
-status bar."""
+status bar. And the window's start: it shows before torch is imported."""
+
+import os
 
 import pytest
 from PySide6.QtGui import QFileOpenEvent
@@ -101,3 +103,25 @@ def test_files_opened_from_finder_become_document_jobs(qtbot, open_window, setti
     assert QApplication.sendEvent(application, QFileOpenEvent(str(tmp_path / "missing.txt")))
     status_says(qtbot, window, NOTHING_TO_TRANSLATE)
     assert len(window.documents.rows) == 2
+
+
+def test_the_window_shows_before_torch_is_imported(tmp_path):
+    """torch takes over a second to import: the window comes up first, and its worker imports torch
+    with the model (here no model is set, so nothing imports it at all)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\n"
+             "import dragoman\n"
+             "from PySide6.QtWidgets import QApplication\n"
+             "app = QApplication([])\n"
+             "from dragoman.app.settings import AppPaths, Settings\n"
+             "from dragoman.app.window.gui import show_window\n"
+             "paths = AppPaths.default()\n"
+             "window = show_window(paths, Settings.load(paths.settings_file), ())\n"
+             "app.processEvents()\n"
+             "print(window.isVisible(), 'torch' in sys.modules, flush=True)\n"
+             "import os; os._exit(0)\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         env={**os.environ, "DRAGOMAN_HOME": str(tmp_path / "home"), "QT_QPA_PLATFORM": "offscreen"})
+    assert run.stdout.split() == ["True", "False"], run.stdout + run.stderr

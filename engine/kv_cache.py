@@ -40,8 +40,9 @@ class PagedKVCache:
         device: torch.device,
     ):
         shape = (num_layers, num_blocks * block_size, heads, head_dim)
-        # Zeroed: padding rows attend over a slot no sentence may have written yet, and a NaN read
-        # there ends a padding sentence's search, which then walks the padding row's length below zero.
+        # Zeroed: padding rows attend over slots no sentence may have written yet, and must read
+        # numbers there (a NaN ends a padding sentence's search; engine/constrained_search.py keeps
+        # the padding row's length at 0 all the same).
         self.k = zeroed(shape, dtype, device)  # (L, slots, H, D)
         self.v = zeroed(shape, dtype, device)
         self.block_size = block_size

@@ -406,7 +406,9 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             **{job.source_path: "the document" for job in jobs}, **{Path(name): "the document" for name in refused},
             **{job.output_path: "the translation" for job in jobs}, **app_databases()})
     args.model = str(model_folder(args.model))
+    from dragoman.engine import read_tokenizer_ahead
 
+    read_tokenizer_ahead(args.model)  # while torch is imported
     from dragoman.engine import Translator
 
     adapters_dir = checked_adapters_dir(args)

@@ -14,10 +14,13 @@ off) split the text into pieces — the two agree on pieces and on fusing unknow
 from __future__ import annotations
 
 import functools
+import os
 import re
 import struct
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import sentencepiece as spm
@@ -63,6 +66,14 @@ class NllbTokenizer:
 
     @classmethod
     def from_dir(cls, model_dir: str | Path) -> NllbTokenizer:
+        """The folder's tokenizer: the one `read_tokenizer_ahead` read, if its file has not changed since."""
+        key = _file_key(Path(model_dir) / SENTENCEPIECE_FILE)
+        with _ahead_lock:
+            ahead = _ahead.pop(key, None) if key is not None else None
+        return ahead.result() if ahead is not None else cls._read(model_dir)
+
+    @classmethod
+    def _read(cls, model_dir: str | Path) -> NllbTokenizer:
         path = Path(model_dir) / SENTENCEPIECE_FILE
         if not path.is_file():
             raise TokenizerError(f"{path}: no such file; an NLLB model folder has {SENTENCEPIECE_FILE}")
@@ -266,6 +277,43 @@ def _is_control(char: str) -> bool:
     if category == "Cf":
         return char not in _EXTEND and char not in _PREPEND
     return category in ("Cc", "Zl", "Zp")
+
+
+# Tokenizers read ahead (`read_tokenizer_ahead`), by their file's (path, size, mtime): the last folder's only.
+_ahead: dict[tuple, Future[NllbTokenizer]] = {}
+_ahead_lock = threading.Lock()
+
+
+def read_tokenizer_ahead(model_dir: str | Path) -> None:
+    """Start reading `model_dir`'s tokenizer on a thread of its own, for `NllbTokenizer.from_dir`
+    (and so `open_checkpoint`) to take up. Reading it needs no torch, and sentencepiece parses its
+    model without holding the interpreter: done while torch is imported, it costs a start nothing
+    of the ~0.4 s it takes. A folder without the file is left to `from_dir` to refuse."""
+    key = _file_key(Path(model_dir) / SENTENCEPIECE_FILE)
+    if key is None:
+        return
+    with _ahead_lock:
+        if key in _ahead:
+            return
+        reading: Future[NllbTokenizer] = Future()
+        _ahead.clear()
+        _ahead[key] = reading
+
+    def read() -> None:
+        try:
+            reading.set_result(NllbTokenizer._read(model_dir))
+        except BaseException as error:  # TokenizerError: raised by `from_dir`, as reading it there would
+            reading.set_exception(error)
+
+    threading.Thread(target=read, name="dragoman-tokenizer", daemon=True).start()
+
+
+def _file_key(path: Path) -> tuple | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
 
 
 # A sentencepiece model is a protobuf ModelProto; its field 3 is the NormalizerSpec, whose field 2

@@ -254,6 +254,9 @@ class EngineWorker(QThread):
 
     def _open(self, command: LoadModel):
         """A Translator for `command`, its warm-up started where it needs one."""
+        from dragoman.engine import read_tokenizer_ahead
+
+        read_tokenizer_ahead(command.model_dir)  # while torch is imported
         from dragoman.engine import Translator
 
         translator = Translator(

@@ -202,6 +202,39 @@ def test_corrupt_sentencepiece_model(tmp_path, tiny_checkpoint, corrupt):
         NllbTokenizer.from_dir(tmp_path)
 
 
+def test_a_tokenizer_read_ahead_is_taken_up_once_and_only_while_its_file_is_unchanged(tmp_path, tiny_checkpoint):
+    """`read_tokenizer_ahead` (a start reads the tokenizer while torch is imported): `from_dir` takes
+    what it read, the same tokenizer as reading it then; a file changed meanwhile is read anew, and
+    a broken one is refused in the same words."""
+    import os
+    import shutil
+
+    from dragoman.engine.tokenizer import read_tokenizer_ahead
+
+    model = tmp_path / SENTENCEPIECE_FILE
+    shutil.copy(tiny_checkpoint / SENTENCEPIECE_FILE, model)
+    read_tokenizer_ahead(tmp_path)
+    ahead = NllbTokenizer.from_dir(tmp_path)
+    again = NllbTokenizer.from_dir(tmp_path)  # taken once: read anew
+    assert ahead is not again
+    text = "The quick brown fox jumps over the lazy dog."
+    assert ahead.encode_source(text, "eng_Latn") == again.encode_source(text, "eng_Latn")
+
+    from dragoman.engine import tokenizer
+
+    read_tokenizer_ahead(tmp_path)
+    [stale] = tokenizer._ahead
+    stat = model.stat()
+    os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # replaced meanwhile
+    NllbTokenizer.from_dir(tmp_path)
+    assert list(tokenizer._ahead) == [stale]  # not taken: read anew
+
+    model.write_bytes(b"not a sentencepiece model")
+    read_tokenizer_ahead(tmp_path)
+    with pytest.raises(TokenizerError, match=f"{SENTENCEPIECE_FILE}: not a readable sentencepiece model"):
+        NllbTokenizer.from_dir(tmp_path)
+
+
 def test_sentencepiece_model_of_another_layout(tmp_path):
     """A model whose first pieces are not <unk> <s> </s> would shift every id: refuse it."""
     spm.SentencePieceTrainer.train(

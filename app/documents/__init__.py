@@ -17,32 +17,47 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import functools
 import secrets
 from pathlib import Path
 from types import ModuleType
-from typing import BinaryIO, Callable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator
 
-from dragoman.app.documents import docx, epub, html, markdown, odt, pdf, picture, pptx, subtitles, text, xlsx
 from dragoman.app.documents.safety import DocumentError
 from dragoman.app.documents.segments import BATCH_SENTENCES, Cancelled, translate_segments
 
-__all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "is_supported", "output_path",
+__all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "formats", "is_supported", "output_path",
            "remove_stale_temporaries", "temporary_pattern", "translate_document"]
 
-FORMATS: dict[str, ModuleType] = {
-    ext: module for module in (text, markdown, html, subtitles, docx, pptx, xlsx, odt, epub, pdf, picture) for ext in module.EXTENSIONS
-}
+if TYPE_CHECKING:
+    FORMATS: dict[str, ModuleType]  # `formats()`, for code that reads it as a name
+
+
+@functools.cache
+def formats() -> dict[str, ModuleType]:
+    """Each extension's format module. Imported on first use: the format libraries take ~0.1 s
+    of a start that translates no document (typed text, stdin, the window before a drop)."""
+    from dragoman.app.documents import docx, epub, html, markdown, odt, pdf, picture, pptx, subtitles, text, xlsx
+
+    return {ext: module for module in (text, markdown, html, subtitles, docx, pptx, xlsx, odt, epub, pdf, picture)
+            for ext in module.EXTENSIONS}
+
+
+def __getattr__(name: str):
+    if name == "FORMATS":
+        return formats()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def format_for(path: Path) -> ModuleType:
-    module = FORMATS.get(path.suffix.lower())
+    module = formats().get(path.suffix.lower())
     if module is None:
         raise DocumentError(f"unsupported file type {path.suffix or '(no extension)'!r}")
     return module
 
 
 def is_supported(path: Path) -> bool:
-    return path.suffix.lower() in FORMATS
+    return path.suffix.lower() in formats()
 
 
 def output_path(path: Path, target: str, output_dir: Path | None = None, options: dict | None = None) -> Path:

@@ -269,3 +269,23 @@ def test_nothing_translated_twice_and_output_kept(tmp_path):
     with pytest.raises(DocumentError, match="already exists"):
         translate_document(tmp_path / "in.txt", out, translate)
     translate_document(tmp_path / "in.txt", out, translate, overwrite=True)
+
+
+def test_the_format_libraries_load_with_the_first_document_only():
+    """Typed text, stdin and the window before a drop import the pipeline but read no document: the
+    formats (lxml's, pdfminer's, markdown-it's readers) are imported when a document first needs them."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import dragoman\n"
+            "from dragoman.app.session import session, glossary\n"
+            "print('dragoman.app.documents.pdf' in sys.modules, 'markdown_it' in sys.modules)\n"
+            "from pathlib import Path\n"
+            "from dragoman.app.documents import is_supported\n"
+            "print(is_supported(Path('a.pdf')), 'dragoman.app.documents.pdf' in sys.modules)\n")
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["False", "False", "True", "True"], run.stdout + run.stderr

@@ -424,15 +424,15 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
 
     translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
                             gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
-    session = TranslationSession.open(translator, terms=terms, unusable=going_on_without)
+    pipeline = TranslationSession.open(translator, terms=terms, unusable=going_on_without)
     doubtful = []
     try:
-        beams = session.options(overrides).num_beams
+        beams = pipeline.options(overrides).num_beams
         if args.alternatives is not None and args.alternatives > beams:
             raise UsageError(f"--alternatives {args.alternatives}: more than the {beams} beams (--beams)")
         for index, chunk in enumerate(chunks(read_lines(stdin), CHUNK_LINES)):
-            result = session.translate(TranslationJob(chunk, src, tgt, overrides, typed=False, adapter=args.adapter or "",
-                                                      split=not args.no_split, alternatives=args.alternatives))
+            result = pipeline.translate(TranslationJob(chunk, src, tgt, overrides, typed=False, adapter=args.adapter or "",
+                                                       split=not args.no_split, alternatives=args.alternatives))
             if args.alternatives is not None:  # each line whole, a blank one too
                 for sentence, translation, full in zip(chunk, result.translations, result.found):
                     stdout.write(alternatives_line(sentence, translation, full) + "\n")
@@ -447,7 +447,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
                                      "translation": translation, "score": full.score if full else None,
                                      "reasons": reasons})
     finally:
-        session.close()
+        pipeline.close()
     report_doubts(args.report, doubtful, "stdin", quiet=True)
     return 0
 
@@ -514,13 +514,13 @@ def translate_corpus(args, src: str, targets: tuple[str, ...], overrides: dict, 
         from dragoman.app.session.session import TranslationSession
         from dragoman.engine import Translator
 
-        session = TranslationSession.open(Translator(args.model, device=args.device, dtype=args.dtype,
-                                                     adapters_dir=adapters_dir, gpu_memory=gpu_memory), terms=terms,
-                                          unusable=going_on_without)
+        pipeline = TranslationSession.open(Translator(args.model, device=args.device, dtype=args.dtype,
+                                                      adapters_dir=adapters_dir, gpu_memory=gpu_memory), terms=terms,
+                                           unusable=going_on_without)
         try:
-            run_corpus(files, LocalShards(session), progress, args.overwrite)
+            run_corpus(files, LocalShards(pipeline), progress, args.overwrite)
         finally:
-            session.close()
+            pipeline.close()
     progress.end()
     return 0
 
@@ -715,13 +715,13 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
 
     failed = list(refused)
     doubtful: list[dict] = []
-    session = TranslationSession.open(translator, terms=terms, unusable=going_on_without)
+    pipeline = TranslationSession.open(translator, terms=terms, unusable=going_on_without)
     try:
         for job in jobs:
             bar = ProgressBar(job.source_path.name, sys.stderr)
             report = JobReport()
             try:
-                written = session.translate_document(job, progress=bar, report=report)
+                written = pipeline.translate_document(job, progress=bar, report=report)
                 bar.end()
                 document_written(job, written, report, doubtful)
             except KeyboardInterrupt:
@@ -730,7 +730,7 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
                 bar.end()
                 document_failed(job, str(e).splitlines()[0] if str(e) else type(e).__name__, failed)
     finally:
-        session.close()
+        pipeline.close()
     return jobs_finished(len(jobs), len(refused), failed, doubtful, report_path)
 
 

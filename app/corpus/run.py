@@ -95,7 +95,7 @@ class ShardTranslator(Protocol):
 
 
 class LocalShards:
-    """Shards translated one after the other on this process's session."""
+    """Shards translated one after the other by this process's translation session."""
 
     def __init__(self, session: TranslationSession):
         self.session = session

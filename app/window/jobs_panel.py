@@ -340,7 +340,7 @@ hidden while there are none; a job added is scrolled into view."""
         self.save()
 
     def restore(self) -> None:
-        """Queue again the jobs the last session had not finished."""
+        """Queue again the jobs the app's last run had not finished."""
         for job in load_pending(self.pending_file):
             if not job.source_path.is_file():
                 continue

@@ -290,7 +290,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.local_server.label)
         self.worker.start()
         self._start_model()
-        self.documents.restore()  # the document jobs the last session had not finished
+        self.documents.restore()  # the document jobs the app's last run had not finished
 
     # -- building ------------------------------------------------------------------------------------
 

@@ -46,7 +46,8 @@ from dragoman.engine.languages import (
 
 if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checkers and editors
     from dragoman.engine.translator import Translation, Translator
-    from dragoman.engine.engine_loop import DOCUMENT, TYPED, TranslationHandle, TranslationRequest
+    from dragoman.engine.translator import TranslationHandle, TranslationRequest
+    from dragoman.engine.scheduler import DOCUMENT, TYPED
     from dragoman.engine.decoding import DecodingOptions, OptionsError
     from dragoman.engine.checkpoint import open_checkpoint
     from dragoman.engine.config import CheckpointError, NllbConfig, load_config
@@ -59,10 +60,10 @@ if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checke
 _LAZY = {
     "Translator": "dragoman.engine.translator",
     "Translation": "dragoman.engine.translator",
-    "TranslationRequest": "dragoman.engine.engine_loop",
-    "TranslationHandle": "dragoman.engine.engine_loop",
-    "TYPED": "dragoman.engine.engine_loop",
-    "DOCUMENT": "dragoman.engine.engine_loop",
+    "TranslationRequest": "dragoman.engine.translator",
+    "TranslationHandle": "dragoman.engine.translator",
+    "TYPED": "dragoman.engine.scheduler",
+    "DOCUMENT": "dragoman.engine.scheduler",
     "DecodingOptions": "dragoman.engine.decoding",
     "OptionsError": "dragoman.engine.decoding",
     "open_checkpoint": "dragoman.engine.checkpoint",

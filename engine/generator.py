@@ -20,13 +20,14 @@ queue and the others are admitted past them. Its rows carry the slot, so one bat
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import torch
 
 from dragoman.engine.constraints import Constraints, check_fit, search_width
-from dragoman.engine.decoding import OptionsError
+from dragoman.engine.decoding import DecodingOptions, OptionsError
 from dragoman.engine.device import sum_in_float32
 from dragoman.engine.heap import freeze_heap, thaw_heap
 from dragoman.engine.kv_cache import PagedKVCache
@@ -34,12 +35,79 @@ from dragoman.engine.lora_pool import DEFAULT_SLOTS, LoraPool
 from dragoman.engine.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY, plan_cpu, plan_memory
 from dragoman.engine.model import FoldedSources, NllbModel
 from dragoman.engine.peft_adapter import AdapterError
-from dragoman.engine.scheduler import Plan, Request, Scheduler
+from dragoman.engine.scheduler import DOCUMENT, TYPED, Plan, Scheduler
 from dragoman.engine.step_runner import LaunchedStep, StepRunner
 
 __all__ = ["DEFAULT_GPU_MEMORY", "Generator", "Request"]
 ADAPTER_WAIT = 0.05  # seconds a run with nothing to decode waits for an adapter's read before it looks again
 log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)  # compared by identity: a set of them is what `withdraw` takes
+class Request:
+    """One sentence to translate, as the generator takes it and gives its result back. `prefix` is
+    the decoder start: `</s>` then the target language code. The scheduler reads only its counts
+    and keys (`beams`, `limit`, `group_key`, ...); the step runner reads the rest."""
+
+    src_ids: list[int]
+    prefix: list[int]
+    options: DecodingOptions
+    priority: int = DOCUMENT  # lower runs first: TYPED, DOCUMENT
+    on_partial: Callable[[list[int]], None] | None = None
+    adapter: str | None = None  # a LoRA adapter of the pool's folder; None: the base model
+    on_done: Callable[[Request], None] | None = None  # called with the request once its result is set
+    # This sentence's own max_length (HF's: `</s>`, the language code and the tokens), where it is
+    # below the options': sentences of one batch may stop at different lengths and still share a search.
+    max_length: int | None = None
+    # How many of its best finished hypotheses it wants with their scores (`hypotheses`); 0: only
+    # its result, so that plain sentences read nothing more.
+    alternatives: int = 0
+    # Token sequences its result must each hold (lexically constrained search, engine/constraints.py).
+    constraints: list[list[int]] | None = None
+    result: list[int] | None = None
+    hypotheses: list[tuple[list[int], float]] | None = None  # (tokens, score), best first; set with `result`
+    error: str | None = None  # why it did not run (an unusable adapter; a request `feed` gave too long): no result
+    # Its constraints compiled (None: a plain search), by the translator or else when the generator
+    # checks the request, which sets the rows their search keeps (constraints.search_width).
+    checked_constraints: Constraints | None = field(default=None, repr=False)
+    width: int | None = None
+
+    @property
+    def limit(self) -> int:
+        """The longest its hypotheses may grow: its max_length, or the options'."""
+        own = self.max_length if self.max_length is not None else self.options.length
+        return min(own, self.options.length)
+
+    @property
+    def search_options(self) -> DecodingOptions:
+        """The options of the search it shares with others: its options, with its own max_length
+        where a score processor reads that (forced `</s>`), so that every sentence of a search agrees."""
+        if self.options.forced_eos_id is None or self.limit == self.options.length:
+            return self.options
+        return self.options.with_changes(max_length=self.limit, max_new_tokens=None)
+
+    @property
+    def beams(self) -> int:
+        """The rows it decodes in: its beams, or its constrained search's width."""
+        return self.width if self.width is not None else self.options.num_beams
+
+    @property
+    def typed(self) -> bool:
+        return self.priority == TYPED
+
+    @property
+    def constrained(self) -> bool:
+        """Whether it decodes by constrained search (its constraints checked, `Generator._check_request`)."""
+        return self.checked_constraints is not None
+
+    @property
+    def group_key(self):
+        """What the sentences whose searches advance as one share: the search options, and for a
+        constrained search that and its width, so that plain sentences keep their search as it is;
+        typed text in groups of its own, which step without the documents' (`Scheduler.stepping`)."""
+        if not self.constrained:
+            return self.search_options, self.typed
+        return ("constrained", self.search_options, self.beams, self.typed)
 
 
 class Generator:
@@ -168,7 +236,7 @@ class Generator:
         it: a list (maybe empty; each queues behind the waiting ones of its priority, ahead of less
         urgent ones: `Scheduler.add`), or None once it has no more. `idle`: nothing waits or decodes,
         so the run ends if it gives nothing. So requests join the running batch at the next step
-        (the engine's loop, engine/engine_loop.py, feeds what any thread submits), and a document's
+        (the engine's loop, engine/translator.py's EngineLoop, feeds what any thread submits), and a document's
         later sentences are tokenized in the host's idle time instead of while the device waits.
         Each request's `on_done` runs likewise while the device works, once its result is set."""
         for request in requests:

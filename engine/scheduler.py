@@ -32,75 +32,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from dragoman.engine.constraints import Constraints
     from dragoman.engine.decoding import DecodingOptions
+    from dragoman.engine.generator import Request
     from dragoman.engine.kv_cache import Sequence
 
 ADMIT_SHARE = 0.25  # see "Admission" above; measured in docs/performance.md
+TYPED, DOCUMENT = 0, 1  # priorities (`Request.priority`): lower runs first
 
 
 class OutOfBlocks(RuntimeError):
     """The pool has no free block left; the scheduler admits work by free blocks to avoid this."""
-
-
-@dataclass(eq=False)  # compared by identity: a set of them is what `withdraw` takes
-class Request:
-    """One sentence to translate. `prefix` is the decoder start: `</s>` then the target language code."""
-
-    src_ids: list[int]
-    prefix: list[int]
-    options: DecodingOptions
-    priority: int = 1  # lower runs first: 0 for typed text, 1 for documents
-    on_partial: Callable[[list[int]], None] | None = None
-    adapter: str | None = None  # a LoRA adapter of the pool's folder; None: the base model
-    on_done: Callable[[Request], None] | None = None  # called with the request once its result is set
-    # This sentence's own max_length (HF's: `</s>`, the language code and the tokens), where it is
-    # below the options': sentences of one batch may stop at different lengths and still share a search.
-    max_length: int | None = None
-    # How many of its best finished hypotheses it wants with their scores (`hypotheses`); 0: only
-    # its result, so that plain sentences read nothing more.
-    alternatives: int = 0
-    # Token sequences its result must each hold (lexically constrained search, engine/constraints.py).
-    constraints: list[list[int]] | None = None
-    result: list[int] | None = None
-    hypotheses: list[tuple[list[int], float]] | None = None  # (tokens, score), best first; set with `result`
-    error: str | None = None  # why it did not run (an unusable adapter; a request `feed` gave too long): no result
-    # Its constraints compiled (None: a plain search), by the translator or else when the generator
-    # checks the request, which sets the rows their search keeps (constraints.search_width).
-    checked_constraints: Constraints | None = field(default=None, repr=False)
-    width: int | None = None
-
-    @property
-    def limit(self) -> int:
-        """The longest its hypotheses may grow: its max_length, or the options'."""
-        own = self.max_length if self.max_length is not None else self.options.length
-        return min(own, self.options.length)
-
-    @property
-    def search_options(self) -> DecodingOptions:
-        """The options of the search it shares with others: its options, with its own max_length
-        where a score processor reads that (forced `</s>`), so that every sentence of a search agrees."""
-        if self.options.forced_eos_id is None or self.limit == self.options.length:
-            return self.options
-        return self.options.with_changes(max_length=self.limit, max_new_tokens=None)
-
-    @property
-    def beams(self) -> int:
-        """The rows it decodes in: its beams, or its constrained search's width."""
-        return self.width if self.width is not None else self.options.num_beams
-
-    @property
-    def typed(self) -> bool:
-        return self.priority == 0
-
-    @property
-    def group_key(self):
-        """What the sentences whose searches advance as one share: the search options, and for a
-        constrained search that and its width, so that plain sentences keep their search as it is;
-        typed text in groups of its own, which step without the documents' (`Scheduler.stepping`)."""
-        if self.checked_constraints is None:
-            return self.search_options, self.typed
-        return ("constrained", self.search_options, self.beams, self.typed)
 
 
 @dataclass(eq=False)  # compared by identity (as a dict key too)
@@ -328,7 +269,7 @@ class Scheduler:
         request = sentence.request
         key = request.group_key
         if key not in self.groups:
-            self.groups[key] = Group(request.search_options, request.checked_constraints is not None, request.typed)
+            self.groups[key] = Group(request.search_options, request.constrained, request.typed)
         self.groups[key].add(sentence)
 
     def _leave(self, sentence: Sentence) -> None:

@@ -1,26 +1,46 @@
-"""The engine's front door: a checkpoint folder in, translations of text out."""
+"""The engine's front door: a checkpoint folder in, translations of text out.
+
+Any thread calls `Translator.submit(TranslationRequest)` and gets a `TranslationHandle`
+(CTranslate2's `translate_batch_async`, vLLM's request handles). One thread of the engine's own,
+`EngineLoop`, owns the device (it binds the GPU to itself, `Generator.bind_gpu_to_thread`) and runs
+`Generator.run`, fed at every step: what any thread submitted since joins the running batch at the
+next step, typed text ahead of documents (the scheduler's priority lanes), and handles cancelled
+since leave it. When nothing waits or decodes the run ends and the thread sleeps until the next
+submission. A `Submission` is a request on that thread: its texts tokenized as the loop asks, each
+piece's result decoded as it finishes, its handle told.
+
+A handle streams each text's best hypothesis while it decodes and each text's `Translation` as
+soon as it is whole (callbacks `subscribe`s, or the iterator `stream()` on the caller's thread),
+gives them all (`result`), can be waited on with a timeout and cancelled. Callbacks run on the
+engine's thread: they should be short (emit a signal, put in a queue), and an error they raise
+fails their handle only.
+"""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import itertools
+import queue
+import sys
+import threading
 import unicodedata
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 
 from dragoman import kernels
 from dragoman.engine.batched_search import ran_out_of_numbers
 from dragoman.engine.checkpoint import open_checkpoint
+from dragoman.engine.completion import CompletionStart, completion_start
 from dragoman.engine.constraints import Constraints, check_fit
 from dragoman.engine.decoding import DecodingOptions, OptionsError, check_int
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
-from dragoman.engine.engine_loop import DOCUMENT, TYPED, EngineLoop, TranslationHandle, TranslationRequest
 from dragoman.engine.generator import Generator, Request
+from dragoman.engine.scheduler import DOCUMENT, TYPED
 from dragoman.engine.languages import NO_SPACE_SCRIPTS, get_language
 from dragoman.engine.peft_adapter import AdapterError
 from dragoman.engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
@@ -33,12 +53,13 @@ from dragoman.engine.weights import load_weights
 # Greedy waves of 2,048 sentences take 64 a step: at 32, a wave that ended found only part of the
 # next one ready, and the rest joined a few a step, each time with an encoder pass and a prefix step.
 FEED_TEXTS = 32
-
-
 STOP_POLL = 0.05  # seconds between looks at translate's `should_stop`
-
 # Words a glued term is tokenized after, when its own first piece carries the word-initial "▁".
 GLUE_CONTEXTS = ("a", "1", "的")
+# The loop waits on the device at every step and then needs the interpreter back at once. While
+# other threads run Python (a server's requests, a document's reading), the default 5 ms before a
+# waiting thread gets it would be paid at every step (docs/performance.md, "Local server").
+GIL_SWITCH_S = 0.0005
 
 
 class ModelOutputError(RuntimeError):
@@ -61,27 +82,138 @@ class Translation:
     alternatives: list[Translation] = field(default_factory=list)
 
 
-@dataclass
-class CompletionStart:
-    """How a sentence is completed from the start of its translation that a person typed.
+@dataclass(frozen=True)
+class TranslationRequest:
+    """Texts to translate (one segment each), and how.
 
-    A start that ends within a word ("Bonjo") or after a space is first forced without its last
-    partial word and the space (`attempts[0]`), so that the model writes the word in its own pieces
-    ("▁Bonjour", not "▁Bon" "jo" + "ur"); that completion is kept when its text goes on from what
-    was typed. Otherwise the start is forced whole, in the pieces of the typed text (`attempts[-1]`).
-    Either way the search is `generate` with `decoder_input_ids` = `</s>`, the language code, the attempt."""
+    `terms[i]`: target-language strings text i's translation must hold (Translator.translate says
+    how); `starts[i]`: the start of text i's translation as a person typed it, completed from there;
+    `alternatives`: hypotheses each Translation carries, itself included (at most num_beams; 0:
+    its text only, no score read);
+    `adapter`: a LoRA adapter of the adapters folder (None or "": the base model); `priority`: lower
+    runs first (TYPED, DOCUMENT); `partials`: stream each text's best hypothesis while it decodes."""
 
-    typed: str
-    shown: str  # the typed text as the tokens give it back (normalized, without a leading space)
-    attempts: list[list[int]]  # forced target tokens, the last one the whole typed start
+    texts: list[str]
+    src_lang: str
+    tgt_lang: str
+    options: DecodingOptions | None = None
+    terms: list[list[str | tuple[str | None, ...]]] | None = None
+    starts: list[str | None] | None = None
+    alternatives: int = 1
+    adapter: str | None = None
+    priority: int = DOCUMENT
+    partials: bool = False
 
-    def goes_on(self, text: str) -> bool:
-        """Whether `text`, a decoded hypothesis, goes on from the typed start."""
-        return text.startswith(self.shown)
 
-    def as_typed(self, text: str) -> str:
-        """`text`, which goes on from the typed start, with that start exactly as typed."""
-        return self.typed + text[len(self.shown):]
+class TranslationHandle:
+    """A submitted request's progress and result, safe to use from any thread."""
+
+    def __init__(self, count: int):
+        self._lock = threading.RLock()
+        self._over = threading.Event()
+        self._translations: list[Translation | None] = [None] * count
+        self._left = count
+        self._latest: dict[int, str] = {}  # the current best hypothesis of each text still decoding
+        self._listeners: list[tuple[Callable[[int, str], None] | None, Callable[[int, Translation], None] | None]] = []
+        self._watchers: list[Callable[[], None]] = []  # told once it is over
+        self._error: BaseException | None = None
+        self.cancelled = False
+        if not count:
+            self._over.set()
+
+    def subscribe(self, on_partial: Callable[[int, str], None] | None = None,
+                  on_translation: Callable[[int, Translation], None] | None = None) -> None:
+        """`on_partial(i, hypothesis)` for text i's best hypothesis at each step, `on_translation(i,
+        translation)` once it is whole; what came before the call is heard at once (the latest
+        hypotheses, the translations so far), so nothing is missed. Called on the engine's thread."""
+        with self._lock:
+            if on_partial is not None:
+                for i, text in self._latest.items():
+                    on_partial(i, text)
+            if on_translation is not None:
+                for i, translation in enumerate(self._translations):
+                    if translation is not None:
+                        on_translation(i, translation)
+            self._listeners.append((on_partial, on_translation))
+
+    def stream(self, every: float | None = None) -> Iterator[tuple[int, str | Translation] | None]:
+        """What happens to it, on the caller's thread, until it is over: (i, hypothesis) while text
+        i decodes (with `partials`), (i, Translation) once it is whole (those before the call
+        first), and None whenever `every` seconds pass without news (the caller may cancel then)."""
+        news: queue.SimpleQueue = queue.SimpleQueue()
+        with self._lock:
+            self.subscribe(lambda i, text: news.put((i, text)), lambda i, translation: news.put((i, translation)))
+            self._watchers.append(lambda: news.put(None))
+            if self._over.is_set():
+                news.put(None)
+        while True:
+            try:
+                item = news.get(timeout=every)
+            except queue.Empty:
+                yield None
+                continue
+            if item is None:
+                return
+            yield item
+
+    def cancel(self) -> None:
+        """Stop: texts not yet whole stay None; the engine drops their sentences at its next step."""
+        with self._lock:
+            if not self._over.is_set():
+                self.cancelled = True
+                self._close()
+
+    def done(self) -> bool:
+        """Whether it is over: every text whole, cancelled, or failed."""
+        return self._over.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until it is over (at most `timeout` seconds); whether it is."""
+        return self._over.wait(timeout)
+
+    def result(self, timeout: float | None = None) -> list[Translation | None]:
+        """Each text's Translation, once over (None: cancelled before it was whole); raises what
+        failed it (an unusable adapter, NaN scores, an error of a callback), or TimeoutError."""
+        if not self._over.wait(timeout):
+            raise TimeoutError(f"the translation is not done after {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return list(self._translations)
+
+    # -- the engine's side ---------------------------------------------------------------------------
+
+    def partial(self, i: int, text: str) -> None:
+        with self._lock:
+            if self._over.is_set():
+                return
+            self._latest[i] = text
+            for on_partial, _ in self._listeners:
+                if on_partial is not None:
+                    on_partial(i, text)
+
+    def finish(self, i: int, translation: Translation) -> None:
+        with self._lock:
+            if self._over.is_set() or self._translations[i] is not None:
+                return
+            self._translations[i] = translation
+            self._latest.pop(i, None)
+            self._left -= 1
+            for _, on_translation in self._listeners:
+                if on_translation is not None:
+                    on_translation(i, translation)
+            if not self._left:
+                self._close()
+
+    def fail(self, error: BaseException) -> None:
+        with self._lock:
+            if not self._over.is_set():
+                self._error = error
+                self._close()
+
+    def _close(self) -> None:
+        self._over.set()
+        for watcher in self._watchers:
+            watcher()
 
 
 def _joined(pieces: list[Translation]) -> Translation:
@@ -94,8 +226,8 @@ def _joined(pieces: list[Translation]) -> Translation:
 
 
 class Submission:
-    """A submitted request on the engine's thread (engine/engine_loop.py): its texts tokenized as
-    the loop asks (`take`), each piece's result decoded as it finishes, its handle told.
+    """A submitted request on the engine's thread (`EngineLoop`): its texts tokenized as the loop
+    asks (`take`), each piece's result decoded as it finishes, its handle told.
 
     A text too long for the model goes in pieces, joined with a space. Texts with terms go after
     those without: a step that mixes constrained and plain groups runs every group's search
@@ -188,6 +320,94 @@ class Submission:
             self.handle.fail(e)
 
 
+class EngineLoop:
+    """The thread that owns the device and runs the generator over whatever is submitted."""
+
+    def __init__(self, generator: Generator):
+        self.generator = generator
+        self._wake = threading.Condition()
+        self._inbox: list[Submission] = []
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._active: list[Submission] = []  # the engine thread's own: submissions it feeds
+
+    def submit(self, submission: Submission) -> None:
+        """Queue a submission (any thread); it joins the running batch at the next step."""
+        with self._wake:
+            if self._closing:
+                raise RuntimeError("the engine is closed")
+            self._inbox.append(submission)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="dragoman-engine", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called: submissions are refused."""
+        return self._closing
+
+    def close(self, wait: bool = True) -> None:
+        """Cancel everything submitted and end the thread (`wait`: until it has ended)."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+            thread = self._thread
+        if wait and thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _run(self) -> None:
+        self.generator.bind_gpu_to_thread()
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_S))  # the whole process's
+        while True:
+            with self._wake:
+                while not (self._inbox or self._closing):
+                    self._wake.wait()
+                if self._closing:
+                    for submission in self._inbox:
+                        submission.handle.cancel()
+                    return
+            try:
+                # Looked up at each run, so that a test can watch it.
+                self.generator.run([], self._feed)
+            except BaseException as e:  # out of memory for one sentence, a bug: its handles fail, the loop goes on
+                for submission in self._active:
+                    submission.handle.fail(e)
+                self._active = []
+
+    def _feed(self, idle: bool) -> list[Request] | None:
+        """`Generator.run`'s feed: new submissions' first sentences, cancelled ones withdrawn, and
+        more of the running ones' texts while few sentences wait; None ends the run (idle, nothing new)."""
+        with self._wake:
+            new, self._inbox = self._inbox, []
+            closing = self._closing
+        if closing:
+            for submission in self._active + new:
+                submission.handle.cancel()
+            new = []
+        withdrawn: set[Request] = set()
+        for submission in self._active:
+            if submission.handle.done():
+                withdrawn |= submission.in_flight
+        if withdrawn:
+            self.generator.withdraw(withdrawn)
+        self._active = [s for s in self._active if not s.handle.done()]
+        requests = []
+        few_wait = len(self.generator.scheduler.waiting) < self.generator.max_rows
+        for submission in sorted(self._active, key=lambda s: s.priority):
+            requests += submission.take(submission.later_portion() if few_wait else 0)
+        for submission in sorted(new, key=lambda s: s.priority):
+            if not submission.handle.done():
+                requests += submission.take(submission.first_portion())
+                self._active.append(submission)
+        if idle and not requests:
+            for submission in self._active:  # nothing of it left to decode: it cannot finish now
+                submission.handle.fail(RuntimeError("the engine lost track of a translation"))
+            self._active = []
+            return None
+        return requests
+
+
 def term_ids(tokenizer, term: str, tgt_lang: str) -> list[int]:
     """A target term's tokens as it stands in running text: word-initial (a leading "▁") in a script
     written with spaces; glued to what comes before (no "▁") in one without, or for a term that
@@ -205,10 +425,6 @@ def term_ids(tokenizer, term: str, tgt_lang: str) -> list[int]:
         if both[: len(before)] == before and rest and tokenizer.decode(rest) == tokenizer.decode(ids):
             return rest
     return ids
-
-
-def _ends_in_a_word(text: str) -> bool:
-    return bool(text) and unicodedata.category(text[-1])[0] in "LMN"
 
 
 class Translator:
@@ -305,7 +521,7 @@ class Translator:
         return options.with_changes(**{k: v for k, v in overrides.items() if v is not None})
 
     def submit(self, request: TranslationRequest) -> TranslationHandle:
-        """Queue `request` on the engine's loop (engine/engine_loop.py) from any thread; its texts
+        """Queue `request` on the engine's loop (`EngineLoop`) from any thread; its texts
         join the running batch at the next step. What is wrong with it raises here, before any
         work: an unknown language (UnknownLanguageError), options, terms or starts that do not fit
         (OptionsError), an adapter that cannot be used (AdapterError). What goes wrong later fails
@@ -317,7 +533,7 @@ class Translator:
             check_int("alternatives", request.alternatives, 1, options.num_beams)
         prefix = self.tokenizer.decoder_prefix(request.tgt_lang)
         self.tokenizer.lang_id(request.src_lang)  # raises UnknownLanguageError before any work starts
-        completions = {i: self.completion_start(start, options) for i, start in enumerate(request.starts or [])
+        completions = {i: completion_start(self.tokenizer, start, options) for i, start in enumerate(request.starts or [])
                        if start and start.strip() and i < len(texts) and texts[i].strip()}
         for i in completions:
             if len(self._sources(texts[i], request.src_lang)) > 1:
@@ -485,24 +701,6 @@ class Translator:
         """Whether the vocabulary writes `text` exactly: none of its characters is lost as <unk>
         (the app marks verbatim spans with what it spells)."""
         return self.tokenizer.decode(self.tokenizer.encode_target_start(text)) == text
-
-    def completion_start(self, typed: str, options: DecodingOptions) -> CompletionStart:
-        """How a translation is completed from `typed`, its start (`CompletionStart`); a start
-        that leaves no token to generate within max_length raises OptionsError."""
-        tok = self.tokenizer
-        whole = tok.encode_target_start(typed)
-        room = options.length - 2  # after `</s>` and the language code
-        if len(whole) >= room:
-            raise OptionsError("start", f"of {len(whole)} tokens leaves nothing to complete within max_length "
-                                        f"{options.length} (the start may have {room - 1} tokens at most)")
-        head = typed.rstrip()
-        if head == typed and _ends_in_a_word(typed):
-            while _ends_in_a_word(head):
-                head = head[:-1]
-            head = head.rstrip()
-        first = tok.encode_target_start(head) if head.strip() else []
-        attempts = [whole] if head == typed or first == whole else [first, whole]
-        return CompletionStart(typed, tok.decode(whole), attempts)
 
     def _sources(self, text: str, src_lang: str) -> list[list[int]]:
         """The text's source ids in pieces the model can read: a text longer than the model's

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from dragoman.engine.decoding import DecodingOptions
-from dragoman.engine.scheduler import OutOfBlocks, Request, Scheduler
+from dragoman.engine.generator import Request
+from dragoman.engine.scheduler import OutOfBlocks, Scheduler
 
 BLOCK = 16
 BASE = lambda request: -1  # noqa: E731 every request on the base model
@@ -277,7 +278,6 @@ def test_the_schedulers_records_hold_no_tensors_while_the_runner_steps_them(tran
 
     from dragoman.engine.constrained_search import ConstraintTables
     from dragoman.engine.decoding import DecodingOptions
-    from dragoman.engine.generator import Request
 
     generator, tok = translator.generator, translator.tokenizer
     options = DecodingOptions(num_beams=2, max_length=12)

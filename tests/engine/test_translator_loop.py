@@ -1,5 +1,5 @@
-"""engine/engine_loop.py: requests submitted from any thread join the engine's one loop; their handles
-stream, give results, can be waited on and cancelled; typed text goes first."""
+"""engine/translator.py's submit and loop: requests submitted from any thread join the engine's
+one loop; their handles stream, give results, can be waited on and cancelled; typed text goes first."""
 
 import threading
 
@@ -130,7 +130,7 @@ def test_the_loop_takes_the_interpreter_back_quickly_after_each_device_wait(make
     a shorter interval set by the application stays."""
     import sys
 
-    from dragoman.engine.engine_loop import GIL_SWITCH_S
+    from dragoman.engine.translator import GIL_SWITCH_S
 
     for before, after in ((0.005, GIL_SWITCH_S), (GIL_SWITCH_S / 2, GIL_SWITCH_S / 2)):
         monkeypatch.setattr(sys, "getswitchinterval", lambda: before)

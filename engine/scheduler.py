@@ -12,9 +12,10 @@ costs an encoder pass, and for greedy a prefix step, that a few sentences use po
 
 Typed text first: typed text that finds no room takes it from the youngest document sentences
 (preempted, as below), and while typed text runs, a step advances its groups alone (`stepping`): the
-documents' sentences sit those steps out with their rows and cache as they are. So a sentence typed
-while a long document decodes comes back at the latency it has alone, and the document goes on
-where it was, but for the few sentences that made way.
+documents' sentences sit those steps out with their rows and cache as they are, and none of theirs
+joins (`typing`: typed text is admitted alone, and its steps wait for no encoder pass). So a
+sentence typed while a long document decodes comes back at the latency it has alone, and the
+document goes on where it was, but for the few sentences that made way.
 
 Preemption: when the coming step would run out of blocks, the most recently admitted sentence is
 preempted (the runner frees its blocks; the sentence is requeued from its start). The search is
@@ -160,11 +161,21 @@ class Scheduler:
         typed = {key: group for key, group in self.groups.items() if group.typed}
         return typed or self.groups
 
+    @property
+    def typing(self) -> bool:
+        """Whether typed text waits or runs. Meanwhile no document sentence joins (its encoder pass
+        and first step would delay typed text's steps), and the engine's loop tokenizes no more of
+        a document's texts, so that typed text comes back at the latency it has alone."""
+        return bool(self.waiting and self.waiting[0].typed) or any(group.typed for group in self.groups.values())
+
     def _worth_admitting(self) -> bool:
-        """Whether waiting sentences should join the running ones: with none running, and for typed
-        text, always; documents once `admit_share` of the rows is free, or all that wait fit."""
-        if not self.running or self.waiting[0].typed:
+        """Whether waiting sentences should join the running ones: typed text always; documents
+        with none running, else once `admit_share` of the rows is free or all that wait fit, and
+        never while typed text runs (`typing`)."""
+        if self.waiting[0].typed or not self.running:
             return True
+        if self.typing:
+            return False
         free = self.max_rows - self.rows_taken
         if free >= self.admit_share * self.max_rows:
             return True
@@ -192,8 +203,11 @@ class Scheduler:
         # are admitted: at most max_rows are looked past, and a name found not ready is not asked again.
         passed = 0
         not_ready: set[str | None] = set()
+        typed_only = waiting[0].typed  # typed text joins alone (`typing`)
         while passed < min(len(waiting), self.max_rows):
             request = waiting[passed]
+            if typed_only and not request.typed:
+                break
             if len(request.prefix) >= request.limit:  # max_length leaves no room to generate
                 del waiting[passed]
                 request.result = list(request.prefix)

@@ -393,7 +393,10 @@ class EngineLoop:
             self.generator.withdraw(withdrawn)
         self._active = [s for s in self._active if not s.handle.done()]
         requests = []
-        few_wait = len(self.generator.scheduler.waiting) < self.generator.max_rows
+        scheduler = self.generator.scheduler
+        # More of a document's texts are tokenized while its sentences run short, but not while typed
+        # text runs: its steps are short enough that the host's time would show in its latency.
+        few_wait = not scheduler.typing and len(scheduler.waiting) < self.generator.max_rows
         for submission in sorted(self._active, key=lambda s: s.priority):
             requests += submission.take(submission.later_portion() if few_wait else 0)
         for submission in sorted(new, key=lambda s: s.priority):

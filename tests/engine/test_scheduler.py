@@ -136,6 +136,24 @@ def test_typed_text_without_room_takes_it_from_the_youngest_document_sentences_a
     assert [[x.request for x in g.sentences] for g in s.stepping().values()] == [[a, b]]  # and go on
 
 
+def test_no_document_sentence_joins_while_typed_text_waits_or_runs():
+    """Typed text is admitted alone, and documents join only once it has finished, though rows are
+    free: their encoder passes would delay its steps."""
+    s = scheduler(max_rows=16)
+    s.admit_share = 0.0
+    running = queued(s, request(4))
+    s.schedule(1000, 1000, BASE)
+    typed, later = request(4, priority=0), request(4)
+    queued(s, later, typed)
+    assert s.typing
+    assert admitted(s.schedule(1000, 1000, BASE)) == [typed]  # `later` fits, and waits
+    assert s.typing and not admitted(s.schedule(1000, 1000, BASE))
+    s.update([x for x in s.running if x.request is typed])
+    assert not s.typing
+    assert admitted(s.schedule(1000, 1000, BASE)) == [later]
+    assert [x.request for x in s.running] == [running[0], later]
+
+
 def test_typed_text_takes_no_room_when_all_the_documents_would_not_make_it():
     s = scheduler(max_rows=8, cross_blocks=4)
     a, b = queued(s, request(4, source=16), request(4, source=16))  # a cross block each

@@ -97,6 +97,55 @@ def test_typed_text_submitted_while_a_document_runs_finishes_first_and_both_are_
     small.teardown()
 
 
+def test_while_typed_text_runs_no_document_sentence_joins_and_no_document_text_is_tokenized(make_translator,
+                                                                                          monkeypatch):
+    """The document's admissions (encoder passes) and the loop's tokenizing of its texts wait while
+    typed text runs, so that typed text's steps wait for neither. Typed text is submitted from the
+    engine's own thread at chosen steps of the document (its partial hypotheses), so that the test
+    does not depend on timing."""
+    from dragoman.engine.translator import Submission
+
+    small = make_translator(max_rows=64)  # sixteen sentences of 4 beams at once
+    options = small.default_options(num_beams=4, max_length=30)
+    scheduler, runner = small.generator.scheduler, small.generator.runner
+    while_typing = []  # what was done for the document while typed text waited or ran
+    admit, take = runner.admit, Submission.take
+
+    def watched_admit(sentences, *args):
+        if scheduler.typing:
+            while_typing.append(("admitted", [s.request.priority for s in sentences]))
+        return admit(sentences, *args)
+
+    def watched_take(submission, count):
+        taken = take(submission, count)
+        if scheduler.typing and taken and submission.priority == DOCUMENT:
+            while_typing.append(("tokenized", len(taken)))
+        return taken
+
+    monkeypatch.setattr(runner, "admit", watched_admit)
+    monkeypatch.setattr(Submission, "take", watched_take)
+    submitted: list = []  # the typed sentence and a second document, submitted together at a step of the first
+    steps = 0
+
+    def on_partial(i, text):
+        nonlocal steps
+        steps += i == 0
+        if i == 0 and steps == 2:
+            submitted.append(small.submit(TranslationRequest(TEXTS * 25, "eng_Latn", "fra_Latn", options)))
+            submitted.append(small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn",
+                                                             options, priority=TYPED)))
+
+    first = small.submit(TranslationRequest(TEXTS[:6], "eng_Latn", "fra_Latn", options, partials=True))  # 24 of 64 rows
+    first.subscribe(on_partial=on_partial)
+    first.result(timeout=300)
+    second, typed = submitted
+    assert texts(typed.result(timeout=300)) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn",
+                                                                          "fra_Latn", options))
+    assert texts(second.result(timeout=300)) == texts(small.translate_full(TEXTS * 25, "eng_Latn", "fra_Latn", options))
+    assert while_typing == [("admitted", [TYPED])]
+    small.teardown()
+
+
 def test_errors_fail_their_handle_only(translator):
     from dragoman.engine import UnknownLanguageError
 

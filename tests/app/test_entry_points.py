@@ -1,13 +1,16 @@
 """The pipeline's behaviour through each way in: the window's worker (typed text and a dropped
-document) and the command line (stdin and a document file), all on the real engine with the tiny
+document), the command line (stdin, a document file and a corpus) and the local server (DeepL's
+API through its official client, over HTTP on 127.0.0.1), all on the real engine with the tiny
 checkpoint. The same sentences give the same behaviour everywhere: the translation memory's
 sentence comes from it and is never doubted, glossary terms and protected spans are kept, and the
 engine's translations are doubted (the score threshold raised above every score)."""
 
 import io
 import json
+import logging
 import sys
 
+import deepl
 import pytest
 from PySide6.QtCore import QCoreApplication
 
@@ -18,6 +21,7 @@ from dragoman.app.session.jobs import DocumentJob, open_memory
 from dragoman.app.session.session import TranslationJob
 from dragoman.app.session.terms import Terms
 from dragoman.app.window.worker import EngineWorker
+from local_server import run as run_server
 from recorder import WAIT_MS, Recorder
 
 REMEMBERED = "The old town is quiet at night."
@@ -61,6 +65,32 @@ def through_cli_document(checkpoint, glossary, paths, tmp_path, capsys, **_) -> 
     return read_document(tmp_path / written), reported(report)
 
 
+def through_cli_corpus(checkpoint, glossary, paths, tmp_path, capsys, **_) -> tuple[dict, set]:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": s}) + "\n" for s in SENTENCES), encoding="utf-8")
+    assert main(cli_args(checkpoint, glossary, tmp_path / "report.jsonl", "--corpus", "--scores", str(corpus))) == 0
+    records = [json.loads(line) for line in (tmp_path / "corpus.fra_Latn.jsonl").read_text(encoding="utf-8").splitlines()]
+    return ({r["text"]: r["text.fra_Latn"] for r in records},
+            {r["text"] for r in records if r["text.fra_Latn.doubts"]})
+
+
+def through_server(checkpoint, glossary, paths, tmp_path, caplog, **_) -> tuple[dict, set]:
+    """The glossary as a DeepL glossary of the request; the doubts as the server logs them."""
+    server = run_server(checkpoint, paths, overrides=OPTIONS)
+    client = deepl.Translator("any-key", server_url=server.url)
+    try:
+        terms = client.create_glossary_from_csv("Terms", "EN", "FR", glossary.read_text(encoding="utf-8")
+                                                .removeprefix("source,target\n"))
+        with caplog.at_level(logging.INFO, logger="dragoman.server"):
+            results = client.translate_text(SENTENCES, source_lang="EN", target_lang="FR", glossary=terms)
+    finally:
+        client.close()
+        server.stop()
+    doubted = {s for s in SENTENCES for record in caplog.records
+               if record.getMessage().startswith("doubtful translation") and repr(s) in record.getMessage()}
+    return dict(zip(SENTENCES, (r.text for r in results))), doubted
+
+
 @pytest.fixture
 def glossary(tmp_path):
     path = tmp_path / "terms.csv"
@@ -69,15 +99,15 @@ def glossary(tmp_path):
 
 
 @pytest.mark.parametrize("entry", [through_worker_typed, through_worker_document, through_cli_stdin,
-                                   through_cli_document])
+                                   through_cli_document, through_cli_corpus, through_server])
 def test_every_entry_point_runs_the_same_pipeline(entry, tiny_checkpoint, glossary, paths, tmp_path, qtbot,
-                                                  monkeypatch, capsys):
+                                                  monkeypatch, capsys, caplog):
     monkeypatch.setattr(confidence, "LOW_SCORE", 0.0)  # every score is low: every engine translation is doubted
     memory = open_memory(paths)
     memory.add("eng_Latn", "fra_Latn", {REMEMBERED: REMEMBERED_AS})
     memory.close()
     translations, doubted = entry(tiny_checkpoint, glossary, paths=paths, tmp_path=tmp_path, qtbot=qtbot,
-                                  monkeypatch=monkeypatch, capsys=capsys)
+                                  monkeypatch=monkeypatch, capsys=capsys, caplog=caplog)
     assert translations[REMEMBERED] == REMEMBERED_AS
     assert "enregistrer" in translations[WITH_TERM] and "rapport" in translations[WITH_TERM]
     assert "5 kg" in translations[WITH_SPAN]

@@ -16,8 +16,8 @@ def add_out_argument(parser: argparse.ArgumentParser) -> None:
 
 def emit(out: dict, name: str, device, out_dir: Path | None) -> None:
     """Print the results as one JSON object (with the GPU's peak memory) and, with an `out_dir`,
-    keep them as out_dir/NAME.json."""
-    if device.type == "cuda":  # a torch.device
+    keep them as out_dir/NAME.json. `device`: a torch.device, or None where no engine ran."""
+    if device is not None and device.type == "cuda":
         import torch  # here, so that scripts that only write files do without it
 
         out["max_mem_GB"] = torch.cuda.max_memory_allocated(device) / 1e9

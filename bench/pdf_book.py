@@ -3,14 +3,19 @@
 Writes an N-page PDF of running text with reportlab (a test dependency): each page has a running
 header, a heading, two columns of paragraphs (~40 sentences of 10-25 words) and a page number; the
 sentences are drawn from a fixed vocabulary by a seeded generator, so every run makes the same
-file. Then translates it into PDF through the app's document path (`TranslationSession.translate_document`:
-reading the layout, sentence splitting, the engine, typesetting, writing; no translation cache),
-after a warm-up on a two-page book (kernels compiled, graphs captured), and prints one JSON object:
-pages/s and sentences/s for the whole path, and the seconds of the same path with the model
-replaced by the identity (what reading and writing the PDF cost). --checkpoint is a Hugging Face
-NLLB folder; where it has no config.json, bench.checkpoint's random-weight model of --size is
-written there. Translations are forced to --new-tokens tokens (DESIGN.md's document workload;
-0: the model stops by itself). `--make-only OUT.pdf` only writes the book.
+file. Then, in one process and on one engine, after a warm-up on a two-page book (kernels
+compiled, graphs captured), times:
+- the book into PDF through the app's document path (`TranslationSession.translate_document`:
+  reading the layout, sentence splitting, the engine, typesetting, writing; no translation cache);
+- the same path with the model replaced by the identity: what reading and writing the PDF cost
+  (the layout), done on the CPU whatever the device;
+- `Generator.run` over the texts the path sends, tokenized beforehand: the engine alone.
+Prints one JSON object: pages/s and sentences/s of the whole path, the layout's seconds, and the
+decoding part's share of the engine's rate (the engine alone against the whole less the layout).
+--checkpoint is a Hugging Face NLLB folder; where it has no config.json, bench.checkpoint's
+random-weight model of --size is written there. Translations are forced to --new-tokens tokens
+(DESIGN.md's document workload; 0: the model stops by itself). `--make-only OUT.pdf` only writes
+the book; `--layout-only` only times the layout (no checkpoint needed).
 """
 
 from __future__ import annotations
@@ -80,25 +85,56 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=40, help="tokens each translation is forced to (0: not forced)")
     parser.add_argument("--to", dest="target", default="fra_Latn")
     parser.add_argument("--make-only", metavar="OUT.pdf", help="write the book there and stop")
+    parser.add_argument("--layout-only", action="store_true", help="time reading and writing the book only")
     add_out_argument(parser)
     args = parser.parse_args()
     if args.make_only:
         print(f"{args.make_only}: {args.pages} pages, {make_book(args.make_only, args.pages)} sentences")
         return
+    if args.layout_only:
+        time_layout(args)
+        return
     if args.checkpoint is None:
-        parser.error("--checkpoint DIR is needed to translate (or --make-only OUT.pdf)")
+        parser.error("--checkpoint DIR is needed to translate (or --make-only OUT.pdf, or --layout-only)")
     time_book(args)
+
+
+def layout(book: Path, out: Path, target: str) -> tuple[float, list[str]]:
+    """Seconds the document path takes with the identity for a model (reading and writing the PDF),
+    and the distinct texts it sends to be translated."""
+    from dragoman.app.documents import translate_document
+
+    sent: list[str] = []
+
+    def identity(texts: list[str]) -> list[str | None]:
+        sent.extend(texts)
+        return list(texts)
+
+    start = time.perf_counter()
+    translate_document(book, out, identity, target_script=target[4:], overwrite=True, batch_sentences=None)
+    return time.perf_counter() - start, sent
+
+
+def time_layout(args) -> None:
+    from bench import emit
+
+    with tempfile.TemporaryDirectory(prefix="dragoman-pdf-book-") as folder:
+        book = Path(folder) / "book.pdf"
+        sentences = make_book(str(book), args.pages)
+        seconds, sent = layout(book, Path(folder) / "book.identity.pdf", args.target)
+    emit({"pages": args.pages, "sentences": sentences, "texts_sent": len(sent), "layout_only_seconds": seconds,
+          "layout_pages_per_s": args.pages / seconds}, f"pdf_layout_{args.pages}", None, args.out)
 
 
 def time_book(args) -> None:
     import torch
 
-    from dragoman.app.documents import translate_document
-    from dragoman.app.session.jobs import DocumentJob
-    from dragoman.app.session.session import TranslationSession
     from bench import emit
     from bench.checkpoint import write_checkpoint
+    from dragoman.app.session.jobs import DocumentJob
+    from dragoman.app.session.session import TranslationSession
     from dragoman.engine import Translator
+    from dragoman.engine.generator import Request
 
     if not (args.checkpoint / "config.json").exists():
         write_checkpoint(args.checkpoint, args.size)
@@ -106,17 +142,22 @@ def time_book(args) -> None:
     options = {"num_beams": args.beams}
     if args.new_tokens:
         options.update(min_new_tokens=args.new_tokens, max_new_tokens=args.new_tokens)
+
+    def synchronized(path) -> float:
+        """Seconds `path()` takes, the device's work included."""
+        start = time.perf_counter()
+        path()
+        if translator.device.type == "cuda":
+            torch.cuda.synchronize(translator.device)
+        return time.perf_counter() - start
+
     with tempfile.TemporaryDirectory(prefix="dragoman-pdf-book-") as folder:
         work = Path(folder)
 
         def translate(book: Path) -> float:
             job = DocumentJob(book, work / f"{book.stem}.{args.target}.pdf", "eng_Latn", args.target, options,
                               overwrite=True)
-            start = time.perf_counter()
-            TranslationSession(translator).translate_document(job)
-            if translator.device.type == "cuda":
-                torch.cuda.synchronize(translator.device)
-            return time.perf_counter() - start
+            return synchronized(lambda: TranslationSession(translator).translate_document(job))
 
         warm_up = work / "warm-up.pdf"
         make_book(str(warm_up), 2, seed=1)
@@ -124,14 +165,19 @@ def time_book(args) -> None:
         book = work / "book.pdf"
         sentences = make_book(str(book), args.pages)
         seconds = translate(book)
-        start = time.perf_counter()
-        translate_document(book, work / "book.identity.pdf", lambda texts: texts, target_script=args.target[4:])
-        layout_seconds = time.perf_counter() - start
-        out = {"pages": args.pages, "sentences": sentences, "device": translator.describe(), "beams": args.beams,
-               "new_tokens": args.new_tokens or "natural", "seconds": seconds, "pages_per_s": args.pages / seconds,
-               "sentences_per_s": sentences / seconds, "layout_only_seconds": layout_seconds,
+        layout_seconds, sent = layout(book, work / "book.identity.pdf", args.target)
+        prefix = translator.tokenizer.decoder_prefix(args.target)
+        engine_options = translator.default_options(**options)
+        sources = [translator.tokenizer.encode_source(text, "eng_Latn") for text in sent]
+        engine_seconds = synchronized(lambda: translator.generator.run([Request(s, prefix, engine_options) for s in sources]))
+        out = {"pages": args.pages, "sentences": sentences, "texts_sent": len(sent), "device": translator.describe(),
+               "beams": args.beams, "new_tokens": args.new_tokens or "natural", "seconds": seconds,
+               "pages_per_s": args.pages / seconds, "sentences_per_s": sentences / seconds,
+               "layout_only_seconds": layout_seconds, "engine_alone_seconds": engine_seconds,
+               "decoding_share_of_engine": engine_seconds / max(seconds - layout_seconds, 1e-9),
                "output_MB": (work / f"book.{args.target}.pdf").stat().st_size / 1e6}
     emit(out, f"pdf_book_{args.pages}", translator.device, args.out)
+    translator.teardown()
 
 
 if __name__ == "__main__":

@@ -4,10 +4,12 @@
 # the machine (kernels compiled) then warm (startup); a typed sentence while a document runs
 # (bench.typed_latency); a .docx book through `dragoman translate`'s path (bench.docx_book); the
 # local server under 64 clients with a typed sentence beside them (bench.server); a .txt book
-# through the translation session against Generator.run (bench.documents); constrained decoding
-# against plain, a constrained group's graphs up to 4,096 rows and up to 64 (constraints). Logs and
-# JSON under $OUT. Needs python-docx and the server's packages on PYTHONPATH (starlette, uvicorn,
-# python-multipart, platformdirs), carried as wheels: docs/performance.md says how.
+# through the translation session against Generator.run (bench.documents); a PDF book through the
+# same path, its layout timed apart, against the engine alone on its texts (bench.pdf_book);
+# constrained decoding against plain, a constrained group's graphs up to 4,096 rows and up to 64
+# (constraints). Logs and JSON under $OUT. Needs python-docx, the server's packages (starlette,
+# uvicorn, python-multipart, platformdirs) and the PDF's (reportlab, pdfminer.six, pikepdf,
+# fonttools, uharfbuzz) on PYTHONPATH, carried as wheels: docs/performance.md says how.
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
@@ -17,7 +19,7 @@ DEVICE=${DEVICE:-cuda}  # cpu: a dry run of the script, with PAGES and SENTENCES
 PAGES=${PAGES:-300}  # of the .docx book
 SENTENCES=${SENTENCES:-512}  # the server's, from each number of clients
 BUDGET=${BUDGET:-560}  # seconds this script may take: a step that could not finish in what is left is skipped
-STEPS=${STEPS:-"startup typed docx server documents constraints"}
+STEPS=${STEPS:-"startup typed docx server documents pdf constraints"}
 mkdir -p "$OUT"
 [ -f "$CK/config.json" ] || python3 -m bench.checkpoint --size 600M "$CK" > /dev/null
 step() {  # name, seconds it may take, command...
@@ -50,6 +52,7 @@ step typed 150 python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVI
 step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --out "$OUT"
 step server 150 python3 -m bench.server --checkpoint "$CK" --device "$DEVICE" --clients 64 --sentences "$SENTENCES"
 step documents 150 python3 -m bench.documents --checkpoint "$CK" --device "$DEVICE" --beams 4 --out "$OUT"
+step pdf 200 python3 -m bench.pdf_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --out "$OUT"
 constraints() {  # the one-in-ten workload fell from 661 to 364 sent/s with the graphs' rows raised: both ways
   local rows
   for rows in 4096 64; do

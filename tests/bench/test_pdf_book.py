@@ -15,4 +15,15 @@ def test_the_book_is_translated_through_the_whole_pdf_path(tiny_checkpoint, monk
     assert json.loads((tmp_path / "results" / "pdf_book_1.json").read_text()) == out
     assert out["pages"] == 1 and out["sentences"] == pdf_book.make_book(str(tmp_path / "one.pdf"), 1)
     assert out["pages_per_s"] > 0 and out["sentences_per_s"] > 0 and out["output_MB"] > 0
-    assert out["new_tokens"] == 4 and out["layout_only_seconds"] > 0
+    assert out["new_tokens"] == 4 and out["layout_only_seconds"] > 0 and out["engine_alone_seconds"] > 0
+    assert out["texts_sent"] >= out["sentences"] and out["decoding_share_of_engine"] > 0
+
+
+def test_the_layout_alone_needs_no_model(monkeypatch, capsys, tmp_path):
+    """`--layout-only`: reading and writing the book, timed with the identity for a model."""
+    monkeypatch.setattr(sys, "argv", ["pdf_book", "--pages", "2", "--layout-only", "--out", str(tmp_path)])
+    pdf_book.main()
+    out = json.loads(capsys.readouterr().out)
+    assert out["pages"] == 2 and out["sentences"] == pdf_book.make_book(str(tmp_path / "two.pdf"), 2)
+    assert out["texts_sent"] >= out["sentences"] and out["layout_only_seconds"] > 0
+    assert json.loads((tmp_path / "pdf_layout_2.json").read_text()) == out

@@ -26,6 +26,7 @@ each waits for its own engine handle, and the engine's loop decodes them togethe
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -51,6 +52,21 @@ if TYPE_CHECKING:
 # lose): a GPU finishes thousands of sentences a second, and each store is one commit (no fsync).
 CACHE_SECONDS = 0.25
 ALTERNATIVES = 4  # hypotheses a click on a sentence asks for
+# A document's texts reach the engine in parts, each looked up and masked while the engine decodes
+# the ones before: the first small, so that decoding starts at once; each next one this many times
+# larger, since preparing a text takes far less than decoding it (docs/performance.md).
+FIRST_DOCUMENT_PART = 256
+DOCUMENT_PART_GROWTH = 8
+
+
+def document_parts(count: int) -> list[range]:
+    """The parts in which a document's `count` texts go to the engine, in order."""
+    parts, start, size = [], 0, FIRST_DOCUMENT_PART
+    while start < count:
+        parts.append(range(start, min(count, start + size)))
+        start += size
+        size *= DOCUMENT_PART_GROWTH
+    return parts
 
 
 @dataclass(frozen=True)
@@ -369,8 +385,10 @@ class TranslationSession:
         report: JobReport | None,
     ) -> Callable[[list[str]], list[str | None]]:
         """`translate_batch(texts)` for `translate_document`: the texts the translation memory or the
-        cache holds come from them, the rest from the engine in one request, each with its terms and its
-        placeholder tags. Translations are stored as they come, every CACHE_SECONDS, and whatever
+        cache holds come from them, the rest from the engine, each with its terms and its placeholder
+        tags, in parts (`document_parts`): each part is looked up and masked while the engine decodes
+        the parts before it, so that decoding starts after the first part's preparation, not the
+        whole document's. Translations are stored as they come, every CACHE_SECONDS, and whatever
         came before a stop (or an error) is stored before the call returns. `progress(done,
         len(texts))` follows the results, at most every ~0.5%; `report` counts the texts of each kind."""
         cache = self.cache
@@ -379,70 +397,119 @@ class TranslationSession:
         pair_terms = self.terms_of(job).for_pair(job.source, job.target)
 
         def translate_batch(texts: list[str]) -> list[str | None]:
-            found = self._remembered(job, context, texts)
-            remembered = set(found)  # chosen by a person: not doubted
-            masked = dict(zip(texts, self.masked(pair_terms, texts, options, tagged=True)))
-            verbatim = {t for t in texts if t not in found and masked[t].verbatim}  # nothing to translate
-            found.update((t, t) for t in verbatim)
-            # The cache keys on what the model read and keeps what it wrote, marks and all.
-            keys = {t: cache_text(masked[t].text, masked[t].terms) for t in texts}
-            if cache is not None:
-                stored = cache.get_many(context, [keys[t] for t in texts if t not in found])
-                found.update((t, masked[t].restore(stored[keys[t]])) for t in texts
-                             if keys[t] in stored and t not in found)
-            missing = [t for t in texts if t not in found]
-            if report is not None:
-                report.remembered += len(remembered)
-                report.cached += len(found) - len(remembered) - len(verbatim)
-                report.translated += len(missing)
+            found: dict[str, str] = {}
+            remembered: set[str] = set()  # chosen by a person: not doubted
+            verbatim: set[str] = set()  # nothing to translate
+            masked: dict[str, Masked] = {}
+            keys: dict[str, str] = {}  # the cache keys on what the model read and keeps what it wrote, marks and all
+            scores: dict[str, float] = {}  # the engine's, for the doubts
             unstored: dict[str, str] = {}
+            lock = threading.Lock()  # results come on the engine's thread while later parts are prepared
             store_by = time.monotonic() + CACHE_SECONDS
-            reported = len(found)
+            reported = 0
             step = max(1, len(texts) // 200)
-            if progress:
-                progress(reported, len(texts))
+            # Judged while the engine decodes the rest, on a thread of their own: a GPU would wait for them otherwise.
+            judge: DoubtsAlongside | None = None
+            failed = threading.Event()  # a part failed, or the preparation: the others stop
+            errors: list[BaseException] = []
 
-            def store() -> None:
+            def stop() -> bool:
+                return failed.is_set() or (should_stop is not None and should_stop())
+
+            def store() -> None:  # with the lock held
                 nonlocal store_by
                 if cache is not None and unstored:
                     cache.put_many(context, {keys[t]: translation for t, translation in unstored.items()})
                 unstored.clear()
                 store_by = time.monotonic() + CACHE_SECONDS
 
-            scores: dict[str, float] = {}  # the engine's, for the doubts
-            # Judged while the engine decodes the rest, on a thread of their own: a GPU would wait for them otherwise.
-            judge = DoubtsAlongside(job.source, job.target) if report is not None and missing else None
-
-            def on_translation(i: int, translation: Translation) -> None:
+            def tell_progress(at_least_step: bool = True) -> None:  # with the lock held
                 nonlocal reported
-                text = missing[i]
-                if translation.score is not None:
-                    scores[text] = translation.score
-                unstored[text] = translation.text
-                found[text] = masked[text].restore(translation.text)
-                if judge is not None:
-                    judge.add(text, found[text], translation.score)
-                if time.monotonic() >= store_by:
-                    store()
-                if progress and (len(found) - reported >= step or len(found) == len(texts)):
+                if progress and (not at_least_step or len(found) - reported >= step or len(found) == len(texts)):
                     reported = len(found)
                     progress(reported, len(texts))
 
-            judged: dict[str, list[str]] = {}
-            if missing:
-                try:
-                    results = self.translator.translate([masked[t].text for t in missing], job.source, job.target,
-                                                        options, priority=DOCUMENT, should_stop=should_stop,
-                                                        adapter=job.adapter, on_translation=on_translation,
-                                                        terms=[masked[t].terms for t in missing])
-                    for text, result in zip(missing, results):
-                        if result is not None and text not in found:  # from a translator that does not report
-                            unstored[text] = result
-                            found[text] = masked[text].restore(result)
-                finally:
-                    store()
+            def on_translation(text: str, translation: Translation) -> None:
+                with lock:
+                    if translation.score is not None:
+                        scores[text] = translation.score
+                    unstored[text] = translation.text
+                    found[text] = masked[text].restore(translation.text)
                     if judge is not None:
-                        judged = judge.close()
+                        judge.add(text, found[text], translation.score)
+                    if time.monotonic() >= store_by:
+                        store()
+                    tell_progress()
+
+            def prepare(part: list[str]) -> list[str]:
+                """The part's texts from the memory, as they are (verbatim) and from the cache; those left."""
+                mine = self._remembered(job, context, part)
+                masked.update(zip(part, self.masked(pair_terms, part, options, tagged=True)))
+                as_is = {t for t in part if t not in mine and masked[t].verbatim}
+                keys.update((t, cache_text(masked[t].text, masked[t].terms)) for t in part)
+                left = [t for t in part if t not in mine and t not in as_is]
+                stored = cache.get_many(context, [keys[t] for t in left]) if cache is not None else {}
+                cached = {t: masked[t].restore(stored[keys[t]]) for t in left if keys[t] in stored}
+                with lock:
+                    remembered.update(mine)
+                    verbatim.update(as_is)
+                    found.update(mine)
+                    found.update((t, t) for t in as_is)
+                    found.update(cached)
+                    tell_progress(at_least_step=False)
+                missing = [t for t in left if t not in cached]
+                if report is not None:
+                    report.remembered += len(mine)
+                    report.cached += len(cached)
+                    report.translated += len(missing)
+                return missing
+
+            def decode(missing: list[str]) -> None:
+                try:
+                    results = self.translator.translate(
+                        [masked[t].text for t in missing], job.source, job.target, options, priority=DOCUMENT,
+                        should_stop=stop, adapter=job.adapter,
+                        on_translation=lambda i, translation: on_translation(missing[i], translation),
+                        terms=[masked[t].terms for t in missing])
+                    with lock:
+                        for text, result in zip(missing, results):
+                            if result is not None and text not in found:  # from a translator that does not report
+                                unstored[text] = result
+                                found[text] = masked[text].restore(result)
+                except BaseException as e:
+                    errors.append(e)
+                    failed.set()
+
+            decoding: list[threading.Thread] = []
+            judged: dict[str, list[str]] = {}
+            try:
+                parts = document_parts(len(texts))
+                for number, part in enumerate(parts):
+                    if stop():  # a part failed, or the job was stopped: the rest is not prepared
+                        break
+                    missing = prepare(texts[part.start : part.stop])
+                    if not missing:
+                        continue
+                    if judge is None and report is not None:
+                        judge = DoubtsAlongside(job.source, job.target)
+                    if number + 1 == len(parts):
+                        decode(missing)  # the last part on this thread
+                    else:
+                        decoding.append(threading.Thread(target=decode, args=(missing,), daemon=True,
+                                                         name="dragoman-document-part"))
+                        decoding[-1].start()
+            except BaseException:
+                failed.set()
+                raise
+            finally:
+                for thread in decoding:
+                    thread.join()
+                with lock:
+                    store()
+                if judge is not None:
+                    judged = judge.close()
+            if errors:
+                raise errors[0]
             if report is not None:
                 for text in texts:
                     report.sentences += 1

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
+from typing import Callable
 
 import dragoman  # noqa: F401  first: the checkout's folders must not shadow installed packages (PyPI's `kernels`)
 
@@ -12,6 +14,17 @@ import dragoman  # noqa: F401  first: the checkout's folders must not shadow ins
 def add_out_argument(parser: argparse.ArgumentParser) -> None:
     """`--out DIR`: where a script keeps its results as JSON, besides printing them."""
     parser.add_argument("--out", type=Path, metavar="DIR", help="also write the results as JSON into this folder")
+
+
+def seconds_of(work: Callable[[], object], device) -> float:
+    """Seconds `work()` takes, what it queued on `device` (a torch.device) included."""
+    start = time.perf_counter()
+    work()
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
 
 
 def emit(out: dict, name: str, device, out_dir: Path | None) -> None:

@@ -114,9 +114,7 @@ def main() -> None:
     add_out_argument(parser)
     args = parser.parse_args()
 
-    import torch
-
-    from bench import emit
+    from bench import emit, seconds_of
     from dragoman.app.documents import translate_document
     from dragoman.app.session.jobs import DocumentJob
     from dragoman.app.session.session import TranslationSession
@@ -127,13 +125,6 @@ def main() -> None:
     translator = Translator(args.checkpoint, device=args.device)
     options = {"num_beams": args.beams, "min_new_tokens": args.new_tokens, "max_new_tokens": args.new_tokens}
 
-    def synchronized(path) -> float:
-        """Seconds `path()` takes, the device's work included."""
-        start = time.perf_counter()
-        path()
-        if translator.device.type == "cuda":
-            torch.cuda.synchronize(translator.device)
-        return time.perf_counter() - start
 
     with tempfile.TemporaryDirectory(prefix="dragoman-docx-book-") as folder:
         work = Path(folder)
@@ -141,7 +132,8 @@ def main() -> None:
         def translate(book: Path, protect: bool = True) -> float:
             job = DocumentJob(book, work / f"{book.stem}.fra_Latn{book.suffix}", "eng_Latn", "fra_Latn", options,
                               overwrite=True)
-            return synchronized(lambda: TranslationSession(translator, terms=Terms(protect=protect)).translate_document(job))
+            return seconds_of(lambda: TranslationSession(translator, terms=Terms(protect=protect)).translate_document(job),
+                              translator.device)
 
         warm_up = work / "warm-up.docx"
         make_book(warm_up, 2, seed=1)
@@ -159,7 +151,8 @@ def main() -> None:
             "docx": translate(book),
             "docx_no_protect": translate(book, protect=False),
             "txt": translate(text),
-            "engine": synchronized(lambda: translator.generator.run([Request(s, prefix, engine_options) for s in requests])),
+            "engine": seconds_of(lambda: translator.generator.run([Request(s, prefix, engine_options) for s in requests]),
+                                 translator.device),
         }
         start = time.perf_counter()
         translate_document(book, work / "book.identity.docx", lambda texts: texts, overwrite=True)

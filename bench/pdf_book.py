@@ -127,9 +127,7 @@ def time_layout(args) -> None:
 
 
 def time_book(args) -> None:
-    import torch
-
-    from bench import emit
+    from bench import emit, seconds_of
     from bench.checkpoint import write_checkpoint
     from dragoman.app.session.jobs import DocumentJob
     from dragoman.app.session.session import TranslationSession
@@ -143,13 +141,6 @@ def time_book(args) -> None:
     if args.new_tokens:
         options.update(min_new_tokens=args.new_tokens, max_new_tokens=args.new_tokens)
 
-    def synchronized(path) -> float:
-        """Seconds `path()` takes, the device's work included."""
-        start = time.perf_counter()
-        path()
-        if translator.device.type == "cuda":
-            torch.cuda.synchronize(translator.device)
-        return time.perf_counter() - start
 
     with tempfile.TemporaryDirectory(prefix="dragoman-pdf-book-") as folder:
         work = Path(folder)
@@ -157,7 +148,7 @@ def time_book(args) -> None:
         def translate(book: Path) -> float:
             job = DocumentJob(book, work / f"{book.stem}.{args.target}.pdf", "eng_Latn", args.target, options,
                               overwrite=True)
-            return synchronized(lambda: TranslationSession(translator).translate_document(job))
+            return seconds_of(lambda: TranslationSession(translator).translate_document(job), translator.device)
 
         warm_up = work / "warm-up.pdf"
         make_book(str(warm_up), 2, seed=1)
@@ -169,7 +160,8 @@ def time_book(args) -> None:
         prefix = translator.tokenizer.decoder_prefix(args.target)
         engine_options = translator.default_options(**options)
         sources = [translator.tokenizer.encode_source(text, "eng_Latn") for text in sent]
-        engine_seconds = synchronized(lambda: translator.generator.run([Request(s, prefix, engine_options) for s in sources]))
+        engine_seconds = seconds_of(lambda: translator.generator.run([Request(s, prefix, engine_options) for s in sources]),
+                                    translator.device)
         out = {"pages": args.pages, "sentences": sentences, "texts_sent": len(sent), "device": translator.describe(),
                "beams": args.beams, "new_tokens": args.new_tokens or "natural", "seconds": seconds,
                "pages_per_s": args.pages / seconds, "sentences_per_s": sentences / seconds,

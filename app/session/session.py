@@ -11,7 +11,8 @@ Each step exists once, here:
 - the translation memory (what a person chose for a sentence, reused whatever the glossary) is
   looked up in `_remembered` and written by `accept`;
 - the cache: documents keep their translations on disk (engine.TranslationCache, keyed with the
-  sentence's terms: app.session.terms.cache_text), typed text in memory only (`RecentTranslations`);
+  sentence's terms: app.session.terms.cache_text; a document's texts go through memory, cache and
+  engine in parts, app.session.document_batch), typed text in memory only (`RecentTranslations`);
 - terms (glossaries, do-not-translate, protected spans, a document's placeholder tags) are looked up
   in `masked`, for translations, alternatives and completions alike: each verbatim span reaches the
   model as a numbered mark and comes back byte for byte (app.session.terms.Masked), and a sentence
@@ -26,8 +27,6 @@ each waits for its own engine handle, and the engine's loop decodes them togethe
 
 from __future__ import annotations
 
-import threading
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -37,9 +36,10 @@ from typing import TYPE_CHECKING, Callable
 from dragoman.app.documents import Cancelled, translate_document
 from dragoman.app.documents.segments import Run, Segment, translate_segments
 from dragoman.app.session import detect
-from dragoman.app.session.confidence import DoubtsAlongside, doubts
-from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport, open_cache, open_memory
-from dragoman.app.session.terms import Marks, Masked, PairTerms, Terms, cache_text
+from dragoman.app.session.confidence import doubts
+from dragoman.app.session.document_batch import DocumentBatch
+from dragoman.app.session.jobs import DocumentJob, JobReport, open_cache, open_memory
+from dragoman.app.session.terms import Marks, Masked, PairTerms, Terms
 from dragoman.app.session.translation_memory import TranslationMemory
 from dragoman.app.session.typed_text import TypedText
 from dragoman.app.settings import AppPaths
@@ -48,25 +48,7 @@ from dragoman.engine import DOCUMENT, TYPED, DatabaseError, TranslationCache, ge
 if TYPE_CHECKING:
     from dragoman.engine import DecodingOptions, Translation, Translator
 
-# While a document decodes, its translations are stored at most this often (what a killed run can
-# lose): a GPU finishes thousands of sentences a second, and each store is one commit (no fsync).
-CACHE_SECONDS = 0.25
 ALTERNATIVES = 4  # hypotheses a click on a sentence asks for
-# A document's texts reach the engine in parts, each looked up and masked while the engine decodes
-# the ones before: the first small, so that decoding starts at once; each next one this many times
-# larger, since preparing a text takes far less than decoding it (docs/performance.md).
-FIRST_DOCUMENT_PART = 256
-DOCUMENT_PART_GROWTH = 8
-
-
-def document_parts(count: int) -> list[range]:
-    """The parts in which a document's `count` texts go to the engine, in order."""
-    parts, start, size = [], 0, FIRST_DOCUMENT_PART
-    while start < count:
-        parts.append(range(start, min(count, start + size)))
-        start += size
-        size *= DOCUMENT_PART_GROWTH
-    return parts
 
 
 @dataclass(frozen=True)
@@ -384,144 +366,11 @@ class TranslationSession:
         self, job: DocumentJob, should_stop: Callable[[], bool] | None, progress: Callable[[int, int], None] | None,
         report: JobReport | None,
     ) -> Callable[[list[str]], list[str | None]]:
-        """`translate_batch(texts)` for `translate_document`: the texts the translation memory or the
-        cache holds come from them, the rest from the engine, each with its terms and its placeholder
-        tags, in parts (`document_parts`): each part is looked up and masked while the engine decodes
-        the parts before it, so that decoding starts after the first part's preparation, not the
-        whole document's. Translations are stored as they come, every CACHE_SECONDS, and whatever
-        came before a stop (or an error) is stored before the call returns. `progress(done,
-        len(texts))` follows the results, at most every ~0.5%; `report` counts the texts of each kind."""
-        cache = self.cache
+        """`translate_batch(texts)` for `translate_document`: the texts through the translation
+        memory, the cache and the engine, in parts (app.session.document_batch.DocumentBatch)."""
         options = self.options(job.options)
         context = self.context(job.adapter, job.source, job.target, options)
-        pair_terms = self.terms_of(job).for_pair(job.source, job.target)
-
-        def translate_batch(texts: list[str]) -> list[str | None]:
-            found: dict[str, str] = {}
-            remembered: set[str] = set()  # chosen by a person: not doubted
-            verbatim: set[str] = set()  # nothing to translate
-            masked: dict[str, Masked] = {}
-            keys: dict[str, str] = {}  # the cache keys on what the model read and keeps what it wrote, marks and all
-            scores: dict[str, float] = {}  # the engine's, for the doubts
-            unstored: dict[str, str] = {}
-            lock = threading.Lock()  # results come on the engine's thread while later parts are prepared
-            store_by = time.monotonic() + CACHE_SECONDS
-            reported = 0
-            step = max(1, len(texts) // 200)
-            # Judged while the engine decodes the rest, on a thread of their own: a GPU would wait for them otherwise.
-            judge: DoubtsAlongside | None = None
-            failed = threading.Event()  # a part failed, or the preparation: the others stop
-            errors: list[BaseException] = []
-
-            def stop() -> bool:
-                return failed.is_set() or (should_stop is not None and should_stop())
-
-            def store() -> None:  # with the lock held
-                nonlocal store_by
-                if cache is not None and unstored:
-                    cache.put_many(context, {keys[t]: translation for t, translation in unstored.items()})
-                unstored.clear()
-                store_by = time.monotonic() + CACHE_SECONDS
-
-            def tell_progress(at_least_step: bool = True) -> None:  # with the lock held
-                nonlocal reported
-                if progress and (not at_least_step or len(found) - reported >= step or len(found) == len(texts)):
-                    reported = len(found)
-                    progress(reported, len(texts))
-
-            def on_translation(text: str, translation: Translation) -> None:
-                with lock:
-                    if translation.score is not None:
-                        scores[text] = translation.score
-                    unstored[text] = translation.text
-                    found[text] = masked[text].restore(translation.text)
-                    if judge is not None:
-                        judge.add(text, found[text], translation.score)
-                    if time.monotonic() >= store_by:
-                        store()
-                    tell_progress()
-
-            def prepare(part: list[str]) -> list[str]:
-                """The part's texts from the memory, as they are (verbatim) and from the cache; those left."""
-                mine = self._remembered(job, context, part)
-                masked.update(zip(part, self.masked(pair_terms, part, options, tagged=True)))
-                as_is = {t for t in part if t not in mine and masked[t].verbatim}
-                keys.update((t, cache_text(masked[t].text, masked[t].terms)) for t in part)
-                left = [t for t in part if t not in mine and t not in as_is]
-                stored = cache.get_many(context, [keys[t] for t in left]) if cache is not None else {}
-                cached = {t: masked[t].restore(stored[keys[t]]) for t in left if keys[t] in stored}
-                with lock:
-                    remembered.update(mine)
-                    verbatim.update(as_is)
-                    found.update(mine)
-                    found.update((t, t) for t in as_is)
-                    found.update(cached)
-                    tell_progress(at_least_step=False)
-                missing = [t for t in left if t not in cached]
-                if report is not None:
-                    report.remembered += len(mine)
-                    report.cached += len(cached)
-                    report.translated += len(missing)
-                return missing
-
-            def decode(missing: list[str]) -> None:
-                try:
-                    results = self.translator.translate(
-                        [masked[t].text for t in missing], job.source, job.target, options, priority=DOCUMENT,
-                        should_stop=stop, adapter=job.adapter,
-                        on_translation=lambda i, translation: on_translation(missing[i], translation),
-                        terms=[masked[t].terms for t in missing])
-                    with lock:
-                        for text, result in zip(missing, results):
-                            if result is not None and text not in found:  # from a translator that does not report
-                                unstored[text] = result
-                                found[text] = masked[text].restore(result)
-                except BaseException as e:
-                    errors.append(e)
-                    failed.set()
-
-            decoding: list[threading.Thread] = []
-            judged: dict[str, list[str]] = {}
-            try:
-                parts = document_parts(len(texts))
-                for number, part in enumerate(parts):
-                    if stop():  # a part failed, or the job was stopped: the rest is not prepared
-                        break
-                    missing = prepare(texts[part.start : part.stop])
-                    if not missing:
-                        continue
-                    if judge is None and report is not None:
-                        judge = DoubtsAlongside(job.source, job.target)
-                    if number + 1 == len(parts):
-                        decode(missing)  # the last part on this thread
-                    else:
-                        decoding.append(threading.Thread(target=decode, args=(missing,), daemon=True,
-                                                         name="dragoman-document-part"))
-                        decoding[-1].start()
-            except BaseException:
-                failed.set()
-                raise
-            finally:
-                for thread in decoding:
-                    thread.join()
-                with lock:
-                    store()
-                if judge is not None:
-                    judged = judge.close()
-            if errors:
-                raise errors[0]
-            if report is not None:
-                for text in texts:
-                    report.sentences += 1
-                    translation = found.get(text)
-                    if text in remembered or text in verbatim:
-                        continue
-                    reasons = judged[text] if text in judged else self._doubts(
-                        text, translation, job.source, job.target, scores.get(text))
-                    if reasons and translation is not None:  # (only a translation has reasons)
-                        report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons),
-                                                        scores.get(text)))
-            return [found.get(t) for t in texts]
-
-        return translate_batch
+        terms = self.terms_of(job).for_pair(job.source, job.target)
+        return lambda texts: DocumentBatch(self, job, texts, options, context, terms, should_stop, progress,
+                                           report).run()
 

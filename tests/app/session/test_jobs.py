@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-import dragoman.app.session.session
+import dragoman.app.session.document_batch
 from dragoman.app.documents import Cancelled, DocumentError, output_path
 from dragoman.app.session.jobs import DocumentJob, JobReport, distinct_jobs, find_documents
 from dragoman.app.session.session import TranslationSession
@@ -45,7 +45,7 @@ def assert_translated(job, translator) -> None:
 
 def test_a_document_goes_to_the_engine_in_one_call_whose_results_are_counted_and_stored_as_they_come(
         translator, job, tmp_path, monkeypatch):
-    monkeypatch.setattr(dragoman.app.session.session, "CACHE_SECONDS", 0.0)
+    monkeypatch.setattr(dragoman.app.session.document_batch, "CACHE_SECONDS", 0.0)
     calls = engine_calls(translator, monkeypatch)
     cache = TranslationCache(tmp_path / "cache.sqlite3")
     stored_while_decoding = []
@@ -93,7 +93,7 @@ def test_blank_texts_are_reported_at_once_and_each_text_once(translator):
 
 
 def test_a_cache_that_cannot_be_written_fails_the_job_and_the_next_one_runs(translator, job, tmp_path, monkeypatch):
-    monkeypatch.setattr(dragoman.app.session.session, "CACHE_SECONDS", 0.0)  # stores while sentences still decode
+    monkeypatch.setattr(dragoman.app.session.document_batch, "CACHE_SECONDS", 0.0)  # stores while sentences still decode
     full = TranslationCache(tmp_path / "full.sqlite3")
 
     def no_room(*_):

@@ -1,0 +1,198 @@
+"""A document's texts through the translation session: the translation memory, the cache and the
+engine, in parts (`DocumentBatch`), for `TranslationSession.translate_document` and
+`translate_segments`.
+
+The texts go to the engine in parts (`document_parts`): each part is looked up in the memory and
+the cache and masked while the engine decodes the parts before it, so that decoding starts once
+the first part is ready, not the whole document. Every part but the last waits for its
+translations on a thread of its own; their results come on the engine's thread. Translations are
+stored in the cache as they come, every CACHE_SECONDS, and whatever came before a stop or an error
+is stored before `run` returns. A part that fails stops the others, and a stop ends them all.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Callable
+
+from dragoman.app.session.confidence import DoubtsAlongside
+from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport
+from dragoman.app.session.terms import Masked, PairTerms, cache_text
+from dragoman.engine import DOCUMENT
+
+if TYPE_CHECKING:
+    from dragoman.app.session.session import TranslationSession
+    from dragoman.engine import DecodingOptions, Translation
+
+# While a document decodes, its translations are stored at most this often (what a killed run can
+# lose): a GPU finishes thousands of sentences a second, and each store is one commit (no fsync).
+CACHE_SECONDS = 0.25
+# The first part is small, so that decoding starts at once; each next one this many times larger,
+# since preparing a text takes far less than decoding it (docs/performance.md).
+FIRST_DOCUMENT_PART = 256
+DOCUMENT_PART_GROWTH = 8
+
+
+def document_parts(count: int) -> list[range]:
+    """The parts in which a document's `count` texts go to the engine, in order."""
+    parts, start, size = [], 0, FIRST_DOCUMENT_PART
+    while start < count:
+        parts.append(range(start, min(count, start + size)))
+        start += size
+        size *= DOCUMENT_PART_GROWTH
+    return parts
+
+
+class DocumentBatch:
+    """One `translate_batch(texts)` call of a document job: `run` gives each text's translation
+    (None: stopped). `progress(done, len(texts))` follows the results, at most every ~0.5%;
+    `report` counts the texts of each kind and lists the doubtful translations."""
+
+    def __init__(self, session: TranslationSession, job: DocumentJob, texts: list[str], options: DecodingOptions,
+                 context: str, terms: PairTerms, should_stop: Callable[[], bool] | None,
+                 progress: Callable[[int, int], None] | None, report: JobReport | None):
+        self.session, self.job, self.texts, self.options, self.context, self.terms = (
+            session, job, texts, options, context, terms)
+        self.should_stop, self.progress, self.report = should_stop, progress, report
+        self.found: dict[str, str] = {}
+        self.remembered: set[str] = set()  # chosen by a person: not doubted
+        self.verbatim: set[str] = set()  # nothing to translate
+        self.masked: dict[str, Masked] = {}
+        self.keys: dict[str, str] = {}  # the cache keys on what the model read and keeps what it wrote, marks and all
+        self.scores: dict[str, float] = {}  # the engine's, for the doubts
+        self.unstored: dict[str, str] = {}
+        self.lock = threading.Lock()  # results come on the engine's thread while later parts are prepared
+        self.store_by = time.monotonic() + CACHE_SECONDS
+        self.reported = 0
+        self.step = max(1, len(texts) // 200)
+        # Judged while the engine decodes the rest, on a thread of their own: a GPU would wait for them otherwise.
+        self.judge: DoubtsAlongside | None = None
+        self.failed = threading.Event()  # a part failed, or the preparation: the others stop
+        self.errors: list[BaseException] = []
+
+    def run(self) -> list[str | None]:
+        decoding: list[threading.Thread] = []
+        judged: dict[str, list[str]] = {}
+        try:
+            parts = document_parts(len(self.texts))
+            for number, part in enumerate(parts):
+                if self.stopped():  # a part failed, or the job was stopped: the rest is not prepared
+                    break
+                missing = self.prepare(self.texts[part.start : part.stop])
+                if not missing:
+                    continue
+                if self.judge is None and self.report is not None:
+                    self.judge = DoubtsAlongside(self.job.source, self.job.target)
+                if number + 1 == len(parts):
+                    self.decode(missing)  # the last part on this thread
+                else:
+                    decoding.append(threading.Thread(target=self.decode, args=(missing,), daemon=True,
+                                                     name="dragoman-document-part"))
+                    decoding[-1].start()
+        except BaseException:
+            self.failed.set()
+            raise
+        finally:
+            for thread in decoding:
+                thread.join()
+            with self.lock:
+                self.store()
+            if self.judge is not None:
+                judged = self.judge.close()
+        if self.errors:
+            raise self.errors[0]
+        if self.report is not None:
+            self.add_to_report(judged)
+        return [self.found.get(t) for t in self.texts]
+
+    def stopped(self) -> bool:
+        return self.failed.is_set() or (self.should_stop is not None and self.should_stop())
+
+    def prepare(self, part: list[str]) -> list[str]:
+        """The part's texts from the memory, as they are (verbatim) and from the cache; returns
+        those left for the engine."""
+        session, job = self.session, self.job
+        mine = session._remembered(job, self.context, part)
+        self.masked.update(zip(part, session.masked(self.terms, part, self.options, tagged=True)))
+        as_is = {t for t in part if t not in mine and self.masked[t].verbatim}
+        self.keys.update((t, cache_text(self.masked[t].text, self.masked[t].terms)) for t in part)
+        left = [t for t in part if t not in mine and t not in as_is]
+        cache = session.cache
+        stored = cache.get_many(self.context, [self.keys[t] for t in left]) if cache is not None else {}
+        cached = {t: self.masked[t].restore(stored[self.keys[t]]) for t in left if self.keys[t] in stored}
+        with self.lock:
+            self.remembered.update(mine)
+            self.verbatim.update(as_is)
+            self.found.update(mine)
+            self.found.update((t, t) for t in as_is)
+            self.found.update(cached)
+            self.tell_progress(at_least_step=False)
+        missing = [t for t in left if t not in cached]
+        if self.report is not None:
+            self.report.remembered += len(mine)
+            self.report.cached += len(cached)
+            self.report.translated += len(missing)
+        return missing
+
+    def decode(self, missing: list[str]) -> None:
+        """The engine's translations of `missing`, waited for; an error stops the other parts."""
+        job, masked = self.job, self.masked
+        try:
+            results = self.session.translator.translate(
+                [masked[t].text for t in missing], job.source, job.target, self.options, priority=DOCUMENT,
+                should_stop=self.stopped, adapter=job.adapter,
+                on_translation=lambda i, translation: self.on_translation(missing[i], translation),
+                terms=[masked[t].terms for t in missing])
+            with self.lock:
+                for text, result in zip(missing, results):
+                    if result is not None and text not in self.found:  # from a translator that does not report
+                        self.unstored[text] = result
+                        self.found[text] = masked[text].restore(result)
+        except BaseException as e:
+            self.errors.append(e)
+            self.failed.set()
+
+    def on_translation(self, text: str, translation: Translation) -> None:
+        """A text's translation, as the engine reports it (on its thread)."""
+        with self.lock:
+            if translation.score is not None:
+                self.scores[text] = translation.score
+            self.unstored[text] = translation.text
+            self.found[text] = self.masked[text].restore(translation.text)
+            if self.judge is not None:
+                self.judge.add(text, self.found[text], translation.score)
+            if time.monotonic() >= self.store_by:
+                self.store()
+            self.tell_progress()
+
+    def store(self) -> None:
+        """The translations not yet in the cache put there (with the lock held)."""
+        cache = self.session.cache
+        if cache is not None and self.unstored:
+            cache.put_many(self.context, {self.keys[t]: translation for t, translation in self.unstored.items()})
+        self.unstored.clear()
+        self.store_by = time.monotonic() + CACHE_SECONDS
+
+    def tell_progress(self, at_least_step: bool = True) -> None:
+        """`progress` told, where `step` more texts are done (or all, or `at_least_step` is off), with the lock held."""
+        found, total = len(self.found), len(self.texts)
+        if self.progress and (not at_least_step or found - self.reported >= self.step or found == total):
+            self.reported = found
+            self.progress(found, total)
+
+    def add_to_report(self, judged: dict[str, list[str]]) -> None:
+        """Every text counted, and the engine's translations found doubtful listed (those judged
+        alongside as judged, the others now)."""
+        report, job = self.report, self.job
+        assert report is not None
+        for text in self.texts:
+            report.sentences += 1
+            translation = self.found.get(text)
+            if text in self.remembered or text in self.verbatim:
+                continue
+            reasons = judged[text] if text in judged else self.session._doubts(
+                text, translation, job.source, job.target, self.scores.get(text))
+            if reasons and translation is not None:  # (only a translation has reasons)
+                report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons),
+                                                self.scores.get(text)))

@@ -113,7 +113,7 @@ class DocumentBatch:
         """The part's texts from the memory, as they are (verbatim) and from the cache; returns
         those left for the engine."""
         session, job = self.session, self.job
-        mine = session._remembered(job, self.context, part)
+        mine = session.recall(job, self.context, part)
         self.masked.update(zip(part, session.masked(self.terms, part, self.options, tagged=True)))
         as_is = {t for t in part if t not in mine and self.masked[t].verbatim}
         self.keys.update((t, cache_text(self.masked[t].text, self.masked[t].terms)) for t in part)
@@ -191,7 +191,7 @@ class DocumentBatch:
             translation = self.found.get(text)
             if text in self.remembered or text in self.verbatim:
                 continue
-            reasons = judged[text] if text in judged else self.session._doubts(
+            reasons = judged[text] if text in judged else self.session.doubts_of(
                 text, translation, job.source, job.target, self.scores.get(text))
             if reasons and translation is not None:  # (only a translation has reasons)
                 report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons),

@@ -9,7 +9,7 @@ Each step exists once, here:
   (app.documents) through `translate_document`, the server's HTML and XML pieces through
   `translate_segments`;
 - the translation memory (what a person chose for a sentence, reused whatever the glossary) is
-  looked up in `_remembered` and written by `accept`;
+  looked up in `recall` and written by `accept`;
 - the cache: documents keep their translations on disk (engine.TranslationCache, keyed with the
   sentence's terms: app.session.terms.cache_text; a document's texts go through memory, cache and
   engine in parts, app.session.document_batch), typed text in memory only (`RecentTranslations`);
@@ -18,7 +18,7 @@ Each step exists once, here:
   model as a numbered mark and comes back byte for byte (app.session.terms.Masked), and a sentence
   with nothing to translate but such spans never reaches it;
 - decoding options are built in `options`, what a translation depends on besides its text in `context`;
-- doubts (app.session.confidence) are checked in `_doubts`, never for a translation from the memory.
+- doubts (app.session.confidence) are checked in `doubts_of`, never for a translation from the memory.
 
 A session holds one loaded engine (`translator`) and the stores it reads and writes. Its calls
 may come from several threads at once (the window translates typed text while a document runs):
@@ -205,11 +205,13 @@ class TranslationSession:
         return TypedText(job.texts, get_language(job.source).script, get_language(job.target).script,
                          split=job.split, whole_lines=job.alternatives is not None)
 
-    def _remembered(self, job: TranslationJob | DocumentJob, context: str, sentences: list[str]) -> dict[str, str]:
+    def recall(self, job: TranslationJob | DocumentJob, context: str, sentences: list[str]) -> dict[str, str]:
+        """The sentences the translation memory holds a translation of, in the job's languages and `context`."""
         return self.memory.find(job.source, job.target, context, sentences) if self.memory is not None else {}
 
     @staticmethod
-    def _doubts(sentence: str, translation: str | None, source: str, target: str, score: float | None) -> list[str]:
+    def doubts_of(sentence: str, translation: str | None, source: str, target: str, score: float | None) -> list[str]:
+        """Why `translation` of `sentence` may be wrong (none for no translation)."""
         return doubts(sentence, translation, source, target, score) if translation is not None else []
 
     # -- lines of text -------------------------------------------------------------------------------
@@ -227,7 +229,7 @@ class TranslationSession:
         text = self.layout(job)
         sentences = text.sentences
         completed = job.completion[0] if job.completion is not None else None
-        known = self._remembered(job, self.context(job.adapter, job.source, job.target, options), sentences)
+        known = self.recall(job, self.context(job.adapter, job.source, job.target, options), sentences)
         masked = dict(zip(sentences, self.masked(self.terms_of(job).for_pair(job.source, job.target), sentences, options)))
         known.update((s, s) for s in sentences if s not in known and masked[s].verbatim)
         if completed is not None:  # a person's start: neither the memory nor recent translations apply
@@ -283,7 +285,7 @@ class TranslationSession:
             elif sentence in found:
                 translations[i], engine_found[i] = found[sentence].text, found[sentence]
         reasons = [[] if sentence in known else
-                   self._doubts(sentence, translations[i], job.source, job.target, None if made is None else made.score)
+                   self.doubts_of(sentence, translations[i], job.source, job.target, None if made is None else made.score)
                    for i, (sentence, made) in enumerate(zip(sentences, engine_found))]
         return TextResult(text, translations, engine_found, reasons)
 

@@ -9,11 +9,11 @@ since leave it. When nothing waits or decodes the run ends and the thread sleeps
 submission. A `Submission` is a request on that thread: its texts tokenized as the loop asks, each
 piece's result decoded as it finishes, its handle told.
 
-A handle streams each text's best hypothesis while it decodes and each text's `Translation` as
-soon as it is whole (callbacks `subscribe`s, or the iterator `stream()` on the caller's thread),
-gives them all (`result`), can be waited on with a timeout and cancelled. Callbacks run on the
-engine's thread: they should be short (emit a signal, put in a queue), and an error they raise
-fails their handle only.
+A handle (engine/handle.py) streams each text's best hypothesis while it decodes and each text's
+`Translation` as soon as it is whole (callbacks `subscribe`s, or the iterator `stream()` on the
+caller's thread), gives them all (`result`), can be waited on with a timeout and cancelled.
+Callbacks run on the engine's thread: they should be short (emit a signal, put in a queue), and
+an error they raise fails their handle only.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
-import queue
 import sys
 import threading
 import unicodedata
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import torch
 
@@ -40,6 +39,7 @@ from dragoman.engine.constraints import Constraints, check_fit
 from dragoman.engine.decoding import DecodingOptions, OptionsError, check_int
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
 from dragoman.engine.generator import Generator, Request
+from dragoman.engine.handle import TranslationHandle
 from dragoman.engine.scheduler import DOCUMENT, TYPED
 from dragoman.engine.languages import NO_SPACE_SCRIPTS, get_language
 from dragoman.engine.peft_adapter import AdapterError
@@ -103,117 +103,6 @@ class TranslationRequest:
     adapter: str | None = None
     priority: int = DOCUMENT
     partials: bool = False
-
-
-class TranslationHandle:
-    """A submitted request's progress and result, safe to use from any thread."""
-
-    def __init__(self, count: int):
-        self._lock = threading.RLock()
-        self._over = threading.Event()
-        self._translations: list[Translation | None] = [None] * count
-        self._left = count
-        self._latest: dict[int, str] = {}  # the current best hypothesis of each text still decoding
-        self._listeners: list[tuple[Callable[[int, str], None] | None, Callable[[int, Translation], None] | None]] = []
-        self._watchers: list[Callable[[], None]] = []  # told once it is over
-        self._error: BaseException | None = None
-        self.cancelled = False
-        if not count:
-            self._over.set()
-
-    def subscribe(self, on_partial: Callable[[int, str], None] | None = None,
-                  on_translation: Callable[[int, Translation], None] | None = None) -> None:
-        """`on_partial(i, hypothesis)` for text i's best hypothesis at each step, `on_translation(i,
-        translation)` once it is whole; what came before the call is heard at once (the latest
-        hypotheses, the translations so far), so nothing is missed. Called on the engine's thread."""
-        with self._lock:
-            if on_partial is not None:
-                for i, text in self._latest.items():
-                    on_partial(i, text)
-            if on_translation is not None:
-                for i, translation in enumerate(self._translations):
-                    if translation is not None:
-                        on_translation(i, translation)
-            self._listeners.append((on_partial, on_translation))
-
-    def stream(self, every: float | None = None) -> Iterator[tuple[int, str | Translation] | None]:
-        """What happens to it, on the caller's thread, until it is over: (i, hypothesis) while text
-        i decodes (with `partials`), (i, Translation) once it is whole (those before the call
-        first), and None whenever `every` seconds pass without news (the caller may cancel then)."""
-        news: queue.SimpleQueue = queue.SimpleQueue()
-        with self._lock:
-            self.subscribe(lambda i, text: news.put((i, text)), lambda i, translation: news.put((i, translation)))
-            self._watchers.append(lambda: news.put(None))
-            if self._over.is_set():
-                news.put(None)
-        while True:
-            try:
-                item = news.get(timeout=every)
-            except queue.Empty:
-                yield None
-                continue
-            if item is None:
-                return
-            yield item
-
-    def cancel(self) -> None:
-        """Stop: texts not yet whole stay None; the engine drops their sentences at its next step."""
-        with self._lock:
-            if not self._over.is_set():
-                self.cancelled = True
-                self._close()
-
-    def done(self) -> bool:
-        """Whether it is over: every text whole, cancelled, or failed."""
-        return self._over.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until it is over (at most `timeout` seconds); whether it is."""
-        return self._over.wait(timeout)
-
-    def result(self, timeout: float | None = None) -> list[Translation | None]:
-        """Each text's Translation, once over (None: cancelled before it was whole); raises what
-        failed it (an unusable adapter, NaN scores, an error of a callback), or TimeoutError."""
-        if not self._over.wait(timeout):
-            raise TimeoutError(f"the translation is not done after {timeout} s")
-        if self._error is not None:
-            raise self._error
-        return list(self._translations)
-
-    # -- the engine's side ---------------------------------------------------------------------------
-
-    def partial(self, i: int, text: str) -> None:
-        with self._lock:
-            if self._over.is_set():
-                return
-            self._latest[i] = text
-            for on_partial, _ in self._listeners:
-                if on_partial is not None:
-                    on_partial(i, text)
-
-    def finish(self, i: int, translation: Translation) -> None:
-        with self._lock:
-            if self._over.is_set() or self._translations[i] is not None:
-                return
-            self._translations[i] = translation
-            self._latest.pop(i, None)
-            self._left -= 1
-            for _, on_translation in self._listeners:
-                if on_translation is not None:
-                    on_translation(i, translation)
-            if not self._left:
-                self._close()
-
-    def fail(self, error: BaseException) -> None:
-        with self._lock:
-            if not self._over.is_set():
-                self._error = error
-                self._close()
-
-    def _close(self) -> None:
-        self._over.set()
-        for watcher in self._watchers:
-            watcher()
 
 
 def _joined(pieces: list[Translation]) -> Translation:

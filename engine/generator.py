@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 class Request:
     """One sentence to translate, as the generator takes it and gives its result back. `prefix` is
     the decoder start: `</s>` then the target language code. The scheduler reads only its counts
-    and keys (`beams`, `limit`, `group_key`, ...); the step runner reads the rest."""
+    and keys (`beams`, `limit`, `group_key`, ...), and sets the result or error of one that needs
+    no step; the step runner reads the rest."""
 
     src_ids: list[int]
     prefix: list[int]

@@ -87,9 +87,9 @@ def error_rate(found: str, truth: str) -> float:
 
 
 def tesseract(image, language: str) -> str:
-    import pytesseract
+    from dragoman.app.documents.ocr import pytesseract_module  # as the app runs it
 
-    return pytesseract.image_to_string(image, lang=language)
+    return pytesseract_module().image_to_string(image, lang=language)
 
 
 def rapidocr(engine, image) -> str:

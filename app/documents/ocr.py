@@ -19,6 +19,7 @@ recognised text (app.session.detect).
 from __future__ import annotations
 
 import math
+import os
 import re
 import statistics
 from dataclasses import dataclass
@@ -123,10 +124,24 @@ class TextBlock:
         return self.line_height / LINE_BOX
 
 
+# Tesseract's own OpenMP threads (its default) read a page several times slower on a few cores
+# than one thread does (docs/ocr.md, "Time per page"): each Tesseract process runs on one.
+TESSERACT_ENVIRONMENT = {"OMP_THREAD_LIMIT": "1"}
+
+
+def pytesseract_module():
+    """pytesseract, the Tesseract processes it starts given TESSERACT_ENVIRONMENT (it passes its
+    module's `environ` to each; the app's own OpenMP, torch's, is not touched)."""
+    import pytesseract
+
+    setattr(pytesseract.pytesseract, "environ", {**os.environ, **TESSERACT_ENVIRONMENT})  # setattr: a module's global
+    return pytesseract
+
+
 @lru_cache(maxsize=1)
 def installed_models() -> tuple[str, ...]:
     """The Tesseract models installed (language and script names), or a DocumentError if there is no Tesseract."""
-    import pytesseract
+    pytesseract = pytesseract_module()
 
     try:
         return tuple(pytesseract.get_languages(config=""))
@@ -300,7 +315,7 @@ def _around(lines: dict, data: dict, pictures: list) -> list[dict]:
 def _orientation(image) -> int | None:
     """How many degrees counter-clockwise the picture must turn for its text to stand upright, as
     Tesseract's orientation detection says; None where it cannot tell (too little text)."""
-    import pytesseract
+    pytesseract = pytesseract_module()
 
     try:
         found = pytesseract.image_to_osd(image, config="--psm 0", output_type=pytesseract.Output.DICT)
@@ -361,7 +376,7 @@ def _skew(image) -> float:
 
 
 def _recognise(image, model: str) -> dict:
-    import pytesseract
+    pytesseract = pytesseract_module()
 
     try:
         return pytesseract.image_to_data(image, lang=model, config="--psm 3", output_type=pytesseract.Output.DICT)

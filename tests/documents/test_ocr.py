@@ -76,6 +76,28 @@ def test_a_sentence_over_two_lines_is_one_block():
     assert "history of the town" in blocks[0].text
 
 
+def test_each_tesseract_process_runs_on_one_openmp_thread(tmp_path, monkeypatch):
+    """Tesseract's OpenMP threads read a page several times slower on a few cores: each process
+    that reads a picture is given OMP_THREAD_LIMIT=1, and the app's own environment stays as it was
+    (listing the models, a process that reads nothing, is not given it)."""
+    import os
+    import shutil
+
+    import pytesseract
+
+    seen = tmp_path / "environments.txt"
+    wrapper = tmp_path / "tesseract"
+    wrapper.write_text(f'#!/bin/sh\necho "$1 limit=$OMP_THREAD_LIMIT" >> {seen}\nexec {shutil.which("tesseract")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(pytesseract.pytesseract, "tesseract_cmd", str(wrapper))
+    monkeypatch.delenv("OMP_THREAD_LIMIT", raising=False)
+    blocks = Reader("eng_Latn").read(make_scan(ENGLISH, "eng_Latn"))
+    assert "old town" in " ".join(b.text for b in blocks)
+    reads = [line.split()[-1] for line in seen.read_text().splitlines() if not line.startswith("--list-langs")]
+    assert len(reads) >= 2 and set(reads) == {"limit=1"}  # orientation and recognition at least
+    assert "OMP_THREAD_LIMIT" not in os.environ
+
+
 def test_auto_reads_with_the_surest_model_and_detects_the_language():
     reader = Reader("auto")
     blocks = reader.read(make_scan(CHINESE, "zho_Hans"))

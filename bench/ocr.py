@@ -9,7 +9,8 @@ pytesseract) with the page's language model, and RapidOCR (rapidocr-onnxruntime,
 models in its wheel), which read Chinese and Latin letters only, where it is installed (`pip install
 rapidocr-onnxruntime`; it is not a dependency of the app). `dragoman_reader` is the app's whole reading of
 a page with Tesseract (ocr.Reader: skew, orientation, blocks and their colours): the time per page a user
-waits before translation starts. docs/ocr.md keeps the figures.
+waits before translation starts. `--scanned-pdf N` times the app's reading of an N-page scanned PDF
+instead (pages read several at once). docs/ocr.md keeps the figures.
 """
 
 from __future__ import annotations
@@ -105,11 +106,38 @@ def measure(read, image, truth: str, pages: int) -> dict:
     return {"cer": round(error_rate(found, truth), 4), "seconds_per_page": round((time.perf_counter() - start) / pages, 3)}
 
 
+def time_scanned_pdf(pages: int) -> dict:
+    """The app's reading of a PDF of `pages` scans of the English page (pdf.extract: every page read
+    by OCR, several at once): its seconds, and per page."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from dragoman.app.documents import pdf
+
+    font_name, text = PAGES["eng"]
+    scans = [scan(" ".join([text] * 4), find_font(font_name), rtl=False, spaced=True, seed=seed) for seed in range(pages)]
+    with tempfile.TemporaryDirectory(prefix="dragoman-scans-") as folder:
+        path = Path(folder) / "scans.pdf"
+        scans[0].save(path, save_all=True, append_images=scans[1:], resolution=300)
+        start = time.perf_counter()
+        pdf.extract(path, source="eng_Latn").close()
+        seconds = time.perf_counter() - start
+    return {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", "pages": pages,
+            "pages_at_once": min(pdf.OCR_PAGES_AT_ONCE, os.cpu_count() or 1), "seconds": round(seconds, 2),
+            "seconds_per_page": round(seconds / pages, 2)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=3)
+    parser.add_argument("--scanned-pdf", type=int, metavar="N", default=0,
+                        help="instead: time the app's reading of an N-page scanned PDF of the English page")
     args = parser.parse_args()
     import dragoman  # noqa: F401  (before anything imports transformers: see dragoman/__init__.py)
+    if args.scanned_pdf:
+        print(json.dumps(time_scanned_pdf(args.scanned_pdf), indent=2))
+        return
     from dragoman.app.documents.ocr import TESSERACT_LANGUAGES, Reader
 
     try:

@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import re
+import threading
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -47,6 +50,7 @@ MAX_PAGE_CONTENT_BYTES = 16 * 1024 * 1024  # a page's content streams, decoded: 
 MAX_CONTENT_BYTES = 256 * 1024 * 1024  # all pages' content streams, decoded (pdfminer keeps them while it reads)
 SCAN_COVER = 0.5  # a page without text whose largest picture covers this share of it is a scan, read by OCR
 PICTURE_COVER = 0.1  # a picture covering this share of a page with text is read by OCR too (a pasted scan, a figure)
+OCR_PAGES_AT_ONCE = 4  # pages OCR reads at once, at most one a core: each holds its decoded pictures
 
 for _name in ("pypdf", "pdfminer", "fontTools"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
@@ -134,27 +138,25 @@ def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | No
     if reading is not None and plans:
         reading(0, len(plans))
     unread_scans = unread_pictures = 0
-    for done, (page, pictures) in enumerate(plans, 1):
-        if not unreadable and reader is None:
-            from dragoman.app.documents.ocr import Reader
+    if plans:
+        from dragoman.app.documents.ocr import Reader
 
-            try:
-                reader = Reader(source)
-            except DocumentError as e:
-                if not any(p.blocks for p in pages):
-                    raise
-                unreadable = str(e)
-        if unreadable:
+        try:
+            reader = Reader(source)
+        except DocumentError as e:
+            if not any(p.blocks for p in pages):
+                raise
+            unreadable = str(e)
+    if unreadable:
+        for done, (page, pictures) in enumerate(plans, 1):
             if page.blocks:
                 unread_pictures += len(pictures)
             else:
                 unread_scans += 1
-        else:
-            text = [block.bbox for block in page.blocks]
-            for picture in pictures:
-                _read_picture(page, reader, picture, text)
-        if reading is not None:
-            reading(done, len(plans))
+            if reading is not None:
+                reading(done, len(plans))
+    elif reader is not None:
+        _read_pages(reader, plans, reading)
     unread = ([f"{counted(unread_scans, 'page')} of pictures without text"] if unread_scans else []) + \
         ([f"{counted(unread_pictures, 'picture')} on pages of text"] if unread_pictures else [])
     return (f"{' and '.join(unread)} left as they are: {unreadable}",) if unread else ()
@@ -240,11 +242,44 @@ def _overlaps(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _read_picture(page, reader, picture: Picture, text: list) -> None:
-    """The blocks OCR finds in the picture added to the page, but for those where `text` (boxes of the
-    page's own text) already is."""
-    image = picture.decoded()
-    place_blocks(page, reader.read(image), picture.placement, image.size, text)
+def _read_pages(reader, plans: list, reading: Callable[[int, int], None] | None) -> None:
+    """Each page's pictures read by OCR, the blocks found added to the page (`place_blocks`), page
+    after page; `reading(done, total)` after each. The first page is read first (with source "auto"
+    it chooses the model), then up to OCR_PAGES_AT_ONCE at a time: each Tesseract process runs on
+    one thread (app.documents.ocr), so pages read at once use the cores. Pictures are decoded one at
+    a time, since qpdf's objects are for one thread; a stop (`reading` raising) ends the reading
+    once the pages being read are done."""
+    decoding = threading.Lock()
+
+    def read(pictures: list[Picture]) -> list[tuple[Picture, tuple[int, int], list]]:
+        found = []
+        for picture in pictures:
+            with decoding:
+                image = picture.decoded()
+            found.append((picture, image.size, reader.read(image)))
+        return found
+
+    def place(page, found) -> None:
+        text = [block.bbox for block in page.blocks]  # the page's own text, before what OCR adds
+        for picture, size, blocks in found:
+            place_blocks(page, blocks, picture.placement, size, text)
+
+    (first, pictures), rest = plans[0], plans[1:]
+    place(first, read(pictures))
+    if reading is not None:
+        reading(1, len(plans))
+    workers = max(1, min(OCR_PAGES_AT_ONCE, os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers, thread_name_prefix="dragoman-ocr") as pool:
+        futures = [pool.submit(read, pictures) for _, pictures in rest]
+        try:
+            for done, ((page, _), future) in enumerate(zip(rest, futures), 2):
+                place(page, future.result())
+                if reading is not None:
+                    reading(done, len(plans))
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def place_blocks(page, found: list, placement: tuple[float, float, float, float], size: tuple[int, int], text: list) -> None:

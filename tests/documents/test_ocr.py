@@ -300,6 +300,49 @@ def test_reading_scans_reports_each_page_and_a_stop_ends_it_with_nothing_written
     assert pictured == [(0, 1), (1, 1)]
 
 
+def test_scanned_pages_are_read_several_at_once_and_placed_as_one_at_a_time_places_them(tmp_path, monkeypatch):
+    """After the first page, pages are read at once (each Tesseract process on one thread), their
+    blocks placed page by page: the same blocks in the same order as reading one page at a time,
+    and the progress said in page order."""
+    import threading
+
+    from dragoman.app.documents import pdf
+    from dragoman.app.documents.ocr import Reader as OcrReader
+
+    source = tmp_path / "four.pdf"
+    make_scanned_pdf(source, [make_scan(lines + [""] * 4, "eng_Latn", seed=seed)
+                              for seed, lines in enumerate([ENGLISH, ENGLISH[::-1], ENGLISH, ENGLISH[::-1]])])
+    reading, most, lock = [0], [0], threading.Lock()
+    read = OcrReader.read
+
+    def counted_read(self, image):
+        with lock:
+            reading[0] += 1
+            most[0] = max(most[0], reading[0])
+        try:
+            return read(self, image)
+        finally:
+            with lock:
+                reading[0] -= 1
+
+    def blocks(at_once):
+        monkeypatch.setattr(pdf, "OCR_PAGES_AT_ONCE", at_once)
+        monkeypatch.setattr(pdf.os, "cpu_count", lambda: 4)
+        progress = []
+        document = pdf.extract(source, source="eng_Latn", reading=lambda done, total: progress.append(done))
+        try:
+            assert progress == [0, 1, 2, 3, 4]
+            return [(page.index, block.text, block.bbox, block.cover) for page in document.pages for block in page.blocks]
+        finally:
+            document.close()
+
+    monkeypatch.setattr(OcrReader, "read", counted_read)
+    one_at_a_time = blocks(1)
+    assert most[0] == 1
+    assert blocks(3) == one_at_a_time and {page for page, *_ in one_at_a_time} == {0, 1, 2, 3}
+    assert most[0] > 1  # the last three pages were read at once
+
+
 def test_a_picture_through_the_session_counts_its_reading_then_its_sentences_and_stops_before_the_engine(
         translator, tmp_path, monkeypatch):
     from dragoman.app.documents import Cancelled

@@ -88,9 +88,9 @@ def error_rate(found: str, truth: str) -> float:
 
 
 def tesseract(image, language: str) -> str:
-    from dragoman.app.documents.ocr import pytesseract_module  # as the app runs it
+    from dragoman.app.documents.ocr import as_raw_pixels, pytesseract_module  # as the app runs it
 
-    return pytesseract_module().image_to_string(image, lang=language)
+    return pytesseract_module().image_to_string(as_raw_pixels(image.copy()), lang=language)
 
 
 def rapidocr(engine, image) -> str:

@@ -318,7 +318,7 @@ def _orientation(image) -> int | None:
     pytesseract = pytesseract_module()
 
     try:
-        found = pytesseract.image_to_osd(image, config="--psm 0", output_type=pytesseract.Output.DICT)
+        found = pytesseract.image_to_osd(as_raw_pixels(image), config="--psm 0", output_type=pytesseract.Output.DICT)
     except pytesseract.TesseractError:
         return None
     return (-int(found["rotate"])) % 360 if float(found["orientation_conf"]) >= OSD_CONFIDENCE else None
@@ -375,11 +375,20 @@ def _skew(image) -> float:
     return max((best + k / 10 for k in range(-9, 10)), key=sharpness)
 
 
+def as_raw_pixels(image):
+    """The picture (one of ours: the reader's copies) to be written for Tesseract as raw pixels (PPM)
+    rather than pytesseract's default PNG, whose compression of an A4 page took longer than
+    Tesseract's reading of it (docs/ocr.md, "Time per page")."""
+    image.format = "PPM"  # what pytesseract writes it as
+    return image
+
+
 def _recognise(image, model: str) -> dict:
     pytesseract = pytesseract_module()
 
     try:
-        return pytesseract.image_to_data(image, lang=model, config="--psm 3", output_type=pytesseract.Output.DICT)
+        return pytesseract.image_to_data(as_raw_pixels(image), lang=model, config="--psm 3",
+                                         output_type=pytesseract.Output.DICT)
     except pytesseract.TesseractError as e:
         lines = str(e.message).strip().splitlines()
         raise DocumentError(f"Tesseract could not read the picture ({lines[-1]})" if lines

@@ -49,7 +49,7 @@ def import_ray():
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """What each worker builds its engine and session from (the driver's model folder and stores:
+    """What each worker builds its engine and pipeline from (the driver's model folder and stores:
     every node must see the model at that path)."""
 
     model: str
@@ -61,7 +61,7 @@ class WorkerSpec:
 
 
 class TranslationWorker:
-    """One engine and the session over it, in a Ray actor's process."""
+    """One engine and the pipeline over it, in a Ray actor's process."""
 
     def __init__(self, spec: WorkerSpec, device: str):
         from dragoman.app.session.session import TranslationSession
@@ -69,13 +69,13 @@ class TranslationWorker:
 
         translator = Translator(spec.model, device=device, dtype=spec.dtype, adapters_dir=spec.adapters_dir,
                                 gpu_memory=spec.gpu_memory)
-        self.session = TranslationSession.open(translator, spec.paths, spec.terms)
+        self.pipeline = TranslationSession.open(translator, spec.paths, spec.terms)
 
     def pid(self) -> int:
         return os.getpid()
 
     def translate_shard(self, request: CorpusRequest, texts: list[str | None]) -> ShardTranslation:
-        return translate_texts(self.session, request, texts)
+        return translate_texts(self.pipeline, request, texts)
 
     def translate_document(self, job: DocumentJob, data: bytes) -> tuple[bytes | None, JobReport, str | None]:
         """(the translated document, its report, None), or (None, report, the error's first line)."""
@@ -87,7 +87,7 @@ class TranslationWorker:
             local = replace(job, source_path=source, output_path=Path(folder) / "out" / job.output_path.name,
                             overwrite=True)
             try:
-                return self.session.translate_document(local, report=report).read_bytes(), report, None
+                return self.pipeline.translate_document(local, report=report).read_bytes(), report, None
             except Exception as e:  # DocumentError, a file the format library choked on...
                 return None, report, str(e).splitlines()[0] if str(e) else type(e).__name__
 

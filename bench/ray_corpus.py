@@ -5,7 +5,7 @@
 A JSON Lines corpus of distinct sentences of made-up words (bench.documents') is translated by
 `app.corpus.run.run_corpus` twice a round: on this process's engine (`LocalShards`), and on one Ray
 actor of a local cluster started here (`app.cluster.WorkerPool`, --workers 1) holding an engine of
-the same checkpoint on the same device. Both write every shard, through the same session pipeline,
+the same checkpoint on the same device. Both write every shard, through the same translation pipeline,
 each with translation memory of its own (empty). Every translation is forced to 40 tokens. The
 engines load, and warm up with one untimed run each, before the timed rounds (alternating, the
 median kept). Prints one JSON object: both rates and Ray's overhead in percent.
@@ -74,7 +74,7 @@ def main() -> None:
         return AppPaths(work / name / "config", work / name / "data", work / name / "cache")
 
     translator = Translator(checkpoint, device=args.device)
-    session = TranslationSession.open(translator, stores("local"))
+    pipeline = TranslationSession.open(translator, stores("local"))
     ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     pool = WorkerPool(WorkerSpec(str(checkpoint), paths=stores("ray")), args.device, None, workers=1)
 
@@ -88,7 +88,7 @@ def main() -> None:
             torch.cuda.synchronize(translator.device)
         return time.perf_counter() - start
 
-    paths = {"local": LocalShards(session), "ray": pool}
+    paths = {"local": LocalShards(pipeline), "ray": pool}
     try:
         for name, shards in paths.items():  # warm-up: kernels compiled, graphs captured
             timed(shards, name)
@@ -98,7 +98,7 @@ def main() -> None:
                 seconds[name].append(timed(shards, name))
     finally:
         pool.close()
-        session.close()
+        pipeline.close()
     out = {"checkpoint": str(args.checkpoint) if args.checkpoint else f"random {args.size}", "device": translator.describe(), "beams": args.beams, "sentences": args.sentences,
            "shard_size": args.shard_size, "new_tokens": NEW_TOKENS}
     for name, times in seconds.items():

@@ -3,7 +3,7 @@
 
 Each file goes through the app's document path with one of two translators. With `--checkpoint DIR`,
 the real engine on that checkpoint (a small random one: `tests/nllb_checkpoint.py`) through the
-app's translation session, as `dragoman translate` runs it: its vocabulary cannot spell
+app's translation pipeline, as `dragoman translate` runs it: its vocabulary cannot spell
 everything and its translations are random tokens to the length limit. Otherwise
 `app.documents.translate_document` with `StandIn`, a deterministic translator as hard as a model: every word comes back rewritten
 to another length, some sentences much shorter, in CJK characters without spaces for a target
@@ -103,14 +103,14 @@ def stand_in(path: Path, out_path: Path, target: str) -> None:
 
 class EngineDocuments:
     """Translate a document as `dragoman translate` does: the engine on `checkpoint` (CPU), through
-    a translation session without the user's cache and memory."""
+    a translation pipeline without the user's cache and memory."""
 
     def __init__(self, checkpoint: Path, source: str):
-        self.session = TranslationSession(Translator(checkpoint, device="cpu"))
+        self.pipeline = TranslationSession(Translator(checkpoint, device="cpu"))
         self.source = source
 
     def __call__(self, path: Path, out_path: Path, target: str) -> None:
-        self.session.translate_document(DocumentJob(path, out_path, self.source, target))
+        self.pipeline.translate_document(DocumentJob(path, out_path, self.source, target))
 
 
 @dataclass

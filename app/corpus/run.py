@@ -57,8 +57,8 @@ class ShardTranslation:
     sentences: int  # sentences translated, over all targets
 
 
-def translate_texts(session: TranslationSession, request: CorpusRequest, texts: list[str | None]) -> ShardTranslation:
-    """`texts` (a shard's records) into each target through the session's pipeline (memory, terms,
+def translate_texts(pipeline: TranslationSession, request: CorpusRequest, texts: list[str | None]) -> ShardTranslation:
+    """`texts` (a shard's records) into each target through the translation pipeline (memory, terms,
     engine, doubts). A record's lines are translated as stdin's are; None stays None."""
     lines: list[str] = []
     record_of_line: list[int] = []
@@ -68,7 +68,7 @@ def translate_texts(session: TranslationSession, request: CorpusRequest, texts: 
         record_of_line += [number] * len(parts)
     out = ShardTranslation({}, {}, {}, 0)
     for target in request.targets:
-        result = session.translate(TranslationJob(lines, request.source, target, request.options, typed=False,
+        result = pipeline.translate(TranslationJob(lines, request.source, target, request.options, typed=False,
                                                   adapter=request.adapter, split=request.split))
         translated: list[list[str]] = [[] for _ in texts]
         for line, record in zip(result.lines(), record_of_line):
@@ -95,15 +95,15 @@ class ShardTranslator(Protocol):
 
 
 class LocalShards:
-    """Shards translated one after the other by this process's translation session."""
+    """Shards translated one after the other by this process's translation pipeline."""
 
-    def __init__(self, session: TranslationSession):
-        self.session = session
+    def __init__(self, pipeline: TranslationSession):
+        self.pipeline = pipeline
 
     def translate(self, request: CorpusRequest, work: Iterator[tuple[Any, list[str | None]]]
                   ) -> Iterator[tuple[Any, ShardTranslation, str]]:
         for key, texts in work:
-            yield key, translate_texts(self.session, request, texts), "local"
+            yield key, translate_texts(self.pipeline, request, texts), "local"
 
 
 class CorpusFile:

@@ -34,10 +34,10 @@ class Server:
     def __init__(self, make_translator, adapter: str = "", overrides: dict | None = None,
                  api_keys: tuple[str, ...] = (), cors_origins: tuple[str, ...] = (),
                  limits: ServerLimits | None = None, paths: AppPaths | None = None,
-                 session: TranslationSession | None = None):
-        """`session`: a translation session over the translator to share (the window's); None: the server's own."""
+                 pipeline: TranslationSession | None = None):
+        """`pipeline`: a translation pipeline over the translator to share (the window's); None: the server's own."""
         paths = paths or AppPaths.default()
-        self.worker = EngineWorker(lambda: Pipeline(make_translator(), adapter, overrides, paths, session))
+        self.worker = EngineWorker(lambda: Pipeline(make_translator(), adapter, overrides, paths, pipeline))
         self.documents = DocumentStore()
         self.state = ServerState(self.worker, self.documents, GlossaryStore(paths.data_dir / GLOSSARIES_FOLDER),
                                  api_keys=api_keys, limits=limits or ServerLimits())

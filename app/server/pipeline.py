@@ -1,7 +1,7 @@
-"""The server's one door into the app's translation session (app.session.session): everything the
+"""The server's one door into the app's translation pipeline (app.pipeline.pipeline): everything the
 server translates goes through one `TranslationSession`, as `dragoman translate` and the window do
 (sentences, the translation memory, the caches, the window's glossaries and do-not-translate
-settings, protected spans, doubts). This module only turns requests into the session's jobs and
+settings, protected spans, doubts). This module only turns requests into the pipeline's jobs and
 its results back into the APIs' texts.
 
 A `Pipeline` is made by the engine worker (app.server.worker) and used from its two threads, one
@@ -37,28 +37,28 @@ class Text:
 
 
 class Pipeline:
-    """The session over the server's model, with its adapter and decoding options (`overrides` of
+    """The pipeline over the server's model, with its adapter and decoding options (`overrides` of
     the checkpoint's defaults, as `dragoman translate`'s options give them)."""
 
     def __init__(self, translator, adapter: str = "", overrides: dict | None = None, paths: AppPaths | None = None,
-                 session: TranslationSession | None = None):
-        """`session`: the window's, over `translator`, shared (its memory and caches; the window closes it);
+                 pipeline: TranslationSession | None = None):
+        """`pipeline`: the window's, over `translator`, shared (its memory and caches; the window closes it);
         None: one of the server's own."""
         paths = paths or AppPaths.default()
         self.terms = saved_terms(paths, Settings.load(paths.settings_file))
-        self.owns_session = session is None
-        self.session = TranslationSession.open(translator, paths, self.terms) if session is None else session
+        self.owns_pipeline = pipeline is None
+        self.pipeline = TranslationSession.open(translator, paths, self.terms) if pipeline is None else pipeline
         self.translator = translator
         self.adapter = adapter
         self.overrides = overrides or {}
-        self.options = self.session.options(self.overrides)
+        self.options = self.pipeline.options(self.overrides)
 
     def close(self) -> None:
-        if self.owns_session:
-            self.session.close()
+        if self.owns_pipeline:
+            self.pipeline.close()
 
     def _terms(self, glossary: Glossary | None) -> Terms | None:
-        """A request's terms: the window's, with its glossary first (it wins); None: the session's.
+        """A request's terms: the window's, with its glossary first (it wins); None: the pipeline's.
         They travel with the request's job: requests run at once, each with its own."""
         return None if glossary is None else dataclasses.replace(self.terms, glossaries=(glossary, *self.terms.glossaries))
 
@@ -71,7 +71,7 @@ class Pipeline:
         terms = self._terms(glossary)
         if plain:
             lines = [t.text.split("\n") for t in (texts[i] for i in plain)]
-            result = self.session.translate(TranslationJob([line for text in lines for line in text], source, target,
+            result = self.pipeline.translate(TranslationJob([line for text in lines for line in text], source, target,
                                                            self.overrides, adapter=self.adapter, terms=terms))
             self._log_doubts(zip(result.text.sentences, result.translations, result.doubts))
             translated = iter(result.lines())
@@ -79,7 +79,7 @@ class Pipeline:
                 out[i] = "\n".join(next(translated) for _ in text)
         if fragments:
             report = JobReport()
-            runs = iter(self.session.translate_segments(
+            runs = iter(self.pipeline.translate_segments(
                 self._job(source, target, terms=terms), [s for fragment in fragments.values() for s in fragment.segments],
                 report))
             for i, fragment in fragments.items():
@@ -91,7 +91,7 @@ class Pipeline:
                      glossary: Glossary | None = None) -> list[tuple[str, list[str]]]:
         """Each text translated whole with up to `count` other translations (`dragoman translate
         --alternatives`): one from the translation memory has none."""
-        result = self.session.translate(TranslationJob(texts, source, target, self.overrides, typed=False,
+        result = self.pipeline.translate(TranslationJob(texts, source, target, self.overrides, typed=False,
                                                        adapter=self.adapter, alternatives=count + 1,
                                                        terms=self._terms(glossary)))
         out = []
@@ -106,7 +106,7 @@ class Pipeline:
         text requests that arrive meanwhile join the engine's batch beside it."""
         report = JobReport()
         job = self._job(source, target, path, output_path(path, target, out_dir), self._terms(glossary))
-        written = self.session.translate_document(job, report=report)
+        written = self.pipeline.translate_document(job, report=report)
         self._log_doubts((d.source, d.translation, d.reasons) for d in report.doubtful)
         return written
 

@@ -3,7 +3,7 @@ two queues: text requests on one, other work (a document, alternatives) on the o
 
 Text requests that arrive within `GATHER_SECONDS` of the first one, and whatever queued while a
 batch ran, are translated together: the texts of all requests for one language pair and glossary
-go to the session as one job, so 64 clients at once fill one engine batch instead of waiting for 64
+go to the pipeline as one job, so 64 clients at once fill one engine batch instead of waiting for 64
 calls in turn. The engine's loop decodes a document and text requests in the same batches (text
 first), so a long upload does not hold up a browser extension's requests.
 """
@@ -58,7 +58,7 @@ class EngineWorker:
         self._thread = threading.Thread(target=self._run, name="dragoman-engine", daemon=True)
         self._ready = threading.Event()
         self._failure: BaseException | None = None
-        self.batches = 0  # session calls made for text work (the benchmark reads it)
+        self.batches = 0  # pipeline calls made for text work (the benchmark reads it)
 
     def start(self) -> None:
         self._thread.start()

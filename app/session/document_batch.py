@@ -1,4 +1,4 @@
-"""A document's texts through the translation session: the translation memory, the cache and the
+"""A document's texts through the translation pipeline: the translation memory, the cache and the
 engine, in parts (`DocumentBatch`), for `TranslationSession.translate_document` and
 `translate_segments`.
 
@@ -49,11 +49,11 @@ class DocumentBatch:
     (None: stopped). `progress(done, len(texts))` follows the results, at most every ~0.5%;
     `report` counts the texts of each kind and lists the doubtful translations."""
 
-    def __init__(self, session: TranslationSession, job: DocumentJob, texts: list[str], options: DecodingOptions,
+    def __init__(self, pipeline: TranslationSession, job: DocumentJob, texts: list[str], options: DecodingOptions,
                  context: str, terms: PairTerms, should_stop: Callable[[], bool] | None,
                  progress: Callable[[int, int], None] | None, report: JobReport | None):
-        self.session, self.job, self.texts, self.options, self.context, self.terms = (
-            session, job, texts, options, context, terms)
+        self.pipeline, self.job, self.texts, self.options, self.context, self.terms = (
+            pipeline, job, texts, options, context, terms)
         self.should_stop, self.progress, self.report = should_stop, progress, report
         self.found: dict[str, str] = {}
         self.remembered: set[str] = set()  # chosen by a person: not doubted
@@ -112,13 +112,13 @@ class DocumentBatch:
     def prepare(self, part: list[str]) -> list[str]:
         """The part's texts from the memory, as they are (verbatim) and from the cache; returns
         those left for the engine."""
-        session, job = self.session, self.job
-        mine = session.recall(job, self.context, part)
-        self.masked.update(zip(part, session.masked(self.terms, part, self.options, tagged=True)))
+        pipeline, job = self.pipeline, self.job
+        mine = pipeline.recall(job, self.context, part)
+        self.masked.update(zip(part, pipeline.masked(self.terms, part, self.options, tagged=True)))
         as_is = {t for t in part if t not in mine and self.masked[t].verbatim}
         self.keys.update((t, cache_text(self.masked[t].text, self.masked[t].terms)) for t in part)
         left = [t for t in part if t not in mine and t not in as_is]
-        cache = session.cache
+        cache = pipeline.cache
         stored = cache.get_many(self.context, [self.keys[t] for t in left]) if cache is not None else {}
         cached = {t: self.masked[t].restore(stored[self.keys[t]]) for t in left if self.keys[t] in stored}
         with self.lock:
@@ -139,7 +139,7 @@ class DocumentBatch:
         """The engine's translations of `missing`, waited for; an error stops the other parts."""
         job, masked = self.job, self.masked
         try:
-            results = self.session.translator.translate(
+            results = self.pipeline.translator.translate(
                 [masked[t].text for t in missing], job.source, job.target, self.options, priority=DOCUMENT,
                 should_stop=self.stopped, adapter=job.adapter,
                 on_translation=lambda i, translation: self.on_translation(missing[i], translation),
@@ -168,7 +168,7 @@ class DocumentBatch:
 
     def store(self) -> None:
         """The translations not yet in the cache put there (with the lock held)."""
-        cache = self.session.cache
+        cache = self.pipeline.cache
         if cache is not None and self.unstored:
             cache.put_many(self.context, {self.keys[t]: translation for t, translation in self.unstored.items()})
         self.unstored.clear()
@@ -191,7 +191,7 @@ class DocumentBatch:
             translation = self.found.get(text)
             if text in self.remembered or text in self.verbatim:
                 continue
-            reasons = judged[text] if text in judged else self.session.doubts_of(
+            reasons = judged[text] if text in judged else self.pipeline.doubts_of(
                 text, translation, job.source, job.target, self.scores.get(text))
             if reasons and translation is not None:  # (only a translation has reasons)
                 report.doubtful.append(Doubtful(report.sentences, text, translation, tuple(reasons),

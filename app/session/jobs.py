@@ -43,7 +43,7 @@ class DocumentJob:
     adapter: str = ""
     overwrite: bool = False
     document_options: dict = field(default_factory=dict)  # a format's own options (PDF: pdf_as, bilingual)
-    terms: Terms | None = None  # glossaries and do-not-translate settings of this job alone (None: the session's)
+    terms: Terms | None = None  # glossaries and do-not-translate settings of this job alone (None: the pipeline's)
 
 
 @dataclass

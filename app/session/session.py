@@ -1,4 +1,4 @@
-"""The translation session: the one sentence pipeline that the window's worker, the command line
+"""The translation pipeline (`TranslationSession`), the one that the window's worker, the command line
 (stdin and files), document jobs and the local server all call, without Qt.
 
     split into sentences -> translation memory -> translation cache -> terms -> engine -> doubts
@@ -20,7 +20,7 @@ Each step exists once, here:
 - decoding options are built in `options`, what a translation depends on besides its text in `context`;
 - doubts (app.session.confidence) are checked in `doubts_of`, never for a translation from the memory.
 
-A session holds one loaded engine (`translator`) and the stores it reads and writes. Its calls
+A pipeline holds one loaded engine (`translator`) and the stores it reads and writes. Its calls
 may come from several threads at once (the window translates typed text while a document runs):
 each waits for its own engine handle, and the engine's loop decodes them together, typed text first.
 """
@@ -67,7 +67,7 @@ class TranslationJob:
     # the start (Translator.translate's `starts`), the others come from what is known of them.
     completion: tuple[int, str] | None = None
     split: bool = True  # each line cut into sentences; else each line one sentence, as typed
-    terms: Terms | None = None  # glossaries and do-not-translate settings of this job alone (None: the session's)
+    terms: Terms | None = None  # glossaries and do-not-translate settings of this job alone (None: the pipeline's)
     # Each line whole (blank ones too), its translation with up to this many - 1 alternatives.
     alternatives: int | None = None
 
@@ -134,9 +134,9 @@ class TranslationSession:
     @classmethod
     def open(cls, translator: Translator, paths: AppPaths | None = None, terms: Terms | None = None,
              unusable: Callable[[str], None] | None = None) -> TranslationSession:
-        """A session with the app's translation cache and memory (of `paths`, else the user's). A store
+        """A pipeline with the app's translation cache and memory (of `paths`, else the user's). A store
         whose file cannot be used (engine.DatabaseError, one line naming it) is said to `unusable` and
-        the session goes on without it; without `unusable`, the error is raised."""
+        the pipeline goes on without it; without `unusable`, the error is raised."""
         stores: list = []
         try:
             for opener in (open_cache, open_memory):
@@ -163,7 +163,7 @@ class TranslationSession:
         self.cache = self.memory = None
 
     def terms_of(self, job: TranslationJob | DocumentJob) -> Terms:
-        """The job's own terms (a server request's glossary), else the session's."""
+        """The job's own terms (a server request's glossary), else the pipeline's."""
         return job.terms if job.terms is not None else self.terms
 
     def set_terms(self, terms: Terms) -> None:

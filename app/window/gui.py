@@ -125,7 +125,7 @@ def run_window(
         what = f"{counted(len(files), 'file')} handed to it" if files else "its window raised"
         print(f"dragoman: Dragoman is already running: {what}", file=sys.stderr)
         return 0
-    MainThreadGarbageCollector(app)  # a child of app: collects for the whole session
+    MainThreadGarbageCollector(app)  # a child of app: collects while the app runs
 
     window = show_window(paths, settings, files, shown=popup is None)
     listen_for_launches(window, paths)

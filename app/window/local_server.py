@@ -1,5 +1,5 @@
 """The window's "Serve the LibreTranslate and DeepL APIs" setting: `dragoman serve` (app.server) inside
-the app, on 127.0.0.1 only, over the model and translation session the window has loaded (its
+the app, on 127.0.0.1 only, over the model and translation pipeline the window has loaded (its
 memory, caches and glossaries), so the model is in memory once. Its requests join the engine's
 batches beside the window's typed text, which keeps its priority. `label`, in the status bar, shows
 the address, or in one line why the server is not running.
@@ -50,16 +50,16 @@ class LocalServer(QObject):
             return
         wanted = (settings.server_port, settings.adapter, options, translator)
         if wanted != self.serving:
-            session = worker.session
+            pipeline = worker.pipeline
             self.stop()
             self.serving = wanted  # started once no server holds the port; a later fit or stop supersedes it
-            self._after_stopping(lambda: self._start(wanted, session) if self.serving == wanted else None)
+            self._after_stopping(lambda: self._start(wanted, pipeline) if self.serving == wanted else None)
 
-    def _start(self, wanted: tuple, session) -> None:
+    def _start(self, wanted: tuple, pipeline) -> None:
         from dragoman.app.server import Server, ServerThread  # Starlette and uvicorn: only once asked for
 
         port, adapter, options, translator = wanted
-        running = ServerThread(Server(lambda: translator, adapter, options, paths=self.paths, session=session),
+        running = ServerThread(Server(lambda: translator, adapter, options, paths=self.paths, pipeline=pipeline),
                                LOOPBACK, port)
         try:
             running.start()

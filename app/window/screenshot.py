@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
     app = QApplication(sys.argv[:1])
     app.setApplicationName("Dragoman")
-    MainThreadGarbageCollector(app)  # a child of app: collects for the whole session
+    MainThreadGarbageCollector(app)  # a child of app: collects while the app runs
     paths = AppPaths.default()
     settings = Settings(model_dir=os.path.abspath(args.model), device="cpu", theme=args.theme,
                         source_language=args.src, target_language=args.tgt, max_length=48,

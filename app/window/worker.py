@@ -1,16 +1,16 @@
 """The window's adapter to the engine: a QThread that loads the Translator and runs its translation
-session (app.session.session: the pipeline itself) for the whole run of the window, turning what
+pipeline (app.pipeline.pipeline: the pipeline itself) for the whole run of the window, turning what
 the engine's handles report into signals.
 
 The window posts commands (load a model, translate a job, find a sentence's alternatives, accept a
 translation) through a queue and hears back through signals only; these threads never touch a
-widget, the window never runs the engine. Each command is a few lines over the session. A job
+widget, the window never runs the engine. Each command is a few lines over the pipeline. A job
 stops early (its engine handle cancelled) when it is cancelled, when a newer typed-text job
 supersedes it, or when the worker is asked to quit. A new model is loaded beside the working one,
 which goes on serving where the new settings fail (a precision or device the engine refuses).
 
 The device belongs to the engine's own loop (engine.Translator.submit), which decodes whatever is
-submitted together, typed text first. Document jobs (app.session.jobs.DocumentJob) run one after
+submitted together, typed text first. Document jobs (app.pipeline.jobs.DocumentJob) run one after
 another on a thread of their own: typed text and alternatives (Alt+Down, the context menu), translated on this one
 meanwhile, join the engine's batch at its next step and come back while the document goes on,
 neither stopped nor started again. A model load waits for the running document.
@@ -121,7 +121,7 @@ class EngineWorker(QThread):
         self._quitting = False
         self.translator = None  # loaded and dropped by this thread, while no document runs
         self.loaded_command: LoadModel | None = None  # what `translator` was loaded with
-        self.session: TranslationSession | None = None  # over the translator, with the cache and the memory
+        self.pipeline: TranslationSession | None = None  # over the translator, with the cache and the memory
         self._kernels_reported = False  # the kernels' failure is for the whole process: said once
         self._terms = Terms()  # the glossaries and do-not-translate settings jobs keep to (set_terms)
         self.warm_up_thread: threading.Thread | None = None  # the last model's warm-up (`_open`)
@@ -163,8 +163,8 @@ class EngineWorker(QThread):
         """The glossaries and do-not-translate settings of the jobs that start from now on."""
         with self._lock:
             self._terms = terms
-            if self.session is not None:
-                self.session.set_terms(terms)
+            if self.pipeline is not None:
+                self.pipeline.set_terms(terms)
 
     def cancel(self, job_id: int) -> None:
         with self._lock:
@@ -204,15 +204,15 @@ class EngineWorker(QThread):
             self._unload()
 
     def _run_documents(self) -> None:
-        """The documents' thread: one document job after another, over the session this thread loaded."""
+        """The documents' thread: one document job after another, over the pipeline this thread loaded."""
         while (command := self._documents.get()) is not _QUIT:
             with self._document_running:
                 self._run_job(*command)
 
     def _remember(self, command: AcceptTranslation) -> None:
-        if self.session is None:
+        if self.pipeline is None:
             return
-        self.session.accept(command.job, command.sentence, command.translation)
+        self.pipeline.accept(command.job, command.sentence, command.translation)
         self.remembered.emit(command.sentence, command.translation)
 
     def _should_stop(self, job_id: int, typed: bool) -> bool:
@@ -290,7 +290,7 @@ class EngineWorker(QThread):
         self.loaded_command = command
         with self._lock:
             # A memory or cache file that cannot be used (one line naming it): typing goes on without it.
-            self.session = TranslationSession.open(translator, self._paths, self._terms, unusable=log.warning)
+            self.pipeline = TranslationSession.open(translator, self._paths, self._terms, unusable=log.warning)
 
     def _report_kernels(self) -> None:
         """Say once, if the GPU kernels failed (at the warm-up, or in a job), that the slower path runs."""
@@ -300,9 +300,9 @@ class EngineWorker(QThread):
             self.kernels_unavailable.emit(message)
 
     def _unload(self) -> None:
-        if self.session is not None:
-            self.session.close()
-            self.session = None
+        if self.pipeline is not None:
+            self.pipeline.close()
+            self.pipeline = None
         if self.translator is not None:
             self.translator.teardown()
             self.translator = None
@@ -330,7 +330,7 @@ class EngineWorker(QThread):
         if should_stop():
             self.cancelled.emit(job_id)
             return
-        if self.session is None:
+        if self.pipeline is None:
             self.failed.emit(job_id, "No model is loaded.")
             return
         shown: dict[int, str] = {}
@@ -342,10 +342,10 @@ class EngineWorker(QThread):
 
         try:
             if job.detect:
-                found = self.session.source_of(job)
+                found = self.pipeline.source_of(job)
                 self.detected.emit(job_id, found or "")
                 job = replace(job, source=found or job.source, detect=False)
-            layout = self.session.layout(job)
+            layout = self.pipeline.layout(job)
             current: list[str | None] = [None] * len(layout.sentences)
 
             def on_sentence(index: int, translation: str) -> None:  # a sentence's hypothesis: its line's
@@ -354,7 +354,7 @@ class EngineWorker(QThread):
                 if job.completion is not None and index == job.completion[0] and not should_stop():
                     self.completing.emit(job_id, translation)
 
-            result = self.session.translate(job, on_sentence, should_stop)
+            result = self.pipeline.translate(job, on_sentence, should_stop)
         except Exception as e:  # a bad language code, out of memory...: the job fails, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)
             return
@@ -366,11 +366,11 @@ class EngineWorker(QThread):
         self.translated.emit(job_id, result.lines())
 
     def _find_alternatives(self, job_id: int, command: FindAlternatives) -> None:
-        if self.session is None:
+        if self.pipeline is None:
             self.failed.emit(job_id, "No model is loaded.")
             return
         try:
-            found = self.session.alternatives(command.job, command.sentence, command.count)
+            found = self.pipeline.alternatives(command.job, command.sentence, command.count)
         except Exception as e:  # out of memory, an adapter gone...: said, the thread goes on
             self.failed.emit(job_id, str(e) or type(e).__name__)
             return
@@ -383,12 +383,12 @@ class EngineWorker(QThread):
         if should_stop():
             self.cancelled.emit(job_id)
             return
-        if self.session is None:
+        if self.pipeline is None:
             self.document_failed.emit(job_id, "No model is loaded.")
             return
         report = JobReport()
         try:
-            written = self.session.translate_document(
+            written = self.pipeline.translate_document(
                 job, progress=lambda done, total: self.document_progress.emit(job_id, done, total),
                 should_stop=should_stop, report=report,
             )

@@ -7,7 +7,7 @@ def test_each_desktop_is_told_what_it_offers():
     wayland = shortcut_advice("wayland", "wayland")
     assert wayland.startswith("Wayland: bind `dragoman popup` to a key in your desktop's keyboard settings; "
                               "no global shortcut can be registered by apps there.")
-    assert shortcut_advice("offscreen", "wayland") == wayland  # the session says it where Qt's platform does not
+    assert shortcut_advice("offscreen", "wayland") == wayland  # the desktop says it where Qt's platform does not
     assert shortcut_advice("xcb", "x11").startswith("X11: bind `dragoman popup` to a key in your desktop's keyboard")
     assert "no global shortcut" in shortcut_advice("windows", "")
 

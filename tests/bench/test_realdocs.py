@@ -212,7 +212,7 @@ def test_a_text_must_keep_its_lines_without_letters_in_order_and_may_gain_a_tran
 @pytest.mark.skipif(not REALDOCS.is_dir(), reason="no shared real documents on this machine")
 def test_real_documents_through_the_engine_on_the_tests_checkpoint(tiny_checkpoint, tmp_path):
     """What `python -m bench.realdocs --checkpoint` runs, on the real files of one project in every
-    format (all of them take minutes on the CPU): the session's document path with the real engine."""
+    format (all of them take minutes on the CPU): the translation pipeline's document path with the real engine."""
     for path in REALDOCS.glob("*/argos-example.*"):
         (tmp_path / path.name).symlink_to(path)
     engine = EngineDocuments(tiny_checkpoint, "eng_Latn")

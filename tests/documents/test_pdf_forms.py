@@ -133,8 +133,8 @@ def test_the_real_engine_translates_the_text_of_forms(tmp_path, tiny_checkpoint)
     from dragoman.engine import Translator
 
     make_pdf(tmp_path / "forms.pdf")
-    session = TranslationSession(Translator(tiny_checkpoint, device="cpu", dtype="float32"))
-    session.translate_document(DocumentJob(tmp_path / "forms.pdf", tmp_path / "out.pdf", "eng_Latn", "fra_Latn"))
+    pipeline = TranslationSession(Translator(tiny_checkpoint, device="cpu", dtype="float32"))
+    pipeline.translate_document(DocumentJob(tmp_path / "forms.pdf", tmp_path / "out.pdf", "eng_Latn", "fra_Latn"))
     text = extract_text(tmp_path / "out.pdf")
     assert "A sentence inside a form." not in text and "Nested form text here." not in text
     with pikepdf.open(tmp_path / "out.pdf") as out:

@@ -201,7 +201,7 @@ def recorded(translator, monkeypatch):
 @pytest.mark.parametrize("target, script", [("fra_Latn", "Latn"), ("zho_Hans", "Hans")])
 @pytest.mark.parametrize("marks", ["forced", "free"])
 def test_cues_come_back_whole_with_the_real_engine(translator, tmp_path, monkeypatch, target, script, marks):
-    """The session forces the cue marks (app.session.terms); the engine alone may lose them, as the
+    """The translation pipeline forces the cue marks (app.session.terms); the engine alone may lose them, as the
     random model's vocabulary cannot spell everything."""
     source = srt(CUES * 2)
     (tmp_path / "in.srt").write_text(source, encoding="utf-8")
@@ -220,7 +220,7 @@ def test_cues_come_back_whole_with_the_real_engine(translator, tmp_path, monkeyp
 
 @pytest.mark.parametrize("target", ["fra_Latn", "zho_Hans"])
 def test_the_engine_writes_the_cue_marks_back_and_each_cue_gets_its_share(tag_translator, tmp_path, monkeypatch, target):
-    """With a vocabulary that can write placeholder tags, the session's constrained search puts every
+    """With a vocabulary that can write placeholder tags, the pipeline's constrained search puts every
     cue mark in the translation, in order: formatting is never placed by proportion, and a run-on is
     cut where the model put its marks unless that leaves a cue without a word (the chain does not
     ask for words between two marks)."""

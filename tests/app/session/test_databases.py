@@ -88,12 +88,12 @@ def test_a_session_goes_on_without_an_unusable_store_where_told_to(paths, transl
     with pytest.raises(DatabaseError, match="not a translation memory"):
         TranslationSession.open(translator, paths)
     said = []
-    session = TranslationSession.open(translator, paths, unusable=said.append)
+    pipeline = TranslationSession.open(translator, paths, unusable=said.append)
     try:
-        assert session.memory is None and session.cache is not None
+        assert pipeline.memory is None and pipeline.cache is not None
         assert len(said) == 1 and said[0].startswith(f"{memory_file(paths)}: not a translation memory")
     finally:
-        session.close()
+        pipeline.close()
 
 
 def test_stdin_and_documents_are_translated_without_a_broken_memory_and_cache(

@@ -36,8 +36,8 @@ def test_a_document_reaches_the_engine_in_parts_each_prepared_while_the_ones_bef
     source = long_document(tmp_path)
     events = []
     first_sent = threading.Event()
-    session = TranslationSession(translator)
-    masked, translate = session.masked, translator.translate
+    pipeline = TranslationSession(translator)
+    masked, translate = pipeline.masked, translator.translate
 
     def masking(terms, texts, *args, **kwargs):
         if events:
@@ -50,13 +50,13 @@ def test_a_document_reaches_the_engine_in_parts_each_prepared_while_the_ones_bef
         first_sent.set()
         return translate(texts, *args, **kwargs)
 
-    monkeypatch.setattr(session, "masked", masking)
+    monkeypatch.setattr(pipeline, "masked", masking)
     monkeypatch.setattr(translator, "translate", sending)
-    written = session.translate_document(DocumentJob(source, tmp_path / "parts.txt", "eng_Latn", "fra_Latn", options))
+    written = pipeline.translate_document(DocumentJob(source, tmp_path / "parts.txt", "eng_Latn", "fra_Latn", options))
     assert events == [("masked", 256), ("sent", 256), ("masked", 44), ("sent", 44)]
     monkeypatch.setattr(document_batch, "FIRST_DOCUMENT_PART", 10_000)
     events.clear()
-    whole = session.translate_document(DocumentJob(source, tmp_path / "whole.txt", "eng_Latn", "fra_Latn", options))
+    whole = pipeline.translate_document(DocumentJob(source, tmp_path / "whole.txt", "eng_Latn", "fra_Latn", options))
     assert events == [("masked", 300), ("sent", 300)]
     assert written.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
 
@@ -65,8 +65,8 @@ def test_a_part_that_fails_stops_the_others_and_its_error_is_raised(translator, 
     """An error in preparing the second part stops the first part's decoding (nothing is left
     running in the engine) and reaches the caller; a stop ends every part."""
     source = long_document(tmp_path)
-    session = TranslationSession(translator)
-    masked, translate = session.masked, translator.translate
+    pipeline = TranslationSession(translator)
+    masked, translate = pipeline.masked, translator.translate
     stopped = []
 
     def recording(texts, *args, **kwargs):
@@ -80,14 +80,14 @@ def test_a_part_that_fails_stops_the_others_and_its_error_is_raised(translator, 
         return masked(terms, texts, *args, **kwargs)
 
     monkeypatch.setattr(translator, "translate", recording)
-    monkeypatch.setattr(session, "masked", failing)
+    monkeypatch.setattr(pipeline, "masked", failing)
     long_enough = {"num_beams": 4, "max_length": 40, "min_length": 40}  # the first part is still decoding
     with pytest.raises(OSError, match="the disk is gone"):
-        session.translate_document(DocumentJob(source, tmp_path / "failed.txt", "eng_Latn", "fra_Latn", long_enough))
+        pipeline.translate_document(DocumentJob(source, tmp_path / "failed.txt", "eng_Latn", "fra_Latn", long_enough))
     assert stopped == [True] and not (tmp_path / "failed.txt").exists()
-    monkeypatch.setattr(session, "masked", masked)
+    monkeypatch.setattr(pipeline, "masked", masked)
     looks = []
     with pytest.raises(Cancelled):
-        session.translate_document(DocumentJob(source, tmp_path / "stopped.txt", "eng_Latn", "fra_Latn", long_enough),
+        pipeline.translate_document(DocumentJob(source, tmp_path / "stopped.txt", "eng_Latn", "fra_Latn", long_enough),
                                    should_stop=lambda: looks.append(None) or len(looks) > 3)
     assert stopped[1:] and all(stopped[1:]) and not (tmp_path / "stopped.txt").exists()

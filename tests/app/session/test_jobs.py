@@ -16,7 +16,7 @@ SENTENCES = [f"The small dog {i} sees the green river tomorrow." for i in range(
 
 
 def translate_document(job, translator, cache, terms=None, **kwargs):
-    """`job` through a session over `translator` and `cache` (no translation memory)."""
+    """`job` through a pipeline over `translator` and `cache` (no translation memory)."""
     return TranslationSession(translator, cache, terms=terms).translate_document(job, **kwargs)
 
 

@@ -1,4 +1,4 @@
-"""The translation session, the document formats and the local server never import Qt: the command
+"""The translation pipeline, the document formats and the local server never import Qt: the command
 line and the server run them without a window, and the window's worker is only their adapter to signals."""
 
 import os

@@ -24,13 +24,13 @@ def glossary(tmp_path):
 
 
 def test_recent_translations_forget_the_least_recently_used(translator, monkeypatch):
-    session = TranslationSession(translator)
-    session.recent = RecentTranslations(capacity=2)
+    pipeline = TranslationSession(translator)
+    pipeline.recent = RecentTranslations(capacity=2)
     decoded = []
     translate, translate_full = translator.translate, translator.translate_full
 
     def recording(texts, *args, priority=DOCUMENT, **kwargs):
-        if priority == TYPED:  # the session's calls, not this test's own below
+        if priority == TYPED:  # the pipeline's calls, not this test's own below
             decoded.append(list(texts))
         return translate_full(texts, *args, priority=priority, **kwargs)
 
@@ -38,7 +38,7 @@ def test_recent_translations_forget_the_least_recently_used(translator, monkeypa
     options = translator.default_options(**OPTIONS)
 
     def run(texts):
-        return session.translate(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS)).translations
+        return pipeline.translate(TranslationJob(texts, "eng_Latn", "fra_Latn", OPTIONS)).translations
 
     assert run(["One.", "Two."]) == translate(["One.", "Two."], "eng_Latn", "fra_Latn", options)
     run(["Two.", "Three."])  # "One." is now the least recently used of three: dropped
@@ -53,26 +53,26 @@ def test_typed_text_while_a_document_runs_neither_stops_nor_restarts_it(make_tra
     submitted = []
     submit = small.submit
     monkeypatch.setattr(small, "submit", lambda request: submitted.append(request) or submit(request))
-    session = TranslationSession(small)
+    pipeline = TranslationSession(small)
     typed_job = TranslationJob([SENTENCE], "eng_Latn", "fra_Latn", OPTIONS)
-    typed_alone = session.translate(typed_job).translations
-    session.recent = RecentTranslations()  # translated again below, not remembered
+    typed_alone = pipeline.translate(typed_job).translations
+    pipeline.recent = RecentTranslations()  # translated again below, not remembered
     source = tmp_path / "long.txt"
     source.write_text("\n\n".join(MANY_LINES) + "\n", encoding="utf-8")
     job = DocumentJob(source, tmp_path / "long.fra_Latn.txt", "eng_Latn", "fra_Latn", OPTIONS)
     started = threading.Event()
-    document = threading.Thread(target=session.translate_document,
+    document = threading.Thread(target=pipeline.translate_document,
                                 args=(job, lambda done, total: done and started.set()))
     submitted.clear()
     document.start()
     assert started.wait(timeout=120)
-    assert session.translate(typed_job).translations == typed_alone
+    assert pipeline.translate(typed_job).translations == typed_alone
     still_running = document.is_alive()
     document.join(timeout=120)
     assert still_running
     [once] = [request for request in submitted if request.priority == DOCUMENT]
     assert sorted(once.texts) == sorted(MANY_LINES)  # every sentence submitted once: no restart
-    alone = session.translate_document(DocumentJob(source, tmp_path / "alone.txt", "eng_Latn", "fra_Latn", OPTIONS))
+    alone = pipeline.translate_document(DocumentJob(source, tmp_path / "alone.txt", "eng_Latn", "fra_Latn", OPTIONS))
     assert job.output_path.read_text(encoding="utf-8") == alone.read_text(encoding="utf-8")
 
 
@@ -86,21 +86,21 @@ def test_alternatives_keep_the_sentences_terms(translator, glossary):
 
 
 def test_a_completion_keeps_the_sentences_terms_and_the_persons_start(translator, glossary):
-    session = TranslationSession(translator, terms=Terms((glossary,)))
+    pipeline = TranslationSession(translator, terms=Terms((glossary,)))
     job = TranslationJob([SENTENCE], "eng_Latn", "fra_Latn", OPTIONS, completion=(0, "Vite,"))
-    [completed] = session.translate(job).translations
+    [completed] = pipeline.translate(job).translations
     assert completed.startswith("Vite,") and "enregistrer" in completed and "fichier" in completed
 
 
 def test_a_translation_a_person_accepts_comes_back_from_the_memory_undoubted(translator, tmp_path):
     from dragoman.app.session.translation_memory import TranslationMemory
 
-    session = TranslationSession(translator, memory=TranslationMemory(tmp_path / "memory.sqlite3"))
+    pipeline = TranslationSession(translator, memory=TranslationMemory(tmp_path / "memory.sqlite3"))
     job = TranslationJob(["The quick brown fox jumps over the lazy dog."], "eng_Latn", "fra_Latn", OPTIONS)
-    session.accept(job, job.texts[0], "Le renard saute.")
-    result = session.translate(job)
+    pipeline.accept(job, job.texts[0], "Le renard saute.")
+    result = pipeline.translate(job)
     assert result.lines() == ["Le renard saute."] and result.doubts == [[]] and result.found == [None]
-    session.close()
+    pipeline.close()
 
 
 def test_segments_held_in_memory_are_translated_as_a_documents(translator, paths, tmp_path):
@@ -110,16 +110,16 @@ def test_segments_held_in_memory_are_translated_as_a_documents(translator, paths
     html = '<p>Hello <b>world</b>, how are you?</p><p>The cat sleeps.</p>'
     page = tmp_path / "page.html"
     page.write_text(f"<html><body>{html}</body></html>", encoding="utf-8")
-    session = TranslationSession.open(translator, paths)
+    pipeline = TranslationSession.open(translator, paths)
     try:
-        written = session.translate_document(DocumentJob(page, tmp_path / "page.fra_Latn.html", "eng_Latn", "fra_Latn",
+        written = pipeline.translate_document(DocumentJob(page, tmp_path / "page.fra_Latn.html", "eng_Latn", "fra_Latn",
                                                          OPTIONS))
         fragment = MarkupFragment(html)
         report = JobReport()
         job = DocumentJob(page, page, "eng_Latn", "fra_Latn", OPTIONS)
-        translated = fragment.text(session.translate_segments(job, fragment.segments, report))
+        translated = fragment.text(pipeline.translate_segments(job, fragment.segments, report))
     finally:
-        session.close()
+        pipeline.close()
     assert "<b>" in translated and translated in written.read_text(encoding="utf-8")
     assert report.sentences == report.cached > 0  # the document's cache: the page translated them first
 

@@ -13,7 +13,7 @@ from dragoman.app.session.terms import (FIXED_POSITIONS, GlossaryPair, Marks, Te
 from dragoman.engine.translation_cache import TranslationCache
 
 def translate_document(job, translator, cache, terms=None, **kwargs):
-    """`job` through a session over `translator` and `cache` (no translation memory)."""
+    """`job` through a pipeline over `translator` and `cache` (no translation memory)."""
     return TranslationSession(translator, cache, terms=terms).translate_document(job, **kwargs)
 
 
@@ -146,7 +146,7 @@ def test_typed_text_in_the_worker_hands_its_sentences_their_terms(translator, gl
 
     worker = EngineWorker(paths=paths)
     recording = RecordingTranslator(translator)
-    worker.session = TranslationSession(recording)
+    worker.pipeline = TranslationSession(recording)
     worker.set_terms(Terms((glossary,)))
     events = Recorder(worker)
     worker.start()
@@ -157,7 +157,7 @@ def test_typed_text_in_the_worker_hands_its_sentences_their_terms(translator, gl
         worker.set_terms(Terms())
         events.wait(qtbot, "translated", worker.submit(job))
     finally:
-        worker.session = None
+        worker.pipeline = None
         worker.stop()
         worker.wait()
     # the number with its unit is a mark the tiny vocabulary spells (it has no `<`), its bytes put back after
@@ -267,13 +267,13 @@ def test_verbatim_spans_come_back_byte_for_byte_whatever_the_vocabulary(translat
 
 def test_alternatives_and_completions_give_verbatim_spans_back_byte_for_byte(translator):
     recording = RecordingTranslator(translator)
-    session = TranslationSession(recording)
+    pipeline = TranslationSession(recording)
     job = TranslationJob([UNSPELLED], "eng_Latn", "fra_Latn", {"num_beams": 2, "max_length": 40}, split=False)
-    found = session.alternatives(job, UNSPELLED, 2)
+    found = pipeline.alternatives(job, UNSPELLED, 2)
     assert len(found) == 2 and all(t.text.count("bob@a-b.org") == 1 and "(3)" not in t.text for t in found)
     start = "Lire http://www.perl.org/~x?a=1&b="  # the person typed the URL: the model reads its mark
     streamed = []
-    result = session.translate(replace(job, completion=(0, start)), lambda i, text: streamed.append(text))
+    result = pipeline.translate(replace(job, completion=(0, start)), lambda i, text: streamed.append(text))
     [completed] = result.translations
     assert completed.startswith(start) and completed.count("bob@a-b.org") == 1
     assert all("(1)" not in text for text in streamed)
@@ -291,11 +291,11 @@ def test_a_mark_is_one_the_sentence_does_not_hold_and_comes_back_once_where_the_
 
 def test_text_with_nothing_to_translate_never_reaches_the_model(translator, tmp_path):
     recording = RecordingTranslator(translator)
-    session = TranslationSession(recording)
+    pipeline = TranslationSession(recording)
     texts = ["https://example.org/a_b", "bob@a-b.org", "5 kg", "{name}"]
     job = TranslationJob(texts, "eng_Latn", "fra_Latn", {"num_beams": 1, "max_length": 20})
-    assert session.translate(job).lines() == texts
-    assert [t.text for t in session.alternatives(job, texts[0])] == [texts[0]] and recording.calls == []
+    assert pipeline.translate(job).lines() == texts
+    assert [t.text for t in pipeline.alternatives(job, texts[0])] == [texts[0]] and recording.calls == []
     # in a document: a paragraph, a table cell that is only a URL
     source = tmp_path / "in.html"
     source.write_text("<html><body><p>https://example.org/a_b?x=1</p><table><tr><td>mail@a-b.org</td></tr></table>"

@@ -1,5 +1,5 @@
 """The window's "Serve the APIs" setting: the LibreTranslate and DeepL APIs on 127.0.0.1, over the
-window's own model and session (real HTTP from the test, answered with the window's translation), the
+window's own model and pipeline (real HTTP from the test, answered with the window's translation), the
 address in the status bar; off again, nothing listens; a port in use is said in one line. The real
 window, worker and tiny model."""
 
@@ -41,14 +41,14 @@ def test_the_window_serves_both_apis_with_its_model_and_stops_when_turned_off(qt
     assert answer["translatedText"] == translated_in(qtbot, window, "Good morning.")  # the window's model and options
     deepl = post(f"{address}/v2/translate", {"text": ["Good morning."], "source_lang": "EN", "target_lang": "FR"})
     assert deepl["translations"][0]["text"] == answer["translatedText"]
-    assert window.worker.session is not None  # shared, not closed by the server
+    assert window.worker.pipeline is not None  # shared, not closed by the server
 
     window.apply_settings(replace(window.settings, serve_apis=False))
     assert window.local_server.address == "" and not window.local_server.label.isVisibleTo(window)
     qtbot.waitUntil(lambda: not window.local_server.stopping, timeout=WAIT_MS)
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{address}/languages", timeout=5)
-    assert translated_in(qtbot, window, "The cat sleeps.")  # the window's session goes on
+    assert translated_in(qtbot, window, "The cat sleeps.")  # the window's pipeline goes on
 
 
 def test_a_model_reload_moves_the_server_to_the_new_model(qtbot, open_window, settings):
@@ -78,8 +78,8 @@ def test_turning_the_server_off_does_not_wait_for_the_requests_it_is_answering(q
     assert asking.is_alive() and window.local_server.stopping  # the window did not wait for it
     asking.join(timeout=WAIT_MS / 1000)
     qtbot.waitUntil(lambda: not window.local_server.stopping, timeout=WAIT_MS)
-    # Answered whole: as the window's own session translates the same texts.
-    alone = window.worker.session.translate(TranslationJob(texts, "eng_Latn", "fra_Latn", window.typed_options()))
+    # Answered whole: as the window's own pipeline translates the same texts.
+    alone = window.worker.pipeline.translate(TranslationJob(texts, "eng_Latn", "fra_Latn", window.typed_options()))
     assert answers[0]["translatedText"] == alone.translations
 
 

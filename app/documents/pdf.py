@@ -86,7 +86,7 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
         pdf.save(buffer, stream_decode_level=pikepdf.StreamDecodeLevel.none)
         data = buffer.getvalue()
         try:
-            pages = read_pages(data)
+            pages = read_pages(data, len(pdf.pages))
         except DocumentError:
             raise
         except (RecursionError, MemoryError):

@@ -28,10 +28,13 @@ glyphs, minutes of drawing operators) is refused as soon as it passes a bound.
 from __future__ import annotations
 
 import io
+import multiprocessing
+import os
 import re
 import statistics
 import threading
 import weakref
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Mapping
@@ -67,6 +70,9 @@ MAX_PAGE_GLYPHS = 100_000  # glyphs a page shows: a page of 6-point type shows ~
 MAX_SAVED_STATES = 256  # graphics states saved (`q`) and not yet restored: real pages nest a few deep
 MAX_DOCUMENT_OPERATORS = 20_000_000
 MAX_DOCUMENT_GLYPHS = 10_000_000  # 2,000 a page over 5,000 pages
+# A process reads this many pages at least, since starting one takes ~0.5 s; at most this many read at once.
+PAGES_PER_READER = 16
+MAX_READERS = 8
 NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
 
 
@@ -248,13 +254,20 @@ class ReadingBudget:
             raise DocumentError(f"page {self.page + 1} runs over {MAX_PAGE_OPERATORS:,} drawing and text operators, "
                                 "which is refused")
         if self.document_operators > MAX_DOCUMENT_OPERATORS:
-            raise DocumentError(f"its pages run over {MAX_DOCUMENT_OPERATORS:,} drawing and text operators, which is refused")
+            self.check_document()
 
     def show(self, glyphs: int) -> None:
         self.glyphs += glyphs
         self.document_glyphs += glyphs
         if self.glyphs > MAX_PAGE_GLYPHS:
             raise DocumentError(f"page {self.page + 1} shows over {MAX_PAGE_GLYPHS:,} characters, which is refused")
+        if self.document_glyphs > MAX_DOCUMENT_GLYPHS:
+            self.check_document()
+
+    def check_document(self) -> None:
+        """The whole document's bounds (also over ranges of pages read apart)."""
+        if self.document_operators > MAX_DOCUMENT_OPERATORS:
+            raise DocumentError(f"its pages run over {MAX_DOCUMENT_OPERATORS:,} drawing and text operators, which is refused")
         if self.document_glyphs > MAX_DOCUMENT_GLYPHS:
             raise DocumentError(f"its pages show over {MAX_DOCUMENT_GLYPHS:,} characters, which is refused")
 
@@ -312,8 +325,46 @@ def _font_style(char: LTChar, font: PDFFont) -> tuple[bool, bool]:
     return bool(BOLD_NAME.search(name) or flags & (1 << 18)), bool(ITALIC_NAME.search(name) or flags & (1 << 6))
 
 
-def read_pages(data: bytes) -> list[Page]:
-    """Every page's blocks, read from the PDF's bytes (already checked and decrypted)."""
+def read_pages(data: bytes, page_count: int = 0) -> list[Page]:
+    """Every page's blocks, read from the PDF's bytes (already checked and decrypted). A document of
+    `page_count` pages (the page tree's count, where known) is read in ranges of pages, in several
+    processes at once: pdfminer is pure Python, so threads would take turns. Each process bounds
+    its range as a document (`ReadingBudget`), and the sums are bounded again here."""
+    readers = min(os.cpu_count() or 1, MAX_READERS, page_count // PAGES_PER_READER)
+    if readers < 2:
+        return _read_range(data, 0, None)[0]
+    starts = [page_count * i // readers for i in range(readers)]
+    stops: list[int | None] = [*starts[1:], None]  # the last range to the end, whatever the count said
+    # spawned, not forked: the app's other threads (Qt's, the engine's) hold locks a fork would copy
+    with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        # pickled by our own child processes from our own classes: no file's bytes are unpickled
+        ranges = list(pool.map(_read_range, [data] * readers, starts, stops))
+    budget = ReadingBudget()
+    budget.document_operators = sum(operators for _, operators, _ in ranges)
+    budget.document_glyphs = sum(glyphs for _, _, glyphs in ranges)
+    budget.check_document()
+    pages = [page for read, _, _ in ranges for page in read]
+    _share_sources(pages)
+    return pages
+
+
+def _share_sources(pages: list[Page]) -> None:
+    """One `SourceFont` for each font program, as reading in one process gives: ranges read apart
+    each made their own, and the writer embeds a face once for each it is given."""
+    shared: dict[tuple, SourceFont] = {}
+    by_id: dict[int, SourceFont] = {}
+    for page in pages:
+        for block in page.blocks:
+            for style, source in block.fonts.items():
+                if id(source) not in by_id:
+                    key = (source.name, source.program, source.cff, source.subset, tuple(source.glyphs.items()),
+                           tuple(source.codes.items()))
+                    by_id[id(source)] = shared.setdefault(key, source)
+                block.fonts[style] = by_id[id(source)]
+
+
+def _read_range(data: bytes, start: int, stop: int | None) -> tuple[list[Page], int, int]:
+    """The blocks of pages start to stop (None: the last), and the operators and glyphs they ran."""
     from pdfminer.converter import PDFPageAggregator
     from pdfminer.layout import LAParams, LTFigure
     from pdfminer.pdfdocument import PDFDocument
@@ -386,6 +437,10 @@ def read_pages(data: bytes) -> list[Page]:
     _budgets.current = budget
     try:
         for index, page in enumerate(PDFPage.create_pages(document)):
+            if index < start:
+                continue
+            if stop is not None and index >= stop:
+                break
             budget.begin_page(index)
             interpreter.process_page(page)
             layout = device.get_result()
@@ -397,7 +452,7 @@ def read_pages(data: bytes) -> list[Page]:
             pages.append(page_layout)
     finally:
         _budgets.current = None
-    return pages
+    return pages, budget.document_operators, budget.document_glyphs
 
 
 def _elements(textstate, seq) -> list | None:

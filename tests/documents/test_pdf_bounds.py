@@ -3,6 +3,7 @@ document, the graphics states saved, the content decoded. Each hostile PDF is ma
 one line naming the page or the bound, and leaves no output; with the stand-in and with the engine."""
 
 import io
+import os
 import zlib
 
 import pikepdf
@@ -69,6 +70,19 @@ def test_the_documents_glyphs_and_operators_are_bounded_over_pages_each_within_i
     drawing = b"0 0 m 1 1 l S\n" * 1_000
     refused(with_contents(tmp_path, *[drawing] * 5), tmp_path, translate,
             r"^its pages run over 25,000 drawing and text operators")
+
+
+def test_bounds_hold_over_pages_read_in_several_processes(tmp_path, translate, monkeypatch):
+    monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    page = b"BT /F1 12 Tf 72 720 Td (" + b"word " * 2_000 + b") Tj ET"
+    hostile = b"BT /F1 12 Tf 72 720 Td (" + b"a" * 200_000 + b") Tj ET"
+    # a page's bound, passed in a reading process: the page named as in one process
+    refused(with_contents(tmp_path, page, page, hostile, page), tmp_path, translate,
+            r"^page 3 shows over 100,000 characters, which is refused$")
+    # the document's, which each process's range keeps on its own: their sum is bounded here
+    monkeypatch.setattr(pdf_blocks, "MAX_DOCUMENT_GLYPHS", 25_000)
+    refused(with_contents(tmp_path, *[page] * 4), tmp_path, translate, r"^its pages show over 25,000 characters")
 
 
 def test_content_spread_over_many_pages_each_under_the_page_bound_is_bounded(tmp_path, translate, monkeypatch):

@@ -4,9 +4,12 @@ font), else in a Noto font; bold and italic are kept either way. The PDFs embed 
 the system (found with fontconfig) and are read back with pdfminer.six, pikepdf and fontTools."""
 
 import io
+import os
 import re
 import shutil
 import subprocess
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 
 import pikepdf
@@ -18,7 +21,7 @@ from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.pdfgen import canvas
 
-from dragoman.app.documents import translate_document
+from dragoman.app.documents import pdf_blocks, translate_document
 
 from document_fakes import upper_keeping_tags
 
@@ -130,6 +133,44 @@ def test_a_translation_the_subset_does_not_cover_is_set_in_noto_keeping_bold(tmp
     assert texts["NotoSans-Regular"] == "Текст страницы набран своим шрифтом."
     assert texts["NotoSans-Bold"] == "Жирный заголовок"
     assert not any(name.startswith("DejaVu") and text.strip() for name, text in texts.items())
+
+
+def book_pdf(path, dejavu, pages: int):
+    """`reportlab_pdf`'s two lines on each of `pages` pages, both subsets shared by every page."""
+    pdfmetrics.registerFont(TTFont("DejaVu", dejavu[0]))
+    pdfmetrics.registerFont(TTFont("DejaVuBold", dejavu[1]))
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for page in range(pages):
+        c.setFont("DejaVu", 12)
+        c.drawString(72, H - 100, f"The text of page {page + 1} is set in its own font.")
+        c.setFont("DejaVuBold", 16)
+        c.drawString(72, H - 200, "A bold heading")
+        c.showPage()
+    c.save()
+
+
+def test_a_book_read_in_several_processes_gives_the_pages_and_fonts_of_one(tmp_path, dejavu, monkeypatch):
+    path = tmp_path / "book.pdf"
+    book_pdf(path, dejavu, 7)
+    alone = pdf_blocks.read_pages(path.read_bytes())  # no page count: read in this process
+    readers = []
+
+    class Readers(ProcessPoolExecutor):
+        def __init__(self, workers, **kwargs):
+            readers.append(workers)
+            super().__init__(workers, **kwargs)
+
+    monkeypatch.setattr(pdf_blocks, "ProcessPoolExecutor", Readers)
+    monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    spread = pdf_blocks.read_pages(path.read_bytes(), 7)
+    assert readers == [3]
+    assert [asdict(page) for page in spread] == [asdict(page) for page in alone]
+
+    def sources(pages) -> set[int]:
+        return {id(font) for page in pages for block in page.blocks for font in block.fonts.values()}
+
+    assert len(sources(alone)) == len(sources(spread)) == 2  # each range's copies of a font are one again
 
 
 def complete_font_pdf(path, font_file: str, text: str, base_font: str = "DejaVuSans"):

@@ -17,6 +17,14 @@ joins (`typing`: typed text is admitted alone, and its steps wait for no encoder
 sentence typed while a long document decodes comes back at the latency it has alone, and the
 document goes on where it was, but for the few sentences that made way.
 
+Plain and constrained documents apart: a step whose groups mix plain and constrained search runs
+each group's search eagerly (engine/step_runner.py), several times slower than a step of either
+alone, which is one graph. So documents' plain sentences wait ahead of their constrained ones (the
+queue is ordered by `queue_key`), and a document sentence joins running document sentences only
+of its own kind: the kind that runs keeps the rows while sentences of it wait, then drains, and
+the other kind follows. One passed over in HELD_ADMISSIONS admissions in a row gets its turn: the
+running kind takes no more rows until it has drained. Typed text is not held: it steps alone anyway.
+
 Preemption: when the coming step would run out of blocks, the most recently admitted sentence is
 preempted (the runner frees its blocks; the sentence is requeued from its start). The search is
 deterministic, so a restarted sentence ends exactly as it would have.
@@ -39,6 +47,12 @@ if TYPE_CHECKING:
 
 ADMIT_SHARE = 0.25  # see "Admission" above; measured in docs/performance.md
 TYPED, DOCUMENT = 0, 1  # priorities (`Request.priority`): lower runs first
+HELD_ADMISSIONS = 64  # admissions a document sentence is passed over in for its kind at most (see "Plain and constrained")
+
+
+def queue_key(request: Request) -> tuple[int, bool]:
+    """Where a request waits: by priority, a document's plain sentences ahead of its constrained ones."""
+    return request.priority, request.constrained and not request.typed
 
 
 class OutOfBlocks(RuntimeError):
@@ -115,20 +129,22 @@ class Scheduler:
         self.groups: dict[object, Group] = {}  # by Request.group_key
         self.rows_taken = 0  # by the running sentences
         self._admissions = itertools.count()
+        self._held = 0  # admissions in a row in which a document sentence was passed over for its kind
+        self._turn: bool | None = None  # the kind (constrained?) whose turn it is once one waited too long
 
     def start(self, requests: list[Request]) -> None:
         """A run begins: these requests wait, by priority (in their order within one), and nothing runs."""
         assert not self.running, "a run that ended early has its sentences stopped (`stop`)"
-        self.waiting = deque(sorted(requests, key=lambda r: r.priority))
+        self.waiting = deque(sorted(requests, key=queue_key))
 
     def add(self, request: Request) -> None:
-        """Queue `request` behind the waiting requests of its priority or a more urgent one, ahead of
+        """Queue `request` behind the waiting requests of its `queue_key` or a lower one, ahead of
         the others: typed text fed while a document waits goes first."""
-        waiting = self.waiting
-        if not waiting or waiting[-1].priority <= request.priority:
+        waiting, key = self.waiting, queue_key(request)
+        if not waiting or queue_key(waiting[-1]) <= key:
             waiting.append(request)  # the usual case, without a walk over the queue
             return
-        at = next(i for i, other in enumerate(waiting) if other.priority > request.priority)
+        at = next(i for i, other in enumerate(waiting) if queue_key(other) > key)
         waiting.insert(at, request)
 
     def blocks_for(self, tokens: int) -> int:
@@ -204,10 +220,18 @@ class Scheduler:
         passed = 0
         not_ready: set[str | None] = set()
         typed_only = waiting[0].typed  # typed text joins alone (`typing`)
+        kinds = {group.constrained for group in self.groups.values() if not group.typed}  # the documents' running
+        if self._turn is not None and not any(not r.typed and r.constrained == self._turn for r in waiting):
+            self._turn = None  # those whose turn it was have gone (withdrawn)
+        held: bool | None = None  # the kind of the first document sentence held back for its turn
         while passed < min(len(waiting), self.max_rows):
             request = waiting[passed]
             if typed_only and not request.typed:
                 break
+            if not request.typed and not self._its_turn(request.constrained, kinds):
+                held = request.constrained if held is None else held
+                passed += 1
+                continue
             if len(request.prefix) >= request.limit:  # max_length leaves no room to generate
                 del waiting[passed]
                 request.result = list(request.prefix)
@@ -245,6 +269,13 @@ class Scheduler:
             rows += beams
             free_self -= 2 * beams
             free_cross -= cross_blocks
+            if not request.typed:
+                kinds.add(request.constrained)
+                if self._turn == request.constrained:
+                    self._turn = None  # its turn has come
+        self._held = self._held + 1 if held is not None else 0
+        if held is not None and self._held > HELD_ADMISSIONS and self._turn is None:
+            self._turn = held  # the running kind takes no more rows, drains, and the held one follows
         for sentence in admitted:
             self._join(sentence)
         if made_way:  # they wait again behind typed text, ahead of the documents queued after them
@@ -253,6 +284,11 @@ class Scheduler:
             for sentence in made_way:  # youngest first: each goes ahead of the one before
                 waiting.insert(typed, sentence.request)
         return admitted, finished, made_way
+
+    def _its_turn(self, constrained: bool, running: set[bool]) -> bool:
+        """Whether a document sentence, constrained or not, may join the documents' `running`
+        kinds: only its own kind's, and not while the other kind has its turn (`_turn`)."""
+        return running <= {constrained} and self._turn in (None, constrained)
 
     def _fits(self, request: Request, rows: int, free_self: int, free_cross: int) -> bool:
         """Whether `request` can join sentences that take `rows` rows, leaving these free blocks: its

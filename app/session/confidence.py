@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import queue
 import threading
+import time
 import unicodedata
 
 from dragoman.app.session import detect
@@ -134,7 +135,11 @@ def detected_language(text: str) -> str | None:
 
 class DoubtsAlongside:
     """The doubts (`doubts`) of translations as they come, judged on a thread of its
-    own while the engine's thread waits on the device; `close` waits for them."""
+    own while the engine's thread waits on the device; `close` waits for them.
+
+    The thread lets go of the interpreter after each sentence: the engine's thread, back from
+    waiting on the device, would otherwise wait up to Python's switch interval (5 ms) for it at
+    every step, a step being a few milliseconds (docs/performance.md)."""
 
     def __init__(self, source: str, target: str):
         self.source, self.target = source, target
@@ -158,4 +163,5 @@ class DoubtsAlongside:
             try:
                 self._judged[sentence] = doubts(sentence, translation, self.source, self.target, score)
             except Exception:  # judged again where the report is made, where an error is the caller's
-                continue
+                pass
+            time.sleep(0)  # the interpreter to a thread waiting for it (the engine's)

@@ -317,3 +317,77 @@ def test_the_schedulers_records_hold_no_tensors_while_the_runner_steps_them(tran
 
     generator.run(requests, feed=look)
     assert {"Sentence", "Group"} <= set(seen) and all(r.result for r in requests)
+
+
+def constrained(**kwargs):
+    """A document request whose search is constrained (its constraints checked, as the generator does)."""
+    from dragoman.engine.constraints import Constraints
+
+    r = request(**kwargs)
+    r.constraints = [[7, 8]]
+    r.checked_constraints = Constraints(r.constraints, eos_id=2)
+    return r
+
+
+def finish(s, *requests):
+    s.update([sentence for sentence in s.running if sentence.request in requests])
+
+
+def kinds_running(s):
+    return {group.constrained for group in s.groups.values()}
+
+
+def test_a_documents_plain_sentences_wait_ahead_of_its_constrained_ones_and_never_step_with_them():
+    s = scheduler(max_rows=8)
+    c1, p1, c2, p2 = queued(s, constrained(beams=2), request(2), constrained(beams=2), request(2))
+    assert list(s.waiting) == [p1, p2, c1, c2]  # plain first, each kind in its order
+    assert admitted(s.schedule(1000, 1000, BASE)) == [p1, p2]  # rows for all, but not beside them
+    p3 = queued(s, request(2))[0]
+    finish(s, p1)
+    assert admitted(s.schedule(1000, 1000, BASE)) == [p3] and kinds_running(s) == {False}
+    finish(s, p2, p3)  # the plain ones have drained: the constrained ones' turn
+    assert admitted(s.schedule(1000, 1000, BASE)) == [c1, c2] and kinds_running(s) == {True}
+    p4 = queued(s, request(2))[0]
+    assert list(s.waiting) == [p4] and admitted(s.schedule(1000, 1000, BASE)) == []  # nor plain beside constrained
+    finish(s, c1, c2)
+    assert admitted(s.schedule(1000, 1000, BASE)) == [p4]
+
+
+def test_typed_text_steps_beside_either_kind():
+    s = scheduler(max_rows=8)
+    c = queued(s, constrained(beams=2))[0]
+    s.schedule(1000, 1000, BASE)
+    typed = queued(s, request(2, priority=0))[0]
+    assert admitted(s.schedule(1000, 1000, BASE)) == [typed]
+
+
+def test_a_kind_passed_over_too_long_gets_its_turn_once_the_running_kind_drains(monkeypatch):
+    monkeypatch.setattr("dragoman.engine.scheduler.HELD_ADMISSIONS", 2)
+    s = scheduler(max_rows=8)
+    running = queued(s, request(2))
+    s.schedule(1000, 1000, BASE)
+    held = queued(s, constrained(beams=2))[0]
+    for _ in range(3):  # plain sentences keep coming: each is admitted as one finishes, the constrained one passed over
+        more = queued(s, request(2))[0]
+        assert admitted(s.schedule(1000, 1000, BASE)) == [more]
+        finish(s, running[0])
+        running = [more]
+    late = queued(s, request(2))[0]
+    assert admitted(s.schedule(1000, 1000, BASE)) == []  # its turn: no more plain rows
+    finish(s, running[0])
+    assert admitted(s.schedule(1000, 1000, BASE)) == [held]
+    finish(s, held)
+    assert admitted(s.schedule(1000, 1000, BASE)) == [late]
+
+
+def test_a_turn_ends_when_those_it_was_for_are_withdrawn(monkeypatch):
+    monkeypatch.setattr("dragoman.engine.scheduler.HELD_ADMISSIONS", 0)
+    s = scheduler(max_rows=8)
+    queued(s, request(2))
+    s.schedule(1000, 1000, BASE)
+    held = queued(s, constrained(beams=2))[0]
+    plain = queued(s, request(2))[0]
+    assert admitted(s.schedule(1000, 1000, BASE)) == [plain]  # passed over once: its turn from now on
+    s.withdraw({held})
+    late = queued(s, request(2))[0]
+    assert admitted(s.schedule(1000, 1000, BASE)) == [late]

@@ -3,11 +3,13 @@
 import io
 import json
 import sys
+import threading
+import time
 
 import pytest
 
 from dragoman.app.cli import main
-from dragoman.app.session.confidence import LOW_SCORE, doubts, letters, longest_loop, units
+from dragoman.app.session.confidence import LOW_SCORE, DoubtsAlongside, doubts, letters, longest_loop, units
 
 SOURCE = "The weather is lovely today in the old town."
 
@@ -137,3 +139,24 @@ def test_nothing_and_a_word_sixty_times_are_doubted_even_for_a_short_source():
     assert doubts("Yes", " ", "eng_Latn", "fra_Latn") == ["nothing came out"]
     assert doubts("OK", "D'accord", "eng_Latn", "fra_Latn") == []  # short, and rightly longer
     assert doubts("42", "", "eng_Latn", "fra_Latn") == []  # no letters: nothing to lose
+
+
+def test_doubts_alongside_judge_each_sentence_as_doubts_does_and_let_go_of_the_interpreter_after_each(monkeypatch):
+    untranslated = "The bridge over the river is closed for repairs until the spring."
+    pairs = [(SOURCE, "Il fait très beau aujourd'hui dans la vieille ville."), (untranslated, untranslated),
+             ("Chapter 1", "Chapter 1")]
+    real_sleep, yields = time.sleep, []
+
+    def sleep(seconds: float) -> None:
+        if threading.current_thread().name == "dragoman-doubts":
+            yields.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    judge = DoubtsAlongside("eng_Latn", "fra_Latn")
+    for sentence, translation in pairs:
+        judge.add(sentence, translation, -0.5)
+    judged = judge.close()
+    assert judged == {s: doubts(s, t, "eng_Latn", "fra_Latn", -0.5) for s, t in pairs}
+    assert judged[untranslated] != [] and judged[SOURCE] == []
+    assert yields == [0] * len(pairs)  # the engine's thread gets the interpreter at once, not after 5 ms

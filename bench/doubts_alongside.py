@@ -5,8 +5,9 @@ The engine's thread is stood in for by a loop of `--steps` steps, each a little 
 and a wait that lets go of the interpreter as a wait on the device does (`--wait-ms`, a document
 step's few milliseconds). It runs alone, then beside a `DoubtsAlongside` judging `--sentences`
 translations; a thread that holds the interpreter makes the loop wait up to Python's switch
-interval (5 ms) each time it comes back from waiting. Prints both times and their ratio, the
-median of `--repeats` runs each, alternated. No model and no GPU: the contention is the host's.
+interval each time it comes back from waiting (`--switch-interval-ms`: 0.5, as the engine's loop
+sets it, engine/translator.py GIL_SWITCH_S; Python's own is 5). Prints both times and their ratio,
+the median of `--repeats` runs each, alternated. No model and no GPU: the contention is the host's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import threading
 import time
 
@@ -52,8 +54,10 @@ def main() -> None:
     parser.add_argument("--wait-ms", type=float, default=3.0)
     parser.add_argument("--sentences", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--switch-interval-ms", type=float, default=0.5)
     add_out_argument(parser)
     args = parser.parse_args()
+    sys.setswitchinterval(args.switch_interval_ms / 1e3)
     rng = random.Random(1)
     judged = [(" ".join(rng.choices(WORDS, k=20)) + ".", " ".join(rng.choices(WORDS, k=22)) + ".")
               for _ in range(args.sentences)]
@@ -63,6 +67,7 @@ def main() -> None:
         alone.append(loop_seconds(args.steps, args.wait_ms / 1e3, None))
         beside.append(loop_seconds(args.steps, args.wait_ms / 1e3, judged))
     out = {"steps": args.steps, "wait_ms": args.wait_ms, "sentences": args.sentences,
+           "switch_interval_ms": args.switch_interval_ms,
            "alone_s": statistics.median(alone), "beside_doubts_s": statistics.median(beside)}
     out["ratio"] = out["beside_doubts_s"] / out["alone_s"]
     emit(out, "doubts_alongside", None, args.out)

@@ -36,8 +36,13 @@ step() {  # name, seconds it may take, command...
 startup() {  # first launch on the machine (its kernels compiled), then warm twice
   local run
   # An installed app's modules are compiled to bytecode at install; the device's packages are not
-  # (read-only), which cost each launch ~2.4 s of compiling: compiled once here, as pip would.
-  python3 -c "import torch, triton, numpy, dragoman.app.cli, dragoman.engine.translator"
+  # (read-only), and bytecode written there under PYTHONPYCACHEPREFIX was not used either (each
+  # launch still compiled ~1,200 modules, 2.4-3.4 s): compiled once here, as pip would, and said.
+  unset PYTHONDONTWRITEBYTECODE
+  python3 -c "import sys, torch, triton, numpy, dragoman.app.cli, dragoman.engine.translator
+print('bytecode: written', not sys.flags.dont_write_bytecode, 'under', sys.pycache_prefix)"
+  TRITON_CACHE_DIR=$(mktemp -d)  # the first launch compiles every kernel, whatever steps ran before
+  export TRITON_CACHE_DIR
   for run in first warm warm; do
     TIMEFORMAT="$run launch to translation: %R s"
     time (echo "The quick brown fox jumps over the lazy dog." | DRAGOMAN_HOME=$(mktemp -d) \

@@ -35,6 +35,7 @@ import statistics
 import threading
 import weakref
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Mapping
@@ -335,10 +336,15 @@ def read_pages(data: bytes, page_count: int = 0) -> list[Page]:
         return _read_range(data, 0, None)[0]
     starts = [page_count * i // readers for i in range(readers)]
     stops: list[int | None] = [*starts[1:], None]  # the last range to the end, whatever the count said
-    # spawned, not forked: the app's other threads (Qt's, the engine's) hold locks a fork would copy
-    with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        # pickled by our own child processes from our own classes: no file's bytes are unpickled
-        ranges = list(pool.map(_read_range, [data] * readers, starts, stops))
+    try:
+        # spawned, not forked: the app's other threads (Qt's, the engine's) hold locks a fork would copy
+        with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            # pickled by our own child processes from our own classes: no file's bytes are unpickled
+            ranges = list(pool.map(_read_range, [data] * readers, starts, stops))
+    except BrokenProcessPool:
+        # A reader died: out of memory, or started from a script without a main guard, which a
+        # spawned process runs again. Read here, as in one process.
+        return _read_range(data, 0, None)[0]
     budget = ReadingBudget()
     budget.document_operators = sum(operators for _, operators, _ in ranges)
     budget.document_glyphs = sum(glyphs for _, _, glyphs in ranges)

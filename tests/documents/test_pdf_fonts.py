@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 from pathlib import Path
 
@@ -171,6 +172,21 @@ def test_a_book_read_in_several_processes_gives_the_pages_and_fonts_of_one(tmp_p
         return {id(font) for page in pages for block in page.blocks for font in block.fonts.values()}
 
     assert len(sources(alone)) == len(sources(spread)) == 2  # each range's copies of a font are one again
+
+
+def test_a_book_whose_reading_processes_die_is_read_in_this_one(tmp_path, dejavu, monkeypatch):
+    path = tmp_path / "book.pdf"
+    book_pdf(path, dejavu, 4)
+    alone = pdf_blocks.read_pages(path.read_bytes())
+
+    class Dying(ProcessPoolExecutor):  # as when a reader runs out of memory
+        def map(self, *args, **kwargs):
+            raise BrokenProcessPool("a process in the pool was terminated abruptly")
+
+    monkeypatch.setattr(pdf_blocks, "ProcessPoolExecutor", Dying)
+    monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert [asdict(page) for page in pdf_blocks.read_pages(path.read_bytes(), 4)] == [asdict(page) for page in alone]
 
 
 def complete_font_pdf(path, font_file: str, text: str, base_font: str = "DejaVuSans"):

@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 if TYPE_CHECKING:
     from dragoman.engine.decoding import DecodingOptions
@@ -53,6 +53,64 @@ HELD_ADMISSIONS = 64  # admissions a document sentence is passed over in for its
 def queue_key(request: Request) -> tuple[int, bool]:
     """Where a request waits: by priority, a document's plain sentences ahead of its constrained ones."""
     return request.priority, request.constrained and not request.typed
+
+
+class Waiting:
+    """The waiting requests, in the order they are admitted: by `queue_key`, and in their order
+    within one. A deque for each key, so that queueing a request walks over no other; read as one
+    sequence (indexed, iterated, its length)."""
+
+    def __init__(self, requests: Iterable[Request] = ()):
+        self._queues: dict[tuple[int, bool], deque[Request]] = {}
+        for request in requests:
+            self.append(request)
+
+    def _queue(self, request: Request) -> deque[Request]:
+        key = queue_key(request)
+        if key not in self._queues:
+            self._queues[key] = deque()
+            self._queues = dict(sorted(self._queues.items()))
+        return self._queues[key]
+
+    def append(self, request: Request) -> None:
+        """Behind the requests of its key."""
+        self._queue(request).append(request)
+
+    def appendleft(self, request: Request) -> None:
+        """Ahead of the requests of its key (a requeued one: ahead of those queued after it)."""
+        self._queue(request).appendleft(request)
+
+    def keys(self) -> list[tuple[int, bool]]:
+        """The keys that have requests waiting, in order."""
+        return [key for key, queue in self._queues.items() if queue]
+
+    def remove(self, requests: set[Request]) -> None:
+        for key, queue in self._queues.items():
+            self._queues[key] = deque(r for r in queue if r not in requests)
+
+    def __len__(self) -> int:
+        return sum(len(queue) for queue in self._queues.values())
+
+    def __bool__(self) -> bool:
+        return any(self._queues.values())
+
+    def __iter__(self) -> Iterator[Request]:
+        return itertools.chain.from_iterable(self._queues.values())
+
+    def _find(self, index: int) -> tuple[deque[Request], int]:
+        for queue in self._queues.values():
+            if index < len(queue):
+                return queue, index
+            index -= len(queue)
+        raise IndexError("no request waits there")
+
+    def __getitem__(self, index: int) -> Request:
+        queue, at = self._find(index)
+        return queue[at]
+
+    def __delitem__(self, index: int) -> None:
+        queue, at = self._find(index)
+        del queue[at]
 
 
 class OutOfBlocks(RuntimeError):
@@ -124,7 +182,7 @@ class Scheduler:
         self.block_size = block_size
         self.self_blocks = self_blocks
         self.cross_blocks = cross_blocks
-        self.waiting: deque[Request] = deque()
+        self.waiting = Waiting()
         self.running: list[Sentence] = []
         self.groups: dict[object, Group] = {}  # by Request.group_key
         self.rows_taken = 0  # by the running sentences
@@ -135,17 +193,12 @@ class Scheduler:
     def start(self, requests: list[Request]) -> None:
         """A run begins: these requests wait, by priority (in their order within one), and nothing runs."""
         assert not self.running, "a run that ended early has its sentences stopped (`stop`)"
-        self.waiting = deque(sorted(requests, key=queue_key))
+        self.waiting = Waiting(requests)
 
     def add(self, request: Request) -> None:
         """Queue `request` behind the waiting requests of its `queue_key` or a lower one, ahead of
         the others: typed text fed while a document waits goes first."""
-        waiting, key = self.waiting, queue_key(request)
-        if not waiting or queue_key(waiting[-1]) <= key:
-            waiting.append(request)  # the usual case, without a walk over the queue
-            return
-        at = next(i for i, other in enumerate(waiting) if queue_key(other) > key)
-        waiting.insert(at, request)
+        self.waiting.append(request)
 
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
@@ -221,7 +274,8 @@ class Scheduler:
         not_ready: set[str | None] = set()
         typed_only = waiting[0].typed  # typed text joins alone (`typing`)
         kinds = {group.constrained for group in self.groups.values() if not group.typed}  # the documents' running
-        if self._turn is not None and not any(not r.typed and r.constrained == self._turn for r in waiting):
+        if self._turn is not None and not any(priority > TYPED and constrained == self._turn
+                                              for priority, constrained in waiting.keys()):
             self._turn = None  # those whose turn it was have gone (withdrawn)
         held: bool | None = None  # the kind of the first document sentence held back for its turn
         while passed < min(len(waiting), self.max_rows):
@@ -280,9 +334,8 @@ class Scheduler:
             self._join(sentence)
         if made_way:  # they wait again behind typed text, ahead of the documents queued after them
             self.running[:] = [s for s in self.running if s.live]
-            typed = sum(1 for _ in itertools.takewhile(lambda r: r.typed, waiting))
             for sentence in made_way:  # youngest first: each goes ahead of the one before
-                waiting.insert(typed, sentence.request)
+                waiting.appendleft(sentence.request)
         return admitted, finished, made_way
 
     def _its_turn(self, constrained: bool, running: set[bool]) -> bool:
@@ -359,7 +412,7 @@ class Scheduler:
 
     def withdraw(self, requests: set[Request]) -> list[Sentence]:
         """Cancelled requests leave the queue, and their running sentences leave too; returns those."""
-        self.waiting = deque(r for r in self.waiting if r not in requests)
+        self.waiting.remove(requests)
         left = [s for s in self.running if s.request in requests]
         for sentence in left:
             self._leave(sentence)

@@ -8,6 +8,7 @@ import pytest
 
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Request
+from dragoman.engine import scheduler as scheduler_module
 from dragoman.engine.scheduler import OutOfBlocks, Scheduler
 
 BLOCK = 16
@@ -391,3 +392,22 @@ def test_a_turn_ends_when_those_it_was_for_are_withdrawn(monkeypatch):
     s.withdraw({held})
     late = queued(s, request(2))[0]
     assert admitted(s.schedule(1000, 1000, BASE)) == [late]
+
+
+def test_queueing_a_request_walks_over_no_other(monkeypatch):
+    """A document's plain sentences are queued ahead of thousands of its constrained ones waiting,
+    each with one look at its own key (the engine's thread queues every sentence of a document)."""
+    s = scheduler()
+    held = [constrained() for _ in range(2000)]
+    plain = [request() for _ in range(2000)]
+    looks = []
+    real = scheduler_module.queue_key
+    monkeypatch.setattr(scheduler_module, "queue_key", lambda r: looks.append(r) or real(r))
+    queued(s, *held, *plain)
+    assert len(looks) == len(held) + len(plain)
+    assert list(s.waiting) == plain + held and len(s.waiting) == 4000
+    assert s.waiting[1999] is plain[-1] and s.waiting[2000] is held[0]
+    del s.waiting[2000]
+    s.waiting.appendleft(held[0])  # requeued: ahead of its own kind, behind the plain ones
+    s.waiting.remove({plain[0], held[1]})
+    assert list(s.waiting) == plain[1:] + [held[0]] + held[2:]

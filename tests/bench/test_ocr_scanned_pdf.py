@@ -9,5 +9,6 @@ def test_a_scanned_pdf_is_timed_through_the_apps_reading(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["ocr", "--scanned-pdf", "2"])
     ocr.main()
     out = json.loads(capsys.readouterr().out)
-    assert out["pages"] == 2 and out["seconds"] > 0 and out["seconds_per_page"] == round(out["seconds"] / 2, 2)
+    # each rounded from the unrounded time: 5.25 s may be 2.63 s a page
+    assert out["pages"] == 2 and out["seconds"] > 0 and abs(out["seconds_per_page"] - out["seconds"] / 2) <= 0.01
     assert out["pages_at_once"] >= 1

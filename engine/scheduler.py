@@ -22,8 +22,9 @@ each group's search eagerly (engine/step_runner.py), several times slower than a
 alone, which is one graph. So documents' plain sentences wait ahead of their constrained ones (the
 queue is ordered by `queue_key`), and a document sentence joins running document sentences only
 of its own kind: the kind that runs keeps the rows while sentences of it wait, then drains, and
-the other kind follows. One passed over in HELD_ADMISSIONS admissions in a row gets its turn: the
-running kind takes no more rows until it has drained. Typed text is not held: it steps alone anyway.
+the other kind follows. One held for HELD_STEPS steps in a row gets its turn: the running kind
+takes no more rows until it has drained (a glossary's request beside a server's stream of plain
+ones waits that long at most). Typed text is not held: it steps alone anyway.
 
 Preemption: when the coming step would run out of blocks, the most recently admitted sentence is
 preempted (the runner frees its blocks; the sentence is requeued from its start). The search is
@@ -47,7 +48,9 @@ if TYPE_CHECKING:
 
 ADMIT_SHARE = 0.25  # see "Admission" above; measured in docs/performance.md
 TYPED, DOCUMENT = 0, 1  # priorities (`Request.priority`): lower runs first
-HELD_ADMISSIONS = 64  # admissions a document sentence is passed over in for its kind at most (see "Plain and constrained")
+# Steps a document sentence waits for its kind at most (see "Plain and constrained"): 1-2 s of a
+# GPU's document steps, so that a long document changes kind a few times at most.
+HELD_STEPS = 256
 
 
 def queue_key(request: Request) -> tuple[int, bool]:
@@ -187,7 +190,8 @@ class Scheduler:
         self.groups: dict[object, Group] = {}  # by Request.group_key
         self.rows_taken = 0  # by the running sentences
         self._admissions = itertools.count()
-        self._held = 0  # admissions in a row in which a document sentence was passed over for its kind
+        self._holding: bool | None = None  # the kind of the document sentences held back for theirs, if any
+        self._held_steps = 0  # steps in a row in which they were
         self._turn: bool | None = None  # the kind (constrained?) whose turn it is once one waited too long
 
     def start(self, requests: list[Request]) -> None:
@@ -212,6 +216,10 @@ class Scheduler:
         when none is free now, or why the adapter cannot be used, which ends that request (its
         `error`). `in_flight`: a step is still running whose report has not come back (pipelined)."""
         was_running = bool(self.running)
+        if self._holding is not None:
+            self._held_steps += 1
+            if self._held_steps > HELD_STEPS and self._turn is None:
+                self._turn = self._holding  # the running kind takes no more rows, drains, and the held one follows
         admitted, finished, made_way = self._admit(free_self_blocks, free_cross_blocks, acquire_adapter)
         # A new sentence feeds all but the last token of its prefix at admission, into blocks taken for all its rows.
         taken = sum(s.request.beams * self.blocks_for(len(s.request.prefix) - 1) for s in admitted)
@@ -327,9 +335,9 @@ class Scheduler:
                 kinds.add(request.constrained)
                 if self._turn == request.constrained:
                     self._turn = None  # its turn has come
-        self._held = self._held + 1 if held is not None else 0
-        if held is not None and self._held > HELD_ADMISSIONS and self._turn is None:
-            self._turn = held  # the running kind takes no more rows, drains, and the held one follows
+        self._holding = held
+        if held is None:
+            self._held_steps = 0
         for sentence in admitted:
             self._join(sentence)
         if made_way:  # they wait again behind typed text, ahead of the documents queued after them

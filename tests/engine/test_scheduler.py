@@ -362,8 +362,8 @@ def test_typed_text_steps_beside_either_kind():
     assert admitted(s.schedule(1000, 1000, BASE)) == [typed]
 
 
-def test_a_kind_passed_over_too_long_gets_its_turn_once_the_running_kind_drains(monkeypatch):
-    monkeypatch.setattr("dragoman.engine.scheduler.HELD_ADMISSIONS", 2)
+def test_a_kind_held_too_long_gets_its_turn_once_the_running_kind_drains(monkeypatch):
+    monkeypatch.setattr("dragoman.engine.scheduler.HELD_STEPS", 2)
     s = scheduler(max_rows=8)
     running = queued(s, request(2))
     s.schedule(1000, 1000, BASE)
@@ -382,7 +382,7 @@ def test_a_kind_passed_over_too_long_gets_its_turn_once_the_running_kind_drains(
 
 
 def test_a_turn_ends_when_those_it_was_for_are_withdrawn(monkeypatch):
-    monkeypatch.setattr("dragoman.engine.scheduler.HELD_ADMISSIONS", 0)
+    monkeypatch.setattr("dragoman.engine.scheduler.HELD_STEPS", 0)
     s = scheduler(max_rows=8)
     queued(s, request(2))
     s.schedule(1000, 1000, BASE)

@@ -9,7 +9,8 @@
 # constrained decoding against plain, a constrained group's graphs up to 4,096 rows and up to 64
 # (constraints). Logs and JSON under $OUT. Needs python-docx, the server's packages (starlette,
 # uvicorn, python-multipart, platformdirs) and the PDF's (reportlab, pdfminer.six, pikepdf,
-# fonttools, uharfbuzz) on PYTHONPATH, carried as wheels: docs/performance.md says how.
+# fonttools, uharfbuzz, and PySide6's QtCore with the glib it links) on PYTHONPATH, carried as
+# wheels and one archive: docs/performance.md says how.
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0 PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}

@@ -195,7 +195,7 @@ class Scheduler:
         self._turn: bool | None = None  # the kind (constrained?) whose turn it is once one waited too long
 
     def start(self, requests: list[Request]) -> None:
-        """A run begins: these requests wait, by priority (in their order within one), and nothing runs."""
+        """A run begins: these requests wait, by `queue_key` (in their order within one), and nothing runs."""
         assert not self.running, "a run that ended early has its sentences stopped (`stop`)"
         self.waiting = Waiting(requests)
 

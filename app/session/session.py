@@ -249,16 +249,18 @@ class TranslationSession:
         for i, sentence in enumerate(sentences):
             at.setdefault(sentence, []).append(i)
 
-        def heard(sentence: str, hypothesis: str) -> None:
-            if on_sentence is not None:
-                for i in at[sentence]:
-                    on_sentence(i, masked[sentence].restore(hypothesis, partial=True))
+        def heard(j: int, hypothesis: str) -> None:
+            assert on_sentence is not None  # asked for only then
+            sentence = missing[j]
+            for i in at[sentence]:
+                on_sentence(i, masked[sentence].restore(hypothesis, partial=True))
 
         priority = TYPED if job.typed else DOCUMENT
         if missing:
             results = self.translator.translate_full(
                 [masked[s].text for s in missing], job.source, job.target, options,
-                alternatives=job.alternatives or 1, on_partial=lambda j, hypothesis: heard(missing[j], hypothesis),
+                # best hypotheses streamed only to a listener: each costs the engine's thread a read and a decode a step
+                alternatives=job.alternatives or 1, on_partial=heard if on_sentence is not None else None,
                 terms=[masked[s].terms for s in missing], priority=priority, should_stop=should_stop, adapter=job.adapter)
             for sentence, result in zip(missing, results):
                 if result is not None:

@@ -123,3 +123,21 @@ def test_segments_held_in_memory_are_translated_as_a_documents(translator, paths
     assert "<b>" in translated and translated in written.read_text(encoding="utf-8")
     assert report.sentences == report.cached > 0  # the document's cache: the page translated them first
 
+
+
+def test_best_hypotheses_are_streamed_only_to_a_listener(translator, monkeypatch):
+    """A job nobody follows sentence by sentence (stdin, a corpus, the server's texts) asks the
+    engine for no partial results, each of which costs its thread a read and a decode a step; one
+    followed (the window) hears each sentence's hypotheses as they grow."""
+    submitted = []
+    submit = translator.submit
+    monkeypatch.setattr(translator, "submit", lambda request: submitted.append(request.partials) or submit(request))
+    pipeline = TranslationSession(translator)
+    job = TranslationJob(MANY_LINES[:3], "eng_Latn", "fra_Latn", OPTIONS, typed=False)
+    quiet = pipeline.translate(job)
+    heard: dict[int, list[str]] = {}
+    pipeline.translate(TranslationJob(MANY_LINES[3:6], "eng_Latn", "fra_Latn", OPTIONS, typed=False),
+                       on_sentence=lambda i, text: heard.setdefault(i, []).append(text))
+    assert submitted == [False, True]
+    assert len(quiet.lines()) == 3 and sorted(heard) == [0, 1, 2]
+    assert all(len(heard[i]) > 1 for i in heard)  # step by step

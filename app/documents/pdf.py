@@ -156,7 +156,7 @@ def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | No
             if reading is not None:
                 reading(done, len(plans))
     elif reader is not None:
-        _read_pages(reader, plans, reading)
+        _ocr_pages(reader, plans, reading)
     unread = ([f"{counted(unread_scans, 'page')} of pictures without text"] if unread_scans else []) + \
         ([f"{counted(unread_pictures, 'picture')} on pages of text"] if unread_pictures else [])
     return (f"{' and '.join(unread)} left as they are: {unreadable}",) if unread else ()
@@ -242,7 +242,7 @@ def _overlaps(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _read_pages(reader, plans: list, reading: Callable[[int, int], None] | None) -> None:
+def _ocr_pages(reader, plans: list, reading: Callable[[int, int], None] | None) -> None:
     """Each page's pictures read by OCR, the blocks found added to the page (`place_blocks`), page
     after page; `reading(done, total)` after each. The first page is read first (with source "auto"
     it chooses the model), then up to OCR_PAGES_AT_ONCE at a time: each Tesseract process runs on

@@ -201,8 +201,8 @@ class GlossaryStore:
 
     def _read_entries(self, entries: str, entries_format: str):
         """Entries sent in a request, read with the app's reader and its limits."""
-        with tempfile.TemporaryDirectory(dir=self.folder) as scratch:
-            path = Path(scratch) / f"entries.{entries_format}"
+        with tempfile.TemporaryDirectory(dir=self.folder) as folder:
+            path = Path(folder) / f"entries.{entries_format}"
             path.write_text(entries, encoding="utf-8")
             try:
                 return read_glossary(path)

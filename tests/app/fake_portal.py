@@ -61,7 +61,7 @@ class FakePortal:
         self.global_shortcuts = global_shortcuts
         self.trigger = trigger
         self.bound: list[tuple[str, dict]] = []
-        self.sessions: list[str] = []
+        self.handles: list[str] = []  # the object paths CreateSession gave out
         self.connection = open_dbus_connection(address)
         Proxy(message_bus, self.connection).RequestName(PORTAL_NAME)
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -69,16 +69,16 @@ class FakePortal:
 
     def press(self) -> None:
         """The person presses each bound shortcut's key and lets it go."""
-        for session in self.sessions:
+        for handle in self.handles:
             for shortcut_id, _ in self.bound:
                 for signal in ("Activated", "Deactivated"):
-                    self._emit(PORTAL_PATH, SHORTCUTS, signal, "osta{sv}", (session, shortcut_id, 0, {}))
+                    self._emit(PORTAL_PATH, SHORTCUTS, signal, "osta{sv}", (handle, shortcut_id, 0, {}))
 
     def change_trigger(self, trigger: str) -> None:
         """The person gives the shortcuts another key in the desktop's settings."""
         self.trigger = trigger
-        for session in self.sessions:
-            self._emit(PORTAL_PATH, SHORTCUTS, "ShortcutsChanged", "oa(sa{sv})", (session, self._given()))
+        for handle in self.handles:
+            self._emit(PORTAL_PATH, SHORTCUTS, "ShortcutsChanged", "oa(sa{sv})", (handle, self._given()))
 
     def stop(self) -> None:
         self.connection.sock.shutdown(socket.SHUT_RDWR)
@@ -105,11 +105,11 @@ class FakePortal:
             self.connection.send(new_method_return(call, "v", (("u", 1),)))
         elif method == (SHORTCUTS, "CreateSession") and self.global_shortcuts:
             options = call.body[0]
-            session = f"{PORTAL_PATH}/session/{_sender(call)}/{options['session_handle_token'][1]}"
-            self.sessions.append(session)
-            self._respond(call, options, {"session_handle": ("s", session)})
+            handle = f"{PORTAL_PATH}/session/{_sender(call)}/{options['session_handle_token'][1]}"
+            self.handles.append(handle)
+            self._respond(call, options, {"session_handle": ("s", handle)})
         elif method == (SHORTCUTS, "BindShortcuts") and self.global_shortcuts:
-            session, shortcuts, _parent_window, options = call.body
+            _handle, shortcuts, _parent_window, options = call.body
             self.bound = [(shortcut_id, {k: v[1] for k, v in properties.items()}) for shortcut_id, properties in shortcuts]
             self._respond(call, options, {"shortcuts": ("a(sa{sv})", self._given())})
         else:

@@ -1,4 +1,4 @@
-"""Lexically constrained beam search for many sentences at once, as tensor operations on the device.
+"""Lexically constrained beam search for many sentences at once, on the device.
 
 The vectorised dynamic beam allocation of Hu et al. (2019): engine/constraints.py's
 `ConstrainedBeamSearch` (the per-sentence reference, which tests/engine/test_constrained_search.py
@@ -11,8 +11,8 @@ holds this to step by step) with its state in tensors:
   lengths (S, C), their tokens (S, C, L), the sentence's distinct constraint tokens (S, J) and the
   automata as one table (S, C, L, J): the met count after token j at met count m, and the resets
   (S, C, L): after any token not in the list (0 for a plain constraint, the start of the current
-  segment for a chain, the next position at a gap), the floors (S, C, L) that `_needed`
-  counts from, and the tokens that stay at a gap (`Constraints.silent`, as many as the vocabulary
+  segment for a chain, the next position at a gap), the floors (S, C, L) that the room a
+  row's constraints need counts from, and the tokens that stay at a gap (`Constraints.silent`, as many as the vocabulary
   has that show nothing) as R intervals of ids (S, R, 2): a few in a real vocabulary, so that no
   table grows with it. Built once per group composition from the sentences' `Constraints`.
 - A sentence's W rows hold its hypotheses best first; rows with no hypothesis (fewer candidates
@@ -20,10 +20,10 @@ holds this to step by step) with its state in tensors:
   is a candidate. Finished hypotheses sit in `fin_*` at `rows[i]`, the i-th best (engine/rows.py).
 
 `constrained_step` has `batched_search.beam_step`'s contract and one more argument, the tables.
-Each step: every row's scores where they can count (its best log-probs beside its constraint
-tokens', from one read of the logits by `kernels.logsoftmax_topk`: only the constraint tokens and
-`</s>` are scored otherwise than plain beam search scores them, so no full-vocabulary copy is
-made), the tokens after which the constraints no longer fit banned, the candidates (the top 2W
+Each step reads the logits once (`kernels.logsoftmax_topk`: each row's best log-probs, beside its
+constraint tokens'; only those and `</s>` are scored otherwise than plain beam search scores them,
+so no full-vocabulary copy is made), then `kernels.constrained_advance` does the rest in one
+launch: the tokens after which the constraints no longer fit banned, the candidates (the top 2W
 over a sentence's rows, then every row's best token and its constraints' next tokens), finished
 hypotheses among the complete candidates, and the running ones picked round-robin over the
 banks, highest first. No host syncs, except where the score processors need whole histories
@@ -44,8 +44,8 @@ import torch.nn.functional as F
 
 from dragoman import kernels
 from dragoman.engine.batched_search import _eos_from, _histories, _length_penalties
-from dragoman.engine.constraints import GAP, Constraints, search_scores
-from dragoman.engine.decoding import BLOCKED, MAX_LENGTH, NEG_INF, DecodingOptions, bans_only_eos
+from dragoman.engine.constraints import Constraints, search_scores
+from dragoman.engine.decoding import BLOCKED, NEG_INF, DecodingOptions, bans_only_eos
 from dragoman.engine.device import to_device
 from dragoman.engine.rows import DecoderRows
 
@@ -86,8 +86,10 @@ class ConstraintTables:
                                                                   silent)))
 
     @property
-    def parts(self) -> tuple[torch.Tensor, ...]:
-        return self.lengths, self.sequences, self.tokens, self.moves, self.resets, self.floors, self.silent
+    def tensors(self) -> kernels.ConstraintTensors:
+        """The same tensors as one object, as the kernels take them."""
+        return kernels.ConstraintTensors(self.lengths, self.sequences, self.tokens, self.moves, self.resets,
+                                         self.floors, self.silent)
 
     @property
     def widths(self) -> tuple[int, int, int, int]:
@@ -96,7 +98,7 @@ class ConstraintTables:
 
     def select(self, index: torch.Tensor) -> "ConstraintTables":
         """The tables of the sentences at `index` (n,), in that order."""
-        return ConstraintTables(*(x[index] for x in self.parts))
+        return ConstraintTables(*(x[index] for x in self.tensors))
 
     def padded(self, C: int, L: int, J: int, R: int) -> "ConstraintTables":
         """The same tables padded to C constraints of L tokens, J distinct tokens and R silent
@@ -113,7 +115,7 @@ class ConstraintTables:
         """The sentences of `first`, then those of `second`."""
         C, L, J, R = (max(a, b) for a, b in zip(first.widths, second.widths))
         a, b = first.padded(C, L, J, R), second.padded(C, L, J, R)
-        return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(a.parts, b.parts)))
+        return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(a.tensors, b.tensors)))
 
 
 @functools.lru_cache(maxsize=8)
@@ -127,47 +129,6 @@ def _intervals(tokens: frozenset[int]) -> tuple[tuple[int, int], ...]:
         else:
             runs.append((token, token))
     return tuple(runs)
-
-
-def _silent(tables: ConstraintTables, tokens: torch.Tensor) -> torch.Tensor:
-    """Whether each token (S, X) is one of its sentence's silent ones -> (S, X) bool."""
-    first, last = tables.silent[:, None, :, 0], tables.silent[:, None, :, 1]  # (S, 1, R)
-    return ((tokens[:, :, None] >= first) & (tokens[:, :, None] <= last)).any(-1)
-
-
-def _per_met(tables: ConstraintTables, table: torch.Tensor, met: torch.Tensor) -> torch.Tensor:
-    """`Constraints.reset` (table: resets) or `.floor` (floors) for many rows: met (S, X, C) -> (S, X, C)."""
-    S, X, C = met.shape
-    L = table.shape[2]
-    index = torch.arange(C, device=met.device)[None, None, :] * L + met.clamp(0, L - 1)
-    value = table.reshape(S, C * L).gather(1, index.view(S, X * C)).view(S, X, C)
-    lengths = tables.lengths[:, None, :]
-    return torch.where(met >= lengths, lengths, value)
-
-
-def _needed(tables: ConstraintTables, met: torch.Tensor) -> torch.Tensor:
-    """`Constraints.needed` for many rows: met (S, X, C) -> (S, X): every constraint's tokens, less
-    the floors (kept for good), less the most met past its floor among the unmet ones."""
-    floor = _per_met(tables, tables.floors, met)
-    unmet = met < tables.lengths[:, None, :]
-    return (tables.lengths.sum(-1)[:, None] - floor.sum(-1)
-            - torch.where(unmet, met - floor, 0).amax(-1))
-
-
-def _after(tables: ConstraintTables, met: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """`Constraints.after` for many (row, token) pairs: met (S, X, C) and tokens (S, X) -> (S, X, C)."""
-    S, X, C = met.shape
-    L, J = tables.moves.shape[2], tables.moves.shape[3]
-    lengths = tables.lengths[:, None, :]  # (S, 1, C)
-    match = tables.tokens[:, None, :] == tokens[:, :, None]  # (S, X, J)
-    j = match.int().argmax(-1)  # (S, X), 0 where no match
-    m = met.clamp(0, L - 1)  # rows of another sentence (the padding row) may hold any count
-    index = (torch.arange(C, device=met.device)[None, None, :] * L + m) * J + j[:, :, None]  # (S, X, C)
-    moved = tables.moves.view(S, C * L * J).gather(1, index.view(S, X * C)).view(S, X, C)
-    at_gap = tables.sequences.view(S, C * L).gather(1, (index // J).view(S, X * C)).view(S, X, C) == GAP
-    stay = at_gap & _silent(tables, tokens)[:, :, None]  # a token that shows nothing fills no gap
-    moved = torch.where(match.any(-1)[:, :, None], moved, torch.where(stay, m, _per_met(tables, tables.resets, met)))
-    return torch.where(met >= lengths, lengths, moved)
 
 
 def _log_probs(
@@ -219,156 +180,19 @@ def constrained_step(
     (S * W, V). Updates the rows and returns done (S,) bool, on the device."""
     S, W = rows.shape
     V = logits.shape[1]
-    device = rows.device
-    flat = rows.reshape(-1)  # (N,), N = S * W
-    lead = rows[:, 0]  # (S,)
-    cur_len = state.kv_len[lead].long()  # (S,)
-    limit = state.limit[lead].long()  # (S,) each sentence's own max_length
+    cur_len = state.kv_len[rows[:, 0]].long()  # (S,)
     greedy = options.num_beams == 1
-    capacity = options.num_beams
     lp = options.length_penalty
     early = True if greedy else options.early_stopping
     early_code = 1 if early is True else 2 if early == "never" and lp > 0.0 else 0
-    C = tables.lengths.shape[1]
-
-    # Tokens after which the constraints no longer fit (`ConstrainedBeamSearch._allowed`).
-    met = state.met[flat, :C].long()  # (N, C)
-    row_lengths = tables.lengths.repeat_interleave(W, dim=0)  # (N, C)
-    last_free = limit - int(options.forced_eos_id is not None)  # (S,)
-    room = (last_free - (cur_len + 1)).clamp(min=0).repeat_interleave(W)  # (N,)
-    reset = _per_met(tables, tables.resets, met.view(S, W, C))  # after a token of no constraint
-    need = _needed(tables, reset).view(S * W)  # (N,)
-    restricted = need > room  # (N,): only constraint tokens that keep them fitting
     own_tokens = tables.tokens.repeat_interleave(W, dim=0)  # (N, J)
+    # Enough of the best log-probs that 2W remain once the constraint tokens and `</s>` are taken out.
     J = own_tokens.shape[1]
-    after_token = _after(tables, met.view(S, W, 1, C).expand(S, W, J, C).reshape(S, W * J, C),
-                         tables.tokens.repeat(1, W))  # (S, W * J, C)
-    keep = _needed(tables, after_token).view(S * W, J) <= room[:, None]  # (N, J)
-
-    # Each row's scores as `ConstrainedBeamSearch` ranks them (`constraints.search_scores` plus the
-    # hypothesis's score, `</s>` banned while constraints are unmet, a restricted row's tokens all
-    # banned but its kept constraint tokens), held only where they count: the row's best tokens
-    # and its constraint tokens. Only the constraint tokens' scores differ from the log-probs'.
-    per_row = min(2 * W, V)
-    # Enough of the best log-probs that `per_row` remain once the constraint tokens and `</s>` are taken out.
     top_values, top_tokens, own_values = _log_probs(state, rows, logits, options, eos_id, lengths, cur_len,
-                                                    own_tokens, per_row + J + 2)
-    hypothesis = state.score[flat][:, None]  # (N, 1)
-    top_values, own_values = top_values + hypothesis, own_values + hypothesis
-    for end in {eos_id, options.forced_eos_id} - {None}:
-        top_values.masked_fill_((top_tokens == end) & (need > 0)[:, None], NEG_INF)
-        own_values.masked_fill_((own_tokens == end) & (need > 0)[:, None], NEG_INF)
-    own_values.masked_fill_(restricted[:, None] & ~keep, NEG_INF)
-    # The tables pad a sentence's tokens with repeats of its first: each token counts once.
-    earlier = torch.ones(J, J, dtype=torch.bool, device=device).tril(-1)  # [j, i]: i < j
-    own_values.masked_fill_(((own_tokens[:, :, None] == own_tokens[:, None, :]) & earlier).any(-1), NEG_INF)
-    is_own = (top_tokens[:, :, None] == own_tokens[:, None, :]).any(-1)  # (N, K): scored in own_values
-    top_values.masked_fill_(is_own | restricted[:, None], NEG_INF)
-    ranked, order = torch.cat([top_values, own_values], dim=1).sort(dim=-1, descending=True, stable=True)
-    top_values = ranked[:, :per_row].contiguous()  # (N, per_row), best first
-    top_tokens = torch.cat([top_tokens, own_tokens], dim=1).gather(1, order[:, :per_row])
-
-    # Candidates: the top 2W over the sentence's rows, in the order of a stable sort by score...
-    k = 2 * W
-    pool_values, order = top_values.view(S, W * per_row).sort(dim=-1, descending=True, stable=True)
-    pool_values, order = pool_values[:, :k], order[:, :k]  # (S, k)
-    pool_beams = order // per_row
-    pool_tokens = top_tokens.view(S, W * per_row).gather(1, order)
-    # ... then each row's best token and its constraints' next tokens, by row then token, without
-    # those already there.
-    next_tokens = tables.sequences.repeat_interleave(W, dim=0).gather(
-        2, met.clamp(0, tables.sequences.shape[2] - 1)[:, :, None])[:, :, 0]  # (N, C)
-    next_at = (own_tokens[:, None, :] == next_tokens[:, :, None]).int().argmax(-1)  # (N, C): its own_values column
-    extra = torch.cat([top_tokens[:, :1], torch.where(met < row_lengths, next_tokens, -1)], dim=1)  # (N, E), -1: none
-    extra_values = torch.cat([top_values[:, :1], own_values.gather(1, next_at)], dim=1)  # (N, E)
-    extra, by_token = torch.where(extra < 0, V, extra).sort(dim=-1)  # (N, E) ascending, none (V) last
-    extra_values = extra_values.gather(1, by_token)
-    E = extra.shape[1]
-    repeat = torch.cat([torch.zeros_like(extra[:, :1], dtype=torch.bool), extra[:, 1:] == extra[:, :-1]], dim=1)
-    extra_beams = torch.arange(W, device=device).repeat_interleave(E).expand(S, W * E)  # (S, W * E)
-    extra = extra.view(S, W * E)
-    same_token = extra[:, :, None] == pool_tokens[:, None, :]  # (S, W * E, k)
-    in_pool = (same_token & (extra_beams[:, :, None] == pool_beams[:, None, :])).any(-1)
-    absent = (extra == V) | repeat.view(S, W * E) | in_pool
-    extra_values = extra_values.view(S, W * E).masked_fill(absent, NEG_INF)
-    values, order = torch.cat([pool_values, extra_values], dim=1).sort(dim=-1, descending=True, stable=True)  # (S, M)
-    beams = torch.cat([pool_beams, extra_beams], dim=1).gather(1, order)
-    tokens = torch.cat([pool_tokens, extra.clamp(max=V - 1)], dim=1).gather(1, order)
-    valid = values > NEG_INF  # a token no hypothesis may write (a processor's ban, the constraints') is none
-    parents = rows.gather(1, beams)  # (S, M)
-    parent_met = met.view(S, W, C).gather(1, beams[:, :, None].expand(-1, -1, C))  # (S, M, C)
-    candidate_met = _after(tables, parent_met, tokens)  # (S, M, C)
-    bank = candidate_met.sum(-1)  # (S, M)
-    total = tables.lengths.sum(-1)  # (S,)
-    hits = (tokens == eos_id) | (cur_len + 1 >= limit)[:, None]  # (S, M)
-
-    past_n = (torch.arange(width, device=device) > cur_len[:, None])[:, None, :]  # (S, 1, width)
-
-    def write(target: torch.Tensor, sentence_rows: torch.Tensor, new: torch.Tensor, where: torch.Tensor) -> None:
-        """Positions [0, n] of the rows (S, X) of `target` := new (S, X, width) where `where` (S, 1, 1)."""
-        old = target[:, :width][sentence_rows]
-        target[:, :width][sentence_rows] = torch.where(past_n | ~where, old, new)
-
-    def extended(parent_rows: torch.Tensor, new_tokens: torch.Tensor) -> torch.Tensor:
-        """The parents' hypotheses (S, X, width) with the new tokens at position cur_len."""
-        X = parent_rows.shape[1]
-        at = cur_len[:, None, None].expand(S, X, 1)
-        return state.hyp[:, :width][parent_rows].scatter_(2, at, new_tokens[:, :, None])
-
-    # Finished hypotheses: only the first `capacity` complete candidates may enter.
-    fin_rows = rows[:, :capacity]  # (S, capacity)
-    old_scores = state.fin_score[fin_rows]  # (S, capacity), best first, -inf where empty
-    full = old_scores[:, -1] > NEG_INF
-    allowed = state.improvable[lead] & ~(full & (early_code == 1))  # (S,)
-    complete = valid & (bank == total[:, None])
-    first_complete = complete & (complete.long().cumsum(1) <= capacity)
-    penalty = _length_penalties(lp, state.max_length + 1, device)
-    normalised = values / penalty[cur_len][:, None]  # (S, M)
-    enter = first_complete & hits & allowed[:, None] & (normalised > BLOCKED)
-    merged, keep_fin = torch.cat([old_scores, normalised.masked_fill(~enter, NEG_INF)], dim=1).sort(
-        dim=-1, descending=True, stable=True)
-    merged, keep_fin = merged[:, :capacity], keep_fin[:, :capacity]  # (S, capacity)
-    was_old = keep_fin < capacity
-    entered = (keep_fin - capacity).clamp(min=0)
-    new_fin = extended(parents.gather(1, entered), tokens.gather(1, entered))
-    old_fin = state.fin_hyp[:, :width][fin_rows.gather(1, keep_fin.clamp(max=capacity - 1))]
-    everywhere = torch.ones(S, 1, 1, dtype=torch.bool, device=device)
-    write(state.fin_hyp, fin_rows, torch.where(was_old[:, :, None], old_fin, new_fin), everywhere)
-    old_len = state.fin_len[fin_rows.gather(1, keep_fin.clamp(max=capacity - 1))]
-    state.fin_len[fin_rows] = torch.where(was_old, old_len, (cur_len + 1).int()[:, None])
-    state.fin_score[fin_rows] = merged
-
-    # The running hypotheses: round-robin over the banks, highest first, best first within each.
-    eligible = valid & ~hits  # (S, M)
-    same_bank = (bank[:, :, None] == bank[:, None, :]) & eligible[:, None, :]  # (S, M, M): [i, j] j in i's bank
-    before = torch.ones(values.shape[1], values.shape[1], dtype=torch.bool, device=device).tril(-1)  # j < i
-    rank = (same_bank & before).sum(-1)  # (S, M)
-    key = torch.where(eligible, rank * (MAX_LENGTH + 1) + (MAX_LENGTH - bank), torch.iinfo(torch.int64).max)
-    picked = key.sort(dim=-1, stable=True).indices[:, :W]  # (S, W)
-    picked_values = torch.where(eligible.gather(1, picked), values.gather(1, picked), NEG_INF)
-    new_score, by_score = picked_values.sort(dim=-1, descending=True, stable=True)  # (S, W)
-    picked = picked.gather(1, by_score)
-    survivors = new_score[:, 0] > NEG_INF  # (S,) any
-    survivor_parents = parents.gather(1, picked)  # (S, W)
-    moves_on = survivors[:, None, None]
-    write(state.kv_slots, rows, state.kv_slots[:, :width][survivor_parents], moves_on)
-    write(state.hyp, rows, extended(survivor_parents, tokens.gather(1, picked)), moves_on)
-    state.score[rows] = torch.where(survivors[:, None], new_score, state.score[rows])
-    new_met = candidate_met.gather(1, picked[:, :, None].expand(-1, -1, C)).int()  # (S, W, C)
-    state.met[rows, :C] = torch.where(survivors[:, None, None], new_met, state.met[rows, :C])
-
-    # Can anything still improve? (HF's heuristic, as in beam search)
-    best_penalty = penalty[limit - 1] if early_code == 2 else penalty[cur_len]
-    best_possible = new_score[:, 0] / best_penalty
-    full = merged[:, -1] > NEG_INF
-    worst = torch.where(full, merged[:, -1], torch.full_like(merged[:, -1], BLOCKED))
-    still = state.improvable[lead] & (best_possible > worst)
-    state.improvable[lead] = torch.where(survivors, still, state.improvable[lead])
-    done = ~still | (full & (early_code == 1)) | ~survivors
-    state.finished[rows] = done[:, None].expand(S, W)
-    # With nothing to continue the hypotheses stay as they were: the step report reads kv_len + 1 positions.
-    # A real row holds its decoder prefix, so only the padding row, whose length is 0 and stays 0
-    # (step_inputs feeds it position 0 afresh), meets the floor: a padding sentence of a graphed
-    # step finds nothing to continue where its logits are NaN (it attends over unwritten slots).
-    state.kv_len[rows] = (cur_len - (~survivors).long()).clamp_(min=0).int()[:, None].expand(S, W)
-    return done
+                                                    own_tokens, 2 * W + J + 2)
+    penalty = _length_penalties(lp, state.max_length + 1, rows.device)
+    forced = -1 if options.forced_eos_id is None else options.forced_eos_id
+    return kernels.constrained_advance(
+        top_values.contiguous(), top_tokens.contiguous(), own_values.contiguous(), rows, state.met, tables.tensors,
+        state.tensors, penalty, eos_id=eos_id, forced_eos_id=forced, capacity=options.num_beams,
+        early_stopping=early_code, blocked=BLOCKED, vocab=V, width=width)

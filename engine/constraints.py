@@ -55,13 +55,15 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from dragoman import kernels
 from dragoman.engine.decoding import (
     BLOCKED, MAX_LENGTH, BeamHypotheses, DecodingOptions, OptionsError, check_int, process_scores,
 )
 
 MAX_CONSTRAINTS = 64
-# A gap of a chain where its token sequence has a token: one token of none of the chain's.
-GAP = -1
+# A gap of a chain where its token sequence has a token: one token of none of the chain's (the
+# constrained search's kernel reads it too).
+GAP = kernels.GAP
 # Rows a constrained greedy sentence runs at most: as many as a beam-8 search's.
 GREEDY_WIDTH = 8
 # A chain's segment: token ids that must appear in order, or a gap (empty, or a set of ids that show nothing).

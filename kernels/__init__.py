@@ -14,6 +14,7 @@ from dragoman.kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_t
 from dragoman.kernels.admit_rows import admit_rows_ref, admit_rows_triton
 from dragoman.kernels.argmax import argmax_ref, argmax_triton
 from dragoman.kernels.beam_advance import beam_advance_ref, beam_advance_triton
+from dragoman.kernels.constrained_advance import GAP, ConstraintTensors, constrained_advance_ref, constrained_advance_triton
 from dragoman.kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
 from dragoman.kernels.fold_source import fold_source_ref, fold_source_triton
 from dragoman.kernels.fused_linear import fused_linear_ref, fused_linear_triton, holds_weights
@@ -215,6 +216,20 @@ def beam_advance(values, tokens, rows, eos_from, state, penalty, *, eos_id, earl
                      eos_id=eos_id, early_stopping=early_stopping, blocked=blocked, width=width)
 
 
+
+def constrained_advance(top_values, top_tokens, own_values, rows, met, tables, state, penalty, *, eos_id,
+                        forced_eos_id, capacity, early_stopping, blocked, vocab, width):
+    """One step of lexically constrained beam search (dynamic beam allocation) after the rows'
+    log-softmax + top-k, for S sentences of W rows in rows (S, W) int64: top_values, top_tokens
+    (S * W, K1 >= 2W) each row's best processed log-probs, descending, and their tokens; own_values
+    (S * W, J) those of its sentence's constraint tokens tables.tokens; met (R, >= C) int32 the rows'
+    met counts; tables a ConstraintTensors. Updates met and the rows' state (a RowState) as
+    beam_advance does, the first `capacity` rows holding the finished hypotheses, and returns done
+    (S,) bool. forced_eos_id: -1 for none; vocab: the logits' width (kernels/constrained_advance.py)."""
+    return _dispatch(constrained_advance_triton, constrained_advance_ref, rows, top_values, top_tokens, own_values,
+                     rows, met, tables, state, penalty, eos_id=eos_id, forced_eos_id=forced_eos_id, capacity=capacity,
+                     early_stopping=early_stopping, blocked=blocked, vocab=vocab, width=width)
+
 def lora(x, y, a, b, scale, slots):
     """Adds each row's LoRA delta to y (M, N) in place and returns it: y[i] += scale[s] *
     (x[i] @ a[s]^T) @ b[s]^T with s = slots[i] (int32, (M,)), rows with s = -1 untouched. x (M, K);
@@ -223,8 +238,8 @@ def lora(x, y, a, b, scale, slots):
 
 
 __all__ = [
-    "AdmittedRows", "NewTokens", "PROFILES", "DeviceProfile", "RowState", "StepInputs", "StepReport",
-    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "device_profile",
+    "GAP", "AdmittedRows", "ConstraintTensors", "NewTokens", "PROFILES", "DeviceProfile", "RowState", "StepInputs", "StepReport",
+    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "constrained_advance", "device_profile",
     "embed_layer_norm", "fold_source", "fused_linear", "fused_linear_holds_weights", "logsoftmax_topk", "lora",
     "packed_attention", "profile_name", "slot_attention", "source_attention", "source_scores",
     "step_inputs", "step_report", "store_kv", "triton_failed", "unavailable_message",

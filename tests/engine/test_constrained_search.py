@@ -12,10 +12,11 @@ from reference_search import toy_logits
 
 from dragoman import kernels
 from dragoman.engine.batched_search import beam_step, greedy_step
-from dragoman.engine.constrained_search import ConstraintTables, _after, constrained_step
+from dragoman.engine.constrained_search import ConstraintTables, constrained_step
 from dragoman.engine.constraints import ConstrainedBeamSearch, Constraints, search_scores, search_width
 from dragoman.engine.decoding import BLOCKED, BeamSearch, DecodingOptions, GreedySearch
 from dragoman.engine.rows import DecoderRows
+from dragoman.kernels.constrained_advance import met_after
 
 EOS, VOCAB, T = 2, 40, 40
 TOY = toy_logits(VOCAB, EOS)
@@ -234,7 +235,7 @@ def test_a_vocabulary_sized_gap_set_keeps_the_tables_small_and_moves_as_the_refe
     tokens = [3, 4, 5, 150_000, 200_000, 200_001, vocab - 1]
     for m in range(chain.lengths[0]):
         met = torch.tensor([[[m, 0]]]).expand(1, len(tokens), 2)  # (S, X, C)
-        moved = _after(tables, met, torch.tensor([tokens]))[0, :, 0].tolist()
+        moved = met_after(tables.tensors, met, torch.tensor([tokens]))[0, :, 0].tolist()
         assert moved == [chain.after((m, 0), t)[0] for t in tokens], m
     assert chain.start([200_000, 150_000]) == (1, 0) and chain.start([200_000, 3]) == (2, 0)
 

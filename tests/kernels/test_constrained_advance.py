@@ -1,0 +1,128 @@
+"""constrained_advance's kernel against its reference, bit for bit, over multi-step runs: sentences
+of one to three constraints (overlapping ones, a repeated token, chains with gaps and silent
+tokens, one met by its prefix) and a padding sentence, in rows in no particular order; scores on
+a coarse grid on even steps (equal candidates within and across rows), `</s>` often among the
+best, rows allowing few tokens, max_lengths that leave the constraints no room (restricted rows),
+a forced `</s>`, every early-stopping mode, and capacities below the rows a sentence has."""
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from dragoman.engine.constrained_search import ConstraintTables  # noqa: E402
+from dragoman.engine.constraints import Constraints  # noqa: E402
+from dragoman.engine.decoding import BLOCKED  # noqa: E402
+from dragoman.engine.rows import DecoderRows  # noqa: E402
+from dragoman.kernels.constrained_advance import constrained_advance_ref, constrained_advance_triton  # noqa: E402
+
+# numpy's x / 0 under the interpreter: the padding sentence's length is 0, and 0 ** length_penalty may be 0.
+pytestmark = pytest.mark.filterwarnings("ignore:divide by zero encountered in divide:RuntimeWarning",
+                                        "ignore:invalid value encountered in divide:RuntimeWarning")
+
+EOS, VOCAB, T = 2, 40, 20
+# (prefix, constraints, max_length)
+SENTENCES = [
+    ([2, 7], [[5, 6]], 14),
+    ([2, 9, 11], [[5, 6], [6, 7], [9, 30]], 8),  # little room: rows get restricted
+    ([2, 8], [[8, 8, 9]], 12),
+    ([2, 30, 5], [[5, 6, 7, 8], [39, 38]], T - 1),  # the prefix meets one token already
+    ([2, 7], [[[20], {4, 11}, [21]], [[22], [], [23]]], T - 1),  # gaps, one that silent tokens do not fill
+]
+
+
+def start(W, g):
+    """The sentences in shuffled rows, W each, and a padding sentence of the padding row (last)."""
+    constraints = [Constraints(c, EOS) for _, c, _ in SENTENCES]
+    S, R = len(SENTENCES), len(SENTENCES) * W + 1
+    state = DecoderRows(R - 1, T, 4, torch.device("cpu"))  # and its padding row, R - 1
+    rows = torch.randperm(R - 1, generator=g).view(S, W)
+    state.hyp.copy_(torch.randint(0, VOCAB, (R, T), generator=g))
+    state.kv_slots.copy_(torch.randint(0, 1000, (R, T), generator=g, dtype=torch.int32))
+    state.fin_hyp.copy_(torch.randint(0, VOCAB, (R, T), generator=g))
+    state.met.copy_(torch.randint(0, 3, state.met.shape, generator=g, dtype=torch.int32))  # others' counts
+    state.fin_score.fill_(float("-inf"))
+    state.improvable.fill_(True)
+    for s, (prefix, _, limit) in enumerate(SENTENCES):
+        r = rows[s]
+        state.hyp[r, : len(prefix)] = torch.tensor(prefix)
+        state.kv_len[r] = len(prefix) - 1  # the search sees the length before the step's token
+        state.limit[r] = limit
+        state.score[r] = torch.tensor([0.0] + [float("-inf")] * (W - 1))
+        met = constraints[s].start(prefix)
+        state.met[r, : len(met)] = torch.tensor(met, dtype=torch.int32)
+    state.kv_len[R - 1] = 0
+    state.limit[R - 1] = T
+    padding = torch.full((1, W), R - 1)
+    tables = ConstraintTables.build(constraints + constraints[:1], torch.device("cpu"))
+    return torch.cat([rows, padding]), state, tables
+
+
+def scores(rows, tables, step, g):
+    """Each row's K1 best log-probs, descending, their tokens and its constraint tokens' log-probs:
+    on even steps from a grid (ties), `</s>` the best of many rows on odd ones; every third step
+    some rows allow three tokens at most. The padding sentence's logits hold no number."""
+    S, W = rows.shape
+    N, J = S * W, tables.tokens.shape[1]
+    if step % 2 == 0:
+        logits = -torch.randint(0, 6, (N, VOCAB), generator=g).float() * 0.5
+    else:
+        logits = torch.randn(N, VOCAB, generator=g) * 2
+        logits[torch.rand(N, generator=g) < 0.4, EOS] = 9.0
+    if step % 3 == 2:
+        few = torch.rand(N, generator=g) < 0.5
+        logits[few] = logits[few].masked_fill(torch.rand(VOCAB, generator=g) < 0.9, float("-inf"))
+    logits[-W:] = float("nan")
+    log_probs = logits.log_softmax(-1).nan_to_num(nan=float("-inf"), neginf=float("-inf"))
+    top_values, top_tokens = log_probs.sort(dim=-1, descending=True, stable=True)
+    K1 = min(2 * W + J + 2, VOCAB)
+    own = log_probs.gather(1, tables.tokens.repeat_interleave(W, dim=0))
+    return top_values[:, :K1].contiguous(), top_tokens[:, :K1].contiguous(), own.contiguous()
+
+
+def penalties(length_penalty):
+    return (torch.arange(T + 1, dtype=torch.float64) ** length_penalty).float()
+
+
+def advance_both(W, capacity, early_stopping, length_penalty, forced, seed):
+    g = torch.Generator().manual_seed(seed)
+    rows, ref, tables = start(W, g)
+    mine = DecoderRows(ref.capacity, T, 4, torch.device("cpu"))
+    for name in ref.tensors._fields:
+        getattr(mine.tensors, name).copy_(getattr(ref.tensors, name))
+    mine.met.copy_(ref.met)
+    penalty = penalties(length_penalty)
+    real = len(SENTENCES)
+    history = []
+    for step in range(T):
+        live = ~ref.finished[rows[:real, 0]]
+        if not live.any():
+            break
+        for s in range(real):  # the decoder's step feeds each live sentence's last token
+            if live[s]:
+                ref.kv_len[rows[s]] += 1
+                mine.kv_len[rows[s]] += 1
+        top_values, top_tokens, own_values = scores(rows, tables, step, g)
+        width = T if step % 2 else int(ref.kv_len.max()) + 1
+        options = dict(eos_id=EOS, forced_eos_id=forced, capacity=capacity, early_stopping=early_stopping,
+                       blocked=BLOCKED, vocab=VOCAB, width=width)
+        ref_done = constrained_advance_ref(top_values, top_tokens, own_values, rows, ref.met, tables.tensors,
+                                           ref.tensors, penalty, **options)
+        done = constrained_advance_triton(top_values, top_tokens, own_values, rows, mine.met, tables.tensors,
+                                          mine.tensors, penalty, **options)
+        assert torch.equal(done, ref_done), f"step {step}"
+        for name in ref.tensors._fields:  # every row, the padding row's (written alike by every lane) too
+            a, b = getattr(mine.tensors, name), getattr(ref.tensors, name)
+            assert torch.equal(a, b), f"{name}, step {step}"
+        assert torch.equal(mine.met, ref.met), f"met, step {step}"
+        history.append((ref_done[:real].clone(), ref.fin_score[rows[:real, 0]].clone()))
+    return history
+
+
+@pytest.mark.parametrize("W, capacity, early_stopping, length_penalty, forced", [
+    (4, 4, 0, 1.0, -1), (4, 2, 1, 0.5, -1), (3, 3, 2, 1.5, EOS), (3, 1, 1, 1.0, -1),
+])
+def test_matches_reference_step_by_step(W, capacity, early_stopping, length_penalty, forced):
+    history = advance_both(W, capacity, early_stopping, length_penalty, forced, seed=W * 10 + capacity)
+    assert any(done.any() for done, _ in history), "no sentence ended"
+    assert any((fin > float("-inf")).any() for _, fin in history), "no hypothesis finished"

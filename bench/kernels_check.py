@@ -8,7 +8,8 @@ Python); the Triton kernel also as replayed from a CUDA graph, as the engine's d
 Prints one table; writes it as JSON to DIR/kernels.json with `--out DIR`. The error column is
 max |kernel - reference| / max |reference| (for logsoftmax_topk: of the values and the logsumexp,
 after checking that the indices agree; for argmax: 0, after checking that the indices are equal;
-for beam_advance: 0, after checking that `done` and the state are bit for bit the reference's);
+for beam_advance and constrained_advance: 0, after checking that `done` and the state are bit for
+bit the reference's);
 speedup is torch us / triton us, both launched eagerly.
 """
 
@@ -28,6 +29,7 @@ from dragoman.kernels import NewTokens, RowState
 from dragoman.kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
 from dragoman.kernels.argmax import argmax_ref, argmax_triton
 from dragoman.kernels.beam_advance import beam_advance_ref, beam_advance_triton
+from dragoman.kernels.constrained_advance import constrained_advance_ref, constrained_advance_triton
 from dragoman.kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
 from dragoman.kernels.fold_source import fold_source_ref, fold_source_triton
 from dragoman.kernels.fused_linear import fused_linear_ref, fused_linear_triton
@@ -180,6 +182,38 @@ def beam_advance_agrees(S):
             lambda: beam_advance_ref(*args, row_state(ref), penalty, **options))
 
 
+
+def constrained_advance_agrees(S, C, W=BEAM, width=40, T=1024, eos_id=2, device="cuda"):
+    """Runs constrained_advance's kernel and reference on copies of one mid-search state of S
+    sentences with C constraints of 2 tokens each (bench.constraints' workload), candidates from
+    random log-probs over 1,000 tokens: whether `done`, the met counts and every state tensor agree
+    bit for bit. Returns (agrees, kernel_fn, ref_fn) for timing."""
+    from dragoman.engine.constrained_search import ConstraintTables
+    from dragoman.engine.constraints import Constraints
+
+    args, state, penalty, _ = beam_advance_inputs(S, W, width, T, eos_id, device)
+    rows = args[2]
+    tables = ConstraintTables.build([Constraints([[int(t) for t in torch.randint(4, 1000, (2,))] for _ in range(C)],
+                                                 eos_id) for _ in range(S)], torch.device(device))
+    J = tables.tokens.shape[1]
+    logits = torch.randn(S * W, 1000, device=device) * 3
+    log_probs = logits.log_softmax(dim=-1)
+    top_values, top_tokens = log_probs.topk(2 * W + J + 2, dim=-1)  # (S * W, K1)
+    own_values = log_probs.gather(1, tables.tokens.repeat_interleave(W, dim=0))  # (S * W, J)
+    met = torch.randint(0, 3, (state["score"].shape[0], 64), dtype=torch.int32, device=device)
+    options = dict(eos_id=eos_id, forced_eos_id=-1, capacity=W, early_stopping=0, blocked=-1.0e9, vocab=1000,
+                   width=width)
+    ours, ref = ({name: t.clone() for name, t in state.items()} for _ in range(2))
+    ours_met, ref_met = met.clone(), met.clone()
+    call = (top_values, top_tokens, own_values, rows)
+    done = constrained_advance_triton(*call, ours_met, tables.tensors, row_state(ours), penalty, **options)
+    ref_done = constrained_advance_ref(*call, ref_met, tables.tensors, row_state(ref), penalty, **options)
+    agrees = (torch.equal(done, ref_done) and torch.equal(ours_met, ref_met)
+              and all(torch.equal(ours[n], ref[n]) for n in state))
+    return (agrees, lambda: constrained_advance_triton(*call, ours_met, tables.tensors, row_state(ours), penalty,
+                                                       **options),
+            lambda: constrained_advance_ref(*call, ref_met, tables.tensors, row_state(ref), penalty, **options))
+
 def main():
     parser = argparse.ArgumentParser(prog="python -m bench.kernels_check")
     add_out_argument(parser)
@@ -268,6 +302,11 @@ def main():
         agrees, kernel_fn, ref_fn = beam_advance_agrees(S)
         assert agrees, "beam_advance: done or state differs from the reference"
         record("beam_advance", f"S={S} B={BEAM} width=40 T=1024", 0.0, kernel_fn, ref_fn, dtype=torch.float32)
+    for S, C in ((1, 2), (512, 1), (512, 3)):  # a typed sentence's glossary, a document's constrained sentences
+        agrees, kernel_fn, ref_fn = constrained_advance_agrees(S, C)
+        assert agrees, "constrained_advance: done, met or state differs from the reference"
+        record("constrained_advance", f"S={S} W={BEAM} C={C} width=40 T=1024", 0.0, kernel_fn, ref_fn,
+               dtype=torch.float32)
 
     # The decode steps that engine.model sends to fused_linear (4 and 16 rows), and its 64-row block
     # (48 rows: a typed sentence's encoder bucket, a few sentences' steps).

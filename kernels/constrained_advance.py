@@ -596,11 +596,11 @@ def _constrained_advance_kernel(
         slots = tl.load(kv_slots_ptr + survivor_src[:, None] * stride_kv_slots + pos, mask=moves_on & upto)
         f_old = tl.load(fin_hyp_ptr + merged_src[:, None] * stride_fin_hyp + pos, mask=finishes & upto & from_old)
         f_new = tl.load(hyp_ptr + merged_src[:, None] * stride_hyp + pos, mask=finishes & upto & ~from_old)
-        f = tl.where(from_old, f_old, tl.where(at_n, merged_token[:, None], f_new))
+        fin = tl.where(from_old, f_old, tl.where(at_n, merged_token[:, None], f_new))
         tl.debug_barrier()  # the chunk's sources are all read before its rows are written
         tl.store(hyp_ptr + rows[:, None] * stride_hyp + pos, h, mask=moves_on & upto)
         tl.store(kv_slots_ptr + rows[:, None] * stride_kv_slots + pos, slots, mask=moves_on & upto)
-        tl.store(fin_hyp_ptr + fin_row[:, None] * stride_fin_hyp + pos, f, mask=finishes & upto)
+        tl.store(fin_hyp_ptr + fin_row[:, None] * stride_fin_hyp + pos, fin, mask=finishes & upto)
 
 
 def constrained_advance_triton(top_values, top_tokens, own_values, rows, met, tables, state, penalty, *, eos_id,

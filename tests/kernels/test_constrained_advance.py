@@ -5,6 +5,11 @@ a coarse grid on even steps (equal candidates within and across rows), `</s>` of
 best, rows allowing few tokens, max_lengths that leave the constraints no room (restricted rows),
 a forced `</s>`, every early-stopping mode, and capacities below the rows a sentence has."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -119,10 +124,34 @@ def advance_both(W, capacity, early_stopping, length_penalty, forced, seed):
     return history
 
 
-@pytest.mark.parametrize("W, capacity, early_stopping, length_penalty, forced", [
-    (4, 4, 0, 1.0, -1), (4, 2, 1, 0.5, -1), (3, 3, 2, 1.5, EOS), (3, 1, 1, 1.0, -1),
-])
+# W, capacity, early_stopping (0: HF's False, 1: True, 2: "never"), length_penalty, forced_eos_id (-1: none)
+CASES = [(4, 4, 0, 1.0, -1), (4, 2, 1, 0.5, -1), (3, 3, 2, 1.5, EOS), (3, 1, 1, 1.0, -1)]
+
+
+@pytest.mark.parametrize("W, capacity, early_stopping, length_penalty, forced", CASES)
 def test_matches_reference_step_by_step(W, capacity, early_stopping, length_penalty, forced):
     history = advance_both(W, capacity, early_stopping, length_penalty, forced, seed=W * 10 + capacity)
     assert any(done.any() for done, _ in history), "no sentence ended"
     assert any((fin > float("-inf")).any() for _, fin in history), "no hypothesis finished"
+
+
+def launches():
+    """The kernel's wrapper on every case above's first step (hopper_build.py records the launches)."""
+    for W, capacity, early_stopping, length_penalty, forced in CASES:
+        rows, state, tables = start(W, torch.Generator().manual_seed(0))
+        top_values, top_tokens, own_values = scores(rows, tables, 0, torch.Generator().manual_seed(0))
+        constrained_advance_triton(top_values, top_tokens, own_values, rows, state.met, tables.tensors, state.tensors,
+                                   penalties(length_penalty), eos_id=EOS, forced_eos_id=forced, capacity=capacity,
+                                   early_stopping=early_stopping, blocked=BLOCKED, vocab=VOCAB, width=T)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """What the interpreter accepts and a GPU's compiler refuses (a loop variable's type changing,
+    say) turns the kernels off on the user's GPU: compiled here for sm_90, as the wrapper launches it."""
+    build = subprocess.run([sys.executable, str(Path(__file__).with_name("hopper_build.py")),
+                            "dragoman.kernels.constrained_advance", "_constrained_advance_kernel",
+                            "test_constrained_advance:launches"],
+                           cwd=Path(__file__).parent, env=os.environ | {"TRITON_INTERPRET": "0"},
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == f"compiled {len(CASES)}"

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import re
 import threading
 import zlib
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages
+from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages, usable_cores
 from dragoman.app.documents.safety import DocumentError, check_file
 from dragoman.app.wording import counted
 from dragoman.app.documents.segments import Document, Run, Segment
@@ -268,7 +267,7 @@ def _ocr_pages(reader, plans: list, reading: Callable[[int, int], None] | None) 
     place(first, read(pictures))
     if reading is not None:
         reading(1, len(plans))
-    workers = max(1, min(OCR_PAGES_AT_ONCE, os.cpu_count() or 1))
+    workers = min(OCR_PAGES_AT_ONCE, usable_cores())
     with ThreadPoolExecutor(workers, thread_name_prefix="dragoman-ocr") as pool:
         futures = [pool.submit(read, pictures) for _, pictures in rest]
         try:

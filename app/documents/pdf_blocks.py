@@ -326,12 +326,21 @@ def _font_style(char: LTChar, font: PDFFont) -> tuple[bool, bool]:
     return bool(BOLD_NAME.search(name) or flags & (1 << 18)), bool(ITALIC_NAME.search(name) or flags & (1 << 6))
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: in a container or under `taskset`, fewer than the
+    machine has (os.cpu_count counts the machine's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
 def read_pages(data: bytes, page_count: int = 0) -> list[Page]:
     """Every page's blocks, read from the PDF's bytes (already checked and decrypted). A document of
     `page_count` pages (the page tree's count, where known) is read in ranges of pages, in several
     processes at once: pdfminer is pure Python, so threads would take turns. Each process bounds
     its range as a document (`ReadingBudget`), and the sums are bounded again here."""
-    readers = min(os.cpu_count() or 1, MAX_READERS, page_count // PAGES_PER_READER)
+    readers = min(usable_cores(), MAX_READERS, page_count // PAGES_PER_READER)
     if readers < 2:
         return _read_range(data, 0, None)[0]
     starts = [page_count * i // readers for i in range(readers)]

@@ -329,7 +329,7 @@ def test_scanned_pages_are_read_several_at_once_and_placed_as_one_at_a_time_plac
 
     def blocks(at_once):
         monkeypatch.setattr(pdf, "OCR_PAGES_AT_ONCE", at_once)
-        monkeypatch.setattr(pdf.os, "cpu_count", lambda: 4)
+        monkeypatch.setattr(pdf, "usable_cores", lambda: 4)
         progress = []
         document = pdf.extract(source, source="eng_Latn", reading=lambda done, total: progress.append(done))
         try:

@@ -3,7 +3,6 @@ document, the graphics states saved, the content decoded. Each hostile PDF is ma
 one line naming the page or the bound, and leaves no output; with the stand-in and with the engine."""
 
 import io
-import os
 import zlib
 
 import pikepdf
@@ -74,7 +73,7 @@ def test_the_documents_glyphs_and_operators_are_bounded_over_pages_each_within_i
 
 def test_bounds_hold_over_pages_read_in_several_processes(tmp_path, translate, monkeypatch):
     monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 4)
     page = b"BT /F1 12 Tf 72 720 Td (" + b"word " * 2_000 + b") Tj ET"
     hostile = b"BT /F1 12 Tf 72 720 Td (" + b"a" * 200_000 + b") Tj ET"
     # a page's bound, passed in a reading process: the page named as in one process

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
@@ -163,7 +164,7 @@ def test_a_book_read_in_several_processes_gives_the_pages_and_fonts_of_one(tmp_p
 
     monkeypatch.setattr(pdf_blocks, "ProcessPoolExecutor", Readers)
     monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 2)
-    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 3)
     spread = pdf_blocks.read_pages(path.read_bytes(), 7)
     assert readers == [3]
     assert [asdict(page) for page in spread] == [asdict(page) for page in alone]
@@ -172,6 +173,16 @@ def test_a_book_read_in_several_processes_gives_the_pages_and_fonts_of_one(tmp_p
         return {id(font) for page in pages for block in page.blocks for font in block.fonts.values()}
 
     assert len(sources(alone)) == len(sources(spread)) == 2  # each range's copies of a font are one again
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux's CPU affinity")
+def test_the_readers_are_counted_on_the_cores_this_process_may_use():
+    """In a container or under taskset a process may use fewer cores than the machine has: one
+    reader per core of its own, not per core of the machine."""
+    child = subprocess.run([sys.executable, "-c", "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+                            "from dragoman.app.documents.pdf_blocks import usable_cores; print(usable_cores())"],
+                           capture_output=True, text=True, timeout=120)
+    assert child.stdout.strip() == "1", child.stderr
 
 
 def test_a_book_whose_reading_processes_die_is_read_in_this_one(tmp_path, dejavu, monkeypatch):
@@ -185,7 +196,7 @@ def test_a_book_whose_reading_processes_die_is_read_in_this_one(tmp_path, dejavu
 
     monkeypatch.setattr(pdf_blocks, "ProcessPoolExecutor", Dying)
     monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 2)
     assert [asdict(page) for page in pdf_blocks.read_pages(path.read_bytes(), 4)] == [asdict(page) for page in alone]
 
 

@@ -206,13 +206,13 @@ def constrained_advance_agrees(S, C, W=BEAM, width=40, T=1024, eos_id=2, device=
     ours, ref = ({name: t.clone() for name, t in state.items()} for _ in range(2))
     ours_met, ref_met = met.clone(), met.clone()
     call = (top_values, top_tokens, own_values, rows)
-    done = constrained_advance_triton(*call, ours_met, tables.tensors, row_state(ours), penalty, **options)
-    ref_done = constrained_advance_ref(*call, ref_met, tables.tensors, row_state(ref), penalty, **options)
+    done = constrained_advance_triton(*call, ours_met, tables, row_state(ours), penalty, **options)
+    ref_done = constrained_advance_ref(*call, ref_met, tables, row_state(ref), penalty, **options)
     agrees = (torch.equal(done, ref_done) and torch.equal(ours_met, ref_met)
               and all(torch.equal(ours[n], ref[n]) for n in state))
-    return (agrees, lambda: constrained_advance_triton(*call, ours_met, tables.tensors, row_state(ours), penalty,
+    return (agrees, lambda: constrained_advance_triton(*call, ours_met, tables, row_state(ours), penalty,
                                                        **options),
-            lambda: constrained_advance_ref(*call, ref_met, tables.tensors, row_state(ref), penalty, **options))
+            lambda: constrained_advance_ref(*call, ref_met, tables, row_state(ref), penalty, **options))
 
 def main():
     parser = argparse.ArgumentParser(prog="python -m bench.kernels_check")

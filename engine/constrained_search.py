@@ -12,9 +12,9 @@ holds this to step by step) with its state in tensors:
   automata as one table (S, C, L, J): the met count after token j at met count m, and the resets
   (S, C, L): after any token not in the list (0 for a plain constraint, the start of the current
   segment for a chain, the next position at a gap), the floors (S, C, L) that the room a
-  row's constraints need counts from, and the tokens that stay at a gap (`Constraints.silent`, as many as the vocabulary
-  has that show nothing) as R intervals of ids (S, R, 2): a few in a real vocabulary, so that no
-  table grows with it. Built once per group composition from the sentences' `Constraints`.
+  row's constraints need counts from, and the tokens that stay at a gap (`Constraints.silent`, as
+  many as the vocabulary has that show nothing) as R intervals of ids (S, R, 2): a few in a real
+  vocabulary, so that no table grows with it. Built once per group composition from the sentences' `Constraints`.
 - A sentence's W rows hold its hypotheses best first; rows with no hypothesis (fewer candidates
   than rows, and every row but the first at the first step) score -inf, so nothing they propose
   is a candidate. Finished hypotheses sit in `fin_*` at `rows[i]`, the i-th best (engine/rows.py).
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -50,17 +49,9 @@ from dragoman.engine.device import to_device
 from dragoman.engine.rows import DecoderRows
 
 
-@dataclass
-class ConstraintTables:
-    """A group's constraints on the device, sentence by sentence (see the module's docstring)."""
-
-    lengths: torch.Tensor  # (S, C) int64, 0 for padding (met from the start)
-    sequences: torch.Tensor  # (S, C, L) int64, padded with 0 (never read: past a constraint's length)
-    tokens: torch.Tensor  # (S, J) int64 distinct, padded with the first: a repeat gives the same answers
-    moves: torch.Tensor  # (S, C, L, J) int64: met count after tokens[j] from met count m < lengths (0 past them)
-    resets: torch.Tensor  # (S, C, L) int64: met count after any other token from m < lengths (0 past them)
-    floors: torch.Tensor  # (S, C, L) int64: what a constraint keeps of m < lengths whatever comes (0 past them)
-    silent: torch.Tensor  # (S, R, 2) int64: [first, last] id intervals of the tokens that stay at a gap; (1, 0) pads
+class ConstraintTables(kernels.ConstraintTensors):
+    """A group's constraints on the device, sentence by sentence (see the module's docstring; the
+    fields are kernels.ConstraintTensors'), built from the sentences' `Constraints`."""
 
     @classmethod
     def build(cls, sentences: list[Constraints], device: torch.device) -> "ConstraintTables":
@@ -86,19 +77,13 @@ class ConstraintTables:
                                                                   silent)))
 
     @property
-    def tensors(self) -> kernels.ConstraintTensors:
-        """The same tensors as one object, as the kernels take them."""
-        return kernels.ConstraintTensors(self.lengths, self.sequences, self.tokens, self.moves, self.resets,
-                                         self.floors, self.silent)
-
-    @property
     def widths(self) -> tuple[int, int, int, int]:
         """(C, L, J, R): constraints, their length, distinct tokens and silent intervals a sentence."""
         return (*self.moves.shape[1:], self.silent.shape[1])
 
     def select(self, index: torch.Tensor) -> "ConstraintTables":
         """The tables of the sentences at `index` (n,), in that order."""
-        return ConstraintTables(*(x[index] for x in self.tensors))
+        return ConstraintTables(*(x[index] for x in self))
 
     def padded(self, C: int, L: int, J: int, R: int) -> "ConstraintTables":
         """The same tables padded to C constraints of L tokens, J distinct tokens and R silent
@@ -115,7 +100,7 @@ class ConstraintTables:
         """The sentences of `first`, then those of `second`."""
         C, L, J, R = (max(a, b) for a, b in zip(first.widths, second.widths))
         a, b = first.padded(C, L, J, R), second.padded(C, L, J, R)
-        return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(a.tensors, b.tensors)))
+        return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(a, b)))
 
 
 @functools.lru_cache(maxsize=8)
@@ -193,6 +178,6 @@ def constrained_step(
     penalty = _length_penalties(lp, state.max_length + 1, rows.device)
     forced = -1 if options.forced_eos_id is None else options.forced_eos_id
     return kernels.constrained_advance(
-        top_values.contiguous(), top_tokens.contiguous(), own_values.contiguous(), rows, state.met, tables.tensors,
+        top_values.contiguous(), top_tokens.contiguous(), own_values.contiguous(), rows, state.met, tables,
         state.tensors, penalty, eos_id=eos_id, forced_eos_id=forced, capacity=options.num_beams,
         early_stopping=early_code, blocked=BLOCKED, vocab=V, width=width)

@@ -429,7 +429,7 @@ class StepRunner:
         if filled_from is not tables:
             own = tables.padded(C, L, J, R)
             S = own.lengths.shape[0]
-            for target, source in zip(static.tensors, own.tensors):
+            for target, source in zip(static, own):
                 target[:S].copy_(source)
             self._static_tables[key] = (static, tables)
         return static

@@ -67,12 +67,12 @@ class ConstraintTensors(NamedTuple):
     (engine/constrained_search.py's ConstraintTables builds them)."""
 
     lengths: torch.Tensor  # (S, C) int64, 0 for padding (met from the start)
-    sequences: torch.Tensor  # (S, C, L) int64; GAP where a chain's gap is
-    tokens: torch.Tensor  # (S, J) int64 distinct, padded with the first
-    moves: torch.Tensor  # (S, C, L, J) int64: met count after tokens[j] from met count m
-    resets: torch.Tensor  # (S, C, L) int64: met count after any other token from m
-    floors: torch.Tensor  # (S, C, L) int64: what a constraint keeps of m whatever comes
-    silent: torch.Tensor  # (S, R, 2) int64: [first, last] id intervals of the tokens that stay at a gap
+    sequences: torch.Tensor  # (S, C, L) int64, GAP at a chain's gap, padded with 0 (past a constraint's length)
+    tokens: torch.Tensor  # (S, J) int64 distinct, padded with the first: a repeat gives the same answers
+    moves: torch.Tensor  # (S, C, L, J) int64: met count after tokens[j] from met count m < lengths (0 past them)
+    resets: torch.Tensor  # (S, C, L) int64: met count after any other token from m < lengths (0 past them)
+    floors: torch.Tensor  # (S, C, L) int64: what a constraint keeps of m < lengths whatever comes (0 past them)
+    silent: torch.Tensor  # (S, R, 2) int64: [first, last] id intervals of the tokens that stay at a gap; (1, 0) pads
 
 
 # ---------------------------------------------------------------------------------------------

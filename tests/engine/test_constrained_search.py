@@ -235,7 +235,7 @@ def test_a_vocabulary_sized_gap_set_keeps_the_tables_small_and_moves_as_the_refe
     tokens = [3, 4, 5, 150_000, 200_000, 200_001, vocab - 1]
     for m in range(chain.lengths[0]):
         met = torch.tensor([[[m, 0]]]).expand(1, len(tokens), 2)  # (S, X, C)
-        moved = met_after(tables.tensors, met, torch.tensor([tokens]))[0, :, 0].tolist()
+        moved = met_after(tables, met, torch.tensor([tokens]))[0, :, 0].tolist()
         assert moved == [chain.after((m, 0), t)[0] for t in tokens], m
     assert chain.start([200_000, 150_000]) == (1, 0) and chain.start([200_000, 3]) == (2, 0)
 

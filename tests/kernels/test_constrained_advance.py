@@ -111,9 +111,9 @@ def advance_both(W, capacity, early_stopping, length_penalty, forced, seed):
         width = T if step % 2 else int(ref.kv_len.max()) + 1
         options = dict(eos_id=EOS, forced_eos_id=forced, capacity=capacity, early_stopping=early_stopping,
                        blocked=BLOCKED, vocab=VOCAB, width=width)
-        ref_done = constrained_advance_ref(top_values, top_tokens, own_values, rows, ref.met, tables.tensors,
+        ref_done = constrained_advance_ref(top_values, top_tokens, own_values, rows, ref.met, tables,
                                            ref.tensors, penalty, **options)
-        done = constrained_advance_triton(top_values, top_tokens, own_values, rows, mine.met, tables.tensors,
+        done = constrained_advance_triton(top_values, top_tokens, own_values, rows, mine.met, tables,
                                           mine.tensors, penalty, **options)
         assert torch.equal(done, ref_done), f"step {step}"
         for name in ref.tensors._fields:  # every row, the padding row's (written alike by every lane) too
@@ -140,7 +140,7 @@ def launches():
     for W, capacity, early_stopping, length_penalty, forced in CASES:
         rows, state, tables = start(W, torch.Generator().manual_seed(0))
         top_values, top_tokens, own_values = scores(rows, tables, 0, torch.Generator().manual_seed(0))
-        constrained_advance_triton(top_values, top_tokens, own_values, rows, state.met, tables.tensors, state.tensors,
+        constrained_advance_triton(top_values, top_tokens, own_values, rows, state.met, tables, state.tensors,
                                    penalties(length_penalty), eos_id=EOS, forced_eos_id=forced, capacity=capacity,
                                    early_stopping=early_stopping, blocked=BLOCKED, vocab=VOCAB, width=T)
 

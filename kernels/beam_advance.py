@@ -76,6 +76,46 @@ NUM_WARPS = 4
 
 
 @triton.jit
+def merge_finished(old_scores, old_lens, old_rows, old_ok, normalised, new_index, new_ok, parents, tokens, n, slot,
+                   SLOTS: tl.constexpr):
+    """The SLOTS best finished hypotheses, best first: of the old ones (slot i holds the i-th,
+    where old_ok) and of the candidates (new_index, where new_ok) with their `normalised` scores
+    (-inf for those that do not enter), the old ones first on ties, then the lower index. Returns
+    each slot's score, length, source row (fin_hyp's for an old one, the parent's hyp for a new
+    one, which gains its token at position n), that token, and whether it is an old one."""
+    old_key = tl.where(old_ok, sort_key(old_scores, slot), EMPTY_KEY)
+    new_key = tl.where(new_ok, sort_key(normalised, SLOTS + new_index), EMPTY_KEY)
+    source = tl.zeros_like(slot)
+    for i in range(SLOTS):
+        best = tl.maximum(tl.max(old_key), tl.max(new_key))
+        old_key = tl.where(old_key == best, EMPTY_KEY, old_key)
+        new_key = tl.where(new_key == best, EMPTY_KEY, new_key)
+        source = tl.where(slot == i, 0x7FFFFFFF - best.to(tl.int32), source)
+    from_old = source < SLOTS
+    old, new = tl.where(from_old, source, 0), tl.where(from_old, 0, source - SLOTS)
+    merged = tl.where(from_old, tl.gather(old_scores, old, 0), tl.gather(normalised, new, 0))
+    merged_len = tl.where(from_old, tl.gather(old_lens, old, 0), (n + 1).to(tl.int32))
+    merged_src = tl.where(from_old, tl.gather(old_rows, old, 0), tl.gather(parents, new, 0))
+    return merged, merged_len, merged_src, tl.gather(tokens, new, 0), from_old
+
+
+@triton.jit
+def still_improvable(new_score, merged, was_improvable, penalty_ptr, penalty, max_length, blocked, slot,
+                     SLOTS: tl.constexpr, EARLY_STOPPING: tl.constexpr):
+    """HF's heuristic for early_stopping False / "never": whether the best running score (slot 0 of
+    new_score), length-penalised, can still beat the worst finished one (slot SLOTS - 1 of merged,
+    HF's -1e9 while they are not full); and whether they are full. `penalty` is penalty[n]."""
+    if EARLY_STOPPING == 2:
+        best_penalty = tl.load(penalty_ptr + max_length - 1)
+    else:
+        best_penalty = penalty
+    best_possible = tl.math.div_rn(tl.max(tl.where(slot == 0, new_score, _NEG_INF)), best_penalty)
+    worst = tl.max(tl.where(slot == SLOTS - 1, merged, _NEG_INF))
+    full = worst > _NEG_INF
+    return was_improvable & (best_possible > tl.where(full, worst, blocked)), full
+
+
+@triton.jit
 def _beam_advance_kernel(
     values_ptr, tokens_ptr, rows_ptr, kv_len_ptr, score_ptr, hyp_ptr, kv_slots_ptr,
     fin_score_ptr, fin_hyp_ptr, fin_len_ptr, improvable_ptr, finished_ptr, penalty_ptr, done_ptr,
@@ -143,20 +183,8 @@ def _beam_advance_kernel(
     normalised = tl.math.div_rn(top, tl.broadcast_to(penalty, [BLOCK_K]))
     enter = (j < B) & hits & allowed & (normalised > blocked)  # else HF's -1e9 placeholders outrank it
     normalised = tl.where(enter, normalised, _NEG_INF)
-    old_key = tl.where(beam_ok, sort_key(old_scores, b), EMPTY_KEY)
-    new_key = tl.where(j < B, sort_key(normalised, B + j), EMPTY_KEY)
-    source = tl.zeros([BLOCK_B], tl.int32)
-    for i in range(B):
-        best = tl.maximum(tl.max(old_key), tl.max(new_key))
-        old_key = tl.where(old_key == best, EMPTY_KEY, old_key)
-        new_key = tl.where(new_key == best, EMPTY_KEY, new_key)
-        source = tl.where(b == i, 0x7FFFFFFF - best.to(tl.int32), source)
-    from_old = source < B
-    old, new = tl.where(from_old, source, 0), tl.where(from_old, 0, source - B)
-    merged = tl.where(from_old, tl.gather(old_scores, old, 0), tl.gather(normalised, new, 0))  # (BLOCK_B,)
-    merged_len = tl.where(from_old, tl.gather(old_lens, old, 0), (n + 1).to(tl.int32))
-    merged_src = tl.where(from_old, tl.gather(rows, old, 0), tl.gather(parent, new, 0))  # fin_hyp's or hyp's row
-    merged_token = tl.gather(token, new, 0)
+    merged, merged_len, merged_src, merged_token, from_old = merge_finished(
+        old_scores, old_lens, rows, beam_ok, normalised, j, j < B, parent, token, n, b, B)
 
     # The running beams: the B best candidates, those that just finished pushed down by `blocked`.
     running = tl.where(hits, top + blocked, top)  # == top + hits * blocked, bit for bit
@@ -170,15 +198,8 @@ def _beam_advance_kernel(
     survivor_src = tl.gather(parent, survivor, 0)
     survivor_token = tl.gather(token, survivor, 0)
 
-    # Can anything still improve? (HF's heuristic for early_stopping False / "never")
-    if EARLY_STOPPING == 2:
-        best_penalty = tl.load(penalty_ptr + max_length - 1)
-    else:
-        best_penalty = penalty
-    best_possible = tl.math.div_rn(tl.max(tl.where(b == 0, new_score, _NEG_INF)), best_penalty)
-    worst = tl.max(tl.where(b == B - 1, merged, _NEG_INF))
-    full = worst > _NEG_INF
-    improvable = was_improvable & (best_possible > tl.where(full, worst, blocked))
+    improvable, full = still_improvable(new_score, merged, was_improvable, penalty_ptr, penalty, max_length, blocked, b,
+                                        B, EARLY_STOPPING)
     done = ~improvable | all_hit
     if EARLY_STOPPING == 1:
         done = done | full

@@ -46,6 +46,7 @@ from typing import NamedTuple
 import torch
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.beam_advance import merge_finished, still_improvable
 from dragoman.kernels.logsoftmax_topk import EMPTY_KEY, _key_value_and_column, sort_key
 
 NEG_INF = float("-inf")
@@ -505,20 +506,8 @@ def _constrained_advance_kernel(
     normalised = tl.math.div_rn(values, tl.broadcast_to(penalty, [BLOCK_M]))
     enter = first_complete & hits & allowed & (normalised > blocked)
     normalised = tl.where(enter, normalised, _NEG_INF)
-    old_key = tl.where(b < CAPACITY, sort_key(old_scores, b), EMPTY_KEY)
-    new_key = tl.where(m_ok, sort_key(normalised, CAPACITY + m), EMPTY_KEY)
-    source = tl.zeros([BLOCK_W], tl.int32)
-    for i in range(CAPACITY):
-        best = tl.maximum(tl.max(old_key), tl.max(new_key))
-        old_key = tl.where(old_key == best, EMPTY_KEY, old_key)
-        new_key = tl.where(new_key == best, EMPTY_KEY, new_key)
-        source = tl.where(b == i, 0x7FFFFFFF - best.to(tl.int32), source)
-    from_old = source < CAPACITY
-    old, new = tl.where(from_old, source, 0), tl.where(from_old, 0, source - CAPACITY)
-    merged = tl.where(from_old, tl.gather(old_scores, old, 0), tl.gather(normalised, new, 0))  # (BLOCK_W,)
-    merged_len = tl.where(from_old, tl.gather(old_lens, old, 0), (n + 1).to(tl.int32))
-    merged_src = tl.where(from_old, tl.gather(fin_row, old, 0), tl.gather(parent, new, 0))  # fin_hyp's or hyp's row
-    merged_token = tl.gather(tokens, new, 0)
+    merged, merged_len, merged_src, merged_token, from_old = merge_finished(
+        old_scores, old_lens, fin_row, b < CAPACITY, normalised, m, m_ok, parent, tokens, n, b, CAPACITY)
 
     # 4. The running hypotheses: round-robin over the banks, highest first, then by score.
     eligible = valid & ~hits
@@ -554,14 +543,8 @@ def _constrained_advance_kernel(
                            survivor_token, lengths, c, C, L, J, R)
 
     # Can anything still improve? (HF's heuristic, as in beam search)
-    if EARLY_STOPPING == 2:
-        best_penalty = tl.load(penalty_ptr + limit - 1)
-    else:
-        best_penalty = penalty
-    best_possible = tl.math.div_rn(tl.max(tl.where(b == 0, new_score, _NEG_INF)), best_penalty)
-    worst = tl.max(tl.where(b == CAPACITY - 1, merged, _NEG_INF))
-    full = worst > _NEG_INF
-    still = was_improvable & (best_possible > tl.where(full, worst, blocked))
+    still, full = still_improvable(new_score, merged, was_improvable, penalty_ptr, penalty, limit, blocked, b,
+                                   CAPACITY, EARLY_STOPPING)
     done = ~still | ~survivors
     if EARLY_STOPPING == 1:
         done = done | full

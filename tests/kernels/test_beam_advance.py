@@ -3,6 +3,11 @@ equal candidate scores (values on a coarse grid, HF's -1e9 beams at the first st
 the candidates of most rows, banned `</s>`, hypotheses reaching max_length (each sentence its own),
 rows in no particular order, and a padding sentence made of the padding row."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -218,3 +223,25 @@ def test_max_length_ends_the_sentence(fn):
     assert done.tolist() == [True] and state["improvable"][1] and state["finished"][[1, 0]].all()
     assert state["fin_score"][[1, 0]].tolist() == [-0.5, float("-inf")]
     assert state["fin_hyp"][1].tolist() == [0, 3, 5] and state["fin_len"][1] == 3
+
+
+def launches():
+    """The kernel's wrapper on one step of each early-stopping mode (hopper_build.py records the launches)."""
+    for early_stopping in (0, 1, 2):
+        g = torch.Generator().manual_seed(early_stopping)
+        rows, state, limit = start(4, g)
+        kv_len = torch.zeros(state["score"].shape, dtype=torch.int32)
+        kv_len[rows] = 3
+        values, tokens = candidates(rows.numel(), 9, 0, g)
+        beam_advance_triton(values, tokens, rows, 0, row_state(state | dict(kv_len=kv_len, limit=limit)),
+                            penalties(1.0), eos_id=EOS, early_stopping=early_stopping, blocked=BLOCKED, width=T)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = subprocess.run([sys.executable, str(Path(__file__).with_name("hopper_build.py")),
+                            "dragoman.kernels.beam_advance", "_beam_advance_kernel", "test_beam_advance:launches"],
+                           cwd=Path(__file__).parent, env=os.environ | {"TRITON_INTERPRET": "0"},
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 3"

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from bench import add_out_argument, emit
-from dragoman.engine import step_runner
+from dragoman.engine import scheduler, step_runner
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Request
 from dragoman.engine.translator import Translator
@@ -86,9 +86,12 @@ def main(argv: list[str] | None = None) -> dict:
                         help="new tokens of both workloads instead of DESIGN.md's (for a small model's positions)")
     parser.add_argument("--graphed-constrained-rows", type=int, default=step_runner.GRAPHED_CONSTRAINED_ROWS,
                         help="the most rows of a constrained group whose steps are CUDA graphs (step_runner's)")
+    parser.add_argument("--kinds-together", action="store_true",
+                        help="documents' plain and constrained sentences may share steps (scheduler.KINDS_APART off)")
     add_out_argument(parser)
     args = parser.parse_args(argv)
     step_runner.GRAPHED_CONSTRAINED_ROWS = args.graphed_constrained_rows
+    scheduler.KINDS_APART = not args.kinds_together
 
     translator = Translator(args.checkpoint, device=args.device, dtype=args.dtype)
     rng = random.Random(1)
@@ -100,7 +103,8 @@ def main(argv: list[str] | None = None) -> dict:
         doc_tokens = typed_tokens = args.new_tokens
     out = {"checkpoint": Path(args.checkpoint).name, "device": translator.describe(), "torch": torch.__version__,
            "sentences": args.sentences, "document_runs": args.doc_repeats, "interactive_runs": args.repeats,
-           "rows": translator.generator.max_rows, "graphed_constrained_rows": args.graphed_constrained_rows}
+           "rows": translator.generator.max_rows, "graphed_constrained_rows": args.graphed_constrained_rows,
+           "kinds_apart": scheduler.KINDS_APART}
 
     workloads = [(f"{count}_constraints", count, 1) for count in DOCUMENT_CONSTRAINTS]
     workloads.append((f"1_constraint_every_{MIXED_EVERY}th_sentence", 1, MIXED_EVERY))

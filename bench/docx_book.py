@@ -111,6 +111,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--beams", type=int, default=4)
     parser.add_argument("--new-tokens", type=int, default=40, help="tokens each translation is forced to")
+    parser.add_argument("--kinds-together", action="store_true",
+                        help="plain and constrained sentences may share steps (scheduler.KINDS_APART off)")
     add_out_argument(parser)
     args = parser.parse_args()
 
@@ -119,8 +121,10 @@ def main() -> None:
     from dragoman.app.session.jobs import DocumentJob
     from dragoman.app.session.session import TranslationSession
     from dragoman.app.session.terms import Terms
-    from dragoman.engine import Translator
+    from dragoman.engine import Translator, scheduler
     from dragoman.engine.generator import Request
+
+    scheduler.KINDS_APART = not args.kinds_together
 
     translator = Translator(args.checkpoint, device=args.device)
     options = {"num_beams": args.beams, "min_new_tokens": args.new_tokens, "max_new_tokens": args.new_tokens}
@@ -159,6 +163,7 @@ def main() -> None:
         layout_seconds = time.perf_counter() - start
     out: dict = {"pages": args.pages, "paragraphs": len(paragraphs), "sentences": len(sentences),
                  "device": translator.describe(), "beams": args.beams, "new_tokens": args.new_tokens,
+                 "kinds_apart": scheduler.KINDS_APART,
                  "reading_and_writing_docx_s": layout_seconds}
     for path, taken in seconds.items():
         out[f"{path}_s"] = taken

@@ -51,6 +51,10 @@ TYPED, DOCUMENT = 0, 1  # priorities (`Request.priority`): lower runs first
 # Steps a document sentence waits for its kind at most (see "Plain and constrained"): 1-2 s of a
 # GPU's document steps, so that a long document changes kind a few times at most.
 HELD_STEPS = 256
+# Whether documents' plain and constrained sentences step apart (see "Plain and constrained"). Since
+# a constrained step's search is one kernel, a mixed step's eager searches cost far less than
+# when this was decided; `--kinds-together` of bench.constraints and bench.docx_book measures both.
+KINDS_APART = True
 
 
 def queue_key(request: Request) -> tuple[int, bool]:
@@ -349,7 +353,7 @@ class Scheduler:
     def _its_turn(self, constrained: bool, running: set[bool]) -> bool:
         """Whether a document sentence, constrained or not, may join the documents' `running`
         kinds: only its own kind's, and not while the other kind has its turn (`_turn`)."""
-        return running <= {constrained} and self._turn in (None, constrained)
+        return not KINDS_APART or (running <= {constrained} and self._turn in (None, constrained))
 
     def _fits(self, request: Request, rows: int, free_self: int, free_cross: int) -> bool:
         """Whether `request` can join sentences that take `rows` rows, leaving these free blocks: its

@@ -354,6 +354,15 @@ def test_a_documents_plain_sentences_wait_ahead_of_its_constrained_ones_and_neve
     assert admitted(s.schedule(1000, 1000, BASE)) == [p4]
 
 
+def test_with_kinds_together_a_documents_kinds_share_steps(monkeypatch):
+    """scheduler.KINDS_APART off (bench.constraints --kinds-together): the queue's order stays, but a
+    constrained sentence joins plain ones where rows are free."""
+    monkeypatch.setattr("dragoman.engine.scheduler.KINDS_APART", False)
+    s = scheduler(max_rows=8)
+    c1, p1, p2 = queued(s, constrained(beams=2), request(2), request(2))
+    assert admitted(s.schedule(1000, 1000, BASE)) == [p1, p2, c1] and kinds_running(s) == {False, True}
+
+
 def test_typed_text_steps_beside_either_kind():
     s = scheduler(max_rows=8)
     c = queued(s, constrained(beams=2))[0]

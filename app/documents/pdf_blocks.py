@@ -98,7 +98,7 @@ class Block:
     shows: set[int] = field(default_factory=set)  # the text-showing operators that drew it
     glyphs: set[tuple[int, int]] = field(default_factory=set)  # (operator, glyph within it) of its characters
     color: tuple = ()
-    align: str = "left"  # or "right", "center"
+    align: str = "left"  # or "right", "center", "justify"
     invisible: bool = False  # drawn invisibly (text render mode 3): a scan's OCR layer
     serif: bool = False  # most of its letters are in a serif face
     fonts: dict = field(default_factory=dict)  # (bold, italic) -> SourceFont of most of its letters in that style
@@ -746,6 +746,8 @@ def _alignment(block: Block, left: float, right: float, page_width: float) -> st
     if len(lines) > 1:
         lefts, rights = [l.x0 for l in lines], [l.x1 for l in lines]
         centers = [(l.x0 + l.x1) / 2 for l in lines]
+        if len(lines) > 2 and max(rights[:-1]) - min(rights[:-1]) < 1 and max(lefts[1:]) - min(lefts[1:]) < 1:
+            return "justify"  # both edges straight, but for the last line's end (and a first line's indent)
         if max(lefts) - min(lefts) < 1:
             return "left"
         if max(rights) - min(rights) < 1 and max(lefts[1:]) - min(lefts[1:]) >= 1:  # not an indented first line

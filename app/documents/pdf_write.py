@@ -200,7 +200,7 @@ def _grown(box, page: Page, obstacles, align: str) -> tuple[float, float, float,
             if ox1 <= x0 + 0.5:
                 left = max(left, ox1 + GAP)
     right, left = max(right, x1), min(left, x0)
-    if align == "left":
+    if align in ("left", "justify"):
         left = x0
     elif align == "right":
         right = x1
@@ -237,6 +237,8 @@ def used_box(setting: Setting, block: Block) -> tuple[float, float, float, float
     x0, y0, x1, y1 = setting.box
     width = max((_width([g for unit in line for g in unit], setting.size) for line in setting.lines), default=0.0)
     bottom = y1 - _height(setting.lines, setting.size, block.leading)
+    if block.align == "justify" and len(setting.lines) > 1:  # its lines but the last fill the box
+        return x0, bottom, x1, y1
     if setting.rtl or block.align == "right":
         return x1 - width, bottom, x1, y1
     if block.align == "center":
@@ -255,7 +257,8 @@ def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) ->
 
     Each line is one text position (Tm) and TJ arrays whose numbers move each glyph from where the
     font's own width leaves it to where HarfBuzz placed it; a glyph raised or lowered (a mark) is
-    drawn with a text rise (Ts)."""
+    drawn with a text rise (Ts). A justified block's lines but its last are widened to the box by
+    equal room after each of their spaces."""
     x0, y0, x1, y1 = setting.box
     ox, oy = origin
     s, leading = setting.size, block.leading
@@ -266,11 +269,16 @@ def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) ->
     for number, line in enumerate(setting.lines):
         baseline = y1 - top * s - number * leading * s
         width = _width([g for unit in line for g in unit], s)
+        glyphs = _visual(line, setting.rtl)
+        spaces = sum(1 for g in glyphs if g.text.isspace())
+        stretch = 0.0  # ems after each space
+        if block.align == "justify" and number < len(setting.lines) - 1 and spaces and width < x1 - x0:
+            stretch, width = (x1 - x0 - width) / spaces / s, x1 - x0
         x = x1 - width if right else x0 + (x1 - x0 - width) / 2 if block.align == "center" else x0
         out.append(f"1 0 0 1 {x + ox:.3f} {baseline + oy:.3f} Tm")
         pen = drawn = 0.0  # where the next glyph's origin goes, and where the text position is (ems)
         array: list[str] = []
-        for glyph in _visual(line, setting.rtl):
+        for glyph in glyphs:
             if current is not glyph.face or glyph.dy:
                 if array:
                     out.append(f"[{' '.join(array)}] TJ")
@@ -286,7 +294,7 @@ def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) ->
                 out += [f"{glyph.dy * s:.3f} Ts", f"[{' '.join(array)}] TJ", "0 Ts"]
                 array = []
             drawn = pen + glyph.dx + glyph.face.width(glyph.name)
-            pen += glyph.advance
+            pen += glyph.advance + (stretch if glyph.text.isspace() else 0.0)
         if array:
             out.append(f"[{' '.join(array)}] TJ")
     out.append("ET")

@@ -550,3 +550,56 @@ def test_a_page_of_more_content_than_its_bound_is_refused(source, tmp_path, monk
         pdf.save(heavy)
     with pytest.raises(DocumentError, match=r"^a page's content decodes to over 1 MiB of text and drawing operators"):
         translate_document(heavy, tmp_path / "out.pdf", upper_keeping_tags)
+
+
+def paragraph_pdf(path, alignment):
+    """One paragraph of six sentences in a 300-point frame, set with reportlab's `alignment`."""
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.platypus import Frame, Paragraph
+
+    text = " ".join(f"The {n} sentence of this paragraph says a few words about the river and its old bridge."
+                    for n in ("first", "second", "third", "fourth", "fifth", "sixth"))
+    c = canvas.Canvas(str(path), pagesize=A4)
+    style = ParagraphStyle("body", fontName="Helvetica", fontSize=10, leading=13, alignment=alignment)
+    Frame(72, H - 400, 300, 300).addFromList([Paragraph(text, style)], c)
+    c.showPage()
+    c.save()
+
+
+def drawn_rows(path, ours: bool):
+    """The lines of the first page, top first: our glyphs (a Noto face), or the source's, spaces included."""
+    rows: dict[float, list] = {}
+    for _, c in chars(path):
+        if ("Noto" in c.fontname) == ours:
+            rows.setdefault(round(c.y0), []).append(c)
+    return [rows[y] for y in sorted(rows, reverse=True) if any(c.get_text().strip() for c in rows[y])]
+
+
+@pytest.mark.parametrize("engine", ["stand-in", "real"])
+def test_a_justified_paragraph_comes_back_justified_and_a_ragged_one_ragged(tmp_path, engine, tag_translator):
+    from reportlab.lib.enums import TA_JUSTIFY, TA_LEFT
+
+    from dragoman.app.session.jobs import DocumentJob
+    from dragoman.app.session.session import TranslationSession
+
+    for alignment in (TA_JUSTIFY, TA_LEFT):
+        source, out = tmp_path / f"p{alignment}.pdf", tmp_path / f"p{alignment}.out.pdf"
+        paragraph_pdf(source, alignment)
+        if engine == "real":  # the path users take, with the engine they run on a random checkpoint
+            TranslationSession(tag_translator).translate_document(DocumentJob(source, out, "eng_Latn", "fra_Latn"))
+        else:
+            translate_document(source, out, upper_keeping_tags)
+        edge = max(c.x1 for row in drawn_rows(source, ours=False) for c in row)  # the paragraph's right edge
+        rows = drawn_rows(out, ours=True)
+        assert len(rows) >= 3, [("".join(c.get_text() for c in row)) for row in rows]
+        inked = [[c for c in row if c.get_text().strip()] for row in rows]
+        lefts = [min(c.x0 for c in row) for row in inked]
+        ends = [edge - max(c.x1 for c in row) for row in inked]
+        # a line of one word (a random model's may be wider than the box) has no space to widen
+        spaced = [end for end, row in zip(ends[:-1], rows) if any(not c.get_text().strip() for c in row)]
+        assert max(lefts) - min(lefts) < 1, lefts
+        assert len(spaced) >= 2, ends
+        if alignment == TA_JUSTIFY:  # every line but the last ends at the box's edge
+            assert all(abs(end - spaced[0]) < 1 for end in spaced) and spaced[0] < 1, spaced
+        else:  # lines end where their words do
+            assert max(spaced) - min(spaced) > 3, spaced

@@ -14,7 +14,8 @@ from dragoman.kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_t
 from dragoman.kernels.admit_rows import admit_rows_ref, admit_rows_triton
 from dragoman.kernels.argmax import argmax_ref, argmax_triton
 from dragoman.kernels.beam_advance import beam_advance_ref, beam_advance_triton
-from dragoman.kernels.constrained_advance import GAP, ConstraintTensors, constrained_advance_ref, constrained_advance_triton
+from dragoman.kernels.constrained_advance import (GAP, ConstraintTensors, constrained_advance_ref,
+                                                  constrained_advance_triton, fits_kernel)
 from dragoman.kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
 from dragoman.kernels.fold_source import fold_source_ref, fold_source_triton
 from dragoman.kernels.fused_linear import fused_linear_ref, fused_linear_triton, holds_weights
@@ -225,8 +226,10 @@ def constrained_advance(top_values, top_tokens, own_values, rows, met, tables, s
     (S * W, J) those of its sentence's constraint tokens tables.tokens; met (R, >= C) int32 the rows'
     met counts; tables a ConstraintTensors. Updates met and the rows' state (a RowState) as
     beam_advance does, the first `capacity` rows holding the finished hypotheses, and returns done
-    (S,) bool. forced_eos_id: -1 for none; vocab: the logits' width (kernels/constrained_advance.py)."""
-    return _dispatch(constrained_advance_triton, constrained_advance_ref, rows, top_values, top_tokens, own_values,
+    (S,) bool. forced_eos_id: -1 for none; vocab: the logits' width. A group too wide for the kernel
+    (many constraints, `fits_kernel`) runs the reference on a GPU too (kernels/constrained_advance.py)."""
+    kernel = constrained_advance_triton if fits_kernel(rows, top_values, tables) else constrained_advance_ref
+    return _dispatch(kernel, constrained_advance_ref, rows, top_values, top_tokens, own_values,
                      rows, met, tables, state, penalty, eos_id=eos_id, forced_eos_id=forced_eos_id, capacity=capacity,
                      early_stopping=early_stopping, blocked=blocked, vocab=vocab, width=width)
 

@@ -61,6 +61,10 @@ _LAST_KEY = tl.constexpr(2**40)  # above every round-robin key (rank * BANKS + b
 _TAKEN = tl.constexpr(2**62)  # a picked round-robin key
 COPY_TILE = 512  # as kernels/beam_advance.py
 NUM_WARPS = 4
+# A program holds each row's scores beside each constraint's met count: rows x (K1 + J) x C cells,
+# as powers of two. Past this many, compiling takes minutes (a sentence of 64 constraints and 128
+# distinct tokens: over 15 on a 2-core CPU) and registers spill: such groups take the reference.
+MAX_CELLS = 16384
 
 
 class ConstraintTensors(NamedTuple):
@@ -349,7 +353,7 @@ def _constrained_advance_kernel(
     improvable_ptr, finished_ptr, limit_ptr, penalty_ptr, done_ptr,
     eos_id, forced_eos_id, reserved, blocked, vocab, C, L, J, R,
     stride_met, stride_hyp, stride_kv_slots, stride_fin_hyp,
-    W: tl.constexpr, K1: tl.constexpr, CAPACITY: tl.constexpr, EARLY_STOPPING: tl.constexpr,
+    K1, W: tl.constexpr, CAPACITY: tl.constexpr, EARLY_STOPPING: tl.constexpr,
     BLOCK_W: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_P: tl.constexpr,
     BLOCK_K: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_M: tl.constexpr, IDENTS: tl.constexpr,
     CHUNK: tl.constexpr, CHAINED: tl.constexpr,
@@ -586,6 +590,13 @@ def _constrained_advance_kernel(
         tl.store(fin_hyp_ptr + fin_row[:, None] * stride_fin_hyp + pos, fin, mask=finishes & upto)
 
 
+def fits_kernel(rows: torch.Tensor, top_values: torch.Tensor, tables: ConstraintTensors) -> bool:
+    """Whether the kernel takes this group (`MAX_CELLS`), else its reference does."""
+    W, (C, _, J) = rows.shape[1], tables.moves.shape[1:]
+    cells = triton.next_power_of_2(W) * triton.next_power_of_2(top_values.shape[1] + J) * triton.next_power_of_2(C)
+    return cells <= MAX_CELLS
+
+
 def constrained_advance_triton(top_values, top_tokens, own_values, rows, met, tables, state, penalty, *, eos_id,
                                forced_eos_id, capacity, early_stopping, blocked, vocab, width):
     """Triton version of `constrained_advance_ref`; same arguments, same result, same state afterwards."""
@@ -609,8 +620,8 @@ def constrained_advance_triton(top_values, top_tokens, own_values, rows, met, ta
         state.kv_len, state.score, state.hyp, state.kv_slots, state.fin_score, state.fin_hyp, state.fin_len,
         state.improvable.view(torch.uint8), state.finished.view(torch.uint8), state.limit, penalty,
         done.view(torch.uint8), eos_id, forced_eos_id, int(forced_eos_id >= 0), blocked, vocab, C, L, J, R,
-        met.stride(0), state.hyp.stride(0), state.kv_slots.stride(0), state.fin_hyp.stride(0),
-        W=W, K1=K1, CAPACITY=capacity, EARLY_STOPPING=early_stopping, BLOCK_W=BLOCK_W,
+        met.stride(0), state.hyp.stride(0), state.kv_slots.stride(0), state.fin_hyp.stride(0), K1,
+        W=W, CAPACITY=capacity, EARLY_STOPPING=early_stopping, BLOCK_W=BLOCK_W,
         BLOCK_Q=triton.next_power_of_2(K1 + J), BLOCK_C=triton.next_power_of_2(C), BLOCK_P=BLOCK_K,
         BLOCK_K=BLOCK_K, BLOCK_E=BLOCK_E, BLOCK_M=triton.next_power_of_2(2 * W + W * (1 + C)),
         IDENTS=triton.next_power_of_2(BLOCK_K + BLOCK_W * BLOCK_E), CHUNK=max(32, COPY_TILE // BLOCK_W),

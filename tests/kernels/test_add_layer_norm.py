@@ -3,6 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from dragoman.kernels.add_layer_norm import add_layer_norm_ref, add_layer_norm_triton
+from hopper_build import chained, compile_for_hopper
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 SHAPES = [(5, 32), (3, 100), (2, 3, 1024)]
@@ -49,3 +50,23 @@ def test_strided_rows():
     ref_summed, ref_normed = add_layer_norm_ref(x, residual, weight, bias, 1e-5)
     torch.testing.assert_close(summed, ref_summed)
     torch.testing.assert_close(normed, ref_normed)
+
+
+def launches():
+    """The wrapper as the engine calls it (hopper_build.py records the launches): on rows of 1,024 in
+    float16, and in bfloat16 chained, with and without a residual, letting the next kernel start early
+    (`lead`) or not."""
+    x, residual, weight, bias = make_inputs((4, 1024), torch.float16)
+    add_layer_norm_triton(x, residual, weight, bias, 1e-5)
+    x, residual, weight, bias = make_inputs((4, 1024), torch.bfloat16)
+    with chained(add_layer_norm_triton):
+        add_layer_norm_triton(x, residual, weight, bias, 1e-5, lead=True)
+        add_layer_norm_triton(x, None, weight, bias, 1e-5)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.add_layer_norm", "test_add_layer_norm:launches",
+                               "_add_layer_norm_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 3"

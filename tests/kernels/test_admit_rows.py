@@ -3,6 +3,7 @@ import torch
 
 from dragoman.kernels import AdmittedRows
 from dragoman.kernels.admit_rows import admit_rows_ref, admit_rows_triton
+from hopper_build import compile_for_hopper
 from row_states import row_state
 
 R, T, SOURCE, BLOCK = 12, 8, 40, 4
@@ -82,3 +83,16 @@ def test_kernel_matches_reference():
     admit_rows_ref(AdmittedRows(**new), row_state(ref_state), BLOCK, BLOCKED)
     for name in state:
         assert torch.equal(state[name], ref_state[name]), name
+
+
+def launches():
+    """The wrapper on the two sentences above, with the engine's cache blocks of 16 tokens
+    (hopper_build.py records the launch)."""
+    admit_rows_triton(AdmittedRows(**admitted()), row_state(make_state()), 16, BLOCKED)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.admit_rows", "test_admit_rows:launches", "_admit_rows_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 1"

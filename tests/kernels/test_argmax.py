@@ -6,6 +6,7 @@ import torch
 pytest.importorskip("triton")  # the kernel needs triton; kernels.argmax_ref alone does not
 
 from dragoman.kernels.argmax import argmax_ref, argmax_triton
+from hopper_build import compile_for_hopper
 
 # The module itself: the attribute kernels.argmax is the dispatching function.
 argmax_module = importlib.import_module("dragoman.kernels.argmax")
@@ -141,3 +142,22 @@ def test_chunk_size():
     assert argmax_module._chunk_size(4, 256206) == argmax_module.MIN_CHUNK
     assert argmax_module._chunk_size(512, 256206) == argmax_module.MAX_CHUNK
     assert argmax_module._chunk_size(1, 100) == 128  # never much wider than the row
+
+
+def launches():
+    """The wrapper on NLLB's vocabulary (hopper_build.py records the launches): a few rows of bfloat16
+    and many of float32 logits, read in 16-byte vectors, and float16 logits that start off a 16-byte
+    boundary, read one element at a time."""
+    V = 256206
+    argmax_triton(make_logits(V, 512, torch.bfloat16)[0][:4])
+    argmax_triton(torch.randn(64, V))
+    argmax_triton(torch.randn(4 * V + 1).to(torch.float16)[1:].view(4, V))
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: both stages compiled for sm_90 as the wrapper
+    launches them."""
+    build = compile_for_hopper("dragoman.kernels.argmax", "test_argmax:launches", "_chunk_argmax_kernel",
+                               "_row_argmax_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 6"

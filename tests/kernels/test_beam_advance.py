@@ -3,10 +3,7 @@ equal candidate scores (values on a coarse grid, HF's -1e9 beams at the first st
 the candidates of most rows, banned `</s>`, hypotheses reaching max_length (each sentence its own),
 rows in no particular order, and a padding sentence made of the padding row."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+import contextlib
 
 import pytest
 import torch
@@ -14,6 +11,7 @@ import torch
 pytest.importorskip("triton")
 
 from dragoman.kernels.beam_advance import beam_advance_ref, beam_advance_triton  # noqa: E402
+from hopper_build import chained, compile_for_hopper  # noqa: E402
 from row_states import row_state  # noqa: E402
 
 # numpy's x / 0 under the interpreter: the padding sentence's length is 0, and 0 ** length_penalty may be 0.
@@ -226,22 +224,21 @@ def test_max_length_ends_the_sentence(fn):
 
 
 def launches():
-    """The kernel's wrapper on one step of each early-stopping mode (hopper_build.py records the launches)."""
+    """The kernel's wrapper on one step of each early-stopping mode, the last chained as on Hopper
+    (hopper_build.py records the launches)."""
     for early_stopping in (0, 1, 2):
         g = torch.Generator().manual_seed(early_stopping)
         rows, state, limit = start(4, g)
         kv_len = torch.zeros(state["score"].shape, dtype=torch.int32)
         kv_len[rows] = 3
         values, tokens = candidates(rows.numel(), 9, 0, g)
-        beam_advance_triton(values, tokens, rows, 0, row_state(state | dict(kv_len=kv_len, limit=limit)),
-                            penalties(1.0), eos_id=EOS, early_stopping=early_stopping, blocked=BLOCKED, width=T)
+        with chained(beam_advance_triton) if early_stopping == 2 else contextlib.nullcontext():
+            beam_advance_triton(values, tokens, rows, 0, row_state(state | dict(kv_len=kv_len, limit=limit)),
+                                penalties(1.0), eos_id=EOS, early_stopping=early_stopping, blocked=BLOCKED, width=T)
 
 
 def test_the_kernel_compiles_for_hopper():
     """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
-    build = subprocess.run([sys.executable, str(Path(__file__).with_name("hopper_build.py")),
-                            "dragoman.kernels.beam_advance", "_beam_advance_kernel", "test_beam_advance:launches"],
-                           cwd=Path(__file__).parent, env=os.environ | {"TRITON_INTERPRET": "0"},
-                           capture_output=True, text=True, timeout=600)
+    build = compile_for_hopper("dragoman.kernels.beam_advance", "test_beam_advance:launches", "_beam_advance_kernel")
     assert build.returncode == 0, build.stdout + build.stderr[-3000:]
     assert build.stdout.strip() == "compiled 3"

@@ -5,10 +5,7 @@ a coarse grid on even steps (equal candidates within and across rows), `</s>` of
 best, rows allowing few tokens, max_lengths that leave the constraints no room (restricted rows),
 a forced `</s>`, every early-stopping mode, and capacities below the rows a sentence has."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+import contextlib
 
 import pytest
 import torch
@@ -20,6 +17,7 @@ from dragoman.engine.constraints import Constraints  # noqa: E402
 from dragoman.engine.decoding import BLOCKED  # noqa: E402
 from dragoman.engine.rows import DecoderRows  # noqa: E402
 from dragoman.kernels.constrained_advance import constrained_advance_ref, constrained_advance_triton  # noqa: E402
+from hopper_build import chained, compile_for_hopper  # noqa: E402
 
 # numpy's x / 0 under the interpreter: the padding sentence's length is 0, and 0 ** length_penalty may be 0.
 pytestmark = pytest.mark.filterwarnings("ignore:divide by zero encountered in divide:RuntimeWarning",
@@ -136,22 +134,47 @@ def test_matches_reference_step_by_step(W, capacity, early_stopping, length_pena
 
 
 def launches():
-    """The kernel's wrapper on every case above's first step (hopper_build.py records the launches)."""
-    for W, capacity, early_stopping, length_penalty, forced in CASES:
+    """The kernel's wrapper on every case above's first step, the last chained as on Hopper
+    (hopper_build.py records the launches)."""
+    for case, (W, capacity, early_stopping, length_penalty, forced) in enumerate(CASES):
         rows, state, tables = start(W, torch.Generator().manual_seed(0))
         top_values, top_tokens, own_values = scores(rows, tables, 0, torch.Generator().manual_seed(0))
-        constrained_advance_triton(top_values, top_tokens, own_values, rows, state.met, tables, state.tensors,
-                                   penalties(length_penalty), eos_id=EOS, forced_eos_id=forced, capacity=capacity,
-                                   early_stopping=early_stopping, blocked=BLOCKED, vocab=VOCAB, width=T)
+        with chained(constrained_advance_triton) if case == len(CASES) - 1 else contextlib.nullcontext():
+            constrained_advance_triton(top_values, top_tokens, own_values, rows, state.met, tables, state.tensors,
+                                       penalties(length_penalty), eos_id=EOS, forced_eos_id=forced, capacity=capacity,
+                                       early_stopping=early_stopping, blocked=BLOCKED, vocab=VOCAB, width=T)
 
 
 def test_the_kernel_compiles_for_hopper():
     """What the interpreter accepts and a GPU's compiler refuses (a loop variable's type changing,
     say) turns the kernels off on the user's GPU: compiled here for sm_90, as the wrapper launches it."""
-    build = subprocess.run([sys.executable, str(Path(__file__).with_name("hopper_build.py")),
-                            "dragoman.kernels.constrained_advance", "_constrained_advance_kernel",
-                            "test_constrained_advance:launches"],
-                           cwd=Path(__file__).parent, env=os.environ | {"TRITON_INTERPRET": "0"},
-                           capture_output=True, text=True, timeout=600)
+    build = compile_for_hopper("dragoman.kernels.constrained_advance", "test_constrained_advance:launches",
+                               "_constrained_advance_kernel")
     assert build.returncode == 0, build.stdout + build.stderr[-3000:]
     assert build.stdout.strip() == f"compiled {len(CASES)}"
+
+
+def test_groups_too_wide_for_the_kernel_take_the_reference(monkeypatch):
+    """A sentence of many constraints would make a program of more cells than compile in reasonable
+    time (MAX_CELLS): its group's steps run the reference, on a GPU too."""
+    from dragoman import kernels
+    from dragoman.kernels.constrained_advance import fits_kernel
+
+    def tables_of(constraints):
+        return ConstraintTables.build([Constraints(constraints, EOS)], torch.device("cpu"))
+
+    rows = torch.zeros(1, 4, dtype=torch.int64)
+    few = tables_of([[5, 6], [7, 8, 9]])
+    many = tables_of([[n, n + 1] for n in range(4, 132, 2)])  # 64 constraints, 128 distinct tokens
+    assert fits_kernel(rows, torch.zeros(4, 2 * 4 + 5 + 2), few)
+    assert not fits_kernel(rows, torch.zeros(4, 2 * 4 + 128 + 2), many)
+    ran = []
+    monkeypatch.setattr(kernels, "_on_gpu", lambda tensor: True)
+    monkeypatch.setattr(kernels, "constrained_advance_triton", lambda *args, **kwargs: ran.append("kernel"))
+    monkeypatch.setattr(kernels, "constrained_advance_ref", lambda *args, **kwargs: ran.append("reference"))
+    for tables in (few, many):
+        J = tables.tokens.shape[1]
+        kernels.constrained_advance(torch.zeros(4, 2 * 4 + J + 2), None, None, rows, None, tables, None, None,
+                                    eos_id=EOS, forced_eos_id=-1, capacity=4, early_stopping=0, blocked=BLOCKED,
+                                    vocab=VOCAB, width=T)
+    assert ran == ["kernel", "reference"]

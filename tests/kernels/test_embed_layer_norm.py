@@ -3,6 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from dragoman.kernels.embed_layer_norm import embed_layer_norm_ref, embed_layer_norm_triton
+from hopper_build import chained, compile_for_hopper
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 
@@ -37,3 +38,20 @@ def test_int32_indices():
     for got, want in zip(embed_layer_norm_triton(tokens.int(), positions.int(), *rest),
                          embed_layer_norm_ref(tokens, positions, *rest)):
         torch.testing.assert_close(got, want)
+
+
+def launches():
+    """The wrapper on rows of 1,024 (hopper_build.py records the launches): float16, and bfloat16
+    chained, letting the next kernel start early (`lead`) or not."""
+    embed_layer_norm_triton(*make_inputs(4, 1024, torch.float16))
+    with chained(embed_layer_norm_triton):
+        embed_layer_norm_triton(*make_inputs(4, 1024, torch.bfloat16))
+        embed_layer_norm_triton(*make_inputs(4, 1024, torch.bfloat16), lead=True)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.embed_layer_norm", "test_embed_layer_norm:launches",
+                               "_embed_layer_norm_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 3"

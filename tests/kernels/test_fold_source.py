@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from dragoman.kernels.fold_source import fold_source_ref, fold_source_triton
+from hopper_build import compile_for_hopper
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 
@@ -46,3 +47,18 @@ def test_matches_reference_and_the_definition(L, T, H, D, S, length, dtype, chec
         assert out.shape == truth.shape
         check_error(out, expected, truth, slack=1e-5)
     assert (got[0].view(L, H, S, C)[:, :, length:] == 0).all() and (got[2].view(L, C, H, S)[..., length:] == 0).all()
+
+
+def launches():
+    """The wrapper on one layer of NLLB's heads (hopper_build.py records the launches): 16 heads of 64
+    in bfloat16 for a source of up to 32 slots, and 16 heads of 128 in float16 for up to 64."""
+    for H, D, S, dtype in [(16, 64, 32, torch.bfloat16), (16, 128, 64, torch.float16)]:
+        k, v, wq, bq, wo = inputs(1, S - 3, H, D, dtype)
+        fold_source_triton(k, v, wq, bq, wo, torch.tensor([S - 5], dtype=torch.int32), *outputs(1, H, D, S, dtype))
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.fold_source", "test_fold_source:launches", "_fold_source_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 2"

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from dragoman.kernels.fused_linear import fused_linear_ref, fused_linear_triton
+from hopper_build import chained, compile_for_hopper
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 
@@ -53,3 +54,26 @@ def test_inputs_split_between_programs_add_up_as_one(M, K, N, split, hold, check
         truth = fused_linear_ref(x.double(), weight.double(), args["bias"].double(), True)
         check_error(out, fused_linear_ref(x, weight, **args), truth, slack=1e-5)
 
+
+def launches():
+    """The wrapper on NLLB-600M's layers as its plans take them on Hopper (hopper_build.py records the
+    launches), in bfloat16, chained: weights held in 4 chains (q, 1,024 -> 1,024) and in one (fc1 with
+    its ReLU, 1,024 -> 4,096), held and split 8 ways (fc2, 4,096 -> 1,024), a 64-row block stepping
+    through its inputs with an L2 prefetch (a typed sentence's encoder), and the output projection onto
+    the vocabulary (no bias, 256,206 columns); in float16, not chained, a 64-row block split 4 ways."""
+    with chained(fused_linear_triton):
+        for M, K, N, variant in [(4, 1024, 1024, {}), (4, 1024, 4096, dict(relu=True)), (4, 4096, 1024, {}),
+                                 (48, 1024, 1024, {})]:
+            x, weight, args = make_inputs(M, K, N, torch.bfloat16, **variant)
+            fused_linear_triton(x, weight, **args)
+        vocabulary = torch.empty(256206, 1024, dtype=torch.bfloat16)  # its shape and layout compile, not its values
+        fused_linear_triton(torch.randn(4, 1024).to(torch.bfloat16), vocabulary)
+    x, weight, args = make_inputs(48, 4096, 1024, torch.float16)
+    fused_linear_triton(x, weight, **args)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.fused_linear", "test_fused_linear:launches", "_fused_linear_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 6"

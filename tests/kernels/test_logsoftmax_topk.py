@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from dragoman.kernels.logsoftmax_topk import logsoftmax_topk_ref, logsoftmax_topk_triton
+from hopper_build import chained, compile_for_hopper
 
 # Logits are only read, so bfloat16 is exact under the interpreter too (see conftest.py).
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
@@ -108,3 +109,21 @@ def test_nan_counts_as_minus_infinity(k, dtype, poisoned_outputs, check_error):
     assert not ref_values.isnan().any() and not ref_lse.isnan().any()
     check_error(lse, ref_lse, truth_lse)
     check_error(values, ref_values, truth_values, slack=4e-6)
+
+
+def launches():
+    """The wrapper on NLLB's vocabulary as the searches call it (hopper_build.py records the launches):
+    beam 4's 2 * 4 + 1 candidates a row of bfloat16 logits, chained, and greedy search's logsumexp
+    (k = 1) of float16 logits, not chained."""
+    with chained(logsoftmax_topk_triton):
+        logsoftmax_topk_triton(make_logits(256206, torch.bfloat16), 9)
+    logsoftmax_topk_triton(make_logits(256206, torch.float16), 1)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: both stages compiled for sm_90 as the wrapper
+    launches them."""
+    build = compile_for_hopper("dragoman.kernels.logsoftmax_topk", "test_logsoftmax_topk:launches",
+                               "_slice_max_kernel", "_topk_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 4"

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from dragoman.kernels.lora import lora_ref, lora_triton
+from hopper_build import compile_for_hopper
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 # (rows M, in K, out N, slots S, padded rank R): one decode tile, several tiles with a ragged end,
@@ -70,3 +71,20 @@ def test_each_row_uses_its_own_slot():
     moved = torch.tensor([1, 2, 0], dtype=torch.int32)
     swapped = lora_triton(x, wide[:, :16].clone(), a[order], b[order], scale[order], moved)
     torch.testing.assert_close(y, swapped)
+
+
+def launches():
+    """The wrapper on a decoder step's rows (a tile of 16) in bfloat16 and an encoder's (tiles of 64)
+    in float16 and float32, 1,024 wide, adapters of rank 16 (hopper_build.py records the launches)."""
+    for M, dtype in [(5, torch.bfloat16), (70, torch.float16), (70, torch.float32)]:
+        x, wide, a, b, scale, slots = make_inputs(M, 1024, 1024, 4, 16, dtype)
+        lora_triton(x, wide[:, 4:1028], a, b, scale, slots)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: the shrink and the expand compiled for sm_90 as
+    the wrapper launches them."""
+    build = compile_for_hopper("dragoman.kernels.lora", "test_lora_kernel:launches", "_lora_shrink_kernel",
+                               "_lora_expand_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 6"

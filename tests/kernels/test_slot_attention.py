@@ -5,6 +5,7 @@ import torch
 
 from dragoman.kernels import NewTokens
 from dragoman.kernels.slot_attention import slot_attention_ref, slot_attention_triton
+from hopper_build import chained, compile_for_hopper
 
 slot_attention_module = importlib.import_module("dragoman.kernels.slot_attention")
 
@@ -174,3 +175,26 @@ def test_reads_another_rows_new_token(dtype, config, poisoned_outputs, check_err
     k[write_slots], v[write_slots] = float("nan"), float("nan")
     without_priors = new._replace(priors=None)
     assert slot_attention_triton(q, k, v, table, rows, lens, scale, without_priors)[[0, 2, 3, 5]].isnan().any()
+
+
+def launches():
+    """The wrapper on 16 heads in each plan `_config` makes (hopper_build.py records the launches):
+    chained, in bfloat16, self-attention storing the new tokens of a typed sentence's 4 beams (one
+    fed by another: priors), of 256 rows at D = 64 (heads paired, tiles read one ahead) and at D = 128
+    (tiles read in the loop); in float16, not chained, cross-attention of 32 rows (one warp a head)."""
+    with chained(slot_attention_triton):
+        q, k, v, table, rows, lens, k_new, v_new, write_slots = make_new_tokens([2, 1, 2, 2], 16, 64, torch.bfloat16)
+        priors = torch.tensor([1, -1, 1, 1], dtype=torch.int32)
+        slot_attention_triton(q, k, v, table, rows, lens, 0.125, NewTokens(k_new, v_new, write_slots, priors))
+        for D in (64, 128):
+            q, k, v, table, rows, lens, k_new, v_new, write_slots = make_new_tokens([3] * 256, 16, D, torch.bfloat16)
+            slot_attention_triton(q, k, v, table, rows, lens, D**-0.5, NewTokens(k_new, v_new, write_slots))
+    slot_attention_triton(*make_cache([9] * 32, 16, 64, 4, torch.float16), 0.125)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.slot_attention", "test_slot_attention:launches",
+                               "_slot_attention_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 4"

@@ -5,6 +5,7 @@ import torch
 
 from dragoman.kernels.slot_attention import slot_attention_ref
 from dragoman.kernels.source_attention import source_attention_ref, source_attention_triton
+from hopper_build import chained, compile_for_hopper
 
 # The module itself: `kernels.source_attention` is the dispatching function of the same name.
 source_attention_module = importlib.import_module("dragoman.kernels.source_attention")
@@ -83,3 +84,22 @@ def test_strided_inputs():
     k, v = torch.stack([k, k]).select(0, 1), torch.stack([v, v]).select(0, 1)  # (slots, H, D)
     out = source_attention_triton(q, k, v, table, rows, lens, 0.25, 2)
     torch.testing.assert_close(out, source_attention_ref(q, k, v, table, rows, lens, 0.25, 2))
+
+
+def launches():
+    """The wrapper on 16 heads of 64 in each plan `_tile_and_warps` makes (hopper_build.py records the
+    launches): a typed sentence's 4 beams in bfloat16, chained (few programs: the first tile read
+    before the wait); a document's 32 sentences of 4 beams in float16 (many programs); greedy rows in
+    float32, whose products are exact ("ieee")."""
+    with chained(source_attention_triton):
+        source_attention_triton(*make_cache([40], 16, 64, 4, torch.bfloat16), 0.125, 4)
+    source_attention_triton(*make_cache([20] * 32, 16, 64, 4, torch.float16), 0.125, 4)
+    source_attention_triton(*make_cache([40, 9], 16, 64, 1, torch.float32), 0.125, 1)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.source_attention", "test_source_attention:launches",
+                               "_source_attention_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 3"

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from dragoman.kernels.source_scores import source_scores_ref, source_scores_triton
+from hopper_build import chained, compile_for_hopper
 
 DTYPES = [torch.float32, torch.float16]  # no bfloat16 under the interpreter: see conftest.py
 
@@ -38,3 +39,22 @@ def test_matches_reference_and_attention(M, H, S, D, length, dtype, split, poiso
     assert p.shape == (M, H * S) and p.dtype == dtype
     assert (p.view(M, H, S)[..., length:] == 0).all()
     check_error(p, ref, truth, slack=1e-5)
+
+
+def launches():
+    """The wrapper on a typed sentence's 4 beams (hopper_build.py records the launches): over 16 heads
+    of 64 in bfloat16, 32 slots a head, chained, and of 128 in float16, 64 slots, each head's inputs
+    split between programs (4 and 8); over 2 heads of 32, too few inputs to split."""
+    x, a, c, _ = folded_inputs(4, 16, 32, 64, 20, torch.bfloat16)
+    with chained(source_scores_triton):
+        source_scores_triton(x, a, c, torch.tensor([20], dtype=torch.int32), 0.125, 32)
+    for H, S, D in [(16, 64, 128), (2, 16, 32)]:
+        x, a, c, _ = folded_inputs(4, H, S, D, 9, torch.float16)
+        source_scores_triton(x, a, c, torch.tensor([9], dtype=torch.int32), D**-0.5, S)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.source_scores", "test_source_scores:launches", "_source_scores_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 3"

@@ -1,6 +1,7 @@
 import torch
 
 from dragoman.kernels.step_inputs import step_inputs_ref, step_inputs_triton
+from hopper_build import chained, compile_for_hopper
 from row_states import row_state
 
 BLOCK_SIZE = 4
@@ -99,3 +100,19 @@ def test_first_step_of_a_sentence_names_the_beam_feeding_position_0(poisoned_out
         assert torch.equal(state[name], ref_state[name]), name
     assert out[-1].tolist() == [-1, 2, -1, 2, 2, -1]
     assert (state["prior_offset"] == 0).all()
+
+
+def launches():
+    """The wrapper on a step's rows with the engine's cache blocks of 16 tokens, chained and not
+    (hopper_build.py records the launches)."""
+    rows = torch.tensor([3, 4, 5, 6, 7, 8])
+    with chained(step_inputs_triton):
+        step_inputs_triton(rows, row_state(make_state(9, 12, prior_offsets={4: 1})), 8, 16)
+    step_inputs_triton(rows, row_state(make_state(9, 12)), 8, 16)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.step_inputs", "test_step_inputs:launches", "_step_inputs_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 2"

@@ -3,6 +3,7 @@ import torch
 
 from dragoman.kernels import StepReport
 from dragoman.kernels.step_report import step_report_ref, step_report_triton
+from hopper_build import chained, compile_for_hopper
 from row_states import row_state
 
 R, T = 9, 10
@@ -50,3 +51,22 @@ def test_reports_done_and_the_best_hypotheses(fn, every):
             assert (best_host[s, n:] == -7).all()  # past the hypothesis: untouched
         elif s != 4:  # (the padding sentence, done, reports the padding row)
             assert length_host[s] == -7 and (best_host[s] == -7).all() and score_host[s] == -7
+
+
+def launches():
+    """The wrapper reporting results only, and chained with every sentence's partial result
+    (hopper_build.py records the launches)."""
+    rows = torch.tensor([[4, 1], [2, 0], [6, 7], [3, 5], [8, 8]])
+    done = torch.tensor([True, True, False, False, True])
+    report = StepReport(torch.zeros(6, dtype=torch.bool), torch.full((6, 12), -7),
+                        torch.full((6,), -7, dtype=torch.int32), torch.full((6,), -7.0))
+    step_report_triton(done, rows, row_state(make_state()), report, False)
+    with chained(step_report_triton):
+        step_report_triton(done, rows, row_state(make_state()), report, True)
+
+
+def test_the_kernel_compiles_for_hopper():
+    """As tests/kernels/test_constrained_advance.py's: compiled for sm_90 as the wrapper launches it."""
+    build = compile_for_hopper("dragoman.kernels.step_report", "test_step_report:launches", "_step_report_kernel")
+    assert build.returncode == 0, build.stdout + build.stderr[-3000:]
+    assert build.stdout.strip() == "compiled 2"

@@ -590,11 +590,23 @@ def _constrained_advance_kernel(
         tl.store(fin_hyp_ptr + fin_row[:, None] * stride_fin_hyp + pos, fin, mask=finishes & upto)
 
 
+def _blocks(K1: int, J: int, C: int) -> tuple[int, int]:
+    """(BLOCK_Q, BLOCK_C): a row's scores and constraints as the kernel holds them. Floors keep a
+    document's groups, of one to a few short constraints each, to one compiled variant or two
+    (each a few seconds to compile on a first launch)."""
+    return max(32, _power_of_2(K1 + J)), max(4, _power_of_2(C))
+
+
+def _power_of_2(n: int) -> int:
+    """The least power of two >= n (triton's next_power_of_2, also where triton is not installed)."""
+    return 1 << max(0, n - 1).bit_length()
+
+
 def fits_kernel(rows: torch.Tensor, top_values: torch.Tensor, tables: ConstraintTensors) -> bool:
     """Whether the kernel takes this group (`MAX_CELLS`), else its reference does."""
     W, (C, _, J) = rows.shape[1], tables.moves.shape[1:]
-    cells = triton.next_power_of_2(W) * triton.next_power_of_2(top_values.shape[1] + J) * triton.next_power_of_2(C)
-    return cells <= MAX_CELLS
+    BLOCK_Q, BLOCK_C = _blocks(top_values.shape[1], J, C)
+    return _power_of_2(W) * BLOCK_Q * BLOCK_C <= MAX_CELLS
 
 
 def constrained_advance_triton(top_values, top_tokens, own_values, rows, met, tables, state, penalty, *, eos_id,
@@ -613,7 +625,8 @@ def constrained_advance_triton(top_values, top_tokens, own_values, rows, met, ta
         return done
     BLOCK_W = triton.next_power_of_2(W)
     BLOCK_K = triton.next_power_of_2(2 * W)
-    BLOCK_E = triton.next_power_of_2(1 + C)
+    BLOCK_Q, BLOCK_C = _blocks(K1, J, C)
+    BLOCK_E = 2 * BLOCK_C  # at least 1 + C
     chained = chained_launch(rows)
     _constrained_advance_kernel[(S,)](
         top_values, top_tokens, own_values, rows, met, *tables,
@@ -622,8 +635,8 @@ def constrained_advance_triton(top_values, top_tokens, own_values, rows, met, ta
         done.view(torch.uint8), eos_id, forced_eos_id, int(forced_eos_id >= 0), blocked, vocab, C, L, J, R,
         met.stride(0), state.hyp.stride(0), state.kv_slots.stride(0), state.fin_hyp.stride(0), K1,
         W=W, CAPACITY=capacity, EARLY_STOPPING=early_stopping, BLOCK_W=BLOCK_W,
-        BLOCK_Q=triton.next_power_of_2(K1 + J), BLOCK_C=triton.next_power_of_2(C), BLOCK_P=BLOCK_K,
-        BLOCK_K=BLOCK_K, BLOCK_E=BLOCK_E, BLOCK_M=triton.next_power_of_2(2 * W + W * (1 + C)),
+        BLOCK_Q=BLOCK_Q, BLOCK_C=BLOCK_C, BLOCK_P=BLOCK_K,
+        BLOCK_K=BLOCK_K, BLOCK_E=BLOCK_E, BLOCK_M=triton.next_power_of_2(2 * W + W * BLOCK_E),
         IDENTS=triton.next_power_of_2(BLOCK_K + BLOCK_W * BLOCK_E), CHUNK=max(32, COPY_TILE // BLOCK_W),
         CHAINED=chained, num_warps=NUM_WARPS, **launch_options(chained),
     )

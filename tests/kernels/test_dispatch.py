@@ -55,6 +55,14 @@ def test_imports_and_runs_without_triton():
         "slots = torch.tensor([0, -1, 1], dtype=torch.int32)\n"
         "kernels.lora(x, x.clone(), torch.randn(2, 4, 16), torch.randn(2, 16, 4), torch.ones(2), slots)\n"
         "kernels.fused_linear(x, torch.randn(4, 16), None, relu=True)\n"
+        "from dragoman.engine.constrained_search import ConstraintTables, constrained_step\n"
+        "from dragoman.engine.constraints import Constraints\n"
+        "from dragoman.engine.decoding import DecodingOptions\n"
+        "from dragoman.engine.rows import DecoderRows\n"
+        "state = DecoderRows(4, 8, 4, torch.device('cpu')); state.kv_len[:4] = 1\n"
+        "tables = ConstraintTables.build([Constraints([[5, 6]], 2)], torch.device('cpu'))\n"
+        "constrained_step(state, torch.arange(4).view(1, 4), torch.randn(4, 40), DecodingOptions(num_beams=4),"
+        " 2, 8, None, tables)\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
 

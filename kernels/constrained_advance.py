@@ -95,7 +95,7 @@ def _per_met(tables: ConstraintTensors, table: torch.Tensor, met: torch.Tensor) 
     S, X, C = met.shape
     L = table.shape[2]
     index = torch.arange(C, device=met.device)[None, None, :] * L + met.clamp(0, L - 1)
-    value = table.reshape(S, C * L).gather(1, index.view(S, X * C)).view(S, X, C)
+    value = table.reshape(S, C * L).gather(1, index.view(S, X * C)).view(S, X, C)  # (S, X, C)
     lengths = tables.lengths[:, None, :]
     return torch.where(met >= lengths, lengths, value)
 
@@ -118,8 +118,8 @@ def met_after(tables: ConstraintTensors, met: torch.Tensor, tokens: torch.Tensor
     j = match.int().argmax(-1)  # (S, X), 0 where no match
     m = met.clamp(0, L - 1)  # rows of another sentence (the padding row) may hold any count
     index = (torch.arange(C, device=met.device)[None, None, :] * L + m) * J + j[:, :, None]  # (S, X, C)
-    moved = tables.moves.view(S, C * L * J).gather(1, index.view(S, X * C)).view(S, X, C)
-    at_gap = tables.sequences.view(S, C * L).gather(1, (index // J).view(S, X * C)).view(S, X, C) == GAP
+    moved = tables.moves.view(S, C * L * J).gather(1, index.view(S, X * C)).view(S, X, C)  # (S, X, C)
+    at_gap = tables.sequences.view(S, C * L).gather(1, (index // J).view(S, X * C)).view(S, X, C) == GAP  # (S, X, C)
     stay = at_gap & _silent(tables, tokens)[:, :, None]  # a token that shows nothing fills no gap
     moved = torch.where(match.any(-1)[:, :, None], moved, torch.where(stay, m, _per_met(tables, tables.resets, met)))
     return torch.where(met >= lengths, lengths, moved)
@@ -187,10 +187,10 @@ def constrained_advance_ref(top_values, top_tokens, own_values, rows, met, table
 
     # Candidates: the top 2W over the sentence's rows, in the order of a stable sort by score...
     k = 2 * W
-    pool_values, order = top_values.view(S, W * per_row).sort(dim=-1, descending=True, stable=True)
+    pool_values, order = top_values.view(S, W * per_row).sort(dim=-1, descending=True, stable=True)  # (S, W * per_row)
     pool_values, order = pool_values[:, :k], order[:, :k]  # (S, k)
     pool_beams = order // per_row
-    pool_tokens = top_tokens.view(S, W * per_row).gather(1, order)
+    pool_tokens = top_tokens.view(S, W * per_row).gather(1, order)  # (S, k)
     # ... then each row's best token and its constraints' next tokens, by row then token, without
     # those already there.
     next_tokens = tables.sequences.repeat_interleave(W, dim=0).gather(
@@ -203,11 +203,11 @@ def constrained_advance_ref(top_values, top_tokens, own_values, rows, met, table
     E = extra.shape[1]
     repeat = torch.cat([torch.zeros_like(extra[:, :1], dtype=torch.bool), extra[:, 1:] == extra[:, :-1]], dim=1)
     extra_beams = torch.arange(W, device=device).repeat_interleave(E).expand(S, W * E)  # (S, W * E)
-    extra = extra.view(S, W * E)
+    extra = extra.view(S, W * E)  # a sentence's extras, row by row
     same_token = extra[:, :, None] == pool_tokens[:, None, :]  # (S, W * E, k)
     in_pool = (same_token & (extra_beams[:, :, None] == pool_beams[:, None, :])).any(-1)
-    absent = (extra == V) | repeat.view(S, W * E) | in_pool
-    extra_values = extra_values.view(S, W * E).masked_fill(absent, NEG_INF)
+    absent = (extra == V) | repeat.view(S, W * E) | in_pool  # (S, W * E)
+    extra_values = extra_values.view(S, W * E).masked_fill(absent, NEG_INF)  # (S, W * E)
     values, order = torch.cat([pool_values, extra_values], dim=1).sort(dim=-1, descending=True, stable=True)  # (S, M)
     beams = torch.cat([pool_beams, extra_beams], dim=1).gather(1, order)
     tokens = torch.cat([pool_tokens, extra.clamp(max=V - 1)], dim=1).gather(1, order)
@@ -405,7 +405,7 @@ def _constrained_advance_kernel(
     key = tl.where(w_ok & (q < K1 + J), sort_key(value, q), EMPTY_KEY)
 
     # The row's 2W best, best first: ranked (BLOCK_W, BLOCK_P) columns q and values.
-    key = tl.reshape(key, [BLOCK_W, BLOCK_Q])
+    key = tl.reshape(key, [BLOCK_W, BLOCK_Q])  # flat x = w * BLOCK_Q + q -> (row, column)
     p = tl.arange(0, BLOCK_P)[None, :]
     ranked_q = tl.zeros([BLOCK_W, BLOCK_P], tl.int32)
     ranked_v = tl.full([BLOCK_W, BLOCK_P], _NEG_INF, tl.float32)
@@ -429,7 +429,7 @@ def _constrained_advance_kernel(
         v, at = _key_value_and_column(best)
         pool_at = tl.where(k == i, at, pool_at)
         pool_v = tl.where(k == i, v, pool_v)
-    ranked_q = tl.reshape(ranked_q, [BLOCK_W * BLOCK_P])
+    ranked_q = tl.reshape(ranked_q, [BLOCK_W * BLOCK_P])  # flat w * BLOCK_P + p, for gathers
     ranked_v = tl.reshape(ranked_v, [BLOCK_W * BLOCK_P])
     pool_at = tl.where(k < P, pool_at, 0)
     pool_beam = pool_at // BLOCK_P

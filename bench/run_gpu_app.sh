@@ -6,11 +6,14 @@
 # local server under 64 clients with a typed sentence beside them (bench.server); a .txt book
 # through the translation session against Generator.run (bench.documents); a PDF book through the
 # same path, its layout timed apart, against the engine alone on its texts (bench.pdf_book);
-# constrained decoding against plain, a constrained group's graphs up to 4,096 rows and up to 64
-# (constraints). Logs and JSON under $OUT. Needs python-docx, the server's packages (starlette,
-# uvicorn, python-multipart, platformdirs) and the PDF's (reportlab, pdfminer.six, pikepdf,
-# fonttools, uharfbuzz, and PySide6's QtCore with the glib it links) on PYTHONPATH, carried as
-# wheels and one archive: docs/performance.md says how.
+# constrained decoding against plain, documents' plain and constrained sentences in steps apart and
+# together (constraints; docx_together: the .docx book with them together). Logs and JSON under
+# $OUT. Needs python-docx, the server's packages (starlette, uvicorn, python-multipart,
+# platformdirs) and the PDF's (reportlab, pdfminer.six, pikepdf, fonttools, uharfbuzz, PySide6's
+# QtCore with the glib it links) on PYTHONPATH, and for the PDF fonts of every script in
+# ~/.local/share/fonts (the device has none), carried as wheels and two archives:
+# docs/performance.md says how. TRITON_INTERPRET=0 is set here: on the device a plain pytest or
+# python picked Triton's interpreter.
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 TRITON_INTERPRET=0 PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}
@@ -20,7 +23,7 @@ DEVICE=${DEVICE:-cuda}  # cpu: a dry run of the script, with PAGES and SENTENCES
 PAGES=${PAGES:-300}  # of the .docx book
 SENTENCES=${SENTENCES:-512}  # the server's, from each number of clients
 BUDGET=${BUDGET:-560}  # seconds this script may take: a step that could not finish in what is left is skipped
-STEPS=${STEPS:-"startup typed docx server documents pdf constraints"}
+STEPS=${STEPS:-"startup typed docx docx_together server documents pdf constraints"}
 mkdir -p "$OUT"
 [ -f "$CK/config.json" ] || python3 -m bench.checkpoint --size 600M "$CK" > /dev/null
 step() {  # name, seconds it may take, command...
@@ -59,15 +62,15 @@ export -f startup
 step startup 240 bash -c startup
 step typed 150 python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
 step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --out "$OUT"
+step docx_together 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --kinds-together
 step server 150 python3 -m bench.server --checkpoint "$CK" --device "$DEVICE" --clients 64 --sentences "$SENTENCES"
 step documents 150 python3 -m bench.documents --checkpoint "$CK" --device "$DEVICE" --beams 4 --out "$OUT"
 step pdf 200 python3 -m bench.pdf_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --out "$OUT"
-constraints() {  # the one-in-ten workload fell from 661 to 364 sent/s with the graphs' rows raised: both ways
-  local rows
-  for rows in 4096 64; do
-    echo "== --graphed-constrained-rows $rows"
-    python3 -m bench.constraints --checkpoint "$CK" --device "$DEVICE" --doc-repeats 2 --repeats 5 \
-      --graphed-constrained-rows "$rows"
+constraints() {  # documents' plain and constrained sentences in steps apart (the default), and together
+  local together
+  for together in "" --kinds-together; do
+    echo "== bench.constraints $together"
+    python3 -m bench.constraints --checkpoint "$CK" --device "$DEVICE" --doc-repeats 2 --repeats 5 $together
   done
 }
 export -f constraints

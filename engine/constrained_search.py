@@ -163,8 +163,7 @@ def constrained_step(
 ) -> torch.Tensor:
     """One step of ConstrainedBeamSearch for S sentences of W rows each: rows (S, W), logits
     (S * W, V). Updates the rows and returns done (S,) bool, on the device."""
-    S, W = rows.shape
-    V = logits.shape[1]
+    W, V = rows.shape[1], logits.shape[1]
     cur_len = state.kv_len[rows[:, 0]].long()  # (S,)
     greedy = options.num_beams == 1
     lp = options.length_penalty

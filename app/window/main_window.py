@@ -277,7 +277,7 @@ class MainWindow(QMainWindow):
         self._build()
         self._connect()
         self.apply_theme()
-        self._restore_last_session()
+        self._restore_as_last_quit()
         self.popup = TranslationPopup(self.worker, self.make_popup_job)
         self.popup.open_in_window.connect(self.open_text)
         self.popup.closed.connect(self._on_popup_closed)
@@ -1083,7 +1083,7 @@ class MainWindow(QMainWindow):
     def save_settings(self) -> None:
         self.settings.save(self.paths.settings_file)
 
-    def _restore_last_session(self) -> None:
+    def _restore_as_last_quit(self) -> None:
         """The window's size and place, and the text, as the last quit left them."""
         s = self.settings
         if s.window_geometry:

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.skipif(not dbus_daemon_available(), reason="needs dbus-
 
 
 @pytest.fixture
-def session_bus(monkeypatch):
-    """A private session bus, the desktop's for this test."""
+def desktop_bus(monkeypatch):
+    """A private D-Bus bus (a dbus-daemon of its own), the desktop's for this test."""
     bus = SessionBus()
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", bus.address)
     yield bus.address
@@ -36,8 +36,8 @@ def shortcut_note_in_settings(window) -> str:
     return shown[0]
 
 
-def test_the_desktops_key_opens_the_popup_on_the_copied_text(qtbot, open_window, settings, session_bus):
-    portal = FakePortal(session_bus, trigger="Ctrl+Alt+D")
+def test_the_desktops_key_opens_the_popup_on_the_copied_text(qtbot, open_window, settings, desktop_bus):
+    portal = FakePortal(desktop_bus, trigger="Ctrl+Alt+D")
     try:
         window = open_window(settings)
         qtbot.waitUntil(lambda: window.global_shortcut.note.startswith("Global shortcut: "), timeout=WAIT_MS)
@@ -62,7 +62,7 @@ def test_the_desktops_key_opens_the_popup_on_the_copied_text(qtbot, open_window,
 
 
 def test_without_a_portal_settings_say_there_is_no_global_shortcut_and_what_to_do(qtbot, open_window, settings,
-                                                                                  session_bus):
+                                                                                  desktop_bus):
     window = open_window(settings)
     qtbot.waitUntil(lambda: window.global_shortcut.isFinished(), timeout=WAIT_MS)
     note = shortcut_note_in_settings(window)
@@ -71,8 +71,8 @@ def test_without_a_portal_settings_say_there_is_no_global_shortcut_and_what_to_d
     assert "Ctrl+C twice" in note
 
 
-def test_a_portal_without_global_shortcuts_is_said_too(qtbot, open_window, settings, session_bus):
-    portal = FakePortal(session_bus, global_shortcuts=False)
+def test_a_portal_without_global_shortcuts_is_said_too(qtbot, open_window, settings, desktop_bus):
+    portal = FakePortal(desktop_bus, global_shortcuts=False)
     try:
         window = open_window(settings)
         qtbot.waitUntil(lambda: window.global_shortcut.isFinished(), timeout=WAIT_MS)

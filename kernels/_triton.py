@@ -28,6 +28,10 @@ except ImportError:
         def jit(fn):
             return fn
 
+        @staticmethod
+        def next_power_of_2(n: int) -> int:  # block sizes, also where a wrapper chooses kernel or reference
+            return 1 << max(0, n - 1).bit_length()
+
     triton = tl = _Missing()
 
 # Chained launches can be turned off (DRAGOMAN_CHAINED=0) to measure what they bring.

@@ -594,19 +594,14 @@ def _blocks(K1: int, J: int, C: int) -> tuple[int, int]:
     """(BLOCK_Q, BLOCK_C): a row's scores and constraints as the kernel holds them. Floors keep a
     document's groups, of one to a few short constraints each, to one compiled variant or two
     (each a few seconds to compile on a first launch)."""
-    return max(32, _power_of_2(K1 + J)), max(4, _power_of_2(C))
-
-
-def _power_of_2(n: int) -> int:
-    """The least power of two >= n (triton's next_power_of_2, also where triton is not installed)."""
-    return 1 << max(0, n - 1).bit_length()
+    return max(32, triton.next_power_of_2(K1 + J)), max(4, triton.next_power_of_2(C))
 
 
 def fits_kernel(rows: torch.Tensor, top_values: torch.Tensor, tables: ConstraintTensors) -> bool:
     """Whether the kernel takes this group (`MAX_CELLS`), else its reference does."""
     W, (C, _, J) = rows.shape[1], tables.moves.shape[1:]
     BLOCK_Q, BLOCK_C = _blocks(top_values.shape[1], J, C)
-    return _power_of_2(W) * BLOCK_Q * BLOCK_C <= MAX_CELLS
+    return triton.next_power_of_2(W) * BLOCK_Q * BLOCK_C <= MAX_CELLS
 
 
 def constrained_advance_triton(top_values, top_tokens, own_values, rows, met, tables, state, penalty, *, eos_id,

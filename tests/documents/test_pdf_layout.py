@@ -576,7 +576,7 @@ def drawn_rows(path, ours: bool):
 
 
 @pytest.mark.parametrize("engine", ["stand-in", "real"])
-def test_a_justified_paragraph_comes_back_justified_and_a_ragged_one_ragged(tmp_path, engine, tag_translator):
+def test_a_justified_paragraph_comes_back_justified_and_a_ragged_one_ragged(tmp_path, engine, request):
     from reportlab.lib.enums import TA_JUSTIFY, TA_LEFT
 
     from dragoman.app.session.jobs import DocumentJob
@@ -586,7 +586,8 @@ def test_a_justified_paragraph_comes_back_justified_and_a_ragged_one_ragged(tmp_
         source, out = tmp_path / f"p{alignment}.pdf", tmp_path / f"p{alignment}.out.pdf"
         paragraph_pdf(source, alignment)
         if engine == "real":  # the path users take, with the engine they run on a random checkpoint
-            TranslationSession(tag_translator).translate_document(DocumentJob(source, out, "eng_Latn", "fra_Latn"))
+            pipeline = TranslationSession(request.getfixturevalue("tag_translator"))
+            pipeline.translate_document(DocumentJob(source, out, "eng_Latn", "fra_Latn"))
         else:
             translate_document(source, out, upper_keeping_tags)
         edge = max(c.x1 for row in drawn_rows(source, ours=False) for c in row)  # the paragraph's right edge

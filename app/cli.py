@@ -257,16 +257,21 @@ def run_serve(args: argparse.Namespace) -> int:
     gpu_memory = gpu_memory_bytes(args)
     args.model = str(model_folder(args.model))
     adapters_dir = checked_adapters_dir(args)
-    weights_cache = app_settings()[0].weights_cache
 
     def make_translator():
-        from dragoman.engine import Translator
-
-        return Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
-                          gpu_memory=gpu_memory, weights_cache=weights_cache)
+        return open_engine(args, adapters_dir, gpu_memory)
 
     server = Server(make_translator, args.adapter or "", overrides, tuple(args.api_keys), tuple(args.cors_origins))
     return serve(server, args.host, args.port)
+
+
+def open_engine(args: argparse.Namespace, adapters_dir: Path | None, gpu_memory: int | None):
+    """The engine the command's options name, its int8 weights kept in the app's cache folder;
+    on a first launch on a GPU its kernels are compiled in another process while it translates."""
+    from dragoman.engine import Translator
+
+    return Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
+                      gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache, build_kernels_apart=True)
 
 
 def app_settings():
@@ -408,22 +413,17 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     args.model = str(model_folder(args.model))
     from dragoman.engine import read_tokenizer_ahead
 
-    read_tokenizer_ahead(args.model)  # while torch is imported
-    from dragoman.engine import Translator
-
+    read_tokenizer_ahead(args.model)  # while torch is imported (open_engine)
     adapters_dir = checked_adapters_dir(args)
     if args.corpus:
         return translate_corpus(args, src, targets, overrides, terms, adapters_dir, gpu_memory)
     if documents:
         if args.ray is not None:
             return run_jobs_on_ray(args, jobs, refused, worker_spec(args, terms, adapters_dir, gpu_memory))
-        translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
-                                gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
-        return run_jobs(jobs, refused, translator, args.report, terms)
+        return run_jobs(jobs, refused, open_engine(args, adapters_dir, gpu_memory), args.report, terms)
     from dragoman.app.session.session import TranslationJob, TranslationSession
 
-    translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
-                            gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache)
+    translator = open_engine(args, adapters_dir, gpu_memory)
     pipeline = TranslationSession.open(translator, terms=terms, unusable=going_on_without)
     doubtful = []
     try:
@@ -512,10 +512,8 @@ def translate_corpus(args, src: str, targets: tuple[str, ...], overrides: dict, 
             pool.close()
     else:
         from dragoman.app.session.session import TranslationSession
-        from dragoman.engine import Translator
 
-        pipeline = TranslationSession.open(Translator(args.model, device=args.device, dtype=args.dtype,
-                                                      adapters_dir=adapters_dir, gpu_memory=gpu_memory), terms=terms,
+        pipeline = TranslationSession.open(open_engine(args, adapters_dir, gpu_memory), terms=terms,
                                            unusable=going_on_without)
         try:
             run_corpus(files, LocalShards(pipeline), progress, args.overwrite)

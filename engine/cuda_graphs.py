@@ -56,8 +56,9 @@ class _GraphSet:
     def _replay(self, key: tuple, step: Callable[[], object], warm_up: Callable[[], object]) -> object:
         """Replay the graph of `key` and return what its step returned when captured. On the key's
         first use, `warm_up` runs once on a side stream (Triton compiles, cuBLAS picks its kernels),
-        then `step` is captured. Once the Triton kernels have failed, `step` runs uncaptured."""
-        if not self.capture:
+        then `step` is captured. Once the Triton kernels have failed, or while another process
+        compiles them (the references serve, and some wait for the host), `step` runs uncaptured."""
+        if not self.capture or kernels.building():
             return step()
         if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
             self._keep(lambda key: not key[1])

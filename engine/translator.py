@@ -25,6 +25,7 @@ import sys
 import threading
 import unicodedata
 import weakref
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -40,6 +41,7 @@ from dragoman.engine.decoding import DecodingOptions, OptionsError, check_int
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
 from dragoman.engine.generator import Generator, Request
 from dragoman.engine.handle import TranslationHandle
+from dragoman.engine.kernel_build import KernelBuild
 from dragoman.engine.scheduler import DOCUMENT, TYPED
 from dragoman.engine.languages import NO_SPACE_SCRIPTS, get_language
 from dragoman.engine.peft_adapter import AdapterError
@@ -332,12 +334,18 @@ class Translator:
         adapter_slots: int | None = None,
         gpu_memory: int | None = None,
         weights_cache: str | Path | None = None,
+        build_kernels_apart: bool = False,
+        layers: tuple[int, int] | None = None,
     ):
         """`adapters_dir`: the folder of LoRA adapters that `translate(adapter=...)` names; up to
         `adapter_slots` (default 4) of them stay resident on the device. `gpu_memory`: bytes of GPU
         memory for the work beyond the weights (engine.generator.DEFAULT_GPU_MEMORY by default).
         `weights_cache`: a folder where weights derived from the checkpoint (the CPU's int8 ones)
-        are kept between runs, named by the checkpoint's files, so that a later start skips the work."""
+        are kept between runs, named by the checkpoint's files, so that a later start skips the work.
+        `build_kernels_apart`: on a GPU whose Triton cache lacks the kernels (a first launch), they
+        are compiled in another process while the references serve (engine/kernel_build.py), as
+        the app does; elsewhere they compile on first use. `layers`: (encoder, decoder) layers
+        kept of the checkpoint's, for that process's stand-in of the same shapes."""
         model_dir = Path(model_dir)
         self.model_dir = model_dir
         self.device = resolve_device(device)
@@ -346,6 +354,8 @@ class Translator:
         self.int8 = dtype == "int8" or (dtype == "auto" and self.device.type == "cpu" and int8_supported())
         checkpoint = open_checkpoint(model_dir)  # every file checked before anything is allocated
         self.config = checkpoint.config
+        if layers is not None:
+            self.config = dataclasses.replace(self.config, encoder_layers=layers[0], decoder_layers=layers[1])
         self.generation_defaults = checkpoint.generation_defaults
         self.tokenizer = checkpoint.tokenizer
         weights = load_weights(model_dir, self.config, self.dtype, self.device)
@@ -362,6 +372,7 @@ class Translator:
             model, max_rows, cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots, gpu_memory=gpu_memory
         )
         self.loop = EngineLoop(generator)  # its thread starts with the first submission
+        self.kernel_build = KernelBuild.start(self) if build_kernels_apart else None
         # A translator dropped without teardown, or alive at exit, ends its thread: one still in a torch
         # call while the interpreter shuts down aborts the process.
         weakref.finalize(self, self.loop.close, True)
@@ -390,6 +401,16 @@ class Translator:
     def gpu_memory_held(self) -> int:
         """Bytes of GPU memory the engine holds now (weights, caches, graphs, what torch keeps for reuse)."""
         return torch.cuda.memory_reserved(self.device) if self.device.type == "cuda" else 0
+
+    def kernels_building(self) -> bool:
+        """Whether the GPU kernels are being compiled in another process (a first launch), the
+        slower references serving meanwhile (`build_kernels_apart`)."""
+        return self.kernel_build is not None and self.kernel_build.running
+
+    def wait_for_kernels(self) -> None:
+        """Return once the kernels built apart are ready (at once where none are being built)."""
+        if self.kernel_build is not None:
+            self.kernel_build.wait()
 
     @staticmethod
     def kernels_unavailable() -> str | None:
@@ -637,8 +658,10 @@ class Translator:
         steps (keyed by the decoding options); the longer source runs the encoder's projections
         through cuBLAS, whose first call sets the library up. Run beside the first sentences (the
         window's worker starts it on a thread once the model is loaded), it spares a person's
-        first typed sentences that wait (docs/performance.md, "Warm once loaded").
+        first typed sentences that wait (docs/performance.md, "Warm once loaded"). Where the
+        kernels are built apart (`build_kernels_apart`), it waits for that first.
         See `needs_warm_up`."""
+        self.wait_for_kernels()  # graphs are captured with the kernels, not the references
         tok = self.tokenizer
         texts, text = [], "Hello."
         for bound in sorted({0, FUSED_MAX_ROWS, *FOLD_SLOTS[:-1]}):  # a source just past each

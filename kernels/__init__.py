@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 # Why the Triton kernels stopped being used in this process (None while they are): the first kernel
 # that failed to compile or launch. Every kernel has a reference, so the work goes on without them.
 _unavailable: str | None = None
+# While the kernels are compiled in another process (engine/kernel_build.py, a first launch), the
+# references serve; once it is done the kernels load from Triton's disk cache.
+_building = False
 
 
 def _on_gpu(tensor) -> bool:
@@ -43,7 +46,7 @@ def _on_gpu(tensor) -> bool:
 
 
 def _use_triton(tensor) -> bool:
-    return HAVE_TRITON and _unavailable is None and _on_gpu(tensor)
+    return HAVE_TRITON and _unavailable is None and not _building and _on_gpu(tensor)
 
 
 def _dispatch(kernel, reference, tensor, *args, **kwargs):
@@ -179,6 +182,18 @@ def triton_failed() -> bool:
     return _unavailable is not None
 
 
+def set_building(building: bool) -> None:
+    """While `building`, the references serve on the GPU too: another process compiles the kernels
+    into Triton's disk cache, from which they load once it is done."""
+    global _building
+    _building = building
+
+
+def building() -> bool:
+    """Whether the references serve while another process compiles the kernels (`set_building`)."""
+    return _building
+
+
 def fused_linear(x, weight, bias=None, relu=False):
     """x (M, K) @ weight (N, K)^T + bias, then ReLU if `relu`: (M, N) in x's dtype. For few rows:
     at hundreds of rows cuBLAS is faster."""
@@ -242,8 +257,8 @@ def lora(x, y, a, b, scale, slots):
 
 __all__ = [
     "GAP", "AdmittedRows", "ConstraintTensors", "NewTokens", "PROFILES", "DeviceProfile", "RowState", "StepInputs", "StepReport",
-    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "constrained_advance", "device_profile",
+    "add_layer_norm", "admit_rows", "argmax", "beam_advance", "building", "constrained_advance", "device_profile",
     "embed_layer_norm", "fold_source", "fused_linear", "fused_linear_holds_weights", "logsoftmax_topk", "lora",
-    "packed_attention", "profile_name", "slot_attention", "source_attention", "source_scores",
+    "packed_attention", "profile_name", "set_building", "slot_attention", "source_attention", "source_scores",
     "step_inputs", "step_report", "store_kv", "triton_failed", "unavailable_message",
 ]

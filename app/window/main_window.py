@@ -83,7 +83,9 @@ if TYPE_CHECKING:
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
 NO_ADAPTER = "None (base model)"
-WARMING_UP = "Preparing the GPU: the first sentences take longer (longest on a first launch, while its kernels compile)"
+WARMING_UP = "Preparing the GPU: the first sentences take longer"
+BUILDING_KERNELS = ("Compiling the GPU's kernels (first launch on this GPU): translations run on a slower path "
+                    "until they are ready")
 PANE_MIN_WIDTH = 260  # each text pane, in pixels: both stay usable at the window's minimum width
 
 
@@ -530,12 +532,13 @@ class MainWindow(QMainWindow):
         if self.isVisible() and self.source.toPlainText().strip() and not self.job_id:
             self.translate_now()  # a window started hidden (for the popup) translates its text once shown
 
-    def _on_warming_up(self, warming: bool) -> None:
-        """While the GPU warms up (its kernels compiled on a first launch, its graphs captured), the
-        model already translates, its first sentences more slowly: said until it is done."""
+    def _on_warming_up(self, warming: bool, building: bool) -> None:
+        """While the GPU warms up (on a first launch its kernels compiled in another process, then
+        its graphs captured), the model already translates, its first sentences more slowly: said
+        until it is done."""
         if warming:
-            self.statusBar().showMessage(WARMING_UP)
-        elif self.statusBar().currentMessage() == WARMING_UP:  # keep a note that came meanwhile
+            self.statusBar().showMessage(BUILDING_KERNELS if building else WARMING_UP)
+        elif self.statusBar().currentMessage() in (WARMING_UP, BUILDING_KERNELS):  # keep a note that came meanwhile
             self.statusBar().showMessage("Ready", 4000)
 
     def _on_kernels_unavailable(self, message: str) -> None:

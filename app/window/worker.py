@@ -88,7 +88,9 @@ class EngineWorker(QThread):
     loaded = Signal(str)  # what runs now: Translator.describe()
     holding = Signal(str)  # Translator.describe() after a job: what the engine holds now
     kernels_unavailable = Signal(str)  # once: the GPU kernels failed and the slower PyTorch path runs
-    warming_up = Signal(bool)  # True while the loaded model's warm-up runs (first sentences slower), then False
+    # (True, building) while the loaded model's warm-up runs (first sentences slower), building
+    # while its kernels compile in another process (a first launch), then (False, False)
+    warming_up = Signal(bool, bool)
     load_failed = Signal(str)  # why the model could not be loaded: none is
     load_refused = Signal(str)  # why the new model settings could not be loaded: the model before them goes on
     detected = Signal(int, str)  # job id, detected FLORES-200 code ("" when unsure)
@@ -263,6 +265,7 @@ class EngineWorker(QThread):
             command.model_dir, device=command.device, dtype=command.dtype,
             adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
             gpu_memory=command.gpu_memory, weights_cache=(self._paths or AppPaths.default()).weights_cache,
+            build_kernels_apart=True,
         )
         if translator.needs_warm_up():
             # On a thread of its own: the model serves at once, and a sentence typed meanwhile joins
@@ -273,14 +276,17 @@ class EngineWorker(QThread):
         return translator
 
     def _warm_up(self, translator, command: LoadModel) -> None:
-        self.warming_up.emit(True)
+        if translator.kernels_building():
+            self.warming_up.emit(True, True)
+            translator.wait_for_kernels()
+        self.warming_up.emit(True, False)
         try:
             translator.warm_up(**command.typed_options)
         except Exception:  # the model works without it: the first sentence just waits longer
             if not translator.loop.closed:  # not a model replaced meanwhile
                 log.warning("warming up %s failed", command.model_dir, exc_info=True)
         finally:
-            self.warming_up.emit(False)
+            self.warming_up.emit(False, False)
         if self.translator is translator:
             self._report_kernels()
 

@@ -341,3 +341,26 @@ def test_no_compiled_kernel_needs_more_shared_memory_than_the_profile_has():
     limit = gpu_profile(torch.device("cuda", 0)).shared_memory
     print(report(limit))
     assert not over_limit(limit), report(limit)
+
+
+def test_a_first_launch_translates_while_its_kernels_are_built_apart(make_translator, translator, tmp_path,
+                                                                     monkeypatch):
+    """On a first launch (no marker) the references translate, uncaptured, while another process
+    compiles the kernels; once it is done the kernels and graphs serve, and a later launch builds
+    nothing. float32: the references give the CPU's tokens too."""
+    from dragoman.engine import kernel_build
+
+    monkeypatch.setattr(kernel_build, "triton_cache_dir", lambda: tmp_path)
+    gpu = make_translator(device="cuda", dtype="float32", build_kernels_apart=True)
+    assert gpu.kernels_building() and kernels.building()
+    options = dict(num_beams=4, max_length=40)
+    expected = translator.translate(TEXTS, "eng_Latn", "fra_Latn", translator.default_options(**options))
+    assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(**options)) == expected
+    assert not gpu.generator.runner.graphs.graphs or not gpu.kernels_building()  # none captured while building
+    gpu.wait_for_kernels()
+    assert gpu.kernel_build.succeeded and not kernels.building()
+    assert list(tmp_path.glob("dragoman-kernels-*.built"))
+    gpu.warm_up(**options)
+    assert gpu.generator.runner.graphs.graphs, "graphs captured once the kernels are ready"
+    assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(**options)) == expected
+    assert make_translator(device="cuda", dtype="float32", build_kernels_apart=True).kernel_build is None

@@ -90,6 +90,22 @@ def test_the_window_says_while_the_gpu_warms_up(qtbot, open_window, settings, sl
     qtbot.waitUntil(lambda: window.statusBar().currentMessage() == "Ready", timeout=WAIT_MS)
 
 
+def test_the_window_says_while_the_kernels_compile_on_a_first_launch(qtbot, open_window, settings, slow_warm_up,
+                                                                     monkeypatch):
+    from dragoman.app.window.main_window import BUILDING_KERNELS, WARMING_UP
+    from dragoman.engine.translator import Translator
+
+    built = threading.Event()
+    monkeypatch.setattr(Translator, "kernels_building", lambda self: not built.is_set())
+    monkeypatch.setattr(Translator, "wait_for_kernels", lambda self: built.wait(timeout=60))
+    window = open_window(settings)
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == BUILDING_KERNELS, timeout=WAIT_MS)
+    built.set()
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == WARMING_UP, timeout=WAIT_MS)
+    slow_warm_up.set()
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == "Ready", timeout=WAIT_MS)
+
+
 def test_typed_text_is_translated_while_the_gpu_warms_up(qtbot, open_window, settings, translator, slow_warm_up):
     window = open_window(settings)
     type_and_wait(qtbot, window, "Hello world, the cat reads a book.")

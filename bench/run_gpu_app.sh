@@ -38,20 +38,14 @@ step() {  # name, seconds it may take, command...
   echo
 }
 startup() {  # first launch on the machine (its kernels compiled), then warm twice
-  local run
   # An installed app's modules are compiled to bytecode at install; the device's packages are not
   # (read-only), and bytecode written there under PYTHONPYCACHEPREFIX was not used either (each
   # launch still compiled ~1,200 modules, 2.4-3.4 s): compiled once here, as pip would, and said.
   unset PYTHONDONTWRITEBYTECODE
   python3 -c "import sys, torch, triton, numpy, dragoman.app.cli, dragoman.engine.translator
 print('bytecode: written', not sys.flags.dont_write_bytecode, 'under', sys.pycache_prefix)"
-  TRITON_CACHE_DIR=$(mktemp -d)  # the first launch compiles every kernel, whatever steps ran before
-  export TRITON_CACHE_DIR
-  for run in first warm warm; do
-    TIMEFORMAT="$run launch to translation: %R s"
-    time (echo "The quick brown fox jumps over the lazy dog." | DRAGOMAN_HOME=$(mktemp -d) \
-      python3 -m dragoman.app.cli translate --from eng_Latn --to fra_Latn --model "$CK" --device "$DEVICE" --max-length 48 > /dev/null)
-  done
+  # to the translation's line and to exit; the first launch on a fresh Triton cache
+  python3 -m bench.cli_start --checkpoint "$CK" --device "$DEVICE" --launches 3 --out "$OUT"
   # Where a warm launch's seconds go: cProfile's cumulative times (waits on the device included).
   echo "The quick brown fox jumps over the lazy dog." | DRAGOMAN_HOME=$(mktemp -d) python3 -m cProfile -o /tmp/startup.prof \
     -m dragoman.app.cli translate --from eng_Latn --to fra_Latn --model "$CK" --device "$DEVICE" --max-length 48 > /dev/null

@@ -12,8 +12,9 @@ is first used, as before.
 
 A marker file beside Triton's cache, named by what makes the kernels (their sources and the
 engine's, Triton, torch, the GPU, the model's shapes, rows, caches, precision),
-says the build was done: later launches start none. The process is a daemon: an app that quits
-first ends it, and what it compiled so far stays in the cache for the next launch's build.
+says the build was done: later launches start none. An app that quits first waits for the
+process at exit (Python joins a process's children then), so that the next launch finds the
+cache whole; a killed build leaves what it compiled so far for the next launch's build.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ class KernelBuild:
         self.done = threading.Event()
         self.succeeded = False
         context = multiprocessing.get_context("spawn")  # not forked: the app's threads hold locks
-        self.process = context.Process(target=build, args=(spec,), name="dragoman-kernel-build", daemon=True)
+        self.process = context.Process(target=build, args=(spec,), name="dragoman-kernel-build")
 
     @classmethod
     def start(cls, translator: "Translator") -> "KernelBuild | None":

@@ -50,30 +50,31 @@ class _GraphSet:
         self.device = device
         self.capture = device.type == "cuda"
         self.graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, object]] = {}
+        self.seen: set[tuple] = set()  # keys run once, eagerly
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
         self.lora_layout = lora.layout
 
-    def _replay(self, key: tuple, step: Callable[[], object], warm_up: Callable[[], object]) -> object:
-        """Replay the graph of `key` and return what its step returned when captured. On the key's
-        first use, `warm_up` runs once on a side stream (Triton compiles, cuBLAS picks its kernels),
-        then `step` is captured. Once the Triton kernels have failed, or while another process
-        compiles them (the references serve, and some wait for the host), `step` runs uncaptured."""
+    def _replay(self, key: tuple, step: Callable[[], object]) -> object:
+        """Replay the graph of `key` and return what its step returned when captured. The key's
+        first use runs `step` eagerly: that warms up what a capture needs ready (Triton's kernels
+        loaded, cuBLAS set up), and a key used once (a lone sentence's encoder, a one-line
+        command's admission) is never captured, which would cost more than it saves. The second
+        use captures. Once the Triton kernels have failed, or while another process compiles
+        them (the references serve, and some wait for the host), `step` runs uncaptured."""
         if not self.capture or kernels.building():
             return step()
         if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture
             self._keep(lambda key: not key[1])
             self.lora_layout = self.lora.layout
         if key not in self.graphs:
-            side = torch.cuda.Stream(self.device)
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                warm_up()
-            torch.cuda.current_stream().wait_stream(side)
-            if kernels.triton_failed():
-                # The kernels' references run instead, and some wait for the host, which a capture
-                # forbids: from now on steps run as on the CPU.
-                self.capture = False
-                return step()
+            if key not in self.seen:
+                self.seen.add(key)
+                out = step()
+                if kernels.triton_failed():
+                    # The kernels' references run instead, and some wait for the host, which a capture
+                    # forbids: from now on steps run as on the CPU.
+                    self.capture = False
+                return out
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=self.pool):
                 out = step()
@@ -101,7 +102,7 @@ class DecodeGraphs(_GraphSet):
 
     def run(self, rows: torch.Tensor, key: tuple, step: Step) -> object:
         """`step` over the rows (N,) padded to their bucket with the padding row, replayed from the
-        graph captured for (bucket, *key) on its first use; returns its output for the padded batch,
+        graph captured for (bucket, *key) on its second use (`_replay`); returns its output for the padded batch,
         valid until the next run. `key[0]` says whether the step reads the LoRA pool's stacks."""
         n = rows.numel()
         size = bucket_for(n)
@@ -112,17 +113,7 @@ class DecodeGraphs(_GraphSet):
             self.rows[:n].copy_(rows)
             self.rows[n:size].fill_(self.padding_row)
             self._held = (rows, rows._version, size)  # the reference keeps their memory from reuse
-        if not self.capture:
-            return step(padded)
-
-        def warm_up() -> None:
-            # It runs for real, so it feeds the padding row alone: real rows must not advance.
-            real = padded.clone()
-            padded.fill_(self.padding_row)
-            step(padded)
-            padded.copy_(real)
-
-        return self._replay((size, *key), lambda: step(padded), warm_up)
+        return self._replay((size, *key), lambda: step(padded))
 
     def _holds(self, rows: torch.Tensor, size: int) -> bool:
         """Whether `self.rows[:size]` already holds `rows` (N,) and its padding: the same memory,
@@ -153,11 +144,8 @@ class AdmissionGraphs(_GraphSet):
         runs `set_up(*their views)`, replayed from the graph of their shapes; returns the views,
         valid until the next run (a later copy into the buffer is queued after what reads them)."""
         views = copy_many_to_device(self.staged, lists)
-        if not self.capture:
-            set_up(*views)
-            return views
         key = (views[0].shape[0], False, tuple(v.shape for v in views))
-        self._replay(key, lambda: set_up(*views), warm_up=lambda: set_up(*views))  # it writes what the replay writes
+        self._replay(key, lambda: set_up(*views))
         return views
 
 
@@ -210,7 +198,7 @@ class EncoderGraphs(_GraphSet):
         def step() -> None:
             self._step(size, with_lora, fold)
 
-        self._replay((size, with_lora, fold), step, warm_up=step)  # the warm-up writes what the replay writes
+        self._replay((size, with_lora, fold), step)
         if fold:
             assert self.folded is not None  # a fold asks for them
             self.folded.slots = fold  # as `fold` sets it, on the host, which a replay does not run

@@ -648,8 +648,8 @@ class Translator:
         return self.device.type == "cuda"
 
     def warm_up(self, **options) -> None:
-        """Translate typed sentences, one at a time, with these overrides of the default options,
-        and forget them: a short one, one of more tokens than `FUSED_MAX_ROWS`, and one past each
+        """Translate typed sentences, one at a time and each twice, with these overrides of the
+        default options, and forget them: a short one, one of more tokens than `FUSED_MAX_ROWS`, and one past each
         source length up to which a typed sentence is folded at one S (`FOLD_SLOTS`: its steps are
         graphs of their own).
 
@@ -668,7 +668,7 @@ class Translator:
             while len(tok.encode_source(text, "eng_Latn")) <= bound:
                 text += " Hello."
             texts.append(text)
-        for text in texts:
+        for text in texts * 2:  # twice: a graph is captured at its key's second use (engine/cuda_graphs.py)
             # Streaming partial results, as the window asks: a graphed step that reports them is
             # captured apart from one that does not.
             self.submit(TranslationRequest([text], "eng_Latn", "fra_Latn", self.default_options(**options),

@@ -41,7 +41,7 @@ import re
 import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from typing import Callable, Hashable
+from typing import Callable, Hashable, Iterator, Protocol, runtime_checkable
 
 from dragoman.app.documents.sentences import is_translatable, sentence_gap, split_sentences
 from dragoman.engine import NO_SPACE_SCRIPTS
@@ -305,9 +305,21 @@ def _plan(segment: Segment, source_script: str) -> list[list[Run] | _Sentence]:
     return pieces
 
 
+@runtime_checkable
+class StreamingTranslator(Protocol):
+    """A `translate_batch` that also takes a document's distinct texts as they are planned:
+    `translate_stream(texts)` pulls them from the iterator, whose every step plans the segments
+    it needs, so that the first texts decode while the rest of the document is planned; it
+    returns a translation of each text pulled, in order (None: stopped)."""
+
+    def __call__(self, texts: list[str]) -> list[str | None]: ...
+
+    def translate_stream(self, texts: Iterator[str]) -> list[str | None]: ...
+
+
 def translate_segments(
     segments: list[Segment],
-    translate_batch: Callable[[list[str]], list[str | None]],
+    translate_batch: Callable[[list[str]], list[str | None]] | StreamingTranslator,
     source_script: str,
     target_script: str,
     progress: Callable[[int, int], None] | None = None,
@@ -317,26 +329,51 @@ def translate_segments(
     """The translated runs of each segment. Each distinct sentence is translated once.
 
     `translate_batch(texts)` returns one translation per text (None: stopped, raises Cancelled),
-    called on `batch_sentences` texts at a time (None: all in one call); `progress(done, total)`
-    counts distinct sentences, before the first call and after each. `proportional(text)` is
-    called once for each distinct tagged sentence whose translation did not have exactly its
-    tags, so that its formatting was placed proportionally.
+    called on `batch_sentences` texts at a time (None: all in one call; with a
+    StreamingTranslator, streamed as the segments are planned); `progress(done, total)` counts
+    distinct sentences, before the first call (not when streamed: the total is not yet known) and
+    after each. `proportional(text)` is called once for each distinct tagged sentence whose
+    translation did not have exactly its tags, so that its formatting was placed proportionally.
     """
-    plans = [_plan(segment, source_script) for segment in segments]
-    unique = list(dict.fromkeys(p.key for plan in plans for p in plan if isinstance(p, _Sentence) and is_translatable(p.key)))
-    translations: dict[str, str] = {}
-    if progress:
-        progress(0, len(unique))
-    batch_sentences = batch_sentences or max(1, len(unique))
-    for i in range(0, len(unique), batch_sentences):
-        batch = unique[i : i + batch_sentences]
-        results = translate_batch(batch)
-        translated = [r for r in results if r is not None]  # None: stopped
-        if len(results) != len(batch) or len(translated) != len(batch):
+    plans: list[list[list[Run] | _Sentence]] = []
+    unique: list[str] = []
+
+    def distinct_texts() -> Iterator[str]:
+        """Each segment planned in turn, and its sentences not met before."""
+        met: set[str] = set()
+        for segment in segments:
+            plan = _plan(segment, source_script)
+            plans.append(plan)
+            for piece in plan:
+                if isinstance(piece, _Sentence) and piece.key not in met and is_translatable(piece.key):
+                    met.add(piece.key)
+                    unique.append(piece.key)
+                    yield piece.key
+
+    def translated(batch: list[str], results: list[str | None]) -> None:
+        found = [r for r in results if r is not None]  # None: stopped
+        if len(results) != len(batch) or len(found) != len(batch):
             raise Cancelled()
-        translations.update(zip(batch, translated))
+        translations.update(zip(batch, found))
         if progress:
-            progress(i + len(batch), len(unique))
+            progress(len(translations), len(unique))
+
+    translations: dict[str, str] = {}
+    if batch_sentences is None and isinstance(translate_batch, StreamingTranslator):
+        texts = distinct_texts()
+        results = translate_batch.translate_stream(texts)
+        translated(unique, results)
+        if next(texts, None) is not None:  # it stopped pulling: stopped
+            raise Cancelled()
+    else:
+        for _ in distinct_texts():
+            pass
+        if progress:
+            progress(0, len(unique))
+        batch_sentences = batch_sentences or max(1, len(unique))
+        for i in range(0, len(unique), batch_sentences):
+            batch = unique[i : i + batch_sentences]
+            translated(batch, translate_batch(batch))
     out = []
     placed_proportionally: set[str] = set()
     for plan in plans:

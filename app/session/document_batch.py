@@ -2,7 +2,8 @@
 engine, in parts (`DocumentBatch`), for `TranslationSession.translate_document` and
 `translate_segments`.
 
-The texts go to the engine in parts (`document_parts`): each part is looked up in the memory and
+The texts go to the engine in parts (`part_sizes`), pulled from the document as its segments are
+planned (`DocumentTranslator.translate_stream`): each part is planned, looked up in the memory and
 the cache and masked while the engine decodes the parts before it, so that decoding starts once
 the first part is ready, not the whole document. Every part but the last waits for its
 translations on a thread of its own; their results come on the engine's thread. Translations are
@@ -12,9 +13,10 @@ is stored before `run` returns. A part that fails stops the others, and a stop e
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from dragoman.app.session.confidence import DoubtsAlongside
 from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport
@@ -34,26 +36,45 @@ FIRST_DOCUMENT_PART = 256
 DOCUMENT_PART_GROWTH = 8
 
 
-def document_parts(count: int) -> list[range]:
-    """The parts in which a document's `count` texts go to the engine, in order."""
-    parts, start, size = [], 0, FIRST_DOCUMENT_PART
-    while start < count:
-        parts.append(range(start, min(count, start + size)))
-        start += size
+def part_sizes() -> Iterator[int]:
+    """The sizes of the parts in which a document's texts go to the engine, in order."""
+    size = FIRST_DOCUMENT_PART
+    while True:
+        yield size
         size *= DOCUMENT_PART_GROWTH
-    return parts
+
+
+class DocumentTranslator:
+    """`translate_batch` of a document job (app.documents.segments.StreamingTranslator): each call
+    one DocumentBatch, whose texts come as a list or, streamed, as the document is planned."""
+
+    def __init__(self, pipeline: TranslationSession, job: DocumentJob, options: DecodingOptions, context: str,
+                 terms: PairTerms, should_stop: Callable[[], bool] | None,
+                 progress: Callable[[int, int], None] | None, report: JobReport | None):
+        self.pipeline, self.job, self.options, self.context, self.terms = pipeline, job, options, context, terms
+        self.should_stop, self.progress, self.report = should_stop, progress, report
+
+    def __call__(self, texts: list[str]) -> list[str | None]:
+        return self.translate_stream(iter(texts))
+
+    def translate_stream(self, texts: Iterator[str]) -> list[str | None]:
+        return DocumentBatch(self.pipeline, self.job, texts, self.options, self.context, self.terms,
+                             self.should_stop, self.progress, self.report).run()
 
 
 class DocumentBatch:
-    """One `translate_batch(texts)` call of a document job: `run` gives each text's translation
-    (None: stopped). `progress(done, len(texts))` follows the results, at most every ~0.5%;
-    `report` counts the texts of each kind and lists the doubtful translations."""
+    """One `translate_batch(texts)` call of a document job: `run` pulls the texts in parts and gives
+    each text's translation (None: stopped). `progress(done, total)` follows the results, at most
+    every ~0.5%, from when all texts are pulled; `report` counts the texts of each kind and lists
+    the doubtful translations."""
 
-    def __init__(self, pipeline: TranslationSession, job: DocumentJob, texts: list[str], options: DecodingOptions,
-                 context: str, terms: PairTerms, should_stop: Callable[[], bool] | None,
+    def __init__(self, pipeline: TranslationSession, job: DocumentJob, texts: Iterable[str],
+                 options: DecodingOptions, context: str, terms: PairTerms, should_stop: Callable[[], bool] | None,
                  progress: Callable[[int, int], None] | None, report: JobReport | None):
-        self.pipeline, self.job, self.texts, self.options, self.context, self.terms = (
-            pipeline, job, texts, options, context, terms)
+        self.pipeline, self.job, self.options, self.context, self.terms = pipeline, job, options, context, terms
+        self.source = iter(texts)
+        self.texts: list[str] = []  # pulled so far
+        self.pulled_all = False  # len(self.texts) is the total
         self.should_stop, self.progress, self.report = should_stop, progress, report
         self.found: dict[str, str] = {}
         self.remembered: set[str] = set()  # chosen by a person: not doubted
@@ -65,7 +86,7 @@ class DocumentBatch:
         self.lock = threading.Lock()  # results come on the engine's thread while later parts are prepared
         self.store_by = time.monotonic() + CACHE_SECONDS
         self.reported = 0
-        self.step = max(1, len(texts) // 200)
+        self.step = 1  # of progress, once the total is known
         # Judged while the engine decodes the rest, on a thread of their own: a GPU would wait for them otherwise.
         self.judge: DoubtsAlongside | None = None
         self.failed = threading.Event()  # a part failed, or the preparation: the others stop
@@ -75,21 +96,25 @@ class DocumentBatch:
         decoding: list[threading.Thread] = []
         judged: dict[str, list[str]] = {}
         try:
-            parts = document_parts(len(self.texts))
-            for number, part in enumerate(parts):
+            for size in part_sizes():
                 if self.stopped():  # a part failed, or the job was stopped: the rest is not prepared
                     break
-                missing = self.prepare(self.texts[part.start : part.stop])
-                if not missing:
-                    continue
-                if self.judge is None and self.report is not None:
+                part = list(itertools.islice(self.source, size))  # planned now, where streamed
+                self.texts.extend(part)
+                if len(part) < size:
+                    self.pulled_all = True
+                    self.step = max(1, len(self.texts) // 200)
+                missing = self.prepare(part)
+                if missing and self.judge is None and self.report is not None:
                     self.judge = DoubtsAlongside(self.job.source, self.job.target)
-                if number + 1 == len(parts):
+                if missing and self.pulled_all:
                     self.decode(missing)  # the last part on this thread
-                else:
+                elif missing:
                     decoding.append(threading.Thread(target=self.decode, args=(missing,), daemon=True,
                                                      name="dragoman-document-part"))
                     decoding[-1].start()
+                if self.pulled_all:
+                    break
         except BaseException:
             self.failed.set()
             raise
@@ -177,7 +202,8 @@ class DocumentBatch:
     def tell_progress(self, at_least_step: bool = True) -> None:
         """`progress` told, where `step` more texts are done (or all, or `at_least_step` is off), with the lock held."""
         found, total = len(self.found), len(self.texts)
-        if self.progress and (not at_least_step or found - self.reported >= self.step or found == total):
+        if self.progress and self.pulled_all and (not at_least_step or found - self.reported >= self.step
+                                                   or found == total):
             self.reported = found
             self.progress(found, total)
 

@@ -37,7 +37,7 @@ from dragoman.app.documents import Cancelled, translate_document
 from dragoman.app.documents.segments import Run, Segment, translate_segments
 from dragoman.app.session import detect
 from dragoman.app.session.confidence import doubts
-from dragoman.app.session.document_batch import DocumentBatch
+from dragoman.app.session.document_batch import DocumentTranslator
 from dragoman.app.session.jobs import DocumentJob, JobReport, open_cache, open_memory
 from dragoman.app.session.terms import Marks, Masked, PairTerms, Terms
 from dragoman.app.session.translation_memory import TranslationMemory
@@ -369,12 +369,12 @@ class TranslationSession:
     def _document_batches(
         self, job: DocumentJob, should_stop: Callable[[], bool] | None, progress: Callable[[int, int], None] | None,
         report: JobReport | None,
-    ) -> Callable[[list[str]], list[str | None]]:
+    ) -> DocumentTranslator:
         """`translate_batch(texts)` for `translate_document`: the texts through the translation
-        memory, the cache and the engine, in parts (app.session.document_batch.DocumentBatch)."""
+        memory, the cache and the engine, in parts, streamed as the document is planned
+        (app.session.document_batch)."""
         options = self.options(job.options)
         context = self.context(job.adapter, job.source, job.target, options)
         terms = self.terms_of(job).for_pair(job.source, job.target)
-        return lambda texts: DocumentBatch(self, job, texts, options, context, terms, should_stop, progress,
-                                           report).run()
+        return DocumentTranslator(self, job, options, context, terms, should_stop, progress, report)
 

@@ -7,16 +7,15 @@ import pytest
 
 from dragoman.app.documents import Cancelled
 from dragoman.app.session import document_batch
-from dragoman.app.session.document_batch import DOCUMENT_PART_GROWTH, FIRST_DOCUMENT_PART, document_parts
+from dragoman.app.session.document_batch import DOCUMENT_PART_GROWTH, FIRST_DOCUMENT_PART, part_sizes
 from dragoman.app.session.jobs import DocumentJob
 from dragoman.app.session.session import TranslationSession
 
 
 def test_document_parts_start_small_and_grow():
-    assert document_parts(0) == [] and document_parts(5) == [range(0, 5)]
-    first, second = FIRST_DOCUMENT_PART, FIRST_DOCUMENT_PART * DOCUMENT_PART_GROWTH
-    assert document_parts(first + second + 1) == [range(0, first), range(first, first + second),
-                                                  range(first + second, first + second + 1)]
+    sizes = part_sizes()
+    assert [next(sizes) for _ in range(3)] == [FIRST_DOCUMENT_PART, FIRST_DOCUMENT_PART * DOCUMENT_PART_GROWTH,
+                                               FIRST_DOCUMENT_PART * DOCUMENT_PART_GROWTH**2]
 
 
 def long_document(tmp_path, count=300):
@@ -58,6 +57,40 @@ def test_a_document_reaches_the_engine_in_parts_each_prepared_while_the_ones_bef
     events.clear()
     whole = pipeline.translate_document(DocumentJob(source, tmp_path / "whole.txt", "eng_Latn", "fra_Latn", options))
     assert events == [("masked", 300), ("sent", 300)]
+    assert written.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
+
+
+def test_the_first_part_decodes_while_the_rest_of_the_document_is_planned(translator, tmp_path, monkeypatch):
+    """The texts stream from the document's plan: the first part is sent before the paragraphs
+    after it are planned (their planning waits for it, and would wait in vain were the document
+    planned whole first); the document comes out as it does when planned whole."""
+    import re
+
+    from dragoman.app.documents import segments
+
+    options = {"num_beams": 1, "max_length": 12}
+    source = long_document(tmp_path)
+    first_sent = threading.Event()
+    plan, translate = segments._plan, translator.translate
+    planned_late = []
+
+    def planning(segment, script):
+        number = re.search(r"dog (\d+)", segment.text)
+        if number and int(number.group(1)) >= FIRST_DOCUMENT_PART + 20:
+            planned_late.append(first_sent.is_set() or (not planned_late and first_sent.wait(timeout=30)))
+        return plan(segment, script)
+
+    def sending(texts, *args, **kwargs):
+        first_sent.set()
+        return translate(texts, *args, **kwargs)
+
+    monkeypatch.setattr(segments, "_plan", planning)
+    monkeypatch.setattr(translator, "translate", sending)
+    pipeline = TranslationSession(translator)
+    written = pipeline.translate_document(DocumentJob(source, tmp_path / "streamed.txt", "eng_Latn", "fra_Latn", options))
+    assert planned_late and all(planned_late), "the first part was not sent before the rest was planned"
+    monkeypatch.setattr(document_batch, "FIRST_DOCUMENT_PART", 10_000)
+    whole = pipeline.translate_document(DocumentJob(source, tmp_path / "whole.txt", "eng_Latn", "fra_Latn", options))
     assert written.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
 
 

@@ -46,11 +46,22 @@ XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 DRAWINGML = "http://schemas.openxmlformats.org/drawingml/2006/main"
 
 
+# A document has few distinct tags and up to hundreds of thousands of elements; bounded, whatever
+# documents a long-running process reads.
+_LOCAL_NAMES: dict[str, str] = {}
+MAX_LOCAL_NAMES = 4096
+
+
 def local(el: etree._Element) -> str:
     tag = el.tag
     if not isinstance(tag, str):
         return ""
-    return tag.rsplit("}", 1)[-1]
+    name = _LOCAL_NAMES.get(tag)
+    if name is None:
+        name = tag.rsplit("}", 1)[-1]
+        if len(_LOCAL_NAMES) < MAX_LOCAL_NAMES:
+            _LOCAL_NAMES[tag] = name
+    return name
 
 
 def namespace(el: etree._Element) -> str:
@@ -111,6 +122,7 @@ class XmlFlow:
     def __init__(self):
         self._block_holders: set = set()  # inline elements holding a block (filled by `prepare`)
         self._textless: set = set()  # inline elements holding no text
+        self._kinds: dict[str, str] = {}  # by local name, as the sets say
 
     def base_kind(self, el: etree._Element) -> str:
         name = local(el)
@@ -120,13 +132,13 @@ class XmlFlow:
             content = [local(c) for c in el if not local(c).endswith("Pr")]
             if content and all(c in self.break_children for c in content):
                 return BREAK
-        for kind, names in (
-            (SKIP, self.skips), (PROP, self.props), (BREAK, self.breaks), (BLOCK, self.blocks),
-            (LEAF, self.leaves), (INLINE, self.inlines), (ATOM, self.atoms),
-        ):
-            if name in names:
-                return kind
-        return self.default
+        kind = self._kinds.get(name)
+        if kind is None:
+            kind = self._kinds[name] = next(
+                (kind for kind, names in ((SKIP, self.skips), (PROP, self.props), (BREAK, self.breaks),
+                                          (BLOCK, self.blocks), (LEAF, self.leaves), (INLINE, self.inlines),
+                                          (ATOM, self.atoms)) if name in names), self.default)
+        return kind
 
     def kind(self, el: etree._Element) -> str:
         k = self.base_kind(el)

@@ -33,6 +33,7 @@ _CELL_BORDER = re.compile(r"(\s*[|│┃║]\s*)")
 _ADDRESS = re.compile(
     r"(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s<>\"|\[\]]+|\bmailto:[^\s<>\"|\[\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 )
+_ADDRESS_MARKS = ("://", "www.", "mailto:", "@")  # one of which each of _ADDRESS's forms holds
 _ADDRESS_TAIL = ".,;:!?'\")]}"
 # Text right after an address may start with punctuation ending the address's clause, text right
 # before one may end with the bracket or quote opening around it: neither is translated.
@@ -57,6 +58,8 @@ def read_text(path: Path) -> tuple[str, str, bytes]:
 
 def addresses(text: str) -> list[tuple[int, int]]:
     """(start, end) of each URL and e-mail address in `text`, without the punctuation after it."""
+    if not any(mark in text for mark in _ADDRESS_MARKS):  # most lines: the search costs more than this
+        return []
     spans = []
     for m in _ADDRESS.finditer(text):
         end = m.end()

@@ -501,11 +501,15 @@ class PdfDocument(Document):
         for chain, runs in zip(self.chains, translations):
             by_block.update(zip(chain, _share(runs, [len(self.blocks[i].text) for i in chain])))
         original = pikepdf.open(io.BytesIO(self.data)) if self.bilingual else None
+        fonts = FontLibrary(han)
         try:
-            write_pdf(self.pdf, self.pages, by_block, self.blocks, FontLibrary(han), out_path, original)
+            write_pdf(self.pdf, self.pages, by_block, self.blocks, fonts, out_path, original)
         finally:
             if original is not None:
                 original.close()
+        missing = fonts.missing_note()
+        if missing:
+            self.notes = (*self.notes, missing)
 
     def close(self) -> None:
         self.pdf.close()

@@ -373,11 +373,15 @@ def folder_candidates(folders: tuple[Path, ...]) -> list[tuple[str, int, str, st
     return out
 
 
+MAX_NAMED_MISSING = 5  # characters a note names
+
+
 class FontLibrary:
     """The faces used for one document, in the order they were first needed."""
 
     def __init__(self, han_face: str = "Noto Sans CJK SC"):
         self.faces: dict[tuple[str, int], Face] = {}
+        self.missing: dict[str, str] = {}  # characters no installed font has -> their script
         self.han_face = han_face
         self.found: dict[tuple, Face | None] = {}  # (character, style, serif) -> what the system gave
         self.chosen: dict[tuple, Face] = {}
@@ -422,11 +426,29 @@ class FontLibrary:
             self.found[key] = self._find(ch, style, serif)
         found = self.found[key]
         if found is None:
-            raise DocumentError(
-                f"no font for the {script_name(ch)} script (U+{ord(ch):04X}) is installed: "
-                f"install a Noto font that covers it (e.g. the fonts-noto packages on Linux)"
-            )
+            # A character no font has (a rare sign, or a script without a font) is drawn as the
+            # missing-glyph box of a font that exists, and said once (`missing_note`): one sign
+            # must not cost the document. With no font at all there is nothing to draw with.
+            fallback_key = (" ", style, serif)
+            if fallback_key not in self.found:
+                self.found[fallback_key] = self._find(" ", style, serif)
+            found = self.found[fallback_key]
+            if found is None:
+                raise DocumentError(
+                    f"no font for the {script_name(ch)} script (U+{ord(ch):04X}) is installed: "
+                    f"install a Noto font that covers it (e.g. the fonts-noto packages on Linux)"
+                )
+            self.missing[ch] = script_name(ch)
         return found
+
+    def missing_note(self) -> str | None:
+        """One line naming the characters no installed font has (drawn as boxes), if any."""
+        if not self.missing:
+            return None
+        shown = ", ".join(f"U+{ord(ch):04X} ({script})" for ch, script in sorted(self.missing.items())[:MAX_NAMED_MISSING])
+        more = f" and {len(self.missing) - MAX_NAMED_MISSING} more" if len(self.missing) > MAX_NAMED_MISSING else ""
+        return (f"no installed font has {shown}{more}: drawn as boxes; install a Noto font that covers them "
+                f"(e.g. the fonts-noto packages on Linux)")
 
     def _find(self, ch: str, style: tuple[bool, bool], serif: bool) -> Face | None:
         """The best installed face with a glyph for `ch`, in `style` (and serif) where there is a choice."""

@@ -274,6 +274,18 @@ def test_no_font_for_the_script_is_one_line_naming_it(source, tmp_path, monkeypa
     assert not (tmp_path / "out.pdf").exists()
 
 
+def test_a_character_no_font_has_is_drawn_as_a_box_and_said_once(source, tmp_path):
+    """U+05EF (HEBREW YOD TRIANGLE) is in no Noto or DejaVu font: the document is written all the
+    same, the sentence around it typeset, and one note names it."""
+    from pdfminer.high_level import extract_text
+
+    notes = []
+    out = translate_document(source, tmp_path / "out.pdf", lambda texts: [t + " \u05ef" for t in upper_keeping_tags(texts)],
+                             note=notes.append)
+    assert "T:" in extract_text(str(out))
+    assert len(notes) == 1 and notes[0].startswith("no installed font has U+05EF (Hebrew): drawn as boxes")
+
+
 def test_hostile_pdfs_are_refused_by_name(source, tmp_path, monkeypatch):
     monkeypatch.setattr(pdf_format, "MAX_PAGES", 1)
     with pytest.raises(DocumentError, match=r"^too many pages \(2; the limit is 1\)$"):

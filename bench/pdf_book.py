@@ -84,6 +84,8 @@ def main() -> None:
     parser.add_argument("--beams", type=int, default=4)
     parser.add_argument("--new-tokens", type=int, default=40, help="tokens each translation is forced to (0: not forced)")
     parser.add_argument("--to", dest="target", default="fra_Latn")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of the path, its layout and the engine, in turn (the fastest of each counts)")
     parser.add_argument("--make-only", metavar="OUT.pdf", help="write the book there and stop")
     parser.add_argument("--layout-only", action="store_true", help="time reading and writing the book only")
     add_out_argument(parser)
@@ -155,19 +157,23 @@ def time_book(args) -> None:
         translate(warm_up)
         book = work / "book.pdf"
         sentences = make_book(str(book), args.pages)
-        seconds = translate(book)
-        layout_seconds, sent = layout(book, work / "book.identity.pdf", args.target)
         prefix = translator.tokenizer.decoder_prefix(args.target)
         engine_options = translator.default_options(**options)
-        sources = [translator.tokenizer.encode_source(text, "eng_Latn") for text in sent]
-        engine_seconds = seconds_of(lambda: translator.generator.run([Request(s, prefix, engine_options) for s in sources]),
-                                    translator.device)
+        runs: dict[str, list[float]] = {"path": [], "layout": [], "engine": []}
+        for _ in range(args.repeats):  # a kernel variant the path meets first compiles during its first run
+            runs["path"].append(translate(book))
+            layout_seconds, sent = layout(book, work / "book.identity.pdf", args.target)
+            runs["layout"].append(layout_seconds)
+            sources = [translator.tokenizer.encode_source(text, "eng_Latn") for text in sent]
+            runs["engine"].append(seconds_of(
+                lambda: translator.generator.run([Request(s, prefix, engine_options) for s in sources]), translator.device))
+        seconds, layout_seconds, engine_seconds = (min(runs[name]) for name in ("path", "layout", "engine"))
         out = {"pages": args.pages, "sentences": sentences, "texts_sent": len(sent), "device": translator.describe(),
                "beams": args.beams, "new_tokens": args.new_tokens or "natural", "seconds": seconds,
                "pages_per_s": args.pages / seconds, "sentences_per_s": sentences / seconds,
                "layout_only_seconds": layout_seconds, "engine_alone_seconds": engine_seconds,
                "decoding_share_of_engine": engine_seconds / max(seconds - layout_seconds, 1e-9),
-               "output_MB": (work / f"book.{args.target}.pdf").stat().st_size / 1e6}
+               "output_MB": (work / f"book.{args.target}.pdf").stat().st_size / 1e6, "runs_s": runs}
     emit(out, f"pdf_book_{args.pages}", translator.device, args.out)
     translator.teardown()
 

@@ -11,7 +11,9 @@ compiled, graphs captured), times:
   (the layout), done on the CPU whatever the device;
 - `Generator.run` over the texts the path sends, tokenized beforehand: the engine alone.
 Prints one JSON object: pages/s and sentences/s of the whole path, the layout's seconds, and the
-decoding part's share of the engine's rate (the engine alone against the whole less the layout).
+decoding part's share of the engine's rate: the engine alone against the path's run less its own
+reading and writing (timed within it: typesetting a random model's every script costs far more
+than typesetting the identity's English).
 --checkpoint is a Hugging Face NLLB folder; where it has no config.json, bench.checkpoint's
 random-weight model of --size is written there. Translations are forced to --new-tokens tokens
 (DESIGN.md's document workload; 0: the model stops by itself). `--make-only OUT.pdf` only writes
@@ -26,6 +28,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from unittest.mock import patch
 
 from bench import add_out_argument
 
@@ -101,6 +104,17 @@ def main() -> None:
     time_book(args)
 
 
+def timed_into(total: list[float], function):
+    """`function`, adding the seconds of each call to total[0]."""
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            total[0] += time.perf_counter() - start
+    return timed
+
+
 def layout(book: Path, out: Path, target: str) -> tuple[float, list[str]]:
     """Seconds the document path takes with the identity for a model (reading and writing the PDF),
     and the distinct texts it sends to be translated."""
@@ -131,6 +145,7 @@ def time_layout(args) -> None:
 def time_book(args) -> None:
     from bench import emit, seconds_of
     from bench.checkpoint import write_checkpoint
+    from dragoman.app.documents import pdf as pdf_format
     from dragoman.app.session.jobs import DocumentJob
     from dragoman.app.session.session import TranslationSession
     from dragoman.engine import Translator
@@ -152,6 +167,13 @@ def time_book(args) -> None:
                               overwrite=True)
             return seconds_of(lambda: TranslationSession(translator).translate_document(job), translator.device)
 
+        # Reading and writing timed within the path's own run: typesetting what a random model
+        # writes (every script, thousands of glyphs to subset) costs far more than typesetting
+        # the identity's English, so the identity's layout is no measure of it.
+        spent = {"read": [0.0], "write": [0.0]}
+        reading = patch.object(pdf_format, "extract", timed_into(spent["read"], pdf_format.extract))
+        writing = patch.object(pdf_format.PdfDocument, "write", timed_into(spent["write"], pdf_format.PdfDocument.write))
+
         warm_up = work / "warm-up.pdf"
         make_book(str(warm_up), 2, seed=1)
         translate(warm_up)
@@ -159,20 +181,24 @@ def time_book(args) -> None:
         sentences = make_book(str(book), args.pages)
         prefix = translator.tokenizer.decoder_prefix(args.target)
         engine_options = translator.default_options(**options)
-        runs: dict[str, list[float]] = {"path": [], "layout": [], "engine": []}
+        runs: dict[str, list[float]] = {"path": [], "decoding": [], "layout": [], "engine": []}
         for _ in range(args.repeats):  # a kernel variant the path meets first compiles during its first run
-            runs["path"].append(translate(book))
+            spent["read"][0] = spent["write"][0] = 0.0
+            with reading, writing:
+                runs["path"].append(translate(book))
+            runs["decoding"].append(runs["path"][-1] - spent["read"][0] - spent["write"][0])
             layout_seconds, sent = layout(book, work / "book.identity.pdf", args.target)
             runs["layout"].append(layout_seconds)
             sources = [translator.tokenizer.encode_source(text, "eng_Latn") for text in sent]
             runs["engine"].append(seconds_of(
                 lambda: translator.generator.run([Request(s, prefix, engine_options) for s in sources]), translator.device))
-        seconds, layout_seconds, engine_seconds = (min(runs[name]) for name in ("path", "layout", "engine"))
+        seconds, decoding_seconds, layout_seconds, engine_seconds = (
+            min(runs[name]) for name in ("path", "decoding", "layout", "engine"))
         out = {"pages": args.pages, "sentences": sentences, "texts_sent": len(sent), "device": translator.describe(),
                "beams": args.beams, "new_tokens": args.new_tokens or "natural", "seconds": seconds,
                "pages_per_s": args.pages / seconds, "sentences_per_s": sentences / seconds,
                "layout_only_seconds": layout_seconds, "engine_alone_seconds": engine_seconds,
-               "decoding_share_of_engine": engine_seconds / max(seconds - layout_seconds, 1e-9),
+               "decoding_seconds": decoding_seconds, "decoding_share_of_engine": engine_seconds / max(decoding_seconds, 1e-9),
                "output_MB": (work / f"book.{args.target}.pdf").stat().st_size / 1e6, "runs_s": runs}
     emit(out, f"pdf_book_{args.pages}", translator.device, args.out)
     translator.teardown()

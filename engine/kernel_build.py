@@ -124,7 +124,8 @@ class KernelBuild:
         self.done = threading.Event()
         self.succeeded = False
         context = multiprocessing.get_context("spawn")  # not forked: the app's threads hold locks
-        self.process = context.Process(target=build, args=(spec,), name="dragoman-kernel-build")
+        self.reasons, reporting = context.Pipe(duplex=False)  # why the build failed, one line
+        self.process = context.Process(target=build_reporting, args=(spec, reporting), name="dragoman-kernel-build")
 
     @classmethod
     def start(cls, translator: "Translator") -> "KernelBuild | None":
@@ -166,8 +167,8 @@ class KernelBuild:
 
     def _ended(self, succeeded: bool) -> None:
         if not succeeded and self.process.exitcode is not None:
-            log.warning("building the GPU kernels apart failed (exit code %s); they compile on first use",
-                        self.process.exitcode)
+            reason = self.reasons.recv() if self.reasons.poll() else f"exit code {self.process.exitcode}"
+            log.warning("building the GPU kernels apart failed (%s); they compile on first use", reason)
         self.succeeded = succeeded
         with _lock:
             _running.discard(self)
@@ -181,6 +182,17 @@ class KernelBuild:
     def wait(self, timeout: float | None = None) -> bool:
         """Whether the build ended within `timeout` seconds."""
         return self.done.wait(timeout)
+
+
+def build_reporting(spec: BuildSpec, reasons) -> None:
+    """`build` in the spawned process; what fails it goes back through `reasons` as one line (the
+    app says it), not as a traceback on the app's error output."""
+    try:
+        build(spec)
+    except Exception as e:
+        lines = str(e).strip().splitlines()
+        reasons.send(f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__)
+        raise SystemExit(1) from None
 
 
 def build(spec: BuildSpec) -> None:
@@ -201,7 +213,7 @@ def build(spec: BuildSpec) -> None:
     finally:
         translator.teardown()
     if kernels.triton_failed():
-        raise SystemExit(1)
+        raise RuntimeError(kernels.unavailable_message())
     marker.parent.mkdir(parents=True, exist_ok=True)
     written = marker.with_name(f"{marker.name}.{os.getpid()}")
     written.write_text(json.dumps(dataclasses.asdict(spec)) + "\n")

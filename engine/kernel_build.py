@@ -3,16 +3,16 @@
 On a machine whose Triton disk cache lacks the engine's kernels, the first sentences would wait
 for their compilation: seconds a kernel, most of a first launch (docs/performance.md,
 "Start-up"). Instead `KernelBuild.start` spawns a process that runs a stand-in of the same shapes
-(the checkpoint with at most two layers a stack, the same rows, caches and precision) through
-the warm-up of typed text and a short document, plain and constrained: compiling its kernels
-fills Triton's disk cache. Meanwhile `kernels.set_building(True)` has the references serve and
-the steps run uncaptured; once the process ends, each kernel loads from the cache at its next
-use and graphs are captured from then on. A kernel the stand-in did not meet compiles where it
-is first used, as before.
+(the checkpoint with two layers a stack, or sixteen where sixteen divide its count; the same rows,
+caches and precision) through the warm-up of typed text and a short document, plain and
+constrained: compiling its kernels fills Triton's disk cache. Meanwhile
+`kernels.set_building(True)` has the references serve and the steps run uncaptured; once the
+process ends, each kernel loads from the cache at its next use and graphs are captured from then
+on. A kernel the stand-in did not meet compiles where it is first used, as before.
 
 A marker file beside Triton's cache, named by what makes the kernels (their sources and the
-engine's, Triton, torch, the GPU, the model's shapes, rows, caches, precision),
-says the build was done: later launches start none. An app that quits first waits for the
+engine's, Triton, torch, the GPU, the model's shapes, rows, caches, precision), says the build
+was done: later launches start none. An app that quits first waits for the
 process at exit (Python joins a process's children then), so that the next launch finds the
 cache whole; a killed build leaves what it compiled so far for the next launch's build.
 """
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 # A short document of the stand-in: sentences of a few lengths, so that the encoder's packed
 # attention, several rows' steps and a constrained search are compiled besides typed text's.
-DOCUMENT = ["Hello.", "Hello, how are you today?", "The quick brown fox jumps over the lazy dog. " * 3,
+STAND_IN_DOCUMENT = ["Hello.", "Hello, how are you today?", "The quick brown fox jumps over the lazy dog. " * 3,
             "One more sentence, of middling length, for the batch."]
 
 _running: set["KernelBuild"] = set()  # builds of this process not yet ended
@@ -208,8 +208,9 @@ def build(spec: BuildSpec) -> None:
     try:
         translator.warm_up()  # typed text with the default options
         options = translator.default_options(max_new_tokens=16)  # the stand-in's words need not end
-        translator.translate(DOCUMENT, "eng_Latn", "fra_Latn", options)
-        translator.translate(DOCUMENT, "eng_Latn", "fra_Latn", options, terms=[["Bonjour"]] * len(DOCUMENT))
+        translator.translate(STAND_IN_DOCUMENT, "eng_Latn", "fra_Latn", options)
+        translator.translate(STAND_IN_DOCUMENT, "eng_Latn", "fra_Latn", options,
+                             terms=[["Bonjour"]] * len(STAND_IN_DOCUMENT))
     finally:
         translator.teardown()
     if kernels.triton_failed():

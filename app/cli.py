@@ -10,6 +10,7 @@ Errors are one line on stderr: exit code 1, or 2 for a usage error (bad option, 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 from pathlib import Path
@@ -267,11 +268,22 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def open_engine(args: argparse.Namespace, adapters_dir: Path | None, gpu_memory: int | None):
     """The engine the command's options name, its int8 weights kept in the app's cache folder;
-    on a first launch on a GPU its kernels are compiled in another process while it translates."""
+    on a first launch on a GPU its kernels are compiled in another process while it translates,
+    and a command that ends first says why it waits for that process at exit."""
     from dragoman.engine import Translator
 
-    return Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
-                      gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache, build_kernels_apart=True)
+    translator = Translator(args.model, device=args.device, dtype=args.dtype, adapters_dir=adapters_dir,
+                            gpu_memory=gpu_memory, weights_cache=app_settings()[0].weights_cache,
+                            build_kernels_apart=True)
+    if translator.kernels_building():
+        atexit.register(say_kernels_still_building, translator)  # before the process is joined at exit
+    return translator
+
+
+def say_kernels_still_building(translator) -> None:
+    if translator.kernels_building():
+        print("dragoman: finishing the GPU kernels for later launches (the first launch on this GPU)",
+              file=sys.stderr)
 
 
 def app_settings():

@@ -124,3 +124,27 @@ def test_stdin_lines_are_translated_sentence_by_sentence_unless_no_split(tiny_ch
     (whole,) = translator.translate([masked.text], "eng_Latn", "fra_Latn", options, terms=[masked.terms])
     assert code == 0 and out == f"{masked.restore(whole)}\n=====\n\n"  # the URL as a mark, then as written (app.session.terms)
     assert out.count("https://example.org") == 1
+
+
+def test_a_command_that_ends_while_the_kernels_build_says_why_it_waits(tiny_checkpoint, monkeypatch, capsys):
+    """On a first launch on a GPU the kernels compile in another process, which the command waits
+    for at exit: it says so then, once, and says nothing where the build ended first."""
+    import atexit
+
+    from dragoman.engine.translator import Translator
+
+    building = [True]
+    at_exit = []
+    monkeypatch.setattr(Translator, "kernels_building", lambda self: building[0])
+    monkeypatch.setattr(atexit, "register", lambda function, *args: at_exit.append((function, args)))
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu"]
+    assert run_cli(args, b"Hello.\n", monkeypatch, capsys)[0] == 0
+    from dragoman.app.cli import say_kernels_still_building
+
+    [arguments] = [args for function, args in at_exit if function is say_kernels_still_building]
+    say_kernels_still_building(*arguments)
+    assert capsys.readouterr().err == (
+        "dragoman: finishing the GPU kernels for later launches (the first launch on this GPU)\n")
+    building[0] = False
+    say_kernels_still_building(*arguments)
+    assert capsys.readouterr().err == ""

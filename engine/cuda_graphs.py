@@ -102,8 +102,9 @@ class DecodeGraphs(_GraphSet):
 
     def run(self, rows: torch.Tensor, key: tuple, step: Step) -> object:
         """`step` over the rows (N,) padded to their bucket with the padding row, replayed from the
-        graph captured for (bucket, *key) on its second use (`_replay`); returns its output for the padded batch,
-        valid until the next run. `key[0]` says whether the step reads the LoRA pool's stacks."""
+        graph captured for (bucket, *key) at its second use (`_replay`); returns its output for the
+        padded batch, valid until the next run. `key[0]` says whether the step reads the LoRA
+        pool's stacks."""
         n = rows.numel()
         size = bucket_for(n)
         padded = self.rows[:size]

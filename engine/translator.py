@@ -18,6 +18,7 @@ an error they raise fails their handle only.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -25,7 +26,6 @@ import sys
 import threading
 import unicodedata
 import weakref
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -649,9 +649,9 @@ class Translator:
 
     def warm_up(self, **options) -> None:
         """Translate typed sentences, one at a time and each twice, with these overrides of the
-        default options, and forget them: a short one, one of more tokens than `FUSED_MAX_ROWS`, and one past each
-        source length up to which a typed sentence is folded at one S (`FOLD_SLOTS`: its steps are
-        graphs of their own).
+        default options, and forget them: a short one, one of more tokens than `FUSED_MAX_ROWS`,
+        and one past each source length up to which a typed sentence is folded at one S
+        (`FOLD_SLOTS`: its steps are graphs of their own).
 
         On the GPU the first translation compiles the Triton kernels (seconds on a fresh install,
         before Triton's disk cache has them) and captures the CUDA graphs of a typed sentence's

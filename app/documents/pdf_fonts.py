@@ -445,8 +445,9 @@ class FontLibrary:
         """One line naming the characters no installed font has (drawn as boxes), if any."""
         if not self.missing:
             return None
-        shown = ", ".join(f"U+{ord(ch):04X} ({script})" for ch, script in sorted(self.missing.items())[:MAX_NAMED_MISSING])
-        more = f" and {len(self.missing) - MAX_NAMED_MISSING} more" if len(self.missing) > MAX_NAMED_MISSING else ""
+        named = sorted(self.missing.items())[:MAX_NAMED_MISSING]
+        shown = ", ".join(f"U+{ord(ch):04X} ({script})" for ch, script in named)
+        more = f" and {len(self.missing) - len(named)} more" if len(self.missing) > len(named) else ""
         return (f"no installed font has {shown}{more}: drawn as boxes; install a Noto font that covers them "
                 f"(e.g. the fonts-noto packages on Linux)")
 

@@ -134,11 +134,17 @@ class XmlFlow:
                 return BREAK
         kind = self._kinds.get(name)
         if kind is None:
-            kind = self._kinds[name] = next(
-                (kind for kind, names in ((SKIP, self.skips), (PROP, self.props), (BREAK, self.breaks),
-                                          (BLOCK, self.blocks), (LEAF, self.leaves), (INLINE, self.inlines),
-                                          (ATOM, self.atoms)) if name in names), self.default)
+            kind = self._kinds[name] = self._kind_by_name(name)
         return kind
+
+    def _kind_by_name(self, name: str) -> str:
+        for kind, names in (
+            (SKIP, self.skips), (PROP, self.props), (BREAK, self.breaks), (BLOCK, self.blocks),
+            (LEAF, self.leaves), (INLINE, self.inlines), (ATOM, self.atoms),
+        ):
+            if name in names:
+                return kind
+        return self.default
 
     def kind(self, el: etree._Element) -> str:
         k = self.base_kind(el)

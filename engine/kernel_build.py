@@ -4,7 +4,7 @@ On a machine whose Triton disk cache lacks the engine's kernels, the first sente
 for their compilation: seconds a kernel, most of a first launch (docs/performance.md,
 "Start-up"). Instead `KernelBuild.start` spawns a process that runs a stand-in of the same shapes
 (the checkpoint with two layers a stack, or sixteen where sixteen divide its count; the same rows,
-caches and precision) through the warm-up of typed text and a short document, plain and
+caches and precision) through the warm-up of typed text and short documents, plain and
 constrained: compiling its kernels fills Triton's disk cache. Meanwhile
 `kernels.set_building(True)` has the references serve and the steps run uncaptured; once the
 process ends, each kernel loads from the cache at its next use and graphs are captured from then
@@ -37,10 +37,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# A short document of the stand-in: sentences of a few lengths, so that the encoder's packed
-# attention, several rows' steps and a constrained search are compiled besides typed text's.
-STAND_IN_DOCUMENT = ["Hello.", "Hello, how are you today?", "The quick brown fox jumps over the lazy dog. " * 3,
-            "One more sentence, of middling length, for the batch."]
+# The stand-in's documents: sentences of a few lengths, so that the encoder's packed attention,
+# steps of many rows and constrained searches are compiled besides typed text's. Triton
+# specialises an integer on being 1 and on 16 dividing it, so a document's counts (sentences,
+# rows, tokens) meet each class: 4 sentences and 32, plain, with one term and with three.
+STAND_IN_SENTENCES = ["Hello.", "Hello, how are you today?", "The quick brown fox jumps over the lazy dog. " * 3,
+                      "One more sentence, of middling length, for the batch."]
+STAND_IN_DOCUMENTS = (4, 32)
+STAND_IN_TERMS = ([], ["Bonjour"], ["oui", "non", "le"])
 
 _running: set["KernelBuild"] = set()  # builds of this process not yet ended
 _lock = threading.Lock()
@@ -196,7 +200,7 @@ def build_reporting(spec: BuildSpec, reasons) -> None:
 
 
 def build(spec: BuildSpec) -> None:
-    """The spawned process: the stand-in's warm-up and a short document, then the marker."""
+    """The spawned process: the stand-in's warm-up and short documents, then the marker."""
     marker = Path(spec.marker)
     if marker.exists():  # another launch's build finished meanwhile
         return
@@ -208,9 +212,10 @@ def build(spec: BuildSpec) -> None:
     try:
         translator.warm_up()  # typed text with the default options
         options = translator.default_options(max_new_tokens=16)  # the stand-in's words need not end
-        translator.translate(STAND_IN_DOCUMENT, "eng_Latn", "fra_Latn", options)
-        translator.translate(STAND_IN_DOCUMENT, "eng_Latn", "fra_Latn", options,
-                             terms=[["Bonjour"]] * len(STAND_IN_DOCUMENT))
+        for count in STAND_IN_DOCUMENTS:
+            texts = [STAND_IN_SENTENCES[i % len(STAND_IN_SENTENCES)] for i in range(count)]
+            for terms in STAND_IN_TERMS:
+                translator.translate(texts, "eng_Latn", "fra_Latn", options, terms=[terms] * count)
     finally:
         translator.teardown()
     if kernels.triton_failed():

@@ -55,11 +55,12 @@ export CK DEVICE
 export -f startup
 step startup 240 bash -c startup
 step typed 150 python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
-step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --out "$OUT"
-step docx_together 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --kinds-together
+# two runs of each path, the faster counting: a path's first run on a machine compiles the kernel variants it meets
+step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --repeats 2 --out "$OUT"
+step docx_together 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --repeats 2 --kinds-together
 step server 150 python3 -m bench.server --checkpoint "$CK" --device "$DEVICE" --clients 64 --sentences "$SENTENCES"
 step documents 150 python3 -m bench.documents --checkpoint "$CK" --device "$DEVICE" --beams 4 --out "$OUT"
-step pdf 200 python3 -m bench.pdf_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --out "$OUT"
+step pdf 240 python3 -m bench.pdf_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --repeats 2 --out "$OUT"
 constraints() {  # documents' plain and constrained sentences in steps apart (the default), and together
   local together
   for together in "" --kinds-together; do

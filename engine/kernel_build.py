@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 STAND_IN_SENTENCES = ["Hello.", "Hello, how are you today?", "The quick brown fox jumps over the lazy dog. " * 3,
                       "One more sentence, of middling length, for the batch."]
 STAND_IN_DOCUMENTS = (4, 32)
-STAND_IN_TERMS = ([], ["Bonjour"], ["oui", "non", "le"])
+STAND_IN_TERMS: tuple[list[str], ...] = ([], ["Bonjour"], ["oui", "non", "le"])
 
 _running: set["KernelBuild"] = set()  # builds of this process not yet ended
 _lock = threading.Lock()

@@ -14,8 +14,8 @@ process and on one engine, times:
 - the .docx with the model replaced by the identity: what reading and writing cost.
 Every translation is forced to --new-tokens tokens (DESIGN.md's document workload). With
 --repeats N each path runs N times in turn and its fastest run counts: a kernel variant that a path
-meets first is compiled during its first run. Prints one JSON object: sentences/s of each path and
-its share of the engine's.
+meets first is compiled during its first run. With --steps, each path's steps too (`StepLog`).
+Prints one JSON object: sentences/s of each path and its share of the engine's.
 """
 
 from __future__ import annotations
@@ -106,6 +106,33 @@ def make_book(path: Path, pages: int, seed: int = 0) -> list[list[str]]:
     return paragraphs
 
 
+class StepLog:
+    """Each step the engine launches (`StepRunner.launch` wrapped): when, its rows, whether a
+    constrained group runs in it. What a path adds to the engine's steps shows there: more steps,
+    emptier ones, constrained ones, or the engine idle before the first and after the last."""
+
+    def __init__(self, runner):
+        self.entries: list[tuple[float, int, bool]] = []
+        launch = runner.launch
+
+        def recording(groups):
+            live = list(groups.values())
+            self.entries.append((time.perf_counter(), sum(s.request.beams for g in live for s in g.sentences),
+                                 any(g.constrained for g in live)))
+            return launch(groups)
+
+        runner.launch = recording
+
+    def summary(self, started: float, ended: float) -> dict:
+        """The steps logged between `started` and `ended` (perf_counter seconds)."""
+        if not self.entries:
+            return {"steps": 0}
+        rows = [r for _, r, _ in self.entries]
+        return {"steps": len(rows), "constrained_steps": sum(c for _, _, c in self.entries),
+                "mean_rows": sum(rows) / len(rows), "before_first_step_s": self.entries[0][0] - started,
+                "after_last_step_s": ended - self.entries[-1][0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.docx_book", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, required=True, help="NLLB checkpoint folder")
@@ -114,6 +141,9 @@ def main() -> None:
     parser.add_argument("--beams", type=int, default=4)
     parser.add_argument("--new-tokens", type=int, default=40, help="tokens each translation is forced to")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each path, in turn (the fastest counts)")
+    parser.add_argument("--steps", action="store_true",
+                        help="also each path's steps: how many, their rows, the constrained ones, the engine's idle "
+                             "time before the first and after the last (its last run)")
     parser.add_argument("--kinds-together", action="store_true",
                         help="plain and constrained sentences may share steps (scheduler.KINDS_APART off)")
     add_out_argument(parser)
@@ -162,9 +192,16 @@ def main() -> None:
                 lambda: translator.generator.run([Request(s, prefix, engine_options) for s in requests]), translator.device),
         }
         runs: dict[str, list[float]] = {path: [] for path in paths}
+        steps: dict[str, dict] = {}
+        log = StepLog(translator.generator.runner) if args.steps else None
         for _ in range(args.repeats):
             for path, run in paths.items():
+                if log is not None:
+                    log.entries.clear()
+                started = time.perf_counter()
                 runs[path].append(run())
+                if log is not None:
+                    steps[path] = log.summary(started, time.perf_counter())
         seconds = {path: min(taken) for path, taken in runs.items()}
         start = time.perf_counter()
         translate_document(book, work / "book.identity.docx", lambda texts: texts, overwrite=True)
@@ -172,7 +209,7 @@ def main() -> None:
     out: dict = {"pages": args.pages, "paragraphs": len(paragraphs), "sentences": len(sentences),
                  "device": translator.describe(), "beams": args.beams, "new_tokens": args.new_tokens,
                  "kinds_apart": scheduler.KINDS_APART,
-                 "reading_and_writing_docx_s": layout_seconds, "runs_s": runs}
+                 "reading_and_writing_docx_s": layout_seconds, "runs_s": runs, **({"steps": steps} if steps else {})}
     for path, taken in seconds.items():
         out[f"{path}_s"] = taken
         out[f"{path}_sent_per_s"] = len(sentences) / taken

@@ -56,7 +56,7 @@ export -f startup
 step startup 240 bash -c startup
 step typed 150 python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
 # two runs of each path, the faster counting: a path's first run on a machine compiles the kernel variants it meets
-step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --repeats 2 --out "$OUT"
+step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --repeats 2 --steps --out "$OUT"
 step docx_together 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --repeats 2 --kinds-together
 step server 150 python3 -m bench.server --checkpoint "$CK" --device "$DEVICE" --clients 64 --sentences "$SENTENCES"
 step documents 150 python3 -m bench.documents --checkpoint "$CK" --device "$DEVICE" --beams 4 --out "$OUT"

@@ -6,14 +6,20 @@ from bench import docx_book
 
 def test_the_book_is_timed_through_each_path_beside_the_engine(tiny_checkpoint, monkeypatch, capsys, tmp_path):
     """`python -m bench.docx_book` on the CPU with the tiny test model: the .docx (with and without
-    protection), the .txt and the engine alone each give a rate and a share of the engine's."""
+    protection), the .txt and the engine alone each give a rate and a share of the engine's, and
+    (`--steps`) their steps: the engine alone has no constrained ones, the .docx some (its numbers
+    kept: 12 tokens leave them room)."""
     monkeypatch.setenv("DRAGOMAN_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(sys, "argv", ["docx_book", "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--pages", "1",
-                                      "--beams", "1", "--new-tokens", "4", "--out", str(tmp_path / "results")])
+                                      "--beams", "1", "--new-tokens", "12", "--steps", "--out", str(tmp_path / "results")])
     docx_book.main()
     out = json.loads(capsys.readouterr().out)
     assert out["pages"] == 1 and out["sentences"] == len({s for p in docx_book.make_book(tmp_path / "one.docx", 1) for s in p})
     for path in ("docx", "docx_no_protect", "txt", "engine"):
         assert out[f"{path}_sent_per_s"] > 0 and out[f"{path}_share_of_engine"] > 0
     assert out["engine_share_of_engine"] == 1 and out["reading_and_writing_docx_s"] > 0
+    steps = out["steps"]
+    assert steps["engine"]["constrained_steps"] == 0 < steps["docx"]["constrained_steps"] <= steps["docx"]["steps"]
+    assert all(0 < s["mean_rows"] and 0 <= s["before_first_step_s"] and 0 <= s["after_last_step_s"]
+               for s in steps.values())
     assert json.loads((tmp_path / "results" / "docx_book_1.json").read_text()) == out

@@ -194,8 +194,7 @@ def build_reporting(spec: BuildSpec, reasons) -> None:
     try:
         build(spec)
     except Exception as e:
-        lines = str(e).strip().splitlines()
-        reasons.send(f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__)
+        reasons.send(kernels.error_line(e))
         raise SystemExit(1) from None
 
 

@@ -68,9 +68,15 @@ def _dispatch(kernel, reference, tensor, *args, **kwargs):
 
 def _turn_off(error: Exception) -> None:
     global _unavailable
-    lines = str(error).strip().splitlines()
-    _unavailable = f"{type(error).__name__}: {lines[0][:200]}" if lines else type(error).__name__
+    _unavailable = error_line(error)
     log.warning("%s", unavailable_message())
+
+
+def error_line(error: BaseException) -> str:
+    """Why a kernel failed to compile or launch, in one line: "<type>: <its message's first line>"
+    (compilers' messages run to pages)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:200]}" if lines else type(error).__name__
 
 
 def unavailable_message() -> str | None:
@@ -258,7 +264,7 @@ def lora(x, y, a, b, scale, slots):
 __all__ = [
     "GAP", "AdmittedRows", "ConstraintTensors", "NewTokens", "PROFILES", "DeviceProfile", "RowState", "StepInputs", "StepReport",
     "add_layer_norm", "admit_rows", "argmax", "beam_advance", "building", "constrained_advance", "device_profile",
-    "embed_layer_norm", "fold_source", "fused_linear", "fused_linear_holds_weights", "logsoftmax_topk", "lora",
+    "embed_layer_norm", "error_line", "fold_source", "fused_linear", "fused_linear_holds_weights", "logsoftmax_topk", "lora",
     "packed_attention", "profile_name", "set_building", "slot_attention", "source_attention", "source_scores",
     "step_inputs", "step_report", "store_kv", "triton_failed", "unavailable_message",
 ]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
 from dragoman.app import __version__
-from dragoman.app.wording import counted
+from dragoman.app.wording import counted, one_line
 
 # Lines translated together: big enough to fill a batch, small enough to print progressively.
 CHUNK_LINES = 256
@@ -738,7 +738,7 @@ def run_jobs(jobs: list, refused: list[str], translator, report_path: str | None
                 raise
             except Exception as e:  # DocumentError, a bad file the format library choked on, out of memory...
                 bar.end()
-                document_failed(job, str(e).splitlines()[0] if str(e) else type(e).__name__, failed)
+                document_failed(job, one_line(e), failed)
     finally:
         pipeline.close()
     return jobs_finished(len(jobs), len(refused), failed, doubtful, report_path)
@@ -852,7 +852,7 @@ def main(argv: list[str] | None = None) -> int:
         from dragoman.engine import UnknownLanguageError
 
         code = 2 if isinstance(e, (UsageError, UnknownLanguageError)) else 1
-        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        message = one_line(e)
         print(f"dragoman: error: {message}", file=sys.stderr)
         return code
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from dragoman.app.corpus.run import CorpusRequest, ShardTranslation, translate_texts
 from dragoman.app.session.jobs import DocumentJob, JobReport
 from dragoman.app.settings import AppPaths
-from dragoman.app.wording import counted
+from dragoman.app.wording import counted, one_line
 
 if TYPE_CHECKING:
     from dragoman.app.corpus.progress import RunProgress
@@ -89,7 +89,7 @@ class TranslationWorker:
             try:
                 return self.pipeline.translate_document(local, report=report).read_bytes(), report, None
             except Exception as e:  # DocumentError, a file the format library choked on...
-                return None, report, str(e).splitlines()[0] if str(e) else type(e).__name__
+                return None, report, one_line(e)
 
 
 class WorkerPool:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages, usable_cores
 from dragoman.app.documents.safety import DocumentError, check_file
-from dragoman.app.wording import counted
+from dragoman.app.wording import counted, one_line
 from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.text import SlotDocument
 
@@ -191,7 +191,7 @@ class Picture:
         try:
             image = pikepdf.PdfImage(self.stream).as_pil_image()
         except Exception as e:  # pikepdf's decoders raise kinds of their own (JBIG2 without jbig2dec: DependencyError)
-            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            reason = one_line(e)
             raise DocumentError(f"page {self.page_number}: its scanned picture cannot be decoded ({reason})") from None
         image = image.convert("RGB")
         return image if self.turn is None else image.transpose(self.turn)

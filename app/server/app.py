@@ -32,6 +32,7 @@ from dragoman.app.documents import DocumentError
 from dragoman.app.server.stores import DocumentStore, GlossaryStore
 from dragoman.app.server.worker import EngineWorker
 from dragoman.app.session.glossary import GlossaryError
+from dragoman.app.wording import one_line
 from dragoman.engine import UnknownLanguageError
 
 log = logging.getLogger("dragoman.server")
@@ -80,7 +81,7 @@ class ServerState:
         except TimeoutError:
             raise ApiError(500, f"the translation took longer than {self.limits.request_seconds:g} seconds") from None
         except INPUT_ERRORS as e:
-            raise ApiError(400, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+            raise ApiError(400, one_line(e)) from None
 
 
 class ApiError(Exception):

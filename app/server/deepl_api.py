@@ -24,6 +24,7 @@ from dragoman.app.server.pipeline import HTML, TEXT, XML, Text
 from dragoman.app.server.stores import GlossaryDictionary, GlossaryInfo, StoredDocument
 from dragoman.app.session import detect
 from dragoman.app.session.glossary import GlossaryError
+from dragoman.app.wording import one_line
 
 Stored = TypeVar("Stored")  # what a glossary store's change gives back
 
@@ -150,7 +151,7 @@ async def upload_document(request: Request) -> JSONResponse:
             document.status = "done"
             state.characters += document.characters
         except Exception as e:  # the document's own problem: reported on its status
-            document.error = str(e).splitlines()[0] if str(e) else type(e).__name__
+            document.error = one_line(e)
             document.status = "error"
 
     state.worker.call(run)

@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel
 
 from dragoman.app.settings import AppPaths, Settings
+from dragoman.app.wording import one_line
 
 if TYPE_CHECKING:
     from dragoman.app.server import ServerThread
@@ -71,7 +72,7 @@ class LocalServer(QObject):
         except Exception as e:  # the server could not be made over this model: said, the window goes on
             running.stop()
             self.serving = None
-            self._say(f"API server off: {str(e).splitlines()[0] if str(e) else type(e).__name__}", "")
+            self._say(f"API server off: {one_line(e)}", "")
             return
         self.running = running
         self.address = f"http://{LOOPBACK}:{running.port}"

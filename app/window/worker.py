@@ -34,6 +34,7 @@ from dragoman.app.session.jobs import DocumentJob, JobReport
 from dragoman.app.session.session import ALTERNATIVES, TranslationJob, TranslationSession
 from dragoman.app.session.terms import Terms
 from dragoman.app.settings import AppPaths
+from dragoman.app.wording import one_line
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,6 @@ class LoadModel:
 
 
 log = logging.getLogger(__name__)
-
-
-def _one_line(error: Exception) -> str:
-    return str(error).splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _out_of_memory(error: Exception) -> bool:
@@ -234,7 +231,7 @@ class EngineWorker(QThread):
                 return
             assert previous is not None  # set with `translator` (`_serve`)
             if not _out_of_memory(e):
-                self.load_refused.emit(_one_line(e))
+                self.load_refused.emit(one_line(e))
                 self.loaded.emit(self.translator.describe())
                 return
             self._unload()
@@ -246,7 +243,7 @@ class EngineWorker(QThread):
                 except Exception as again:
                     self.load_failed.emit(str(again) or type(again).__name__)
                     return
-                self.load_refused.emit(_one_line(alone))
+                self.load_refused.emit(one_line(alone))
                 self.loaded.emit(self.translator.describe())
                 return
         self._unload()
@@ -402,7 +399,7 @@ class EngineWorker(QThread):
             if should_stop():
                 self.cancelled.emit(job_id)
             else:
-                self.document_failed.emit(job_id, str(e).splitlines()[0] if str(e) else type(e).__name__)
+                self.document_failed.emit(job_id, one_line(e))
             return
         self.document_report.emit(job_id, report)
         self.document_done.emit(job_id, str(written))

@@ -1,7 +1,8 @@
-"""Counts are said in words that agree with them: "1 translation looks wrong", "2 translations look wrong"."""
+"""Counts are said in words that agree with them ("1 translation looks wrong", "2 translations look
+wrong"), and failures in one line."""
 
 from dragoman.app.cli import report_doubts
-from dragoman.app.wording import counted
+from dragoman.app.wording import counted, one_line
 
 
 def test_one_is_singular_and_others_plural():
@@ -16,3 +17,10 @@ def test_the_doubts_line_agrees_with_its_count(capsys):
         "dragoman: a.txt: 1 translation looks wrong (--report FILE lists them)",
         "dragoman: b.txt: 2 translations look wrong (--report FILE lists them)",
     ]
+
+
+def test_a_failure_is_its_first_line_or_its_kind():
+    assert one_line(ValueError("bad header\n  at byte 12")) == "bad header"
+    assert one_line(ValueError("\n  padded\n")) == "padded"
+    assert one_line(MemoryError()) == "MemoryError"
+    assert one_line(OSError("  ")) == "OSError"

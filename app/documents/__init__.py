@@ -88,8 +88,9 @@ def translate_document(
     and scanned PDFs: source, the FLORES-200 code of the language OCR reads, or "auto").
     `proportional`: see `translate_segments`. `note(line)` receives, once the output is written,
     each thing the user should know of it (the encoding it was read in or written in).
-    `reading(done, total)` follows the pages OCR reads (pictures, scanned PDFs), before any
-    sentence is translated; it may raise Cancelled to stop there."""
+    `reading(done, total)` follows the pages OCR reads (pictures, scanned PDFs): a picture's before
+    any sentence is translated, a PDF's as its pages are read, its total growing; it may raise
+    Cancelled to stop there."""
     path, out_path = Path(path), Path(out_path)
     if out_path.resolve() == path.resolve():
         raise DocumentError("the output would replace the input")
@@ -104,7 +105,8 @@ def translate_document(
     document = module.extract(path, **arguments)
     try:
         translations = translate_segments(
-            document.segments, translate_batch, source_script, target_script, progress, batch_sentences, proportional
+            document.segment_stream(), translate_batch, source_script, target_script, progress, batch_sentences,
+            proportional,
         )
         out_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = create_temporary(out_path)

@@ -7,7 +7,7 @@ is one segment; its translation is shared among the blocks by their lengths. Wit
 each original page is followed by its translation (STEM.<to>.bilingual.pdf). A page without text
 that is a picture (a scan) is read by OCR (ocr.py, in the `source` language): its blocks are covered
 in their background colour and their translations set in their place, the picture untouched
-(`read_scans`); a scan under an invisible OCR text layer is translated from that layer, its text
+(`ScanReading`); a scan under an invisible OCR text layer is translated from that layer, its text
 covered in the picture's colours likewise.
 
 Text out (`pdf_as="text"`, STEM.<to>.txt): pypdf extracts each page's text; lines are joined into
@@ -22,6 +22,7 @@ silenced: a bad file is one DocumentError line.
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import re
 import threading
@@ -29,16 +30,18 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_pages, usable_cores
+from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_page_ranges, usable_cores
 from dragoman.app.documents.safety import DocumentError, check_file
-from dragoman.app.wording import counted, one_line
 from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.text import SlotDocument
+from dragoman.app.wording import counted, one_line
 
 if TYPE_CHECKING:
     from PIL import Image
+
+    from dragoman.app.documents.ocr import Reader
 
 EXTENSIONS = (".pdf",)
 OPTIONS = ("pdf_as", "bilingual", "source", "reading")
@@ -70,95 +73,101 @@ def _check_header(path: Path) -> None:
 
 def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: str = "auto",
             reading: Callable[[int, int], None] | None = None) -> Document:
+    """The PDF, checked and opened; its pages are read as its segments are asked for
+    (`PdfDocument`). `reading(done, total)` follows the pages OCR reads."""
     _check_header(path)
     if pdf_as == "text":
         return _extract_text(path)
     import pikepdf
 
     from dragoman.app.documents.pdf_forms import inline_text_forms
-    from dragoman.app.documents.pdf_write import show_strings
 
     pdf = open_checked(path)
     try:
         inline_text_forms(pdf)  # text drawn by form XObjects becomes the page's own (app.documents.pdf_forms)
         buffer = io.BytesIO()
         pdf.save(buffer, stream_decode_level=pikepdf.StreamDecodeLevel.none)
-        data = buffer.getvalue()
-        try:
-            pages = read_pages(data, len(pdf.pages))
-        except DocumentError:
-            raise
-        except (RecursionError, MemoryError):
-            raise DocumentError("PDF nested too deeply or too large to read") from None
-        except Exception as e:  # pdfminer raises many kinds on a broken file
-            raise DocumentError(f"corrupt or unreadable PDF ({type(e).__name__}: {e})".splitlines()[0]) from None
-        if len(pages) != len(pdf.pages):
-            raise DocumentError(f"corrupt PDF (its page tree gives {len(pdf.pages)} pages, {len(pages)} readable)")
-        for page in pages:
-            if page.blocks and show_strings(pdf.pages[page.index]) != page.shows:
-                for block in page.blocks:  # its text operators could not be matched: its text stays as it is
-                    block.translate = False
-        scanned = any(page.images and not page.blocks for page in pages)
-        notes = read_scans(pdf, pages, source, reading)
-        if not any(page.blocks for page in pages):
-            raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if scanned
-                                else "no text to translate (the PDF has no text)")
     except BaseException:
         pdf.close()
         raise
-    document = PdfDocument(pdf, data, pages, bilingual)
-    document.notes = notes
-    return document
+    return PdfDocument(pdf, buffer.getvalue(), bilingual, ScanReading(pdf, source, reading))
 
 
-def read_scans(pdf, pages, source: str, reading: Callable[[int, int], None] | None = None) -> tuple[str, ...]:
-    """Pictures of text on the pages, read by OCR: a page without text whose largest picture covers
-    at least SCAN_COVER of it (a scan), and on a page with text each picture covering at least
-    PICTURE_COVER of it (a pasted scan, a figure of text) that no invisible OCR layer lies over. Each
-    block found becomes a block of the page, its place covered in its background colour before its
-    translation is set (`Block.cover`); on a page with text, a block found where the page's text already
-    is (text set over a picture) is left to that text. An invisible OCR layer over such a picture is
-    translated instead, its blocks given the picture's colours there; an invisible block over no such
-    picture stays as it is. `reading(done, total)` follows the pages OCR reads. Where OCR cannot read
-    (no Tesseract, no model for the language's script) a PDF with text is translated without the
-    pictures' text, which the note returned says; one of scans alone is refused."""
-    reader = None
-    unreadable = ""  # why OCR cannot read here
-    plans = []  # (page, its pictures to read)
-    for page in pages:
-        pictures = _pictures(pdf, page)
-        hidden = [block for block in page.blocks if block.invisible and block.translate]
-        if hidden:
-            _colour_hidden(hidden, pictures)
-        if pictures:
-            x0, y0, x1, y1 = (float(v) for v in pdf.pages[page.index].mediabox)
-            plans.append((page, _to_read(page, pictures, (x1 - x0) * (y1 - y0))))
-    plans = [(page, pictures) for page, pictures in plans if pictures]
-    if reading is not None and plans:
-        reading(0, len(plans))
-    unread_scans = unread_pictures = 0
-    if plans:
-        from dragoman.app.documents.ocr import Reader
+class ScanReading:
+    """Pictures of text on the pages, read by OCR as the pages come, range by range: a page without
+    text whose largest picture covers at least SCAN_COVER of it (a scan), and on a page with text
+    each picture covering at least PICTURE_COVER of it (a pasted scan, a figure of text) that no
+    invisible OCR layer lies over. Each block found becomes a block of the page, its place covered in
+    its background colour before its translation is set (`Block.cover`); on a page with text, a
+    block found where the page's text already is (text set over a picture) is left to that text. An
+    invisible OCR layer over such a picture is translated instead, its blocks given the picture's
+    colours there; an invisible block over no such picture stays as it is. `reading(done, total)`
+    follows the pages OCR reads, the total growing as pages come. Where OCR cannot read (no
+    Tesseract, no model for the language's script) a PDF with text is translated without the
+    pictures' text, which `notes` says; one of scans alone is refused (`check_read`)."""
 
-        try:
-            reader = Reader(source)
-        except DocumentError as e:
-            if not any(p.blocks for p in pages):
-                raise
-            unreadable = str(e)
-    if unreadable:
-        for done, (page, pictures) in enumerate(plans, 1):
-            if page.blocks:
-                unread_pictures += len(pictures)
-            else:
-                unread_scans += 1
-            if reading is not None:
-                reading(done, len(plans))
-    elif reader is not None:
-        _ocr_pages(reader, plans, reading)
-    unread = ([f"{counted(unread_scans, 'page')} of pictures without text"] if unread_scans else []) + \
-        ([f"{counted(unread_pictures, 'picture')} on pages of text"] if unread_pictures else [])
-    return (f"{' and '.join(unread)} left as they are: {unreadable}",) if unread else ()
+    def __init__(self, pdf, source: str, reading: Callable[[int, int], None] | None = None):
+        self.pdf, self.source, self.reading = pdf, source, reading
+        self.reader: Reader | None = None
+        self.unreadable = ""  # why OCR cannot read here
+        self.planned = self.done = 0  # pages to read by OCR, so far
+        self.unread_scans = self.unread_pictures = 0
+        self.scanned = False  # a page without text had pictures
+
+    def read(self, pages) -> None:
+        """The pictures of these pages read, their blocks added to the pages."""
+        plans = []  # (page, its pictures to read)
+        for page in pages:
+            pictures = _pictures(self.pdf, page)
+            hidden = [block for block in page.blocks if block.invisible and block.translate]
+            if hidden:
+                _colour_hidden(hidden, pictures)
+            if pictures:
+                x0, y0, x1, y1 = (float(v) for v in self.pdf.pages[page.index].mediabox)
+                plans.append((page, _to_read(page, pictures, (x1 - x0) * (y1 - y0))))
+            self.scanned = self.scanned or bool(page.images and not page.blocks)
+        plans = [(page, pictures) for page, pictures in plans if pictures]
+        if not plans:
+            return
+        self.planned += len(plans)
+        self.tell(self.done)
+        if self.reader is None and not self.unreadable:
+            from dragoman.app.documents.ocr import Reader
+
+            try:
+                self.reader = Reader(self.source)
+            except DocumentError as e:
+                self.unreadable = str(e)
+        if self.reader is None:
+            for page, pictures in plans:
+                if page.blocks:
+                    self.unread_pictures += len(pictures)
+                else:
+                    self.unread_scans += 1
+                self.tell(self.done + 1)
+        else:
+            first = self.done
+            _ocr_pages(self.reader, plans, lambda done, total: self.tell(first + done))
+
+    def tell(self, done: int) -> None:
+        self.done = done
+        if self.reading is not None:
+            self.reading(done, self.planned)
+
+    def check_read(self, pages) -> None:
+        """Once every page is read: DocumentError where none has text to translate."""
+        if any(page.blocks for page in pages):
+            return
+        if self.unreadable:
+            raise DocumentError(self.unreadable)
+        raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if self.scanned
+                            else "no text to translate (the PDF has no text)")
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        unread = ([f"{counted(self.unread_scans, 'page')} of pictures without text"] if self.unread_scans else []) + \
+            ([f"{counted(self.unread_pictures, 'picture')} on pages of text"] if self.unread_pictures else [])
+        return (f"{' and '.join(unread)} left as they are: {self.unreadable}",) if unread else ()
 
 
 @dataclass
@@ -477,18 +486,71 @@ _DECODERS = {"/FlateDecode": _inflate, "/Fl": _inflate, "/LZWDecode": _lzw, "/LZ
 
 
 class PdfDocument(Document):
-    """The translatable blocks of a PDF as segments; `write` puts the translations in their place."""
+    """The translatable blocks of a PDF as segments, read as they are asked for: `segment_stream`
+    reads the pages a range at a time (pdf_blocks.read_page_ranges), so that the first sentences
+    are translated while later pages are read; `segments` reads them all. `write` puts the
+    translations in their place once all are read."""
 
-    def __init__(self, pdf, data: bytes, pages, bilingual: bool):
-        self.pdf, self.data, self.pages, self.bilingual = pdf, data, pages, bilingual
-        self.blocks = [block for page in pages for block in page.blocks]
-        self.chains = _chains(self.blocks, [i for i, block in enumerate(self.blocks) if block.translate])
-        self.segments = []
-        for chain in self.chains:
+    def __init__(self, pdf, data: bytes, bilingual: bool, scans: ScanReading):
+        self.pdf, self.data, self.bilingual, self.scans = pdf, data, bilingual, scans
+        self.pages: list = []
+        self.blocks: list = []
+        self.chains: list[list[int]] = []
+        self._read: list[Segment] = []
+        self._reading = self._read_segments()
+
+    @property
+    def segments(self) -> list[Segment]:  # type: ignore[override]
+        for _ in self._reading:
+            pass
+        return self._read
+
+    def segment_stream(self) -> Iterator[Segment]:
+        return itertools.chain(list(self._read), self._reading)
+
+    def _read_segments(self) -> Iterator[Segment]:
+        """Each chain's segment once the chain is settled (`_chains`); then the whole document checked."""
+        from dragoman.app.documents.pdf_write import show_strings
+
+        ranges = read_page_ranges(self.data, len(self.pdf.pages))
+        order: list[int] = []  # the translated blocks, in reading order
+
+        def read_more() -> bool:
+            """The next range of pages read, its blocks added; False when all are."""
+            try:
+                pages = next(ranges, None)
+            except DocumentError:
+                raise
+            except (RecursionError, MemoryError):
+                raise DocumentError("PDF nested too deeply or too large to read") from None
+            except Exception as e:  # pdfminer raises many kinds on a broken file
+                raise DocumentError(f"corrupt or unreadable PDF ({type(e).__name__}: {e})".splitlines()[0]) from None
+            if pages is None:
+                return False
+            for page in pages:
+                if page.blocks and show_strings(self.pdf.pages[page.index]) != page.shows:
+                    for block in page.blocks:  # its text operators could not be matched: its text stays as it is
+                        block.translate = False
+            self.scans.read(pages)
+            for page in pages:
+                for block in page.blocks:
+                    if block.translate:
+                        order.append(len(self.blocks))
+                    self.blocks.append(block)
+            self.pages.extend(pages)
+            return True
+
+        for chain in _chains(self.blocks, order, read_more):
+            self.chains.append(chain)
             runs: list[Run] = []
             for i in chain:
                 runs = join_lines(runs, self.blocks[i].runs)
-            self.segments.append(Segment(runs))
+            self._read.append(Segment(runs))
+            yield self._read[-1]
+        if len(self.pages) != len(self.pdf.pages):
+            raise DocumentError(f"corrupt PDF (its page tree gives {len(self.pdf.pages)} pages, {len(self.pages)} readable)")
+        self.scans.check_read(self.pages)
+        self.notes = self.scans.notes
 
     def write(self, translations: list[list[Run]], out_path: Path) -> None:
         import pikepdf
@@ -518,13 +580,27 @@ class PdfDocument(Document):
 CHAIN_LOOKAHEAD = 8  # blocks looked at for a sentence's continuation (past footnotes, a footer, a header)
 
 
-def _chains(blocks, order: list[int]) -> list[list[int]]:
+def _chains(blocks: list, order: list[int], read_more: Callable[[], bool] = lambda: False) -> Iterator[list[int]]:
     """The translated blocks (indexes, in reading order) grouped where a sentence runs from one
     into the next: the next block of the same size, past headers and footers, that continues it,
-    from the foot of a column to the head of the next (not from one label of a form to the next)."""
+    from the foot of a column to the head of the next (not from one label of a form to the next).
+    `read_more()` adds the next pages' blocks to `blocks` and `order` (False: none are left); each
+    chain is given once the blocks it could run into are read (CHAIN_LOOKAHEAD past its last)."""
     on_page: dict[int, list] = {}
+    indexed = 0  # blocks in on_page
+
+    def more() -> bool:
+        nonlocal indexed
+        if not read_more():
+            return False
+        for block in blocks[indexed:]:
+            on_page.setdefault(block.page, []).append(block)
+        indexed = len(blocks)
+        return True
+
     for block in blocks:
         on_page.setdefault(block.page, []).append(block)
+    indexed = len(blocks)
 
     def at_foot(block, besides) -> bool:
         """No translated block (page numbers do not count) of the block's size but `besides` below it in its column."""
@@ -548,23 +624,28 @@ def _chains(blocks, order: list[int]) -> list[list[int]]:
                 return False
         return at_foot(block, after)
 
-    chains: list[list[int]] = []
     joined: set[int] = set()
-    for position, i in enumerate(order):
-        if i in joined:
-            continue
-        chain, at = [i], position
-        while True:
-            last = blocks[chain[-1]]
-            following = [(p, j) for p, j in enumerate(order[at + 1 : at + 1 + CHAIN_LOOKAHEAD], at + 1)
-                         if j not in joined and abs(blocks[j].size - last.size) < 0.1 * last.size]
-            if not following or not goes_on(last, blocks[following[0][1]]):
-                break
-            at, j = following[0]
-            chain.append(j)
-            joined.add(j)
-        chains.append(chain)
-    return chains
+    position = 0
+    while True:
+        while position >= len(order):  # a range may hold no translated block
+            if not more():
+                return
+        i = order[position]
+        if i not in joined:
+            chain, at = [i], position
+            while True:
+                last = blocks[chain[-1]]
+                while at + CHAIN_LOOKAHEAD >= len(order) and more():  # the blocks it could run into, read
+                    pass
+                following = [(p, j) for p, j in enumerate(order[at + 1 : at + 1 + CHAIN_LOOKAHEAD], at + 1)
+                             if j not in joined and abs(blocks[j].size - last.size) < 0.1 * last.size]
+                if not following or not goes_on(last, blocks[following[0][1]]):
+                    break
+                at, j = following[0]
+                chain.append(j)
+                joined.add(j)
+            yield chain
+        position += 1
 
 
 def _share(runs: list[Run], lengths: list[int]) -> list[list[Run]]:

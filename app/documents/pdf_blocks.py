@@ -38,7 +38,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 from dragoman.app.documents.safety import DocumentError
 from dragoman.app.documents.segments import Run, merge_runs
@@ -72,7 +72,8 @@ MAX_SAVED_STATES = 256  # graphics states saved (`q`) and not yet restored: real
 MAX_DOCUMENT_OPERATORS = 20_000_000
 MAX_DOCUMENT_GLYPHS = 10_000_000  # 2,000 a page over 5,000 pages
 # A process reads this many pages at least, since starting one takes ~0.5 s; at most this many read at once.
-PAGES_PER_READER = 16
+PAGES_PER_READER = 16  # a document gets a reader process for each this many pages
+RANGE_PAGES = 16  # pages read at a time: each range goes on to the engine as it ends
 MAX_READERS = 8
 NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
 
@@ -336,46 +337,87 @@ def usable_cores() -> int:
 
 
 def read_pages(data: bytes, page_count: int = 0) -> list[Page]:
-    """Every page's blocks, read from the PDF's bytes (already checked and decrypted). A document of
-    `page_count` pages (the page tree's count, where known) is read in ranges of pages, in several
-    processes at once: pdfminer is pure Python, so threads would take turns. Each process bounds
-    its range as a document (`ReadingBudget`), and the sums are bounded again here."""
+    """Every page's blocks, read from the PDF's bytes (already checked and decrypted): those of
+    `read_page_ranges`, all read."""
+    return [page for pages in read_page_ranges(data, page_count) for page in pages]
+
+
+def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
+    """Every page's blocks, read from the PDF's bytes (already checked and decrypted), a range of
+    pages at a time, in order, each handed on as it is read so that its sentences can be translated
+    while later pages are read. A document of `page_count` pages (the page tree's count, where
+    known) is read in ranges of RANGE_PAGES pages by several processes at once: pdfminer is pure
+    Python, so threads would take turns. Each process bounds its range as a document
+    (`ReadingBudget`), and the sums are bounded again here as each range comes; a stop between
+    ranges leaves the rest unread."""
     readers = min(usable_cores(), MAX_READERS, page_count // PAGES_PER_READER)
     if readers < 2:
-        return _read_range(data, 0, None)[0]
-    starts = [page_count * i // readers for i in range(readers)]
+        yield _read_range(data, 0, None)[0]
+        return
+    budget = ReadingBudget()
+    sources = SharedSources()
+
+    def counted(read: tuple[list[Page], int, int]) -> list[Page]:
+        pages, operators, glyphs = read
+        budget.document_operators += operators
+        budget.document_glyphs += glyphs
+        budget.check_document()
+        sources.share(pages)
+        return pages
+
+    starts = list(range(0, page_count, RANGE_PAGES))
     stops: list[int | None] = [*starts[1:], None]  # the last range to the end, whatever the count said
+    unread: int | None = 0  # the first page not yet handed on (None: none left)
+    # spawned, not forked: the app's other threads (Qt's, the engine's) hold locks a fork would copy;
+    # the PDF's bytes go to each process once, as it starts
+    pool = ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_hold_document, initargs=(data,))
     try:
-        # spawned, not forked: the app's other threads (Qt's, the engine's) hold locks a fork would copy
-        with ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            # pickled by our own child processes from our own classes: no file's bytes are unpickled
-            ranges = list(pool.map(_read_range, [data] * readers, starts, stops))
+        # pickled by our own child processes from our own classes: no file's bytes are unpickled
+        for read, stop in zip(pool.map(_read_held_range, starts, stops), stops):
+            yield counted(read)
+            unread = stop
     except BrokenProcessPool:
         # A reader died: out of memory, or started from a script without a main guard, which a
-        # spawned process runs again. Read here, as in one process.
-        return _read_range(data, 0, None)[0]
-    budget = ReadingBudget()
-    budget.document_operators = sum(operators for _, operators, _ in ranges)
-    budget.document_glyphs = sum(glyphs for _, _, glyphs in ranges)
-    budget.check_document()
-    pages = [page for read, _, _ in ranges for page in read]
-    _share_sources(pages)
-    return pages
+        # spawned process runs again. The rest is read here, as in one process.
+        pass
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if unread is not None:
+        yield counted(_read_range(data, unread, None))
 
 
-def _share_sources(pages: list[Page]) -> None:
+class SharedSources:
     """One `SourceFont` for each font program, as reading in one process gives: ranges read apart
     each made their own, and the writer embeds a face once for each it is given."""
-    shared: dict[tuple, SourceFont] = {}
-    by_id: dict[int, SourceFont] = {}
-    for page in pages:
-        for block in page.blocks:
-            for style, source in block.fonts.items():
-                if id(source) not in by_id:
-                    key = (source.name, source.program, source.cff, source.subset, tuple(source.glyphs.items()),
-                           tuple(source.codes.items()))
-                    by_id[id(source)] = shared.setdefault(key, source)
-                block.fonts[style] = by_id[id(source)]
+
+    def __init__(self):
+        self.shared: dict[tuple, SourceFont] = {}
+
+    def share(self, pages: list[Page]) -> None:
+        """The fonts of one range's blocks replaced by those met before, where the same."""
+        by_id: dict[int, SourceFont] = {}  # this range's, alive while it is shared: ids are not reused meanwhile
+        for page in pages:
+            for block in page.blocks:
+                for style, source in block.fonts.items():
+                    if id(source) not in by_id:
+                        key = (source.name, source.program, source.cff, source.subset, tuple(source.glyphs.items()),
+                               tuple(source.codes.items()))
+                        by_id[id(source)] = self.shared.setdefault(key, source)
+                    block.fonts[style] = by_id[id(source)]
+
+
+_held_document = b""  # in a reader process: the PDF's bytes, sent once as it starts (`_hold_document`)
+
+
+def _hold_document(data: bytes) -> None:
+    global _held_document
+    _held_document = data
+
+
+def _read_held_range(start: int, stop: int | None) -> tuple[list[Page], int, int]:
+    """`_read_range` of the document this reader process holds."""
+    return _read_range(_held_document, start, stop)
 
 
 def _read_range(data: bytes, start: int, stop: int | None) -> tuple[list[Page], int, int]:

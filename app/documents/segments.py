@@ -41,7 +41,7 @@ import re
 import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterator, Protocol, runtime_checkable
+from typing import Callable, Hashable, Iterable, Iterator, Protocol, runtime_checkable
 
 from dragoman.app.documents.sentences import is_translatable, sentence_gap, split_sentences
 from dragoman.engine import NO_SPACE_SCRIPTS
@@ -318,7 +318,7 @@ class StreamingTranslator(Protocol):
 
 
 def translate_segments(
-    segments: list[Segment],
+    segments: Iterable[Segment],
     translate_batch: Callable[[list[str]], list[str | None]] | StreamingTranslator,
     source_script: str,
     target_script: str,
@@ -411,6 +411,11 @@ class Document:
 
     segments: list[Segment]
     notes: tuple[str, ...] = ()  # what was assumed reading it or changed writing it (an encoding), a line each
+
+    def segment_stream(self) -> Iterable[Segment]:
+        """The segments, as the document is read where it reads them on demand (a PDF's pages):
+        `write` comes once all are read."""
+        return self.segments
 
     def write(self, translations: list[list[Run]], out_path) -> None:
         raise NotImplementedError

@@ -17,7 +17,7 @@ def test_the_book_is_translated_through_the_whole_pdf_path(tiny_checkpoint, monk
     assert out["pages_per_s"] > 0 and out["sentences_per_s"] > 0 and out["output_MB"] > 0
     assert out["new_tokens"] == 4 and out["layout_only_seconds"] > 0 and out["engine_alone_seconds"] > 0
     assert out["texts_sent"] >= out["sentences"] and out["decoding_share_of_engine"] > 0
-    assert 0 < out["decoding_seconds"] < out["seconds"]
+    assert 0 < out["decoding_seconds"] < out["seconds"] and 0 < out["seconds_before_first_texts"] < out["seconds"]
 
 
 def test_the_layout_alone_needs_no_model(monkeypatch, capsys, tmp_path):

@@ -333,6 +333,7 @@ def test_scanned_pages_are_read_several_at_once_and_placed_as_one_at_a_time_plac
         progress = []
         document = pdf.extract(source, source="eng_Latn", reading=lambda done, total: progress.append(done))
         try:
+            document.segments  # the pages read
             assert progress == [0, 1, 2, 3, 4]
             return [(page.index, block.text, block.bbox, block.cover) for page in document.pages for block in page.blocks]
         finally:

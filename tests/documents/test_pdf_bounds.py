@@ -73,6 +73,7 @@ def test_the_documents_glyphs_and_operators_are_bounded_over_pages_each_within_i
 
 def test_bounds_hold_over_pages_read_in_several_processes(tmp_path, translate, monkeypatch):
     monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
+    monkeypatch.setattr(pdf_blocks, "RANGE_PAGES", 1)
     monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 4)
     page = b"BT /F1 12 Tf 72 720 Td (" + b"word " * 2_000 + b") Tj ET"
     hostile = b"BT /F1 12 Tf 72 720 Td (" + b"a" * 200_000 + b") Tj ET"

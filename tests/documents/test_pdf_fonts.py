@@ -164,9 +164,12 @@ def test_a_book_read_in_several_processes_gives_the_pages_and_fonts_of_one(tmp_p
 
     monkeypatch.setattr(pdf_blocks, "ProcessPoolExecutor", Readers)
     monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 2)
+    monkeypatch.setattr(pdf_blocks, "RANGE_PAGES", 2)
     monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 3)
-    spread = pdf_blocks.read_pages(path.read_bytes(), 7)
+    ranges = list(pdf_blocks.read_page_ranges(path.read_bytes(), 7))
     assert readers == [3]
+    assert [[page.index for page in pages] for pages in ranges] == [[0, 1], [2, 3], [4, 5], [6]]  # in order
+    spread = [page for pages in ranges for page in pages]
     assert [asdict(page) for page in spread] == [asdict(page) for page in alone]
 
     def sources(pages) -> set[int]:
@@ -196,8 +199,30 @@ def test_a_book_whose_reading_processes_die_is_read_in_this_one(tmp_path, dejavu
 
     monkeypatch.setattr(pdf_blocks, "ProcessPoolExecutor", Dying)
     monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
+    monkeypatch.setattr(pdf_blocks, "RANGE_PAGES", 1)
     monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 2)
     assert [asdict(page) for page in pdf_blocks.read_pages(path.read_bytes(), 4)] == [asdict(page) for page in alone]
+
+
+def test_a_reader_dying_midway_leaves_the_pages_not_yet_handed_on_to_this_process(tmp_path, dejavu, monkeypatch):
+    path = tmp_path / "book.pdf"
+    book_pdf(path, dejavu, 5)
+    alone = pdf_blocks.read_pages(path.read_bytes())
+
+    class DyingAfterTwo(ProcessPoolExecutor):
+        def map(self, *args, **kwargs):
+            results = super().map(*args, **kwargs)
+            yield next(results)
+            yield next(results)
+            raise BrokenProcessPool("a process in the pool was terminated abruptly")
+
+    monkeypatch.setattr(pdf_blocks, "ProcessPoolExecutor", DyingAfterTwo)
+    monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
+    monkeypatch.setattr(pdf_blocks, "RANGE_PAGES", 2)
+    monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 2)
+    ranges = list(pdf_blocks.read_page_ranges(path.read_bytes(), 5))
+    assert [[page.index for page in pages] for pages in ranges] == [[0, 1], [2, 3], [4]]
+    assert [asdict(page) for pages in ranges for page in pages] == [asdict(page) for page in alone]
 
 
 def complete_font_pdf(path, font_file: str, text: str, base_font: str = "DejaVuSans"):

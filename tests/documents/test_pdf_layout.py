@@ -19,6 +19,7 @@ from reportlab.pdfgen import canvas
 
 from dragoman.app.documents import DocumentError, translate_document
 from dragoman.app.documents import pdf as pdf_format
+from dragoman.app.documents import pdf_blocks
 
 from document_fakes import Recording, pdf_bytes, upper_keeping_tags, upper_losing_tags
 
@@ -616,3 +617,45 @@ def test_a_justified_paragraph_comes_back_justified_and_a_ragged_one_ragged(tmp_
             assert all(abs(end - spaced[0]) < 1 for end in spaced) and spaced[0] < 1, spaced
         else:  # lines end where their words do
             assert max(spaced) - min(spaced) > 3, spaced
+
+
+def test_a_book_read_in_ranges_gives_its_first_sentences_before_its_last_pages_are_read(tmp_path, monkeypatch):
+    path = tmp_path / "book.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for page in range(6):
+        c.setFont("Helvetica", 11)
+        if page:
+            c.drawString(72, H - 80, f"and it ends on page {page + 1}.")
+        draw_lines(c, 72, H - 120, [f"Page {page + 1} has a paragraph of its own.", "It is short."])
+        c.drawString(72, H - 200, f"A sentence of page {page + 1} starts here")
+        c.setFont("Helvetica", 8)
+        c.drawString(W / 2, 30, str(page + 1))
+        c.showPage()
+    c.save()
+    whole = [segment.text for segment in pdf_format.extract(path).segments]  # read in this process, at once
+
+    read = []  # the first page of each range, as it is handed on
+    ranges = pdf_format.read_page_ranges
+
+    def recorded(data, page_count):
+        for pages in ranges(data, page_count):
+            read.append(pages[0].index)
+            yield pages
+
+    monkeypatch.setattr(pdf_format, "read_page_ranges", recorded)
+    monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
+    monkeypatch.setattr(pdf_blocks, "RANGE_PAGES", 1)
+    monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 2)
+    document = pdf_format.extract(path)
+    try:
+        stream = iter(document.segment_stream())
+        first = next(stream).text
+        ranges_before_the_first = len(read)
+        streamed = [first, *(segment.text for segment in stream)]
+    finally:
+        document.close()
+    assert read == list(range(6))
+    assert ranges_before_the_first < 6
+    assert streamed == whole
+    # a sentence running onto the next page, read by another process, is one segment all the same
+    assert "A sentence of page 3 starts here and it ends on page 4." in streamed

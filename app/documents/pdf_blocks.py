@@ -74,6 +74,7 @@ MAX_DOCUMENT_GLYPHS = 10_000_000  # 2,000 a page over 5,000 pages
 # A process reads this many pages at least, since starting one takes ~0.5 s; at most this many read at once.
 PAGES_PER_READER = 16  # a document gets a reader process for each this many pages
 RANGE_PAGES = 16  # pages read at a time: each range goes on to the engine as it ends
+FIRST_RANGE_PAGES = 4  # the first range's, each next twice as long up to RANGE_PAGES
 MAX_READERS = 8
 NO_SPACE = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef]")
 
@@ -346,7 +347,7 @@ def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
     """Every page's blocks, read from the PDF's bytes (already checked and decrypted), a range of
     pages at a time, in order, each handed on as it is read so that its sentences can be translated
     while later pages are read. A document of `page_count` pages (the page tree's count, where
-    known) is read in ranges of RANGE_PAGES pages by several processes at once: pdfminer is pure
+    known) is read in ranges of up to RANGE_PAGES pages by several processes at once: pdfminer is pure
     Python, so threads would take turns. Each process bounds its range as a document
     (`ReadingBudget`), and the sums are bounded again here as each range comes; a stop between
     ranges leaves the rest unread."""
@@ -365,7 +366,10 @@ def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
         sources.share(pages)
         return pages
 
-    starts = list(range(0, page_count, RANGE_PAGES))
+    starts, size = [0], min(FIRST_RANGE_PAGES, RANGE_PAGES)  # the first ranges shorter: the engine starts sooner
+    while starts[-1] + size < page_count:
+        starts.append(starts[-1] + size)
+        size = min(2 * size, RANGE_PAGES)
     stops: list[int | None] = [*starts[1:], None]  # the last range to the end, whatever the count said
     unread: int | None = 0  # the first page not yet handed on (None: none left)
     # spawned, not forked: the app's other threads (Qt's, the engine's) hold locks a fork would copy;

@@ -115,20 +115,26 @@ class Face:
             glyphs = self.shaped[text] = self._shape(text)
         return glyphs
 
-    def _shape(self, text: str) -> tuple[Glyph, ...]:
+    def _harfbuzz_font(self) -> "uharfbuzz.Font":
         import uharfbuzz as hb
 
         if self.hb_font is None:
             blob = hb.Blob(self.data) if self.data is not None else hb.Blob.from_file_path(self.path)
             self.hb_font = hb.Font(hb.Face(blob, self.index))
+        return self.hb_font
+
+    def _shape(self, text: str) -> tuple[Glyph, ...]:
+        import uharfbuzz as hb
+
+        hb_font = self._harfbuzz_font()
         buffer = hb.Buffer()
         buffer.add_codepoints([ord(ch) for ch in text])  # clusters are then character offsets
         buffer.guess_segment_properties()
-        hb.shape(self.hb_font, buffer, {})
+        hb.shape(hb_font, buffer, {})
         starts = sorted({info.cluster for info in buffer.glyph_infos}) + [len(text)]
         cluster_text = {a: text[a:b] for a, b in zip(starts, starts[1:])}
         order = self.font.getGlyphOrder()
-        scale = self.hb_font.face.upem
+        scale = hb_font.face.upem
         out, seen = [], set()
         for info, position in zip(buffer.glyph_infos, buffer.glyph_positions):
             first = info.cluster not in seen
@@ -168,24 +174,44 @@ class Face:
         outline or advance reaches past MAX_EMS."""
         if name in self.outlines:
             return self.outlines[name]
+        import numpy
+        from fontTools.misc.roundTools import noRound
         from fontTools.pens.cu2quPen import Cu2QuPen
-        from fontTools.pens.recordingPen import DecomposingRecordingPen
         from fontTools.pens.ttGlyphPen import TTGlyphPen
 
-        glyph_set = self.font.getGlyphSet()
-        cubic = "glyf" not in self.font
-        recording = DecomposingRecordingPen(glyph_set)
-        if name in glyph_set:
-            glyph_set[name].draw(recording)
         pen = TTGlyphPen(None)
-        recording.replay(Cu2QuPen(pen, max_err=self.upm / 1000, reverse_direction=cubic) if cubic else pen)
-        glyph = pen.glyph()
+        if "glyf" in self.font:
+            self._draw_decomposed(name, pen)
+        else:  # CFF: cubic curves made quadratic, the contours turned to TrueType's direction
+            quadratic = Cu2QuPen(pen, max_err=self.upm / 1000, reverse_direction=True)
+            if self.data is None and name in self.font.getGlyphSet():
+                # an installed font: HarfBuzz's charstring interpreter is many times faster than
+                # fontTools' and draws the same outlines (seac accents drawn out too)
+                self._harfbuzz_font().draw_glyph_with_pen(self.font.getGlyphID(name), quadratic)
+            if not pen.points:  # a PDF's own program, a blank glyph, or a table HarfBuzz does not read
+                self._draw_decomposed(name, quadratic)
+        glyph = pen.glyph(round=noRound)
+        # rounded as fontTools rounds (half up), all coordinates at once
+        coordinates = numpy.frombuffer(glyph.coordinates.array, dtype=numpy.float64)
+        numpy.floor(coordinates + 0.5, out=coordinates)
         advance = self.hmtx[name][0] if name in self.hmtx.metrics else self.upm // 2
         reach = MAX_EMS * self.upm
-        if not 0 <= advance <= reach or any(abs(v) > reach for point in glyph.coordinates for v in point):
+        # not "> reach": a coordinate that is not a number fails too
+        if not 0 <= advance <= reach or not (numpy.abs(coordinates) <= reach).all():
             raise ValueError(f"glyph {name} reaches past {MAX_EMS} ems")
         self.outlines[name] = glyph, advance
         return self.outlines[name]
+
+    def _draw_decomposed(self, name: str, pen) -> None:
+        """Draws the glyph with fontTools, its components drawn out: the subset keeps no glyph they
+        refer to. fontTools raises on a broken glyph, which `sets` needs of a PDF's own program."""
+        from fontTools.pens.recordingPen import DecomposingRecordingPen
+
+        glyph_set = self.font.getGlyphSet()
+        recording = DecomposingRecordingPen(glyph_set)
+        if name in glyph_set:
+            glyph_set[name].draw(recording)
+        recording.replay(pen)
 
     def subset(self) -> tuple[bytes, list[int], list[int]]:
         """(a TrueType font of the glyphs drawn, each glyph's advance in 1/1000 em, its bbox in 1/1000 em)."""

@@ -23,7 +23,7 @@ from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.pdfgen import canvas
 
-from dragoman.app.documents import pdf_blocks, translate_document
+from dragoman.app.documents import pdf_blocks, pdf_fonts, translate_document
 
 from document_fakes import upper_keeping_tags
 
@@ -412,3 +412,95 @@ def test_a_hostile_embedded_font_gives_way_to_a_system_font(tmp_path, dejavu, ki
     if not engine:
         assert texts["NotoSans-Regular"] == "T:ALL OF THIS IS WRITTEN IN ENGLISH."
     assert source.read_bytes() == before
+
+
+def installed_cff_font() -> tuple[str, int]:
+    """(file, index) of an installed font with CFF outlines, Noto Sans CJK where there is one, or
+    the test is skipped."""
+    if shutil.which("fc-list") is None:
+        pytest.skip("fontconfig is not installed")
+    listing = subprocess.run(["fc-list", "--format", "%{file}\t%{index}\n", ":fontformat=CFF"], capture_output=True,
+                             text=True).stdout
+    fonts = sorted(line.split("\t") for line in listing.splitlines() if line.count("\t") == 1)
+    if not fonts:
+        pytest.skip("no font with CFF outlines (an OpenType .otf or .ttc) is installed")
+    path, index = next((font for font in fonts if "NotoSansCJK-Regular" in font[0]), fonts[0])
+    return path, int(index or 0)
+
+
+def test_an_installed_cff_font_is_drawn_by_harfbuzz_as_fonttools_draws_it(monkeypatch):
+    """An installed font's CFF glyphs are drawn by HarfBuzz (a PDF's own program by fontTools,
+    which raises on a broken glyph): the TrueType glyphs are those fontTools' drawing gives, the
+    curves made quadratic and the contours reversed alike."""
+    from fontTools.pens.cu2quPen import Cu2QuPen
+    from fontTools.pens.ttGlyphPen import TTGlyphPen
+
+    path, index = installed_cff_font()
+    face = pdf_fonts.Face(path, index, "CFF", "Regular")
+    assert "glyf" not in face.font
+    drawn_by_fonttools = []
+    draw_decomposed = face._draw_decomposed
+
+    def drawn_by_fonttools_noted(name, pen):
+        drawn_by_fonttools.append(name)
+        draw_decomposed(name, pen)
+
+    monkeypatch.setattr(face, "_draw_decomposed", drawn_by_fonttools_noted)
+    glyph_set, order = face.font.getGlyphSet(), face.font.getGlyphOrder()
+    names = order[::max(1, len(order) // 300)] + [face.cmap[code] for code in (0x41, 0x67, 0x4E2D, 0x3002)
+                                                  if code in face.cmap]
+    for name in names:
+        recording = DecomposingRecordingPen(glyph_set)
+        glyph_set[name].draw(recording)
+        pen = TTGlyphPen(None)
+        recording.replay(Cu2QuPen(pen, max_err=face.upm / 1000, reverse_direction=True))
+        expected = pen.glyph()
+        glyph, advance = face._outline(name)
+        assert (list(glyph.coordinates), glyph.endPtsOfContours, list(glyph.flags)) == (
+            list(expected.coordinates), expected.endPtsOfContours, list(expected.flags)), name
+        assert advance == face.font["hmtx"][name][0]
+        if name in drawn_by_fonttools:
+            assert not expected.numberOfContours, f"{name}: drawn by fontTools, not HarfBuzz"
+    assert len(drawn_by_fonttools) < len(names) / 2
+
+
+def square_font(tmp_path, cff: bool, reach: int) -> Path:
+    """A font of one glyph, "square", from the origin to `reach` units (an em is a thousand)."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.t2CharStringPen import T2CharStringPen
+    from fontTools.pens.ttGlyphPen import TTGlyphPen
+
+    builder = FontBuilder(1000, isTTF=not cff)
+    builder.setupGlyphOrder([".notdef", "square"])
+    builder.setupCharacterMap({ord("A"): "square"})
+    pen = T2CharStringPen(600, None) if cff else TTGlyphPen(None)
+    pen.moveTo((0, 0))
+    for point in ((reach, 0), (reach, reach), (0, reach)):
+        pen.lineTo(point)
+    pen.closePath()
+    if cff:
+        empty = T2CharStringPen(600, None)
+        builder.setupCFF("Square", {}, {".notdef": empty.getCharString(), "square": pen.getCharString()}, {})
+    else:
+        builder.setupGlyf({".notdef": TTGlyphPen(None).glyph(), "square": pen.glyph()})
+    builder.setupHorizontalMetrics({".notdef": (600, 0), "square": (600, 0)})
+    builder.setupHorizontalHeader(ascent=800, descent=-200)
+    builder.setupPost()
+    path = tmp_path / ("square.otf" if cff else "square.ttf")
+    builder.save(str(path))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["TrueType", "CFF installed", "CFF embedded"])
+def test_a_glyph_reaching_past_the_limit_is_refused(tmp_path, kind):
+    """Drawn by fontTools (TrueType, a PDF's CFF program) or HarfBuzz (an installed CFF font)."""
+    for reach, refused in ((pdf_fonts.MAX_EMS * 1000, False), (pdf_fonts.MAX_EMS * 1000 + 1, True)):
+        path = square_font(tmp_path, kind != "TrueType", reach)
+        data = path.read_bytes() if kind == "CFF embedded" else None
+        face = pdf_fonts.Face(str(path), 0, "Square", "Regular", data=data)
+        if refused:
+            with pytest.raises(ValueError, match="reaches past"):
+                face._outline("square")
+        else:
+            glyph, advance = face._outline("square")
+            assert (glyph.coordinates.calcIntBounds(), advance) == ((0, 0, reach, reach), 600)

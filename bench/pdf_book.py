@@ -129,7 +129,7 @@ def layout(book: Path, out: Path, target: str) -> tuple[float, list[str]]:
         return list(texts)
 
     start = time.perf_counter()
-    translate_document(book, out, identity, target_script=target[4:], overwrite=True, batch_sentences=None)
+    translate_document(book, out, identity, target_script=target[4:], overwrite=True)
     return time.perf_counter() - start, sent
 
 

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator
 
 from dragoman.app.documents.safety import DocumentError
-from dragoman.app.documents.segments import BATCH_SENTENCES, Cancelled, translate_segments
+from dragoman.app.documents.segments import Cancelled, translate_segments
 
 __all__ = ["DocumentError", "Cancelled", "FORMATS", "format_for", "formats", "is_supported", "output_path",
            "remove_stale_temporaries", "temporary_pattern", "translate_document"]
@@ -76,17 +76,15 @@ def translate_document(
     target_script: str = "Latn",
     progress: Callable[[int, int], None] | None = None,
     overwrite: bool = False,
-    batch_sentences: int | None = BATCH_SENTENCES,
     options: dict | None = None,
     proportional: Callable[[str], None] | None = None,
     note: Callable[[str], None] | None = None,
     reading: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop.
-    `batch_sentences`: distinct sentences per `translate_batch` call (None: all in one). `options`:
-    document options; each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual; pictures
-    and scanned PDFs: source, the FLORES-200 code of the language OCR reads, or "auto").
-    `proportional`: see `translate_segments`. `note(line)` receives, once the output is written,
+    `translate_batch` and `proportional`: see `translate_segments`. `options`: document options;
+    each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual; pictures and scanned
+    PDFs: source, the FLORES-200 code of the language OCR reads, or "auto"). `note(line)` receives, once the output is written,
     each thing the user should know of it (the encoding it was read in or written in).
     `reading(done, total)` follows the pages OCR reads (pictures, scanned PDFs): a picture's before
     any sentence is translated, a PDF's as its pages are read, its total growing; it may raise
@@ -105,8 +103,7 @@ def translate_document(
     document = module.extract(path, **arguments)
     try:
         translations = translate_segments(
-            document.segment_stream(), translate_batch, source_script, target_script, progress, batch_sentences,
-            proportional,
+            document.segment_stream(), translate_batch, source_script, target_script, progress, proportional
         )
         out_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = create_temporary(out_path)

@@ -46,10 +46,6 @@ from typing import Callable, Hashable, Iterable, Iterator, Protocol, runtime_che
 from dragoman.app.documents.sentences import is_translatable, sentence_gap, split_sentences
 from dragoman.engine import NO_SPACE_SCRIPTS
 
-# Sentences per translate_batch call where the caller does not say: progress moves, and a crash
-# loses, a call at a time. (The app's document jobs hand the engine a whole document in one call
-# that reports results as they come: app/session/jobs.py.)
-BATCH_SENTENCES = 32
 _TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)  # as a translation may write them
 PLACEHOLDER_TAG = re.compile(r"<x\d+/?>|</x\d+>")  # as `_Sentence` writes them
 _SPACES = re.compile(r"\s+")
@@ -323,16 +319,15 @@ def translate_segments(
     source_script: str,
     target_script: str,
     progress: Callable[[int, int], None] | None = None,
-    batch_sentences: int | None = BATCH_SENTENCES,
     proportional: Callable[[str], None] | None = None,
 ) -> list[list[Run]]:
     """The translated runs of each segment. Each distinct sentence is translated once.
 
     `translate_batch(texts)` returns one translation per text (None: stopped, raises Cancelled),
-    called on `batch_sentences` texts at a time (None: all in one call; with a
-    StreamingTranslator, streamed as the segments are planned); `progress(done, total)` counts
-    distinct sentences, before the first call (not when streamed: the total is not yet known) and
-    after each. `proportional(text)` is called once for each distinct tagged sentence whose
+    called once: on every distinct text, or with a StreamingTranslator (the app's document jobs:
+    app/session/document_batch.py) on the texts as the segments are planned; `progress(done,
+    total)` counts distinct sentences before and after that call (not when streamed: the total is
+    not yet known). `proportional(text)` is called once for each distinct tagged sentence whose
     translation did not have exactly its tags, so that its formatting was placed proportionally.
     """
     plans: list[list[list[Run] | _Sentence]] = []
@@ -359,7 +354,7 @@ def translate_segments(
             progress(len(translations), len(unique))
 
     translations: dict[str, str] = {}
-    if batch_sentences is None and isinstance(translate_batch, StreamingTranslator):
+    if isinstance(translate_batch, StreamingTranslator):
         texts = distinct_texts()
         results = translate_batch.translate_stream(texts)
         translated(unique, results)
@@ -370,10 +365,7 @@ def translate_segments(
             pass
         if progress:
             progress(0, len(unique))
-        batch_sentences = batch_sentences or max(1, len(unique))
-        for i in range(0, len(unique), batch_sentences):
-            batch = unique[i : i + batch_sentences]
-            translated(batch, translate_batch(batch))
+        translated(unique, translate_batch(unique))
     out = []
     placed_proportionally: set[str] = set()
     for plan in plans:

@@ -317,9 +317,9 @@ class TranslationSession:
 
     def translate_document(self, job: DocumentJob, progress: Callable[[int, int], None] | None = None,
                            should_stop: Callable[[], bool] | None = None, report: JobReport | None = None) -> Path:
-        """Translate `job`'s file; returns the file written. Its distinct sentences go to the engine in
-        one request (batch_sentences None), so progress counts the document's: one request keeps a
-        GPU's rows full from the document's first sentence to its last. `report`, if given, counts its
+        """Translate `job`'s file; returns the file written. Its distinct sentences go to the engine as
+        the document is read, in growing parts (app.session.document_batch), which keep a GPU's rows
+        full from the document's first sentence to its last. `report`, if given, counts its
         sentences of each kind, the doubtful ones, those placed proportionally and the notes of its
         reading and writing (the encoding said). Typed text translated meanwhile, from any thread,
         joins the engine's batch ahead of the document's waiting sentences (engine.TYPED): the
@@ -344,7 +344,6 @@ class TranslationSession:
             target_script=get_language(job.target).script,
             progress=progress,
             overwrite=job.overwrite,
-            batch_sentences=None,
             options={**job.document_options, "source": job.source},  # the language OCR reads in scans
             proportional=proportional,
             note=report.notes.append if report is not None else None,
@@ -364,7 +363,7 @@ class TranslationSession:
 
         return translate_segments(segments, self._document_batches(job, None, None, report),
                                   get_language(job.source).script, get_language(job.target).script,
-                                  batch_sentences=None, proportional=proportional)
+                                  proportional=proportional)
 
     def _document_batches(
         self, job: DocumentJob, should_stop: Callable[[], bool] | None, progress: Callable[[int, int], None] | None,

@@ -64,7 +64,7 @@ def one_paragraph_docx(path: Path, n: int) -> None:
 
 
 def work(tmp_path: Path, name: str) -> int:
-    return lines_executed(lambda: translate_document(tmp_path / name, tmp_path / f"out-{name}", upper_losing_tags, batch_sentences=None))
+    return lines_executed(lambda: translate_document(tmp_path / name, tmp_path / f"out-{name}", upper_losing_tags))
 
 
 @pytest.mark.parametrize("make, small", [(one_paragraph_page, 150), (nested_page, 60)], ids=["sentences×runs", "depth×elements"])
@@ -94,7 +94,7 @@ def test_a_two_megabyte_paragraph_is_translated(tmp_path):
     previous = signal.signal(signal.SIGALRM, too_slow)
     signal.alarm(300)
     try:
-        translate_document(tmp_path / "big.html", tmp_path / "out.html", upper_losing_tags, batch_sentences=None)
+        translate_document(tmp_path / "big.html", tmp_path / "out.html", upper_losing_tags)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)

@@ -26,21 +26,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from PySide6.QtCore import QByteArray, QFileSystemWatcher, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
-    QComboBox,
     QDialog,
-    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QMainWindow,
     QMenu,
     QProgressBar,
-    QPushButton,
     QSplitter,
     QStackedWidget,
     QToolButton,
@@ -59,6 +56,7 @@ from dragoman.app.history import TranslationHistory
 from dragoman.app.settings import AUTO_DETECT, DEFAULT_TEXT_SIZE, MAX_TEXT_SIZE, MIN_TEXT_SIZE, AppPaths, Settings
 from dragoman.app.window import theme
 from dragoman.app.window.global_shortcut import GlobalShortcut
+from dragoman.app.window.adapter_picker import AdapterPicker
 from dragoman.app.window.glossary_dialog import GlossaryDialog
 from dragoman.app.window.history_dialog import HistoryDialog
 from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
@@ -72,162 +70,21 @@ from dragoman.app.window.settings_dialog import SettingsDialog
 from dragoman.app.window.single_instance import PopupRequest
 from dragoman.app.window.screen_fit import resize_within_screen
 from dragoman.app.window.tasks import Task
-from dragoman.app.window.text_pane import TextPane
+from dragoman.app.window.text_pane import Pane
 from dragoman.app.window.translation_view import TranslationView
 from dragoman.app.window.tray import TrayIcon, tray_available
+from dragoman.app.window.welcome_page import WelcomePage
 from dragoman.app.window.worker import EngineWorker
-from dragoman.engine import ADAPTER_FILES, DatabaseError, adapter_folders, adapter_names, get_language
+from dragoman.engine import DatabaseError, get_language
 
 if TYPE_CHECKING:
     from dragoman.engine import Translation  # the engine's front door imports it (and torch) on first use
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
-NO_ADAPTER = "None (base model)"
 WARMING_UP = "Preparing the GPU: the first sentences take longer"
 BUILDING_KERNELS = ("Compiling the GPU's kernels (first launch on this GPU): translations run on a slower path "
                     "until they are ready")
 PANE_MIN_WIDTH = 260  # each text pane, in pixels: both stay usable at the window's minimum width
-
-
-class AdapterPicker(QComboBox):
-    """"None" and the adapters found in the adapters folder, which it watches: adapters added or
-    removed appear or disappear, and `changed_on_disk` names an adapter whose files changed (the
-    engine reloads it for the next translation)."""
-
-    changed_on_disk = Signal(str)
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.folder = Path()
-        self.setSizeAdjustPolicy(QComboBox.AdjustToContents)
-        self.watcher = QFileSystemWatcher(self)
-        self.watcher.directoryChanged.connect(self._on_disk_change)
-        self.watcher.fileChanged.connect(self._on_disk_change)
-
-    def rescan(self, folder: Path | None = None, select: str | None = None) -> None:
-        self.folder = folder or self.folder
-        select = self.currentData() if select is None else select
-        self.blockSignals(True)
-        self.clear()
-        self.addItem(NO_ADAPTER, "")
-        for name in adapter_names(self.folder):
-            self.addItem(name, name)
-        self.setCurrentIndex(max(0, self.findData(select)))
-        self.blockSignals(False)
-        self.setToolTip(f"LoRA adapters from {self.folder}")
-        self._watch()
-
-    def _watch(self) -> None:
-        """Watch the folder, its subfolders (one may become an adapter) and the adapters' two files
-        (rewritten in place, or replaced)."""
-        watched = self.watcher.directories() + self.watcher.files()
-        if watched:
-            self.watcher.removePaths(watched)
-        paths = [self.folder] if self.folder.is_dir() else []
-        for sub in adapter_folders(self.folder):
-            paths += [sub] + [sub / name for name in ADAPTER_FILES]
-        existing = [str(p) for p in paths if p.exists()]
-        if existing:
-            self.watcher.addPaths(existing)
-
-    def _on_disk_change(self, path: str) -> None:
-        self.rescan()
-        changed = Path(path)
-        if self.folder in changed.parents:
-            self.changed_on_disk.emit(changed.relative_to(self.folder).parts[0])
-
-    def showPopup(self) -> None:
-        self.rescan()
-        super().showPopup()
-
-
-class Pane(QFrame):
-    """A rounded frame holding a text box and a row of small controls under it."""
-
-    def __init__(self, editor: TextPane, footer: list[QWidget]):
-        super().__init__(objectName="pane")
-        self.editor = editor
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 6)
-        layout.setSpacing(0)
-        layout.addWidget(editor, 1)
-        row = QHBoxLayout()
-        row.setContentsMargins(16, 0, 8, 0)
-        row.setSpacing(4)
-        for widget in footer:
-            if widget is None:
-                row.addStretch(1)
-            else:
-                row.addWidget(widget)
-        layout.addLayout(row)
-        editor.installEventFilter(self)
-
-    def eventFilter(self, watched, event) -> bool:
-        if watched is self.editor and event.type() in (event.Type.FocusIn, event.Type.FocusOut):
-            self.setProperty("focused", event.type() == event.Type.FocusIn)
-            self.style().unpolish(self)
-            self.style().polish(self)
-        return super().eventFilter(watched, event)
-
-
-class WelcomePage(QWidget):
-    """Shown while no model can be used: says what to do and offers import and download."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.title = QLabel("Welcome to Dragoman", objectName="title")
-        self.text = QLabel(wordWrap=True, textFormat=Qt.RichText)
-        self.import_button = QPushButton("Import a model folder…", objectName="primary")
-        self.import_button.setToolTip(
-            "A Hugging Face NLLB checkpoint folder (config.json, weights, sentencepiece.bpe.model)"
-        )
-        self.download_button = QPushButton("Download a model…")
-        self.settings_button = QPushButton("Settings…")
-        self.progress = QProgressBar(textVisible=False)
-        self.progress.hide()
-        self.status = QLabel(objectName="hint", wordWrap=True)
-        self.error = QLabel(objectName="error", wordWrap=True, textInteractionFlags=Qt.TextSelectableByMouse)
-        box = QWidget()
-        box.setMaximumWidth(620)
-        layout = QVBoxLayout(box)
-        layout.setSpacing(14)
-        layout.addWidget(self.title)
-        layout.addWidget(self.text)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.import_button)
-        buttons.addWidget(self.download_button)
-        buttons.addWidget(self.settings_button)
-        buttons.addStretch()
-        layout.addLayout(buttons)
-        layout.addWidget(self.progress)
-        layout.addWidget(self.status)
-        layout.addWidget(self.error)
-        outer = QVBoxLayout(self)
-        outer.addStretch(1)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        row.addWidget(box, 3)
-        row.addStretch(1)
-        outer.addLayout(row)
-        outer.addStretch(2)
-        self.explain_first_run()
-
-    def explain_first_run(self) -> None:
-        self.title.setText("Welcome to Dragoman")
-        self.text.setText(
-            "Dragoman translates between 200 languages on this computer with Meta's NLLB-200 models; "
-            "nothing you type leaves it.<br><br>It needs a model first. <b>Import</b> a model folder you "
-            "already have (a Hugging Face NLLB checkpoint, e.g. <i>nllb-200-distilled-600M</i>), or "
-            "<b>download</b> one (the smallest is about 2.5 GB)."
-        )
-
-    def explain_failure(self, model_dir: str, message: str) -> None:
-        self.title.setText("The model could not be loaded")
-        self.text.setText(
-            f"Dragoman could not use the model in <i>{model_dir}</i>. Check the device and precision in "
-            "Settings, or import or download another model."
-        )
-        self.error.setText(message)
 
 
 class MainWindow(QMainWindow):

@@ -5,8 +5,6 @@ import json
 import logging
 from types import SimpleNamespace
 
-import pytest
-
 from dragoman import kernels
 from dragoman.engine import kernel_build
 from dragoman.engine.kernel_build import BuildSpec, KernelBuild, stand_in_layers

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QApplication
 
 import dragoman.app.window.main_window
 from dragoman.app.settings import AUTO_DETECT, Settings
-from dragoman.app.window.main_window import NO_ADAPTER
+from dragoman.app.window.adapter_picker import NO_ADAPTER
 from dragoman.app.window.settings_dialog import SettingsDialog
 from recorder import WAIT_MS
 

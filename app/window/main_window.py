@@ -2,21 +2,16 @@
 
 The window never computes: every translation, model load, import and download runs on another
 thread and comes back as signals. The typed text is split into lines, each translated sentence by
-sentence (app.session.typed_text; blank lines stay blank), and the target pane shows each line's current
-best beam hypothesis until the final text replaces it.
+sentence (app.session.typed_text; blank lines stay blank), and the target pane shows each line's
+current best beam hypothesis until the final text replaces it.
 
-Once a translation is shown, the target pane is editable: typing into a sentence's translation
-completes that sentence, after a pause, from its start up to the cursor (the rest of it greyed while
-it streams); leaving the edited sentence, or Ctrl+Return there, accepts it into the translation
-memory. Editing the source again discards the edits. A click only places the cursor; Alt+Down (or
-"Other translations" in the context menu) asks the worker for the sentence's alternatives and lists
-them, with their scores, in a small menu there that the keyboard can walk; picking one puts it in
-the sentence's place and into the translation memory, as an accepted edit.
+Once a translation is shown, the target pane is editable: completions, alternatives and accepted
+edits are app.window.post_editing's.
 
-From anywhere on the desktop (the desktop's global shortcut through its portal, `dragoman popup`, the
-tray, Ctrl+C twice) text is translated in a
-small popup (app.window.popup) through this window's worker, so one model serves both. With a tray
-icon (app.window.tray) closing the window only hides it; Ctrl+Q or the tray's Quit ends the app.
+From anywhere on the desktop (the desktop's global shortcut through its portal, `dragoman popup`,
+the tray, Ctrl+C twice) text is translated in a small popup (app.window.popup) through this
+window's worker, so one model serves both. With a tray icon (app.window.tray) closing the window
+only hides it; Ctrl+Q or the tray's Quit ends the app.
 """
 
 from __future__ import annotations
@@ -24,10 +19,10 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence, QTextCursor
+from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -36,7 +31,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMenu,
     QProgressBar,
     QSplitter,
     QStackedWidget,
@@ -65,6 +59,7 @@ from dragoman.app.window.local_server import LocalServer
 from dragoman.app.window.memory_dialog import MemoryDialog
 from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
 from dragoman.app.window.picture_paste import PastedPictureReader, SourceEdit
+from dragoman.app.window.post_editing import PostEditing
 from dragoman.app.window.popup import ClipboardWatcher, TranslationPopup, read_selection
 from dragoman.app.window.settings_dialog import SettingsDialog
 from dragoman.app.window.single_instance import PopupRequest
@@ -76,9 +71,6 @@ from dragoman.app.window.tray import TrayIcon, tray_available
 from dragoman.app.window.welcome_page import WelcomePage
 from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import DatabaseError, get_language
-
-if TYPE_CHECKING:
-    from dragoman.engine import Translation  # the engine's front door imports it (and torch) on first use
 
 TYPING_PAUSE_MS = 400  # translate this long after the last keystroke
 WARMING_UP = "Preparing the GPU: the first sentences take longer"
@@ -114,20 +106,7 @@ class MainWindow(QMainWindow):
         self.loading: tuple | None = None
         self.working: tuple | None = None
         self.task: Task | None = None  # a model import started from the first-run page
-        # Editing the translation: the job and sentences the target pane shows (`laid_out`), each
-        # line's sentences as [sentence index, start, end] kept in step with the person's edits, the
-        # sentence being edited (line, index), and the completion job running for it.
         self.jobs: dict[int, TranslationJob] = {}
-        self.shown_job: TranslationJob | None = None
-        self.shown_sentences: list[str] = []
-        self.spans: dict[int, list[list[int]]] = {}
-        self.editing: tuple[int, int] | None = None
-        self.completion_job = 0
-        self.completion_start: tuple[int, int, int] | None = None  # line, sentence start, typed length
-        # Alternatives asked for: (request id, line, sentence index, position in the pane, its text then), and their menu.
-        self.alternatives_asked: tuple[int, int, int, object, str] | None = None
-        self.alternatives_menu: QMenu | None = None
-        self._showing = False  # the window itself is changing the target pane
         self.tray: TrayIcon | None = None
         self.clipboard_watcher: ClipboardWatcher | None = None
         self.quitting = False  # closing for good, not to the tray
@@ -248,7 +227,6 @@ class MainWindow(QMainWindow):
         self.statusBar().setSizeGripEnabled(False)
 
         self.typing_timer = QTimer(self, singleShot=True, interval=TYPING_PAUSE_MS)
-        self.completion_timer = QTimer(self, singleShot=True, interval=TYPING_PAUSE_MS)
 
         def action(text: str, keys, slot) -> QAction:
             a = QAction(text, self)
@@ -298,13 +276,10 @@ class MainWindow(QMainWindow):
         w.failed.connect(self._on_failed)
         w.cancelled.connect(self._on_cancelled)
         w.laid_out.connect(self._on_laid_out)
-        w.completing.connect(self._on_completing)
-        w.alternatives_found.connect(self._on_alternatives_found)
-        self.target.alternatives_wanted.connect(self.ask_alternatives)
+        self.post_editing = PostEditing(w, self.target, self.statusBar(), self.activity_label, lambda: bool(self.job_id),
+                                        self)
+        self.post_editing.chosen_line.connect(self._on_alternative_chosen)
         w.remembered.connect(lambda *_: self.statusBar().showMessage("Translation remembered (Ctrl+Shift+E lists them)", 3000))
-        self.target.document().contentsChange.connect(self._on_target_edited)
-        self.target.cursorPositionChanged.connect(self._on_target_cursor_moved)
-        self.completion_timer.timeout.connect(self.complete_now)
         self.source.textChanged.connect(self._on_text_changed)
         self.pasted_pictures = PastedPictureReader(self.source, self.source_picker.code, self.statusBar())
         self.typing_timer.timeout.connect(self.translate_now)
@@ -473,7 +448,7 @@ class MainWindow(QMainWindow):
     # -- translating ---------------------------------------------------------------------------------
 
     def _on_text_changed(self) -> None:
-        self._discard_edits()
+        self.post_editing.discard()
         text = self.source.toPlainText()
         self.count_label.setText(f"{len(text):,} character{'s' if len(text) != 1 else ''}")
         if text.strip():
@@ -532,7 +507,7 @@ class MainWindow(QMainWindow):
         job = self.make_job()
         if job.source == job.target and not job.detect:
             self.cancel_translation()
-            self._discard_edits()
+            self.post_editing.discard()
             self._show_target("", streaming=False)
             self.activity_label.setText(f"Source and target are both {get_language(job.target).name}: "
                                         "choose another language to translate into")
@@ -573,11 +548,7 @@ class MainWindow(QMainWindow):
             self.doubts = doubts
 
     def _on_translated(self, job_id: int, texts: list) -> None:
-        if job_id == self.completion_job:
-            self.completion_job = 0
-            self.target.set_pending(0, 0, 0)
-            return
-        if job_id != self.job_id:
+        if self.post_editing.finished(job_id) or job_id != self.job_id:
             return
         self.job_id = 0
         self.segments = list(texts)
@@ -593,13 +564,7 @@ class MainWindow(QMainWindow):
         )
 
     def _on_failed(self, job_id: int, message: str) -> None:
-        if self.alternatives_asked is not None and job_id == self.alternatives_asked[0]:
-            self.alternatives_asked = None
-            self.activity_label.clear()
-            self.statusBar().showMessage(f"No alternatives: {message}")
-        if job_id == self.completion_job:
-            self._stop_completion()
-            self.statusBar().showMessage(f"Completion failed: {message}")
+        self.post_editing.failed(job_id, message)
         if job_id == self.job_id:
             self.job_id = 0
             self._idle()
@@ -607,8 +572,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Translation failed: {message}")
 
     def _on_cancelled(self, job_id: int) -> None:
-        if job_id == self.completion_job:
-            self._stop_completion()
+        self.post_editing.cancelled(job_id)
         if job_id == self.job_id:
             # What was shown is not this text's translation (lines cut mid-sentence, lines left from
             # the last one): it stays greyed and read-only, said so until the next translation.
@@ -632,215 +596,30 @@ class MainWindow(QMainWindow):
             self.target.style().unpolish(self.target)
             self.target.style().polish(self.target)
         if self.target.toPlainText() != text:
-            self._showing = True
-            self.target.setPlainText(text)
-            self._showing = False
+            with self.post_editing.not_an_edit():
+                self.target.setPlainText(text)
         if streaming:  # the marks of the last translation no longer apply
             self.doubts = {}
             self.target.set_doubts({})
 
-    # -- editing the translation ---------------------------------------------------------------------
+    # -- editing the translation (app.window.post_editing) --------------------------------------------
 
     def _on_laid_out(self, job_id: int, layout: tuple) -> None:
-        """A translation arrived: where each sentence's translation is, so that a person may edit it."""
-        text, results = layout
-        if job_id == self.completion_job:
-            assert self.completion_start is not None  # set with completion_job
-            line, start, typed = self.completion_start
-            j = self.editing[1] if self.editing else None
-            if j is not None:
-                self._replace_sentence(line, j, results[j], typed, pending=False)
-            return
-        if job_id not in self.jobs:
+        """Where each sentence's translation is: the translation shown may now be edited."""
+        if self.post_editing.completed(job_id, layout) or job_id not in self.jobs:
             return
         job = self.jobs[job_id]
-        # What it was translated from, as a completion or the memory will need it again.
-        self.shown_job = replace(job, source=self.detected or job.source, detect=False) if job.detect else job
-        self.shown_sentences = list(text.sentences)
-        lines = text.lines(results)
-        self.spans = {n: [list(span) for span in text.spans(n, results)] for n in range(len(lines))}
-        self.editing = None
-        self.target.setReadOnly(False)
-        self.target.offer_alternatives = True
+        self.post_editing.show(replace(job, source=self.detected or job.source, detect=False) if job.detect else job,
+                               layout)
 
-    def _discard_edits(self) -> None:
-        """The source changed: the translation shown, and any edit of it, are about to be replaced."""
-        self.completion_timer.stop()
-        self._stop_completion()
-        self.editing = None
-        self.spans = {}
-        self.shown_job = None
-        self.target.setReadOnly(True)
-        self.target.offer_alternatives = False
-
-    def _stop_completion(self) -> None:
-        if self.completion_job:
-            self.worker.cancel(self.completion_job)
-            self.completion_job = 0
-        self.target.set_pending(0, 0, 0)
-
-    def _span_at(self, line: int, column: int) -> list[int] | None:
-        return next((span for span in self.spans.get(line, []) if span[1] <= column <= span[2]), None)
-
-    def _on_target_edited(self, position: int, removed: int, added: int) -> None:
-        if self._showing or self.shown_job is None:
-            return
-        block = self.target.document().findBlock(position)
-        line, column = block.blockNumber(), position - block.position()
-        span = self._span_at(line, column)
-        if span is None or block.blockNumber() != self.target.document().findBlock(position + added).blockNumber() \
-                or self.target.document().blockCount() != len(self.spans):
-            self.spans = {}  # lines joined or split: where sentences are is no longer known
-            self.editing = None
-            return
-        if self.editing is not None and self.editing != (line, span[0]):
-            self.accept_edit()
-        self._stop_completion()  # its text would overwrite what is being typed
-        delta = added - removed
-        for other in self.spans[line]:
-            if other[1] > column:
-                other[1] += delta
-            if other[2] >= column:
-                other[2] += delta
-        self.editing = (line, span[0])
-        self.completion_timer.start()
-
-    def _on_target_cursor_moved(self) -> None:
-        if self._showing or self.editing is None:
-            return
-        cursor = self.target.textCursor()
-        line, column = cursor.blockNumber(), cursor.positionInBlock()
-        span = self._span_at(line, column)
-        if span is None or (line, span[0]) != self.editing:
-            self.accept_edit()
-
-    def complete_now(self) -> None:
-        """Complete the sentence being edited from its start up to the cursor (after a pause in typing)."""
-        self.completion_timer.stop()
-        if self.editing is None or self.shown_job is None:
-            return
-        line, j = self.editing
-        span = next(s for s in self.spans[line] if s[0] == j)
-        cursor = self.target.textCursor()
-        column = cursor.positionInBlock() if cursor.blockNumber() == line else span[2]
-        start = self.target.document().findBlockByNumber(line).text()[span[1]:column]
-        if not start.strip():
-            return
-        job = replace(self.shown_job, completion=(j, start))
-        self.completion_start = (line, span[1], len(start))
-        self.completion_job = self.worker.submit(job)
-
-    def _on_completing(self, job_id: int, text: str) -> None:
-        if job_id == self.completion_job and self.editing is not None:
-            assert self.completion_start is not None  # set with completion_job
-            line, start, typed = self.completion_start
-            self._replace_sentence(line, self.editing[1], text, typed, pending=True)
-
-    def _replace_sentence(self, line: int, j: int, text: str, typed: int, pending: bool) -> None:
-        """Sentence j of `line` becomes `text` (its first `typed` characters are what the person typed),
-        the cursor after the typed part, the rest greyed while `pending`."""
-        span = next(s for s in self.spans[line] if s[0] == j)
-        block = self.target.document().findBlockByNumber(line)
-        cursor = QTextCursor(block)
-        cursor.setPosition(block.position() + span[1])
-        cursor.setPosition(block.position() + span[2], QTextCursor.MoveMode.KeepAnchor)
-        self._showing = True
-        cursor.insertText(text)
-        delta = len(text) - (span[2] - span[1])
-        for other in self.spans[line]:
-            if other[1] > span[1]:
-                other[1] += delta
-                other[2] += delta
-        span[2] = span[1] + len(text)
-        cursor.setPosition(block.position() + span[1] + typed)
-        self.target.setTextCursor(cursor)
-        self._showing = False
-        self.target.set_pending(line, span[1] + typed, span[2] if pending else span[1])
-
-    def accept_edit(self) -> None:
-        """The edited sentence's translation, as it stands, goes into the translation memory."""
-        if self.editing is None or self.shown_job is None:
-            return
-        line, j = self.editing
-        self.editing = None
-        self.completion_timer.stop()
-        translation = self._sentence_text(line, j).strip()
-        if translation:
-            self.worker.accept(self.shown_job, self.shown_sentences[j], translation)
-
-    def _sentence_text(self, line: int, j: int) -> str:
-        span = next(s for s in self.spans[line] if s[0] == j)
-        return self.target.document().findBlockByNumber(line).text()[span[1]:span[2]]
-
-    def ask_alternatives(self, position: int | None = None) -> None:
-        """Alt+Down or the context menu: ask for the alternatives of the sentence at `position` in
-        the target pane (None: the cursor's); the menu comes with them, at that sentence."""
-        if self.shown_job is None or self.job_id or self.completion_job:
-            return
-        cursor = QTextCursor(self.target.document())
-        cursor.setPosition(self.target.textCursor().position() if position is None else position)
-        line = cursor.blockNumber()
-        span = self._span_at(line, cursor.positionInBlock())
-        if span is None or not self._sentence_text(line, span[0]).strip():
-            self.statusBar().showMessage("No sentence there to find other translations of", 3000)
-            return
-        if self.editing == (line, span[0]):
-            self.statusBar().showMessage("This sentence is being edited: accept it first (Ctrl+Return)", 3000)
-            return
-        request = self.worker.find_alternatives(self.shown_job, self.shown_sentences[span[0]])
-        self.alternatives_asked = (request, line, span[0], cursor.position(), self._sentence_text(line, span[0]))
-        self.activity_label.setText("Finding other translations…")
-
-    def _on_alternatives_found(self, request: int, found: list[Translation]) -> None:
-        """The menu of a sentence's alternatives, unless its translation changed meanwhile."""
-        if self.alternatives_asked is None or self.alternatives_asked[0] != request:
-            return
-        _, line, j, position, text = self.alternatives_asked
-        self.alternatives_asked = None
-        if not self.job_id:
-            self.activity_label.clear()
-        if self.shown_job is None or line not in self.spans or self.editing is not None \
-                or not any(s[0] == j for s in self.spans[line]) or self._sentence_text(line, j) != text:
-            return
-        others: dict[str, Translation] = {}  # different tokens may decode to one text: each text once, at its best
-        for translation in found:
-            if translation.text.strip() and translation.text != text.strip():
-                others.setdefault(translation.text, translation)
-        if not others:
-            self.statusBar().showMessage("No other translation of this sentence", 3000)
-            return
-        menu = QMenu(self.target)
-        menu.setToolTipsVisible(True)
-        # No wider than the window: long texts are cut in the middle, whole in their tooltip.
-        text_width = max(160, self.width() * 3 // 4)
-        for translation in others.values():
-            shown = menu.fontMetrics().elidedText(translation.text, Qt.ElideMiddle, text_width)
-            action = menu.addAction(f"{shown}\t{translation.score:.2f}")
-            action.setToolTip(f"{translation.text}\n\nScore {translation.score:.2f}: the mean log-probability of its "
-                              "words (closer to 0: surer)")
-            action.triggered.connect(lambda _=False, chosen=translation.text: self._choose_alternative(line, j, chosen))
-        menu.setMaximumWidth(self.width())
-        if self.alternatives_menu is not None:
-            self.alternatives_menu.deleteLater()
-        self.alternatives_menu = menu
-        cursor = QTextCursor(self.target.document())
-        cursor.setPosition(position)
-        menu.popup(self.target.viewport().mapToGlobal(self.target.cursorRect(cursor).bottomLeft()))
-        menu.setActiveAction(menu.actions()[0])  # the keyboard goes on from here: Up/Down, Return, Esc
-
-    def _choose_alternative(self, line: int, j: int, text: str) -> None:
-        """A picked alternative replaces sentence j of `line` and is remembered as an accepted edit."""
-        if self.shown_job is None or line not in self.spans or not any(s[0] == j for s in self.spans[line]):
-            return
-        self._replace_sentence(line, j, text, 0, pending=False)
-        if len(self.spans[line]) == 1 and self.doubts.pop(line, None) is not None:  # a person chose it
+    def _on_alternative_chosen(self, line: int) -> None:
+        if self.doubts.pop(line, None) is not None:  # a person chose it
             self.target.set_doubts(self.doubts)
-        self.worker.accept(self.shown_job, self.shown_sentences[j], text)
 
     def translate_or_accept(self) -> None:
         """Ctrl+Return: in the target pane, accept the edited sentence; elsewhere translate now."""
-        if self.target.hasFocus() and self.editing is not None:
-            self.accept_edit()
+        if self.target.hasFocus() and self.post_editing.editing is not None:
+            self.post_editing.accept_edit()
         else:
             self.translate_now()
 

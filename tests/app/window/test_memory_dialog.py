@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QApplication
 
 from dragoman.app.session.jobs import open_memory
 from recorder import translated_in
-from test_window_completion import SOURCE, type_into_target
+from test_post_editing_completion import SOURCE, type_into_target
 
 
 def with_memory_dialog(window, act):
@@ -38,7 +38,7 @@ def test_remembered_edits_are_listed_searched_and_deleted(qtbot, open_window, se
     model_translation = translated_in(qtbot, window, SOURCE)
     type_into_target(qtbot, window, 0, "Mon texte. ")
     mine = window.target.toPlainText().strip()
-    window.completion_timer.stop()
+    window.post_editing.completion_timer.stop()
     qtbot.keyClick(window.target, Qt.Key_Return, Qt.ControlModifier)
     window.events.wait(qtbot, "remembered")
     seen = []

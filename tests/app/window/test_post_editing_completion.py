@@ -30,10 +30,10 @@ def type_into_target(qtbot, window, at, text):
 
 def completed(qtbot, window):
     """Wait for the completion the pause in typing starts, and for its final text on screen."""
-    qtbot.waitUntil(lambda: window.completion_job != 0, timeout=WAIT_MS)
-    job = window.completion_job
+    qtbot.waitUntil(lambda: window.post_editing.completion_job != 0, timeout=WAIT_MS)
+    job = window.post_editing.completion_job
     window.events.wait(qtbot, "translated", job)
-    qtbot.waitUntil(lambda: window.completion_job == 0, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.post_editing.completion_job == 0, timeout=WAIT_MS)
     return job
 
 
@@ -59,7 +59,7 @@ def test_an_accepted_edit_is_remembered_and_comes_back_for_the_same_sentence(qtb
     translated_in(qtbot, window, SOURCE)
     type_into_target(qtbot, window, 0, "Mon texte. ")
     mine = window.target.toPlainText()
-    window.completion_timer.stop()  # accepted as typed, before any completion
+    window.post_editing.completion_timer.stop()  # accepted as typed, before any completion
     qtbot.keyClick(window.target, Qt.Key_Return, Qt.ControlModifier)
     remembered = window.events.wait(qtbot, "remembered")
     assert remembered[1:] == (SOURCE, mine.strip())
@@ -76,7 +76,7 @@ def test_moving_the_cursor_out_of_the_edited_sentence_accepts_it(qtbot, open_win
     window = open_window(settings)
     translated_in(qtbot, window, SOURCE + "\n" + SOURCE)
     type_into_target(qtbot, window, 0, "Oui. ")
-    window.completion_timer.stop()
+    window.post_editing.completion_timer.stop()
     line = window.target.document().findBlockByNumber(0).text()
     cursor = window.target.textCursor()
     cursor.movePosition(QTextCursor.MoveOperation.End)
@@ -88,16 +88,16 @@ def test_editing_the_source_again_discards_the_edits(qtbot, open_window, setting
     window = open_window(settings)
     translated_in(qtbot, window, SOURCE)
     type_into_target(qtbot, window, 0, "zz ")
-    window.completion_timer.stop()
-    assert window.editing is not None
+    window.post_editing.completion_timer.stop()
+    assert window.post_editing.editing is not None
     other = "The cat sleeps."
     assert translated_in(qtbot, window, other) == translator.translate(
         [other], "eng_Latn", "fra_Latn", translator.default_options(**OPTIONS))[0]
-    assert window.editing is None and window.events.find("remembered") is None
+    assert window.post_editing.editing is None and window.events.find("remembered") is None
 
 
 def _context(window):
     """The context the window's job translates in, as the worker stores accepted edits with it."""
-    job = window.shown_job
+    job = window.post_editing.shown_job
     translator = window.worker.translator
     return TranslationSession(translator).context(job.adapter, job.source, job.target, translator.default_options(**job.options))

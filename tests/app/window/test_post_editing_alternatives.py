@@ -38,7 +38,7 @@ def click(qtbot, window, position):
 
 def engine_alternatives(window, sentence):
     """What the engine finds for `sentence` with the shown job's options: its 4 best, best first."""
-    translator, job = window.worker.translator, window.shown_job
+    translator, job = window.worker.translator, window.post_editing.shown_job
     [found] = translator.translate_full([sentence], job.source, job.target, translator.default_options(**job.options),
                                         alternatives=4)
     return [found.text] + [t.text for t in found.alternatives]
@@ -49,14 +49,14 @@ def test_a_picked_alternative_replaces_the_sentence_and_is_remembered(qtbot, ope
     shown = translated_in(qtbot, window, "\n".join(SOURCES)).split("\n")
     second = len(shown[0]) + 1  # where the second line starts
     ask_alternatives(qtbot, window, second + 2)
-    request = window.alternatives_asked[0]
+    request = window.post_editing.alternatives_asked[0]
     assert "Finding other translations" in window.activity_label.text()  # something shows while they are found
     found = window.events.wait(qtbot, "alternatives_found", request)[2]
-    qtbot.waitUntil(lambda: window.alternatives_menu is not None and window.alternatives_menu.isVisible(),
+    qtbot.waitUntil(lambda: window.post_editing.alternatives_menu is not None and window.post_editing.alternatives_menu.isVisible(),
                     timeout=WAIT_MS)
     best = engine_alternatives(window, SOURCES[1])
     assert [t.text for t in found] == best and best[0] == shown[1]
-    entries = [action.text().split("\t") for action in window.alternatives_menu.actions()]
+    entries = [action.text().split("\t") for action in window.post_editing.alternatives_menu.actions()]
     others = {}
     for t in found:  # each text once, at its best score, the one shown left out
         if t.text != shown[1]:
@@ -64,14 +64,14 @@ def test_a_picked_alternative_replaces_the_sentence_and_is_remembered(qtbot, ope
     assert [text for text, _ in entries] == list(others) and entries
     assert [float(score) for _, score in entries] == pytest.approx(list(others.values()), abs=0.006)
 
-    menu = window.alternatives_menu
+    menu = window.post_editing.alternatives_menu
     assert menu.activeAction() is menu.actions()[0]  # the keyboard walks it: Return picks the first
     assert menu.width() <= window.width()
     qtbot.keyClick(menu, Qt.Key.Key_Return)
     chosen = entries[0][0]
     assert window.target.toPlainText() == shown[0] + "\n" + chosen
     assert window.events.wait(qtbot, "remembered")[1:] == (SOURCES[1], chosen)
-    job = window.shown_job
+    job = window.post_editing.shown_job
     translator = window.worker.translator
     context = TranslationSession(translator).context(job.adapter, job.source, job.target, translator.default_options(**job.options))
     memory = open_memory(paths)
@@ -87,13 +87,13 @@ def test_a_click_into_the_translation_edits_it_and_asks_for_no_alternatives(qtbo
     window = open_window(settings)
     shown = translated_in(qtbot, window, SOURCES[0])
     click(qtbot, window, 2)
-    assert window.alternatives_asked is None and window.alternatives_menu is None
+    assert window.post_editing.alternatives_asked is None and window.post_editing.alternatives_menu is None
     qtbot.keyClicks(window.target, "Oui")  # the typed letters go into the text, no menu takes them
-    window.completion_timer.stop()
+    window.post_editing.completion_timer.stop()
     assert window.target.toPlainText() == shown[:2] + "Oui" + shown[2:]
-    assert window.editing is not None
+    assert window.post_editing.editing is not None
     ask_alternatives(qtbot, window, 1)  # not for the sentence being edited
-    assert window.alternatives_asked is None
+    assert window.post_editing.alternatives_asked is None
     window.source.clear()
     translated_in(qtbot, window, SOURCES[0])
     start = window.target.cursorRect(QTextCursor(window.target.document())).center()
@@ -104,7 +104,7 @@ def test_a_click_into_the_translation_edits_it_and_asks_for_no_alternatives(qtbo
     qtbot.mouseMove(window.target.viewport(), end)
     qtbot.mouseRelease(window.target.viewport(), Qt.MouseButton.LeftButton, pos=end)
     assert window.target.textCursor().hasSelection()
-    assert window.alternatives_asked is None
+    assert window.post_editing.alternatives_asked is None
 
 
 def test_a_long_alternative_fits_the_window_with_its_score(qtbot, open_window, settings):
@@ -112,10 +112,10 @@ def test_a_long_alternative_fits_the_window_with_its_score(qtbot, open_window, s
     window.resize(700, 500)
     translated_in(qtbot, window, SOURCES[1])
     long_text = "word " * 400
-    window.alternatives_asked = (-1, 0, 0, 0, window._sentence_text(0, 0))
+    window.post_editing.alternatives_asked = (-1, 0, 0, 0, window.post_editing._sentence_text(0, 0))
     from dragoman.engine import Translation
-    window._on_alternatives_found(-1, [Translation(long_text.strip(), -0.5), Translation("court", -1.25)])
-    menu = window.alternatives_menu
+    window.post_editing._on_alternatives_found(-1, [Translation(long_text.strip(), -0.5), Translation("court", -1.25)])
+    menu = window.post_editing.alternatives_menu
     assert menu is not None and menu.isVisible()
     assert menu.sizeHint().width() <= window.width() and menu.width() <= window.width()
     assert [action.text().split("\t")[1] for action in menu.actions()] == ["-0.50", "-1.25"]

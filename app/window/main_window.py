@@ -57,14 +57,13 @@ from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
 from dragoman.app.window.language_picker import LanguagePicker
 from dragoman.app.window.local_server import LocalServer
 from dragoman.app.window.memory_dialog import MemoryDialog
-from dragoman.app.window.models_dialog import ModelsDialog, choose_model_folder
+from dragoman.app.window.models_dialog import ModelsDialog
 from dragoman.app.window.picture_paste import PastedPictureReader, SourceEdit
 from dragoman.app.window.post_editing import PostEditing
 from dragoman.app.window.popup import ClipboardWatcher, TranslationPopup, read_selection
 from dragoman.app.window.settings_dialog import SettingsDialog
 from dragoman.app.window.single_instance import PopupRequest
 from dragoman.app.window.screen_fit import resize_within_screen
-from dragoman.app.window.tasks import Task
 from dragoman.app.window.text_pane import Pane
 from dragoman.app.window.translation_view import TranslationView
 from dragoman.app.window.tray import TrayIcon, tray_available
@@ -105,7 +104,6 @@ class MainWindow(QMainWindow):
         # The model settings (_model_settings) being loaded, and those of the last model that loaded.
         self.loading: tuple | None = None
         self.working: tuple | None = None
-        self.task: Task | None = None  # a model import started from the first-run page
         self.jobs: dict[int, TranslationJob] = {}
         self.tray: TrayIcon | None = None
         self.clipboard_watcher: ClipboardWatcher | None = None
@@ -209,7 +207,7 @@ class MainWindow(QMainWindow):
         page.addLayout(tools)
         page.addWidget(self.splitter, 1)
 
-        self.welcome = WelcomePage()
+        self.welcome = WelcomePage(self.paths.models_dir)
         self.pages = QStackedWidget()
         self.pages.addWidget(self.translator_page)
         self.pages.addWidget(self.welcome)
@@ -294,7 +292,7 @@ class MainWindow(QMainWindow):
         self.history_button.clicked.connect(self.open_history)
         self.adapter_picker.currentIndexChanged.connect(self._on_adapter_changed)
         self.adapter_picker.changed_on_disk.connect(self._on_adapter_files_changed)
-        self.welcome.import_button.clicked.connect(self.import_model_folder)
+        self.welcome.imported.connect(self.use_model)
         self.welcome.download_button.clicked.connect(self.manage_models)
         self.welcome.settings_button.clicked.connect(self.open_settings)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
@@ -393,46 +391,6 @@ class MainWindow(QMainWindow):
         self.statusBar().clearMessage()
         self.welcome.explain_failure(self.settings.model_dir, message)
         self.pages.setCurrentWidget(self.welcome)
-
-    def import_model_folder(self) -> None:
-        """First run: ask for a checkpoint folder, import it on a task thread, then use it."""
-        folder = choose_model_folder(self)
-        if not folder or self.task is not None:
-            return
-        w = self.welcome
-        w.error.clear()
-        w.status.setText(f"Checking {folder}…")
-        w.progress.setRange(0, 0)
-        w.progress.show()
-        w.import_button.setEnabled(False)
-        self.task = Task(lambda report, stop: models.import_model(folder, self.paths.models_dir, report, stop), self)
-        self.task.progress.connect(self._on_import_progress)
-        self.task.succeeded.connect(self._on_imported)
-        self.task.failed.connect(self._on_import_failed)
-        self.task.finished.connect(self._on_import_ended)
-        self.task.start()
-
-    def _on_import_progress(self, done: int, total: int, what: str) -> None:
-        if total:
-            self.welcome.progress.setRange(0, 1000)
-            self.welcome.progress.setValue(int(1000 * done / total))
-        if what:
-            self.welcome.status.setText(what)
-
-    def _on_imported(self, model: models.InstalledModel) -> None:
-        self.welcome.status.setText(f"Imported {model.name}.")
-        self.use_model(str(model.path))
-
-    def _on_import_failed(self, message: str) -> None:
-        self.welcome.status.clear()
-        self.welcome.error.setText(message)
-
-    def _on_import_ended(self) -> None:
-        if self.task is not None:
-            self.task.deleteLater()
-        self.task = None
-        self.welcome.progress.hide()
-        self.welcome.import_button.setEnabled(True)
 
     def manage_models(self) -> None:
         dialog = ModelsDialog(self.paths, self.settings.model_dir, self)
@@ -867,9 +825,7 @@ class MainWindow(QMainWindow):
             self.clipboard_watcher.stop()
         self.global_shortcut.stop()
         self.typing_timer.stop()
-        if self.task is not None:
-            self.task.cancel()
-            self.task.wait()
+        self.welcome.stop()
         self.pasted_pictures.wait()
         self.documents.shut_down()  # before the worker stops: the jobs it drops are resumed next time
         self.local_server.stop(wait=True)

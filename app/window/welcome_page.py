@@ -1,16 +1,28 @@
-"""The first-run page, shown while no model can be used."""
+"""The first-run page, shown while no model can be used: says what to do, and imports a model
+folder (on a task thread) or opens the models dialog."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+
+from dragoman.app import models
+from dragoman.app.window.models_dialog import choose_model_folder
+from dragoman.app.window.tasks import Task
 
 
 class WelcomePage(QWidget):
-    """Shown while no model can be used: says what to do and offers import and download."""
+    """Shown while no model can be used: says what to do and offers import (into `models_dir`;
+    `imported` gives the model's folder) and download (the window opens the models dialog)."""
 
-    def __init__(self, parent=None):
+    imported = Signal(str)
+
+    def __init__(self, models_dir: Path, parent=None):
         super().__init__(parent)
+        self.models_dir = models_dir
+        self.task: Task | None = None  # the import running
         self.title = QLabel("Welcome to Dragoman", objectName="title")
         self.text = QLabel(wordWrap=True, textFormat=Qt.RichText)
         self.import_button = QPushButton("Import a model folder…", objectName="primary")
@@ -46,6 +58,7 @@ class WelcomePage(QWidget):
         row.addStretch(1)
         outer.addLayout(row)
         outer.addStretch(2)
+        self.import_button.clicked.connect(self.import_model_folder)
         self.explain_first_run()
 
     def explain_first_run(self) -> None:
@@ -64,3 +77,48 @@ class WelcomePage(QWidget):
             "Settings, or import or download another model."
         )
         self.error.setText(message)
+
+    def import_model_folder(self) -> None:
+        """Ask for a checkpoint folder and import it on a task thread."""
+        folder = choose_model_folder(self)
+        if not folder or self.task is not None:
+            return
+        self.error.clear()
+        self.status.setText(f"Checking {folder}…")
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        self.import_button.setEnabled(False)
+        self.task = Task(lambda report, stop: models.import_model(folder, self.models_dir, report, stop), self)
+        self.task.progress.connect(self._on_import_progress)
+        self.task.succeeded.connect(self._on_imported)
+        self.task.failed.connect(self._on_import_failed)
+        self.task.finished.connect(self._on_import_ended)
+        self.task.start()
+
+    def stop(self) -> None:
+        """The app quits: an import running stops (its partial copy removed)."""
+        if self.task is not None:
+            self.task.cancel()
+            self.task.wait()
+
+    def _on_import_progress(self, done: int, total: int, what: str) -> None:
+        if total:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(1000 * done / total))
+        if what:
+            self.status.setText(what)
+
+    def _on_imported(self, model: models.InstalledModel) -> None:
+        self.status.setText(f"Imported {model.name}.")
+        self.imported.emit(str(model.path))
+
+    def _on_import_failed(self, message: str) -> None:
+        self.status.clear()
+        self.error.setText(message)
+
+    def _on_import_ended(self) -> None:
+        if self.task is not None:
+            self.task.deleteLater()
+        self.task = None
+        self.progress.hide()
+        self.import_button.setEnabled(True)

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 import dragoman.app.window.main_window
+import dragoman.app.window.welcome_page
 from dragoman.app.settings import AUTO_DETECT, Settings
 from dragoman.app.window.adapter_picker import NO_ADAPTER
 from dragoman.app.window.settings_dialog import SettingsDialog
@@ -293,7 +294,7 @@ def test_first_run_explains_and_imports_a_model(qtbot, open_window, paths, tiny_
 
     not_a_model = tmp_path / "photos"
     not_a_model.mkdir()
-    monkeypatch.setattr(dragoman.app.window.main_window, "choose_model_folder", lambda parent: str(not_a_model))
+    monkeypatch.setattr(dragoman.app.window.welcome_page, "choose_model_folder", lambda parent: str(not_a_model))
     qtbot.mouseClick(window.welcome.import_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.welcome.error.text() != "", timeout=WAIT_MS)
     assert window.welcome.error.text() == (
@@ -303,7 +304,7 @@ def test_first_run_explains_and_imports_a_model(qtbot, open_window, paths, tiny_
     assert window.pages.currentWidget() is window.welcome
     assert not paths.models_dir.exists() or not any(paths.models_dir.iterdir())
 
-    monkeypatch.setattr(dragoman.app.window.main_window, "choose_model_folder", lambda parent: str(tiny_checkpoint))
+    monkeypatch.setattr(dragoman.app.window.welcome_page, "choose_model_folder", lambda parent: str(tiny_checkpoint))
     qtbot.mouseClick(window.welcome.import_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.model_ready, timeout=WAIT_MS)
     assert window.pages.currentWidget() is window.translator_page

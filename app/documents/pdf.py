@@ -574,6 +574,7 @@ class PdfDocument(Document):
             self.notes = (*self.notes, missing)
 
     def close(self) -> None:
+        self._reading.close()  # a stop before the last page: the readers' pending ranges dropped
         self.pdf.close()
 
 

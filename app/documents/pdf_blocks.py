@@ -386,7 +386,7 @@ def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
         # spawned process runs again. The rest is read here, as in one process.
         pass
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)  # a stop, or a refusal, waits for no range being read
     if unread is not None:
         yield counted(_read_range(data, unread, None))
 

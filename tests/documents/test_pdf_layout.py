@@ -659,3 +659,32 @@ def test_a_book_read_in_ranges_gives_its_first_sentences_before_its_last_pages_a
     assert streamed == whole
     # a sentence running onto the next page, read by another process, is one segment all the same
     assert "A sentence of page 3 starts here and it ends on page 4." in streamed
+
+
+def test_a_pdf_closed_before_its_last_pages_are_read_stops_its_readers(tmp_path, monkeypatch):
+    path = tmp_path / "book.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for page in range(8):
+        c.setFont("Helvetica", 11)
+        for n in range(12):
+            c.drawString(72, H - 80 - 40 * n, f"Paragraph {n + 1} of page {page + 1} stands alone.")
+        c.showPage()
+    c.save()
+    pools = []
+
+    class Readers(pdf_blocks.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    monkeypatch.setattr(pdf_blocks, "ProcessPoolExecutor", Readers)
+    monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
+    monkeypatch.setattr(pdf_blocks, "RANGE_PAGES", 1)
+    monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 2)
+    document = pdf_format.extract(path)
+    first = next(iter(document.segment_stream()))
+    assert first.text == "Paragraph 1 of page 1 stands alone."
+    document.close()  # stopped: the rest is never read
+    assert len(pools) == 1
+    with pytest.raises(RuntimeError):  # the readers were shut down
+        pools[0].submit(int)

@@ -124,3 +124,41 @@ def test_a_part_that_fails_stops_the_others_and_its_error_is_raised(translator, 
         pipeline.translate_document(DocumentJob(source, tmp_path / "stopped.txt", "eng_Latn", "fra_Latn", long_enough),
                                    should_stop=lambda: looks.append(None) or len(looks) > 3)
     assert stopped[1:] and all(stopped[1:]) and not (tmp_path / "stopped.txt").exists()
+
+
+def test_a_pdf_read_in_ranges_is_translated_as_if_read_whole(translator, tmp_path, monkeypatch):
+    """A PDF's pages stream into the engine range by range (app.documents.pdf_blocks), read by other
+    processes: the engine gets the texts, and the output the translations, of a PDF read at once."""
+    from pypdf import PdfReader
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    from dragoman.app.documents import pdf_blocks
+
+    source = tmp_path / "book.pdf"
+    c = canvas.Canvas(str(source), pagesize=A4)
+    for page in range(6):
+        c.setFont("Helvetica", 11)
+        if page:
+            c.drawString(72, 760, f"and it ends on page {page + 1}.")
+        c.drawString(72, 720, f"Page {page + 1} has {page + 2} dogs.")
+        c.drawString(72, 640, f"A sentence of page {page + 1} starts here")
+        c.showPage()
+    c.save()
+    sent: list[str] = []
+    translate = translator.translate
+    monkeypatch.setattr(translator, "translate", lambda texts, *a, **k: sent.extend(texts) or translate(texts, *a, **k))
+
+    def translated(name: str) -> tuple[list[str], list[str]]:
+        sent.clear()
+        job = DocumentJob(source, tmp_path / name, "eng_Latn", "fra_Latn", options={"num_beams": 2, "max_length": 16})
+        TranslationSession(translator).translate_document(job)
+        return list(sent), [page.extract_text() for page in PdfReader(tmp_path / name).pages]
+
+    whole = translated("whole.pdf")  # 6 pages: read at once, in this process
+    monkeypatch.setattr(pdf_blocks, "PAGES_PER_READER", 1)
+    monkeypatch.setattr(pdf_blocks, "RANGE_PAGES", 1)
+    monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 2)
+    ranges = translated("ranges.pdf")
+    assert "A sentence of page 3 starts here and it ends on page 4." in whole[0]
+    assert ranges == whole and len(whole[1]) == 6

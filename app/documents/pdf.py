@@ -1,8 +1,9 @@
 """PDF (.pdf): translated into a PDF with the original layout (STEM.<to>.pdf), or into plain text.
 
 PDF out (the default): pikepdf opens and checks the file (see `open_checked`), pdf_blocks.py reads
-each page's text as blocks with pdfminer.six, pdf_write.py replaces each translated block's text in
-place. A sentence that runs from one block into the next (into the next column, onto the next page)
+each page's text as blocks with pdfminer.six, a range of pages at a time as the translation asks
+for its segments (`PdfDocument.segment_stream`), pdf_write.py replaces each translated block's text
+in place. A sentence that runs from one block into the next (into the next column, onto the next page)
 is one segment; its translation is shared among the blocks by their lengths. With `bilingual`,
 each original page is followed by its translation (STEM.<to>.bilingual.pdf). A page without text
 that is a picture (a scan) is read by OCR (ocr.py, in the `source` language): its blocks are covered

@@ -31,7 +31,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator
 
 from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_page_ranges, usable_cores
 from dragoman.app.documents.safety import DocumentError, check_file
@@ -509,7 +509,7 @@ class PdfDocument(Document):
     def segment_stream(self) -> Iterator[Segment]:
         return itertools.chain(list(self._read), self._reading)
 
-    def _read_segments(self) -> Iterator[Segment]:
+    def _read_segments(self) -> Generator[Segment, None, None]:
         """Each chain's segment once the chain is settled (`_chains`); then the whole document checked."""
         from dragoman.app.documents.pdf_write import show_strings
 

@@ -372,10 +372,18 @@ def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
         size = min(2 * size, RANGE_PAGES)
     stops: list[int | None] = [*starts[1:], None]  # the last range to the end, whatever the count said
     unread: int | None = 0  # the first page not yet handed on (None: none left)
-    # spawned, not forked: the app's other threads (Qt's, the engine's) hold locks a fork would copy;
-    # the PDF's bytes go to each process once, as it starts
-    pool = ProcessPoolExecutor(readers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_hold_document, initargs=(data,))
+    # Spawned, not forked: the app's other threads (Qt's, the engine's) hold locks a fork would copy.
+    # The PDF's bytes go to each process once, as it starts, in shared memory: sent as an argument,
+    # they would be written into a pipe that a process dying as it starts (a script without a main
+    # guard) may never read, and that write never ends.
+    context = multiprocessing.get_context("spawn")
+    try:
+        shared = context.RawArray("B", len(data))
+    except OSError:  # no room for it in shared memory or the temporary folder: read here
+        yield _read_range(data, 0, None)[0]
+        return
+    memoryview(shared).cast("B")[:] = data
+    pool = ProcessPoolExecutor(readers, mp_context=context, initializer=_hold_document, initargs=(shared,))
     try:
         # pickled by our own child processes from our own classes: no file's bytes are unpickled
         for read, stop in zip(pool.map(_read_held_range, starts, stops), stops):
@@ -414,9 +422,10 @@ class SharedSources:
 _held_document = b""  # in a reader process: the PDF's bytes, sent once as it starts (`_hold_document`)
 
 
-def _hold_document(data: bytes) -> None:
+def _hold_document(shared) -> None:
+    """A reader process's start: the PDF's bytes copied out of the shared array (a RawArray of bytes)."""
     global _held_document
-    _held_document = data
+    _held_document = bytes(shared)
 
 
 def _read_held_range(start: int, stop: int | None) -> tuple[list[Page], int, int]:

@@ -225,6 +225,26 @@ def test_a_reader_dying_midway_leaves_the_pages_not_yet_handed_on_to_this_proces
     assert [asdict(page) for pages in ranges for page in pages] == [asdict(page) for page in alone]
 
 
+def test_a_script_without_a_main_guard_reads_its_book_in_its_own_process(tmp_path, dejavu):
+    """A script that reads a long PDF without `if __name__ == "__main__"`: each reader process runs
+    the script again as it starts and dies of it; the pages are then read in the script's process,
+    which never waits on a reader that did not start."""
+    path = tmp_path / "book.pdf"
+    book_pdf(tmp_path / "small.pdf", dejavu, 6)
+    with pikepdf.open(tmp_path / "small.pdf") as pdf:  # larger than a pipe's buffer, as real books are
+        pdf.Root.Padding = pikepdf.Stream(pdf, os.urandom(1 << 20))
+        pdf.save(path)
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from dragoman.app.documents import pdf_blocks\n"
+        "pdf_blocks.PAGES_PER_READER = pdf_blocks.RANGE_PAGES = 1\n"
+        "pdf_blocks.usable_cores = lambda: 2\n"
+        f"data = open({str(path)!r}, 'rb').read()\n"
+        "print(len(pdf_blocks.read_pages(data, 6)))\n", encoding="utf-8")
+    child = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert child.stdout.splitlines()[-1:] == ["6"], child.stderr[-2000:]
+
+
 def complete_font_pdf(path, font_file: str, text: str, base_font: str = "DejaVuSans"):
     """One line drawn in `font_file` embedded whole (a Type0 font, Identity-H, codes = glyph ids),
     as producers that do not subset write it."""

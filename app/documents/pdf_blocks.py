@@ -350,10 +350,11 @@ def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
     known) is read in ranges of up to RANGE_PAGES pages by several processes at once: pdfminer is pure
     Python, so threads would take turns. Each process bounds its range as a document
     (`ReadingBudget`), and the sums are bounded again here as each range comes; a stop between
-    ranges leaves the rest unread."""
+    ranges leaves the rest unread. A short document, or one on a single core, is read here, handed
+    on in ranges alike (`_read_here`)."""
     readers = min(usable_cores(), MAX_READERS, page_count // PAGES_PER_READER)
     if readers < 2:
-        yield _read_range(data, 0, None)[0]
+        yield from _read_here(data)
         return
     budget = ReadingBudget()
     sources = SharedSources()
@@ -379,8 +380,8 @@ def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
     context = multiprocessing.get_context("spawn")
     try:
         shared = context.RawArray("B", len(data))
-    except OSError:  # no room for it in shared memory or the temporary folder: read here
-        yield _read_range(data, 0, None)[0]
+    except OSError:  # no room for it in shared memory or the temporary folder
+        yield from _read_here(data)
         return
     memoryview(shared).cast("B")[:] = data
     pool = ProcessPoolExecutor(readers, mp_context=context, initializer=_hold_document, initargs=(shared,))
@@ -397,6 +398,20 @@ def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
         pool.shutdown(wait=False, cancel_futures=True)  # a stop, or a refusal, waits for no range being read
     if unread is not None:
         yield counted(_read_range(data, unread, None))
+
+
+def _read_here(data: bytes) -> Iterator[list[Page]]:
+    """Every page read in this process, handed on in ranges as long as the readers' (scanned pages
+    in a range are read by OCR several at once)."""
+    pages: list[Page] = []
+    size = min(FIRST_RANGE_PAGES, RANGE_PAGES)
+    for page in _read_each(data, 0, None, ReadingBudget()):
+        pages.append(page)
+        if len(pages) == size:
+            yield pages
+            pages, size = [], min(2 * size, RANGE_PAGES)
+    if pages:
+        yield pages
 
 
 class SharedSources:
@@ -435,6 +450,14 @@ def _read_held_range(start: int, stop: int | None) -> tuple[list[Page], int, int
 
 def _read_range(data: bytes, start: int, stop: int | None) -> tuple[list[Page], int, int]:
     """The blocks of pages start to stop (None: the last), and the operators and glyphs they ran."""
+    budget = ReadingBudget()
+    pages = list(_read_each(data, start, stop, budget))
+    return pages, budget.document_operators, budget.document_glyphs
+
+
+def _read_each(data: bytes, start: int, stop: int | None, budget: ReadingBudget) -> Iterator[Page]:
+    """The blocks of pages start to stop (None: the last), a page at a time, each bounded by `budget`
+    (which counts only while a page is read: what the thread does between pages is not the PDF's)."""
     from pdfminer.converter import PDFPageAggregator
     from pdfminer.layout import LAParams, LTFigure
     from pdfminer.pdfdocument import PDFDocument
@@ -442,7 +465,6 @@ def _read_range(data: bytes, start: int, stop: int | None) -> tuple[list[Page], 
     from pdfminer.pdfpage import PDFPage
     from pdfminer.pdfparser import PDFParser
 
-    budget = ReadingBudget()
     _counted_content_parser()
 
     class Interpreter(PDFPageInterpreter):
@@ -503,26 +525,24 @@ def _read_range(data: bytes, start: int, stop: int | None) -> tuple[list[Page], 
     device = Device(manager, laparams=LAParams(line_margin=0.5, char_margin=2.0, boxes_flow=0.5))
     interpreter = Interpreter(manager, device)
     document = PDFDocument(PDFParser(io.BytesIO(data)))
-    pages = []
-    _budgets.current = budget
-    try:
-        for index, page in enumerate(PDFPage.create_pages(document)):
-            if index < start:
-                continue
-            if stop is not None and index >= stop:
-                break
-            budget.begin_page(index)
+    for index, page in enumerate(PDFPage.create_pages(document)):
+        if index < start:
+            continue
+        if stop is not None and index >= stop:
+            break
+        budget.begin_page(index)
+        _budgets.current = budget
+        try:
             interpreter.process_page(page)
             layout = device.get_result()
             x0, y0, x1, y1 = page.mediabox
             splittable = {i for i, elements in enumerate(device.glyphs) if elements is not None}
             page_layout = _page(index, layout, (x1 - x0, y1 - y0), (x0, y0), page.rotate % 360 == 0, splittable,
                                 device.drawn, fonts)
-            page_layout.shows, page_layout.advances, page_layout.glyphs = device.shows, device.advances, device.glyphs
-            pages.append(page_layout)
-    finally:
-        _budgets.current = None
-    return pages, budget.document_operators, budget.document_glyphs
+        finally:
+            _budgets.current = None
+        page_layout.shows, page_layout.advances, page_layout.glyphs = device.shows, device.advances, device.glyphs
+        yield page_layout
 
 
 def _elements(textstate, seq) -> list | None:

@@ -688,3 +688,34 @@ def test_a_pdf_closed_before_its_last_pages_are_read_stops_its_readers(tmp_path,
     assert len(pools) == 1
     with pytest.raises(RuntimeError):  # the readers were shut down
         pools[0].submit(int)
+
+
+def test_a_short_pdf_read_in_this_process_gives_its_first_sentences_before_its_last_pages_are_read(tmp_path,
+                                                                                                  monkeypatch):
+    path = tmp_path / "short.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for page in range(20):
+        c.setFont("Helvetica", 11)
+        for n in range(4):
+            c.drawString(72, H - 80 - 40 * n, f"Paragraph {n + 1} of page {page + 1} stands alone.")
+        c.showPage()
+    c.save()
+    read = []  # the pages of each range, as it is handed on
+    ranges = pdf_format.read_page_ranges
+
+    def recorded(data, page_count):
+        for pages in ranges(data, page_count):
+            read.append([page.index for page in pages])
+            yield pages
+
+    monkeypatch.setattr(pdf_format, "read_page_ranges", recorded)
+    monkeypatch.setattr(pdf_blocks, "usable_cores", lambda: 1)  # no reader processes
+    document = pdf_format.extract(path)
+    try:
+        stream = iter(document.segment_stream())
+        assert next(stream).text == "Paragraph 1 of page 1 stands alone."
+        assert read == [[0, 1, 2, 3]]  # the first range, and no more, read before the first sentence
+        assert len(list(stream)) == 79
+    finally:
+        document.close()
+    assert read == [list(range(0, 4)), list(range(4, 12)), list(range(12, 20))]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 CACHE_SECONDS = 0.25
 # The first part is small, so that decoding starts at once; each next one this many times larger,
 # since preparing a text takes far less than decoding it (docs/performance.md).
-FIRST_DOCUMENT_PART = 256
+FIRST_DOCUMENT_PART = 64
 DOCUMENT_PART_GROWTH = 8
 
 

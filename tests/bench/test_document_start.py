@@ -2,6 +2,7 @@ import json
 import sys
 
 from bench import document_start
+from dragoman.app.session.document_batch import FIRST_DOCUMENT_PART
 
 
 def test_each_book_is_timed_until_its_first_texts_reach_the_engine(monkeypatch, capsys, tmp_path):
@@ -14,5 +15,5 @@ def test_each_book_is_timed_until_its_first_texts_reach_the_engine(monkeypatch, 
     for name in ("docx", "pdf"):
         assert 0 < out[f"{name}_first_texts_s"] < out[f"{name}_whole_s"]
         calls = out[f"{name}_texts_per_call"]
-        assert calls[0] == min(256, sum(calls)) and sum(calls) > 100
+        assert calls[0] == min(FIRST_DOCUMENT_PART, sum(calls)) and sum(calls) > 100
     assert json.loads((tmp_path / "document_start_10.json").read_text()) == out

@@ -52,7 +52,9 @@ def test_a_document_reaches_the_engine_in_parts_each_prepared_while_the_ones_bef
     monkeypatch.setattr(pipeline, "masked", masking)
     monkeypatch.setattr(translator, "translate", sending)
     written = pipeline.translate_document(DocumentJob(source, tmp_path / "parts.txt", "eng_Latn", "fra_Latn", options))
-    assert events == [("masked", 256), ("sent", 256), ("masked", 44), ("sent", 44)]
+    first, rest = FIRST_DOCUMENT_PART, 300 - FIRST_DOCUMENT_PART
+    assert 0 < rest <= FIRST_DOCUMENT_PART * DOCUMENT_PART_GROWTH  # two parts
+    assert events == [("masked", first), ("sent", first), ("masked", rest), ("sent", rest)]
     monkeypatch.setattr(document_batch, "FIRST_DOCUMENT_PART", 10_000)
     events.clear()
     whole = pipeline.translate_document(DocumentJob(source, tmp_path / "whole.txt", "eng_Latn", "fra_Latn", options))
@@ -107,8 +109,11 @@ def test_a_part_that_fails_stops_the_others_and_its_error_is_raised(translator, 
         stopped.append(None in found)
         return found
 
+    prepared = []
+
     def failing(terms, texts, *args, **kwargs):
-        if len(texts) < 256:
+        prepared.append(len(texts))
+        if len(prepared) > 1:  # the second part
             raise OSError("the disk is gone")
         return masked(terms, texts, *args, **kwargs)
 

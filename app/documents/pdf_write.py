@@ -62,19 +62,20 @@ def _characters(runs: list[Run], fonts: FontLibrary, originals: dict, serif: boo
     index = 0
     for piece, style in pieces:
         style = style if isinstance(style, tuple) else (False, False)
+        original = originals.get(style)
         for ch in piece:
             index += 1
             if ch in "\n\t\r":
                 ch = " "
-            if unicodedata.category(ch).startswith("C"):
+            kind = unicodedata.category(ch)[0]  # C: control or format, M: mark, L: letter
+            if kind == "C":
                 continue
             previous = units[-1][-1][1] if units else None
-            if unicodedata.category(ch).startswith("M") and previous and previous.covers(ch):
+            if kind == "M" and previous and previous.covers(ch):
                 units[-1].append((ch, previous))  # a mark is drawn with its base's face
                 continue
-            original = originals.get(style)
             # spaces, digits and punctuation in the face of the text around them, where it has them
-            if previous is not None and not unicodedata.category(ch).startswith("L") and previous.covers(ch):
+            if previous is not None and kind != "L" and previous.covers(ch):
                 face = previous
             elif original is not None and original.covers(ch):
                 face = original
@@ -278,9 +279,17 @@ def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) ->
         out.append(f"1 0 0 1 {x + ox:.3f} {baseline + oy:.3f} Tm")
         pen = drawn = 0.0  # where the next glyph's origin goes, and where the text position is (ems)
         array: list[str] = []
+        codes = bytearray()  # glyphs drawn one after the other without a move: one string of the array
+
+        def shown() -> list[str]:
+            if codes:
+                array.append(f"<{codes.hex()}>")
+                codes.clear()
+            return array
+
         for glyph in glyphs:
             if current is not glyph.face or glyph.dy:
-                if array:
+                if shown():
                     out.append(f"[{' '.join(array)}] TJ")
                     array = []
                 if current is not glyph.face:
@@ -288,14 +297,14 @@ def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) ->
                     current = glyph.face
             move = pen + glyph.dx - drawn
             if abs(move) > 1e-4:
-                array.append(f"{-move * 1000:.1f}")
-            array.append(f"<{glyph.face.code(glyph).hex()}>")
+                shown().append(f"{-move * 1000:.1f}")
+            codes += glyph.face.code(glyph)
             if glyph.dy:
-                out += [f"{glyph.dy * s:.3f} Ts", f"[{' '.join(array)}] TJ", "0 Ts"]
+                out += [f"{glyph.dy * s:.3f} Ts", f"[{' '.join(shown())}] TJ", "0 Ts"]
                 array = []
             drawn = pen + glyph.dx + glyph.face.width(glyph.name)
             pen += glyph.advance + (stretch if glyph.text.isspace() else 0.0)
-        if array:
+        if shown():
             out.append(f"[{' '.join(array)}] TJ")
     out.append("ET")
     return "\n".join(out)

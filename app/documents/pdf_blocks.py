@@ -367,10 +367,11 @@ def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
         sources.share(pages)
         return pages
 
-    starts, size = [0], min(FIRST_RANGE_PAGES, RANGE_PAGES)  # the first ranges shorter: the engine starts sooner
-    while starts[-1] + size < page_count:
+    starts = [0]
+    for size in range_sizes():
+        if starts[-1] + size >= page_count:
+            break
         starts.append(starts[-1] + size)
-        size = min(2 * size, RANGE_PAGES)
     stops: list[int | None] = [*starts[1:], None]  # the last range to the end, whatever the count said
     unread: int | None = 0  # the first page not yet handed on (None: none left)
     # Spawned, not forked: the app's other threads (Qt's, the engine's) hold locks a fork would copy.
@@ -400,16 +401,25 @@ def read_page_ranges(data: bytes, page_count: int = 0) -> Iterator[list[Page]]:
         yield counted(_read_range(data, unread, None))
 
 
+def range_sizes() -> Iterator[int]:
+    """The pages of each range in turn: the first ranges shorter, so that the engine starts sooner."""
+    size = min(FIRST_RANGE_PAGES, RANGE_PAGES)
+    while True:
+        yield size
+        size = min(2 * size, RANGE_PAGES)
+
+
 def _read_here(data: bytes) -> Iterator[list[Page]]:
     """Every page read in this process, handed on in ranges as long as the readers' (scanned pages
     in a range are read by OCR several at once)."""
     pages: list[Page] = []
-    size = min(FIRST_RANGE_PAGES, RANGE_PAGES)
+    sizes = range_sizes()
+    size = next(sizes)
     for page in _read_each(data, 0, None, ReadingBudget()):
         pages.append(page)
         if len(pages) == size:
             yield pages
-            pages, size = [], min(2 * size, RANGE_PAGES)
+            pages, size = [], next(sizes)
     if pages:
         yield pages
 

@@ -2,7 +2,7 @@
 # One device call: the app's paths on the GPU, each beside the engine alone in the same run, on
 # bench.checkpoint's random 600M checkpoint: `dragoman translate` of one line from launch, first on
 # the machine (kernels compiled) then warm (startup); whether the first launch's kernel build
-# covers the documents' kernels (bench.kernel_build); a typed sentence while a document runs
+# covers the documents' kernels (bench.kernel_coverage); a typed sentence while a document runs
 # (bench.typed_latency); a .docx book through `dragoman translate`'s path (bench.docx_book); the
 # local server under 64 clients with a typed sentence beside them (bench.server); a .txt book
 # through the translation session against Generator.run (bench.documents); a PDF book through the
@@ -24,7 +24,7 @@ DEVICE=${DEVICE:-cuda}  # cpu: a dry run of the script, with PAGES and SENTENCES
 PAGES=${PAGES:-300}  # of the .docx book
 SENTENCES=${SENTENCES:-512}  # the server's, from each number of clients
 BUDGET=${BUDGET:-560}  # seconds this script may take: a step that could not finish in what is left is skipped
-STEPS=${STEPS:-"startup kernel_build typed docx docx_together server documents pdf constraints"}
+STEPS=${STEPS:-"startup kernel_coverage typed docx docx_together server documents pdf constraints"}
 mkdir -p "$OUT"
 [ -f "$CK/config.json" ] || python3 -m bench.checkpoint --size 600M "$CK" > /dev/null
 step() {  # name, seconds it may take, command...
@@ -56,7 +56,7 @@ export CK DEVICE
 export -f startup
 step startup 240 bash -c startup
 # the first launch's kernel build against what a .docx book, a .txt and a glossary meet: compiled since, 0 wanted
-step kernel_build 200 python3 -m bench.kernel_build --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
+step kernel_coverage 200 python3 -m bench.kernel_coverage --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
 step typed 150 python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
 # two runs of each path, the faster counting: a path's first run on a machine compiles the kernel variants it meets
 step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --repeats 2 --steps --out "$OUT"

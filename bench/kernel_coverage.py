@@ -1,5 +1,5 @@
 """Whether a first launch's kernel build (engine/kernel_build.py) covers what documents meet:
-`python -m bench.kernel_build --checkpoint DIR --device cuda [--pages 30]`.
+`python -m bench.kernel_coverage --checkpoint DIR --device cuda [--pages 30]`.
 
 On a fresh Triton cache, opens the engine as the app does (`build_kernels_apart`), waits for the
 build and times it, then opens it again (no second build) and translates, through the app's
@@ -27,7 +27,7 @@ def compiled(cache: Path) -> set[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.kernel_build", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.kernel_coverage", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, required=True, help="NLLB checkpoint folder")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--pages", type=int, default=30, help="of the .docx book")
@@ -71,7 +71,7 @@ def main() -> None:
         out["compiled_after_typed_glossary"] = len(compiled(cache) - built)
     out["compiled_since_build"] = sorted(Path(name).stem for name in compiled(cache) - built)
     translator.teardown()
-    emit(out, "kernel_build", None, args.out)
+    emit(out, "kernel_coverage", None, args.out)
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ class PostEditing(QObject):
             return False
         _, results = layout
         assert self.completion_start is not None  # set with completion_job
-        line, start, typed = self.completion_start
+        line, _, typed = self.completion_start
         if self.editing is not None:
             self._replace_sentence(line, self.editing[1], results[self.editing[1]], typed, pending=False)
         return True
@@ -188,7 +188,7 @@ class PostEditing(QObject):
     def _on_completing(self, job_id: int, text: str) -> None:
         if job_id == self.completion_job and self.editing is not None:
             assert self.completion_start is not None  # set with completion_job
-            line, start, typed = self.completion_start
+            line, _, typed = self.completion_start
             self._replace_sentence(line, self.editing[1], text, typed, pending=True)
 
     def _replace_sentence(self, line: int, j: int, text: str, typed: int, pending: bool) -> None:

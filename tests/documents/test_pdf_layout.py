@@ -661,15 +661,20 @@ def test_a_book_read_in_ranges_gives_its_first_sentences_before_its_last_pages_a
     assert "A sentence of page 3 starts here and it ends on page 4." in streamed
 
 
-def test_a_pdf_closed_before_its_last_pages_are_read_stops_its_readers(tmp_path, monkeypatch):
-    path = tmp_path / "book.pdf"
+def paragraphs_pdf(path, pages: int, per_page: int):
+    """`pages` pages of `per_page` one-line paragraphs, each a sentence of its own."""
     c = canvas.Canvas(str(path), pagesize=A4)
-    for page in range(8):
+    for page in range(pages):
         c.setFont("Helvetica", 11)
-        for n in range(12):
+        for n in range(per_page):
             c.drawString(72, H - 80 - 40 * n, f"Paragraph {n + 1} of page {page + 1} stands alone.")
         c.showPage()
     c.save()
+
+
+def test_a_pdf_closed_before_its_last_pages_are_read_stops_its_readers(tmp_path, monkeypatch):
+    path = tmp_path / "book.pdf"
+    paragraphs_pdf(path, 8, 12)
     pools = []
 
     class Readers(pdf_blocks.ProcessPoolExecutor):
@@ -693,13 +698,7 @@ def test_a_pdf_closed_before_its_last_pages_are_read_stops_its_readers(tmp_path,
 def test_a_short_pdf_read_in_this_process_gives_its_first_sentences_before_its_last_pages_are_read(tmp_path,
                                                                                                   monkeypatch):
     path = tmp_path / "short.pdf"
-    c = canvas.Canvas(str(path), pagesize=A4)
-    for page in range(20):
-        c.setFont("Helvetica", 11)
-        for n in range(4):
-            c.drawString(72, H - 80 - 40 * n, f"Paragraph {n + 1} of page {page + 1} stands alone.")
-        c.showPage()
-    c.save()
+    paragraphs_pdf(path, 20, 4)
     read = []  # the pages of each range, as it is handed on
     ranges = pdf_format.read_page_ranges
 

@@ -172,8 +172,8 @@ def time_book(args) -> None:
         # Reading and writing timed within the path's own run: typesetting what a random model
         # writes (every script, thousands of glyphs to subset) costs far more than typesetting
         # the identity's English, so the identity's layout is no measure of it.
-        spent = {"write": [0.0]}
-        writing = patch.object(pdf_format.PdfDocument, "write", timed_into(spent["write"], pdf_format.PdfDocument.write))
+        writing_seconds = [0.0]
+        writing = patch.object(pdf_format.PdfDocument, "write", timed_into(writing_seconds, pdf_format.PdfDocument.write))
         first_sent: list[float] = []  # when the path's first texts went to the engine
         engine_translate = translator.translate
 
@@ -193,13 +193,13 @@ def time_book(args) -> None:
         engine_options = translator.default_options(**options)
         runs: dict[str, list[float]] = {"path": [], "before_first_texts": [], "decoding": [], "layout": [], "engine": []}
         for _ in range(args.repeats):  # a kernel variant the path meets first compiles during its first run
-            spent["write"][0] = 0.0
+            writing_seconds[0] = 0.0
             first_sent.clear()
             with sending, writing:
                 start = time.perf_counter()
                 runs["path"].append(translate(book))
             runs["before_first_texts"].append(first_sent[0] - start)
-            runs["decoding"].append(runs["path"][-1] - runs["before_first_texts"][-1] - spent["write"][0])
+            runs["decoding"].append(runs["path"][-1] - runs["before_first_texts"][-1] - writing_seconds[0])
             layout_seconds, sent = layout(book, work / "book.identity.pdf", args.target)
             runs["layout"].append(layout_seconds)
             sources = [translator.tokenizer.encode_source(text, "eng_Latn") for text in sent]
@@ -211,7 +211,8 @@ def time_book(args) -> None:
                "beams": args.beams, "new_tokens": args.new_tokens or "natural", "seconds": seconds,
                "pages_per_s": args.pages / seconds, "sentences_per_s": sentences / seconds,
                "layout_only_seconds": layout_seconds, "engine_alone_seconds": engine_seconds,
-               "seconds_before_first_texts": before_first_texts, "decoding_seconds": decoding_seconds, "decoding_share_of_engine": engine_seconds / max(decoding_seconds, 1e-9),
+               "seconds_before_first_texts": before_first_texts, "decoding_seconds": decoding_seconds,
+               "decoding_share_of_engine": engine_seconds / max(decoding_seconds, 1e-9),
                "output_MB": (work / f"book.{args.target}.pdf").stat().st_size / 1e6, "runs_s": runs}
     emit(out, f"pdf_book_{args.pages}", translator.device, args.out)
     translator.teardown()

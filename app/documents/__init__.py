@@ -84,8 +84,9 @@ def translate_document(
     """Translate the document at `path` into `out_path`; DocumentError names the problem, Cancelled a stop.
     `translate_batch` and `proportional`: see `translate_segments`. `options`: document options;
     each format takes those it names in its OPTIONS (PDF: pdf_as, bilingual; pictures and scanned
-    PDFs: source, the FLORES-200 code of the language OCR reads, or "auto"). `note(line)` receives, once the output is written,
-    each thing the user should know of it (the encoding it was read in or written in).
+    PDFs: source, the FLORES-200 code of the language OCR reads, or "auto"). `note(line)`
+    receives, once the output is written, each thing the user should know of it (the encoding it
+    was read in or written in).
     `reading(done, total)` follows the pages OCR reads (pictures, scanned PDFs): a picture's before
     any sentence is translated, a PDF's as its pages are read, its total growing; it may raise
     Cancelled to stop there."""

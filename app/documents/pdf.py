@@ -591,18 +591,18 @@ def _chains(blocks: list, order: list[int], read_more: Callable[[], bool] = lamb
     on_page: dict[int, list] = {}
     indexed = 0  # blocks in on_page
 
-    def more() -> bool:
+    def index_new() -> None:
         nonlocal indexed
-        if not read_more():
-            return False
         for block in blocks[indexed:]:
             on_page.setdefault(block.page, []).append(block)
         indexed = len(blocks)
-        return True
 
-    for block in blocks:
-        on_page.setdefault(block.page, []).append(block)
-    indexed = len(blocks)
+    def more() -> bool:
+        found = read_more()
+        index_new()
+        return found
+
+    index_new()
 
     def at_foot(block, besides) -> bool:
         """No translated block (page numbers do not count) of the block's size but `besides` below it in its column."""

@@ -1,5 +1,5 @@
-"""The first-run page, shown while no model can be used: says what to do, and imports a model
-folder (on a task thread) or opens the models dialog."""
+"""The first-run page, shown while no model can be used: says what to do, imports a model folder
+(on a task thread), and offers a download (its button; the window opens the models dialog)."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def listen_for_launches(window, paths: AppPaths) -> LaunchListener:
             window.open_documents(files)
 
     listener.opened.connect(opened)
-    listener.popup.connect(window.show_popup)
+    listener.popup.connect(window.desktop.show_popup)
     if not listener.listen():
         print(f"dragoman: a second launch cannot reach this window ({listener.server.errorString()})", file=sys.stderr)
     return listener
@@ -133,7 +133,7 @@ def run_window(
     app.setQuitOnLastWindowClosed(False)
     window.shut_down.connect(app.quit)
     if popup is not None:
-        window.show_popup(popup)
+        window.desktop.show_popup(popup)
     # Ctrl+C in the terminal closes the window (and so stops the engine thread) cleanly. Python
     # handles signals only when it runs, so a timer wakes it now and then.
     signal.signal(signal.SIGINT, lambda *_: window.quit_app())

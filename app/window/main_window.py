@@ -8,10 +8,9 @@ current best beam hypothesis until the final text replaces it.
 Once a translation is shown, the target pane is editable: completions, alternatives and accepted
 edits are app.window.post_editing's.
 
-From anywhere on the desktop (the desktop's global shortcut through its portal, `dragoman popup`,
-the tray, Ctrl+C twice) text is translated in a small popup (app.window.popup) through this
-window's worker, so one model serves both. With a tray icon (app.window.tray) closing the window
-only hides it; Ctrl+Q or the tray's Quit ends the app.
+From anywhere on the desktop (the desktop's global shortcut, `dragoman popup`, the tray, Ctrl+C
+twice) text is translated in a small popup through this window's worker (app.window.desktop). With
+a tray icon closing the window only hides it; Ctrl+Q or the tray's Quit ends the app.
 """
 
 from __future__ import annotations
@@ -49,8 +48,8 @@ from dragoman.app.session.terms import saved_terms
 from dragoman.app.history import TranslationHistory
 from dragoman.app.settings import AUTO_DETECT, DEFAULT_TEXT_SIZE, MAX_TEXT_SIZE, MIN_TEXT_SIZE, AppPaths, Settings
 from dragoman.app.window import theme
-from dragoman.app.window.global_shortcut import GlobalShortcut
 from dragoman.app.window.adapter_picker import AdapterPicker
+from dragoman.app.window.desktop import Desktop
 from dragoman.app.window.glossary_dialog import GlossaryDialog
 from dragoman.app.window.history_dialog import HistoryDialog
 from dragoman.app.window.jobs_panel import DocumentsPanel, FileDrops
@@ -60,13 +59,10 @@ from dragoman.app.window.memory_dialog import MemoryDialog
 from dragoman.app.window.models_dialog import ModelsDialog
 from dragoman.app.window.picture_paste import PastedPictureReader, SourceEdit
 from dragoman.app.window.post_editing import PostEditing
-from dragoman.app.window.popup import ClipboardWatcher, TranslationPopup, read_selection
 from dragoman.app.window.settings_dialog import SettingsDialog
-from dragoman.app.window.single_instance import PopupRequest
 from dragoman.app.window.screen_fit import resize_within_screen
 from dragoman.app.window.text_pane import Pane
 from dragoman.app.window.translation_view import TranslationView
-from dragoman.app.window.tray import TrayIcon, tray_available
 from dragoman.app.window.welcome_page import WelcomePage
 from dragoman.app.window.worker import EngineWorker
 from dragoman.engine import DatabaseError, get_language
@@ -105,8 +101,6 @@ class MainWindow(QMainWindow):
         self.loading: tuple | None = None
         self.working: tuple | None = None
         self.jobs: dict[int, TranslationJob] = {}
-        self.tray: TrayIcon | None = None
-        self.clipboard_watcher: ClipboardWatcher | None = None
         self.quitting = False  # closing for good, not to the tray
         self.closed_for_good = False
 
@@ -114,14 +108,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self.apply_theme()
         self._restore_as_last_quit()
-        self.popup = TranslationPopup(self.worker, self.make_popup_job)
-        self.popup.open_in_window.connect(self.open_text)
-        self.popup.closed.connect(self._on_popup_closed)
-        self.popup.translated.connect(self._keep_in_history)
-        self.global_shortcut = GlobalShortcut(parent=self)
-        self.global_shortcut.activated.connect(lambda: self.show_popup(read_selection(clipboard_only=False)))
-        self.global_shortcut.start()
-        self._fit_desktop_integration()
+        self.desktop = Desktop(self)
         self.local_server = LocalServer(self.paths, self)
         self.statusBar().addPermanentWidget(self.local_server.label)
         self.worker.start()
@@ -297,7 +284,7 @@ class MainWindow(QMainWindow):
         self.welcome.settings_button.clicked.connect(self.open_settings)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
         self.documents.message.connect(lambda text: self.statusBar().showMessage(text, 5000))
-        self.documents.long_job_ended.connect(self.notify)
+        self.documents.long_job_ended.connect(lambda title, text: self.desktop.notify(title, text))
         self.documents.output_folder_chosen.connect(self._use_documents_folder)
         self.documents.set_output_folder(self.settings.documents_folder)
         # Files and folders dropped anywhere on the window, the text boxes too, become document jobs.
@@ -639,7 +626,7 @@ class MainWindow(QMainWindow):
             self.typing_timer.start()  # once the files settle: a copy changes them many times
 
     def open_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self.paths, self, shortcut_note=self.global_shortcut.note)
+        dialog = SettingsDialog(self.settings, self.paths, self, shortcut_note=self.desktop.global_shortcut.note)
         if dialog.exec() == QDialog.Accepted:
             self.apply_settings(dialog.result_settings())
         dialog.deleteLater()
@@ -665,7 +652,7 @@ class MainWindow(QMainWindow):
             self.apply_theme()
         if new.text_size != old.text_size:
             self.set_text_size(new.text_size)
-        self._fit_desktop_integration()
+        self.desktop.fit()
         self.documents.set_output_folder(new.documents_folder)
         if new.adapters_path(self.paths) != old.adapters_path(self.paths):
             self.adapter_picker.rescan(new.adapters_path(self.paths), new.adapter)
@@ -726,36 +713,7 @@ class MainWindow(QMainWindow):
         self.settings.keep_history = keep
         self.save_settings()
 
-    # -- from anywhere: the popup, the tray, Ctrl+C twice --------------------------------------------
-
-    def _fit_desktop_integration(self) -> None:
-        """The tray icon (where the desktop has a tray) and the watch for Ctrl+C twice, as the settings say."""
-        if self.settings.tray_icon and tray_available():
-            if self.tray is None:
-                self.tray = TrayIcon(self)
-                self.tray.show()
-        elif self.tray is not None:
-            self.tray.hide()
-            self.tray.deleteLater()
-            self.tray = None
-        if self.settings.copy_twice and self.clipboard_watcher is None:
-            self.clipboard_watcher = ClipboardWatcher(self)
-            self.clipboard_watcher.copied_twice.connect(lambda text: self.show_popup(PopupRequest(text, clipboard=True)))
-        elif not self.settings.copy_twice and self.clipboard_watcher is not None:
-            self.clipboard_watcher.stop()
-            self.clipboard_watcher.deleteLater()
-            self.clipboard_watcher = None
-
-    def make_popup_job(self, text: str) -> TranslationJob:
-        """The popup's job: the languages, options and adapter typed text uses now."""
-        return replace(self.make_job(), texts=text.split("\n"))
-
-    def show_popup(self, request: PopupRequest) -> None:
-        """`dragoman popup`, the tray, Ctrl+C twice: the text translated in the popup near the pointer."""
-        self.popup.show_request(request)
-
-    def translate_clipboard(self) -> None:
-        self.show_popup(read_selection(clipboard_only=True))
+    # -- the window shown, hidden, quit ---------------------------------------------------------------
 
     def open_text(self, text: str) -> None:
         """"Open in Dragoman" in the popup: its text in the window, translated there."""
@@ -775,20 +733,6 @@ class MainWindow(QMainWindow):
             self.close()  # to the tray
         else:
             self.show_and_raise()
-
-    def _keep_in_history(self, source_language: str, target_language: str, text: str, translation: str) -> None:
-        if self.settings.keep_history:
-            self.history.add(source_language, target_language, text, translation)
-
-    def _on_popup_closed(self) -> None:
-        """Started for the popup, with no tray to come back to: once it closes, nothing of the app is left to see."""
-        if self.tray is None and not self.isVisible() and not self.closed_for_good:
-            self.quit_app()
-
-    def notify(self, title: str, text: str) -> None:
-        """A desktop notification: the tray's message where there is a tray (the status bar says it anyway)."""
-        if self.tray is not None:
-            self.tray.showMessage(title, text, theme.app_icon())
 
     def _use_documents_folder(self, folder: str) -> None:
         self.settings.documents_folder = folder
@@ -812,18 +756,13 @@ class MainWindow(QMainWindow):
             return
         if self.isVisible():  # a window started hidden keeps the size and place saved before
             self._remember_window()
-        if self.tray is not None and not self.quitting:
+        if self.desktop.tray is not None and not self.quitting:
             self.hide()
             event.ignore()
             return
         self.closed_for_good = True
         self.hide()
-        self.popup.close()
-        if self.tray is not None:
-            self.tray.hide()
-        if self.clipboard_watcher is not None:
-            self.clipboard_watcher.stop()
-        self.global_shortcut.stop()
+        self.desktop.stop()
         self.typing_timer.stop()
         self.welcome.stop()
         self.pasted_pictures.wait()

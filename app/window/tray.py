@@ -4,6 +4,8 @@ stays loaded for the popup); its messages are the desktop notifications (a long 
 
 from __future__ import annotations
 
+from typing import Callable
+
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
@@ -15,9 +17,9 @@ def tray_available() -> bool:
 
 
 class TrayIcon(QSystemTrayIcon):
-    """Over the main window `window` (its show_or_hide, translate_clipboard and quit_app)."""
+    """Over the main window `window` (its show_or_hide, show_and_raise and quit_app)."""
 
-    def __init__(self, window):
+    def __init__(self, window, translate_clipboard: Callable[[], None]):
         super().__init__(theme.app_icon(), window)
         self.setToolTip("Dragoman")
         self.menu = QMenu()
@@ -32,7 +34,7 @@ class TrayIcon(QSystemTrayIcon):
         self.menu.aboutToShow.connect(lambda: self.show_action.setText(
             "Hide Dragoman" if window.isVisible() else "Show Dragoman"))
         self.show_action.triggered.connect(window.show_or_hide)
-        self.clipboard_action.triggered.connect(window.translate_clipboard)
+        self.clipboard_action.triggered.connect(translate_clipboard)
         self.quit_action.triggered.connect(window.quit_app)
         self.activated.connect(lambda reason: reason == QSystemTrayIcon.Trigger and window.show_or_hide())
         self.messageClicked.connect(window.show_and_raise)

@@ -5,7 +5,7 @@ window, worker and tiny model."""
 from PySide6.QtCore import QUrl
 
 import dragoman.app.window.jobs_panel
-import dragoman.app.window.main_window
+import dragoman.app.window.desktop
 from dragoman.app.settings import Settings
 from dragoman.app.window.jobs_panel import DONE
 from test_jobs_panel import drop, rows_settled
@@ -45,12 +45,12 @@ def test_translations_go_to_the_folder_chosen_and_show_in_folder_opens_it(qtbot,
 
 def test_a_job_that_ran_long_ends_with_a_notification_from_the_tray(qtbot, open_window, settings, tmp_path,
                                                                      monkeypatch):
-    monkeypatch.setattr(dragoman.app.window.main_window, "tray_available", lambda: True)
+    monkeypatch.setattr(dragoman.app.window.desktop, "tray_available", lambda: True)
     (tmp_path / "a.txt").write_text("Hello world.\n", encoding="utf-8")
     (tmp_path / "b.txt").write_text("The cat sleeps.\n", encoding="utf-8")
     window = open_window(settings, True, True)
     notes = []
-    window.tray.showMessage = lambda title, text, icon: notes.append((title, text))
+    window.desktop.tray.showMessage = lambda title, text, icon: notes.append((title, text))
     drop(window, tmp_path / "a.txt")
     rows_settled(qtbot, window, 1)
     assert notes == []  # a short job: the person is still here

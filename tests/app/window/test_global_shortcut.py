@@ -40,23 +40,23 @@ def test_the_desktops_key_opens_the_popup_on_the_copied_text(qtbot, open_window,
     portal = FakePortal(desktop_bus, trigger="Ctrl+Alt+D")
     try:
         window = open_window(settings)
-        qtbot.waitUntil(lambda: window.global_shortcut.note.startswith("Global shortcut: "), timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: window.desktop.global_shortcut.note.startswith("Global shortcut: "), timeout=WAIT_MS)
         assert shortcut_note_in_settings(window) == ("Global shortcut: Ctrl+Alt+D translates the selection in a popup "
                                                      "(given by the desktop: change it in its shortcut settings).")
         assert [shortcut_id for shortcut_id, _ in portal.bound] == ["popup"]
 
         QGuiApplication.clipboard().setText("Good morning.")
-        assert not window.popup.isVisible()
+        assert not window.desktop.popup.isVisible()
         portal.press()
-        qtbot.waitUntil(window.popup.isVisible, timeout=WAIT_MS)
-        assert window.popup.translation.toolTip() == "Good morning."
-        qtbot.waitUntil(window.popup.copy_button.isEnabled, timeout=WAIT_MS)
-        assert window.popup.translation.toPlainText().strip()
+        qtbot.waitUntil(window.desktop.popup.isVisible, timeout=WAIT_MS)
+        assert window.desktop.popup.translation.toolTip() == "Good morning."
+        qtbot.waitUntil(window.desktop.popup.copy_button.isEnabled, timeout=WAIT_MS)
+        assert window.desktop.popup.translation.toPlainText().strip()
 
         portal.change_trigger("Meta+T")  # changed in the desktop's settings: Settings follows
-        qtbot.waitUntil(lambda: window.global_shortcut.note.startswith("Global shortcut: Meta+T "), timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: window.desktop.global_shortcut.note.startswith("Global shortcut: Meta+T "), timeout=WAIT_MS)
         window.close()
-        assert window.global_shortcut.isFinished()
+        assert window.desktop.global_shortcut.isFinished()
     finally:
         portal.stop()
 
@@ -64,7 +64,7 @@ def test_the_desktops_key_opens_the_popup_on_the_copied_text(qtbot, open_window,
 def test_without_a_portal_settings_say_there_is_no_global_shortcut_and_what_to_do(qtbot, open_window, settings,
                                                                                   desktop_bus):
     window = open_window(settings)
-    qtbot.waitUntil(lambda: window.global_shortcut.isFinished(), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.desktop.global_shortcut.isFinished(), timeout=WAIT_MS)
     note = shortcut_note_in_settings(window)
     assert note.startswith("This desktop gives Dragoman no global shortcut (no desktop portal on the session bus). ")
     assert "bind `dragoman popup` to a key" in note or "run `dragoman popup` from a key" in note
@@ -75,7 +75,7 @@ def test_a_portal_without_global_shortcuts_is_said_too(qtbot, open_window, setti
     portal = FakePortal(desktop_bus, global_shortcuts=False)
     try:
         window = open_window(settings)
-        qtbot.waitUntil(lambda: window.global_shortcut.isFinished(), timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: window.desktop.global_shortcut.isFinished(), timeout=WAIT_MS)
         assert shortcut_note_in_settings(window).startswith(
             "This desktop gives Dragoman no global shortcut (the desktop portal has no GlobalShortcuts). ")
     finally:

@@ -16,8 +16,8 @@ from test_single_instance import launch
 
 
 def translated_in_popup(qtbot, window) -> str:
-    qtbot.waitUntil(lambda: window.popup.copy_button.isEnabled(), timeout=WAIT_MS)
-    return window.popup.translation.toPlainText()
+    qtbot.waitUntil(lambda: window.desktop.popup.copy_button.isEnabled(), timeout=WAIT_MS)
+    return window.desktop.popup.translation.toPlainText()
 
 
 def test_dragoman_popup_hands_its_text_to_the_running_window(qtbot, open_window, settings, paths):
@@ -27,32 +27,32 @@ def test_dragoman_popup_hands_its_text_to_the_running_window(qtbot, open_window,
     qtbot.waitUntil(lambda: second.poll() is not None, timeout=WAIT_MS)
     assert second.returncode == 0
     assert second.stderr.read() == "dragoman: Dragoman is already running: the text handed to its popup\n"
-    assert window.popup.isVisible()
-    assert window.popup.languages.text() == "English → French"
+    assert window.desktop.popup.isVisible()
+    assert window.desktop.popup.languages.text() == "English → French"
     translation = translated_in_popup(qtbot, window)
     assert translation.strip()
-    assert window.popup.translation.toolTip() == "Good morning."
+    assert window.desktop.popup.translation.toolTip() == "Good morning."
     assert window.source.toPlainText() == ""  # the window's own text is left alone
 
 
 def test_the_popup_copies_its_translation_and_opens_the_text_in_the_window(qtbot, open_window, settings):
     window = open_window(settings)
-    window.show_popup(PopupRequest("The cat sleeps.", clipboard=False))
+    window.desktop.show_popup(PopupRequest("The cat sleeps.", clipboard=False))
     translation = translated_in_popup(qtbot, window)
-    window.popup.copy_button.click()
+    window.desktop.popup.copy_button.click()
     assert QGuiApplication.clipboard().text() == translation
-    window.popup.open_button.click()
-    assert not window.popup.isVisible()
+    window.desktop.popup.open_button.click()
+    assert not window.desktop.popup.isVisible()
     assert window.source.toPlainText() == "The cat sleeps."
     window.events.wait(qtbot, "translated", window.job_id)
 
 
 def test_nothing_selected_or_copied_is_said_in_the_popup(qtbot, open_window, settings):
     window = open_window(settings)
-    window.show_popup(PopupRequest("  \n", clipboard=True))
-    assert window.popup.isVisible()
-    assert window.popup.status.text() == NOTHING_TO_TRANSLATE
-    assert not window.popup.open_button.isEnabled() and not window.popup.copy_button.isEnabled()
+    window.desktop.show_popup(PopupRequest("  \n", clipboard=True))
+    assert window.desktop.popup.isVisible()
+    assert window.desktop.popup.status.text() == NOTHING_TO_TRANSLATE
+    assert not window.desktop.popup.open_button.isEnabled() and not window.desktop.popup.copy_button.isEnabled()
 
 
 def test_copying_the_same_text_twice_opens_the_popup_when_turned_on(qtbot, open_window, settings):
@@ -60,27 +60,27 @@ def test_copying_the_same_text_twice_opens_the_popup_when_turned_on(qtbot, open_
     window = open_window(settings)
     clipboard.setText("Once is a copy.")
     clipboard.setText("Once is a copy.")
-    assert not window.popup.isVisible()  # off by default
+    assert not window.desktop.popup.isVisible()  # off by default
 
     settings.copy_twice = True
     window.apply_settings(settings)
     clipboard.setText("Copied once.")
     clipboard.setText("Copied twice.")
-    assert not window.popup.isVisible()  # two different texts
+    assert not window.desktop.popup.isVisible()  # two different texts
     clipboard.setText("Copied twice.")
-    assert window.popup.isVisible()
-    assert window.popup.translation.toolTip() == "Copied twice."
+    assert window.desktop.popup.isVisible()
+    assert window.desktop.popup.translation.toolTip() == "Copied twice."
     assert translated_in_popup(qtbot, window).strip()
 
 
 def test_started_for_the_popup_the_window_stays_hidden_and_ends_with_it_without_a_tray(qtbot, settings, paths):
     window = show_window(paths, settings, shown=False)
     qtbot.addWidget(window)
-    window.show_popup(PopupRequest("Good evening.", clipboard=True))
+    window.desktop.show_popup(PopupRequest("Good evening.", clipboard=True))
     qtbot.waitUntil(lambda: window.model_ready, timeout=WAIT_MS)
     assert translated_in_popup(qtbot, window).strip()
     assert not window.isVisible()
-    window.popup.close()
+    window.desktop.popup.close()
     assert window.closed_for_good
     assert window.worker.wait(WAIT_MS)
 

@@ -63,11 +63,11 @@ def test_the_selection_or_the_clipboard_of_an_x11_desktop_goes_to_the_popup(qtbo
 
     assert popup_on_x11(qtbot, paths, x_display) == (
         0, "dragoman: Dragoman is already running: the text handed to its popup\n")
-    qtbot.waitUntil(lambda: window.popup.translation.toolTip() == "The selected words.", timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: window.popup.copy_button.isEnabled(), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.desktop.popup.translation.toolTip() == "The selected words.", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.desktop.popup.copy_button.isEnabled(), timeout=WAIT_MS)
 
     assert popup_on_x11(qtbot, paths, x_display, "--clipboard")[0] == 0
-    qtbot.waitUntil(lambda: window.popup.translation.toolTip() == "The copied words.", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.desktop.popup.translation.toolTip() == "The copied words.", timeout=WAIT_MS)
 
 
 # Half a second is the rule; a busy test machine may take longer between two copies by xclip.

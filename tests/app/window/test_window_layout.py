@@ -53,8 +53,8 @@ MIXED = "مرحبا بالعالم\nHello world\nשלום עולם\n123 Good mor
 
 def test_each_paragraph_takes_its_own_direction_in_both_panes_and_the_popup(qtbot, open_window, settings):
     window = open_window(settings)
-    window.popup.show()
-    for editor in (window.source, window.target, window.popup.translation):
+    window.desktop.popup.show()
+    for editor in (window.source, window.target, window.desktop.popup.translation):
         editor.setPlainText(MIXED)
         assert sides(editor) == ["right", "left", "right", "left"]
         assert [editor.document().findBlockByNumber(i).textDirection() for i in range(4)] == \

@@ -229,6 +229,7 @@ class Generator:
         self,
         requests: list[Request],
         feed: Callable[[bool], list[Request] | None] | None = None,
+        arrived: Callable[[], bool] | None = None,
     ) -> list[Request]:
         """Translate all requests to completion (each gets `.result`), admitting them as memory
         allows; returns them, and those `feed` gave, in that order.
@@ -239,7 +240,10 @@ class Generator:
         so the run ends if it gives nothing. So requests join the running batch at the next step
         (the engine's loop, engine/translator.py's EngineLoop, feeds what any thread submits), and a document's
         later sentences are tokenized in the host's idle time instead of while the device waits.
-        Each request's `on_done` runs likewise while the device works, once its result is set."""
+        Each request's `on_done` runs likewise while the device works, once its result is set.
+        `arrived()`, where given, says whether `feed` has new requests; it is asked before each step
+        is planned, so that one that came while the host read the last step's report (typed text)
+        is planned into the next step, not (pipelined) into the one after."""
         for request in requests:
             self._check_request(request)
         everything = list(requests)
@@ -274,8 +278,8 @@ class Generator:
 
         try:
             while scheduler.waiting or scheduler.running or feed is not None or self._finished:
-                if not scheduler.running:
-                    pull(report=False)  # the device is idle: what is finished is reported once it works again
+                if not scheduler.running or (arrived is not None and arrived()):
+                    pull(report=False)  # what is finished is reported while the device works
                 try:
                     self.lora.install_staged()  # adapters read since the last step go into their slots
                     plan = scheduler.schedule(self.self_cache.num_free_blocks(), self.cross_cache.num_free_blocks(),

@@ -260,7 +260,7 @@ class EngineLoop:
                     return
             try:
                 # Looked up at each run, so that a test can watch it.
-                self.generator.run([], self._feed)
+                self.generator.run([], self._feed, lambda: bool(self._inbox))
             except BaseException as e:  # out of memory for one sentence, a bug: its handles fail, the loop goes on
                 for submission in self._active:
                     submission.handle.fail(e)

@@ -353,13 +353,13 @@ def test_texts_past_those_that_decode_together_are_fed_while_steps_run(make_tran
     portions = []
     run = small.generator.run
 
-    def counting_portions(requests, feed=None):
+    def counting_portions(requests, feed=None, arrived=None):
         def counted(idle):
             more = feed(idle)
             portions.append(None if more is None else len(more))
             return more
 
-        return run(requests, counted)
+        return run(requests, counted, arrived)
 
     monkeypatch.setattr(small.generator, "run", counting_portions)
     options = dict(num_beams=4, max_length=30)

@@ -146,6 +146,46 @@ def test_while_typed_text_runs_no_document_sentence_joins_and_no_document_text_i
     small.teardown()
 
 
+@pytest.mark.parametrize("pipelined", [False, True], ids=["steps finished at once", "pipelined as on the GPU"])
+def test_typed_text_that_comes_as_a_step_is_read_back_runs_in_the_next_step(make_translator, monkeypatch, pipelined):
+    """Typed text submitted while the host reads a document step's report (from the engine's own
+    thread, in a partial hypothesis's callback, so that the test does not depend on timing) is
+    admitted before the document's next step is launched: pipelined, that step would otherwise
+    go first, and the typed sentence would wait for it on the device."""
+    small = make_translator(max_rows=16)
+    monkeypatch.setattr(small.generator, "pipelined", pipelined)
+    options = small.default_options(num_beams=4, max_length=30)
+    runner = small.generator.runner
+    events = []  # ("launch", priorities of the step's sentences), ("admit", priorities), ("typed",)
+    launch, admit = runner.launch, runner.admit
+    monkeypatch.setattr(runner, "launch", lambda groups: events.append(
+        ("launch", {s.request.priority for g in groups.values() for s in g.sentences})) or launch(groups))
+    monkeypatch.setattr(runner, "admit", lambda sentences, *args: events.append(
+        ("admit", [s.request.priority for s in sentences])) or admit(sentences, *args))
+    submitted = []
+    steps = 0
+
+    def on_partial(i, text):
+        nonlocal steps
+        steps += i == 0
+        if i == 0 and steps == 3:
+            events.append(("typed",))
+            submitted.append(small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn",
+                                                             options, priority=TYPED)))
+
+    document = small.submit(TranslationRequest(TEXTS[:3], "eng_Latn", "fra_Latn", options, partials=True))
+    document.subscribe(on_partial=on_partial)
+    assert texts(document.result(timeout=300)) == texts(small.translate_full(TEXTS[:3], "eng_Latn", "fra_Latn",
+                                                                             options))
+    [typed] = submitted
+    assert texts(typed.result(timeout=300)) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn",
+                                                                          "fra_Latn", options))
+    after = events[events.index(("typed",)) + 1:]
+    assert after[0] == ("admit", [TYPED]), after[:3]  # no document step launched in between
+    assert after[1] == ("launch", {TYPED})  # and the typed sentence's first step is its own
+    small.teardown()
+
+
 def test_errors_fail_their_handle_only(translator):
     from dragoman.engine import UnknownLanguageError
 

@@ -579,7 +579,7 @@ def check_file(path: Path, out_path: Path, target: str, translate=stand_in) -> t
 def check_folder(folder: Path, target: str, out=sys.stdout, translate=stand_in) -> int:
     """Check every supported document under `folder` into `target` (translated by `translate`, as
     `check_file`'s); prints per file and the total, returns the number of problems."""
-    # Pictures are read by OCR, which the stand-in does not stand in for: tests/documents/test_ocr.py
+    # Pictures are read by OCR, which the stand-in does not stand in for: tests/app/documents/test_ocr.py
     # and bench.ocr check them.
     files = sorted(p for p in folder.rglob("*") if p.is_file() and is_supported(p) and p.suffix.lower() not in PICTURES)
     total = 0

@@ -3,7 +3,8 @@
 # bench.checkpoint's random 600M checkpoint: `dragoman translate` of one line from launch, first on
 # the machine (kernels compiled) then warm (startup); whether the first launch's kernel build
 # covers the documents' kernels (bench.kernel_coverage); a typed sentence while a document runs
-# (bench.typed_latency); a .docx book through `dragoman translate`'s path (bench.docx_book); the
+# (bench.typed_latency, through the engine and through the app's pipeline); a .docx book through
+# `dragoman translate`'s path (bench.docx_book); the
 # local server under 64 clients with a typed sentence beside them (bench.server); a .txt book
 # through the translation session against Generator.run (bench.documents); a PDF book through the
 # same path, its layout timed apart, against the engine alone on its texts (bench.pdf_book);
@@ -57,7 +58,12 @@ export -f startup
 step startup 240 bash -c startup
 # the first launch's kernel build against what a .docx book, a .txt and a glossary meet: compiled since, 0 wanted
 step kernel_coverage 200 python3 -m bench.kernel_coverage --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
-step typed 150 python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
+typed() {  # through the engine, then through the app's pipeline beside a .docx book
+  python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVICE" --out "$OUT"
+  python3 -m bench.typed_latency --checkpoint "$CK" --device "$DEVICE" --through-app "$PAGES" --out "$OUT"
+}
+export -f typed
+step typed 200 bash -c typed
 # two runs of each path, the faster counting: a path's first run on a machine compiles the kernel variants it meets
 step docx 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --repeats 2 --steps --out "$OUT"
 step docx_together 240 python3 -m bench.docx_book --checkpoint "$CK" --device "$DEVICE" --pages "$PAGES" --repeats 2 --kinds-together

@@ -8,6 +8,13 @@ stopped; each typed sentence (beam 4, 32 new tokens, TYPED) joins its running ba
 step. Output lengths are forced, so random weights do the work of real ones. Prints the median of
 `--repeats` typed sentences each way, their ratio, and whether the document was still decoding when
 the last typed sentence came back (else the second figure measured nothing).
+
+`--through-app PAGES`: as the window does it, through the app's pipeline: the document a .docx book
+of bench.docx_book (formatting, numbers and links: constrained sentences among its plain ones),
+translated by `TranslationSession.translate_document` on a thread of its own (its parts prepared,
+its doubts judged alongside), and each typed sentence (a different one each time: no translation
+is recalled) by `TranslationSession.translate`. The app's own threads then share the interpreter
+with the engine's while typed text decodes.
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import dragoman  # noqa: F401  (before anything that imports transformers: the checkout guard)
 from bench import add_out_argument, emit
@@ -37,6 +46,52 @@ def typed_ms(translator: Translator, options, repeats: int) -> list[float]:
     return found
 
 
+def typed_through_app_ms(session, options: dict, repeats: int, first: int) -> list[float]:
+    """`typed_ms` through the pipeline, typed sentence `first` onwards (each a different sentence)."""
+    from dragoman.app.session.session import TranslationJob
+
+    found = []
+    for i in range(first, first + repeats):
+        start = time.perf_counter()
+        session.translate(TranslationJob([f"{TYPED_TEXT[:-1]} number {i}."], "eng_Latn", "fra_Latn", options))
+        found.append((time.perf_counter() - start) * 1e3)
+    return found
+
+
+def through_app(translator: Translator, pages: int, repeats: int) -> dict:
+    """Typed sentences alone, then beside a .docx book of `pages` pages, both through the pipeline."""
+    from bench.docx_book import make_book
+    from dragoman.app.session.jobs import DocumentJob, JobReport
+    from dragoman.app.session.session import TranslationSession
+
+    session = TranslationSession(translator)
+    typed = {"num_beams": 4, "min_new_tokens": 32, "max_new_tokens": 32}
+    with tempfile.TemporaryDirectory(prefix="dragoman-typed-latency-") as folder:
+        work = Path(folder)
+
+        def document(pages: int, name: str) -> DocumentJob:
+            make_book(work / f"{name}.docx", pages, seed=len(name))
+            return DocumentJob(work / f"{name}.docx", work / f"{name}.fra_Latn.docx", "eng_Latn", "fra_Latn",
+                               {"num_beams": 4, "min_new_tokens": 40, "max_new_tokens": 40})
+
+        session.translate_document(document(2, "warm-up"), report=JobReport())  # its kernel variants compiled
+        typed_through_app_ms(session, typed, 2, 0)
+        alone = typed_through_app_ms(session, typed, repeats, 2)
+        book = document(pages, "book")
+        start = time.perf_counter()
+        running = threading.Thread(target=session.translate_document, args=(book,), kwargs={"report": JobReport()})
+        running.start()
+        while not translator.generator.scheduler.running and running.is_alive():
+            time.sleep(0.005)
+        beside = typed_through_app_ms(session, typed, repeats, 2 + repeats)
+        still_running = running.is_alive()
+        running.join()
+        document_s = time.perf_counter() - start
+    return {"typed_alone_ms": statistics.median(alone), "typed_beside_document_ms": statistics.median(beside),
+            "ratio": statistics.median(beside) / statistics.median(alone), "document_pages": pages,
+            "document_still_running_after_the_last_typed": still_running, "document_s": document_s}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.typed_latency")
     parser.add_argument("--checkpoint", required=True, help="an NLLB checkpoint folder")
@@ -44,10 +99,19 @@ def main() -> None:
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--sentences", type=int, default=2048, help="sentences of the document")
     parser.add_argument("--repeats", type=int, default=10, help="typed sentences each way (median)")
+    parser.add_argument("--through-app", type=int, metavar="PAGES",
+                        help="the document a .docx book of PAGES pages, both through the app's pipeline")
     add_out_argument(parser)
     args = parser.parse_args()
 
     translator = Translator(args.checkpoint, args.device, args.dtype)
+    if args.through_app:
+        if translator.needs_warm_up():
+            translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
+        emit({"device": translator.describe(), **through_app(translator, args.through_app, args.repeats)},
+             "typed_latency_through_app", translator.device, args.out)
+        translator.teardown()
+        return
     typed = translator.default_options(num_beams=4, min_new_tokens=32, max_new_tokens=32)
     document_options = translator.default_options(num_beams=4, min_new_tokens=40, max_new_tokens=40)
     if translator.needs_warm_up():

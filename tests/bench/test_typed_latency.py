@@ -1,0 +1,24 @@
+import json
+import sys
+
+import pytest
+
+from bench import typed_latency
+
+
+@pytest.mark.parametrize("through_app", [False, True], ids=["engine", "through the app"])
+def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_checkpoint, monkeypatch, capsys,
+                                                                       tmp_path, through_app):
+    """`python -m bench.typed_latency` on the CPU with the tiny test model: the typed sentences beside
+    the document come back while it still decodes, through the engine or the app's pipeline."""
+    document = ["--through-app", "6"] if through_app else ["--sentences", "512"]
+    monkeypatch.setenv("DRAGOMAN_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(sys, "argv", ["typed_latency", "--checkpoint", str(tiny_checkpoint), "--device", "cpu",
+                                      "--repeats", "2", *document, "--out", str(tmp_path)])
+    typed_latency.main()
+    out = json.loads(capsys.readouterr().out)
+    assert out["typed_alone_ms"] > 0 and out["typed_beside_document_ms"] > 0
+    assert out["ratio"] == pytest.approx(out["typed_beside_document_ms"] / out["typed_alone_ms"])
+    assert out["document_still_running_after_the_last_typed"]
+    name = "typed_latency_through_app" if through_app else "typed_latency"
+    assert json.loads((tmp_path / f"{name}.json").read_text()) == out

@@ -285,7 +285,7 @@ def test_the_format_libraries_load_with_the_first_document_only():
             "from pathlib import Path\n"
             "from dragoman.app.documents import is_supported\n"
             "print(is_supported(Path('a.pdf')), 'dragoman.app.documents.pdf' in sys.modules)\n")
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]  # the checkout
     run = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
                          capture_output=True, text=True, check=True)
     assert run.stdout.split() == ["False", "False", "True", "True"], run.stdout + run.stderr

@@ -223,7 +223,7 @@ def test_the_worst_document_within_the_budgets_stays_under_the_peak_bound(tmp_pa
         ) + b"</Relationships>")
     rewrite(path, {"word/document.xml": body, rels_name: rels}, [(f"word/header{i}.xml", header) for i in range(6)])
     probe = subprocess.run([sys.executable, "-c", PEAK_PROBE, str(path)], capture_output=True, text=True,
-                           cwd=Path(__file__).resolve().parents[2], check=True)
+                           cwd=Path(__file__).resolve().parents[3], check=True)
     result = json.loads(probe.stdout)
     assert result["outcome"] == "opened"  # within every budget, so the bound is what it costs
     assert result["grown"] < PEAK_BYTES

@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
         self.apply_theme()
         self._restore_as_last_quit()
         self.desktop = Desktop(self)
+        self.documents.long_job_ended.connect(self.desktop.notify)
         self.local_server = LocalServer(self.paths, self)
         self.statusBar().addPermanentWidget(self.local_server.label)
         self.worker.start()
@@ -284,7 +285,6 @@ class MainWindow(QMainWindow):
         self.welcome.settings_button.clicked.connect(self.open_settings)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme_changed)
         self.documents.message.connect(lambda text: self.statusBar().showMessage(text, 5000))
-        self.documents.long_job_ended.connect(lambda title, text: self.desktop.notify(title, text))
         self.documents.output_folder_chosen.connect(self._use_documents_folder)
         self.documents.set_output_folder(self.settings.documents_folder)
         # Files and folders dropped anywhere on the window, the text boxes too, become document jobs.

@@ -59,7 +59,8 @@ def script_name(ch: str) -> str:
 @dataclass(frozen=True)
 class Glyph:
     """One shaped glyph: its face, its name in the font, where it goes (ems), the text it stands for
-    (the whole cluster on its first glyph, "" on the others)."""
+    (the whole cluster on its first glyph, "" on the others), and its width as the PDF's /W gives
+    it (`Face.width`)."""
 
     face: "Face"
     name: str
@@ -67,6 +68,7 @@ class Glyph:
     dx: float
     dy: float
     text: str
+    width: float
 
 
 class Face:
@@ -91,6 +93,7 @@ class Face:
         # with deep descenders (Arabic, Devanagari) sits on the baseline a Latin font would.
         self.ascent, self.descent = hhea.ascent / self.upm, max(hhea.descent / self.upm, MAX_DESCENT)
         self.glyph_ids: dict[tuple[str, str], int] = {}  # (source glyph name, its text) -> embedded glyph id
+        self.codes: dict[tuple[str, str], bytes] = {}  # the same -> its id as the content stream writes it
         self.unicode: dict[int, str] = {}  # embedded glyph id -> the text it draws
         self.hb_font: uharfbuzz.Font | None = None  # made when the face first shapes text
         self.shaped: dict[str, tuple[Glyph, ...]] = {}
@@ -139,8 +142,9 @@ class Face:
         for info, position in zip(buffer.glyph_infos, buffer.glyph_positions):
             first = info.cluster not in seen
             seen.add(info.cluster)
-            out.append(Glyph(self, order[info.codepoint], position.x_advance / scale, position.x_offset / scale,
-                             position.y_offset / scale, cluster_text[info.cluster] if first else ""))
+            name = order[info.codepoint]
+            out.append(Glyph(self, name, position.x_advance / scale, position.x_offset / scale,
+                             position.y_offset / scale, cluster_text[info.cluster] if first else "", self.width(name)))
         return tuple(out)
 
     def width(self, name: str) -> float:
@@ -151,10 +155,14 @@ class Face:
         """The two-byte code that draws the glyph from the embedded font. A glyph that stands for
         different texts (a base letter alone, and the first glyph of a cluster with its vowel sign)
         gets one code per text: ToUnicode maps codes, not glyphs."""
-        gid = self.glyph_ids.setdefault((glyph.name, glyph.text), len(self.glyph_ids) + 1)
-        if glyph.text:
-            self.unicode[gid] = glyph.text
-        return gid.to_bytes(2, "big")
+        key = (glyph.name, glyph.text)
+        code = self.codes.get(key)
+        if code is None:
+            gid = self.glyph_ids[key] = len(self.glyph_ids) + 1
+            if glyph.text:
+                self.unicode[gid] = glyph.text
+            code = self.codes[key] = gid.to_bytes(2, "big")
+        return code
 
     def sets(self, text: str) -> bool:
         """The face can set `text`: a glyph with an outline for each of its characters, glyphs that

@@ -302,7 +302,7 @@ def draw(setting: Setting, block: Block, font_names: dict[Face, str], origin) ->
             if glyph.dy:
                 out += [f"{glyph.dy * s:.3f} Ts", f"[{' '.join(shown())}] TJ", "0 Ts"]
                 array = []
-            drawn = pen + glyph.dx + glyph.face.width(glyph.name)
+            drawn = pen + glyph.dx + glyph.width
             pen += glyph.advance + (stretch if glyph.text.isspace() else 0.0)
         if shown():
             out.append(f"[{' '.join(array)}] TJ")

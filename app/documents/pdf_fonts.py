@@ -232,6 +232,9 @@ class Face:
             glyphs[new], advance = self._outline(source)
             advances.append(advance)
         builder = FontBuilder(self.upm, isTTF=True)
+        # the source font's dates, not today's: the same document translated twice is the same file
+        builder.font.recalcTimestamp = False
+        builder.font["head"].created = builder.font["head"].modified = self.font["head"].modified
         builder.setupGlyphOrder(order)
         builder.setupCharacterMap({})
         builder.setupGlyf(glyphs)

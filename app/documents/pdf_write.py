@@ -21,6 +21,7 @@ where it has every character, else a system font; glyphs come from HarfBuzz (pdf
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import unicodedata
 import zlib
@@ -164,8 +165,9 @@ def _trim_ltr(units):
     return units + leading
 
 
-def _faces(lines) -> set:
-    return {g.face for line in lines for unit in line for g in unit}
+def _faces(lines) -> list:
+    """The faces the lines use, in order of first use."""
+    return list(dict.fromkeys(g.face for line in lines for unit in line for g in unit))
 
 
 def _height(lines, size: float, leading: float) -> float:
@@ -457,7 +459,7 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
                 if face not in font_objects:
                     font_objects[face] = _font_object(pdf, face)
                 if face not in names:
-                    names[face] = str(pdf_page.add_resource(font_objects[face], pikepdf.Name.Font, prefix="DrgF"))[1:]
+                    names[face] = _add_font(pdf_page, font_objects[face])
             if block.cover:  # a scan's text: hidden under its background colour, where the translation goes too
                 x0, y0, x1, y1 = (min(a, b) if k < 2 else max(a, b)
                                   for k, (a, b) in enumerate(zip(block.bbox, used_box(setting, block))))
@@ -476,7 +478,18 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
         for index in range(len(original.pages)):
             pdf.pages.insert(2 * index, original.pages[index])
     # every stream not ours byte for byte (qpdf would recode and recompress some); ours deflated by _deflated
-    pdf.save(out_path, compress_streams=False, stream_decode_level=pikepdf.StreamDecodeLevel.none)
+    pdf.save(out_path, compress_streams=False, stream_decode_level=pikepdf.StreamDecodeLevel.none,
+             deterministic_id=True)  # the same document translated twice is the same file
+
+
+def _add_font(pdf_page, font) -> str:
+    """The font added to the page's resources under the first name DrgF1, DrgF2... the page does not use."""
+    import pikepdf
+
+    used = pdf_page.resources.get(pikepdf.Name.Font, pikepdf.Dictionary()).keys()
+    name = next(f"DrgF{n}" for n in itertools.count(1) if f"/DrgF{n}" not in used)
+    pdf_page.add_resource(font, pikepdf.Name.Font, pikepdf.Name("/" + name))
+    return name
 
 
 def _deflated(pdf, data: bytes):

@@ -170,3 +170,20 @@ def test_pdf_to_pdf_sends_the_same_sentences(tmp_path):
     ]
     reader = PdfReader(tmp_path / "guide.fra_Latn.pdf")
     assert "T:THE SECOND PARAGRAPH (WITH BRACKETS) IS SHORT." in " ".join(reader.pages[0].extract_text().split())
+
+
+@pytest.mark.parametrize("bilingual", [False, True], ids=["translated", "bilingual"])
+def test_the_same_pdf_translated_twice_is_the_same_file(tmp_path, bilingual):
+    """No date, random name or random identifier in the output: the fonts' subsets keep their
+    source's dates, each page names its fonts DrgF1, DrgF2... in order of first use, and the
+    file's identifier comes from its content. The book has two fonts a page (bold headings)."""
+    from bench.pdf_book import make_book
+
+    source = tmp_path / "book.pdf"
+    make_book(str(source), 3)
+    options = {"bilingual": bilingual}
+    first, second = tmp_path / "first.pdf", tmp_path / "second.pdf"
+    translate_document(source, first, upper_keeping_tags, options=options)
+    translate_document(source, second, upper_keeping_tags, options=options)
+    assert first.read_bytes() == second.read_bytes()
+    assert "/DrgF1" in PdfReader(first).pages[-1]["/Resources"]["/Font"]

@@ -46,14 +46,14 @@ def typed_ms(translator: Translator, options, repeats: int) -> list[float]:
     return found
 
 
-def typed_through_app_ms(session, options: dict, repeats: int, first: int) -> list[float]:
+def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int) -> list[float]:
     """`typed_ms` through the pipeline, typed sentence `first` onwards (each a different sentence)."""
     from dragoman.app.session.session import TranslationJob
 
     found = []
     for i in range(first, first + repeats):
         start = time.perf_counter()
-        session.translate(TranslationJob([f"{TYPED_TEXT[:-1]} number {i}."], "eng_Latn", "fra_Latn", options))
+        pipeline.translate(TranslationJob([f"{TYPED_TEXT[:-1]} number {i}."], "eng_Latn", "fra_Latn", options))
         found.append((time.perf_counter() - start) * 1e3)
     return found
 
@@ -64,26 +64,26 @@ def through_app(translator: Translator, pages: int, repeats: int) -> dict:
     from dragoman.app.session.jobs import DocumentJob, JobReport
     from dragoman.app.session.session import TranslationSession
 
-    session = TranslationSession(translator)
+    pipeline = TranslationSession(translator)
     typed = {"num_beams": 4, "min_new_tokens": 32, "max_new_tokens": 32}
     with tempfile.TemporaryDirectory(prefix="dragoman-typed-latency-") as folder:
         work = Path(folder)
 
-        def document(pages: int, name: str) -> DocumentJob:
-            make_book(work / f"{name}.docx", pages, seed=len(name))
+        def document(pages: int, name: str, seed: int) -> DocumentJob:
+            make_book(work / f"{name}.docx", pages, seed=seed)
             return DocumentJob(work / f"{name}.docx", work / f"{name}.fra_Latn.docx", "eng_Latn", "fra_Latn",
                                {"num_beams": 4, "min_new_tokens": 40, "max_new_tokens": 40})
 
-        session.translate_document(document(2, "warm-up"), report=JobReport())  # its kernel variants compiled
-        typed_through_app_ms(session, typed, 2, 0)
-        alone = typed_through_app_ms(session, typed, repeats, 2)
-        book = document(pages, "book")
+        pipeline.translate_document(document(2, "warm-up", seed=1), report=JobReport())  # its kernel variants compiled
+        typed_through_app_ms(pipeline, typed, 2, 0)
+        alone = typed_through_app_ms(pipeline, typed, repeats, 2)
+        book = document(pages, "book", seed=0)
         start = time.perf_counter()
-        running = threading.Thread(target=session.translate_document, args=(book,), kwargs={"report": JobReport()})
+        running = threading.Thread(target=pipeline.translate_document, args=(book,), kwargs={"report": JobReport()})
         running.start()
         while not translator.generator.scheduler.running and running.is_alive():
             time.sleep(0.005)
-        beside = typed_through_app_ms(session, typed, repeats, 2 + repeats)
+        beside = typed_through_app_ms(pipeline, typed, repeats, 2 + repeats)
         still_running = running.is_alive()
         running.join()
         document_s = time.perf_counter() - start

@@ -92,8 +92,9 @@ class Face:
         # In ems; the descent lines are set by (and the PDF's descriptor says), capped so that a font
         # with deep descenders (Arabic, Devanagari) sits on the baseline a Latin font would.
         self.ascent, self.descent = hhea.ascent / self.upm, max(hhea.descent / self.upm, MAX_DESCENT)
-        self.glyph_ids: dict[tuple[str, str], int] = {}  # (source glyph name, its text) -> embedded glyph id
-        self.codes: dict[tuple[str, str], bytes] = {}  # the same -> its id as the content stream writes it
+        # (source glyph name, its text) -> its embedded glyph id (1, 2... in order of first use), as
+        # the content stream writes it: two bytes
+        self.codes: dict[tuple[str, str], bytes] = {}
         self.unicode: dict[int, str] = {}  # embedded glyph id -> the text it draws
         self.hb_font: uharfbuzz.Font | None = None  # made when the face first shapes text
         self.shaped: dict[str, tuple[Glyph, ...]] = {}
@@ -158,7 +159,7 @@ class Face:
         key = (glyph.name, glyph.text)
         code = self.codes.get(key)
         if code is None:
-            gid = self.glyph_ids[key] = len(self.glyph_ids) + 1
+            gid = len(self.codes) + 1
             if glyph.text:
                 self.unicode[gid] = glyph.text
             code = self.codes[key] = gid.to_bytes(2, "big")
@@ -225,7 +226,7 @@ class Face:
         """(a TrueType font of the glyphs drawn, each glyph's advance in 1/1000 em, its bbox in 1/1000 em)."""
         from fontTools.fontBuilder import FontBuilder
 
-        sources = [".notdef"] + [name for name, _ in sorted(self.glyph_ids, key=self.glyph_ids.__getitem__)]
+        sources = [".notdef"] + [name for name, _ in self.codes]  # in the order of their ids
         order = [".notdef"] + [f"g{i}" for i in range(1, len(sources))]
         glyphs, advances = {}, []
         for new, source in zip(order, sources):

@@ -63,6 +63,7 @@ LEADER = re.compile(r"\s*(?:\.\s*){3,}\s*[\dIVXLCivxlc]+\s*$")  # a table of con
 BULLET = re.compile(r"^([•▪◦‣●■□–*-]|\d{1,3}[.)]|[a-z][.)])\s")  # a list item's marker, kept out of the translation
 # a row, item or section number: 7, 8a, 2.1, 3), (iv), a.
 NUMBER = re.compile(r"\d{1,4}[a-z]?(?:\.\d{1,3})*[.)]?|\(?(?:\d{1,4}|[ivxIVX]{1,5}|[a-zA-Z])[.)]")
+TURNED = 0.02  # a glyph's baseline rising more than this per unit across is turned (1.1 degrees), not upright
 WORD_GAP = 0.15  # ems between two characters that make them two words
 SPACE = 0.3  # ems: a usual word space
 NUMBER_GAP = 0.6  # ems after a leading number that set it apart as a cell of its own
@@ -617,7 +618,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
                         continue  # a space drawn and the one pdfminer adds for its width (justified text): one
                     if isinstance(item, LTChar):
                         mark = drawn[item]
-                        pieces.append((item.get_text(), _style(item, mark.font, styles), mark.show if item.upright else -1))
+                        pieces.append((item.get_text(), _style(item, mark.font, styles), mark.show if _upright(item) else -1))
                     elif item.get_text() == " ":
                         pieces.append((" ", None, None))
                 while pieces and not pieces[-1][0].strip():
@@ -646,6 +647,14 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
             read.chars = []  # pdfminer's objects are not needed any more: a long document's memory
     _keep_shared(blocks, splittable)
     return Page(index, origin, blocks, rules, images, figures, placed=placed)
+
+
+def _upright(char: LTChar) -> bool:
+    """The character is drawn upright on the page (slanted for italics perhaps, not turned). pdfminer's
+    own `upright` takes a glyph turned a quarter with rounding noise (0.00000004 for 0 in its
+    matrix, as Word writes it) for upright."""
+    a, b, c, d, _, _ = char.matrix
+    return a > 0 and d > 0 and abs(b) <= TURNED * a and abs(c) <= d
 
 
 def _block_fonts(block: Block, styles: dict, drawn: dict[LTComponent, Drawn], fonts: DocumentFonts) -> dict:

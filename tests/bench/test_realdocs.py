@@ -15,8 +15,8 @@ from docx.opc.constants import RELATIONSHIP_TYPE
 from docx.oxml import parse_xml
 from openpyxl.worksheet.formula import ArrayFormula
 
-from dragoman.app.documents import is_supported
-from bench.realdocs import TAG, EngineDocuments, StandIn, Unreadable, check_folder, compare, read_facts
+from dragoman.app.documents import DocumentError, is_supported
+from bench.realdocs import TAG, EngineDocuments, StandIn, Unreadable, check_file, check_folder, compare, read_facts
 
 REALDOCS = Path(__file__).resolve().parents[3] / "shared" / "realdocs"
 W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
@@ -219,3 +219,40 @@ def test_real_documents_through_the_engine_on_the_tests_checkpoint(tiny_checkpoi
     for target in ("fra_Latn", "zho_Hans"):
         out = io.StringIO()
         assert check_folder(tmp_path, target, out, translate=engine) == 0, out.getvalue()
+
+
+def make_pdf(path: Path, pages: list[str]) -> None:
+    """A PDF of one line of text a page ("" for a page without text)."""
+    from reportlab.pdfgen import canvas
+
+    drawing = canvas.Canvas(str(path), invariant=1)
+    for text in pages:
+        if text:
+            drawing.drawString(72, 720, text)
+        else:
+            drawing.rect(72, 600, 100, 100, fill=1)
+        drawing.showPage()
+    drawing.save()
+
+
+def test_a_pdf_output_that_lost_a_page_or_a_page_s_text_is_reported(tmp_path):
+    make_pdf(tmp_path / "a.pdf", ["The first page says something.", "The second page says more."])
+    make_pdf(tmp_path / "short.pdf", ["Die erste Seite sagt etwas."])
+    make_pdf(tmp_path / "blank.pdf", ["Die erste Seite sagt etwas.", ""])
+    source = read_facts(tmp_path / "a.pdf")
+    assert compare(source, read_facts(tmp_path / "a.pdf")) == []
+    assert compare(source, read_facts(tmp_path / "short.pdf")) == ["2 pages became 1"]
+    assert compare(source, read_facts(tmp_path / "blank.pdf")) == ["1 pages came back without text: 'The second page says more.'"]
+
+
+def test_a_document_without_text_is_rightly_refused_and_one_with_text_is_not(tmp_path):
+    make_pdf(tmp_path / "picture.pdf", [""])
+    make_pdf(tmp_path / "text.pdf", ["A page with a sentence on it."])
+
+    def refuse(path, out_path, target):
+        raise DocumentError("no text to translate")
+
+    what, problems = check_file(tmp_path / "picture.pdf", tmp_path / "out.pdf", "fra_Latn", refuse)
+    assert what.startswith("refused, and rightly (its library finds no text either)") and problems == []
+    what, problems = check_file(tmp_path / "text.pdf", tmp_path / "out.pdf", "fra_Latn", refuse)
+    assert what == "refused" and problems == ["refused, though its format's library reads it: no text to translate"]

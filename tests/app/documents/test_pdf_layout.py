@@ -455,6 +455,29 @@ def test_text_in_forms_is_translated_and_on_rotated_pages_left_as_it_is(tmp_path
         assert a.pages[1].Contents.read_bytes() == b.pages[1].Contents.read_bytes()
 
 
+@pytest.mark.parametrize("turn", ["0 1 -1 0", "-0.000000044 1 -1 -0.000000044", "0.7071 0.7071 -0.7071 0.7071"])
+def test_text_turned_on_an_upright_page_is_left_as_it_is(tmp_path, turn):
+    """Words turned a quarter (as Word writes a table's vertical header, with rounding noise in the
+    matrix that pdfminer takes for upright) or at 45 degrees beside an ordinary line: the line is
+    translated, the turned words stay exactly as they were drawn."""
+    pdf = pikepdf.new()
+    helvetica = pdf.make_indirect(pikepdf.Dictionary(Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1,
+                                                     BaseFont=pikepdf.Name.Helvetica, Encoding=pikepdf.Name.WinAnsiEncoding))
+    turned = f"BT /F1 11 Tf {turn} 100 500 Tm (Vertical header words) Tj ET".encode()
+    content = b"BT /F1 11 Tf 1 0 0 1 200 700 Tm (An ordinary line of the page.) Tj ET " + turned
+    pdf.pages.append(pikepdf.Page(pikepdf.Dictionary(
+        Type=pikepdf.Name.Page, MediaBox=[0, 0, 612, 792], Contents=pdf.make_stream(content),
+        Resources=pikepdf.Dictionary(Font=pikepdf.Dictionary(F1=helvetica)))))
+    path, out = tmp_path / "turned.pdf", tmp_path / "turned.x.pdf"
+    pdf.save(path)
+    translate_document(path, out, upper_keeping_tags)
+    [text] = page_texts(out)
+    assert "T:AN ORDINARY LINE OF THE PAGE." in " ".join(text.split())
+    assert text.count("T:") == 1 and "VERTICAL" not in text
+    with pikepdf.open(out) as translated:
+        assert b" ".join(turned.split()) in b" ".join(translated.pages[0].Contents.read_bytes().split())
+
+
 def test_a_word_too_wide_for_its_box_is_set_smaller_not_broken(tmp_path):
     """A one-word label beside another, with free space below: the longer translation could be
     cut into two lines there, but a word breaks only where its script allows: the size goes down."""

@@ -4,7 +4,8 @@ pdfminer.six lays the characters of each page out in lines and boxes (columns an
 from its box ordering); a box is cut into blocks where the font size changes, where a ruled line
 runs between two lines, where a line starts indented or the one before it ends short (a
 paragraph's last line). A number set apart from the rest of its line by a wide gap, or alone on
-its line (a form's row number, a section number), is a block of its own, kept as it is. A block's
+its line (a form's row number, a section number), is a block of its own, kept as it is, and the
+line such a number stands just left of starts a block (a form's numbered rows). A block's
 lines are joined into one text (a hyphen at a line end joins the word), so a sentence that runs
 across lines is translated whole.
 
@@ -67,6 +68,8 @@ TURNED = 0.02  # a glyph's baseline rising more than this per unit across is tur
 WORD_GAP = 0.15  # ems between two characters that make them two words
 SPACE = 0.3  # ems: a usual word space
 NUMBER_GAP = 0.6  # ems after a leading number that set it apart as a cell of its own
+ROW_NUMBER_GAP = 4.5  # ems at most from a row number to its line's text (a form's check box may be between)
+ROW_BASELINE = 0.3  # ems at most between a row number's baseline and its line's
 MAX_PAGE_OPERATORS = 1_000_000  # operators and operands a page's content runs: a dense map page runs ~100,000
 MAX_PAGE_GLYPHS = 100_000  # glyphs a page shows: a page of 6-point type shows ~15,000
 MAX_SAVED_STATES = 256  # graphics states saved (`q`) and not yet restored: real pages nest a few deep
@@ -91,6 +94,7 @@ class Line:
     baseline: float
     chars: list[LTChar] = field(default_factory=list, repr=False)  # pdfminer's characters, while the page is read
     number: bool = False  # a leading number set apart from its line (see _cells): a block of its own
+    row: bool = False  # a row number of its own stands just left of it (a form's numbered rows): it starts a block
 
 
 @dataclass
@@ -634,6 +638,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
             flows[-1] += lines  # pdfminer cut a paragraph at an indented or hanging line: _cut decides
         elif lines:
             flows.append(lines)
+    _mark_rows(flows, rules)
     for lines in flows:
         blocks.extend(_cut(index, lines, rules))
     if blocks:
@@ -770,6 +775,20 @@ def _flows_on(last: Line, first: Line) -> bool:
     )
 
 
+def _mark_rows(flows: list[list[Line]], rules) -> None:
+    """Mark the lines that a number of its own (a form's row number, its own box as pdfminer lays it
+    out) stands just left of, on the same baseline, with no ruled line between (a pleading's margin
+    of line numbers has one)."""
+    numbers = [line for lines in flows for line in lines if line.number]
+    for line in (line for lines in flows for line in lines if not line.number):
+        line.row = any(
+            abs(n.baseline - line.baseline) < ROW_BASELINE * line.size
+            and 0 <= line.x0 - n.x1 < ROW_NUMBER_GAP * line.size
+            and not any(r[0] >= n.x1 and r[2] <= line.x0 and r[1] <= line.baseline <= r[3] for r in rules)
+            for n in numbers
+        )
+
+
 def _cut(page: int, lines: list[Line], rules) -> list[Block]:
     """A box's lines as blocks (see the module docstring)."""
     blocks: list[Block] = []
@@ -780,7 +799,7 @@ def _cut(page: int, lines: list[Line], rules) -> list[Block]:
             left, _, right, _ = block.bbox
             width = max(right, line.x1) - min(left, line.x0)
             new = (
-                line.number or previous.number
+                line.number or previous.number or line.row
                 or max(line.size, previous.size) > SIZE_CHANGE * min(line.size, previous.size)
                 or previous.x1 - previous.x0 < SHORT_LINE * width
                 or line.x0 > left + 1.5 * line.size

@@ -7,7 +7,7 @@ from pdfminer.layout import LTChar
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from dragoman.app.documents import translate_document
+from dragoman.app.documents import pdf_blocks, translate_document
 
 from document_fakes import Recording, upper_keeping_tags
 
@@ -94,3 +94,38 @@ def test_justified_text_gives_single_spaces(tmp_path):
     translate_document(source, tmp_path / "justified.x.pdf", translate)
     assert translate.sent == ["Justified lines stretch the spaces between their words so that both edges are straight.",
                     "The last line of the paragraph is set as it comes."]
+
+
+CHECKED_ROWS = ["Single resident of Canada or Mexico, or a single national", "Other single nonresident alien",
+                "Married resident of Canada or Mexico, or a married national", "Other married nonresident alien"]
+PLEADING = ["The parties to this action agree that the court may hear the", "motion on the papers that were filed alone, without",
+            "a hearing."]
+
+
+def test_rows_numbered_apart_from_their_labels_are_not_joined_and_a_margin_of_line_numbers_is_no_rows(tmp_path):
+    """A form's rows (the number, a check box, the label; no rule between rows: pdfminer gives the
+    numbers a box of their own and the labels one together) are one block each, though a label may
+    run nearly the row's width. A pleading's paragraph beside its margin of line numbers, a ruled
+    line between, is one sentence."""
+    source, out = tmp_path / "rows.pdf", tmp_path / "rows.fra_Latn.pdf"
+    c = canvas.Canvas(str(source), pagesize=A4)
+    c.setFont("Helvetica", 9)
+    for row, label in enumerate(CHECKED_ROWS):
+        y = H - 100 - 12 * row
+        c.drawString(56, y, str(row + 1))
+        c.rect(70, y - 1, 8, 8)
+        c.drawString(92, y, label)
+    c.setFont("Helvetica", 12)
+    for row, line in enumerate(PLEADING):
+        y = H - 300 - 14 * row
+        c.drawRightString(48, y, str(row + 1))
+        c.drawString(72, y, line)
+    c.line(60, H - 340, 60, H - 280)
+    c.showPage()
+    c.save()
+    translate = Recording(upper_keeping_tags)
+    translate_document(source, out, translate)
+    assert sorted(translate.sent) == sorted(CHECKED_ROWS + [" ".join(PLEADING)])
+    # the pleading's lines, which a chain would join again as one sentence, are one block
+    blocks = [b for b in pdf_blocks.read_pages(source.read_bytes())[0].blocks if b.translate]
+    assert [b.text for b in blocks] == CHECKED_ROWS + [" ".join(PLEADING)]

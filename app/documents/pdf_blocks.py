@@ -1,8 +1,8 @@
 """The text of PDF pages as blocks: paragraphs, headings, table cells, headers and footers, in reading order.
 
 pdfminer.six lays the characters of each page out in lines and boxes (columns and reading order
-from its box ordering); a box is cut into blocks where the font size changes, where a ruled line
-runs between two lines, where a line starts indented or the one before it ends short (a
+from its box ordering); a line is cut into cells where a table's column line runs through it; a
+box is cut into blocks where the font size changes, where a ruled line runs between two lines, where a line starts indented or the one before it ends short (a
 paragraph's last line). A number set apart from the rest of its line by a wide gap, or alone on
 its line (a form's row number, a section number), is a block of its own, kept as it is, and the
 line such a number stands just left of starts a block (a form's numbered rows). A block's
@@ -606,6 +606,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
             figures.append(item.bbox)
             if isinstance(item, LTFigure):
                 placed.append((item.name, item.bbox, tuple(item.matrix)))
+    columns = [r for r in rules if r[3] - r[1] > 2]  # vertical rules: a table's column lines
     blocks: list[Block] = []
     styles: dict = {}
     flows: list[list[Line]] = []  # the boxes' lines, a box that goes on from the one before joined to it
@@ -614,7 +615,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
         for line in box:
             if not isinstance(line, LTTextLineHorizontal):
                 continue
-            for items, number in _cells(list(line)):
+            for items, number in (cell for part in _between_rules(list(line), columns) for cell in _cells(part)):
                 chars = [c for c in items if isinstance(c, LTChar)]
                 pieces: list[tuple[str, tuple[bool, bool] | None, int | None]] = []  # (character, style, show)
                 for item in items:
@@ -729,6 +730,24 @@ def _source_font(font: PDFFont, spec: Mapping[str, object] | None) -> SourceFont
         return SourceFont(name, program.get_data(), glyphs, codes, cff, name != font.fontname)
     except Exception:  # a broken font dictionary or program: the translation is set in a system font
         return None
+
+
+def _between_rules(items: list, columns: list) -> list[list]:
+    """A line's items cut where a vertical rule runs between two characters: pdfminer puts the cells
+    of a table's row in one line where they sit close."""
+    from pdfminer.layout import LTChar
+
+    parts: list[list] = [[]]
+    last = None  # the last character
+    for item in items:
+        if isinstance(item, LTChar) and item.get_text().strip():
+            if last is not None:
+                middle = (item.y0 + item.y1) / 2
+                if any(last.x1 - 1 <= (x0 + x1) / 2 <= item.x0 + 1 and y0 <= middle <= y1 for x0, y0, x1, y1 in columns):
+                    parts.append([])
+            last = item
+        parts[-1].append(item)
+    return parts
 
 
 def _cells(items: list) -> list[tuple[list, bool]]:

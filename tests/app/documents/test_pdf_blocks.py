@@ -129,3 +129,27 @@ def test_rows_numbered_apart_from_their_labels_are_not_joined_and_a_margin_of_li
     # the pleading's lines, which a chain would join again as one sentence, are one block
     blocks = [b for b in pdf_blocks.read_pages(source.read_bytes())[0].blocks if b.translate]
     assert [b.text for b in blocks] == CHECKED_ROWS + [" ".join(PLEADING)]
+
+
+CODES = [("03-7FA81.05", "Clutch valve fault: open load"), ("00-07F8A0.5", "No signal from the crankshaft")]
+
+
+def test_a_table_s_cells_that_sit_close_are_cut_at_its_column_lines(tmp_path):
+    """A table of codes and their descriptions, the cells close enough for pdfminer to read each row
+    as one line: its column line cuts the row into cells, each translated alone and set in its cell."""
+    source, out = tmp_path / "codes.pdf", tmp_path / "codes.fra_Latn.pdf"
+    c = canvas.Canvas(str(source), pagesize=A4)
+    c.setFont("Helvetica", 9)
+    for row, (code, description) in enumerate(CODES):
+        y = H - 100 - 14 * row
+        c.drawString(60, y, code)  # to 112
+        c.drawString(118, y, description)
+        c.line(58, y - 4, 300, y - 4)
+    c.line(115, H - 100 - 14 * len(CODES) + 10, 115, H - 90)
+    c.showPage()
+    c.save()
+    translate = Recording(upper_keeping_tags)
+    translate_document(source, out, translate)
+    assert sorted(translate.sent) == sorted(text for row in CODES for text in row)
+    cells = [(b.text, b.bbox[0] > 115) for b in pdf_blocks.read_pages(out.read_bytes())[0].blocks]  # right of the column line
+    assert cells == [("T:" + text.upper(), right) for row in CODES for text, right in zip(row, (False, True))]

@@ -2,8 +2,10 @@
 
 pdfminer.six lays the characters of each page out in lines and boxes (columns and reading order
 from its box ordering); a line is cut into cells where a table's column line runs through it; a
-box is cut into blocks where the font size changes, where a ruled line runs between two lines, where a line starts indented or the one before it ends short (a
-paragraph's last line). A number set apart from the rest of its line by a wide gap, or alone on
+box is cut into blocks where the font size changes, where a ruled line runs between two lines,
+where a line starts indented or the one before it ends short (a paragraph's last line) or where
+the line's first word would have fitted at the end of the one before (a line broken on purpose),
+and before a footnote's mark. A number set apart from the rest of its line by a wide gap, or alone on
 its line (a form's row number, a section number), is a block of its own, kept as it is, and the
 line such a number stands just left of starts a block (a form's numbered rows). A block's
 lines are joined into one text (a hyphen at a line end joins the word), so a sentence that runs
@@ -68,6 +70,8 @@ TURNED = 0.02  # a glyph's baseline rising more than this per unit across is tur
 WORD_GAP = 0.15  # ems between two characters that make them two words
 SPACE = 0.3  # ems: a usual word space
 NUMBER_GAP = 0.6  # ems after a leading number that set it apart as a cell of its own
+FIT_SLACK = 1.0  # ems more than a word and its space that a line must have had left to be broken on purpose
+SUPERSCRIPT = 0.8  # a character this much smaller than its line's size, and raised, is a superscript
 ROW_NUMBER_GAP = 4.5  # ems at most from a row number to its line's text (a form's check box may be between)
 ROW_BASELINE = 0.3  # ems at most between a row number's baseline and its line's
 MAX_PAGE_OPERATORS = 1_000_000  # operators and operands a page's content runs: a dense map page runs ~100,000
@@ -95,6 +99,7 @@ class Line:
     chars: list[LTChar] = field(default_factory=list, repr=False)  # pdfminer's characters, while the page is read
     number: bool = False  # a leading number set apart from its line (see _cells): a block of its own
     row: bool = False  # a row number of its own stands just left of it (a form's numbered rows): it starts a block
+    edge: float = 0.0  # how far right the line could have run: its box's right edge, or the next cell's start
 
 
 @dataclass
@@ -615,8 +620,11 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
         for line in box:
             if not isinstance(line, LTTextLineHorizontal):
                 continue
-            for items, number in (cell for part in _between_rules(list(line), columns) for cell in _cells(part)):
+            cells = [cell for part in _between_rules(list(line), columns) for cell in _cells(part)]
+            for k, (items, number) in enumerate(cells):
                 chars = [c for c in items if isinstance(c, LTChar)]
+                # where the line could have gone on: the next cell, or its box's right edge
+                edge = min((c.x0 for c in cells[k + 1][0] if isinstance(c, LTChar)), default=box.x1) if k + 1 < len(cells) else box.x1
                 pieces: list[tuple[str, tuple[bool, bool] | None, int | None]] = []  # (character, style, show)
                 for item in items:
                     if item.get_text() == " " and pieces and pieces[-1][0] == " ":
@@ -634,7 +642,7 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
                 top, bottom = baseline + LINE_ABOVE * size, baseline - LINE_BELOW * size
                 lines.append(Line(pieces, min(c.x0 for c in chars), max(min(c.y0 for c in chars), bottom),
                                   max(c.x1 for c in chars), min(max(c.y1 for c in chars), top), size, baseline,
-                                  chars, number))
+                                  chars, number, edge=edge))
         if lines and flows and _flows_on(flows[-1][-1], lines[0]):
             flows[-1] += lines  # pdfminer cut a paragraph at an indented or hanging line: _cut decides
         elif lines:
@@ -825,12 +833,35 @@ def _cut(page: int, lines: list[Line], rules) -> list[Block]:
                 or previous.baseline - line.baseline > 2.0 * max(line.size, previous.size)
                 or any(r[1] < previous.y0 + 1 and r[3] > line.y1 - 1 and r[0] < line.x1 and r[2] > line.x0 for r in rules)
                 or (line.pieces and line.pieces[0][0] in "•▪◦‣–-*")
+                or _broken_on_purpose(previous, line)
+                or _footnote(line)
             )
             if not new:
                 block.lines.append(line)
                 continue
         blocks.append(Block(page, [line]))
     return blocks
+
+
+def _broken_on_purpose(previous: Line, line: Line) -> bool:
+    """`line`'s first word would have fitted at the end of `previous`: a line broken where the text
+    says so (a list of short lines, a poem, an address), not where the measure ran out."""
+    text = "".join(piece for piece, _, _ in previous.pieces).rstrip()
+    if not line.chars or text.endswith("-"):
+        return False
+    word_end = line.chars[0].x1
+    for before, char in zip(line.chars, line.chars[1:]):
+        if char.x0 - before.x1 > WORD_GAP * line.size or not char.get_text().strip():
+            break
+        word_end = char.x1
+    return previous.edge - previous.x1 > word_end - line.x0 + (SPACE + FIT_SLACK) * line.size
+
+
+def _footnote(line: Line) -> bool:
+    """The line starts with a footnote's mark: a raised, smaller number or sign."""
+    first = line.chars[0] if line.chars else None
+    return (first is not None and (first.get_text().isdigit() or first.get_text() in "*†‡§")
+            and first.size < SUPERSCRIPT * line.size and first.y0 > line.y0 + 0.1 * line.size)
 
 
 def _decide(block: Block, upright_page: bool, drawn: dict[LTComponent, Drawn]) -> None:

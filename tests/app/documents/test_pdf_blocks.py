@@ -98,8 +98,8 @@ def test_justified_text_gives_single_spaces(tmp_path):
 
 CHECKED_ROWS = ["Single resident of Canada or Mexico, or a single national", "Other single nonresident alien",
                 "Married resident of Canada or Mexico, or a married national", "Other married nonresident alien"]
-PLEADING = ["The parties to this action agree that the court may hear the", "motion on the papers that were filed alone, without",
-            "a hearing."]
+PLEADING = ["The parties to this action agree that the court may hear the", "motion on the papers that were filed alone, without a",
+            "hearing of the parties."]
 
 
 def test_rows_numbered_apart_from_their_labels_are_not_joined_and_a_margin_of_line_numbers_is_no_rows(tmp_path):
@@ -153,3 +153,31 @@ def test_a_table_s_cells_that_sit_close_are_cut_at_its_column_lines(tmp_path):
     assert sorted(translate.sent) == sorted(text for row in CODES for text in row)
     cells = [(b.text, b.bbox[0] > 115) for b in pdf_blocks.read_pages(out.read_bytes())[0].blocks]  # right of the column line
     assert cells == [("T:" + text.upper(), right) for row in CODES for text, right in zip(row, (False, True))]
+
+
+SHORT_LINES = ["Readability counts.", "Flat is better than nested.", "Now is better than never.",
+               "Errors should never pass silently."]
+NOTES = ["2021 estimate", "2020 estimate", "2020 census"]
+
+
+def test_lines_broken_where_the_next_word_would_fit_and_footnotes_are_blocks_of_their_own(tmp_path):
+    """Short lines of nearly one length, each a sentence (the next line's first word would have fitted
+    after it), are a block each, and so is each footnote (its mark a small raised number), where a
+    wrapped paragraph's lines are one block."""
+    source = tmp_path / "lines.pdf"
+    c = canvas.Canvas(str(source), pagesize=A4)
+    c.setFont("Helvetica", 10)
+    for row, line in enumerate(SHORT_LINES):
+        c.drawString(60, H - 100 - 12 * row, line)
+    for row, line in enumerate(PLEADING):
+        c.drawString(60, H - 200 - 12 * row, line)
+    for row, note in enumerate(NOTES):
+        y = 80 - 10 * row
+        c.setFont("Helvetica", 5)
+        c.drawString(60, y + 3, str(row + 1))
+        c.setFont("Helvetica", 8)
+        c.drawString(64, y, note)
+    c.showPage()
+    c.save()
+    blocks = [b.text for b in pdf_blocks.read_pages(source.read_bytes())[0].blocks]
+    assert blocks == SHORT_LINES + [" ".join(PLEADING)] + [f"{n} {note}" for n, note in enumerate(NOTES, 1)]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -108,18 +109,24 @@ def make_book(path: Path, pages: int, seed: int = 0) -> list[list[str]]:
 
 class StepLog:
     """Each step the engine launches (`StepRunner.launch` wrapped): when, its rows, whether a
-    constrained group runs in it. What a path adds to the engine's steps shows there: more steps,
-    emptier ones, constrained ones, or the engine idle before the first and after the last."""
+    constrained group runs in it, and the host's time inside the launch. What a path adds to the
+    engine's steps shows there: more steps, emptier ones, constrained ones, or the engine idle
+    before the first and after the last. By kind, the median time from a step's launch to the
+    next one's (what a step costs while the engine is busy: the device's time, or the host's where
+    that is longer) and the mean host time inside a launch (the search's tables built or refilled
+    there, for a constrained group)."""
 
     def __init__(self, runner):
-        self.entries: list[tuple[float, int, bool]] = []
+        self.entries: list[tuple[float, int, bool, float]] = []  # (launched at, rows, constrained, host seconds in it)
         launch = runner.launch
 
         def recording(groups):
             live = list(groups.values())
-            self.entries.append((time.perf_counter(), sum(s.request.beams for g in live for s in g.sentences),
-                                 any(g.constrained for g in live)))
-            return launch(groups)
+            started = time.perf_counter()
+            report = launch(groups)
+            self.entries.append((started, sum(s.request.beams for g in live for s in g.sentences),
+                                 any(g.constrained for g in live), time.perf_counter() - started))
+            return report
 
         runner.launch = recording
 
@@ -127,10 +134,17 @@ class StepLog:
         """The steps logged between `started` and `ended` (perf_counter seconds)."""
         if not self.entries:
             return {"steps": 0}
-        rows = [r for _, r, _ in self.entries]
-        return {"steps": len(rows), "constrained_steps": sum(c for _, _, c in self.entries),
-                "mean_rows": sum(rows) / len(rows), "before_first_step_s": self.entries[0][0] - started,
-                "after_last_step_s": ended - self.entries[-1][0]}
+        rows = [r for _, r, _, _ in self.entries]
+        summary = {"steps": len(rows), "constrained_steps": sum(c for _, _, c, _ in self.entries),
+                   "mean_rows": sum(rows) / len(rows), "before_first_step_s": self.entries[0][0] - started,
+                   "after_last_step_s": ended - self.entries[-1][0]}
+        for kind, constrained in (("plain", False), ("constrained", True)):
+            gaps = [b[0] - a[0] for a, b in zip(self.entries, self.entries[1:]) if a[2] == constrained]
+            host = [e[3] for e in self.entries if e[2] == constrained]
+            if gaps:
+                summary[f"{kind}_step_ms_median"] = 1000 * statistics.median(gaps)
+                summary[f"{kind}_launch_host_ms_mean"] = 1000 * statistics.fmean(host)
+        return summary
 
 
 def main() -> None:

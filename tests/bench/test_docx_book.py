@@ -8,7 +8,7 @@ def test_the_book_is_timed_through_each_path_beside_the_engine(tiny_checkpoint, 
     """`python -m bench.docx_book` on the CPU with the tiny test model: the .docx (with and without
     protection), the .txt and the engine alone each give a rate and a share of the engine's, and
     (`--steps`) their steps: the engine alone has no constrained ones, the .docx some (its numbers
-    kept: 12 tokens leave them room)."""
+    kept: 12 tokens leave them room), each kind's time."""
     monkeypatch.setenv("DRAGOMAN_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(sys, "argv", ["docx_book", "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--pages", "1",
                                       "--beams", "1", "--new-tokens", "12", "--steps", "--out", str(tmp_path / "results")])
@@ -21,5 +21,7 @@ def test_the_book_is_timed_through_each_path_beside_the_engine(tiny_checkpoint, 
     steps = out["steps"]
     assert steps["engine"]["constrained_steps"] == 0 < steps["docx"]["constrained_steps"] <= steps["docx"]["steps"]
     assert all(0 < s["mean_rows"] and 0 <= s["before_first_step_s"] and 0 <= s["after_last_step_s"]
-               for s in steps.values())
+               and 0 < s["plain_step_ms_median"] and 0 < s["plain_launch_host_ms_mean"] for s in steps.values())
+    assert "constrained_step_ms_median" not in steps["engine"]
+    assert 0 < steps["docx"]["constrained_launch_host_ms_mean"] and 0 < steps["docx"]["constrained_step_ms_median"]
     assert json.loads((tmp_path / "results" / "docx_book_1.json").read_text()) == out

@@ -111,21 +111,25 @@ class StepLog:
     """Each step the engine launches (`StepRunner.launch` wrapped): when, its rows, whether a
     constrained group runs in it, and the host's time inside the launch. What a path adds to the
     engine's steps shows there: more steps, emptier ones, constrained ones, or the engine idle
-    before the first and after the last. By kind, the median time from a step's launch to the
-    next one's (what a step costs while the engine is busy: the device's time, or the host's where
-    that is longer) and the mean host time inside a launch (the search's tables built or refilled
-    there, for a constrained group)."""
+    before the first and after the last. By kind: the time from a step's launch to the next one's,
+    summed and its median (what a step costs while the engine is busy: the device's time, or the
+    host's where that is longer), and the mean host time inside a launch (where a constrained
+    group's tables are built or refilled). And the decoder graphs captured meanwhile and the step
+    keys first met (run eagerly, to be captured at their second use)."""
 
     def __init__(self, runner):
-        self.entries: list[tuple[float, int, bool, float]] = []  # (launched at, rows, constrained, host seconds in it)
+        # (launched at, rows, constrained, host seconds in it, graphs captured, keys met, after it)
+        self.entries: list[tuple[float, int, bool, float, int, int]] = []
         launch = runner.launch
+        graphs = runner.graphs
 
         def recording(groups):
             live = list(groups.values())
             started = time.perf_counter()
             report = launch(groups)
             self.entries.append((started, sum(s.request.beams for g in live for s in g.sentences),
-                                 any(g.constrained for g in live), time.perf_counter() - started))
+                                 any(g.constrained for g in live), time.perf_counter() - started,
+                                 len(graphs.graphs) if graphs else 0, len(graphs.seen) if graphs else 0))
             return report
 
         runner.launch = recording
@@ -134,14 +138,17 @@ class StepLog:
         """The steps logged between `started` and `ended` (perf_counter seconds)."""
         if not self.entries:
             return {"steps": 0}
-        rows = [r for _, r, _, _ in self.entries]
-        summary = {"steps": len(rows), "constrained_steps": sum(c for _, _, c, _ in self.entries),
-                   "mean_rows": sum(rows) / len(rows), "before_first_step_s": self.entries[0][0] - started,
-                   "after_last_step_s": ended - self.entries[-1][0]}
+        rows = [e[1] for e in self.entries]
+        first, last = self.entries[0], self.entries[-1]
+        summary = {"steps": len(rows), "constrained_steps": sum(e[2] for e in self.entries),
+                   "mean_rows": sum(rows) / len(rows), "before_first_step_s": first[0] - started,
+                   "after_last_step_s": ended - last[0], "graphs_captured": last[4] - first[4],
+                   "keys_first_met": last[5] - first[5]}
         for kind, constrained in (("plain", False), ("constrained", True)):
             gaps = [b[0] - a[0] for a, b in zip(self.entries, self.entries[1:]) if a[2] == constrained]
             host = [e[3] for e in self.entries if e[2] == constrained]
             if gaps:
+                summary[f"{kind}_steps_s"] = sum(gaps)  # launch to launch: the time the kind's steps held the engine
                 summary[f"{kind}_step_ms_median"] = 1000 * statistics.median(gaps)
                 summary[f"{kind}_launch_host_ms_mean"] = 1000 * statistics.fmean(host)
         return summary

@@ -99,7 +99,7 @@ class Line:
     chars: list[LTChar] = field(default_factory=list, repr=False)  # pdfminer's characters, while the page is read
     number: bool = False  # a leading number set apart from its line (see _cells): a block of its own
     row: bool = False  # a row number of its own stands just left of it (a form's numbered rows): it starts a block
-    edge: float = 0.0  # how far right the line could have run: its box's right edge, or the next cell's start
+    edge: float = 0.0  # how far right the line could have run: its box's lines of its size, or the next cell's start
 
 
 @dataclass
@@ -620,11 +620,11 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
         for line in box:
             if not isinstance(line, LTTextLineHorizontal):
                 continue
-            cells = [cell for part in _between_rules(list(line), columns) for cell in _cells(part)]
+            cells = [cell for part in _between_rules(line, columns) for cell in _cells(part)]
             for k, (items, number) in enumerate(cells):
                 chars = [c for c in items if isinstance(c, LTChar)]
-                # where the line could have gone on: the next cell, or its box's right edge
-                edge = min((c.x0 for c in cells[k + 1][0] if isinstance(c, LTChar)), default=box.x1) if k + 1 < len(cells) else box.x1
+                # where the line could have gone on: the next cell (or, below, its lines' right edge)
+                edge = min((c.x0 for c in cells[k + 1][0] if isinstance(c, LTChar)), default=None) if k + 1 < len(cells) else None
                 pieces: list[tuple[str, tuple[bool, bool] | None, int | None]] = []  # (character, style, show)
                 for item in items:
                     if item.get_text() == " " and pieces and pieces[-1][0] == " ":
@@ -642,7 +642,10 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
                 top, bottom = baseline + LINE_ABOVE * size, baseline - LINE_BELOW * size
                 lines.append(Line(pieces, min(c.x0 for c in chars), max(min(c.y0 for c in chars), bottom),
                                   max(c.x1 for c in chars), min(max(c.y1 for c in chars), top), size, baseline,
-                                  chars, number, edge=edge))
+                                  chars, number, edge=edge or 0.0))
+        for read in lines:  # a line that is no cell could have run as far as the box's lines of its size
+            if not read.edge:
+                read.edge = max(other.x1 for other in lines if _same_size(read, other))
         if lines and flows and _flows_on(flows[-1][-1], lines[0]):
             flows[-1] += lines  # pdfminer cut a paragraph at an indented or hanging line: _cut decides
         elif lines:
@@ -740,19 +743,21 @@ def _source_font(font: PDFFont, spec: Mapping[str, object] | None) -> SourceFont
         return None
 
 
-def _between_rules(items: list, columns: list) -> list[list]:
+def _between_rules(line, columns: list) -> list[list]:
     """A line's items cut where a vertical rule runs between two characters: pdfminer puts the cells
     of a table's row in one line where they sit close."""
     from pdfminer.layout import LTChar
 
+    middle = (line.y0 + line.y1) / 2
+    crossing = [(x0 + x1) / 2 for x0, y0, x1, y1 in columns if y0 <= middle <= y1 and line.x0 < (x0 + x1) / 2 < line.x1]
+    if not crossing:
+        return [list(line)]
     parts: list[list] = [[]]
     last = None  # the last character
-    for item in items:
+    for item in line:
         if isinstance(item, LTChar) and item.get_text().strip():
-            if last is not None:
-                middle = (item.y0 + item.y1) / 2
-                if any(last.x1 - 1 <= (x0 + x1) / 2 <= item.x0 + 1 and y0 <= middle <= y1 for x0, y0, x1, y1 in columns):
-                    parts.append([])
+            if last is not None and any(last.x1 - 1 <= x <= item.x0 + 1 for x in crossing):
+                parts.append([])
             last = item
         parts[-1].append(item)
     return parts
@@ -790,13 +795,18 @@ def _count_images(item) -> int:
     return sum(_count_images(child) for child in getattr(item, "_objs", []))
 
 
+def _same_size(a: Line, b: Line) -> bool:
+    """Lines set in one size (a heading and its text are not)."""
+    return max(a.size, b.size) <= SIZE_CHANGE * min(a.size, b.size)
+
+
 def _flows_on(last: Line, first: Line) -> bool:
     """`first` (a box's first line) is the next line after `last` (the previous box's last): the
     same size, one line spacing below, in the same column."""
     size = max(last.size, first.size)
     overlap = min(last.x1, first.x1) - max(last.x0, first.x0)
     return (
-        max(last.size, first.size) <= SIZE_CHANGE * min(last.size, first.size)
+        _same_size(last, first)
         and 0.5 * size < last.baseline - first.baseline < 1.6 * size
         and overlap > 0.5 * min(last.x1 - last.x0, first.x1 - first.x0)
     )
@@ -827,7 +837,7 @@ def _cut(page: int, lines: list[Line], rules) -> list[Block]:
             width = max(right, line.x1) - min(left, line.x0)
             new = (
                 line.number or previous.number or line.row
-                or max(line.size, previous.size) > SIZE_CHANGE * min(line.size, previous.size)
+                or not _same_size(line, previous)
                 or previous.x1 - previous.x0 < SHORT_LINE * width
                 or line.x0 > left + 1.5 * line.size
                 or previous.baseline - line.baseline > 2.0 * max(line.size, previous.size)

@@ -7,7 +7,8 @@ holds this to step by step) with its state in tensors:
 - `DecoderRows.met` (rows, MAX_CONSTRAINTS) int32: per row and constraint of its sentence, how many
   of the constraint's tokens the row's hypothesis meets (its length once met); a row's bank is the
   row sum. Set from the decoder prefix at admission.
-- `ConstraintTables`, per sentence of a group (S), padded to the group's widest: the constraints'
+- `ConstraintTables`, per sentence of a group (S), padded to the group's widest (`table_width`:
+  rounded up to a power of two): the constraints'
   lengths (S, C), their tokens (S, C, L), the sentence's distinct constraint tokens (S, J) and the
   automata as one table (S, C, L, J): the met count after token j at met count m, and the resets
   (S, C, L): after any token not in the list (0 for a plain constraint, the start of the current
@@ -29,7 +30,7 @@ hypotheses among the complete candidates, and the running ones picked round-robi
 banks, highest first. No host syncs, except where the score processors need whole histories
 (repetition penalty, n-gram bans, forced `</s>`; those steps process full float32 scores), as in
 batched_search; tables built when a group changes are queued through pinned memory
-(`device.to_device`), without waiting. A step of a constrained group alone is captured whole in
+(`device.tensors_to_device`, in one copy), without waiting. A step of a constrained group alone is captured whole in
 a CUDA graph (engine/step_runner.py); beside other groups its search runs after the decoder's graph.
 """
 
@@ -45,7 +46,7 @@ from dragoman import kernels
 from dragoman.engine.batched_search import _eos_from, _histories, _length_penalties
 from dragoman.engine.constraints import Constraints, search_scores
 from dragoman.engine.decoding import BLOCKED, NEG_INF, DecodingOptions, bans_only_eos
-from dragoman.engine.device import to_device
+from dragoman.engine.device import tensors_to_device
 from dragoman.engine.rows import DecoderRows
 
 
@@ -73,8 +74,9 @@ class ConstraintTables(kernels.ConstraintTensors):
                           + [[0] * L] * (C - len(c.lengths)))
             floors.append([[c.floor(i, m) if m < n else 0 for m in range(L)] for i, n in enumerate(c.lengths)]
                           + [[0] * L] * (C - len(c.lengths)))
-        return cls(*(to_device(x, device, torch.int64) for x in (lengths, sequences, tokens, moves, resets, floors,
-                                                                  silent)))
+        host = cls(*(torch.tensor(x, dtype=torch.int64) for x in (lengths, sequences, tokens, moves, resets, floors,
+                                                                   silent)))
+        return cls(*tensors_to_device(list(host.padded(*(table_width(n) for n in host.widths))), device))
 
     @property
     def widths(self) -> tuple[int, int, int, int]:
@@ -87,8 +89,10 @@ class ConstraintTables(kernels.ConstraintTensors):
 
     def padded(self, C: int, L: int, J: int, R: int) -> "ConstraintTables":
         """The same tables padded to C constraints of L tokens, J distinct tokens and R silent
-        intervals a sentence."""
+        intervals a sentence (themselves where they are that wide)."""
         c, l, j, r = self.widths
+        if (c, l, j, r) == (C, L, J, R):
+            return self
         tokens = torch.cat([self.tokens, self.tokens[:, :1].expand(-1, J - j)], dim=1)
         empty = self.silent.new_tensor([1, 0]).expand(self.silent.shape[0], R - r, 2)  # (S, R - r, 2)
         return ConstraintTables(F.pad(self.lengths, (0, C - c)), F.pad(self.sequences, (0, L - l, 0, C - c)), tokens,
@@ -101,6 +105,12 @@ class ConstraintTables(kernels.ConstraintTensors):
         C, L, J, R = (max(a, b) for a, b in zip(first.widths, second.widths))
         a, b = first.padded(C, L, J, R), second.padded(C, L, J, R)
         return ConstraintTables(*(torch.cat([x, y]) for x, y in zip(a, b)))
+
+
+def table_width(n: int) -> int:
+    """A table's dimension rounded up to a power of two, at least 4: a document's groups come in
+    few shapes, so few CUDA graphs serve them, and a group that changes keeps its shape."""
+    return 1 << max(2, (n - 1).bit_length())
 
 
 @functools.lru_cache(maxsize=8)

@@ -418,7 +418,7 @@ class StepRunner:
         keep whatever the buffers hold: their rows are the padding row's."""
         tables = self._tables(group)
         assert tables is not None  # called for constrained groups
-        C, L, J, R = (bucket_for(max(n, 4)) for n in tables.widths)
+        C, L, J, R = tables.widths  # rounded up as they are built (`table_width`)
         key = (sentences, C, L, J, R)
         if key not in self._static_tables:
             zeros = functools.partial(torch.zeros, dtype=torch.int64, device=self.model.device)
@@ -427,9 +427,8 @@ class StepRunner:
                                                          zeros(sentences, C, L), zeros(sentences, R, 2)), None)
         static, filled_from = self._static_tables[key]
         if filled_from is not tables:
-            own = tables.padded(C, L, J, R)
-            S = own.lengths.shape[0]
-            for target, source in zip(static, own):
+            S = tables.lengths.shape[0]
+            for target, source in zip(static, tables):
                 target[:S].copy_(source)
             self._static_tables[key] = (static, tables)
         return static

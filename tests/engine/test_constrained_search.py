@@ -208,13 +208,14 @@ def test_tables_hold_each_constraints_automaton():
     constraints = [Constraints([[8, 8, 9]], EOS), Constraints([[5, 6], [6, 7], [9]], EOS),
                    Constraints([[[6], [5, 6]]], EOS)]
     tables = ConstraintTables.build(constraints, torch.device("cpu"))
-    assert tables.lengths.tolist() == [[3, 0, 0], [2, 2, 1], [3, 0, 0]]
+    assert tables.widths == (4, 4, 4, 4)  # 3 constraints, 3 tokens, 4 distinct, 1 silent run: rounded up (table_width)
+    assert tables.lengths.tolist() == [[3, 0, 0, 0], [2, 2, 1, 0], [3, 0, 0, 0]]
     assert tables.tokens.tolist() == [[8, 9, 8, 8], [5, 6, 7, 9], [5, 6, 5, 5]]  # padded with the first
-    assert tables.resets[2, 0].tolist() == [0, 1, 1]  # the second segment starts at 1
+    assert tables.resets[2, 0].tolist() == [0, 1, 1, 0]  # the second segment starts at 1
     gap = ConstraintTables.build([Constraints([[[6], [], [5, 6]]], EOS)], torch.device("cpu"))
     assert gap.sequences[0, 0].tolist() == [6, -1, 5, 6]
     assert gap.resets[0, 0].tolist() == [0, 2, 2, 2] and gap.floors[0, 0].tolist() == [0, 1, 2, 2]
-    assert gap.moves[0, 0, 1].tolist() == [1, 1]  # at the gap the chain's own tokens stay
+    assert gap.moves[0, 0, 1, :2].tolist() == [1, 1]  # at the gap the chain's own tokens stay
     for c, moves, tokens in zip(constraints, tables.moves, tables.tokens.tolist()):
         for i, n in enumerate(c.lengths):
             for m in range(n):
@@ -231,10 +232,10 @@ def test_a_vocabulary_sized_gap_set_keeps_the_tables_small_and_moves_as_the_refe
     chain = Constraints([[[200_000], silent, [200_001]], [5]], EOS)
     tables = ConstraintTables.build([chain], torch.device("cpu"))
     C, L, J, R = tables.widths
-    assert (J, R) == (3, 2) and tables.silent[0].tolist() == [[4, 199_999], [200_002, vocab - 1]]
+    assert (J, R) == (4, 4) and tables.silent[0].tolist() == [[4, 199_999], [200_002, vocab - 1], [1, 0], [1, 0]]
     tokens = [3, 4, 5, 150_000, 200_000, 200_001, vocab - 1]
     for m in range(chain.lengths[0]):
-        met = torch.tensor([[[m, 0]]]).expand(1, len(tokens), 2)  # (S, X, C)
+        met = torch.tensor([[[m] + [0] * (C - 1)]]).expand(1, len(tokens), C)  # (S, X, C)
         moved = met_after(tables, met, torch.tensor([tokens]))[0, :, 0].tolist()
         assert moved == [chain.after((m, 0), t)[0] for t in tokens], m
     assert chain.start([200_000, 150_000]) == (1, 0) and chain.start([200_000, 3]) == (2, 0)

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 from dragoman.engine.device import (
-    DeviceError, copy_many_to_device, copy_to_device, resolve_device, resolve_dtype, to_device, to_device_many,
-    tokens_to_device,
+    DeviceError, copy_many_to_device, copy_to_device, resolve_device, resolve_dtype, tensors_to_device, to_device,
+    to_device_many, tokens_to_device,
 )
 
 
@@ -95,3 +95,11 @@ def test_zeroed_memory_on_the_cpu_is_zeros_of_its_own(dtype):
     first[1, 2] = 7
     assert first.sum().item() == 14 and not second.any()
     assert not zeroed((0, 4), dtype, torch.device("cpu")).numel()
+
+
+def test_tensors_go_to_the_device_in_one_copy_as_views_of_their_shapes():
+    tensors = [torch.arange(6).view(2, 3), torch.tensor([7]), torch.arange(24).view(2, 3, 4) * -1]
+    sent = tensors_to_device(tensors, torch.device("cpu"))
+    assert [t.shape for t in sent] == [t.shape for t in tensors]
+    assert all(torch.equal(a, b) and b.is_contiguous() for a, b in zip(tensors, sent))
+    assert len({t.untyped_storage().data_ptr() for t in sent}) == 1  # one buffer

@@ -11,6 +11,11 @@ from typing import Callable
 import dragoman  # noqa: F401  first: the checkout's folders must not shadow installed packages (PyPI's `kernels`)
 
 
+# A step key's first use runs eagerly and its second captures its graph (engine/cuda_graphs.py): two
+# warm-up runs, so that no timed run captures.
+GRAPH_WARM_UPS = 2
+
+
 def add_out_argument(parser: argparse.ArgumentParser) -> None:
     """`--out DIR`: where a script keeps its results as JSON, besides printing them."""
     parser.add_argument("--out", type=Path, metavar="DIR", help="also write the results as JSON into this folder")

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from bench import add_out_argument, emit
+from bench import GRAPH_WARM_UPS, add_out_argument, emit
 from bench.shared_memory import compiled_kernels, over_limit, report
 from dragoman.engine.config import NllbConfig
 from dragoman.engine.decoding import DecodingOptions
@@ -176,7 +176,8 @@ def main() -> None:
         if args.workload not in (key, "all"):
             continue
         beams, new_tokens = WORKLOADS[key]
-        run(generator, document, beams, new_tokens)  # warm-up: every batch size's graphs captured
+        for _ in range(GRAPH_WARM_UPS):  # warm-up: every batch size's graphs captured
+            run(generator, document, beams, new_tokens)
         seconds = statistics.median(timed(generator, device, document, beams, new_tokens)
                                     for _ in range(args.doc_repeats))
         out[f"document_beam{beams}_sent_per_s"] = len(document) / seconds
@@ -184,7 +185,8 @@ def main() -> None:
         for batch in [int(b) for b in args.batches.split(",") if b]:
             # At most `batch` sentences decode together (within the rows the generator has: 32 on the CPU).
             generator.max_rows = min(batch * beams, generator.rows.capacity)
-            run(generator, document[:batch], beams, new_tokens)  # warm-up: this batch size's graphs
+            for _ in range(GRAPH_WARM_UPS):  # warm-up: the graphs of this batch size and of the document's last steps
+                run(generator, document, beams, new_tokens)
             seconds = statistics.median(timed(generator, device, document, beams, new_tokens)
                                         for _ in range(args.doc_repeats))
             out[f"document_beam{beams}_bs{batch}_sent_per_s"] = len(document) / seconds

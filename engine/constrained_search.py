@@ -8,8 +8,8 @@ holds this to step by step) with its state in tensors:
   of the constraint's tokens the row's hypothesis meets (its length once met); a row's bank is the
   row sum. Set from the decoder prefix at admission.
 - `ConstraintTables`, per sentence of a group (S), padded to the group's widest (`table_width`:
-  rounded up to a power of two): the constraints'
-  lengths (S, C), their tokens (S, C, L), the sentence's distinct constraint tokens (S, J) and the
+  rounded up to a power of two): the constraints' lengths (S, C), their tokens (S, C, L), the
+  sentence's distinct constraint tokens (S, J) and the
   automata as one table (S, C, L, J): the met count after token j at met count m, and the resets
   (S, C, L): after any token not in the list (0 for a plain constraint, the start of the current
   segment for a chain, the next position at a gap), the floors (S, C, L) that the room a
@@ -29,9 +29,10 @@ over a sentence's rows, then every row's best token and its constraints' next to
 hypotheses among the complete candidates, and the running ones picked round-robin over the
 banks, highest first. No host syncs, except where the score processors need whole histories
 (repetition penalty, n-gram bans, forced `</s>`; those steps process full float32 scores), as in
-batched_search; tables built when a group changes are queued through pinned memory
-(`device.tensors_to_device`, in one copy), without waiting. A step of a constrained group alone is captured whole in
-a CUDA graph (engine/step_runner.py); beside other groups its search runs after the decoder's graph.
+batched_search; tables built when a group changes are queued through pinned memory, in one copy
+(`device.tensors_to_device`), without waiting. A step of a constrained group alone is captured
+whole in a CUDA graph (engine/step_runner.py); beside other groups its search runs after the
+decoder's graph.
 """
 
 from __future__ import annotations

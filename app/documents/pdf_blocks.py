@@ -624,7 +624,8 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
             for k, (items, number) in enumerate(cells):
                 chars = [c for c in items if isinstance(c, LTChar)]
                 # where the line could have gone on: the next cell (or, below, its lines' right edge)
-                edge = min((c.x0 for c in cells[k + 1][0] if isinstance(c, LTChar)), default=None) if k + 1 < len(cells) else None
+                following = cells[k + 1][0] if k + 1 < len(cells) else []
+                edge = min((c.x0 for c in following if isinstance(c, LTChar)), default=None)
                 pieces: list[tuple[str, tuple[bool, bool] | None, int | None]] = []  # (character, style, show)
                 for item in items:
                     if item.get_text() == " " and pieces and pieces[-1][0] == " ":

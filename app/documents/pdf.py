@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator
 
-from dragoman.app.documents.pdf_blocks import continues, cut_runs, join_lines, read_page_ranges, usable_cores
+from dragoman.app.documents.pdf_blocks import Page, continues, cut_runs, join_lines, read_page_ranges, usable_cores
 from dragoman.app.documents.safety import DocumentError, check_file
 from dragoman.app.documents.segments import Document, Run, Segment
 from dragoman.app.documents.text import SlotDocument
@@ -82,12 +82,16 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
     import pikepdf
 
     from dragoman.app.documents.pdf_forms import inline_text_forms
+    from dragoman.app.documents.pdf_write import save
 
     pdf = open_checked(path)
     try:
         inline_text_forms(pdf)  # text drawn by form XObjects becomes the page's own (app.documents.pdf_forms)
         buffer = io.BytesIO()
-        pdf.save(buffer, stream_decode_level=pikepdf.StreamDecodeLevel.none)
+        save(pdf, buffer, stream_decode_level=pikepdf.StreamDecodeLevel.none)
+    except pikepdf.PdfError as e:
+        pdf.close()
+        raise DocumentError(f"corrupt or unreadable PDF ({e})".splitlines()[0]) from None
     except BaseException:
         pdf.close()
         raise
@@ -511,8 +515,6 @@ class PdfDocument(Document):
 
     def _read_segments(self) -> Generator[Segment, None, None]:
         """Each chain's segment once the chain is settled (`_chains`); then the whole document checked."""
-        from dragoman.app.documents.pdf_write import show_strings
-
         ranges = read_page_ranges(self.data, len(self.pdf.pages))
         order: list[int] = []  # the translated blocks, in reading order
 
@@ -529,7 +531,7 @@ class PdfDocument(Document):
             if pages is None:
                 return False
             for page in pages:
-                if page.blocks and show_strings(self.pdf.pages[page.index]) != page.shows:
+                if page.blocks and not _shows_match(self.pdf.pages[page.index], page):
                     for block in page.blocks:  # its text operators could not be matched: its text stays as it is
                         block.translate = False
             self.scans.read(pages)
@@ -580,6 +582,18 @@ class PdfDocument(Document):
 
 
 CHAIN_LOOKAHEAD = 8  # blocks looked at for a sentence's continuation (past footnotes, a footer, a header)
+
+
+def _shows_match(pdf_page, page: Page) -> bool:
+    """The page's text-showing operators, as the writer will parse them, are those its blocks were
+    read from. A page that pikepdf cannot parse (an inline JBIG2 image without jbig2dec, say) is
+    kept as it is, as one that does not match."""
+    from dragoman.app.documents.pdf_write import show_strings
+
+    try:
+        return show_strings(pdf_page) == page.shows
+    except Exception:  # pikepdf raises kinds of its own: the page's text is not touched
+        return False
 
 
 def _chains(blocks: list, order: list[int], read_more: Callable[[], bool] = lambda: False) -> Iterator[list[int]]:

@@ -24,6 +24,7 @@ import hashlib
 import itertools
 import re
 import unicodedata
+import warnings
 import zlib
 from dataclasses import dataclass
 
@@ -478,8 +479,17 @@ def write_pdf(pdf, pages: list[Page], translations: dict[int, list[Run]], blocks
         for index in range(len(original.pages)):
             pdf.pages.insert(2 * index, original.pages[index])
     # every stream not ours byte for byte (qpdf would recode and recompress some); ours deflated by _deflated
-    pdf.save(out_path, compress_streams=False, stream_decode_level=pikepdf.StreamDecodeLevel.none,
-             deterministic_id=True)  # the same document translated twice is the same file
+    save(pdf, out_path, compress_streams=False, stream_decode_level=pikepdf.StreamDecodeLevel.none,
+         deterministic_id=True)  # the same document translated twice is the same file
+
+
+def save(pdf, target, **options) -> None:
+    """`pdf.save`, without the warnings pikepdf prints about the source's own structure (widgets
+    outside its form) and without rewriting the version in its XMP metadata, which fails on a broken
+    metadata stream: the metadata is the source's, untouched."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pdf.save(target, fix_metadata_version=False, **options)
 
 
 def _add_font(pdf_page, font) -> str:

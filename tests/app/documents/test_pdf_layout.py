@@ -741,3 +741,49 @@ def test_a_short_pdf_read_in_this_process_gives_its_first_sentences_before_its_l
     finally:
         document.close()
     assert read == [list(range(0, 4)), list(range(4, 12)), list(range(12, 20))]
+
+
+def two_pages(path):
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for text in ("The first page has a sentence.", "The second page has another."):
+        c.setFont("Helvetica", 12)
+        c.drawString(72, 700, text)
+        c.showPage()
+    c.save()
+
+
+def test_a_broken_xmp_metadata_stream_is_kept_and_the_document_translated(tmp_path):
+    """pikepdf rewrites the PDF version in a document's XMP metadata as it saves, and fails on a
+    stream it cannot decode (fuzzed files in PDFBox's tests): the metadata is the source's, kept as it is."""
+    path, out = tmp_path / "meta.pdf", tmp_path / "meta.x.pdf"
+    two_pages(path)
+    with pikepdf.open(path, allow_overwriting_input=True) as pdf:
+        broken = pdf.make_stream(b"<?xpacket begin='\xef\xbb\xbf'?> \xb1\xb1 not base 85 ~>")
+        broken.Filter, broken.Type, broken.Subtype = pikepdf.Name.ASCII85Decode, pikepdf.Name.Metadata, pikepdf.Name.XML
+        pdf.Root.Metadata = broken
+        pdf.save(path, fix_metadata_version=False)
+    translate_document(path, out, upper_keeping_tags)
+    assert [" ".join(t.split()) for t in page_texts(out)] == ["T:THE FIRST PAGE HAS A SENTENCE.", "T:THE SECOND PAGE HAS ANOTHER."]
+    with pikepdf.open(path) as a, pikepdf.open(out) as b:
+        assert a.Root.Metadata.read_raw_bytes() == b.Root.Metadata.read_raw_bytes()
+
+
+def test_a_page_pikepdf_cannot_parse_is_kept_as_it_is_and_the_others_translated(tmp_path, monkeypatch):
+    """A page with an inline JBIG2 image needs jbig2dec for pikepdf to parse its content, and a
+    machine may not have it (pdf.js's bomb_giant.pdf): that page's text stays as it was drawn. The
+    missing program is the one thing stood in for here."""
+    from dragoman.app.documents import pdf_write
+
+    path, out = tmp_path / "two.pdf", tmp_path / "two.x.pdf"
+    two_pages(path)
+    parse = pdf_write.show_strings
+
+    def without_jbig2dec(pdf_page):
+        if b"second" in pikepdf.Page(pdf_page).obj.Contents.read_bytes():
+            raise pikepdf.DependencyError("jbig2dec - not installed or not found")
+        return parse(pdf_page)
+
+    monkeypatch.setattr(pdf_write, "show_strings", without_jbig2dec)
+    translate_document(path, out, upper_keeping_tags)
+    first, second = (" ".join(t.split()) for t in page_texts(out))
+    assert first == "T:THE FIRST PAGE HAS A SENTENCE." and second == "The second page has another."

@@ -98,6 +98,11 @@ def extract(path: Path, pdf_as: str = "pdf", bilingual: bool = False, source: st
     return PdfDocument(pdf, buffer.getvalue(), bilingual, ScanReading(pdf, source, reading))
 
 
+class UndecodablePicture(DocumentError):
+    """A picture whose data its filter cannot decode (a broken stream, or JBIG2 without jbig2dec):
+    left as it is, and said in the job's notes."""
+
+
 class ScanReading:
     """Pictures of text on the pages, read by OCR as the pages come, range by range: a page without
     text whose largest picture covers at least SCAN_COVER of it (a scan), and on a page with text
@@ -115,6 +120,7 @@ class ScanReading:
         self.pdf, self.source, self.reading = pdf, source, reading
         self.reader: Reader | None = None
         self.unreadable = ""  # why OCR cannot read here
+        self.undecodable = ""  # why a picture could not be read, the first such
         self.planned = self.done = 0  # pages to read by OCR, so far
         self.unread_scans = self.unread_pictures = 0
         self.scanned = False  # a page without text had pictures
@@ -152,7 +158,13 @@ class ScanReading:
                 self.tell(self.done + 1)
         else:
             first = self.done
-            _ocr_pages(self.reader, plans, lambda done, total: self.tell(first + done))
+            scans = {id(page) for page, _ in plans if not page.blocks}
+            for page, reason in _ocr_pages(self.reader, plans, lambda done, total: self.tell(first + done)):
+                self.undecodable = self.undecodable or reason
+                if id(page) in scans:
+                    self.unread_scans += 1
+                else:
+                    self.unread_pictures += 1
 
     def tell(self, done: int) -> None:
         self.done = done
@@ -163,8 +175,8 @@ class ScanReading:
         """Once every page is read: DocumentError where none has text to translate."""
         if any(page.blocks for page in pages):
             return
-        if self.unreadable:
-            raise DocumentError(self.unreadable)
+        if self.unreadable or self.undecodable:
+            raise DocumentError(self.unreadable or self.undecodable)
         raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if self.scanned
                             else "no text to translate (the PDF has no text)")
 
@@ -172,7 +184,7 @@ class ScanReading:
     def notes(self) -> tuple[str, ...]:
         unread = ([f"{counted(self.unread_scans, 'page')} of pictures without text"] if self.unread_scans else []) + \
             ([f"{counted(self.unread_pictures, 'picture')} on pages of text"] if self.unread_pictures else [])
-        return (f"{' and '.join(unread)} left as they are: {self.unreadable}",) if unread else ()
+        return (f"{' and '.join(unread)} left as they are: {self.unreadable or self.undecodable}",) if unread else ()
 
 
 @dataclass
@@ -205,8 +217,8 @@ class Picture:
         try:
             image = pikepdf.PdfImage(self.stream).as_pil_image()
         except Exception as e:  # pikepdf's decoders raise kinds of their own (JBIG2 without jbig2dec: DependencyError)
-            reason = one_line(e)
-            raise DocumentError(f"page {self.page_number}: its scanned picture cannot be decoded ({reason})") from None
+            reason = re.sub(r" ?<[^<>]* at 0x[0-9a-f]+>", "", one_line(e))  # PIL names its buffer: no address in a note
+            raise UndecodablePicture(f"page {self.page_number}: its scanned picture cannot be decoded ({reason})") from None
         image = image.convert("RGB")
         return image if self.turn is None else image.transpose(self.turn)
 
@@ -255,27 +267,36 @@ def _overlaps(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _ocr_pages(reader, plans: list, reading: Callable[[int, int], None] | None) -> None:
+def _ocr_pages(reader, plans: list, reading: Callable[[int, int], None] | None) -> list[tuple[Page, str]]:
     """Each page's pictures read by OCR, the blocks found added to the page (`place_blocks`), page
     after page; `reading(done, total)` after each. The first page is read first (with source "auto"
     it chooses the model), then up to OCR_PAGES_AT_ONCE at a time: each Tesseract process runs on
     one thread (app.documents.ocr), so pages read at once use the cores. Pictures are decoded one at
     a time, since qpdf's objects are for one thread; a stop (`reading` raising) ends the reading
-    once the pages being read are done."""
+    once the pages being read are done. Returns (page, why) for each picture that could not be
+    decoded, left as it is."""
     decoding = threading.Lock()
+    undecodable: list[tuple[Page, str]] = []
 
-    def read(pictures: list[Picture]) -> list[tuple[Picture, tuple[int, int], list]]:
-        found = []
+    def read(pictures: list[Picture]) -> tuple[list[tuple[Picture, tuple[int, int], list]], list[str]]:
+        """(each picture with its size and the blocks read in it, why each other could not be decoded)"""
+        found, failed = [], []
         for picture in pictures:
-            with decoding:
-                image = picture.decoded()
+            try:
+                with decoding:
+                    image = picture.decoded()
+            except UndecodablePicture as e:
+                failed.append(str(e))
+                continue
             found.append((picture, image.size, reader.read(image)))
-        return found
+        return found, failed
 
-    def place(page, found) -> None:
+    def place(page, read_back) -> None:
+        found, failed = read_back
         text = [block.bbox for block in page.blocks]  # the page's own text, before what OCR adds
         for picture, size, blocks in found:
             place_blocks(page, blocks, picture.placement, size, text)
+        undecodable.extend((page, why) for why in failed)
 
     (first, pictures), rest = plans[0], plans[1:]
     place(first, read(pictures))
@@ -293,6 +314,7 @@ def _ocr_pages(reader, plans: list, reading: Callable[[int, int], None] | None) 
             for future in futures:
                 future.cancel()
             raise
+    return undecodable
 
 
 def place_blocks(page, found: list, placement: tuple[float, float, float, float], size: tuple[int, int], text: list) -> None:

@@ -566,3 +566,38 @@ def test_a_paragraph_wrapping_around_a_picture_is_cut_where_it_leaves_its_side()
     picture = (40, 20, 400, 150)
     assert [list(part) for part in _around(lines, data, [picture])] == [[(1, 1, 0), (1, 1, 1)], [(1, 1, 2), (1, 1, 3)]]
     assert len(_around(lines, data, [(40, 300, 400, 400)])) == 1
+
+
+def test_a_scan_that_cannot_be_decoded_is_left_as_it_is_and_the_rest_translated_which_a_note_says(tmp_path):
+    """A scanned page whose picture its filter cannot decode (here a broken JPEG; a JBIG2 scan where
+    jbig2dec is not installed fails alike, as pdf.js's issue12963.pdf did) no longer stops the job:
+    the page of text is translated, the scan kept as it was, and the notes say which and why. A PDF
+    of such scans alone is refused with the same reason."""
+    import pikepdf
+
+    source = tmp_path / "mixed.pdf"
+    make_scanned_pdf(source, [make_scan(ENGLISH, "eng_Latn")] * 2)
+    with pikepdf.open(source, allow_overwriting_input=True) as pdf:
+        page = pdf.pages[0]
+        page.Contents = pdf.make_stream(b"BT /F1 11 Tf 40 500 Td (A page of real text.) Tj ET")
+        page.Resources.Font = pikepdf.Dictionary(F1=pdf.make_indirect(pikepdf.Dictionary(
+            Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name.Helvetica)))
+        for image in pdf.pages[1].get_images().values():
+            image.write(b"\xff\xd8 not a jpeg after all", filter=pikepdf.Name.DCTDecode)
+        scan = bytes(next(iter(pdf.pages[1].get_images().values())).read_raw_bytes())
+        pdf.save(source)
+    notes = []
+    out = translate_document(source, tmp_path / "mixed.fra_Latn.pdf", upper_keeping_tags,
+                             options={"source": "eng_Latn"}, note=notes.append)
+    [note] = notes
+    assert note.startswith("1 page of pictures without text left as they are: page 2: its scanned picture cannot be decoded (")
+    first, second = page_text_boxes(out)
+    assert "A PAGE OF REAL TEXT." in first[0][0] and second == []
+    with pikepdf.open(out) as translated:
+        assert bytes(next(iter(translated.pages[1].get_images().values())).read_raw_bytes()) == scan
+    scans_only = tmp_path / "scans.pdf"
+    with pikepdf.open(source) as pdf:
+        del pdf.pages[0]
+        pdf.save(scans_only)
+    with pytest.raises(DocumentError, match="^page 1: its scanned picture cannot be decoded"):
+        translate_document(scans_only, tmp_path / "scans.fra_Latn.pdf", upper_keeping_tags, options={"source": "eng_Latn"})

@@ -175,8 +175,8 @@ class ScanReading:
         """Once every page is read: DocumentError where none has text to translate."""
         if any(page.blocks for page in pages):
             return
-        if self.unreadable or self.undecodable:
-            raise DocumentError(self.unreadable or self.undecodable)
+        if self.why_unread:
+            raise DocumentError(self.why_unread)
         raise DocumentError("no text to translate (OCR found no text in the scanned pages)" if self.scanned
                             else "no text to translate (the PDF has no text)")
 
@@ -184,7 +184,12 @@ class ScanReading:
     def notes(self) -> tuple[str, ...]:
         unread = ([f"{counted(self.unread_scans, 'page')} of pictures without text"] if self.unread_scans else []) + \
             ([f"{counted(self.unread_pictures, 'picture')} on pages of text"] if self.unread_pictures else [])
-        return (f"{' and '.join(unread)} left as they are: {self.unreadable or self.undecodable}",) if unread else ()
+        return (f"{' and '.join(unread)} left as they are: {self.why_unread}",) if unread else ()
+
+    @property
+    def why_unread(self) -> str:
+        """Why pictures were left unread: OCR cannot read here, or a picture could not be decoded."""
+        return self.unreadable or self.undecodable
 
 
 @dataclass

@@ -11,9 +11,34 @@ from typing import Callable
 import dragoman  # noqa: F401  first: the checkout's folders must not shadow installed packages (PyPI's `kernels`)
 
 
-# A step key's first use runs eagerly and its second captures its graph (engine/cuda_graphs.py): two
-# warm-up runs, so that no timed run captures.
-GRAPH_WARM_UPS = 2
+# Warm-up runs at most: until a run meets no step key it had not met (`warm_up`).
+MOST_WARM_UPS = 6
+
+
+def graph_keys(runner) -> int:
+    """The step keys a StepRunner's CUDA graphs have met: run eagerly once, or captured (a key's
+    first use runs eagerly and its second captures, engine/cuda_graphs.py). 0 without graphs."""
+    sets = (runner.graphs, runner.encoder_graphs, runner.admission_graphs)
+    return sum(len(s.seen) + len(s.graphs) for s in sets if s is not None)
+
+
+def warm_up(runner, work: Callable[[], object]) -> int:
+    """Run `work` until a run meets no new step key, so that no timed run runs a step eagerly for
+    a key's first use or captures its graph (a capture costs more than many steps): a key holds
+    the step's parity, which a run of an odd number of steps turns for the next. Returns the runs."""
+    for runs in range(1, MOST_WARM_UPS + 1):
+        before = graph_keys(runner)
+        work()
+        if graph_keys(runner) == before:
+            break
+    return runs
+
+
+def keys_met_in(runner, work: Callable[[], float]) -> tuple[float, int]:
+    """`work()`'s result, and the step keys it met first (each a step run eagerly or a capture)."""
+    before = graph_keys(runner)
+    result = work()
+    return result, graph_keys(runner) - before
 
 
 def add_out_argument(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from bench import GRAPH_WARM_UPS, add_out_argument, emit
+from bench import add_out_argument, emit, keys_met_in, warm_up
 from bench.shared_memory import compiled_kernels, over_limit, report
 from dragoman.engine.config import NllbConfig
 from dragoman.engine.decoding import DecodingOptions
@@ -176,20 +176,17 @@ def main() -> None:
         if args.workload not in (key, "all"):
             continue
         beams, new_tokens = WORKLOADS[key]
-        for _ in range(GRAPH_WARM_UPS):  # warm-up: every batch size's graphs captured
-            run(generator, document, beams, new_tokens)
-        seconds = statistics.median(timed(generator, device, document, beams, new_tokens)
-                                    for _ in range(args.doc_repeats))
-        out[f"document_beam{beams}_sent_per_s"] = len(document) / seconds
         all_rows = generator.max_rows
-        for batch in [int(b) for b in args.batches.split(",") if b]:
-            # At most `batch` sentences decode together (within the rows the generator has: 32 on the CPU).
-            generator.max_rows = min(batch * beams, generator.rows.capacity)
-            for _ in range(GRAPH_WARM_UPS):  # warm-up: the graphs of this batch size and of the document's last steps
-                run(generator, document, beams, new_tokens)
-            seconds = statistics.median(timed(generator, device, document, beams, new_tokens)
-                                        for _ in range(args.doc_repeats))
-            out[f"document_beam{beams}_bs{batch}_sent_per_s"] = len(document) / seconds
+        for batch in [0] + [int(b) for b in args.batches.split(",") if b]:
+            # At most `batch` sentences decode together (within the rows the generator has: 32 on the
+            # CPU), every one that fits with 0.
+            generator.max_rows = min(batch * beams, generator.rows.capacity) if batch else all_rows
+            name = f"document_beam{beams}" + (f"_bs{batch}" if batch else "")
+            out[f"{name}_warm_ups"] = warm_up(generator.runner, lambda: run(generator, document, beams, new_tokens))
+            timings = [keys_met_in(generator.runner, lambda: timed(generator, device, document, beams, new_tokens))
+                       for _ in range(args.doc_repeats)]
+            out[f"{name}_sent_per_s"] = len(document) / statistics.median(seconds for seconds, _ in timings)
+            out[f"{name}_keys_met_while_timed"] = sum(keys for _, keys in timings)  # 0: no step eager, no capture
         generator.max_rows = all_rows
     if device.type == "cuda":
         limit = gpu_profile(device).shared_memory

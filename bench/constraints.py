@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from bench import GRAPH_WARM_UPS, add_out_argument, emit
+from bench import add_out_argument, emit, warm_up
 from dragoman.engine import scheduler, step_runner
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Request
@@ -112,8 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
         def make(seed: int) -> list[Request]:
             return workload_requests(translator, document, doc_beams, doc_tokens, (2,) * count, 1, seed, every)
 
-        for _ in range(GRAPH_WARM_UPS):  # warm-up: kernels compiled, every batch size's graphs captured
-            timed(translator, make(0))
+        warm_up(translator.generator.runner, lambda: timed(translator, make(0)))  # kernels compiled, graphs captured
         seconds = statistics.median(timed(translator, make(seed)) for seed in range(1, args.doc_repeats + 1))
         out[f"document_beam{doc_beams}_{name}_sent_per_s"] = len(document) / seconds
     plain = out[f"document_beam{doc_beams}_0_constraints_sent_per_s"]

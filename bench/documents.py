@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from bench import GRAPH_WARM_UPS, add_out_argument, emit, natural
+from bench import add_out_argument, emit, natural, warm_up
 from bench.__main__ import SHAPES
 from bench.checkpoint import checkpoint_in
 
@@ -117,8 +117,7 @@ def main() -> None:
             torch.cuda.synchronize(device)
         return time.perf_counter() - start
 
-    for _ in range(GRAPH_WARM_UPS):  # warm-up: kernels compiled, graphs captured
-        app(), engine()
+    warm_up(translator.generator.runner, lambda: (app(), engine()))  # kernels compiled, graphs captured
     seconds = {"app": [], "engine": []}
     for _ in range(args.rounds):  # alternating, so that both see the same machine
         seconds["app"].append(timed(app))

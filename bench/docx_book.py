@@ -25,6 +25,7 @@ import random
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import add_out_argument
@@ -107,6 +108,19 @@ def make_book(path: Path, pages: int, seed: int = 0) -> list[list[str]]:
     return paragraphs
 
 
+@dataclass
+class LoggedStep:
+    launched: float  # perf_counter seconds
+    rows: int
+    constrained: bool  # a constrained group runs in it
+    host: float  # the host's seconds inside the launch
+    graphs: int  # decoder graphs captured so far
+    keys: int  # step keys met so far
+    groups: int
+    in_graph: bool  # its search ran in the step's graph (else eagerly, after the decoder's)
+    device: tuple | None  # CUDA events recorded before and after the launch's work was queued
+
+
 class StepLog:
     """Each step the engine launches (`StepRunner.launch` wrapped): when, its rows, whether a
     constrained group runs in it, and the host's time inside the launch. What a path adds to the
@@ -115,42 +129,101 @@ class StepLog:
     summed and its median (what a step costs while the engine is busy: the device's time, or the
     host's where that is longer), and the mean host time inside a launch (where a constrained
     group's tables are built or refilled). And the decoder graphs captured meanwhile and the step
-    keys first met (run eagerly, to be captured at their second use)."""
+    keys first met (run eagerly, to be captured at their second use). On a GPU also the device's
+    own time: its steps', its admissions' (encoder passes, rows set up), and its idle time between
+    them, where it waited for the host."""
 
     def __init__(self, runner):
-        # (launched at, rows, constrained, host seconds in it, graphs captured, keys met, after it)
-        self.entries: list[tuple[float, int, bool, float, int, int]] = []
-        launch = runner.launch
+        self.entries: list[LoggedStep] = []
+        self.admissions: list[tuple] = []  # CUDA events around each admission
+        self.new_keys: list[tuple] = []  # the keys first met or captured, as (size, last part of the key)
+        launch, admit, search_in_graph = runner.launch, runner.admit, runner._search_in_graph
         graphs = runner.graphs
+        timed = runner.model.device.type == "cuda"
+        in_graph: list[bool] = []
 
-        def recording(groups):
-            live = list(groups.values())
-            started = time.perf_counter()
-            report = launch(groups)
-            self.entries.append((started, sum(s.request.beams for g in live for s in g.sentences),
-                                 any(g.constrained for g in live), time.perf_counter() - started,
-                                 len(graphs.graphs) if graphs else 0, len(graphs.seen) if graphs else 0))
+        def events(work):
+            if not timed:
+                return work(), None
+            import torch
+
+            before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            before.record()
+            out = work()
+            after.record()
+            return out, (before, after)
+
+        def searching_in_graph(*args, **kwargs):
+            report = search_in_graph(*args, **kwargs)
+            in_graph.append(report is not None)
             return report
 
-        runner.launch = recording
+        def admitting(*args, **kwargs):
+            out, recorded = events(lambda: admit(*args, **kwargs))
+            if recorded is not None:
+                self.admissions.append(recorded)
+            return out
+
+        def launching(groups):
+            live = list(groups.values())
+            in_graph.clear()
+            known = set(graphs.seen) | set(graphs.graphs) if graphs else set()
+            started = time.perf_counter()
+            report, recorded = events(lambda: launch(groups))
+            self.entries.append(LoggedStep(
+                started, sum(s.request.beams for g in live for s in g.sentences), any(g.constrained for g in live),
+                time.perf_counter() - started, len(graphs.graphs) if graphs else 0,
+                len(graphs.seen) if graphs else 0, len(live), bool(in_graph and in_graph[0]), recorded))
+            if graphs:
+                self.new_keys += [(key[0], key[-1]) for key in (set(graphs.seen) | set(graphs.graphs)) - known]
+            return report
+
+        runner.launch, runner.admit, runner._search_in_graph = launching, admitting, searching_in_graph
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.admissions.clear()
+        self.new_keys.clear()
 
     def summary(self, started: float, ended: float) -> dict:
         """The steps logged between `started` and `ended` (perf_counter seconds)."""
         if not self.entries:
             return {"steps": 0}
-        rows = [e[1] for e in self.entries]
-        first, last = self.entries[0], self.entries[-1]
-        summary = {"steps": len(rows), "constrained_steps": sum(e[2] for e in self.entries),
-                   "mean_rows": sum(rows) / len(rows), "before_first_step_s": first[0] - started,
-                   "after_last_step_s": ended - last[0], "graphs_captured": last[4] - first[4],
-                   "keys_first_met": last[5] - first[5]}
+        entries = self.entries
+        rows = [e.rows for e in entries]
+        first, last = entries[0], entries[-1]
+        summary = {"steps": len(rows), "constrained_steps": sum(e.constrained for e in entries),
+                   "mean_rows": sum(rows) / len(rows), "before_first_step_s": first.launched - started,
+                   "after_last_step_s": ended - last.launched, "graphs_captured": last.graphs - first.graphs,
+                   "keys_first_met": last.keys - first.keys,
+                   "steps_of_several_groups": sum(e.groups > 1 for e in entries),
+                   "steps_searched_eagerly": sum(not e.in_graph for e in entries),
+                   "keys_new": [str(k) for k in self.new_keys[:24]]}
         for kind, constrained in (("plain", False), ("constrained", True)):
-            gaps = [b[0] - a[0] for a, b in zip(self.entries, self.entries[1:]) if a[2] == constrained]
-            host = [e[3] for e in self.entries if e[2] == constrained]
-            if gaps:
-                summary[f"{kind}_steps_s"] = sum(gaps)  # launch to launch: the time the kind's steps held the engine
-                summary[f"{kind}_step_ms_median"] = 1000 * statistics.median(gaps)
-                summary[f"{kind}_launch_host_ms_mean"] = 1000 * statistics.fmean(host)
+            gaps = [b.launched - a.launched for a, b in zip(entries, entries[1:]) if a.constrained == constrained]
+            if not gaps:
+                continue
+            slow = sorted(gaps)[int(0.9 * len(gaps)):]
+            summary[f"{kind}_steps_s"] = sum(gaps)  # launch to launch: the time the kind's steps held the engine
+            summary[f"{kind}_step_ms_median"] = 1000 * statistics.median(gaps)
+            summary[f"{kind}_launch_host_ms_mean"] = 1000 * statistics.fmean(
+                e.host for e in entries if e.constrained == constrained)
+            summary[f"{kind}_slowest_tenth_s"] = sum(slow)  # where the mean's excess over the median goes
+            on_device = [e.device[0].elapsed_time(e.device[1]) for e in entries
+                         if e.device is not None and e.constrained == constrained]
+            if on_device:
+                summary[f"{kind}_device_step_ms_median"] = statistics.median(on_device)
+                summary[f"{kind}_device_steps_s"] = sum(on_device) / 1000
+        if first.device is not None and last.device is not None:
+            import torch
+
+            torch.cuda.synchronize()
+            span = first.device[0].elapsed_time(last.device[1]) / 1000
+            steps = sum(e.device[0].elapsed_time(e.device[1]) for e in entries if e.device is not None) / 1000
+            admissions = sum(a.elapsed_time(b) for a, b in self.admissions) / 1000
+            summary["device_admissions_s"] = admissions
+            # Between the first step and the last: what the device spent waiting for the host.
+            summary["device_idle_s"] = span - steps - admissions
         return summary
 
 
@@ -218,7 +291,7 @@ def main() -> None:
         for _ in range(args.repeats):
             for path, run in paths.items():
                 if log is not None:
-                    log.entries.clear()
+                    log.clear()
                 started = time.perf_counter()
                 runs[path].append(run())
                 if log is not None:

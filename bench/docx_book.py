@@ -136,6 +136,7 @@ class StepLog:
     def __init__(self, runner):
         self.entries: list[LoggedStep] = []
         self.admissions: list[tuple] = []  # CUDA events around each admission
+        self.admitted: list[int] = []  # the sentences of each admission
         self.new_keys: list[tuple] = []  # the keys first met or captured, as (size, last part of the key)
         launch, admit, search_in_graph = runner.launch, runner.admit, runner._search_in_graph
         graphs = runner.graphs
@@ -158,8 +159,9 @@ class StepLog:
             in_graph.append(report is not None)
             return report
 
-        def admitting(*args, **kwargs):
-            out, recorded = events(lambda: admit(*args, **kwargs))
+        def admitting(sentences, *args, **kwargs):
+            out, recorded = events(lambda: admit(sentences, *args, **kwargs))
+            self.admitted.append(len(sentences))
             if recorded is not None:
                 self.admissions.append(recorded)
             return out
@@ -183,6 +185,7 @@ class StepLog:
     def clear(self) -> None:
         self.entries.clear()
         self.admissions.clear()
+        self.admitted.clear()
         self.new_keys.clear()
 
     def summary(self, started: float, ended: float) -> dict:
@@ -198,7 +201,9 @@ class StepLog:
                    "keys_first_met": last.keys - first.keys,
                    "steps_of_several_groups": sum(e.groups > 1 for e in entries),
                    "steps_searched_eagerly": sum(not e.in_graph for e in entries),
-                   "keys_new": [str(k) for k in self.new_keys[:24]]}
+                   "keys_new": [str(k) for k in self.new_keys[:24]],
+                   # each costs an encoder pass and the rows' set-up: a few sentences use them poorly
+                   "admissions": len(self.admitted), "admissions_of_8_or_fewer": sum(n <= 8 for n in self.admitted)}
         for kind, constrained in (("plain", False), ("constrained", True)):
             gaps = [b.launched - a.launched for a, b in zip(entries, entries[1:]) if a.constrained == constrained]
             if not gaps:

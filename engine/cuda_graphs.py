@@ -38,7 +38,25 @@ Step = Callable[[torch.Tensor], object]  # padded rows (size,) -> output: tensor
 
 
 def bucket_for(rows: int) -> int:
+    """The power of two a batch of `rows` is padded to."""
     return 1 << max(0, rows - 1).bit_length()
+
+
+# Above this many rows a step whose logits die inside its graph (`step_bucket_for`) pads to a
+# quarter of a power of two: padding a step of 257-320 rows to 512 cost it ~18% of its device time.
+FINE_BUCKETS_FROM = 64
+
+
+def step_bucket_for(rows: int) -> int:
+    """The size a step of `rows` is padded to where its graph keeps no logits (the decoder step and
+    its search, `StepRunner._search_in_graph`): a power of two up to FINE_BUCKETS_FROM, then the
+    next multiple of a quarter of the power of two below `rows` (320, 384, 448, 512, 640, ...).
+    Graphs whose logits outlive them keep power-of-two buckets (`bucket_for`): each bucket's
+    logits are memory of their own, which the memory plan counts for powers of two."""
+    if rows <= FINE_BUCKETS_FROM:
+        return bucket_for(rows)
+    quarter = bucket_for(rows) // 8  # rows are over half of their power of two: a quarter of the one below
+    return -(-rows // quarter) * quarter
 
 
 class _GraphSet:
@@ -52,6 +70,7 @@ class _GraphSet:
         self.graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, object]] = {}
         self.seen: set[tuple] = set()  # keys run once, eagerly
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
+        self._stream: torch.cuda.Stream | None = None  # captures run on a stream of their own
         self.lora_layout = lora.layout
 
     def _replay(self, key: tuple, step: Callable[[], object]) -> object:
@@ -76,11 +95,31 @@ class _GraphSet:
                     self.capture = False
                 return out
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool):
-                out = step()
-            self.graphs[key] = (graph, out)
+            self.graphs[key] = (graph, self._capture(graph, step))
         graph, out = self.graphs[key]
         graph.replay()
+        return out
+
+    def _capture(self, graph: torch.cuda.CUDAGraph, step: Callable[[], object]) -> object:
+        """`step` captured into `graph` (not run), as `torch.cuda.graph` captures but without what
+        it does first: wait for the device and empty the device's and the pinned host memory's
+        caches, which the steps after it then allocated again (~0.4 s a capture, where the capture
+        takes milliseconds). Out of memory, the caches are emptied for the caller's next try."""
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(self.device)
+        current = torch.cuda.current_stream(self.device)
+        self._stream.wait_stream(current)  # what the capture reads was written by the steps before
+        try:
+            with torch.cuda.stream(self._stream):
+                graph.capture_begin(pool=self.pool)
+                try:
+                    out = step()
+                finally:
+                    graph.capture_end()
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            raise
+        current.wait_stream(self._stream)
         return out
 
     def _keep(self, wanted: Callable[[tuple], bool]) -> None:
@@ -100,13 +139,13 @@ class DecodeGraphs(_GraphSet):
     def fits(self, rows: int) -> bool:
         return rows <= self.max_rows
 
-    def run(self, rows: torch.Tensor, key: tuple, step: Step) -> object:
-        """`step` over the rows (N,) padded to their bucket with the padding row, replayed from the
-        graph captured for (bucket, *key) at its second use (`_replay`); returns its output for the
-        padded batch, valid until the next run. `key[0]` says whether the step reads the LoRA
-        pool's stacks."""
+    def run(self, rows: torch.Tensor, key: tuple, step: Step, size: int | None = None) -> object:
+        """`step` over the rows (N,) padded to `size` (their power-of-two bucket unless given) with
+        the padding row, replayed from the graph captured for (size, *key) at its second use
+        (`_replay`); returns its output for the padded batch, valid until the next run. `key[0]`
+        says whether the step reads the LoRA pool's stacks."""
         n = rows.numel()
-        size = bucket_for(n)
+        size = size or bucket_for(n)
         padded = self.rows[:size]
         if not self._holds(rows, size):
             # A step whose rows are those of the last one copies nothing: between two graphs every

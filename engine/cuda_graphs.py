@@ -43,8 +43,10 @@ def bucket_for(rows: int) -> int:
 
 
 # Above this many rows a step whose logits die inside its graph (`step_bucket_for`) pads to a
-# quarter of a power of two: padding a step of 257-320 rows to 512 cost it ~18% of its device time.
-FINE_BUCKETS_FROM = 64
+# quarter of a power of two: a .docx book's steps of 257-320 rows ran as 512, 18% longer on the
+# device (docs/performance.md). Not below: a bucket of beam-4 rows then holds a count of sentences
+# that is not a multiple of 16, which Triton compiles its kernels for anew (seconds, mid-document).
+FINE_BUCKETS_FROM = 256
 
 
 def step_bucket_for(rows: int) -> int:
@@ -70,7 +72,6 @@ class _GraphSet:
         self.graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, object]] = {}
         self.seen: set[tuple] = set()  # keys run once, eagerly
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
-        self._stream: torch.cuda.Stream | None = None  # captures run on a stream of their own
         self.lora_layout = lora.layout
 
     def _replay(self, key: tuple, step: Callable[[], object]) -> object:
@@ -95,31 +96,11 @@ class _GraphSet:
                     self.capture = False
                 return out
             graph = torch.cuda.CUDAGraph()
-            self.graphs[key] = (graph, self._capture(graph, step))
+            with torch.cuda.graph(graph, pool=self.pool):
+                out = step()
+            self.graphs[key] = (graph, out)
         graph, out = self.graphs[key]
         graph.replay()
-        return out
-
-    def _capture(self, graph: torch.cuda.CUDAGraph, step: Callable[[], object]) -> object:
-        """`step` captured into `graph` (not run), as `torch.cuda.graph` captures but without what
-        it does first: wait for the device and empty the device's and the pinned host memory's
-        caches, which the steps after it then allocated again (~0.4 s a capture, where the capture
-        takes milliseconds). Out of memory, the caches are emptied for the caller's next try."""
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(self.device)
-        current = torch.cuda.current_stream(self.device)
-        self._stream.wait_stream(current)  # what the capture reads was written by the steps before
-        try:
-            with torch.cuda.stream(self._stream):
-                graph.capture_begin(pool=self.pool)
-                try:
-                    out = step()
-                finally:
-                    graph.capture_end()
-        except torch.cuda.OutOfMemoryError:
-            torch.cuda.empty_cache()
-            raise
-        current.wait_stream(self._stream)
         return out
 
     def _keep(self, wanted: Callable[[tuple], bool]) -> None:

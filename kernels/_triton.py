@@ -25,8 +25,8 @@ except ImportError:
             return value
 
         @staticmethod
-        def jit(fn):
-            return fn
+        def jit(fn=None, **options):  # @triton.jit, and @triton.jit(do_not_specialize=...)
+            return fn if fn is not None else lambda fn: fn
 
         @staticmethod
         def next_power_of_2(n: int) -> int:  # block sizes, also where a wrapper chooses kernel or reference

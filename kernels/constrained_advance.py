@@ -345,7 +345,10 @@ def _candidate_token(top_tokens_ptr, tokens_ptr, s, w, q, K1, J, mask):
     return tl.where(q < K1, top, own)
 
 
-@triton.jit
+# The tables' widths and K1 vary from group to group: specialised (a width of 8 and one of 16 are
+# of two of Triton's integer classes), each combination compiled a variant of its own, seconds in
+# the middle of a document. The block sizes, which do shape the program, stay constants.
+@triton.jit(do_not_specialize=["C", "L", "J", "R", "K1"])
 def _constrained_advance_kernel(
     top_values_ptr, top_tokens_ptr, own_values_ptr, rows_ptr, met_ptr,
     lengths_ptr, sequences_ptr, tokens_ptr, moves_ptr, resets_ptr, floors_ptr, silent_ptr,

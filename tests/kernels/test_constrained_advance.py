@@ -6,6 +6,10 @@ best, rows allowing few tokens, max_lengths that leave the constraints no room (
 a forced `</s>`, every early-stopping mode, and capacities below the rows a sentence has."""
 
 import contextlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -152,6 +156,32 @@ def test_the_kernel_compiles_for_hopper():
                                "_constrained_advance_kernel")
     assert build.returncode == 0, build.stdout + build.stderr[-3000:]
     assert build.stdout.strip() == f"compiled {len(CASES)}"
+
+
+def launches_of_two_widths():
+    """One sentence of a 6-token constraint, then one of an 11-token one: tables 8 and 16 tokens
+    long (`table_width`), of the same distinct tokens, so of the same block sizes."""
+    for constraint in ([5, 6, 7, 8, 9, 10], [5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9]):
+        rows = torch.arange(4).view(1, 4)
+        state = DecoderRows(4, T, 4, torch.device("cpu"))
+        tables = ConstraintTables.build([Constraints([constraint], EOS)], torch.device("cpu"))
+        top_values, top_tokens, own_values = scores(rows, tables, 0, torch.Generator().manual_seed(0))
+        constrained_advance_triton(top_values, top_tokens, own_values, rows, state.met, tables, state.tensors,
+                                   penalties(1.0), eos_id=EOS, forced_eos_id=-1, capacity=4, early_stopping=0,
+                                   blocked=BLOCKED, vocab=VOCAB, width=T)
+
+
+def test_groups_of_other_table_widths_share_one_compiled_kernel():
+    """Triton compiles a variant per class of each integer argument (1, a multiple of 16, other):
+    groups whose tables are 8 and 16 tokens long compiled twice, seconds in the middle of a document."""
+    code = ("import importlib, hopper_build as h\n"
+            "m = importlib.import_module('dragoman.kernels.constrained_advance')\n"
+            "name = '_constrained_advance_kernel'\n"
+            "launches = h.record(m, [name], 'test_constrained_advance:launches_of_two_widths')[name]\n"
+            "print(len(launches), len({repr(h.signature_of(getattr(m, name), *launch)) for launch in launches}))\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent, capture_output=True, text=True,
+                         env=os.environ | {"TRITON_INTERPRET": "0"}, timeout=300)
+    assert run.stdout.split() == ["2", "1"], run.stdout + run.stderr[-3000:]
 
 
 def test_groups_too_wide_for_the_kernel_take_the_reference(monkeypatch):

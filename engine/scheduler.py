@@ -6,9 +6,9 @@ finished (vLLM v1's `schedule()` / `update_from_output()`).
 
 Admission: waiting sentences join while free rows and KV blocks allow, one block of headroom per
 live row and two per new row. While sentences run, waiting ones of priority 1 or more (documents)
-are admitted only once `admit_share` of the rows is free (or all of them fit), since each admission
-costs an encoder pass, and for greedy a prefix step, that a few sentences use poorly. Typed text
-(priority 0) never waits for that.
+are admitted only once `admit_share` of the rows is free, and the caches' blocks could take them,
+or all of them fit, since each admission costs an encoder pass, and for greedy a prefix step,
+that a few sentences use poorly. Typed text (priority 0) never waits for that.
 
 Typed text first: typed text that finds no room takes it from the youngest document sentences
 (preempted, as below), and while typed text runs, a step advances its groups alone (`stepping`): the
@@ -249,15 +249,17 @@ class Scheduler:
         a document's texts, so that typed text comes back at the latency it has alone."""
         return bool(self.waiting and self.waiting[0].typed) or any(group.typed for group in self.groups.values())
 
-    def _worth_admitting(self) -> bool:
+    def _worth_admitting(self, free_self: int, free_cross: int) -> bool:
         """Whether waiting sentences should join the running ones: typed text always; documents
         with none running, else once `admit_share` of the rows is free or all that wait fit, and
-        never while typed text runs (`typing`)."""
+        never while typed text runs (`typing`). Rows count as free where the caches' free blocks
+        could take them too (`_room`): where the cache binds, rows free of it would let a few
+        sentences in at each step, each admission an encoder pass."""
         if self.waiting[0].typed or not self.running:
             return True
         if self.typing:
             return False
-        free = self.max_rows - self.rows_taken
+        free = self._room(free_self, free_cross)
         if free >= self.admit_share * self.max_rows:
             return True
         wanted = 0
@@ -273,7 +275,7 @@ class Scheduler:
         """The sentences admitted, the requests done without a row, and the document sentences that
         made way for typed text (`_make_way`)."""
         waiting = self.waiting
-        if not waiting or not self._worth_admitting():
+        if not waiting or not self._worth_admitting(free_self, free_cross):
             return [], [], []
         admitted: list[Sentence] = []
         finished: list[Request] = []
@@ -349,6 +351,14 @@ class Scheduler:
             for sentence in made_way:  # youngest first: each goes ahead of the one before
                 waiting.appendleft(sentence.request)
         return admitted, finished, made_way
+
+    def _room(self, free_self: int, free_cross: int) -> int:
+        """The rows that could join now, as `_fits` counts them: free rows, two self-attention
+        blocks a row beyond one a live row, and sentences like the first waiting one's source in
+        the free cross-attention blocks."""
+        head = self.waiting[0]
+        sentences = free_cross // max(1, self.blocks_for(len(head.src_ids)))
+        return min(self.max_rows - self.rows_taken, (free_self - self.rows_taken) // 2, sentences * head.beams)
 
     def _its_turn(self, constrained: bool, running: set[bool]) -> bool:
         """Whether a document sentence, constrained or not, may join the documents' `running`

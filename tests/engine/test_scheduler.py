@@ -53,12 +53,27 @@ def test_admission_stops_at_the_rows_a_step_may_have():
 
 def test_admission_keeps_two_blocks_per_new_row_and_one_per_running_row():
     s = scheduler(max_rows=64)
+    s.admit_share = 0.0  # any room is worth an admission here
     requests = queued(s, *(request(4) for _ in range(4)))
     # 2 x 4 blocks per new sentence: 17 free blocks admit two (the first is always admitted).
     assert admitted(s.schedule(17, 1000, BASE)) == requests[:2]
     # Now 8 rows run, each keeping one block: 8 + 8 needed for one more.
     assert admitted(s.schedule(15, 1000, BASE)) == []
     assert admitted(s.schedule(16, 1000, BASE)) == requests[2:3]
+
+
+def test_documents_wait_for_a_share_of_the_rows_that_the_caches_can_take_too():
+    """Rows free of a cache that is full would let a few document sentences in at each step, each
+    admission an encoder pass: they wait until the blocks for admit_share of the rows are free."""
+    s = scheduler(max_rows=64)
+    first = queued(s, *(request(4, source=40) for _ in range(4)))  # 3 source blocks each
+    assert admitted(s.schedule(1000, 1000, BASE)) == first  # 16 rows run: 48 free, over a quarter
+    later = queued(s, *(request(4, source=40) for _ in range(8)))
+    # Blocks for 8 more rows (16 headroom + 16): 8 rows are an eighth of 64.
+    assert admitted(s.schedule(32, 1000, BASE)) == []
+    assert admitted(s.schedule(1000, 6, BASE)) == []  # the source cache: 6 blocks hold 2 such sentences, 8 rows
+    # Blocks for 16 rows, a quarter: four sentences join.
+    assert admitted(s.schedule(48, 1000, BASE)) == later[:4]
 
 
 def test_admission_stops_at_the_source_cache():

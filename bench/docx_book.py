@@ -110,6 +110,8 @@ def make_book(path: Path, pages: int, seed: int = 0) -> list[list[str]]:
 
 @dataclass
 class LoggedStep:
+    """One step as `StepLog` records it."""
+
     launched: float  # perf_counter seconds
     rows: int
     constrained: bool  # a constrained group runs in it
@@ -127,11 +129,11 @@ class StepLog:
     engine's steps shows there: more steps, emptier ones, constrained ones, or the engine idle
     before the first and after the last. By kind: the time from a step's launch to the next one's,
     summed and its median (what a step costs while the engine is busy: the device's time, or the
-    host's where that is longer), and the mean host time inside a launch (where a constrained
-    group's tables are built or refilled). And the decoder graphs captured meanwhile and the step
-    keys first met (run eagerly, to be captured at their second use). On a GPU also the device's
-    own time: its steps', its admissions' (encoder passes, rows set up), and its idle time between
-    them, where it waited for the host."""
+    host's where that is longer), and the mean host time inside a launch (a constrained group's
+    tables rebuilt, a key met first run eagerly, a kernel compiled). And the decoder graphs
+    captured meanwhile, the step keys first met (run eagerly, to be captured at their second use)
+    and the admissions. On a GPU also the device's own time: its steps', its admissions' (encoder
+    passes, rows set up), and its idle time between them, where it waited for the host."""
 
     def __init__(self, runner):
         self.entries: list[LoggedStep] = []

@@ -259,7 +259,8 @@ class Scheduler:
             return True
         if self.typing:
             return False
-        free = self._room(free_self, free_cross)
+        # A live row's next block is kept for it: it may need one before those waiting are in.
+        free = self._room(self.waiting[0], self.rows_taken, free_self - self.rows_taken, free_cross)
         if free >= self.admit_share * self.max_rows:
             return True
         wanted = 0
@@ -352,24 +353,21 @@ class Scheduler:
                 waiting.appendleft(sentence.request)
         return admitted, finished, made_way
 
-    def _room(self, free_self: int, free_cross: int) -> int:
-        """The rows that could join now, as `_fits` counts them: free rows, two self-attention
-        blocks a row beyond one a live row, and sentences like the first waiting one's source in
-        the free cross-attention blocks."""
-        head = self.waiting[0]
-        sentences = free_cross // max(1, self.blocks_for(len(head.src_ids)))
-        return min(self.max_rows - self.rows_taken, (free_self - self.rows_taken) // 2, sentences * head.beams)
-
     def _its_turn(self, constrained: bool, running: set[bool]) -> bool:
         """Whether a document sentence, constrained or not, may join the documents' `running`
         kinds: only its own kind's, and not while the other kind has its turn (`_turn`)."""
         return not KINDS_APART or (running <= {constrained} and self._turn in (None, constrained))
 
+    def _room(self, like: Request, rows: int, free_self: int, free_cross: int) -> int:
+        """The rows that could join sentences taking `rows` rows, with these free blocks, for
+        sentences like `like`: free rows, two self-attention blocks a row, and each sentence's
+        source in the free cross-attention blocks."""
+        sentences = free_cross // max(1, self.blocks_for(len(like.src_ids)))
+        return min(self.max_rows - rows, free_self // 2, sentences * like.beams)
+
     def _fits(self, request: Request, rows: int, free_self: int, free_cross: int) -> bool:
-        """Whether `request` can join sentences that take `rows` rows, leaving these free blocks: its
-        rows, two self-attention blocks for each, and its source's cross-attention blocks."""
-        return (rows + request.beams <= self.max_rows and free_self >= 2 * request.beams
-                and free_cross >= self.blocks_for(len(request.src_ids)))
+        """Whether `request` can join sentences that take `rows` rows, leaving these free blocks."""
+        return self._room(request, rows, free_self, free_cross) >= request.beams
 
     def _make_way(self, request: Request, rows: int, free_self: int, free_cross: int) -> list[Sentence]:
         """Typed text that does not fit: the youngest running document sentences leave until it does

@@ -38,7 +38,27 @@ Step = Callable[[torch.Tensor], object]  # padded rows (size,) -> output: tensor
 
 
 def bucket_for(rows: int) -> int:
+    """The power of two a batch of `rows` is padded to."""
     return 1 << max(0, rows - 1).bit_length()
+
+
+# Above this many rows a step whose logits die inside its graph (`step_bucket_for`) pads to a
+# quarter of a power of two: a .docx book's steps of 257-320 rows ran as 512, 18% longer on the
+# device (docs/performance.md). A bucket's sentence count need not be a multiple of 16: Triton's
+# kernels for such counts are those that steps of fewer than 16 sentences compile anyway.
+FINE_BUCKETS_FROM = 64
+
+
+def step_bucket_for(rows: int) -> int:
+    """The size a step of `rows` is padded to where its graph keeps no logits (the decoder step and
+    its search, `StepRunner._search_in_graph`): a power of two up to FINE_BUCKETS_FROM, then the
+    next multiple of a quarter of the power of two below `rows` (80, 96, 112, 128, 160, ...).
+    Graphs whose logits outlive them keep power-of-two buckets (`bucket_for`): each bucket's
+    logits are memory of their own, which the memory plan counts for powers of two."""
+    if rows <= FINE_BUCKETS_FROM:
+        return bucket_for(rows)
+    quarter = bucket_for(rows) // 8  # rows are over half of their power of two: a quarter of the one below
+    return -(-rows // quarter) * quarter
 
 
 class _GraphSet:
@@ -100,13 +120,13 @@ class DecodeGraphs(_GraphSet):
     def fits(self, rows: int) -> bool:
         return rows <= self.max_rows
 
-    def run(self, rows: torch.Tensor, key: tuple, step: Step) -> object:
-        """`step` over the rows (N,) padded to their bucket with the padding row, replayed from the
-        graph captured for (bucket, *key) at its second use (`_replay`); returns its output for the
-        padded batch, valid until the next run. `key[0]` says whether the step reads the LoRA
-        pool's stacks."""
+    def run(self, rows: torch.Tensor, key: tuple, step: Step, size: int | None = None) -> object:
+        """`step` over the rows (N,) padded to `size` (their power-of-two bucket unless given) with
+        the padding row, replayed from the graph captured for (size, *key) at its second use
+        (`_replay`); returns its output for the padded batch, valid until the next run. `key[0]`
+        says whether the step reads the LoRA pool's stacks."""
         n = rows.numel()
-        size = bucket_for(n)
+        size = size or bucket_for(n)
         padded = self.rows[:size]
         if not self._holds(rows, size):
             # A step whose rows are those of the last one copies nothing: between two graphs every

@@ -29,7 +29,7 @@ from dragoman import kernels
 from dragoman.engine import admission
 from dragoman.engine.batched_search import greedy_step, search_step
 from dragoman.engine.constrained_search import ConstraintTables, constrained_step
-from dragoman.engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for
+from dragoman.engine.cuda_graphs import AdmissionGraphs, DecodeGraphs, EncoderGraphs, bucket_for, step_bucket_for
 from dragoman.engine.decoding import NEG_INF, DecodingOptions, bans_only_eos
 from dragoman.engine.device import to_device, to_device_many
 from dragoman.engine.kv_cache import PagedKVCache
@@ -320,7 +320,7 @@ class StepRunner:
         beams = rows.shape[1]
         if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(group.options):
             return None
-        size = bucket_for(rows.numel())
+        size = step_bucket_for(rows.numel())
         if size % beams or (group.constrained and size > GRAPHED_CONSTRAINED_ROWS):
             return None
         # The folded sentence's steps read buffers of its S: a graph per S.
@@ -340,7 +340,7 @@ class StepRunner:
             self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
                                     report, with_best, scored, tables)
 
-        self.graphs.run(rows.reshape(-1), key, step)
+        self.graphs.run(rows.reshape(-1), key, step, size)
         return report.first(rows.shape[0])
 
     def _search_eagerly(self, live: list[Group], with_lora: bool, with_best: bool) -> kernels.StepReport:

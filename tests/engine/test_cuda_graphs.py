@@ -2,7 +2,7 @@
 
 import torch
 
-from dragoman.engine.cuda_graphs import bucket_for
+from dragoman.engine.cuda_graphs import FINE_BUCKETS_FROM, bucket_for, step_bucket_for
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Generator, Request
 
@@ -11,6 +11,16 @@ TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как �
 
 def test_buckets_are_powers_of_two_that_fit():
     assert [bucket_for(n) for n in (1, 2, 3, 4, 5, 17, 64, 65)] == [1, 2, 4, 4, 8, 32, 64, 128]
+
+
+def test_step_buckets_pad_large_steps_by_less_than_a_quarter():
+    sizes = range(1, 4097)
+    assert all(step_bucket_for(n) == bucket_for(n) for n in sizes if n <= FINE_BUCKETS_FROM)
+    for n in sizes[FINE_BUCKETS_FROM:]:
+        size = step_bucket_for(n)
+        assert n <= size <= bucket_for(n) and size % (bucket_for(n) // 8) == 0
+        assert size - n < n // 4
+    assert [step_bucket_for(n) for n in (65, 257, 300, 321, 513)] == [80, 320, 320, 384, 640]
 
 
 def test_padded_steps_translate_exactly_like_unpadded_ones(translator, make_translator):
@@ -24,6 +34,21 @@ def test_padded_steps_translate_exactly_like_unpadded_ones(translator, make_tran
         expected = translator.translate(TEXTS, "eng_Latn", "fra_Latn", translator.default_options(**options))
         assert padded.translate(TEXTS, "eng_Latn", "fra_Latn", padded.default_options(**options)) == expected
     assert padded.generator.num_free_blocks() == padded.generator.num_total_blocks()  # the padding block is not capacity
+
+
+def test_steps_padded_to_a_quarter_bucket_translate_exactly_like_unpadded_ones(translator, make_translator):
+    """65 sentences of 4 beams: 260 rows, padded to 320 (`step_bucket_for`), not to 512."""
+    padded = make_translator()
+    padded.generator = Generator.build(padded.generator.model, max_rows=512, graphs=True)
+    padded.generator.pipelined = True
+    texts = [f"{text} {i}" for i in range(13) for text in TEXTS]
+    options = dict(num_beams=4, max_length=20)
+    expected = translator.translate(texts, "eng_Latn", "fra_Latn", translator.default_options(**options))
+    sizes = []
+    run = padded.generator.runner.graphs.run
+    padded.generator.runner.graphs.run = lambda rows, key, step, size=None: (sizes.append(size), run(rows, key, step, size))[1]
+    assert padded.translate(texts, "eng_Latn", "fra_Latn", padded.default_options(**options)) == expected
+    assert 320 in sizes
 
 
 def test_partial_results_of_graphed_steps_are_those_of_eager_ones(translator, make_translator):

@@ -24,9 +24,11 @@ each span it finds: a sentence costs time linear in its length. No regular expre
 
 from __future__ import annotations
 
+import functools
+import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from dragoman.app.documents.sentences import UNSPACED_CHARACTER
 from dragoman.app.session.glossary import MAX_TERM_CHARS, Entry, TermMatcher
@@ -97,22 +99,26 @@ class ProtectedTerms:
 def find_protected_spans(text: str, terms: ProtectedTerms | None = None) -> list[ProtectedSpan]:
     """The spans of `text` to keep verbatim, in order, none overlapping."""
     found: list[ProtectedSpan] = terms.find(text) if terms is not None else []
-    # Only the scanners whose spans the text has the characters for, each only where its span may start.
-    scanners = [(kind, scan, starts) for kind, scan, needs, starts in _SCANNERS if needs(text)]
-    i, n = 0, len(text)
-    while i < n and scanners:
-        best = None
-        for kind, scan, starts in scanners:
-            if starts is not None and not starts(text[i]):
-                continue
-            end = scan(text, i)
-            if end is not None and (best is None or end > best.end):
-                best = ProtectedSpan(i, end, kind)
-        if best is None:
-            i += 1
-        else:
-            found.append(best)
-            i = best.end
+    # Only the scanners whose spans the text has the characters for, each only where its span may
+    # start: the text is searched for those characters, not walked in Python character by character.
+    scanners = [scanner for scanner in _SCANNERS if scanner.needs(text)]
+    if scanners:
+        starts = _starts_of(frozenset(scanner.starts.pattern for scanner in scanners))
+        i = 0
+        while (candidate := starts.search(text, i)) is not None:
+            i = candidate.start()
+            best = None
+            for scanner in scanners:
+                if not scanner.starts.match(text, i):
+                    continue
+                end = scanner.scan(text, i)
+                if end is not None and (best is None or end > best.end):
+                    best = ProtectedSpan(i, end, scanner.kind)
+            if best is None:
+                i += 1
+            else:
+                found.append(best)
+                i = best.end
     found.sort(key=lambda s: (s.start, -s.end))
     spans: list[ProtectedSpan] = []
     for span in found:
@@ -304,13 +310,31 @@ def _has_url_prefix(text: str) -> bool:
     return "://" in lower or "www." in lower or "mailto:" in lower
 
 
-# (kind, scanner, whether a text may hold such a span, whether one may start at a character: None = any)
+@dataclass(frozen=True)
+class _Scanner:
+    kind: str
+    scan: Callable[[str, int], int | None]  # (text, i) -> the end of its span starting at i, or None
+    needs: Callable[[str], object]  # true of every text that may hold such a span
+    starts: re.Pattern[str]  # matches at every character where one may start
+
+
+def _chars(chars: Iterable[str]) -> str:
+    return "".join(re.escape(c) for c in sorted(chars))
+
+
+# \d is str.isdecimal's class (Unicode's Nd).
+_DIGIT = re.compile(r"\d")
 _SCANNERS = (
-    ("url", _url, _has_url_prefix, lambda c: c in "hHfFmMwW"),
-    ("email", _email, lambda text: "@" in text, None),
-    ("placeholder", _braces, lambda text: "{" in text, lambda c: c in "{$"),
-    ("placeholder", _percent, lambda text: "%" in text, lambda c: c == "%"),
-    ("placeholder", _dollar, lambda text: "$" in text, lambda c: c == "$"),
-    ("number", _number, lambda text: any(c.isdecimal() for c in text),
-     lambda c: c.isdecimal() or c in CURRENCY_SYMBOLS or c in _MINUS),
+    _Scanner("url", _url, _has_url_prefix, re.compile("[hHfFmMwW]")),
+    _Scanner("email", _email, lambda text: "@" in text, re.compile(".", re.DOTALL)),
+    _Scanner("placeholder", _braces, lambda text: "{" in text, re.compile("[{$]")),
+    _Scanner("placeholder", _percent, lambda text: "%" in text, re.compile("%")),
+    _Scanner("placeholder", _dollar, lambda text: "$" in text, re.compile(r"\$")),
+    _Scanner("number", _number, _DIGIT.search, re.compile(rf"[\d{_chars(CURRENCY_SYMBOLS | _MINUS)}]")),
 )
+
+
+@functools.lru_cache(maxsize=None)
+def _starts_of(patterns: frozenset[str]) -> re.Pattern[str]:
+    """Where any of the scanners whose start patterns these are may start a span."""
+    return re.compile("|".join(sorted(patterns)), re.DOTALL)

@@ -7,8 +7,9 @@ bold, an italic or a linked run, a third of the sentences a number, a year or a 
 twenty a URL, and every tenth page a small table. Then, after a warm-up on a two-page book, in one
 process and on one engine, times:
 - the .docx through `TranslationSession.translate_document`, as `dragoman translate book.docx`
-  (reading, splitting, protected spans and formatting marks forced in the decoder, the engine,
-  writing), with the default protection and with `--no-protect`'s;
+  does it (reading, splitting, the translation memory and cache of a data folder new for each run,
+  protected spans and formatting marks forced in the decoder, the engine, the doubts of the job's
+  report, writing), with the default protection and with `--no-protect`'s;
 - the same paragraphs as a .txt, one a line, through the same path;
 - `Generator.run` over the book's sentences, tokenized beforehand: the engine alone;
 - the .docx with the model replaced by the identity: what reading and writing cost.
@@ -21,6 +22,7 @@ Prints one JSON object: sentences/s of each path and its share of the engine's.
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import statistics
 import tempfile
@@ -231,7 +233,22 @@ class StepLog:
             summary["device_admissions_s"] = admissions
             # Between the first step and the last: what the device spent waiting for the host.
             summary["device_idle_s"] = span - steps - admissions
+            summary["device_idle_by_tenth_s"] = self._idle_by_tenth(first.device[0], span)
         return summary
+
+
+    def _idle_by_tenth(self, origin, span: float) -> list[float]:
+        """The device's idle time in each tenth of the `span` seconds from the event `origin`: the
+        gaps between its steps and admissions, each counted in the tenth it ends in."""
+        intervals = sorted((origin.elapsed_time(a) / 1000, origin.elapsed_time(b) / 1000)
+                           for a, b in [e.device for e in self.entries if e.device is not None] + self.admissions)
+        idle = [0.0] * 10
+        busy_until = 0.0
+        for start, end in intervals:
+            if start > busy_until:
+                idle[min(9, int(10 * start / span))] += start - busy_until
+            busy_until = max(busy_until, end)
+        return [round(seconds, 3) for seconds in idle]
 
 
 def main() -> None:
@@ -247,12 +264,15 @@ def main() -> None:
                              "time before the first and after the last (its last run)")
     parser.add_argument("--kinds-together", action="store_true",
                         help="plain and constrained sentences may share steps (scheduler.KINDS_APART off)")
+    parser.add_argument("--paths", default="docx,docx_no_protect,txt,engine",
+                        help="the paths to time, of docx, docx_no_protect, txt and engine (always timed)")
     add_out_argument(parser)
     args = parser.parse_args()
 
     from bench import emit, seconds_of
     from dragoman.app.documents import translate_document
-    from dragoman.app.session.jobs import DocumentJob
+    from dragoman.app.settings import AppPaths
+    from dragoman.app.session.jobs import DocumentJob, JobReport
     from dragoman.app.session.session import TranslationSession
     from dragoman.app.session.terms import Terms
     from dragoman.engine import Translator, scheduler
@@ -267,11 +287,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dragoman-docx-book-") as folder:
         work = Path(folder)
 
+        runs_made = itertools.count()
+
         def translate(book: Path, protect: bool = True) -> float:
             job = DocumentJob(book, work / f"{book.stem}.fra_Latn{book.suffix}", "eng_Latn", "fra_Latn", options,
                               overwrite=True)
-            return seconds_of(lambda: TranslationSession(translator, terms=Terms(protect=protect)).translate_document(job),
-                              translator.device)
+            home = work / f"home-{next(runs_made)}"  # a new data folder: nothing cached or remembered
+            paths = AppPaths(home / "config", home / "data", home / "cache")
+            session = TranslationSession.open(translator, paths, terms=Terms(protect=protect))
+            try:
+                return seconds_of(lambda: session.translate_document(job, report=JobReport()), translator.device)
+            finally:
+                session.close()
 
         warm_up = work / "warm-up.docx"
         make_book(warm_up, 2, seed=1)
@@ -292,6 +319,7 @@ def main() -> None:
             "engine": lambda: seconds_of(
                 lambda: translator.generator.run([Request(s, prefix, engine_options) for s in requests]), translator.device),
         }
+        paths = {path: run for path, run in paths.items() if path in args.paths.split(",") or path == "engine"}
         runs: dict[str, list[float]] = {path: [] for path in paths}
         steps: dict[str, dict] = {}
         log = StepLog(translator.generator.runner) if args.steps else None

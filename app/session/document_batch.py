@@ -18,8 +18,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from dragoman.app.session.confidence import DoubtsAlongside
+from dragoman.app.session.confidence import DoubtsAlongside, DoubtsApart
 from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport
+from dragoman.app.session.pacing import give_way
 from dragoman.app.session.terms import Masked, PairTerms, cache_text
 from dragoman.engine import DOCUMENT
 
@@ -34,6 +35,8 @@ CACHE_SECONDS = 0.25
 # since preparing a text takes far less than decoding it (docs/performance.md).
 FIRST_DOCUMENT_PART = 64
 DOCUMENT_PART_GROWTH = 8
+# On a GPU a document's doubts are judged in a process of their own once it has more texts than this.
+DOUBTS_APART_AFTER = 1024
 
 
 def part_sizes() -> Iterator[int]:
@@ -72,7 +75,7 @@ class DocumentBatch:
                  options: DecodingOptions, context: str, terms: PairTerms, should_stop: Callable[[], bool] | None,
                  progress: Callable[[int, int], None] | None, report: JobReport | None):
         self.pipeline, self.job, self.options, self.context, self.terms = pipeline, job, options, context, terms
-        self.source = iter(texts)
+        self.source = self._paced(texts)
         self.texts: list[str] = []  # pulled so far
         self.pulled_all = False  # len(self.texts) is the total
         self.should_stop, self.progress, self.report = should_stop, progress, report
@@ -88,7 +91,8 @@ class DocumentBatch:
         self.reported = 0
         self.step = 1  # of progress, once the total is known
         # Judged while the engine decodes the rest, on a thread of their own: a GPU would wait for them otherwise.
-        self.judge: DoubtsAlongside | None = None
+        self.judge: DoubtsAlongside | DoubtsApart | None = None
+        self.judges: list[DoubtsAlongside | DoubtsApart] = []  # every judge made, the current one last
         self.failed = threading.Event()  # a part failed, or the preparation: the others stop
         self.errors: list[BaseException] = []
 
@@ -105,8 +109,8 @@ class DocumentBatch:
                     self.pulled_all = True
                     self.step = max(1, len(self.texts) // 200)
                 missing = self.prepare(part)
-                if missing and self.judge is None and self.report is not None:
-                    self.judge = DoubtsAlongside(self.job.source, self.job.target)
+                if missing and self.report is not None:
+                    self.choose_judge()
                 if missing and self.pulled_all:
                     self.decode(missing)  # the last part on this thread
                 elif missing:
@@ -123,13 +127,36 @@ class DocumentBatch:
                 thread.join()
             with self.lock:
                 self.store()
-            if self.judge is not None:
-                judged = self.judge.close()
+            for judge in self.judges:
+                judged.update(judge.close())
         if self.errors:
             raise self.errors[0]
         if self.report is not None:
             self.add_to_report(judged)
         return [self.found.get(t) for t in self.texts]
+
+    def choose_judge(self) -> None:
+        """The judge of the doubts of the translations to come: a thread of the app's, and on a GPU,
+        once the document has more than DOUBTS_APART_AFTER texts, a process of their own
+        (DoubtsApart, whose start would cost a short document more than it saves)."""
+        apart = self.pipeline.translator.device.type == "cuda" and len(self.texts) > DOUBTS_APART_AFTER
+        if self.judge is not None and (not apart or isinstance(self.judge, DoubtsApart)):
+            return
+        judge = DoubtsApart(self.job.source, self.job.target) if apart else DoubtsAlongside(
+            self.job.source, self.job.target, self.typing)
+        with self.lock:  # translations come on the engine's thread
+            self.judges.append(judge)
+            self.judge = judge
+
+    def typing(self) -> bool:
+        """Whether the engine decodes typed text now: the document's preparation waits meanwhile."""
+        return self.pipeline.translator.typing
+
+    def _paced(self, texts: Iterable[str]) -> Iterator[str]:
+        """The texts as the document plans them, giving way to typed text between them (app.session.pacing)."""
+        for text in texts:
+            give_way(self.typing)
+            yield text
 
     def stopped(self) -> bool:
         return self.failed.is_set() or (self.should_stop is not None and self.should_stop())

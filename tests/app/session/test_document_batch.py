@@ -167,3 +167,38 @@ def test_a_pdf_read_in_ranges_is_translated_as_if_read_whole(translator, tmp_pat
     ranges = translated("ranges.pdf")
     assert "A sentence of page 3 starts here and it ends on page 4." in whole[0]
     assert ranges == whole and len(whole[1]) == 6
+
+
+def test_on_a_gpu_a_long_documents_doubts_are_judged_in_a_process_as_they_would_be_here(
+        translator, tmp_path, monkeypatch):
+    """Past DOUBTS_APART_AFTER texts, on a GPU, the doubts of the parts to come go to a process of
+    their own (confidence.DoubtsApart); the report is the one a thread's judging gives. The real
+    engine, on the CPU, with the app told it runs on a GPU."""
+    import types
+
+    from dragoman.app.session.jobs import JobReport
+
+    class OnAGpu:
+        device = types.SimpleNamespace(type="cuda")
+
+        def __getattr__(self, name):
+            return getattr(translator, name)
+
+    options = {"num_beams": 1, "max_length": 12}
+    source = long_document(tmp_path)
+    apart = []
+
+    class Apart(document_batch.DoubtsApart):
+        def add(self, *args):
+            apart.append(args[0])
+            super().add(*args)
+
+    monkeypatch.setattr(document_batch, "DoubtsApart", Apart)
+    monkeypatch.setattr(document_batch, "DOUBTS_APART_AFTER", FIRST_DOCUMENT_PART)
+    reports = {}
+    for name, engine in (("here", translator), ("apart", OnAGpu())):
+        reports[name] = JobReport()
+        TranslationSession(engine).translate_document(
+            DocumentJob(source, tmp_path / f"{name}.txt", "eng_Latn", "fra_Latn", options), report=reports[name])
+    assert len(apart) >= 300 - FIRST_DOCUMENT_PART  # the second part's translations at least, judged apart
+    assert reports["apart"] == reports["here"] and reports["here"].doubtful

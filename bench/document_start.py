@@ -26,7 +26,6 @@ class AnsweringAtOnce:
     first texts came and how many came in each call."""
 
     config = types.SimpleNamespace(max_position_embeddings=1024)
-    typing = False  # never decodes typed text
     device = types.SimpleNamespace(type="cpu")
     model_dir = Path("stand-in")
 

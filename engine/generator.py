@@ -178,9 +178,6 @@ class Generator:
         # spent on sentences already done, and results come a step sooner). Tests turn it on to run
         # the GPU's order on the CPU.
         self.pipelined = self.model.device.type == "cuda"
-        # Whether typed text waits or runs, as of the last step planned: one flag, read from any
-        # thread (the scheduler's own records are the loop's alone).
-        self.typing = False
 
     @property
     def max_rows(self) -> int:
@@ -287,7 +284,6 @@ class Generator:
                     self.lora.install_staged()  # adapters read since the last step go into their slots
                     plan = scheduler.schedule(self.self_cache.num_free_blocks(), self.cross_cache.num_free_blocks(),
                                               self._acquire_adapter, in_flight=pending is not None)
-                    self.typing = scheduler.typing
                     self._admit(plan)
                     if not scheduler.running:
                         self._report_finished()
@@ -317,8 +313,6 @@ class Generator:
             # still decoding give their rows and blocks back, or the engine would keep them for good.
             self._stop()
             raise
-        finally:
-            self.typing = False
         return everything
 
     def _admit(self, plan: Plan) -> None:

@@ -402,14 +402,6 @@ class Translator:
         """Bytes of GPU memory the engine holds now (weights, caches, graphs, what torch keeps for reuse)."""
         return torch.cuda.memory_reserved(self.device) if self.device.type == "cuda" else 0
 
-    @property
-    def typing(self) -> bool:
-        """Whether typed text waits or runs in the engine now (any thread may ask). Its steps are a
-        fraction of a millisecond each, and the engine's thread launches each with the interpreter:
-        the app's helper threads (a document's preparation, its doubts) hold back meanwhile, or it
-        would wait for them at every step (`app.session.pacing`)."""
-        return self.generator.typing
-
     def kernels_building(self) -> bool:
         """Whether the GPU kernels are being compiled in another process (a first launch), the
         slower references serving meanwhile (`build_kernels_apart`)."""

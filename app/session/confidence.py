@@ -27,12 +27,11 @@ import functools
 import multiprocessing
 import queue
 import threading
+import time
 import unicodedata
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Callable
 
 from dragoman.app.session import detect
-from dragoman.app.session.pacing import give_way
 from dragoman.app.session.protected_spans import ProtectedSpan, find_protected_spans
 from dragoman.engine import NO_SPACE_SCRIPTS, get_language
 
@@ -142,11 +141,10 @@ class DoubtsAlongside:
 
     The thread lets go of the interpreter after each sentence: the engine's thread, back from
     waiting on the device, would otherwise wait up to the switch interval for it at every step
-    (0.5 ms as the engine's loop sets it, of a step's few; bench.doubts_alongside). While
-    `typing()` it waits (app.session.pacing)."""
+    (0.5 ms as the engine's loop sets it, of a step's few; bench.doubts_alongside)."""
 
-    def __init__(self, source: str, target: str, typing: Callable[[], bool] = lambda: False):
-        self.source, self.target, self.typing = source, target, typing
+    def __init__(self, source: str, target: str):
+        self.source, self.target = source, target
         self._waiting: queue.SimpleQueue[tuple[str, str, float | None] | None] = queue.SimpleQueue()
         self._judged: dict[str, list[str]] = {}
         self._thread = threading.Thread(target=self._run, name="dragoman-doubts", daemon=True)
@@ -168,7 +166,7 @@ class DoubtsAlongside:
                 self._judged[sentence] = doubts(sentence, translation, self.source, self.target, score)
             except Exception:  # judged again where the report is made, where an error is the caller's
                 pass
-            give_way(self.typing)
+            time.sleep(0)  # the interpreter to a thread waiting for it (the engine's)
 
 
 def _judged(source: str, target: str, batch: list[tuple[str, str, float | None]]) -> dict[str, list[str]]:

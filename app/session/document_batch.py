@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from dragoman.app.session.confidence import DoubtsAlongside, DoubtsApart
 from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport
-from dragoman.app.session.pacing import give_way
 from dragoman.app.session.terms import Masked, PairTerms, cache_text
 from dragoman.engine import DOCUMENT
 
@@ -75,7 +74,7 @@ class DocumentBatch:
                  options: DecodingOptions, context: str, terms: PairTerms, should_stop: Callable[[], bool] | None,
                  progress: Callable[[int, int], None] | None, report: JobReport | None):
         self.pipeline, self.job, self.options, self.context, self.terms = pipeline, job, options, context, terms
-        self.source = self._paced(texts)
+        self.source = iter(texts)
         self.texts: list[str] = []  # pulled so far
         self.pulled_all = False  # len(self.texts) is the total
         self.should_stop, self.progress, self.report = should_stop, progress, report
@@ -143,20 +142,10 @@ class DocumentBatch:
         if self.judge is not None and (not apart or isinstance(self.judge, DoubtsApart)):
             return
         judge = DoubtsApart(self.job.source, self.job.target) if apart else DoubtsAlongside(
-            self.job.source, self.job.target, self.typing)
+            self.job.source, self.job.target)
         with self.lock:  # translations come on the engine's thread
             self.judges.append(judge)
             self.judge = judge
-
-    def typing(self) -> bool:
-        """Whether the engine decodes typed text now: the document's preparation waits meanwhile."""
-        return self.pipeline.translator.typing
-
-    def _paced(self, texts: Iterable[str]) -> Iterator[str]:
-        """The texts as the document plans them, giving way to typed text between them (app.session.pacing)."""
-        for text in texts:
-            give_way(self.typing)
-            yield text
 
     def stopped(self) -> bool:
         return self.failed.is_set() or (self.should_stop is not None and self.should_stop())

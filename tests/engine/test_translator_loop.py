@@ -146,22 +146,6 @@ def test_while_typed_text_runs_no_document_sentence_joins_and_no_document_text_i
     small.teardown()
 
 
-def test_the_translator_says_it_is_typing_while_typed_text_decodes_and_only_then(make_translator):
-    """`Translator.typing`, which the app's helper threads hold back for, asked on the engine's thread
-    at each partial hypothesis of a typed sentence and of a document, and after each."""
-    small = make_translator(max_rows=16)
-    options = small.default_options(num_beams=4, max_length=20)
-    seen: dict[str, set[bool]] = {"typed": set(), "document": set()}
-    for kind, priority in (("typed", TYPED), ("document", DOCUMENT)):
-        handle = small.submit(TranslationRequest(TEXTS[:2], "eng_Latn", "fra_Latn", options, priority=priority,
-                                                 partials=True))
-        handle.subscribe(on_partial=lambda i, text, kind=kind: seen[kind].add(small.typing))
-        handle.result(timeout=120)
-        assert not small.typing
-    assert seen == {"typed": {True}, "document": {False}}
-    small.teardown()
-
-
 @pytest.mark.parametrize("pipelined", [False, True], ids=["steps finished at once", "pipelined as on the GPU"])
 def test_typed_text_that_comes_as_a_step_is_read_back_runs_in_the_next_step(make_translator, monkeypatch, pipelined):
     """Typed text submitted while the host reads a document step's report (from the engine's own

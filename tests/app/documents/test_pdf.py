@@ -98,7 +98,6 @@ class FakeTranslator:
 
     device = types.SimpleNamespace(type="cpu")
     config = types.SimpleNamespace(max_position_embeddings=1024)
-    typing = False
     model_dir = Path("fake-model")
 
     def default_options(self, **overrides):

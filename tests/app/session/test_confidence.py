@@ -162,25 +162,6 @@ def test_doubts_alongside_judge_each_sentence_as_doubts_does_and_let_go_of_the_i
     assert yields == [0] * len(pairs)  # the engine's thread gets the interpreter at once, not after 5 ms
 
 
-def test_doubts_judged_alongside_wait_while_typed_text_decodes():
-    """After each sentence the judge's thread gives way (app.session.pacing): a second sentence is
-    not judged, so `close` does not return, until typed text is done."""
-    typing, closed = threading.Event(), threading.Event()
-    typing.set()
-    judge = DoubtsAlongside("eng_Latn", "fra_Latn", typing.is_set)
-    pairs = [(SOURCE, "Il fait très beau aujourd'hui dans la vieille ville."), ("Chapter 1", "Chapter 1")]
-    for sentence, translation in pairs:
-        judge.add(sentence, translation, -0.5)
-    judged: dict = {}
-    closing = threading.Thread(target=lambda: (judged.update(judge.close()), closed.set()))
-    closing.start()
-    assert not closed.wait(0.1)
-    typing.clear()
-    assert closed.wait(10)
-    closing.join()
-    assert judged == {s: doubts(s, t, "eng_Latn", "fra_Latn", -0.5) for s, t in pairs}
-
-
 def test_doubts_judged_apart_in_a_process_are_those_judged_here():
     """DoubtsApart (a GPU's long documents): batches of translations judged in a spawned process,
     a sentence added after the last full batch too."""

@@ -171,11 +171,12 @@ def test_a_pdf_read_in_ranges_is_translated_as_if_read_whole(translator, tmp_pat
 
 def test_on_a_gpu_a_long_documents_doubts_are_judged_in_a_process_as_they_would_be_here(
         translator, tmp_path, monkeypatch):
-    """Past DOUBTS_APART_AFTER texts, on a GPU, the doubts of the parts to come go to a process of
-    their own (confidence.DoubtsApart); the report is the one a thread's judging gives. The real
-    engine, on the CPU, with the app told it runs on a GPU."""
+    """Past DOUBTS_APART_AFTER texts, on a GPU, the doubts of the translations to come go to a
+    process of their own (confidence.DoubtsApart); the report holds what `doubts` says of every
+    translation, whichever judge had it. The real engine, on the CPU, with the app told it runs on a GPU."""
     import types
 
+    from dragoman.app.session.confidence import doubts
     from dragoman.app.session.jobs import JobReport
 
     class OnAGpu:
@@ -184,21 +185,26 @@ def test_on_a_gpu_a_long_documents_doubts_are_judged_in_a_process_as_they_would_
         def __getattr__(self, name):
             return getattr(translator, name)
 
-    options = {"num_beams": 1, "max_length": 12}
-    source = long_document(tmp_path)
-    apart = []
+    added = {"alongside": {}, "apart": {}}  # sentence -> (translation, score), by judge
 
-    class Apart(document_batch.DoubtsApart):
-        def add(self, *args):
-            apart.append(args[0])
-            super().add(*args)
+    def recording(judge, kind):
+        class Recording(judge):
+            def add(self, sentence, translation, score):
+                added[kind][sentence] = (translation, score)
+                super().add(sentence, translation, score)
+        return Recording
 
-    monkeypatch.setattr(document_batch, "DoubtsApart", Apart)
+    monkeypatch.setattr(document_batch, "DoubtsAlongside", recording(document_batch.DoubtsAlongside, "alongside"))
+    monkeypatch.setattr(document_batch, "DoubtsApart", recording(document_batch.DoubtsApart, "apart"))
     monkeypatch.setattr(document_batch, "DOUBTS_APART_AFTER", FIRST_DOCUMENT_PART)
-    reports = {}
-    for name, engine in (("here", translator), ("apart", OnAGpu())):
-        reports[name] = JobReport()
-        TranslationSession(engine).translate_document(
-            DocumentJob(source, tmp_path / f"{name}.txt", "eng_Latn", "fra_Latn", options), report=reports[name])
-    assert len(apart) >= 300 - FIRST_DOCUMENT_PART  # the second part's translations at least, judged apart
-    assert reports["apart"] == reports["here"] and reports["here"].doubtful
+    report = JobReport()
+    TranslationSession(OnAGpu()).translate_document(
+        DocumentJob(long_document(tmp_path), tmp_path / "apart.txt", "eng_Latn", "fra_Latn",
+                    {"num_beams": 1, "max_length": 12}), report=report)
+    assert len(added["apart"]) >= 300 - FIRST_DOCUMENT_PART  # the second part's translations at least
+    translations = {**added["alongside"], **added["apart"]}
+    assert len(translations) == 300
+    expected = {sentence: doubts(sentence, translation, "eng_Latn", "fra_Latn", score)
+                for sentence, (translation, score) in translations.items()}
+    assert {d.source: list(d.reasons) for d in report.doubtful} == {s: r for s, r in expected.items() if r}
+    assert any(expected[s] for s in added["apart"])

@@ -236,7 +236,6 @@ class StepLog:
             summary["device_idle_by_tenth_s"] = self._idle_by_tenth(first.device[0], span)
         return summary
 
-
     def _idle_by_tenth(self, origin, span: float) -> list[float]:
         """The device's idle time in each tenth of the `span` seconds from the event `origin`: the
         gaps between its steps and admissions, each counted in the tenth it ends in."""
@@ -271,10 +270,10 @@ def main() -> None:
 
     from bench import emit, seconds_of
     from dragoman.app.documents import translate_document
-    from dragoman.app.settings import AppPaths
     from dragoman.app.session.jobs import DocumentJob, JobReport
     from dragoman.app.session.session import TranslationSession
     from dragoman.app.session.terms import Terms
+    from dragoman.app.settings import AppPaths
     from dragoman.engine import Translator, scheduler
     from dragoman.engine.generator import Request
 
@@ -293,8 +292,8 @@ def main() -> None:
             job = DocumentJob(book, work / f"{book.stem}.fra_Latn{book.suffix}", "eng_Latn", "fra_Latn", options,
                               overwrite=True)
             home = work / f"home-{next(runs_made)}"  # a new data folder: nothing cached or remembered
-            paths = AppPaths(home / "config", home / "data", home / "cache")
-            session = TranslationSession.open(translator, paths, terms=Terms(protect=protect))
+            folders = AppPaths(home / "config", home / "data", home / "cache")
+            session = TranslationSession.open(translator, folders, terms=Terms(protect=protect))
             try:
                 return seconds_of(lambda: session.translate_document(job, report=JobReport()), translator.device)
             finally:

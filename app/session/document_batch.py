@@ -89,7 +89,8 @@ class DocumentBatch:
         self.store_by = time.monotonic() + CACHE_SECONDS
         self.reported = 0
         self.step = 1  # of progress, once the total is known
-        # Judged while the engine decodes the rest, on a thread of their own: a GPU would wait for them otherwise.
+        # Judged while the engine decodes the rest, on a thread or in a process of their own
+        # (`choose_judge`): a GPU would wait for them otherwise.
         self.judge: DoubtsAlongside | DoubtsApart | None = None
         self.judges: list[DoubtsAlongside | DoubtsApart] = []  # every judge made, the current one last
         self.failed = threading.Event()  # a part failed, or the preparation: the others stop

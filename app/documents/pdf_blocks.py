@@ -30,6 +30,7 @@ glyphs, minutes of drawing operators) is refused as soon as it passes a bound.
 
 from __future__ import annotations
 
+import collections
 import io
 import multiprocessing
 import os
@@ -644,9 +645,10 @@ def _page(index, layout, page_size, origin, upright_page, splittable: set[int], 
                 lines.append(Line(pieces, min(c.x0 for c in chars), max(min(c.y0 for c in chars), bottom),
                                   max(c.x1 for c in chars), min(max(c.y1 for c in chars), top), size, baseline,
                                   chars, number, edge=edge or 0.0))
-        for read in lines:  # a line that is no cell could have run as far as the box's lines of its size
-            if not read.edge:
-                read.edge = max(other.x1 for other in lines if _same_size(read, other))
+        if any(not read.edge for read in lines):
+            # a line that is no cell could have run as far as the box's lines of its size
+            for read, edge in zip(lines, _right_edges_by_size(lines)):
+                read.edge = read.edge or edge
         if lines and flows and _flows_on(flows[-1][-1], lines[0]):
             flows[-1] += lines  # pdfminer cut a paragraph at an indented or hanging line: _cut decides
         elif lines:
@@ -799,6 +801,30 @@ def _count_images(item) -> int:
 def _same_size(a: Line, b: Line) -> bool:
     """Lines set in one size (a heading and its text are not)."""
     return max(a.size, b.size) <= SIZE_CHANGE * min(a.size, b.size)
+
+
+def _right_edges_by_size(lines: list[Line]) -> list[float]:
+    """For each line, the rightmost x1 of the lines of its size (`_same_size`, itself included), in
+    time linear after a sort: a box of a hostile PDF may hold thousands of lines. Sorted by size, the
+    lines of one's size are a run around it, and the run moves right as the size grows: a sliding
+    window, its largest x1 first in `largest`."""
+    order = sorted(range(len(lines)), key=lambda i: lines[i].size)
+    edges = [0.0] * len(lines)
+    largest: collections.deque[int] = collections.deque()  # positions in `order`, their x1 decreasing
+    first = end = 0  # the window: order[first:end]
+    for i in order:
+        line = lines[i]
+        while end < len(order) and (lines[order[end]].size <= line.size or _same_size(line, lines[order[end]])):
+            while largest and lines[order[largest[-1]]].x1 <= lines[order[end]].x1:
+                largest.pop()
+            largest.append(end)
+            end += 1
+        while not _same_size(lines[order[first]], line):  # smaller than its size
+            first += 1
+        while largest[0] < first:
+            largest.popleft()
+        edges[i] = lines[order[largest[0]]].x1
+    return edges
 
 
 def _flows_on(last: Line, first: Line) -> bool:

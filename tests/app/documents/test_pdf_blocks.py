@@ -181,3 +181,19 @@ def test_lines_broken_where_the_next_word_would_fit_and_footnotes_are_blocks_of_
     c.save()
     blocks = [b.text for b in pdf_blocks.read_pages(source.read_bytes())[0].blocks]
     assert blocks == SHORT_LINES + [" ".join(PLEADING)] + [f"{n} {note}" for n, note in enumerate(NOTES, 1)]
+
+
+def test_each_line_may_run_as_far_as_the_rightmost_line_of_its_size_in_its_box():
+    """`_right_edges_by_size` (linear after a sort, for a hostile PDF's box of thousands of lines)
+    gives what the rule says line by line, sizes at SIZE_CHANGE's boundary among them."""
+    import random
+
+    from dragoman.app.documents.pdf_blocks import SIZE_CHANGE, Line, _right_edges_by_size, _same_size
+
+    rng = random.Random(0)
+    for _ in range(500):
+        base = rng.choice([8.0, 10.0, 11.5])
+        sizes = [rng.choice([base, base * SIZE_CHANGE, base / SIZE_CHANGE, base * SIZE_CHANGE**2, rng.uniform(5, 30)])
+                 for _ in range(rng.randint(1, 30))]
+        lines = [Line([], 0, 0, rng.choice([rng.uniform(0, 600), 100.0]), 0, size, 0) for size in sizes]
+        assert _right_edges_by_size(lines) == [max(o.x1 for o in lines if _same_size(line, o)) for line in lines]

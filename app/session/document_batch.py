@@ -9,6 +9,8 @@ the first part is ready, not the whole document. Every part but the last waits f
 translations on a thread of its own; their results come on the engine's thread. Translations are
 stored in the cache as they come, every CACHE_SECONDS, and whatever came before a stop or an error
 is stored before `run` returns. A part that fails stops the others, and a stop ends them all.
+Where the job keeps a report, each translation's doubts are judged as it comes, off the engine's
+thread (`DocumentBatch.choose_judge`).
 """
 
 from __future__ import annotations

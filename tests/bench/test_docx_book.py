@@ -25,3 +25,27 @@ def test_the_book_is_timed_through_each_path_beside_the_engine(tiny_checkpoint, 
     assert "constrained_step_ms_median" not in steps["engine"]
     assert 0 < steps["docx"]["constrained_launch_host_ms_mean"] and 0 < steps["docx"]["constrained_step_ms_median"]
     assert json.loads((tmp_path / "results" / "docx_book_1.json").read_text()) == out
+
+
+def test_each_document_run_opens_the_stores_of_a_new_data_folder_as_dragoman_translate_does(
+        tiny_checkpoint, monkeypatch, capsys, tmp_path):
+    """The document paths open the translation memory and cache (`TranslationSession.open`), each run
+    in a data folder of its own, so a second run decodes again rather than reading the first's
+    translations from the cache; `--paths` leaves out the paths not named (never the engine)."""
+    from dragoman.app.session.session import TranslationSession
+
+    opened = []
+    open_session = TranslationSession.open.__func__
+
+    def recording(cls, translator, paths=None, **kwargs):
+        opened.append(paths.data_dir)
+        return open_session(cls, translator, paths, **kwargs)
+
+    monkeypatch.setattr(TranslationSession, "open", classmethod(recording))
+    monkeypatch.setattr(sys, "argv", ["docx_book", "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--pages", "1",
+                                      "--beams", "1", "--new-tokens", "4", "--steps", "--repeats", "2", "--paths", "docx"])
+    docx_book.main()
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["runs_s"]) == {"docx", "engine"} and len(out["runs_s"]["docx"]) == 2
+    assert len(opened) == 3 and len(set(opened)) == 3  # the warm-up and two runs
+    assert out["steps"]["docx"]["steps"] > 0  # the last run decoded: nothing came from the cache

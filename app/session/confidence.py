@@ -182,10 +182,14 @@ class DoubtsApart:
     batch that the process fails to judge is not in `close`'s answer (the caller judges it)."""
 
     BATCH = 256
+    # A batch also goes once this old, so that what is left to judge at `close`, after the last
+    # translation, is little: `close` waits for it.
+    BATCH_SECONDS = 0.05
 
     def __init__(self, source: str, target: str):
         self.source, self.target = source, target
         self._batch: list[tuple[str, str, float | None]] = []
+        self._send_by = time.monotonic() + self.BATCH_SECONDS
         self._lock = threading.Lock()
         self._judging: list[Future] = []
         self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
@@ -195,7 +199,7 @@ class DoubtsApart:
     def add(self, sentence: str, translation: str, score: float | None) -> None:
         with self._lock:
             self._batch.append((sentence, translation, score))
-            if len(self._batch) >= self.BATCH:
+            if len(self._batch) >= self.BATCH or time.monotonic() >= self._send_by:
                 self._send()
 
     def close(self) -> dict[str, list[str]]:
@@ -208,10 +212,11 @@ class DoubtsApart:
                 judged.update(batch.result())
             except Exception:  # the process died (out of memory, a script without a main guard)
                 pass
-        self._pool.shutdown()
+        self._pool.shutdown(wait=False)  # the process ends on its own: nothing waits for that
         return judged
 
     def _send(self) -> None:
+        self._send_by = time.monotonic() + self.BATCH_SECONDS
         if not self._batch:
             return
         batch, self._batch = self._batch, []

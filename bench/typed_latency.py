@@ -9,12 +9,13 @@ step. Output lengths are forced, so random weights do the work of real ones. Pri
 `--repeats` typed sentences each way, their ratio, and whether the document was still decoding when
 the last typed sentence came back (else the second figure measured nothing).
 
-`--through-app PAGES`: as the window does it, through the app's pipeline: the document a .docx book
-of bench.docx_book (formatting, numbers and links: constrained sentences among its plain ones),
-translated by `TranslationSession.translate_document` on a thread of its own (its parts prepared,
-its doubts judged alongside), and each typed sentence (a different one each time: no translation
-is recalled) by `TranslationSession.translate`. The app's own threads then share the interpreter
-with the engine's while typed text decodes.
+`--through-app PAGES`: as the window does it, through the app's pipeline with its translation
+memory and cache (of a new data folder): the document a .docx book of bench.docx_book (formatting,
+numbers and links: constrained sentences among its plain ones), translated by
+`TranslationSession.translate_document` on a thread of its own (its parts prepared, its doubts
+judged alongside, its translations stored as they come), and each typed sentence (a different one
+each time: no translation is recalled) by `TranslationSession.translate`. The app's own threads
+then share the interpreter with the engine's while typed text decodes.
 """
 
 from __future__ import annotations
@@ -63,11 +64,13 @@ def through_app(translator: Translator, pages: int, repeats: int) -> dict:
     from bench.docx_book import make_book
     from dragoman.app.session.jobs import DocumentJob, JobReport
     from dragoman.app.session.session import TranslationSession
+    from dragoman.app.settings import AppPaths
 
-    pipeline = TranslationSession(translator)
     typed = {"num_beams": 4, "min_new_tokens": 32, "max_new_tokens": 32}
     with tempfile.TemporaryDirectory(prefix="dragoman-typed-latency-") as folder:
         work = Path(folder)
+        # As the window's: the translation memory and cache of a data folder (a new one, nothing in it).
+        pipeline = TranslationSession.open(translator, AppPaths(work / "config", work / "data", work / "cache"))
 
         def document(pages: int, name: str, seed: int) -> DocumentJob:
             make_book(work / f"{name}.docx", pages, seed=seed)
@@ -87,6 +90,7 @@ def through_app(translator: Translator, pages: int, repeats: int) -> dict:
         still_running = running.is_alive()
         running.join()
         document_s = time.perf_counter() - start
+        pipeline.close()
     return {"typed_alone_ms": statistics.median(alone), "typed_beside_document_ms": statistics.median(beside),
             "ratio": statistics.median(beside) / statistics.median(alone), "document_pages": pages,
             "document_still_running_after_the_last_typed": still_running, "document_s": document_s}

@@ -11,8 +11,18 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
                                                                        tmp_path, through_app):
     """`python -m bench.typed_latency` on the CPU with the tiny test model: the typed sentences beside
     the document come back while it still decodes, through the engine or the app's pipeline."""
+    from dragoman.app.session.session import TranslationSession
+
     document = ["--through-app", "6"] if through_app else ["--sentences", "512"]
     monkeypatch.setenv("DRAGOMAN_HOME", str(tmp_path / "home"))
+    opened = []  # through the app, the pipeline has the window's stores, of a new data folder
+    open_session = TranslationSession.open.__func__
+
+    def recording(cls, translator, paths=None, **kwargs):
+        opened.append(paths.data_dir)
+        return open_session(cls, translator, paths, **kwargs)
+
+    monkeypatch.setattr(TranslationSession, "open", classmethod(recording))
     monkeypatch.setattr(sys, "argv", ["typed_latency", "--checkpoint", str(tiny_checkpoint), "--device", "cpu",
                                       "--repeats", "2", *document, "--out", str(tmp_path)])
     typed_latency.main()
@@ -20,5 +30,6 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
     assert out["typed_alone_ms"] > 0 and out["typed_beside_document_ms"] > 0
     assert out["ratio"] == pytest.approx(out["typed_beside_document_ms"] / out["typed_alone_ms"])
     assert out["document_still_running_after_the_last_typed"]
+    assert len(opened) == int(through_app) and all(not str(folder).startswith(str(tmp_path / "home")) for folder in opened)
     name = "typed_latency_through_app" if through_app else "typed_latency"
     assert json.loads((tmp_path / f"{name}.json").read_text()) == out

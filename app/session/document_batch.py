@@ -93,7 +93,6 @@ class DocumentBatch:
         self.step = 1  # of progress, once the total is known
         # Judged while the engine decodes the rest, on a thread or in a process of their own
         # (`choose_judge`): a GPU would wait for them otherwise.
-        self.judge: DoubtsAlongside | DoubtsApart | None = None
         self.judges: list[DoubtsAlongside | DoubtsApart] = []  # every judge made, the current one last
         self.failed = threading.Event()  # a part failed, or the preparation: the others stop
         self.errors: list[BaseException] = []
@@ -142,13 +141,12 @@ class DocumentBatch:
         once the document has more than DOUBTS_APART_AFTER texts, a process of their own
         (DoubtsApart, whose start would cost a short document more than it saves)."""
         apart = self.pipeline.translator.device.type == "cuda" and len(self.texts) > DOUBTS_APART_AFTER
-        if self.judge is not None and (not apart or isinstance(self.judge, DoubtsApart)):
+        if self.judges and (not apart or isinstance(self.judges[-1], DoubtsApart)):
             return
         judge = DoubtsApart(self.job.source, self.job.target) if apart else DoubtsAlongside(
             self.job.source, self.job.target)
         with self.lock:  # translations come on the engine's thread
             self.judges.append(judge)
-            self.judge = judge
 
     def stopped(self) -> bool:
         return self.failed.is_set() or (self.should_stop is not None and self.should_stop())
@@ -204,8 +202,8 @@ class DocumentBatch:
                 self.scores[text] = translation.score
             self.unstored[text] = translation.text
             self.found[text] = self.masked[text].restore(translation.text)
-            if self.judge is not None:
-                self.judge.add(text, self.found[text], translation.score)
+            if self.judges:
+                self.judges[-1].add(text, self.found[text], translation.score)
             if time.monotonic() >= self.store_by:
                 self.store()
             self.tell_progress()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from pathlib import Path
 from typing import Callable
@@ -39,6 +40,13 @@ def keys_met_in(runner, work: Callable[[], float]) -> tuple[float, int]:
     before = graph_keys(runner)
     result = work()
     return result, graph_keys(runner) - before
+
+
+def median_of_runs(runner, work: Callable[[], float], runs: int) -> tuple[float, int]:
+    """The median of `runs` runs of `work` (each returning its seconds), and the step keys they
+    met first: 0 where no timed run ran a step eagerly or captured one."""
+    timings = [keys_met_in(runner, work) for _ in range(runs)]
+    return statistics.median(seconds for seconds, _ in timings), sum(keys for _, keys in timings)
 
 
 def add_out_argument(parser: argparse.ArgumentParser) -> None:

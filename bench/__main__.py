@@ -10,12 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import time
 
 import torch
 
-from bench import add_out_argument, emit, keys_met_in, warm_up
+from bench import add_out_argument, emit, median_of_runs, warm_up
 from bench.shared_memory import compiled_kernels, over_limit, report
 from dragoman.engine.config import NllbConfig
 from dragoman.engine.decoding import DecodingOptions
@@ -167,9 +166,9 @@ def main() -> None:
     if args.workload in ("interactive", "all"):
         typed = workload("interactive", 1, rng)  # (sources, beams, new tokens)
         out["interactive_warm_ups"] = warm_up(generator.runner, lambda: run(generator, *typed))
-        timings = [keys_met_in(generator.runner, lambda: timed(generator, device, *typed)) for _ in range(args.repeats)]
-        out["interactive_beam4_ms_median"] = statistics.median(seconds for seconds, _ in timings) * 1e3
-        out["interactive_keys_met_while_timed"] = sum(keys for _, keys in timings)
+        seconds, keys = median_of_runs(generator.runner, lambda: timed(generator, device, *typed), args.repeats)
+        out["interactive_beam4_ms_median"] = seconds * 1e3
+        out["interactive_keys_met_while_timed"] = keys
 
     document, _, _ = workload("document", args.sentences, rng)  # the greedy workload decodes the same sentences
     for key in ("document", "greedy"):
@@ -183,10 +182,10 @@ def main() -> None:
             generator.max_rows = min(batch * beams, generator.rows.capacity) if batch else all_rows
             name = f"document_beam{beams}" + (f"_bs{batch}" if batch else "")
             out[f"{name}_warm_ups"] = warm_up(generator.runner, lambda: run(generator, document, beams, new_tokens))
-            timings = [keys_met_in(generator.runner, lambda: timed(generator, device, document, beams, new_tokens))
-                       for _ in range(args.doc_repeats)]
-            out[f"{name}_sent_per_s"] = len(document) / statistics.median(seconds for seconds, _ in timings)
-            out[f"{name}_keys_met_while_timed"] = sum(keys for _, keys in timings)  # 0: no step eager, no capture
+            seconds, keys = median_of_runs(
+                generator.runner, lambda: timed(generator, device, document, beams, new_tokens), args.doc_repeats)
+            out[f"{name}_sent_per_s"] = len(document) / seconds
+            out[f"{name}_keys_met_while_timed"] = keys
         generator.max_rows = all_rows
     if device.type == "cuda":
         limit = gpu_profile(device).shared_memory

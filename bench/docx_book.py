@@ -227,18 +227,17 @@ class StepLog:
             import torch
 
             torch.cuda.synchronize()
-            span = first.device[0].elapsed_time(last.device[1]) / 1000
-            steps = sum(e.device[0].elapsed_time(e.device[1]) for e in entries if e.device is not None) / 1000
-            admissions = sum(a.elapsed_time(b) for a, b in self.admissions) / 1000
-            summary["device_admissions_s"] = admissions
+            summary["device_admissions_s"] = sum(a.elapsed_time(b) for a, b in self.admissions) / 1000
             # Between the first step and the last: what the device spent waiting for the host.
-            summary["device_idle_s"] = span - steps - admissions
-            summary["device_idle_by_tenth_s"] = self._idle_by_tenth(first.device[0], span)
+            idle = self._idle_by_tenth(first.device[0], first.device[0].elapsed_time(last.device[1]) / 1000)
+            summary["device_idle_s"] = sum(idle)
+            summary["device_idle_by_tenth_s"] = [round(seconds, 3) for seconds in idle]
         return summary
 
     def _idle_by_tenth(self, origin, span: float) -> list[float]:
-        """The device's idle time in each tenth of the `span` seconds from the event `origin`: the
-        gaps between its steps and admissions, each counted in the tenth it ends in."""
+        """The device's idle time in each tenth of the `span` seconds from the event `origin` (the
+        first step's start): the gaps between its steps and admissions, each counted in the tenth it
+        ends in; an admission before the first step counts for nothing."""
         intervals = sorted((origin.elapsed_time(a) / 1000, origin.elapsed_time(b) / 1000)
                            for a, b in [e.device for e in self.entries if e.device is not None] + self.admissions)
         idle = [0.0] * 10
@@ -247,7 +246,7 @@ class StepLog:
             if start > busy_until:
                 idle[min(9, int(10 * start / span))] += start - busy_until
             busy_until = max(busy_until, end)
-        return [round(seconds, 3) for seconds in idle]
+        return idle
 
 
 def main() -> None:

@@ -2,9 +2,10 @@
 of one line from launch, the first launch on a fresh Triton cache (its kernels compiled), the
 others warm.
 
-Each launch is a new process with a new data folder; times from its start to the translation's
-line on its output, and to its exit (a first launch on a GPU waits at exit for the process that
-compiles its kernels: engine/kernel_build.py). Prints one JSON object.
+Each launch is a new process with a new data folder and the cache folder of the launches before,
+as an installed app keeps it (the CPU's int8 weights, written by the first launch); times from its
+start to the translation's line on its output, and to its exit (a first launch on a GPU waits at
+exit for the process that compiles its kernels: engine/kernel_build.py). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from bench import add_out_argument, emit
 SENTENCE = "The quick brown fox jumps over the lazy dog.\n"
 
 
-def launch(checkpoint: Path, device: str, max_length: int, environment: dict) -> dict:
+def launch(checkpoint: Path, device: str, max_length: int, environment: dict, cache: Path) -> dict:
     command = [sys.executable, "-m", "dragoman.app.cli", "translate", "--from", "eng_Latn", "--to", "fra_Latn",
                "--model", str(checkpoint), "--device", device, "--max-length", str(max_length)]
-    home = tempfile.mkdtemp(prefix="dragoman-cli-start-")
+    home = Path(tempfile.mkdtemp(prefix="dragoman-cli-start-"))
+    (home / "cache").symlink_to(cache)  # AppPaths' cache folder under DRAGOMAN_HOME
     start = time.perf_counter()
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               env={**environment, "DRAGOMAN_HOME": home})
+                               env={**environment, "DRAGOMAN_HOME": str(home)})
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(SENTENCE)
     process.stdin.close()
@@ -49,8 +51,10 @@ def main() -> None:
     add_out_argument(parser)
     args = parser.parse_args()
     environment = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="dragoman-triton-")}
-    launches = [launch(args.checkpoint, args.device, args.max_length, environment) for _ in range(args.launches)]
-    out = {"device": args.device, "max_length": args.max_length, "first": launches[0], "warm": launches[1:]}
+    cache = Path(tempfile.mkdtemp(prefix="dragoman-cli-start-cache-"))
+    launches = [launch(args.checkpoint, args.device, args.max_length, environment, cache) for _ in range(args.launches)]
+    out = {"device": args.device, "max_length": args.max_length, "first": launches[0], "warm": launches[1:],
+           "cache_folder": str(cache)}
     emit(out, "cli_start", None, args.out)
 
 

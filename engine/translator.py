@@ -36,6 +36,7 @@ from dragoman import kernels
 from dragoman.engine.batched_search import ran_out_of_numbers
 from dragoman.engine.checkpoint import open_checkpoint
 from dragoman.engine.completion import CompletionStart, completion_start
+from dragoman.engine.config import NllbConfig
 from dragoman.engine.constraints import Constraints, check_fit
 from dragoman.engine.decoding import DecodingOptions, OptionsError, check_int
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
@@ -212,15 +213,30 @@ class Submission:
 
 
 class EngineLoop:
-    """The thread that owns the device and runs the generator over whatever is submitted."""
+    """The thread that owns the device: it builds the generator and runs it over whatever is submitted.
 
-    def __init__(self, generator: Generator):
-        self.generator = generator
+    The thread that decodes is the one that read and packed the weights: on the CPU, torch's
+    OpenMP workers belong to the thread that first ran parallel work, and with a second thread's
+    workers in the process as well the engine's steps took half as long again (docs/performance.md,
+    "CPU")."""
+
+    def __init__(self, build: Callable[[], Generator]):
+        """Start the thread and return once it has built the generator (`build`'s error raised here)."""
         self._wake = threading.Condition()
         self._inbox: list[Submission] = []
         self._closing = False
-        self._thread: threading.Thread | None = None
         self._active: list[Submission] = []  # the engine thread's own: submissions it feeds
+        self._build: Callable[[], Generator] | None = build  # dropped once called: it may hold the weights
+        self._error: BaseException | None = None
+        self._ready = False
+        self._thread = threading.Thread(target=self._run, name="dragoman-engine", daemon=True)
+        self._thread.start()
+        with self._wake:
+            while not self._ready:
+                self._wake.wait()
+        if self._error is not None:
+            self._thread.join()
+            raise self._error
 
     def submit(self, submission: Submission) -> None:
         """Queue a submission (any thread); it joins the running batch at the next step."""
@@ -228,10 +244,7 @@ class EngineLoop:
             if self._closing:
                 raise RuntimeError("the engine is closed")
             self._inbox.append(submission)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="dragoman-engine", daemon=True)
-                self._thread.start()
-            self._wake.notify()
+            self._wake.notify_all()
 
     @property
     def closed(self) -> bool:
@@ -242,14 +255,25 @@ class EngineLoop:
         """Cancel everything submitted and end the thread (`wait`: until it has ended)."""
         with self._wake:
             self._closing = True
-            self._wake.notify()
-            thread = self._thread
-        if wait and thread is not None and thread is not threading.current_thread():
-            thread.join()
+            self._wake.notify_all()
+        if wait and self._thread is not threading.current_thread():
+            self._thread.join()
 
     def _run(self) -> None:
-        self.generator.bind_gpu_to_thread()
+        build, self._build = self._build, None
+        assert build is not None  # set before the thread starts
+        try:
+            self.generator: Generator = build()
+        except BaseException as e:  # a damaged checkpoint, out of memory: raised in the constructor's thread
+            self._error = e
+        del build
+        with self._wake:
+            self._ready = True
+            self._wake.notify_all()
+        if self._error is not None:
+            return
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_S))  # the whole process's
+        bound: Generator | None = None
         while True:
             with self._wake:
                 while not (self._inbox or self._closing):
@@ -258,6 +282,9 @@ class EngineLoop:
                     for submission in self._inbox:
                         submission.handle.cancel()
                     return
+            if self.generator is not bound:  # the first run, or a generator a test put in since
+                bound = self.generator
+                bound.bind_gpu_to_thread()
             try:
                 # Looked up at each run, so that a test can watch it.
                 self.generator.run([], self._feed, lambda: bool(self._inbox))
@@ -321,6 +348,18 @@ def term_ids(tokenizer, term: str, tgt_lang: str) -> list[int]:
     return ids
 
 
+def build_generator(model_dir: Path, config: NllbConfig, dtype: torch.dtype, device: torch.device, int8: bool,
+                    stored_int8: Path | None, max_positions: int, **limits) -> Generator:
+    """The checkpoint's weights read (and on the CPU made int8, kept in `stored_int8`) into a
+    generator with `Generator.build`'s `limits`: the engine's thread's first work (EngineLoop)."""
+    weights = load_weights(model_dir, config, dtype, device)
+    model = NllbModel(config, weights, max_positions)
+    del weights
+    if int8:
+        quantize_int8(model, stored_int8)
+    return Generator.build(model, **limits)
+
+
 class Translator:
     def __init__(
         self,
@@ -358,20 +397,16 @@ class Translator:
             self.config = dataclasses.replace(self.config, encoder_layers=layers[0], decoder_layers=layers[1])
         self.generation_defaults = checkpoint.generation_defaults
         self.tokenizer = checkpoint.tokenizer
-        weights = load_weights(model_dir, self.config, self.dtype, self.device)
-        max_positions = max(self.config.max_position_embeddings, self.generation_defaults.max_length)
-        model = NllbModel(self.config, weights, max_positions)
-        del weights
-        if self.int8:
-            stored = None
-            if weights_cache is not None:
-                name = hashlib.sha256(model_identity(model_dir).encode()).hexdigest()[:32]
-                stored = Path(weights_cache) / f"{name}.int8.safetensors"
-            quantize_int8(model, stored)
-        generator = Generator.build(
-            model, max_rows, cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots, gpu_memory=gpu_memory
-        )
-        self.loop = EngineLoop(generator)  # its thread starts with the first submission
+        stored = None
+        if self.int8 and weights_cache is not None:
+            name = hashlib.sha256(model_identity(model_dir).encode()).hexdigest()[:32]
+            stored = Path(weights_cache) / f"{name}.int8.safetensors"
+        build = functools.partial(
+            build_generator, model_dir, self.config, self.dtype, self.device, self.int8, stored,
+            max(self.config.max_position_embeddings, self.generation_defaults.max_length),
+            max_rows=max_rows, cache_tokens=cache_tokens, adapters_dir=adapters_dir, adapter_slots=adapter_slots,
+            gpu_memory=gpu_memory)
+        self.loop = EngineLoop(build)
         self.kernel_build = KernelBuild.start(self) if build_kernels_apart else None
         # A translator dropped without teardown, or alive at exit, ends its thread: one still in a torch
         # call while the interpreter shuts down aborts the process.
@@ -385,7 +420,7 @@ class Translator:
     @generator.setter
     def generator(self, generator: Generator) -> None:
         """Another generator over the same model (tests build ones with other limits); before the
-        first submission only, while the loop's thread has not started."""
+        first submission only."""
         self.loop.generator = generator
 
     def describe(self) -> str:

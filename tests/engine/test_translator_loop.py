@@ -213,6 +213,32 @@ def test_teardown_cancels_what_was_submitted_and_ends_the_loop(make_translator):
     assert handle.done() and not thread.is_alive()
 
 
+def test_the_engine_thread_reads_the_weights_it_decodes_with(make_translator, monkeypatch):
+    """On the CPU torch's OpenMP workers belong to the thread that first runs parallel work, and a
+    second thread's workers beside the engine's made every step slower (docs/performance.md, "CPU"):
+    the weights are read on the thread that decodes, not on the one that made the Translator."""
+    import dragoman.engine.translator as translator_module
+    from dragoman.engine.generator import Generator
+
+    threads: dict[str, threading.Thread] = {}
+    read, run = translator_module.load_weights, Generator.run
+
+    def load_weights(*args):
+        threads.setdefault("read", threading.current_thread())
+        return read(*args)
+
+    def generator_run(self, *args, **kwargs):
+        threads.setdefault("run", threading.current_thread())
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(translator_module, "load_weights", load_weights)
+    monkeypatch.setattr(Generator, "run", generator_run)
+    translator = make_translator()
+    assert translator.translate(["A short sentence."], "eng_Latn", "fra_Latn", translator.default_options(max_length=8))[0]
+    assert threads["read"] is threads["run"] is not threading.current_thread()
+    translator.teardown()
+
+
 def test_the_loop_takes_the_interpreter_back_quickly_after_each_device_wait(make_translator, monkeypatch):
     """Once the engine's thread runs, the interpreter hands itself to a waiting thread within
     GIL_SWITCH_S (Python's default is 5 ms, which a busy thread beside it would add to every step);

@@ -5,6 +5,7 @@ import math
 import pickle
 import re
 import shutil
+import threading
 
 import pytest
 import torch
@@ -216,9 +217,11 @@ def test_weights_that_are_not_finite_are_named(checkpoint, value):
     tensors = load_file(checkpoint / "model.safetensors")
     tensors["model.decoder.layers.1.fc2.weight"][3, 5] = value
     save_file(tensors, checkpoint / "model.safetensors", metadata={"format": "pt"})
+    before = set(threading.enumerate())
     with pytest.raises(CheckpointError, match=r"model\.safetensors: tensor 'model\.decoder\.layers\.1\.fc2\.weight' "
                                               r"holds NaN or infinite values$"):
         Translator(checkpoint, device="cpu", dtype="float32")
+    assert set(threading.enumerate()) <= before  # the engine's thread, which read them, has ended
 
 
 def test_weights_too_large_for_the_engine_dtype_are_named(checkpoint):

@@ -423,9 +423,11 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             **{job.source_path: "the document" for job in jobs}, **{Path(name): "the document" for name in refused},
             **{job.output_path: "the translation" for job in jobs}, **app_databases()})
     args.model = str(model_folder(args.model))
-    from dragoman.engine import read_tokenizer_ahead
+    from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
 
     read_tokenizer_ahead(args.model)  # while torch is imported (open_engine)
+    if args.ray is None:  # (with Ray the engines run in its workers)
+        open_gpu_ahead(args.device)
     adapters_dir = checked_adapters_dir(args)
     if args.corpus:
         return translate_corpus(args, src, targets, overrides, terms, adapters_dir, gpu_memory)

@@ -253,9 +253,10 @@ class EngineWorker(QThread):
 
     def _open(self, command: LoadModel):
         """A Translator for `command`, its warm-up started where it needs one."""
-        from dragoman.engine import read_tokenizer_ahead
+        from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
 
         read_tokenizer_ahead(command.model_dir)  # while torch is imported
+        open_gpu_ahead(command.device)
         from dragoman.engine import Translator
 
         translator = Translator(

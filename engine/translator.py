@@ -63,9 +63,6 @@ GLUE_CONTEXTS = ("a", "1", "的")
 # other threads run Python (a server's requests, a document's reading), the default 5 ms before a
 # waiting thread gets it would be paid at every step (docs/performance.md, "Local server").
 GIL_SWITCH_S = 0.0005
-# The longest an app's helper thread waits for typed text at a time (`Translator.wait_while_typing`):
-# a typed sentence takes tens of milliseconds on a GPU, most of a second on a CPU.
-TYPED_HOLD_S = 0.5
 
 
 class ModelOutputError(RuntimeError):
@@ -229,8 +226,6 @@ class EngineLoop:
         self._inbox: list[Submission] = []
         self._closing = False
         self._active: list[Submission] = []  # the engine thread's own: submissions it feeds
-        self._no_typed_text = threading.Event()  # set while no typed text waits or decodes
-        self._no_typed_text.set()
         self._build: Callable[[], Generator] | None = build  # dropped once called: it may hold the weights
         self._error: BaseException | None = None
         self._ready = False
@@ -249,20 +244,7 @@ class EngineLoop:
             if self._closing:
                 raise RuntimeError("the engine is closed")
             self._inbox.append(submission)
-            if submission.priority == TYPED:
-                self._no_typed_text.clear()
             self._wake.notify_all()
-
-    def wait_while_typing(self, timeout: float) -> None:
-        """Return once no typed text waits or decodes (at once where none does), or after `timeout` s."""
-        self._no_typed_text.wait(timeout)
-
-    def _note_typing(self, typing: bool) -> None:
-        """Whether typed text waits or decodes now, as the engine's thread sees it (with the lock held)."""
-        if typing or any(s.priority == TYPED for s in self._inbox):
-            self._no_typed_text.clear()
-        else:
-            self._no_typed_text.set()
 
     @property
     def closed(self) -> bool:
@@ -273,7 +255,6 @@ class EngineLoop:
         """Cancel everything submitted and end the thread (`wait`: until it has ended)."""
         with self._wake:
             self._closing = True
-            self._no_typed_text.set()  # no helper thread waits for a loop that ends
             self._wake.notify_all()
         if wait and self._thread is not threading.current_thread():
             self._thread.join()
@@ -311,8 +292,7 @@ class EngineLoop:
                 for submission in self._active:
                     submission.handle.fail(e)
                 self._active = []
-            with self._wake:
-                self._note_typing(False)  # the run is over: nothing decodes
+
     def _feed(self, idle: bool) -> list[Request] | None:
         """`Generator.run`'s feed: new submissions' first sentences, cancelled ones withdrawn, and
         more of the running ones' texts while few sentences wait; None ends the run (idle, nothing new)."""
@@ -346,8 +326,6 @@ class EngineLoop:
                 submission.handle.fail(RuntimeError("the engine lost track of a translation"))
             self._active = []
             return None
-        with self._wake:
-            self._note_typing(scheduler.typing or any(r.typed for r in requests))
         return requests
 
 
@@ -458,14 +436,6 @@ class Translator:
     def gpu_memory_held(self) -> int:
         """Bytes of GPU memory the engine holds now (weights, caches, graphs, what torch keeps for reuse)."""
         return torch.cuda.memory_reserved(self.device) if self.device.type == "cuda" else 0
-
-    def wait_while_typing(self, timeout: float = TYPED_HOLD_S) -> None:
-        """Return once no typed text waits or decodes in the engine (at once where none does), or
-        after `timeout` seconds. The app's helper threads (a document's later parts being prepared)
-        call it between items: typed text's steps are short, the engine's thread launches each with
-        the interpreter, and a thread running Python beside it kept it waiting at every step
-        (docs/performance.md, "Typed text beside a document")."""
-        self.loop.wait_while_typing(timeout)
 
     def kernels_building(self) -> bool:
         """Whether the GPU kernels are being compiled in another process (a first launch), the

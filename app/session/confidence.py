@@ -30,7 +30,6 @@ import threading
 import time
 import unicodedata
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Callable
 
 from dragoman.app.session import detect
 from dragoman.app.session.protected_spans import ProtectedSpan, find_protected_spans
@@ -142,11 +141,10 @@ class DoubtsAlongside:
 
     The thread lets go of the interpreter after each sentence: the engine's thread, back from
     waiting on the device, would otherwise wait up to the switch interval for it at every step
-    (0.5 ms as the engine's loop sets it, of a step's few; bench.doubts_alongside). `hold()`, where
-    given, is called before each: it returns once typed text is done (`Translator.wait_while_typing`)."""
+    (0.5 ms as the engine's loop sets it, of a step's few; bench.doubts_alongside)."""
 
-    def __init__(self, source: str, target: str, hold: Callable[[], None] | None = None):
-        self.source, self.target, self.hold = source, target, hold
+    def __init__(self, source: str, target: str):
+        self.source, self.target = source, target
         self._waiting: queue.SimpleQueue[tuple[str, str, float | None] | None] = queue.SimpleQueue()
         self._judged: dict[str, list[str]] = {}
         self._thread = threading.Thread(target=self._run, name="dragoman-doubts", daemon=True)
@@ -163,8 +161,6 @@ class DoubtsAlongside:
 
     def _run(self) -> None:
         while (item := self._waiting.get()) is not None:
-            if self.hold is not None:
-                self.hold()
             sentence, translation, score = item
             try:
                 self._judged[sentence] = doubts(sentence, translation, self.source, self.target, score)

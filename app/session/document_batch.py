@@ -38,8 +38,6 @@ FIRST_DOCUMENT_PART = 64
 DOCUMENT_PART_GROWTH = 8
 # On a GPU a document's doubts are judged in a process of their own once it has more texts than this.
 DOUBTS_APART_AFTER = 1024
-# Texts masked between two looks for typed text (`DocumentBatch.prepare`): tens of microseconds each.
-HELD_TEXTS = 64
 
 
 def part_sizes() -> Iterator[int]:
@@ -78,7 +76,7 @@ class DocumentBatch:
                  options: DecodingOptions, context: str, terms: PairTerms, should_stop: Callable[[], bool] | None,
                  progress: Callable[[int, int], None] | None, report: JobReport | None):
         self.pipeline, self.job, self.options, self.context, self.terms = pipeline, job, options, context, terms
-        self.source = self.held(iter(texts))
+        self.source = iter(texts)
         self.texts: list[str] = []  # pulled so far
         self.pulled_all = False  # len(self.texts) is the total
         self.should_stop, self.progress, self.report = should_stop, progress, report
@@ -146,18 +144,9 @@ class DocumentBatch:
         if self.judges and (not apart or isinstance(self.judges[-1], DoubtsApart)):
             return
         judge = DoubtsApart(self.job.source, self.job.target) if apart else DoubtsAlongside(
-            self.job.source, self.job.target, self.pipeline.translator.wait_while_typing)
+            self.job.source, self.job.target)
         with self.lock:  # translations come on the engine's thread
             self.judges.append(judge)
-
-    def held(self, texts: Iterator[str]) -> Iterator[str]:
-        """The document's texts, each planned once no typed text runs in the engine: the planning
-        is Python, which would keep typed text's steps waiting for the interpreter
-        (`Translator.wait_while_typing`)."""
-        translator = self.pipeline.translator
-        for text in texts:
-            translator.wait_while_typing()
-            yield text
 
     def stopped(self) -> bool:
         return self.failed.is_set() or (self.should_stop is not None and self.should_stop())
@@ -167,10 +156,7 @@ class DocumentBatch:
         those left for the engine."""
         pipeline, job = self.pipeline, self.job
         mine = pipeline.recall(job, self.context, part)
-        for start in range(0, len(part), HELD_TEXTS):  # typed text waits for no more than this many
-            pipeline.translator.wait_while_typing()
-            piece = part[start : start + HELD_TEXTS]
-            self.masked.update(zip(piece, pipeline.masked(self.terms, piece, self.options, tagged=True)))
+        self.masked.update(zip(part, pipeline.masked(self.terms, part, self.options, tagged=True)))
         as_is = {t for t in part if t not in mine and self.masked[t].verbatim}
         self.keys.update((t, cache_text(self.masked[t].text, self.masked[t].terms)) for t in part)
         left = [t for t in part if t not in mine and t not in as_is]

@@ -239,23 +239,6 @@ def test_the_engine_thread_reads_the_weights_it_decodes_with(make_translator, mo
     translator.teardown()
 
 
-def test_helper_threads_wait_while_typed_text_decodes_and_never_for_documents(make_translator):
-    import time
-
-    translator = make_translator()
-    start = time.perf_counter()
-    translator.wait_while_typing(timeout=30)  # nothing submitted: at once
-    assert time.perf_counter() - start < 1
-    long = translator.default_options(num_beams=4, min_length=40, max_length=42)
-    document = translator.submit(TranslationRequest(TEXTS * 4, "eng_Latn", "fra_Latn", long))
-    translator.wait_while_typing(timeout=30)  # a document decoding: at once
-    assert not document.done()
-    typed = translator.submit(TranslationRequest(TEXTS[:1], "eng_Latn", "fra_Latn", long, priority=TYPED))
-    translator.wait_while_typing(timeout=30)
-    assert typed.done() and not document.done()
-    document.result(timeout=120)
-
-
 def test_the_loop_takes_the_interpreter_back_quickly_after_each_device_wait(make_translator, monkeypatch):
     """Once the engine's thread runs, the interpreter hands itself to a waiting thread within
     GIL_SWITCH_S (Python's default is 5 ms, which a busy thread beside it would add to every step);

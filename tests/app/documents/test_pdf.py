@@ -111,9 +111,6 @@ class FakeTranslator:
     def spells(self, text):
         return True
 
-    def wait_while_typing(self):
-        pass
-
     def translate(self, texts, source, target, options, **kw):
         return upper_keeping_tags(texts)
 

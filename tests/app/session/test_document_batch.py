@@ -26,17 +26,6 @@ def long_document(tmp_path, count=300):
     return source
 
 
-def merged(events: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    """Consecutive maskings as one: a part is masked in pieces of HELD_TEXTS."""
-    out: list[tuple[str, int]] = []
-    for kind, count in events:
-        if out and kind == out[-1][0] == "masked":
-            out[-1] = (kind, out[-1][1] + count)
-        else:
-            out.append((kind, count))
-    return out
-
-
 def test_a_document_reaches_the_engine_in_parts_each_prepared_while_the_ones_before_decode(
         translator, tmp_path, monkeypatch):
     """The first part is sent before the rest is looked up and masked (the second masking waits
@@ -65,36 +54,12 @@ def test_a_document_reaches_the_engine_in_parts_each_prepared_while_the_ones_bef
     written = pipeline.translate_document(DocumentJob(source, tmp_path / "parts.txt", "eng_Latn", "fra_Latn", options))
     first, rest = FIRST_DOCUMENT_PART, 300 - FIRST_DOCUMENT_PART
     assert 0 < rest <= FIRST_DOCUMENT_PART * DOCUMENT_PART_GROWTH  # two parts
-    assert merged(events) == [("masked", first), ("sent", first), ("masked", rest), ("sent", rest)]
+    assert events == [("masked", first), ("sent", first), ("masked", rest), ("sent", rest)]
     monkeypatch.setattr(document_batch, "FIRST_DOCUMENT_PART", 10_000)
     events.clear()
     whole = pipeline.translate_document(DocumentJob(source, tmp_path / "whole.txt", "eng_Latn", "fra_Latn", options))
-    assert merged(events) == [("masked", 300), ("sent", 300)]
+    assert events == [("masked", 300), ("sent", 300)]
     assert written.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
-
-
-def test_a_document_is_planned_and_masked_once_typed_text_is_done(translator, tmp_path, monkeypatch):
-    """Typed text submitted first: the document's texts are planned and masked only once it has its
-    translation (the engine's thread needs the interpreter at each of its short steps)."""
-    import time
-
-    from dragoman.engine import TYPED, TranslationRequest
-
-    pipeline = TranslationSession(translator)
-    masked, times = pipeline.masked, {}
-
-    def masking(terms, texts, *args, **kwargs):
-        times.setdefault("masked", time.perf_counter())
-        return masked(terms, texts, *args, **kwargs)
-
-    monkeypatch.setattr(pipeline, "masked", masking)
-    long = translator.default_options(num_beams=4, min_length=80, max_length=82)
-    typed = translator.submit(TranslationRequest(["A sentence typed in the window."], "eng_Latn", "fra_Latn", long,
-                                                 priority=TYPED))
-    typed.subscribe(on_translation=lambda i, translation: times.setdefault("typed", time.perf_counter()))
-    pipeline.translate_document(DocumentJob(long_document(tmp_path), tmp_path / "out.txt", "eng_Latn", "fra_Latn",
-                                            {"num_beams": 1, "max_length": 12}))
-    assert typed.done() and times["typed"] <= times["masked"]
 
 
 def test_the_first_part_decodes_while_the_rest_of_the_document_is_planned(translator, tmp_path, monkeypatch):

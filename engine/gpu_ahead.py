@@ -9,16 +9,22 @@ the one torch then takes up.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import sys
 import threading
+from pathlib import Path
 
 DRIVER = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 
 
 def open_gpu_ahead(device: str) -> threading.Thread | None:
     """Start the CUDA driver and `device`'s primary context ("auto", "cuda" or "cuda:N") on a thread
-    of its own, which is returned. Nothing for "cpu" or a name torch would refuse, and nothing where
-    the driver is missing or fails: torch starts the GPU itself then, and reports what is wrong."""
+    of its own, which is returned. Nothing for "cpu" or a name torch would refuse, nothing with a
+    build of torch without CUDA (the app's CPU package on a machine with a GPU would hold a context
+    for nothing), and nothing where the driver is missing or fails: torch starts the GPU itself
+    then, and reports what is wrong."""
+    if not torch_has_cuda():
+        return None
     if device in ("auto", "cuda"):
         index = 0
     elif device.startswith("cuda:") and device.removeprefix("cuda:").isdigit():
@@ -28,6 +34,15 @@ def open_gpu_ahead(device: str) -> threading.Thread | None:
     thread = threading.Thread(target=_retain_primary_context, args=(index,), name="dragoman-gpu-ahead", daemon=True)
     thread.start()
     return thread
+
+
+def torch_has_cuda() -> bool:
+    """Whether the installed torch is a CUDA build, by its library files: torch is not imported."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
+    return any(lib.glob("libtorch_cuda*")) or any(lib.glob("torch_cuda*"))  # Linux's, Windows' names
 
 
 def _retain_primary_context(index: int) -> None:

@@ -18,7 +18,17 @@ def test_nothing_is_started_for_the_cpu_or_a_name_torch_refuses():
     assert open_gpu_ahead("tpu") is None
 
 
+def test_whether_torch_is_a_cuda_build_is_told_without_importing_it(monkeypatch):
+    assert gpu_ahead.torch_has_cuda() == (torch.version.cuda is not None)
+    script = "import sys; from dragoman.engine.gpu_ahead import torch_has_cuda; torch_has_cuda(); print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False"], done.stderr
+    monkeypatch.setattr(gpu_ahead, "torch_has_cuda", lambda: False)  # a CPU build on a machine with a GPU
+    assert open_gpu_ahead("cuda") is None and open_gpu_ahead("auto") is None
+
+
 def test_a_machine_without_the_driver_is_left_to_torch(monkeypatch):
+    monkeypatch.setattr(gpu_ahead, "torch_has_cuda", lambda: True)
     monkeypatch.setattr(gpu_ahead, "DRIVER", "libno-such-driver.so.1")
     thread = open_gpu_ahead("cuda")
     assert thread is not None

@@ -36,11 +36,15 @@ class AppPaths:
     cache_dir: Path
 
     @classmethod
+    def under(cls, root: Path) -> AppPaths:
+        """The folders of one home, as DRAGOMAN_HOME names it: root/config, root/data, root/cache."""
+        return cls(root / "config", root / "data", root / "cache")
+
+    @classmethod
     def default(cls) -> AppPaths:
         home = os.environ.get("DRAGOMAN_HOME")
         if home:
-            root = Path(home)
-            return cls(root / "config", root / "data", root / "cache")
+            return cls.under(Path(home))
         return cls(
             Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
             Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),

@@ -290,8 +290,7 @@ def main() -> None:
         def translate(book: Path, protect: bool = True) -> float:
             job = DocumentJob(book, work / f"{book.stem}.fra_Latn{book.suffix}", "eng_Latn", "fra_Latn", options,
                               overwrite=True)
-            home = work / f"home-{next(runs_made)}"  # a new data folder: nothing cached or remembered
-            folders = AppPaths(home / "config", home / "data", home / "cache")
+            folders = AppPaths.under(work / f"home-{next(runs_made)}")  # a new data folder: nothing cached or remembered
             session = TranslationSession.open(translator, folders, terms=Terms(protect=protect))
             try:
                 return seconds_of(lambda: session.translate_document(job, report=JobReport()), translator.device)

@@ -71,7 +71,7 @@ def main() -> None:
     request = CorpusRequest("eng_Latn", ("fra_Latn",), forced)
 
     def stores(name: str) -> AppPaths:
-        return AppPaths(work / name / "config", work / name / "data", work / name / "cache")
+        return AppPaths.under(work / name)
 
     translator = Translator(checkpoint, device=args.device)
     pipeline = TranslationSession.open(translator, stores("local"))

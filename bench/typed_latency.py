@@ -70,7 +70,7 @@ def through_app(translator: Translator, pages: int, repeats: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="dragoman-typed-latency-") as folder:
         work = Path(folder)
         # As the window's: the translation memory and cache of a data folder (a new one, nothing in it).
-        pipeline = TranslationSession.open(translator, AppPaths(work / "config", work / "data", work / "cache"))
+        pipeline = TranslationSession.open(translator, AppPaths.under(work))
 
         def document(pages: int, name: str, seed: int) -> DocumentJob:
             make_book(work / f"{name}.docx", pages, seed=seed)

@@ -19,7 +19,8 @@ wins, then the longest.
 
 Each scanner starts only where its first character can start a span and looks ahead a bounded
 number of characters (`MAX_URL_CHARS` for URLs, a few dozen otherwise), and the scan goes on after
-each span it finds: a sentence costs time linear in its length. No regular expression runs on it.
+each span it finds: a sentence costs time linear in its length. The only regular expressions
+are character classes, which find where a span may start.
 """
 
 from __future__ import annotations

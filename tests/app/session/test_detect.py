@@ -51,7 +51,7 @@ def test_a_session_reads_the_detectors_model_as_it_opens(translator, tmp_path):
     from dragoman.app.settings import AppPaths
 
     detect._loaded.cache_clear()
-    pipeline = TranslationSession.open(translator, AppPaths(tmp_path / "config", tmp_path / "data", tmp_path / "cache"))
+    pipeline = TranslationSession.open(translator, AppPaths.under(tmp_path))
     deadline = time.monotonic() + 30
     while detect._loaded.cache_info().currsize == 0 and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -46,9 +46,8 @@ from dragoman.engine.languages import (
 )
 
 if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checkers and editors
-    from dragoman.engine.translator import Translation, Translator
-    from dragoman.engine.translator import TranslationRequest
-    from dragoman.engine.handle import TranslationHandle
+    from dragoman.engine.translator import Translator
+    from dragoman.engine.handle import Translation, TranslationHandle, TranslationRequest
     from dragoman.engine.scheduler import DOCUMENT, TYPED
     from dragoman.engine.decoding import DecodingOptions, OptionsError
     from dragoman.engine.checkpoint import open_checkpoint
@@ -62,8 +61,8 @@ if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checke
 
 _LAZY = {
     "Translator": "dragoman.engine.translator",
-    "Translation": "dragoman.engine.translator",
-    "TranslationRequest": "dragoman.engine.translator",
+    "Translation": "dragoman.engine.handle",
+    "TranslationRequest": "dragoman.engine.handle",
     "TranslationHandle": "dragoman.engine.handle",
     "TYPED": "dragoman.engine.scheduler",
     "DOCUMENT": "dragoman.engine.scheduler",

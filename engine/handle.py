@@ -1,14 +1,56 @@
-"""A submitted translation's handle (`Translator.submit`): its progress and result, safe to use
-from any thread while the engine's loop decodes it."""
+"""What goes to the engine and what comes back (`Translator.submit`): the request, its handle (its
+progress and result, safe to use from any thread while the engine's loop decodes it) and each
+text's translation. Free of torch, so that a document's own process (app.session.document_process)
+speaks them too."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import TYPE_CHECKING, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
-if TYPE_CHECKING:
-    from dragoman.engine.translator import Translation
+from dragoman.engine.decoding import DecodingOptions
+from dragoman.engine.scheduler import DOCUMENT
+
+
+@dataclass
+class Translation:
+    """A text's translation with its score and, where asked, its alternatives.
+
+    `score` is the length-normalised log-probability of the hypothesis: beam search's score of the
+    finished hypothesis (HF's `sequences_scores`), greedy's mean log-probability of its tokens; None
+    where nothing was decoded (a blank text, a max_length that leaves no token to generate). A text decoded in
+    pieces (too long to read at once) scores the mean of its pieces' scores and has no alternatives.
+    `alternatives` are the other finished hypotheses, best first (HF's `num_return_sequences`: the
+    first returned sequence is `text`); each has no alternatives of its own."""
+
+    text: str
+    score: float | None = None
+    alternatives: list[Translation] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TranslationRequest:
+    """Texts to translate (one segment each), and how.
+
+    `terms[i]`: target-language strings text i's translation must hold (Translator.translate says
+    how); `starts[i]`: the start of text i's translation as a person typed it, completed from there;
+    `alternatives`: hypotheses each Translation carries, itself included (at most num_beams; 0:
+    its text only, no score read);
+    `adapter`: a LoRA adapter of the adapters folder (None or "": the base model); `priority`: lower
+    runs first (TYPED, DOCUMENT); `partials`: stream each text's best hypothesis while it decodes."""
+
+    texts: list[str]
+    src_lang: str
+    tgt_lang: str
+    options: DecodingOptions | None = None
+    terms: list[list[str | tuple[str | None, ...]]] | None = None
+    starts: list[str | None] | None = None
+    alternatives: int = 1
+    adapter: str | None = None
+    priority: int = DOCUMENT
+    partials: bool = False
 
 
 class TranslationHandle:

@@ -26,7 +26,6 @@ import sys
 import threading
 import unicodedata
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -41,7 +40,7 @@ from dragoman.engine.constraints import Constraints, check_fit
 from dragoman.engine.decoding import DecodingOptions, OptionsError, check_int
 from dragoman.engine.device import describe, resolve_device, resolve_dtype
 from dragoman.engine.generator import Generator, Request
-from dragoman.engine.handle import TranslationHandle
+from dragoman.engine.handle import Translation, TranslationHandle, TranslationRequest
 from dragoman.engine.kernel_build import KernelBuild
 from dragoman.engine.scheduler import DOCUMENT, TYPED
 from dragoman.engine.languages import NO_SPACE_SCRIPTS, get_language
@@ -67,45 +66,6 @@ GIL_SWITCH_S = 0.0005
 
 class ModelOutputError(RuntimeError):
     """The model gave no usable scores for a sentence (NaN), so it has no translation."""
-
-
-@dataclass
-class Translation:
-    """A text's translation with its score and, where asked, its alternatives.
-
-    `score` is the length-normalised log-probability of the hypothesis: beam search's score of the
-    finished hypothesis (HF's `sequences_scores`), greedy's mean log-probability of its tokens; None
-    where nothing was decoded (a blank text, a max_length that leaves no token to generate). A text decoded in
-    pieces (too long to read at once) scores the mean of its pieces' scores and has no alternatives.
-    `alternatives` are the other finished hypotheses, best first (HF's `num_return_sequences`: the
-    first returned sequence is `text`); each has no alternatives of its own."""
-
-    text: str
-    score: float | None = None
-    alternatives: list[Translation] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class TranslationRequest:
-    """Texts to translate (one segment each), and how.
-
-    `terms[i]`: target-language strings text i's translation must hold (Translator.translate says
-    how); `starts[i]`: the start of text i's translation as a person typed it, completed from there;
-    `alternatives`: hypotheses each Translation carries, itself included (at most num_beams; 0:
-    its text only, no score read);
-    `adapter`: a LoRA adapter of the adapters folder (None or "": the base model); `priority`: lower
-    runs first (TYPED, DOCUMENT); `partials`: stream each text's best hypothesis while it decodes."""
-
-    texts: list[str]
-    src_lang: str
-    tgt_lang: str
-    options: DecodingOptions | None = None
-    terms: list[list[str | tuple[str | None, ...]]] | None = None
-    starts: list[str | None] | None = None
-    alternatives: int = 1
-    adapter: str | None = None
-    priority: int = DOCUMENT
-    partials: bool = False
 
 
 def _joined(pieces: list[Translation]) -> Translation:

@@ -41,5 +41,5 @@ def test_the_front_door_hands_out_the_definitions_not_any(installed_tree):
     revealed = [line for line in run.stdout.splitlines() if line.startswith("probe.py")]
     assert len(revealed) == 2, run.stdout
     assert "-> dragoman.engine.translator.Translator" in revealed[0]
-    assert "-> list[dragoman.engine.translator.Translation]" in revealed[1]
+    assert "-> list[dragoman.engine.handle.Translation]" in revealed[1]
     assert not [line for line in revealed if "Any" in line], revealed

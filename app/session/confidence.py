@@ -24,12 +24,10 @@ are, do not count. Every check is linear in the text.
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import queue
 import threading
 import time
 import unicodedata
-from concurrent.futures import Future, ProcessPoolExecutor
 
 from dragoman.app.session import detect
 from dragoman.app.session.protected_spans import ProtectedSpan, find_protected_spans
@@ -167,60 +165,3 @@ class DoubtsAlongside:
             except Exception:  # judged again where the report is made, where an error is the caller's
                 pass
             time.sleep(0)  # the interpreter to a thread waiting for it (the engine's)
-
-
-def _judged(source: str, target: str, batch: list[tuple[str, str, float | None]]) -> dict[str, list[str]]:
-    """The doubts of a batch of (sentence, translation, score), in DoubtsApart's process."""
-    return {sentence: doubts(sentence, translation, source, target, score) for sentence, translation, score in batch}
-
-
-class DoubtsApart:
-    """What DoubtsAlongside does, in a process of its own (spawned: the app's threads hold locks a
-    fork would copy), to which translations go in batches as they come. On a GPU the engine's
-    thread launches a step every millisecond or two and needs the interpreter for it: judging a
-    long document's translations on a thread of the app kept it waiting (docs/performance.md). A
-    batch that the process fails to judge is not in `close`'s answer (the caller judges it)."""
-
-    BATCH = 256
-    # A batch also goes once this old, so that what is left to judge at `close`, after the last
-    # translation, is little: `close` waits for it.
-    BATCH_SECONDS = 0.05
-
-    def __init__(self, source: str, target: str):
-        self.source, self.target = source, target
-        self._batch: list[tuple[str, str, float | None]] = []
-        self._send_by = time.monotonic() + self.BATCH_SECONDS
-        self._lock = threading.Lock()
-        self._judging: list[Future] = []
-        self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-        # Started now, on the caller's thread, not by the first batch on the engine's.
-        self._judging.append(self._pool.submit(_judged, source, target, []))
-
-    def add(self, sentence: str, translation: str, score: float | None) -> None:
-        with self._lock:
-            self._batch.append((sentence, translation, score))
-            if len(self._batch) >= self.BATCH or time.monotonic() >= self._send_by:
-                self._send()
-
-    def close(self) -> dict[str, list[str]]:
-        """Each sentence added and its reasons, once the process has judged them all."""
-        with self._lock:
-            self._send()
-        judged: dict[str, list[str]] = {}
-        for batch in self._judging:
-            try:
-                judged.update(batch.result())
-            except Exception:  # the process died (out of memory, a script without a main guard)
-                pass
-        self._pool.shutdown(wait=False)  # the process ends on its own: nothing waits for that
-        return judged
-
-    def _send(self) -> None:
-        self._send_by = time.monotonic() + self.BATCH_SECONDS
-        if not self._batch:
-            return
-        batch, self._batch = self._batch, []
-        try:
-            self._judging.append(self._pool.submit(_judged, self.source, self.target, batch))
-        except RuntimeError:  # the process died and the pool is broken: the caller judges the rest
-            pass

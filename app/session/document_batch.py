@@ -9,8 +9,9 @@ the first part is ready, not the whole document. Every part but the last waits f
 translations on a thread of its own; their results come on the engine's thread. Translations are
 stored in the cache as they come, every CACHE_SECONDS, and whatever came before a stop or an error
 is stored before `run` returns. A part that fails stops the others, and a stop ends them all.
-Where the job keeps a report, each translation's doubts are judged as it comes, off the engine's
-thread (`DocumentBatch.choose_judge`).
+Where the job keeps a report, each translation's doubts are judged as it comes, on a thread of
+their own (confidence.DoubtsAlongside). On a GPU all of this runs in the document's own process
+(app.session.document_process), apart from the engine's thread.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from dragoman.app.session.confidence import DoubtsAlongside, DoubtsApart
+from dragoman.app.session.confidence import DoubtsAlongside
 from dragoman.app.session.jobs import DocumentJob, Doubtful, JobReport
 from dragoman.app.session.terms import Masked, PairTerms, cache_text
 from dragoman.engine import DOCUMENT
@@ -36,8 +37,6 @@ CACHE_SECONDS = 0.25
 # since preparing a text takes far less than decoding it (docs/performance.md).
 FIRST_DOCUMENT_PART = 64
 DOCUMENT_PART_GROWTH = 8
-# On a GPU a document's doubts are judged in a process of their own once it has more texts than this.
-DOUBTS_APART_AFTER = 1024
 
 
 def part_sizes() -> Iterator[int]:
@@ -91,9 +90,8 @@ class DocumentBatch:
         self.store_by = time.monotonic() + CACHE_SECONDS
         self.reported = 0
         self.step = 1  # of progress, once the total is known
-        # Judged while the engine decodes the rest, on a thread or in a process of their own
-        # (`choose_judge`): a GPU would wait for them otherwise.
-        self.judges: list[DoubtsAlongside | DoubtsApart] = []  # every judge made, the current one last
+        # Judged while the engine decodes the rest: judging them all at the end would keep the job waiting.
+        self.judge = DoubtsAlongside(job.source, job.target) if report is not None else None
         self.failed = threading.Event()  # a part failed, or the preparation: the others stop
         self.errors: list[BaseException] = []
 
@@ -110,8 +108,6 @@ class DocumentBatch:
                     self.pulled_all = True
                     self.step = max(1, len(self.texts) // 200)
                 missing = self.prepare(part)
-                if missing and self.report is not None:
-                    self.choose_judge()
                 if missing and self.pulled_all:
                     self.decode(missing)  # the last part on this thread
                 elif missing:
@@ -128,25 +124,13 @@ class DocumentBatch:
                 thread.join()
             with self.lock:
                 self.store()
-            for judge in self.judges:
-                judged.update(judge.close())
+            if self.judge is not None:
+                judged = self.judge.close()
         if self.errors:
             raise self.errors[0]
         if self.report is not None:
             self.add_to_report(judged)
         return [self.found.get(t) for t in self.texts]
-
-    def choose_judge(self) -> None:
-        """The judge of the doubts of the translations to come: a thread of the app's, and on a GPU,
-        once the document has more than DOUBTS_APART_AFTER texts, a process of their own
-        (DoubtsApart, whose start would cost a short document more than it saves)."""
-        apart = self.pipeline.translator.device.type == "cuda" and len(self.texts) > DOUBTS_APART_AFTER
-        if self.judges and (not apart or isinstance(self.judges[-1], DoubtsApart)):
-            return
-        judge = DoubtsApart(self.job.source, self.job.target) if apart else DoubtsAlongside(
-            self.job.source, self.job.target)
-        with self.lock:  # translations come on the engine's thread
-            self.judges.append(judge)
 
     def stopped(self) -> bool:
         return self.failed.is_set() or (self.should_stop is not None and self.should_stop())
@@ -202,8 +186,8 @@ class DocumentBatch:
                 self.scores[text] = translation.score
             self.unstored[text] = translation.text
             self.found[text] = self.masked[text].restore(translation.text)
-            if self.judges:
-                self.judges[-1].add(text, self.found[text], translation.score)
+            if self.judge is not None:
+                self.judge.add(text, self.found[text], translation.score)
             if time.monotonic() >= self.store_by:
                 self.store()
             self.tell_progress()

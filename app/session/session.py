@@ -38,6 +38,7 @@ from dragoman.app.documents.segments import Run, Segment, translate_segments
 from dragoman.app.session import detect
 from dragoman.app.session.confidence import doubts
 from dragoman.app.session.document_batch import DocumentTranslator
+from dragoman.app.session.document_process import translate_document_apart
 from dragoman.app.session.jobs import DocumentJob, JobReport, open_cache, open_memory
 from dragoman.app.session.terms import Marks, Masked, PairTerms, Terms
 from dragoman.app.session.translation_memory import TranslationMemory
@@ -121,15 +122,19 @@ class TranslationSession:
     """The pipeline over one loaded engine: `translate` (lines of text), `translate_document`,
     `alternatives` of a sentence, a completion from a start (`TranslationJob.completion`), and
     `accept` (a person's translation into the memory). `cache` and `memory`: the stores (None: not
-    used); `terms`: the glossaries and do-not-translate settings translations keep to."""
+    used); `terms`: the glossaries and do-not-translate settings translations keep to;
+    `documents_apart`: whether documents run in a process of their own (None: on a GPU)."""
 
     def __init__(self, translator: Translator, cache: TranslationCache | None = None,
-                 memory: TranslationMemory | None = None, terms: Terms | None = None):
+                 memory: TranslationMemory | None = None, terms: Terms | None = None,
+                 documents_apart: bool | None = None):
         self.translator = translator
         self.cache = cache
         self.memory = memory
         self.terms = terms or Terms()
         self.recent = RecentTranslations()
+        # On a CPU the process would take cores from the engine's own threads.
+        self.documents_apart = translator.device.type == "cuda" if documents_apart is None else documents_apart
 
     @classmethod
     def open(cls, translator: Translator, paths: AppPaths | None = None, terms: Terms | None = None,
@@ -323,7 +328,16 @@ class TranslationSession:
         sentences of each kind, the doubtful ones, those placed proportionally and the notes of its
         reading and writing (the encoding said). Typed text translated meanwhile, from any thread,
         joins the engine's batch ahead of the document's waiting sentences (engine.TYPED): the
-        document is neither stopped nor started again."""
+        document is neither stopped nor started again. Where `documents_apart`, the document's own
+        work runs in a process of its own (app.session.document_process), the engine's here."""
+        if self.documents_apart:
+            return translate_document_apart(self, job, progress, should_stop, report)
+        return self.translate_document_here(job, progress, should_stop, report)
+
+    def translate_document_here(self, job: DocumentJob, progress: Callable[[int, int], None] | None = None,
+                                should_stop: Callable[[], bool] | None = None,
+                                report: JobReport | None = None) -> Path:
+        """`translate_document` on this process's threads."""
 
         def proportional(text: str) -> None:
             if report is not None:

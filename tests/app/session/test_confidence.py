@@ -9,7 +9,7 @@ import time
 import pytest
 
 from dragoman.app.cli import main
-from dragoman.app.session.confidence import LOW_SCORE, DoubtsAlongside, DoubtsApart, doubts, letters, longest_loop, units
+from dragoman.app.session.confidence import LOW_SCORE, DoubtsAlongside, doubts, letters, longest_loop, units
 
 SOURCE = "The weather is lovely today in the old town."
 
@@ -160,16 +160,3 @@ def test_doubts_alongside_judge_each_sentence_as_doubts_does_and_let_go_of_the_i
     assert judged == {s: doubts(s, t, "eng_Latn", "fra_Latn", -0.5) for s, t in pairs}
     assert judged[untranslated] != [] and judged[SOURCE] == []
     assert yields == [0] * len(pairs)  # the engine's thread gets the interpreter at once, not after 5 ms
-
-
-def test_doubts_judged_apart_in_a_process_are_those_judged_here():
-    """DoubtsApart (a GPU's long documents): batches of translations judged in a spawned process,
-    a sentence added after the last full batch too."""
-    pairs = [(f"{SOURCE} ({i})", "Il fait très beau aujourd'hui dans la vieille ville." if i % 3 else f"{SOURCE} ({i})")
-             for i in range(DoubtsApart.BATCH + 5)]
-    judge = DoubtsApart("eng_Latn", "fra_Latn")
-    for sentence, translation in pairs:
-        judge.add(sentence, translation, -0.5 if len(sentence) % 2 else -2.5)
-    judged = judge.close()
-    assert judged == {s: doubts(s, t, "eng_Latn", "fra_Latn", -0.5 if len(s) % 2 else -2.5) for s, t in pairs}
-    assert any(judged.values()) and not all(judged.values())

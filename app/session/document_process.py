@@ -1,0 +1,285 @@
+"""A document job in a process of its own, the engine in this one (`translate_document_apart`).
+
+On a GPU the engine's thread launches a step every millisecond or two and needs the interpreter
+for each. A document's own work (reading the file, planning its sentences, the translation memory
+and cache, masking, restoring each translation, judging its doubts, writing) held the same
+interpreter on the app's threads, and the device waited (docs/performance.md, "Documents through
+the app"); typed text beside a long document waited too. So on a GPU the whole document job runs
+`TranslationSession.translate_document_here`, the one document pipeline, in a spawned process
+(the app's threads hold locks a fork would copy) whose session has the same stores and terms,
+and whose engine (`EngineAcross`) sends each translate call here through a pipe. Here, on the
+caller's thread, `translate_document_apart` submits each call to the Translator, sends the
+translations back in batches as they come, asks the engine what the pipeline asks of it, and
+passes on progress, stops, the report, the file written and any error, as raised there.
+
+Messages, each a tuple whose first item says its kind:
+- from the document's process: ("ask", id, name, args, kwargs), ("translate", id, TranslationRequest),
+  ("cancel", id), ("progress", done, total), ("finished", path, report), ("failed", error);
+- to it: the job first (`DocumentOrder`), then ("answer", id, value, error), ("heard", [(id, i,
+  text, score), ...]), ("done", id, texts), ("failed", id, error) and ("stop",).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+import multiprocessing
+import pickle
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, cast
+
+from dragoman.app.documents.safety import DocumentError
+from dragoman.app.session.jobs import DocumentJob, JobReport
+from dragoman.engine import Translation, TranslationRequest
+
+if TYPE_CHECKING:
+    from dragoman.app.session.session import TranslationSession
+    from dragoman.app.session.terms import Terms
+    from dragoman.engine import DecodingOptions, NllbConfig, TranslationHandle, Translator
+
+# How often this side sends the translations heard and looks for a stop, at most (seconds).
+FLUSH_SECONDS = 0.005
+# How often a translate call of the document's process looks at its job's stop.
+STOP_POLL_SECONDS = 0.05
+# What the document's pipeline may ask of the engine beyond translating (TranslationSession's use).
+ASKABLE = ("default_options", "adapter_identity", "spells")
+
+
+@dataclass
+class DocumentOrder:
+    """What the document's process is sent first: the job and the session it runs in."""
+
+    job: DocumentJob
+    terms: Terms
+    cache: Path | None  # the stores' files (None: not used)
+    memory: Path | None
+    model_dir: Path
+    config: NllbConfig
+    report: JobReport | None
+
+
+def translate_document_apart(session: TranslationSession, job: DocumentJob,
+                             progress: Callable[[int, int], None] | None = None,
+                             should_stop: Callable[[], bool] | None = None,
+                             report: JobReport | None = None) -> Path:
+    """`session.translate_document_here(job, ...)` run in a process of its own, the engine's work
+    done here; returns the file written and fills `report`, or raises what the job raised."""
+    context = multiprocessing.get_context("spawn")
+    here, there = context.Pipe()
+    process = context.Process(target=serve_document, args=(there,), daemon=True, name="dragoman-document")
+    process.start()
+    there.close()
+    translator = session.translator
+    handles: dict[int, TranslationHandle] = {}
+    try:
+        here.send(DocumentOrder(job, session.terms, session.cache.path if session.cache is not None else None,
+                                session.memory.path if session.memory is not None else None, translator.model_dir,
+                                translator.config, report))
+        path, done = _serve(here, translator, handles, progress, should_stop)
+        if report is not None and done is not None:
+            for name in (f.name for f in dataclasses.fields(JobReport)):
+                setattr(report, name, getattr(done, name))
+        return path
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        process.join(5)
+        raise DocumentError(f"the document's process ended unexpectedly (exit code {process.exitcode})") from None
+    finally:
+        for handle in handles.values():
+            handle.cancel()
+        here.close()
+        process.join(5)
+
+
+def _serve(conn: Connection, translator: Translator, handles: dict[int, TranslationHandle],
+           progress: Callable[[int, int], None] | None,
+           should_stop: Callable[[], bool] | None) -> tuple[Path, JobReport | None]:
+    """The engine's side of a document job, until it finishes (its file and report) or fails."""
+    heard: collections.deque[tuple[int, int, str, float | None]] = collections.deque()  # on the engine's thread
+    stopping = False
+
+    def listener(call: int) -> Callable[[int, Translation], None]:
+        return lambda i, translation: heard.append((call, i, translation.text, translation.score))
+
+    while True:
+        if conn.poll(FLUSH_SECONDS):
+            message = conn.recv()
+            kind = message[0]
+            if kind == "ask":
+                _, call, name, args, kwargs = message
+                try:
+                    if name not in ASKABLE:
+                        raise ValueError(f"the engine is not asked {name!r}")
+                    conn.send(("answer", call, getattr(translator, name)(*args, **kwargs), None))
+                except Exception as e:
+                    conn.send(("answer", call, None, _portable(e)))
+            elif kind == "translate":
+                _, call, request = message
+                try:
+                    handles[call] = translator.submit(request)
+                except Exception as e:
+                    conn.send(("failed", call, _portable(e)))
+                else:
+                    handles[call].subscribe(None, listener(call))
+            elif kind == "cancel" and message[1] in handles:
+                handles[message[1]].cancel()
+            elif kind == "progress" and progress is not None:
+                progress(message[1], message[2])
+            elif kind == "finished":
+                return message[1], message[2]
+            elif kind == "failed":
+                raise message[1]
+        over = [call for call, handle in handles.items() if handle.done()]  # before what they heard is sent
+        if heard:
+            conn.send(("heard", [heard.popleft() for _ in range(len(heard))]))
+        for call in over:
+            handle = handles.pop(call)
+            try:
+                conn.send(("done", call, [None if t is None else t.text for t in handle.result()]))
+            except Exception as e:
+                conn.send(("failed", call, _portable(e)))
+        if not stopping and should_stop is not None and should_stop():
+            stopping = True
+            for handle in handles.values():
+                handle.cancel()
+            conn.send(("stop",))
+
+
+def _portable(error: BaseException) -> BaseException:
+    """`error` if it survives the pipe as itself, else a RuntimeError with its line."""
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+
+
+# -- the document's process ---------------------------------------------------------------------------
+
+
+class _Call:
+    """A translate call of the document's process, waiting for its texts."""
+
+    def __init__(self, on_translation: Callable[[int, Translation], None] | None):
+        self.on_translation = on_translation
+        self.over = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+class EngineAcross:
+    """In the document's process: what TranslationSession's document pipeline uses of a Translator,
+    each call answered by the app's engine through the pipe. Its thread reads the pipe and calls
+    each `on_translation` as the translations come."""
+
+    def __init__(self, conn: Connection, order: DocumentOrder):
+        self.conn, self.model_dir, self.config = conn, order.model_dir, order.config
+        self.stopped = threading.Event()  # the app stopped the job, or went
+        self._calls: dict[int, _Call] = {}
+        self._ids = itertools.count()
+        self._sending = threading.Lock()
+        threading.Thread(target=self._read, daemon=True, name="dragoman-engine-across").start()
+
+    def send(self, message: tuple) -> None:
+        with self._sending:
+            self.conn.send(message)
+
+    def default_options(self, **overrides) -> DecodingOptions:
+        return self._ask("default_options", **overrides)
+
+    def adapter_identity(self, adapter: str | None) -> str:
+        return self._ask("adapter_identity", adapter)
+
+    def spells(self, text: str) -> bool:
+        return self._ask("spells", text)
+
+    def translate(self, texts: list[str], src_lang: str, tgt_lang: str, options: DecodingOptions | None = None, *,
+                  priority: int, should_stop: Callable[[], bool] | None = None, adapter: str | None = None,
+                  on_translation: Callable[[int, Translation], None] | None = None,
+                  terms: list[list[str | tuple[str | None, ...]]] | None = None) -> list[str | None]:
+        """Translator.translate's, as a document's pipeline calls it."""
+        request = TranslationRequest(texts, src_lang, tgt_lang, options, terms, None,
+                                     1 if on_translation is not None else 0, adapter, priority)
+        call, number = self._open(on_translation)
+        self.send(("translate", number, request))
+        cancelled = False
+        while not call.over.wait(STOP_POLL_SECONDS):
+            if not cancelled and should_stop is not None and should_stop():
+                cancelled = True
+                self.send(("cancel", number))
+        return self._result(call)
+
+    def _ask(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        call, number = self._open(None)
+        self.send(("ask", number, name, args, kwargs))
+        call.over.wait()
+        return self._result(call)
+
+    def _open(self, on_translation: Callable[[int, Translation], None] | None) -> tuple[_Call, int]:
+        call, number = _Call(on_translation), next(self._ids)
+        self._calls[number] = call
+        return call, number
+
+    def _result(self, call: _Call) -> Any:
+        if call.error is not None:
+            raise call.error
+        return call.value
+
+    def _read(self) -> None:
+        try:
+            while True:
+                message = self.conn.recv()
+                kind = message[0]
+                if kind == "heard":
+                    for number, i, text, score in message[1]:
+                        on_translation = self._calls[number].on_translation
+                        if on_translation is not None:
+                            on_translation(i, Translation(text, score))
+                elif kind == "stop":
+                    self.stopped.set()
+                else:  # answer, done, failed
+                    call = self._calls.pop(message[1])
+                    if kind == "answer":
+                        call.value, call.error = message[2], message[3]
+                    elif kind == "done":
+                        call.value = message[2]
+                    else:
+                        call.error = message[2]
+                    call.over.set()
+        except (EOFError, OSError):  # the app went: every call ends
+            self.stopped.set()
+            for call in list(self._calls.values()):
+                call.error = DocumentError("the app stopped translating")
+                call.over.set()
+
+
+def serve_document(conn: Connection) -> None:
+    """The document's process: one job through the session's document pipeline, its outcome sent."""
+    from dragoman.app.session.session import TranslationSession
+    from dragoman.app.session.translation_memory import TranslationMemory
+    from dragoman.engine import TranslationCache
+
+    order: DocumentOrder = conn.recv()
+    engine = EngineAcross(conn, order)
+    session = None
+    try:
+        # The session takes the app's engine as its Translator: the document pipeline uses only what EngineAcross has.
+        session = TranslationSession(cast("Translator", engine),
+                                     TranslationCache(order.cache) if order.cache is not None else None,
+                                     TranslationMemory(order.memory) if order.memory is not None else None, order.terms,
+                                     documents_apart=False)
+        written = session.translate_document_here(order.job, lambda done, total: engine.send(("progress", done, total)),
+                                                  engine.stopped.is_set, order.report)
+        engine.send(("finished", written, order.report))
+    except BaseException as e:
+        try:
+            engine.send(("failed", _portable(e)))
+        except OSError:  # the app went
+            pass
+    finally:
+        if session is not None:
+            session.close()
+        conn.close()

@@ -1,0 +1,112 @@
+"""app/session/document_process.py: a document job in a process of its own (as on a GPU), the real
+engine in this one on the CPU, gives what the job gives in this process."""
+
+import multiprocessing
+import zipfile
+
+import pytest
+
+from bench import docx_book
+from dragoman.app.documents import Cancelled
+from dragoman.app.documents.safety import DocumentError
+from dragoman.app.session.jobs import DocumentJob, JobReport
+from dragoman.app.session.session import TranslationSession
+from dragoman.app.settings import AppPaths
+from dragoman.engine import AdapterError
+
+OPTIONS = {"num_beams": 2, "max_length": 12}
+
+
+@pytest.fixture
+def book(tmp_path):
+    """A Word book of 3 pages: bold, italic and linked runs, numbers, prices, URLs, a table."""
+    path = tmp_path / "book.docx"
+    docx_book.make_book(path, 3)
+    return path
+
+
+def session_in(translator, home, apart):
+    session = TranslationSession.open(translator, AppPaths.under(home))
+    session.documents_apart = apart
+    return session
+
+
+def no_document_process_left():
+    return not [p for p in multiprocessing.active_children() if p.name == "dragoman-document"]
+
+
+def test_a_document_translated_apart_is_the_one_translated_here_and_its_translations_are_stored(
+        translator, book, tmp_path):
+    """The same file, report and progress, and the job's translations in the cache that a second
+    run then reads."""
+    runs = {}
+    for apart in (False, True):
+        session = session_in(translator, tmp_path / f"home-{apart}", apart)
+        report, heard = JobReport(), []
+        written = session.translate_document(
+            DocumentJob(book, tmp_path / f"out-{apart}.docx", "eng_Latn", "fra_Latn", OPTIONS), report=report,
+            progress=lambda done, total: heard.append((done, total)))
+        runs[apart] = (zipfile.ZipFile(written).read("word/document.xml"), report, heard)
+        session.close()
+    assert no_document_process_left()
+    (here, report_here, heard_here), (apart, report_apart, heard_apart) = runs[False], runs[True]
+    assert apart == here
+    assert report_apart == report_here and report_apart.translated > 64  # more than the first part
+    assert report_apart.doubtful and report_apart.proportional  # the random model's
+    assert heard_apart[-1] == heard_here[-1] == (report_here.sentences, report_here.sentences)
+
+    session = session_in(translator, tmp_path / "home-True", True)
+    again = JobReport()
+    session.translate_document(DocumentJob(book, tmp_path / "again.docx", "eng_Latn", "fra_Latn", OPTIONS),
+                               report=again)
+    session.close()
+    assert (again.translated, again.cached) == (0, report_apart.translated)
+
+
+def test_a_document_stopped_apart_raises_cancelled_and_writes_nothing(translator, book, tmp_path):
+    session = session_in(translator, tmp_path / "home", True)
+    heard = []
+    with pytest.raises(Cancelled):
+        session.translate_document(DocumentJob(book, tmp_path / "out.docx", "eng_Latn", "fra_Latn", OPTIONS),
+                                   progress=lambda done, total: heard.append(done), should_stop=lambda: bool(heard))
+    session.close()
+    assert not (tmp_path / "out.docx").exists() and heard
+    assert no_document_process_left()
+
+
+def test_errors_apart_are_those_raised_here(translator, book, tmp_path):
+    """The document's own (a corrupt file) and the engine's (an adapter that is not there)."""
+    broken = tmp_path / "broken.docx"
+    broken.write_bytes(b"PK\x03\x04 not a zip archive at all")
+    jobs = [DocumentJob(broken, tmp_path / "broken.out.docx", "eng_Latn", "fra_Latn", OPTIONS),
+            DocumentJob(book, tmp_path / "adapter.docx", "eng_Latn", "fra_Latn", OPTIONS, adapter="nowhere")]
+    for job, error in zip(jobs, (DocumentError, AdapterError)):
+        raised = []
+        for apart in (False, True):
+            session = session_in(translator, tmp_path / f"home-{apart}", apart)
+            with pytest.raises(error) as e:
+                session.translate_document(job)
+            session.close()
+            raised.append(str(e.value))
+        assert raised[0] == raised[1]
+        assert not job.output_path.exists()
+    assert broken.read_bytes() == b"PK\x03\x04 not a zip archive at all"
+    assert no_document_process_left()
+
+
+def test_a_document_process_that_dies_is_one_clear_error_and_its_sentences_leave_the_engine(
+        translator, book, tmp_path):
+    session = session_in(translator, tmp_path / "home", True)
+
+    def kill(done, total):
+        for process in multiprocessing.active_children():
+            if process.name == "dragoman-document":
+                process.kill()
+
+    with pytest.raises(DocumentError, match="the document's process ended unexpectedly"):
+        session.translate_document(DocumentJob(book, tmp_path / "out.docx", "eng_Latn", "fra_Latn", OPTIONS),
+                                   progress=kill)
+    session.close()
+    assert not (tmp_path / "out.docx").exists()
+    # The engine is free: a sentence now is translated at once, nothing of the document's ahead of it.
+    assert translator.translate(["The river is wide."], "eng_Latn", "fra_Latn", translator.default_options(**OPTIONS))[0]

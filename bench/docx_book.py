@@ -263,7 +263,9 @@ def main() -> None:
     parser.add_argument("--kinds-together", action="store_true",
                         help="plain and constrained sentences may share steps (scheduler.KINDS_APART off)")
     parser.add_argument("--paths", default="docx,docx_no_protect,txt,engine",
-                        help="the paths to time, of docx, docx_no_protect, txt and engine (always timed)")
+                        help="the paths to time, of docx, docx_no_protect, txt, engine (always timed), and "
+                             "docx_here and txt_here (the document's work on this process's threads, not in a "
+                             "process of its own as on a GPU)")
     add_out_argument(parser)
     args = parser.parse_args()
 
@@ -287,11 +289,13 @@ def main() -> None:
 
         runs_made = itertools.count()
 
-        def translate(book: Path, protect: bool = True) -> float:
+        def translate(book: Path, protect: bool = True, here: bool = False) -> float:
             job = DocumentJob(book, work / f"{book.stem}.fra_Latn{book.suffix}", "eng_Latn", "fra_Latn", options,
                               overwrite=True)
             folders = AppPaths.under(work / f"home-{next(runs_made)}")  # a new data folder: nothing cached or remembered
             session = TranslationSession.open(translator, folders, terms=Terms(protect=protect))
+            if here:
+                session.documents_apart = False
             try:
                 return seconds_of(lambda: session.translate_document(job, report=JobReport()), translator.device)
             finally:
@@ -313,6 +317,8 @@ def main() -> None:
             "docx": lambda: translate(book),
             "docx_no_protect": lambda: translate(book, protect=False),
             "txt": lambda: translate(text),
+            "docx_here": lambda: translate(book, here=True),
+            "txt_here": lambda: translate(text, here=True),
             "engine": lambda: seconds_of(
                 lambda: translator.generator.run([Request(s, prefix, engine_options) for s in requests]), translator.device),
         }

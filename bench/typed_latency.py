@@ -59,7 +59,7 @@ def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int) -> l
     return found
 
 
-def through_app(translator: Translator, pages: int, repeats: int) -> dict:
+def through_app(translator: Translator, pages: int, repeats: int, documents_here: bool = False) -> dict:
     """Typed sentences alone, then beside a .docx book of `pages` pages, both through the pipeline."""
     from bench.docx_book import make_book
     from dragoman.app.session.jobs import DocumentJob, JobReport
@@ -71,6 +71,8 @@ def through_app(translator: Translator, pages: int, repeats: int) -> dict:
         work = Path(folder)
         # As the window's: the translation memory and cache of a data folder (a new one, nothing in it).
         pipeline = TranslationSession.open(translator, AppPaths.under(work))
+        if documents_here:
+            pipeline.documents_apart = False
 
         def document(pages: int, name: str, seed: int) -> DocumentJob:
             make_book(work / f"{name}.docx", pages, seed=seed)
@@ -105,6 +107,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10, help="typed sentences each way (median)")
     parser.add_argument("--through-app", type=int, metavar="PAGES",
                         help="the document a .docx book of PAGES pages, both through the app's pipeline")
+    parser.add_argument("--documents-here", action="store_true",
+                        help="with --through-app: the book's work on this process's threads, not in a process of "
+                             "its own as on a GPU")
     add_out_argument(parser)
     args = parser.parse_args()
 
@@ -112,7 +117,8 @@ def main() -> None:
     if args.through_app:
         if translator.needs_warm_up():
             translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
-        emit({"device": translator.describe(), **through_app(translator, args.through_app, args.repeats)},
+        emit({"device": translator.describe(), **through_app(translator, args.through_app, args.repeats, args.documents_here),
+              "documents_apart": not args.documents_here},
              "typed_latency_through_app", translator.device, args.out)
         translator.teardown()
         return

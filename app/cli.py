@@ -426,8 +426,10 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
 
     read_tokenizer_ahead(args.model)  # while torch is imported (open_engine)
-    if args.ray is None:  # (with Ray the engines run in its workers)
-        open_gpu_ahead(args.device)
+    if args.ray is None and open_gpu_ahead(args.device) is not None and documents:  # (with Ray: in its workers)
+        from dragoman.app.session.document_process import DocumentProcess
+
+        DocumentProcess.start_spare()  # the documents' own process started while the model loads
     adapters_dir = checked_adapters_dir(args)
     if args.corpus:
         return translate_corpus(args, src, targets, overrides, terms, adapters_dir, gpu_memory)

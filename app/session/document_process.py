@@ -62,36 +62,70 @@ class DocumentOrder:
     report: JobReport | None
 
 
+class DocumentProcess:
+    """A spawned process waiting for its document job (`serve_document`), and its end of the pipe.
+    One is kept ready (`start_spare`), so that a job does not wait for an interpreter to start and
+    import the document pipeline."""
+
+    _spare: DocumentProcess | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, there = context.Pipe()
+        self.process = context.Process(target=serve_document, args=(there,), daemon=True,
+                                       name="dragoman-document-spare")
+        self.process.start()
+        there.close()
+
+    @classmethod
+    def start_spare(cls) -> None:
+        """A process made ready for the next job, unless one is."""
+        with cls._lock:
+            if cls._spare is None or not cls._spare.process.is_alive():
+                cls._spare = DocumentProcess()
+
+    @classmethod
+    def take(cls) -> DocumentProcess:
+        """The spare process (or a new one), and a new spare started for the job after."""
+        with cls._lock:
+            taken, cls._spare = cls._spare, None
+        if taken is None or not taken.process.is_alive():
+            taken = DocumentProcess()
+        taken.process.name = "dragoman-document"
+        cls.start_spare()
+        return taken
+
+
 def translate_document_apart(session: TranslationSession, job: DocumentJob,
                              progress: Callable[[int, int], None] | None = None,
                              should_stop: Callable[[], bool] | None = None,
                              report: JobReport | None = None) -> Path:
     """`session.translate_document_here(job, ...)` run in a process of its own, the engine's work
     done here; returns the file written and fills `report`, or raises what the job raised."""
-    context = multiprocessing.get_context("spawn")
-    here, there = context.Pipe()
-    process = context.Process(target=serve_document, args=(there,), daemon=True, name="dragoman-document")
-    process.start()
-    there.close()
+    apart = DocumentProcess.take()
     translator = session.translator
     handles: dict[int, TranslationHandle] = {}
     try:
-        here.send(DocumentOrder(job, session.terms, session.cache.path if session.cache is not None else None,
-                                session.memory.path if session.memory is not None else None, translator.model_dir,
-                                translator.config, report))
-        path, done = _serve(here, translator, handles, progress, should_stop)
+        apart.conn.send(DocumentOrder(job, session.terms, session.cache.path if session.cache is not None else None,
+                                      session.memory.path if session.memory is not None else None,
+                                      translator.model_dir, translator.config, report))
+        path, done = _serve(apart.conn, translator, handles, progress, should_stop)
         if report is not None and done is not None:
             for name in (f.name for f in dataclasses.fields(JobReport)):
                 setattr(report, name, getattr(done, name))
-        return path
+        return path  # the process closes its stores and ends on its own: nothing waits for that
     except (EOFError, BrokenPipeError, ConnectionResetError):
-        process.join(5)
-        raise DocumentError(f"the document's process ended unexpectedly (exit code {process.exitcode})") from None
+        apart.process.join(5)
+        raise DocumentError(
+            f"the document's process ended unexpectedly (exit code {apart.process.exitcode})") from None
+    except BaseException:
+        apart.process.join(5)  # a failed job's process ends once it has said so
+        raise
     finally:
         for handle in handles.values():
             handle.cancel()
-        here.close()
-        process.join(5)
+        apart.conn.close()
 
 
 def _serve(conn: Connection, translator: Translator, handles: dict[int, TranslationHandle],
@@ -258,11 +292,18 @@ class EngineAcross:
 
 def serve_document(conn: Connection) -> None:
     """The document's process: one job through the session's document pipeline, its outcome sent."""
+    from dragoman.app.documents import formats
+    from dragoman.app.session import detect
     from dragoman.app.session.session import TranslationSession
     from dragoman.app.session.translation_memory import TranslationMemory
     from dragoman.engine import TranslationCache
 
-    order: DocumentOrder = conn.recv()
+    formats()  # what the job will need, read while the process waits for it
+    detect.load_in_background()  # its doubts detect the translations' language
+    try:
+        order: DocumentOrder = conn.recv()
+    except EOFError:  # a spare the app did not need
+        return
     engine = EngineAcross(conn, order)
     session = None
     try:

@@ -3,6 +3,7 @@ engine in this one on the CPU, gives what the job gives in this process."""
 
 import dataclasses
 import multiprocessing
+import time
 import zipfile
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from bench import docx_book
 from dragoman.app.documents import Cancelled
 from dragoman.app.documents.safety import DocumentError
+from dragoman.app.session.document_process import DocumentProcess
 from dragoman.app.session.glossary import read_glossary
 from dragoman.app.session.jobs import DocumentJob, JobReport
 from dragoman.app.session.session import TranslationSession
@@ -34,8 +36,17 @@ def session_in(translator, home, apart, terms=None):
     return session
 
 
-def no_document_process_left():
-    return not [p for p in multiprocessing.active_children() if p.name == "dragoman-document"]
+def running_jobs():
+    return [p for p in multiprocessing.active_children() if p.name == "dragoman-document"]
+
+
+def no_document_process_left(seconds=10):
+    """No job's process is left once it has ended (a spare may wait for the next)."""
+    for _ in range(int(seconds / 0.05)):
+        if not running_jobs():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_a_document_translated_apart_is_the_one_translated_here_and_its_translations_are_stored(
@@ -65,12 +76,16 @@ def test_a_document_translated_apart_is_the_one_translated_here_and_its_translat
     assert report_apart.doubtful and report_apart.proportional  # the random model's
     assert heard_apart[-1] == heard_here[-1] == (report_here.sentences, report_here.sentences)
 
+    # The next job runs in the spare process the last one left ready.
+    spare = DocumentProcess._spare
+    assert spare is not None and spare.process.is_alive()
     session = session_in(translator, tmp_path / "home-True", True, terms)
-    again = JobReport()
+    again, pids = JobReport(), set()
     session.translate_document(DocumentJob(book, tmp_path / "again.docx", "eng_Latn", "fra_Latn", OPTIONS),
-                               report=again)
+                               report=again, progress=lambda done, total: pids.update(p.pid for p in running_jobs()))
     session.close()
     assert (again.translated, again.cached) == (0, report_apart.translated)
+    assert pids == {spare.process.pid}
 
 
 def test_a_document_stopped_apart_raises_cancelled_and_writes_nothing(translator, book, tmp_path):

@@ -27,10 +27,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dragoman  # noqa: F401  (before anything that imports transformers: the checkout guard)
 from bench import add_out_argument, emit
-from dragoman.engine import DOCUMENT, TYPED, TranslationRequest, Translator
+from dragoman.engine import DOCUMENT, TYPED, TranslationRequest
+
+if TYPE_CHECKING:
+    from dragoman.engine import Translator
 
 TYPED_TEXT = "The quick brown fox jumps over the lazy dog while the children watch from the window."
 WORDS = ("the river house green small reads book city light morning translation engine window people "
@@ -112,6 +116,8 @@ def main() -> None:
                              "its own as on a GPU")
     add_out_argument(parser)
     args = parser.parse_args()
+
+    from dragoman.engine import Translator  # here, not above: the book's own process imports this module, not torch
 
     translator = Translator(args.checkpoint, args.device, args.dtype)
     if args.through_app:

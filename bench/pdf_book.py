@@ -12,10 +12,12 @@ compiled, graphs captured), times:
 - `Generator.run` over the texts the path sends, tokenized beforehand: the engine alone.
 Prints one JSON object: pages/s and sentences/s of the whole path, the layout's seconds, and the
 decoding part's share of the engine's rate: the engine alone against the path's run from its first
-texts sent to the engine to its end, less its writing (timed within it: typesetting a random model's
-every script costs far more than typesetting the identity's English). The pages are read as they
-are translated (pdf.PdfDocument.segment_stream): the reading before the first texts is reported
-apart, and reading after them that keeps the engine waiting counts against the decoding part.
+texts submitted to the engine to its last translation (both seen at `Translator.submit`, which a
+document's own process on a GPU reaches too), so that neither the reading before nor the writing
+after counts (typesetting a random model's every script costs far more than typesetting the
+identity's English). The pages are read as they are translated (pdf.PdfDocument.segment_stream):
+the reading before the first texts is reported apart, and reading after them that keeps the
+engine waiting counts against the decoding part.
 --checkpoint is a Hugging Face NLLB folder; where it has no config.json, bench.checkpoint's
 random-weight model of --size is written there. Translations are forced to --new-tokens tokens
 (DESIGN.md's document workload; 0: the model stops by itself). `--make-only OUT.pdf` only writes
@@ -106,17 +108,6 @@ def main() -> None:
     time_book(args)
 
 
-def timed_into(total: list[float], function):
-    """`function`, adding the seconds of each call to total[0]."""
-    def timed(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            total[0] += time.perf_counter() - start
-    return timed
-
-
 def layout(book: Path, out: Path, target: str) -> tuple[float, list[str]]:
     """Seconds the document path takes with the identity for a model (reading and writing the PDF),
     and the distinct texts it sends to be translated."""
@@ -147,7 +138,6 @@ def time_layout(args) -> None:
 def time_book(args) -> None:
     from bench import emit, seconds_of
     from bench.checkpoint import write_checkpoint
-    from dragoman.app.documents import pdf as pdf_format
     from dragoman.app.session.jobs import DocumentJob
     from dragoman.app.session.session import TranslationSession
     from dragoman.engine import Translator
@@ -169,20 +159,21 @@ def time_book(args) -> None:
                               overwrite=True)
             return seconds_of(lambda: TranslationSession(translator).translate_document(job), translator.device)
 
-        # Reading and writing timed within the path's own run: typesetting what a random model
+        # The decoding part timed within the path's own run: typesetting what a random model
         # writes (every script, thousands of glyphs to subset) costs far more than typesetting
         # the identity's English, so the identity's layout is no measure of it.
-        writing_seconds = [0.0]
-        writing = patch.object(pdf_format.PdfDocument, "write", timed_into(writing_seconds, pdf_format.PdfDocument.write))
         first_sent: list[float] = []  # when the path's first texts went to the engine
-        engine_translate = translator.translate
+        last_heard = [0.0]  # when its last translation came
+        engine_submit = translator.submit
 
-        def noting_the_first(*args, **kwargs):
+        def noting(request):
             if not first_sent:
                 first_sent.append(time.perf_counter())
-            return engine_translate(*args, **kwargs)
+            handle = engine_submit(request)
+            handle.subscribe(None, lambda i, translation: last_heard.__setitem__(0, time.perf_counter()))
+            return handle
 
-        sending = patch.object(translator, "translate", noting_the_first)
+        sending = patch.object(translator, "submit", noting)
 
         warm_up = work / "warm-up.pdf"
         make_book(str(warm_up), 2, seed=1)
@@ -193,13 +184,12 @@ def time_book(args) -> None:
         engine_options = translator.default_options(**options)
         runs: dict[str, list[float]] = {"path": [], "before_first_texts": [], "decoding": [], "layout": [], "engine": []}
         for _ in range(args.repeats):  # a kernel variant the path meets first compiles during its first run
-            writing_seconds[0] = 0.0
             first_sent.clear()
-            with sending, writing:
+            with sending:
                 start = time.perf_counter()
                 runs["path"].append(translate(book))
             runs["before_first_texts"].append(first_sent[0] - start)
-            runs["decoding"].append(runs["path"][-1] - runs["before_first_texts"][-1] - writing_seconds[0])
+            runs["decoding"].append(last_heard[0] - first_sent[0])
             layout_seconds, sent = layout(book, work / "book.identity.pdf", args.target)
             runs["layout"].append(layout_seconds)
             sources = [translator.tokenizer.encode_source(text, "eng_Latn") for text in sent]

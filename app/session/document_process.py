@@ -10,7 +10,9 @@ the app"); typed text beside a long document waited too. So on a GPU the whole d
 and whose engine (`EngineAcross`) sends each translate call here through a pipe. Here, on the
 caller's thread, `translate_document_apart` submits each call to the Translator, sends the
 translations back in batches as they come, asks the engine what the pipeline asks of it, and
-passes on progress, stops, the report, the file written and any error, as raised there.
+passes on progress, stops, the report, the file written and any error, as raised there. One such
+process is kept ready for the next job (`DocumentProcess.start_spare`). The pipe carries pickles
+between the app and its own child only, never a file's bytes.
 
 Messages, each a tuple whose first item says its kind:
 - from the document's process: ("ask", id, name, args, kwargs), ("translate", id, TranslationRequest),

@@ -96,10 +96,12 @@ def through_app(translator: Translator, pages: int, repeats: int, documents_here
         still_running = running.is_alive()
         running.join()
         document_s = time.perf_counter() - start
+        documents_apart = pipeline.documents_apart
         pipeline.close()
     return {"typed_alone_ms": statistics.median(alone), "typed_beside_document_ms": statistics.median(beside),
             "ratio": statistics.median(beside) / statistics.median(alone), "document_pages": pages,
-            "document_still_running_after_the_last_typed": still_running, "document_s": document_s}
+            "document_still_running_after_the_last_typed": still_running, "document_s": document_s,
+            "documents_apart": documents_apart}
 
 
 def main() -> None:
@@ -123,8 +125,7 @@ def main() -> None:
     if args.through_app:
         if translator.needs_warm_up():
             translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
-        emit({"device": translator.describe(), **through_app(translator, args.through_app, args.repeats, args.documents_here),
-              "documents_apart": not args.documents_here},
+        emit({"device": translator.describe(), **through_app(translator, args.through_app, args.repeats, args.documents_here)},
              "typed_latency_through_app", translator.device, args.out)
         translator.teardown()
         return

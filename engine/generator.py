@@ -352,7 +352,15 @@ class Generator:
             self.runner.release(sentence)
 
     def _report_finished(self) -> None:
-        finished, self._finished = self._finished, []
+        """Each finished request's `on_done`; documents' wait while typed text waits or runs (a
+        cohort of them finishing together would take the host milliseconds in typed text's path)."""
+        finished = [r for r in self._finished if r.typed]  # typed text's first
+        documents = [r for r in self._finished if not r.typed]
+        if self.scheduler.typing:
+            self._finished = documents
+        else:
+            finished += documents
+            self._finished = []
         for request in finished:
             assert request.on_done is not None  # `_finished` holds those with one
             request.on_done(request)

@@ -99,16 +99,19 @@ class Submission:
         order = sorted(range(len(texts)), key=lambda i: i in constraints)  # stable: plain texts first
         self._left = (i for i in order if texts[i].strip())
         self._wave = translator.generator.sentences_at_once(options.num_beams)
+        self.started = False  # `take` has tokenized some of its texts
 
-    def first_portion(self) -> int:
-        """A wave (the sentences that decode together) before the first step; typed text whole."""
-        return len(self.request.texts) if self.priority == TYPED else self._wave
-
-    def later_portion(self) -> int:
-        """A wave's worth in 32 steps, so that the next wave is ready when one ends (FEED_TEXTS)."""
+    def next_portion(self) -> int:
+        """The texts `take` tokenizes next: first a wave (the sentences that decode together; typed
+        text whole), then a wave's worth in 32 steps, so that the next wave is ready when one ends
+        (FEED_TEXTS)."""
+        if not self.started:
+            return len(self.request.texts) if self.priority == TYPED else self._wave
         return max(FEED_TEXTS, self._wave // 32)
 
     def take(self, texts: int) -> list[Request]:
+        """Up to `texts` more texts as requests, and those to be decoded again."""
+        self.started = self.started or texts > 0
         requests, self._again = self._again, []
         for i in itertools.islice(self._left, texts):
             sources = self.translator._sources(self.request.texts[i], self.request.src_lang)
@@ -186,6 +189,8 @@ class EngineLoop:
         self._inbox: list[Submission] = []
         self._closing = False
         self._active: list[Submission] = []  # the engine thread's own: submissions it feeds
+        # Whether typed text waits or decodes: set by `submit` and at each step, read by any thread.
+        self.typing = False
         self._build: Callable[[], Generator] | None = build  # dropped once called: it may hold the weights
         self._error: BaseException | None = None
         self._ready = False
@@ -204,6 +209,7 @@ class EngineLoop:
             if self._closing:
                 raise RuntimeError("the engine is closed")
             self._inbox.append(submission)
+            self.typing = self.typing or submission.priority == TYPED
             self._wake.notify_all()
 
     @property
@@ -272,15 +278,17 @@ class EngineLoop:
         self._active = [s for s in self._active if not s.handle.done()]
         requests = []
         scheduler = self.generator.scheduler
-        # More of a document's texts are tokenized while its sentences run short, but not while typed
-        # text runs: its steps are short enough that the host's time would show in its latency.
-        few_wait = not scheduler.typing and len(scheduler.waiting) < self.generator.max_rows
-        for submission in sorted(self._active, key=lambda s: s.priority):
-            requests += submission.take(submission.later_portion() if few_wait else 0)
+        # A document's texts are tokenized while its sentences run short, but not while typed text
+        # waits or runs (this feed's own included): its steps are short enough that the host's time
+        # would show in its latency.
+        typing = self.typing = scheduler.typing or any(s.priority == TYPED for s in new)
+        few_wait = not typing and len(scheduler.waiting) < self.generator.max_rows
         for submission in sorted(new, key=lambda s: s.priority):
             if not submission.handle.done():
-                requests += submission.take(submission.first_portion())
                 self._active.append(submission)
+        for submission in sorted(self._active, key=lambda s: s.priority):
+            more = submission.priority == TYPED or (not typing and (few_wait or not submission.started))
+            requests += submission.take(submission.next_portion() if more else 0)
         if idle and not requests:
             for submission in self._active:  # nothing of it left to decode: it cannot finish now
                 submission.handle.fail(RuntimeError("the engine lost track of a translation"))
@@ -371,6 +379,12 @@ class Translator:
         # A translator dropped without teardown, or alive at exit, ends its thread: one still in a torch
         # call while the interpreter shuts down aborts the process.
         weakref.finalize(self, self.loop.close, True)
+
+    @property
+    def typing(self) -> bool:
+        """Whether typed text waits or decodes in the engine now (from any thread; as of its last
+        step). Work that would hold the interpreter, such as submitting a long document, can wait."""
+        return self.loop.typing
 
     @property
     def generator(self) -> Generator:

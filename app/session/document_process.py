@@ -135,6 +135,9 @@ def _serve(conn: Connection, translator: Translator, handles: dict[int, Translat
            should_stop: Callable[[], bool] | None) -> tuple[Path, JobReport | None]:
     """The engine's side of a document job, until it finishes (its file and report) or fails."""
     heard: collections.deque[tuple[int, int, str, float | None]] = collections.deque()  # on the engine's thread
+    # Submitted while no typed text waits or decodes: submitting checks a long request's texts and
+    # compiles their terms, which would hold the interpreter in typed text's path.
+    unsent: dict[int, TranslationRequest] = {}
     stopping = False
 
     def listener(call: int) -> Callable[[int, Translation], None]:
@@ -153,21 +156,26 @@ def _serve(conn: Connection, translator: Translator, handles: dict[int, Translat
                 except Exception as e:
                     conn.send(("answer", call, None, _portable(e)))
             elif kind == "translate":
-                _, call, request = message
-                try:
-                    handles[call] = translator.submit(request)
-                except Exception as e:
-                    conn.send(("failed", call, _portable(e)))
-                else:
-                    handles[call].subscribe(None, listener(call))
+                unsent[message[1]] = message[2]
             elif kind == "cancel" and message[1] in handles:
                 handles[message[1]].cancel()
+            elif kind == "cancel" and message[1] in unsent:
+                conn.send(("done", message[1], [None] * len(unsent.pop(message[1]).texts)))
             elif kind == "progress" and progress is not None:
                 progress(message[1], message[2])
             elif kind == "finished":
                 return message[1], message[2]
             elif kind == "failed":
                 raise message[1]
+        while unsent and not translator.typing:
+            call = next(iter(unsent))
+            request = unsent.pop(call)
+            try:
+                handles[call] = translator.submit(request)
+            except Exception as e:
+                conn.send(("failed", call, _portable(e)))
+            else:
+                handles[call].subscribe(None, listener(call))
         over = [call for call, handle in handles.items() if handle.done()]  # before what they heard is sent
         if heard:
             conn.send(("heard", [heard.popleft() for _ in range(len(heard))]))

@@ -97,33 +97,40 @@ def test_typed_text_submitted_while_a_document_runs_finishes_first_and_both_are_
     small.teardown()
 
 
-def test_while_typed_text_runs_no_document_sentence_joins_and_no_document_text_is_tokenized(make_translator,
-                                                                                          monkeypatch):
-    """The document's admissions (encoder passes) and the loop's tokenizing of its texts wait while
-    typed text runs, so that typed text's steps wait for neither. Typed text is submitted from the
-    engine's own thread at chosen steps of the document (its partial hypotheses), so that the test
-    does not depend on timing."""
+def test_while_typed_text_runs_no_document_sentence_joins_is_tokenized_or_reported(make_translator, monkeypatch):
+    """The document's admissions (encoder passes), the loop's tokenizing of its texts (a document
+    submitted with the typed text included) and the reports of its finished sentences wait while
+    typed text waits or runs, so that typed text's steps wait for none of them. Typed text is
+    submitted from the engine's own thread at chosen steps of the document (its partial
+    hypotheses), so that the test does not depend on timing."""
     from dragoman.engine.translator import Submission
 
     small = make_translator(max_rows=64)  # sixteen sentences of 4 beams at once
     options = small.default_options(num_beams=4, max_length=30)
     scheduler, runner = small.generator.scheduler, small.generator.runner
     while_typing = []  # what was done for the document while typed text waited or ran
-    admit, take = runner.admit, Submission.take
+    typed_pending = threading.Event()  # from its submission to its translation
+    admit, take, done = runner.admit, Submission.take, Submission._done
 
     def watched_admit(sentences, *args):
-        if scheduler.typing:
+        if typed_pending.is_set():
             while_typing.append(("admitted", [s.request.priority for s in sentences]))
         return admit(sentences, *args)
 
     def watched_take(submission, count):
         taken = take(submission, count)
-        if scheduler.typing and taken and submission.priority == DOCUMENT:
+        if typed_pending.is_set() and taken and submission.priority == DOCUMENT:
             while_typing.append(("tokenized", len(taken)))
         return taken
 
+    def watched_done(submission, i, piece, request):
+        if typed_pending.is_set() and submission.priority == DOCUMENT:
+            while_typing.append(("reported", i))
+        return done(submission, i, piece, request)
+
     monkeypatch.setattr(runner, "admit", watched_admit)
     monkeypatch.setattr(Submission, "take", watched_take)
+    monkeypatch.setattr(Submission, "_done", watched_done)
     submitted: list = []  # the typed sentence and a second document, submitted together at a step of the first
     steps = 0
 
@@ -132,8 +139,10 @@ def test_while_typed_text_runs_no_document_sentence_joins_and_no_document_text_i
         steps += i == 0
         if i == 0 and steps == 2:
             submitted.append(small.submit(TranslationRequest(TEXTS * 25, "eng_Latn", "fra_Latn", options)))
+            typed_pending.set()
             submitted.append(small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn",
                                                              options, priority=TYPED)))
+            submitted[-1].subscribe(on_translation=lambda i, translation: typed_pending.clear())
 
     first = small.submit(TranslationRequest(TEXTS[:6], "eng_Latn", "fra_Latn", options, partials=True))  # 24 of 64 rows
     first.subscribe(on_partial=on_partial)

@@ -135,3 +135,28 @@ def test_a_document_process_that_dies_is_one_clear_error_and_its_sentences_leave
     assert not (tmp_path / "out.docx").exists()
     # The engine is free: a sentence now is translated at once, nothing of the document's ahead of it.
     assert translator.translate(["The river is wide."], "eng_Latn", "fra_Latn", translator.default_options(**OPTIONS))[0]
+
+
+def test_typed_text_while_a_document_runs_apart_is_translated_as_alone_and_the_document_goes_on(
+        translator, book, tmp_path):
+    """Typed text through the same session while the document's process runs: its translation is
+    the one it gets alone, and the document comes out as it does with nothing beside it."""
+    from dragoman.app.session.session import TranslationJob
+
+    typed = TranslationJob(["The old bridge crosses the quiet river."], "eng_Latn", "fra_Latn", OPTIONS)
+    quiet_session = session_in(translator, tmp_path / "quiet", True)
+    alone = quiet_session.translate(typed).lines()
+    quiet = quiet_session.translate_document(DocumentJob(book, tmp_path / "quiet.docx", "eng_Latn", "fra_Latn", OPTIONS))
+    quiet_session.close()
+    session = session_in(translator, tmp_path / "busy", True)
+    beside = []
+
+    def type_now(done, total):
+        if not beside:
+            beside.append(session.translate(typed).lines())
+
+    busy = session.translate_document(DocumentJob(book, tmp_path / "busy.docx", "eng_Latn", "fra_Latn", OPTIONS),
+                                      progress=type_now)
+    session.close()
+    assert beside == [alone]
+    assert zipfile.ZipFile(busy).read("word/document.xml") == zipfile.ZipFile(quiet).read("word/document.xml")

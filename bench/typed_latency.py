@@ -16,6 +16,10 @@ numbers and links: constrained sentences among its plain ones), translated by
 judged alongside, its translations stored as they come), and each typed sentence (a different one
 each time: no translation is recalled) by `TranslationSession.translate`. The app's own threads
 then share the interpreter with the engine's while typed text decodes.
+
+`--timeline`: also what the engine's loop did around each typed sentence beside the document
+(`LoopTimeline`): how long it waited to be admitted, the document's steps and admissions launched
+meanwhile, and its own steps' host time.
 """
 
 from __future__ import annotations
@@ -41,6 +45,64 @@ WORDS = ("the river house green small reads book city light morning translation 
          "water always before after between because system document sentence").split()
 
 
+class LoopTimeline:
+    """What the engine's loop does around each typed request: times taken at `Translator.submit`
+    and at the step runner's admissions and launches (the instance's methods wrapped)."""
+
+    def __init__(self, translator: Translator):
+        self.events: list[tuple[float, str, float]] = []  # (when, what, host ms), from any thread
+        runner, submit = translator.generator.runner, translator.submit
+        admit, launch = runner.admit, runner.launch
+
+        def submitted(request: TranslationRequest):
+            typed = request.priority == TYPED
+            if typed:
+                self.events.append((time.perf_counter(), "submitted", 0.0))
+            handle = submit(request)
+            if typed:
+                handle.subscribe(None, lambda i, translation: self.events.append((time.perf_counter(), "done", 0.0)))
+            return handle
+
+        def admitted(sentences, alone, group):
+            start = time.perf_counter()
+            admit(sentences, alone, group)
+            self.events.append((start, "typed admitted" if group.typed else "document admitted",
+                                (time.perf_counter() - start) * 1e3))
+
+        def launched(groups):
+            start = time.perf_counter()
+            step = launch(groups)
+            typed = any(group.typed for group in groups.values())
+            self.events.append((start, "typed step" if typed else "document step", (time.perf_counter() - start) * 1e3))
+            return step
+
+        translator.submit, runner.admit, runner.launch = submitted, admitted, launched
+
+    def mark(self) -> int:
+        return len(self.events)
+
+    def typed_since(self, mark: int) -> list[dict]:
+        """Each typed request submitted since `mark`: its milliseconds in all and before its
+        admission, the document's steps and admissions launched before it, its steps and their
+        host time."""
+        events = sorted(self.events[mark:])
+        found = []
+        for i, (submitted, what, _) in enumerate(events):
+            if what != "submitted":
+                continue
+            end = next((j for j in range(i + 1, len(events)) if events[j][1] == "done"), len(events) - 1)
+            span = events[i:end + 1]
+            admitted = next((t for t, what, _ in span if what == "typed admitted"), submitted)
+            found.append({
+                "ms": round((span[-1][0] - submitted) * 1e3, 2),
+                "to_admission_ms": round((admitted - submitted) * 1e3, 2),
+                "document_steps_before": sum(1 for t, what, _ in span if what == "document step" and t < admitted),
+                "document_admissions_before": sum(1 for t, what, _ in span if what == "document admitted" and t < admitted),
+                "steps": sum(1 for _, what, _ in span if what == "typed step"),
+                "steps_host_ms": round(sum(ms for _, what, ms in span if what == "typed step"), 2)})
+        return found
+
+
 def typed_ms(translator: Translator, options, repeats: int) -> list[float]:
     found = []
     for _ in range(repeats):
@@ -63,7 +125,8 @@ def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int) -> l
     return found
 
 
-def through_app(translator: Translator, pages: int, repeats: int, documents_here: bool = False) -> dict:
+def through_app(translator: Translator, pages: int, repeats: int, documents_here: bool = False,
+                timeline: LoopTimeline | None = None) -> dict:
     """Typed sentences alone, then beside a .docx book of `pages` pages, both through the pipeline."""
     from bench.docx_book import make_book
     from dragoman.app.session.jobs import DocumentJob, JobReport
@@ -92,7 +155,9 @@ def through_app(translator: Translator, pages: int, repeats: int, documents_here
         running.start()
         while not translator.generator.scheduler.running and running.is_alive():
             time.sleep(0.005)
+        mark = timeline.mark() if timeline is not None else 0
         beside = typed_through_app_ms(pipeline, typed, repeats, 2 + repeats)
+        beside_timeline = timeline.typed_since(mark) if timeline is not None else None
         still_running = running.is_alive()
         running.join()
         document_s = time.perf_counter() - start
@@ -101,7 +166,7 @@ def through_app(translator: Translator, pages: int, repeats: int, documents_here
     return {"typed_alone_ms": statistics.median(alone), "typed_beside_document_ms": statistics.median(beside),
             "ratio": statistics.median(beside) / statistics.median(alone), "document_pages": pages,
             "document_still_running_after_the_last_typed": still_running, "document_s": document_s,
-            "documents_apart": documents_apart}
+            "documents_apart": documents_apart, **({"beside_timeline": beside_timeline} if timeline is not None else {})}
 
 
 def main() -> None:
@@ -113,6 +178,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10, help="typed sentences each way (median)")
     parser.add_argument("--through-app", type=int, metavar="PAGES",
                         help="the document a .docx book of PAGES pages, both through the app's pipeline")
+    parser.add_argument("--timeline", action="store_true",
+                        help="also what the engine's loop did around each typed sentence beside the document")
     parser.add_argument("--documents-here", action="store_true",
                         help="with --through-app: the book's work on this process's threads, not in a process of "
                              "its own as on a GPU")
@@ -125,7 +192,9 @@ def main() -> None:
     if args.through_app:
         if translator.needs_warm_up():
             translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
-        emit({"device": translator.describe(), **through_app(translator, args.through_app, args.repeats, args.documents_here)},
+        timeline = LoopTimeline(translator) if args.timeline else None
+        emit({"device": translator.describe(),
+              **through_app(translator, args.through_app, args.repeats, args.documents_here, timeline)},
              "typed_latency_through_app", translator.device, args.out)
         translator.teardown()
         return
@@ -140,13 +209,16 @@ def main() -> None:
     translator.translate(document[:64], "eng_Latn", "fra_Latn", document_options)  # the document's steps warm too
 
     alone = typed_ms(translator, typed, args.repeats)
+    timeline = LoopTimeline(translator) if args.timeline else None
     started = threading.Event()
     start = time.perf_counter()
     running = translator.submit(TranslationRequest(document, "eng_Latn", "fra_Latn", document_options,
                                                    priority=DOCUMENT))
     running.subscribe(on_translation=lambda i, translation: started.set())
     started.wait()
+    mark = timeline.mark() if timeline is not None else 0
     beside = typed_ms(translator, typed, args.repeats)
+    beside_timeline = timeline.typed_since(mark) if timeline is not None else None
     still_running = not running.done()
     running.result()
     document_s = time.perf_counter() - start
@@ -158,6 +230,7 @@ def main() -> None:
         "document_sentences": args.sentences,
         "document_still_running_after_the_last_typed": still_running,
         "document_sentences_per_s": args.sentences / document_s,
+        **({"beside_timeline": beside_timeline} if beside_timeline is not None else {}),
     }
     emit(out, "typed_latency", translator.device, args.out)
     translator.teardown()

@@ -24,12 +24,17 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
 
     monkeypatch.setattr(TranslationSession, "open", classmethod(recording))
     monkeypatch.setattr(sys, "argv", ["typed_latency", "--checkpoint", str(tiny_checkpoint), "--device", "cpu",
-                                      "--repeats", "2", *document, "--out", str(tmp_path)])
+                                      "--repeats", "2", *document, "--timeline", "--out", str(tmp_path)])
     typed_latency.main()
     out = json.loads(capsys.readouterr().out)
     assert out["typed_alone_ms"] > 0 and out["typed_beside_document_ms"] > 0
     assert out["ratio"] == pytest.approx(out["typed_beside_document_ms"] / out["typed_alone_ms"])
     assert out["document_still_running_after_the_last_typed"]
+    # Each typed sentence beside the document, as the engine's loop saw it: admitted, then its 31
+    # steps after the first token (32 forced), within its whole time.
+    assert len(out["beside_timeline"]) == 2
+    for typed in out["beside_timeline"]:
+        assert typed["steps"] == 31 and 0 <= typed["to_admission_ms"] < typed["ms"] <= out["typed_beside_document_ms"] * 3
     assert len(opened) == int(through_app) and all(not str(folder).startswith(str(tmp_path / "home")) for folder in opened)
     name = "typed_latency_through_app" if through_app else "typed_latency"
     assert json.loads((tmp_path / f"{name}.json").read_text()) == out

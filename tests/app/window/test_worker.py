@@ -390,3 +390,23 @@ def test_alternatives_and_completions_keep_the_glossarys_terms(qtbot, worker, tm
     completing = TranslationJob([sentence], "eng_Latn", "fra_Latn", OPTIONS, completion=(0, "Vite,"))
     [line] = worker.events.wait(qtbot, "translated", worker.submit(completing))[2]
     assert line.startswith("Vite,") and "enregistrer" in line and "fichier" in line
+
+
+def test_a_document_in_a_process_of_its_own_reports_through_the_worker(qtbot, worker, tmp_path):
+    """As on a GPU: the document's job runs in its own process, its progress, report and file
+    reach the window as signals, and typed text submitted meanwhile is translated."""
+    from dragoman.app.session.jobs import DocumentJob
+
+    source = tmp_path / "letter.txt"
+    source.write_text("\n\n".join(f"The worker's letter {i} crosses the green river." for i in range(40)) + "\n",
+                      encoding="utf-8")
+    worker.pipeline.documents_apart = True
+    document = worker.submit(DocumentJob(source, tmp_path / "letter.fra_Latn.txt", "eng_Latn", "fra_Latn", OPTIONS))
+    worker.events.wait(qtbot, "document_progress", document)
+    typed = worker.submit(TranslationJob(["Typed meanwhile."], "eng_Latn", "fra_Latn", OPTIONS))
+    worker.events.wait(qtbot, "translated", typed)
+    _, _, written = worker.events.wait(qtbot, "document_done", document)
+    report = worker.events.find("document_report", document)[2]
+    assert report.translated == 40 and report.sentences == 40
+    assert len(open(written, encoding="utf-8").read().split("\n\n")) == 40
+    assert worker.events.find("document_progress", document) is not None

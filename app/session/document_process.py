@@ -167,7 +167,7 @@ def _serve(conn: Connection, translator: Translator, handles: dict[int, Translat
                 return message[1], message[2]
             elif kind == "failed":
                 raise message[1]
-        while unsent and not translator.typing:
+        while unsent and not stopping and not translator.typing:  # (once stopping, the job cancels them)
             call = next(iter(unsent))
             request = unsent.pop(call)
             try:

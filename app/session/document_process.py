@@ -11,8 +11,10 @@ and whose engine (`EngineAcross`) sends each translate call here through a pipe.
 caller's thread, `translate_document_apart` submits each call to the Translator, sends the
 translations back in batches as they come, asks the engine what the pipeline asks of it, and
 passes on progress, stops, the report, the file written and any error, as raised there. One such
-process is kept ready for the next job (`DocumentProcess.start_spare`). The pipe carries pickles
-between the app and its own child only, never a file's bytes.
+process is kept ready for the next job (`DocumentProcess.start_spare`): the window, the server and
+the command line start one as they open their session on a GPU, the command line already while
+its model loads. The pipe carries pickles between the app and its own child only, never a file's
+bytes.
 
 Messages, each a tuple whose first item says its kind:
 - from the document's process: ("ask", id, name, args, kwargs), ("translate", id, TranslationRequest),

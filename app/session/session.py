@@ -38,7 +38,7 @@ from dragoman.app.documents.segments import Run, Segment, translate_segments
 from dragoman.app.session import detect
 from dragoman.app.session.confidence import doubts
 from dragoman.app.session.document_batch import DocumentTranslator
-from dragoman.app.session.document_process import translate_document_apart
+from dragoman.app.session.document_process import DocumentProcess, translate_document_apart
 from dragoman.app.session.jobs import DocumentJob, JobReport, open_cache, open_memory
 from dragoman.app.session.terms import Marks, Masked, PairTerms, Terms
 from dragoman.app.session.translation_memory import TranslationMemory
@@ -159,7 +159,10 @@ class TranslationSession:
             raise
         cache, memory = stores
         detect.load_in_background()  # the first translation's doubts detect its language
-        return cls(translator, cache, memory, terms=terms)
+        session = cls(translator, cache, memory, terms=terms)
+        if session.documents_apart:
+            DocumentProcess.start_spare()  # the first document's process, ready when it comes
+        return session
 
     def close(self) -> None:
         for store in (self.cache, self.memory):

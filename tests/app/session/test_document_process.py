@@ -160,3 +160,18 @@ def test_typed_text_while_a_document_runs_apart_is_translated_as_alone_and_the_d
     session.close()
     assert beside == [alone]
     assert zipfile.ZipFile(busy).read("word/document.xml") == zipfile.ZipFile(quiet).read("word/document.xml")
+
+
+def test_a_session_opened_on_a_gpu_has_a_document_process_ready(tmp_path, monkeypatch):
+    """The window, the server and the command line open their session: on a GPU (an engine that
+    says it runs on one) a document's process is started then, so that the first document waits
+    for none; on the CPU none is."""
+    import types
+
+    started = []
+    monkeypatch.setattr(DocumentProcess, "start_spare", classmethod(lambda cls: started.append(True)))
+    for kind in ("cpu", "cuda"):
+        engine = types.SimpleNamespace(device=types.SimpleNamespace(type=kind))
+        session = TranslationSession.open(engine, AppPaths.under(tmp_path / kind))
+        session.close()
+        assert session.documents_apart == (kind == "cuda") and len(started) == (kind == "cuda")

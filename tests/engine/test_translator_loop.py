@@ -107,7 +107,7 @@ def test_while_typed_text_runs_no_document_sentence_joins_is_tokenized_or_report
 
     small = make_translator(max_rows=64)  # sixteen sentences of 4 beams at once
     options = small.default_options(num_beams=4, max_length=30)
-    scheduler, runner = small.generator.scheduler, small.generator.runner
+    runner = small.generator.runner
     while_typing = []  # what was done for the document while typed text waited or ran
     typed_pending = threading.Event()  # from its submission to its translation
     admit, take, done = runner.admit, Submission.take, Submission._done

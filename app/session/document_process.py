@@ -101,30 +101,29 @@ class DocumentProcess:
         return taken
 
 
-def translate_document_apart(session: TranslationSession, job: DocumentJob,
+def translate_document_apart(pipeline: TranslationSession, job: DocumentJob,
                              progress: Callable[[int, int], None] | None = None,
                              should_stop: Callable[[], bool] | None = None,
                              report: JobReport | None = None) -> Path:
-    """`session.translate_document_here(job, ...)` run in a process of its own, the engine's work
+    """`pipeline.translate_document_here(job, ...)` run in a process of its own, the engine's work
     done here; returns the file written and fills `report`, or raises what the job raised."""
     apart = DocumentProcess.take()
-    translator = session.translator
+    translator = pipeline.translator
     handles: dict[int, TranslationHandle] = {}
     try:
-        apart.conn.send(DocumentOrder(job, session.terms, session.cache.path if session.cache is not None else None,
-                                      session.memory.path if session.memory is not None else None,
+        apart.conn.send(DocumentOrder(job, pipeline.terms, pipeline.cache.path if pipeline.cache is not None else None,
+                                      pipeline.memory.path if pipeline.memory is not None else None,
                                       translator.model_dir, translator.config, report))
         path, done = _serve(apart.conn, translator, handles, progress, should_stop)
         if report is not None and done is not None:
             for name in (f.name for f in dataclasses.fields(JobReport)):
                 setattr(report, name, getattr(done, name))
         return path  # the process closes its stores and ends on its own: nothing waits for that
-    except (EOFError, BrokenPipeError, ConnectionResetError):
-        apart.process.join(5)
-        raise DocumentError(
-            f"the document's process ended unexpectedly (exit code {apart.process.exitcode})") from None
-    except BaseException:
+    except BaseException as e:
         apart.process.join(5)  # a failed job's process ends once it has said so
+        if isinstance(e, (EOFError, BrokenPipeError, ConnectionResetError)):  # it ended without a word
+            raise DocumentError(
+                f"the document's process ended unexpectedly (exit code {apart.process.exitcode})") from None
         raise
     finally:
         for handle in handles.values():
@@ -317,14 +316,14 @@ def serve_document(conn: Connection) -> None:
     except EOFError:  # a spare the app did not need
         return
     engine = EngineAcross(conn, order)
-    session = None
+    pipeline = None
     try:
         # The session takes the app's engine as its Translator: the document pipeline uses only what EngineAcross has.
-        session = TranslationSession(cast("Translator", engine),
+        pipeline = TranslationSession(cast("Translator", engine),
                                      TranslationCache(order.cache) if order.cache is not None else None,
                                      TranslationMemory(order.memory) if order.memory is not None else None, order.terms,
                                      documents_apart=False)
-        written = session.translate_document_here(order.job, lambda done, total: engine.send(("progress", done, total)),
+        written = pipeline.translate_document_here(order.job, lambda done, total: engine.send(("progress", done, total)),
                                                   engine.stopped.is_set, order.report)
         engine.send(("finished", written, order.report))
     except BaseException as e:
@@ -333,6 +332,6 @@ def serve_document(conn: Connection) -> None:
         except OSError:  # the app went
             pass
     finally:
-        if session is not None:
-            session.close()
+        if pipeline is not None:
+            pipeline.close()
         conn.close()

@@ -57,3 +57,17 @@ def test_torch_takes_up_the_context_made_ahead():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "True"]
+
+
+def test_tritons_key_of_its_own_files_is_made_ahead_without_torch_and_kept():
+    pytest.importorskip("triton")
+    script = textwrap.dedent("""
+        import sys
+        from dragoman.engine.gpu_ahead import hash_triton
+        made = hash_triton()
+        from triton.runtime.cache import triton_key
+        print(made, 'torch' in sys.modules, triton_key.cache_info().currsize)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "1"]  # made, torch not imported, kept for the kernels

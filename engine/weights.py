@@ -9,8 +9,10 @@ for NaN and infinite values on the way (one reduction each, read back once at th
 
 from __future__ import annotations
 
+import math
 import pickle
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -28,6 +30,9 @@ PYTORCH_BIN_INDEX = "pytorch_model.bin.index.json"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # Stored dtypes the engine casts from: safetensors' names and torch's (the names of `torch`'s own).
 FLOAT_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+# Readers at once of a checkpoint going to a GPU: each read and copy releases the interpreter, and
+# a warm launch's weights came in ~0.22 s with four against ~0.3 s with one (docs/performance.md).
+GPU_READERS = 4
 
 
 def expected_shapes(config: NllbConfig) -> dict[str, tuple[int, ...]]:
@@ -176,6 +181,7 @@ class StoredTensor:
     path: Path
     name: str  # as stored, e.g. 'model.encoder.layers.0.fc1.weight'
     dtype: torch.dtype
+    numel: int
 
 
 def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, StoredTensor]:
@@ -206,7 +212,7 @@ def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, Stored
             if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
                 raise CheckpointError(f"{path}: tensor {raw_name!r} has dtype {dtype}; weights are floating-point")
             key = "embed_tokens.weight" if name in EMBEDDING_NAMES else name
-            found.setdefault(key, StoredTensor(path, raw_name, dtype))  # the tied copies are the same tensor
+            found.setdefault(key, StoredTensor(path, raw_name, dtype, math.prod(shape)))  # the tied copies are the same tensor
     missing = [n for n in wanted if n not in found]
     if "embed_tokens.weight" not in found and "lm_head.weight" not in found:
         missing.insert(0, "model.shared.weight")
@@ -214,6 +220,20 @@ def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, Stored
         more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
         raise CheckpointError(f"{model_dir}: missing tensor(s) {', '.join(missing[:5])}{more}; truncated or wrong checkpoint?")
     return found
+
+
+def _shares(path: Path, names: dict[str, str], stored: dict[str, StoredTensor], readers: int) -> list[list[str]]:
+    """`names` of one file split between up to `readers` readers, each share about as large as
+    the others (the largest first to the least loaded); a pytorch_model.bin is read whole once."""
+    if readers == 1 or path.suffix != ".safetensors":
+        return [list(names)]
+    loads = [0] * readers
+    shares: list[list[str]] = [[] for _ in range(readers)]
+    for name in sorted(names, key=lambda n: -stored[names[n]].numel):
+        least = loads.index(min(loads))
+        shares[least].append(name)
+        loads[least] += stored[names[name]].numel
+    return [share for share in shares if share]
 
 
 def _read_tensors(path: Path, names: list[str]) -> Iterator[tuple[str, torch.Tensor]]:
@@ -233,9 +253,10 @@ def _read_tensors(path: Path, names: list[str]) -> Iterator[tuple[str, torch.Ten
 
 
 def load_weights(
-    model_dir: str | Path, config: NllbConfig, dtype: torch.dtype, device: torch.device
+    model_dir: str | Path, config: NllbConfig, dtype: torch.dtype, device: torch.device, readers: int | None = None
 ) -> dict[str, torch.Tensor]:
-    """All tensors of `expected_shapes(config)` plus 'embed_tokens.weight' and 'lm_head.weight', checked."""
+    """All tensors of `expected_shapes(config)` plus 'embed_tokens.weight' and 'lm_head.weight',
+    checked; read by `readers` threads at once (GPU_READERS for a GPU, else this thread alone)."""
     import torch
 
     stored = check_weights(model_dir, config)
@@ -245,15 +266,26 @@ def load_weights(
     for key, where in stored.items():
         by_file.setdefault(where.path, {})[where.name] = key
     found: dict[str, torch.Tensor] = {}
-    extremes: list[torch.Tensor] = []  # per tensor read, (min, max): not finite if any value is not
-    for path, keys in by_file.items():
-        for raw_name, tensor in _read_tensors(path, list(keys)):
-            weight = tensor.to(device=device, dtype=dtype)
-            extremes.append(torch.stack(weight.aminmax()).float())
-            found[keys[raw_name]] = weight
-    finite = torch.stack(extremes).isfinite().all(dim=1).tolist()
-    read = [stored[key] for keys in by_file.values() for key in keys.values()]
-    for ok, where in zip(finite, read):
+    extremes: dict[str, torch.Tensor] = {}  # per tensor read, (min, max): not finite if any value is not
+
+    def read(path: Path, names: list[str]) -> None:
+        for raw_name, tensor in _read_tensors(path, names):
+            key = by_file[path][raw_name]
+            weight = found[key] = tensor.to(device=device, dtype=dtype)
+            extremes[key] = torch.stack(weight.aminmax()).float()
+
+    if readers is None:  # on the CPU torch's threads would multiply with the readers' (EngineLoop says why that is slow)
+        readers = GPU_READERS if device.type == "cuda" else 1
+    shares = [(path, share) for path, names in by_file.items() for share in _shares(path, names, stored, readers)]
+    if readers == 1:
+        for share in shares:
+            read(*share)
+    else:
+        with ThreadPoolExecutor(readers, thread_name_prefix="dragoman-weights") as pool:
+            for done in [pool.submit(read, *share) for share in shares]:
+                done.result()  # a reader's CheckpointError raised here
+    finite = torch.stack([extremes[key] for key in stored]).isfinite().all(dim=1).tolist()
+    for ok, where in zip(finite, stored.values()):
         if not ok:
             narrowed = torch.finfo(where.dtype).max > torch.finfo(dtype).max
             beyond = f" (or values beyond the range of {dtype})" if narrowed else ""

@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 
 from dragoman.engine.config import CheckpointError, load_config, load_generation_defaults
 from dragoman.engine.translator import Translator
-from dragoman.engine.weights import load_weights
+from dragoman.engine.weights import _shares, check_weights, load_weights
 
 CPU = torch.device("cpu")
 
@@ -35,6 +35,28 @@ def test_every_weight_layout_loads_the_same_tensors(tiny_checkpoint, request, la
     assert reference.keys() == other.keys()
     for name in reference:
         torch.testing.assert_close(other[name], reference[name], rtol=0, atol=0, msg=name)
+
+
+@pytest.mark.parametrize("layout", ["tiny", "sharded", "bin"])
+def test_readers_at_once_load_the_same_tensors(request, layout):
+    # A GPU's weights are read by several threads (weights.GPU_READERS); the same code on the CPU here.
+    path = request.getfixturevalue(f"{layout}_checkpoint")
+    reference = load(path)
+    read = load_weights(path, load_config(path), torch.float32, CPU, readers=3)
+    assert read.keys() == reference.keys()
+    for name in reference:
+        torch.testing.assert_close(read[name], reference[name], rtol=0, atol=0, msg=name)
+    assert read["lm_head.weight"] is read["embed_tokens.weight"]
+
+
+def test_the_readers_shares_are_balanced(tiny_checkpoint):
+    stored = check_weights(tiny_checkpoint, load_config(tiny_checkpoint))
+    names = {where.name: key for key, where in stored.items()}
+    shares = _shares(tiny_checkpoint / "model.safetensors", names, stored, 4)
+    assert sorted(n for share in shares for n in share) == sorted(names)  # each tensor once
+    loads = [sum(stored[names[n]].numel for n in share) for share in shares]
+    largest = max(where.numel for where in stored.values())
+    assert max(loads) - min(loads) <= largest  # no share waits on another by more than one tensor
 
 
 def test_embeddings_are_tied(tiny_checkpoint):
@@ -222,6 +244,8 @@ def test_weights_that_are_not_finite_are_named(checkpoint, value):
                                               r"holds NaN or infinite values$"):
         Translator(checkpoint, device="cpu", dtype="float32")
     assert set(threading.enumerate()) <= before  # the engine's thread, which read them, has ended
+    with pytest.raises(CheckpointError, match=r"'model\.decoder\.layers\.1\.fc2\.weight' holds NaN or infinite values$"):
+        load_weights(checkpoint, load_config(checkpoint), torch.float32, CPU, readers=4)  # read by another thread
 
 
 def test_weights_too_large_for_the_engine_dtype_are_named(checkpoint):

@@ -309,6 +309,9 @@ def serve_document(conn: Connection) -> None:
     from dragoman.app.session.translation_memory import TranslationMemory
     from dragoman.engine import TranslationCache
 
+    # The app started this process as a daemon, to be ended with the app; the job's own helpers (a
+    # long PDF's page readers) are processes still, which a daemon may not start.
+    multiprocessing.current_process().daemon = False
     formats()  # what the job will need, read while the process waits for it
     detect.load_in_background()  # its doubts detect the translations' language
     try:

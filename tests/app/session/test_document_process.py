@@ -6,9 +6,11 @@ import multiprocessing
 import time
 import zipfile
 
+import pypdf
 import pytest
 
 from bench import docx_book
+from dragoman.app.documents import pdf_blocks
 from dragoman.app.documents import Cancelled
 from dragoman.app.documents.safety import DocumentError
 from dragoman.app.session.document_process import DocumentProcess
@@ -175,3 +177,23 @@ def test_a_session_opened_on_a_gpu_has_a_document_process_ready(tmp_path, monkey
         session = TranslationSession.open(engine, AppPaths.under(tmp_path / kind))
         session.close()
         assert session.documents_apart == (kind == "cuda") and len(started) == (kind == "cuda")
+
+
+def test_a_long_pdf_read_by_processes_of_its_own_translates_apart_as_here(translator, tmp_path):
+    """The document's process starts the PDF's page readers (pdf_blocks.read_page_ranges), as the
+    app's own process does."""
+    from bench import pdf_book
+
+    book = tmp_path / "book.pdf"
+    pdf_book.make_book(str(book), 2 * pdf_blocks.PAGES_PER_READER)
+    assert pdf_blocks.usable_cores() >= 2  # else the pages are read in one process, which this is not about
+    texts = []
+    for apart in (False, True):
+        session = session_in(translator, tmp_path / f"home-{apart}", apart)
+        report = JobReport()
+        written = session.translate_document(
+            DocumentJob(book, tmp_path / f"out-{apart}.pdf", "eng_Latn", "fra_Latn", OPTIONS), report=report)
+        session.close()
+        texts.append((pypdf.PdfReader(written).pages[-1].extract_text(), report.translated))
+    assert texts[1] == texts[0] and texts[0][1] > 0
+    assert no_document_process_left()

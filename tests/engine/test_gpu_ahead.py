@@ -71,3 +71,27 @@ def test_tritons_key_of_its_own_files_is_made_ahead_without_torch_and_kept():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False", "1"]  # made, torch not imported, kept for the kernels
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_weights_read_ahead_into_locked_memory_are_taken_up_once_and_load_as_from_the_file(tiny_checkpoint):
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from dragoman.engine import gpu_ahead, weights
+        folder = Path({str(tiny_checkpoint)!r})
+        gpu_ahead.open_gpu_ahead("cuda:0", folder).join()
+        taken = []
+        real = weights.pinned_weights
+        weights.pinned_weights = lambda path: taken.append(real(path)) or taken[-1]
+        import torch
+        from dragoman.engine.config import load_config
+        config = load_config(folder)
+        on_gpu = weights.load_weights(folder, config, torch.float32, torch.device("cuda:0"))
+        on_cpu = weights.load_weights(folder, config, torch.float32, torch.device("cpu"))
+        same = all(torch.equal(on_gpu[name].cpu(), on_cpu[name]) for name in on_cpu)
+        print(len(taken), taken[0] is not None, taken[0].data is None, taken[1] is None, same)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # read ahead, taken by the first load and freed after it; the second found nothing; the same weights
+    assert done.stdout.split() == ["2", "True", "True", "True", "True"]

@@ -19,6 +19,7 @@ queue and the others are admitted past them. Its rows carry the slot, so one bat
 
 from __future__ import annotations
 
+import collections
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,6 +173,9 @@ class Generator:
         self.scheduler = Scheduler(runner.rows.capacity, self.self_cache.block_size,
                                    self.self_cache.num_total_blocks(), self.cross_cache.num_total_blocks())
         self._finished: list[Request] = []  # finished requests whose `on_done` has yet to run
+        # Work left for when the engine has time, a piece at a time: the CPU's int8 weights to
+        # prepack (engine/quantize.py), done by the engine's loop (EngineLoop) on its own thread.
+        self.packing: collections.deque[Callable[[], None]] = collections.deque()
         # On the GPU steps are pipelined: the host queues step t + 1 before it reads which sentences
         # step t finished, so the device never waits for the host. On the CPU a step has run by the
         # time it is launched, so there is nothing to overlap: it is finished at once (no step is

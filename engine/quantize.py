@@ -56,25 +56,30 @@ def _onednn_linear(shifted: torch.Tensor, packed: torch.Tensor, scale: torch.Ten
 
 @dataclass
 class Int8Linear:
-    weight: torch.Tensor  # (out, in) int8, or oneDNN's prepacked form of it when `zeros` is set
+    weight: torch.Tensor  # (out, in) int8, or oneDNN's prepacked form of it once `pack` made it (`zeros` set)
     scale: torch.Tensor  # (out,) float32: weight row r is weight[r] * scale[r]
     bias: torch.Tensor | None
     zeros: torch.Tensor | None = None  # (out,) int64, the weight's zero points for oneDNN
 
     @classmethod
     def from_linear(cls, linear: Linear, onednn: bool = False) -> "Int8Linear":
-        """The int8 version of `linear`; with `onednn`, its weight prepacked for oneDNN's int8 linear
-        (faster than torch._int_mm at a few rows, docs/performance.md "CPU")."""
-        return cls.of(*quantize_weight(linear.weight), linear.bias, onednn)
+        """The int8 version of `linear`; with `onednn`, its weight prepacked (`pack`)."""
+        int8 = cls.of(*quantize_weight(linear.weight), linear.bias)
+        if onednn:
+            int8.pack()
+        return int8
 
     @classmethod
-    def of(cls, quantized: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None, onednn: bool) -> "Int8Linear":
+    def of(cls, quantized: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None) -> "Int8Linear":
         """From `quantize_weight`'s int8 weight (out, in) and scales (out,)."""
-        bias = None if bias is None else bias.float()
-        if onednn:
-            zeros = torch.zeros(scale.shape, dtype=torch.int64)
-            return cls(torch.ops.onednn.qlinear_prepack(quantized, None), scale, bias, zeros)
-        return cls(quantized, scale, bias)
+        return cls(quantized, scale, None if bias is None else bias.float())
+
+    def pack(self) -> None:
+        """Prepack the weight for oneDNN's int8 linear, faster than torch._int_mm at a few rows
+        (docs/performance.md "CPU"); the results stay the same to the bit."""
+        if self.zeros is None:
+            self.weight = torch.ops.onednn.qlinear_prepack(self.weight, None)
+            self.zeros = torch.zeros(self.scale.shape, dtype=torch.int64)
 
     def __call__(self, x: torch.Tensor, relu: bool = False) -> torch.Tensor:
         rows = x.reshape(-1, x.shape[-1])  # (R, in)
@@ -83,7 +88,6 @@ class Int8Linear:
         quantized = torch.div(rows, row_scale).round_()  # (R, in), integers in [-127, 127]
         if self.zeros is not None:
             out = _onednn_linear(quantized.add_(128).to(torch.uint8), self.weight, self.scale, self.zeros)  # (R, out)
-            out = out.mul_(row_scale) if self.bias is None else torch.addcmul(self.bias, out, row_scale)
         else:
             quantized = quantized.to(torch.int8)
             weight = self.weight.t()  # (in, out) view
@@ -91,9 +95,8 @@ class Int8Linear:
                 products = torch.cat([torch._int_mm(quantized[r : r + 1], weight) for r in range(rows.shape[0])])
             else:
                 products = torch._int_mm(quantized, weight)  # (R, out) int32
-            out = products.float() * row_scale * self.scale  # (R, out)
-            if self.bias is not None:
-                out += self.bias
+            out = products.float().mul_(self.scale)  # (R, out): the sums scaled as oneDNN scales them
+        out = out.mul_(row_scale) if self.bias is None else torch.addcmul(self.bias, out, row_scale)
         if relu:
             out.relu_()
         return out.view(*x.shape[:-1], -1)  # (..., out)
@@ -110,8 +113,11 @@ def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.round(weight / scale[:, None]).to(torch.int8), scale  # (out, in), (out,)
 
 
-def quantize_int8(model: NllbModel, stored: Path | None = None) -> None:
-    """Replace every Linear of the model (projections, feed-forward, output layer) by its int8 version, in place.
+def quantize_int8(model: NllbModel, stored: Path | None = None, pack_now: bool = True) -> list[Int8Linear]:
+    """Replace every Linear of the model (projections, feed-forward, output layer) by its int8
+    version, in place; returns those whose weights are left to prepack for oneDNN (`Int8Linear.pack`),
+    the smallest first: none with `pack_now` (or without oneDNN). Prepacking a 600M model takes a
+    second of two cores' time, which a start can spend translating first (EngineLoop packs later).
 
     With `stored`, a safetensors file of the model's int8 weights and scales: read when it holds
     this model's shapes, else written (quantising a 600M model takes seconds, reading its int8
@@ -121,7 +127,6 @@ def quantize_int8(model: NllbModel, stored: Path | None = None) -> None:
         raise ValueError("int8 weights are for float32 models on the CPU")
     if not int8_supported():
         raise ValueError("this build of torch has no int8 matrix product on the CPU")
-    onednn = onednn_supported()
     linears = {name: (owner, field) for name, owner, field in _linear_fields(model)}
     quantized = _read_stored(stored, model, linears) if stored is not None else None
     if quantized is None:
@@ -129,7 +134,16 @@ def quantize_int8(model: NllbModel, stored: Path | None = None) -> None:
         if stored is not None:
             _write_stored(stored, quantized)
     for name, (owner, field) in linears.items():
-        setattr(owner, field, Int8Linear.of(*quantized[name], getattr(owner, field).bias, onednn))
+        setattr(owner, field, Int8Linear.of(*quantized[name], getattr(owner, field).bias))
+    # The smallest first: a sentence that comes while one is packed waits for it (the output layer, last, ~0.5 s).
+    later = sorted((getattr(owner, field) for owner, field in linears.values()), key=lambda int8: int8.weight.numel())
+    if not onednn_supported():
+        later = []
+    if pack_now:
+        for int8 in later:
+            int8.pack()
+        return []
+    return later
 
 
 def _linear_fields(model: NllbModel) -> list[tuple[str, object, str]]:

@@ -62,6 +62,9 @@ GLUE_CONTEXTS = ("a", "1", "的")
 # other threads run Python (a server's requests, a document's reading), the default 5 ms before a
 # waiting thread gets it would be paid at every step (docs/performance.md, "Local server").
 GIL_SWITCH_S = 0.0005
+# Steps of a run after which the work left for a free moment (Generator.packing) is done a piece a
+# step: a run that long gains more from prepacked weights than the packing costs it.
+PACK_AFTER_STEPS = 64
 
 
 class ModelOutputError(RuntimeError):
@@ -189,6 +192,7 @@ class EngineLoop:
         self._inbox: list[Submission] = []
         self._closing = False
         self._active: list[Submission] = []  # the engine thread's own: submissions it feeds
+        self._steps = 0  # the feeds of the run going on: its steps
         # Whether typed text waits or decodes: set by `submit` and at each step, read by any thread.
         self.typing = False
         self._build: Callable[[], Generator] | None = build  # dropped once called: it may hold the weights
@@ -242,16 +246,21 @@ class EngineLoop:
         bound: Generator | None = None
         while True:
             with self._wake:
-                while not (self._inbox or self._closing):
+                while not (self._inbox or self._closing or self.generator.packing):
                     self._wake.wait()
                 if self._closing:
                     for submission in self._inbox:
                         submission.handle.cancel()
                     return
+                waiting = bool(self._inbox)
+            if not waiting:  # nothing to translate: a piece of the work left for such a time
+                self.generator.packing.popleft()()
+                continue
             if self.generator is not bound:  # the first run, or a generator a test put in since
                 bound = self.generator
                 bound.bind_gpu_to_thread()
             try:
+                self._steps = 0
                 # Looked up at each run, so that a test can watch it.
                 self.generator.run([], self._feed, lambda: bool(self._inbox))
             except BaseException as e:  # out of memory for one sentence, a bug: its handles fail, the loop goes on
@@ -282,6 +291,9 @@ class EngineLoop:
         # waits or runs (this feed's own included): its steps are short enough that the host's time
         # would show in its latency.
         typing = self.typing = scheduler.typing or any(s.priority == TYPED for s in new)
+        self._steps += 1
+        if self.generator.packing and self._steps > PACK_AFTER_STEPS and not typing:
+            self.generator.packing.popleft()()  # a long run gains from it, a short one need not wait
         few_wait = not typing and len(scheduler.waiting) < self.generator.max_rows
         for submission in sorted(new, key=lambda s: s.priority):
             if not submission.handle.done():
@@ -323,9 +335,10 @@ def build_generator(model_dir: Path, config: NllbConfig, dtype: torch.dtype, dev
     weights = load_weights(model_dir, config, dtype, device)
     model = NllbModel(config, weights, max_positions)
     del weights
-    if int8:
-        quantize_int8(model, stored_int8)
-    return Generator.build(model, **limits)
+    unpacked = quantize_int8(model, stored_int8, pack_now=False) if int8 else []
+    generator = Generator.build(model, **limits)
+    generator.packing.extend(int8.pack for int8 in unpacked)  # once the first sentences are translated
+    return generator
 
 
 class Translator:

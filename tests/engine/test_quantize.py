@@ -1,11 +1,17 @@
 """int8 weights on the CPU: close to float32, and the CPU's default."""
 
+import time
+
 import pytest
 import torch
 
 from dragoman.engine.device import DeviceError, resolve_dtype
 from dragoman.engine.model import Linear
-from dragoman.engine.quantize import Int8Linear, int8_supported, onednn_supported
+from dragoman.engine.generator import Generator, Request
+from dragoman.engine.handle import TranslationRequest
+from dragoman.engine.quantize import Int8Linear, int8_supported, onednn_supported, quantize_int8
+from dragoman.engine.translator import Translator
+from dragoman.engine.scheduler import DOCUMENT, TYPED
 
 pytestmark = pytest.mark.skipif(not int8_supported(), reason="this torch has no int8 CPU kernels")
 
@@ -24,9 +30,63 @@ def test_int8_linear_is_close_to_float32(onednn, rows):
     assert approx.shape == exact.shape
     assert (approx - exact).norm() / exact.norm() < 0.02  # int8 rounding of weights and activations
     assert torch.equal(int8(x, relu=True), approx.relu())
-    # Both paths sum the same integer products: they agree to float32 rounding.
+    # Both paths sum the same integer products and scale them alike: the same floats, so that
+    # weights packed while the engine runs (EngineLoop) change no translation.
     other = Int8Linear.from_linear(linear, not onednn) if onednn_supported() else int8
-    torch.testing.assert_close(other(x), approx, rtol=1e-5, atol=1e-5)
+    assert torch.equal(other(x), approx)
+    assert torch.equal(other(x, relu=True), int8(x, relu=True))
+    unbiased = Linear(linear.weight, None)
+    assert torch.equal(Int8Linear.from_linear(unbiased, onednn)(x), Int8Linear.from_linear(unbiased, not onednn)(x))
+
+
+@pytest.mark.skipif(not onednn_supported(), reason="this torch has no oneDNN int8 linear")
+def test_a_model_translates_before_its_weights_are_packed_as_after(tiny_checkpoint):
+    """A start translates on torch._int_mm at once, the weights packed for oneDNN later
+    (EngineLoop): the same tokens and scores, whatever was packed when."""
+    translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
+    model = translator.generator.model
+    unpacked = quantize_int8(model, pack_now=False)
+    assert unpacked and all(int8.zeros is None for int8 in unpacked)
+    assert [int8.weight.numel() for int8 in unpacked] == sorted(int8.weight.numel() for int8 in unpacked)
+    texts = ["The quick brown fox jumps over the lazy dog.", "我们明天去北京。"]
+    options = translator.default_options(num_beams=2, max_length=20)
+    runs = []
+    for packed in (0, len(unpacked) // 2, len(unpacked)):
+        for int8 in unpacked[:packed]:
+            int8.pack()
+        requests = [Request(translator.tokenizer.encode_source(text, "eng_Latn"),
+                            translator.tokenizer.decoder_prefix("fra_Latn"), options, alternatives=1) for text in texts]
+        runs.append([r.hypotheses for r in Generator.build(model).run(requests)])  # tokens and scores
+    assert runs[0] == runs[1] == runs[2]
+    translator.teardown()
+
+
+def test_the_engine_packs_when_idle_or_deep_into_a_long_run_but_not_while_text_is_typed(make_translator, monkeypatch):
+    from dragoman.engine import translator as translator_module
+
+    monkeypatch.setattr(translator_module, "PACK_AFTER_STEPS", 3)
+    for typed in (True, False):
+        translator = make_translator()
+        generator, loop = translator.generator, translator.loop
+        packs = []
+        with loop._wake:  # held: the loop can take none of the pieces before the run starts
+            generator.packing.extend(lambda: packs.append(bool(generator.scheduler.running)) for _ in range(40))
+            handle = translator.submit(TranslationRequest(
+                ["The quick brown fox jumps over the lazy dog."] * 3, "eng_Latn", "fra_Latn",
+                translator.default_options(num_beams=2, min_new_tokens=20, max_new_tokens=20),
+                priority=TYPED if typed else DOCUMENT))
+        handle.result()
+        assert wait_for(lambda: len(packs) == 40)  # the rest once idle
+        during = sum(packs)
+        assert during == 0 if typed else 0 < during < 40  # a piece a step from the fourth on
+
+
+def wait_for(condition, seconds=30):
+    for _ in range(int(seconds / 0.01)):
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def test_cpu_default_is_int8_and_translates_like_float32_mostly(make_translator, translator):

@@ -24,6 +24,8 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
+from dragoman.engine.tokenizer import file_key
+
 DRIVER = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 PINNED_MAX_BYTES = 8 << 30
 PINNED_KEEP_S = 60.0
@@ -61,11 +63,12 @@ def torch_has_cuda() -> bool:
 
 
 def _start_gpu(index: int, model_dir: str | Path | None) -> None:
-    context = _retain_primary_context(index)
-    if context is None:
+    driver = _driver()
+    context = _retain_primary_context(driver, index) if driver is not None else None
+    if driver is None or context is None:
         return
     if model_dir is not None:
-        read_weights_ahead(model_dir, context)
+        read_weights_ahead(model_dir, driver, context)
     hash_triton()
 
 
@@ -80,11 +83,8 @@ def _driver() -> ctypes.CDLL | None:
     return driver
 
 
-def _retain_primary_context(index: int) -> ctypes.c_void_p | None:
+def _retain_primary_context(driver: ctypes.CDLL, index: int) -> ctypes.c_void_p | None:
     """The device's primary context, made; None where it could not be."""
-    driver = _driver()
-    if driver is None:
-        return None
     device, context = ctypes.c_int(), ctypes.c_void_p()
     # Each call releases the interpreter (ctypes): torch's import goes on meanwhile.
     made = (driver.cuInit(0) == 0 and driver.cuDeviceGet(ctypes.byref(device), index) == 0
@@ -138,20 +138,17 @@ _pinned: dict[tuple, Future[PinnedFile | None]] = {}
 _pinned_lock = threading.Lock()
 
 
-def read_weights_ahead(model_dir: str | Path, context: ctypes.c_void_p) -> None:
+def read_weights_ahead(model_dir: str | Path, driver: ctypes.CDLL, context: ctypes.c_void_p) -> None:
     """Read the model's safetensors files into page-locked memory, one after another, on a thread
     of its own (`context` made current there, as the driver's allocation needs)."""
-    from dragoman.engine.weights import weight_files  # no torch there either
+    from dragoman.engine.weights import weight_files  # which imports this module
 
     try:
         paths = [path for path in weight_files(model_dir) if path.suffix == ".safetensors"]
     except Exception:  # a broken folder: the engine says what is wrong with it
         return
-    files = [(path, key) for path in paths if (key := _file_key(path)) is not None]
+    files = [(path, key) for path in paths if (key := file_key(path)) is not None]
     if not files or len(files) < len(paths) or sum(key[1] for _, key in files) > min(PINNED_MAX_BYTES, _memory_bytes() // 4):
-        return
-    driver = _driver()
-    if driver is None:
         return
     with _pinned_lock:
         for pinned in _pinned.values():  # an earlier model's, not taken
@@ -178,7 +175,7 @@ def read_weights_ahead(model_dir: str | Path, context: ctypes.c_void_p) -> None:
 def pinned_weights(path: Path) -> PinnedFile | None:
     """The file's bytes read ahead into page-locked memory, if it was and has not changed since
     (waiting for the read to end); the caller frees them. None otherwise."""
-    key = _file_key(path)
+    key = file_key(path)
     with _pinned_lock:
         reading = _pinned.pop(key, None) if key is not None else None
     return None if reading is None else reading.result()
@@ -196,14 +193,6 @@ def _free_result(reading: Future[PinnedFile | None]) -> None:
     pinned = reading.result()
     if pinned is not None:
         pinned.free()
-
-
-def _file_key(path: Path) -> tuple | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
 
 
 def _memory_bytes() -> int:

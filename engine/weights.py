@@ -318,8 +318,11 @@ def load_weights(
     def read(path: Path, names: list[str]) -> None:
         for raw_name, tensor in _read_tensors(path, names, views.get(path)):
             key = by_file[path][raw_name]
-            # Copied before it returns; a view of the pinned bytes is copied on the CPU too, as they are freed.
-            weight = found[key] = tensor.to(device=device, dtype=dtype, copy=path in views)
+            if path in views:  # copied as stored, by DMA (torch casts a CPU tensor before it copies), then cast
+                weight = tensor.to(device=device, copy=True).to(dtype)  # copied on the CPU too: the bytes are freed
+            else:
+                weight = tensor.to(device=device, dtype=dtype)
+            found[key] = weight
             extremes[key] = torch.stack(weight.aminmax()).float()
 
     if readers is None:  # on the CPU torch's threads would multiply with the readers' (EngineLoop says why that is slow)

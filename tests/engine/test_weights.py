@@ -300,14 +300,15 @@ class FakePinned:
         self.freed = True
 
 
-def test_weights_read_ahead_into_locked_memory_load_as_read_from_the_file(tiny_checkpoint, monkeypatch):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_weights_read_ahead_into_locked_memory_load_as_read_from_the_file(tiny_checkpoint, monkeypatch, dtype):
     path = tiny_checkpoint / "model.safetensors"
     pinned = FakePinned(path)
     monkeypatch.setattr(weights, "pinned_weights", lambda p: pinned if p == path else None)
-    read = load(tiny_checkpoint)
+    read = load_weights(tiny_checkpoint, load_config(tiny_checkpoint), dtype, CPU)
     assert pinned.freed  # given back once copied: the weights are copies, not views of it
     monkeypatch.setattr(weights, "pinned_weights", lambda p: None)
-    reference = load(tiny_checkpoint)
+    reference = load_weights(tiny_checkpoint, load_config(tiny_checkpoint), dtype, CPU)
     assert read.keys() == reference.keys()
     for name in reference:
         torch.testing.assert_close(read[name], reference[name], rtol=0, atol=0, msg=name)

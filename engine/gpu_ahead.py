@@ -96,9 +96,10 @@ def _retain_primary_context(driver: ctypes.CDLL, index: int) -> ctypes.c_void_p 
 class PinnedFile:
     """A file's bytes in page-locked memory the CUDA driver allocated, until `free`."""
 
-    def __init__(self, driver: ctypes.CDLL, address: int, size: int):
-        self._driver, self._address, self.size = driver, address, size
+    def __init__(self, driver: ctypes.CDLL, context: ctypes.c_void_p, address: int, size: int):
+        self._driver, self._context, self._address, self.size = driver, context, address, size
         self.data: memoryview | None = memoryview((ctypes.c_char * size).from_address(address)).cast("B")
+        self.freed = False
 
     def free(self) -> None:
         """Give the memory back (once; no tensor may use it after)."""
@@ -109,15 +110,18 @@ class PinnedFile:
         except BufferError:  # a tensor still views it (an error on its way up): kept, not freed under it
             return
         self.data = None
-        self._driver.cuMemFreeHost(ctypes.c_void_p(self._address))
+        # The driver frees in a current context: this thread may not have touched the GPU yet (the
+        # context is the device's primary one, which torch makes current on its threads too).
+        self.freed = (self._driver.cuCtxSetCurrent(self._context) == 0
+                      and self._driver.cuMemFreeHost(ctypes.c_void_p(self._address)) == 0)
 
     @classmethod
-    def read(cls, driver: ctypes.CDLL, path: Path, size: int) -> PinnedFile | None:
+    def read(cls, driver: ctypes.CDLL, context: ctypes.c_void_p, path: Path, size: int) -> PinnedFile | None:
         """The file read in, or None where the memory could not be had or the file read."""
         address = ctypes.c_void_p()
         if driver.cuMemHostAlloc(ctypes.byref(address), size, CU_MEMHOSTALLOC_PORTABLE) != 0 or not address.value:
             return None
-        pinned = cls(driver, address.value, size)
+        pinned = cls(driver, context, address.value, size)
         try:
             assert pinned.data is not None
             with open(path, "rb", buffering=0) as f:
@@ -162,7 +166,7 @@ def read_weights_ahead(model_dir: str | Path, driver: ctypes.CDLL, context: ctyp
         for path, key in files:
             future = readings[key]
             try:
-                future.set_result(PinnedFile.read(driver, path, key[1]))
+                future.set_result(PinnedFile.read(driver, context, path, key[1]))
             except BaseException:
                 future.set_result(None)
         timer = threading.Timer(PINNED_KEEP_S, _drop, args=(list(readings),))
@@ -173,12 +177,18 @@ def read_weights_ahead(model_dir: str | Path, driver: ctypes.CDLL, context: ctyp
 
 
 def pinned_weights(path: Path) -> PinnedFile | None:
-    """The file's bytes read ahead into page-locked memory, if it was and has not changed since
-    (waiting for the read to end); the caller frees them. None otherwise."""
+    """The file's bytes read ahead into page-locked memory, if they were, all of them by now, and
+    the file has not changed since; the caller frees them. None otherwise: a read still going on
+    is freed once it ends, and the engine reads the file itself, as it would have without."""
     key = file_key(path)
     with _pinned_lock:
         reading = _pinned.pop(key, None) if key is not None else None
-    return None if reading is None else reading.result()
+    if reading is None:
+        return None
+    if not reading.done():
+        reading.add_done_callback(_free_result)
+        return None
+    return reading.result()
 
 
 def _drop(keys: list[tuple]) -> None:

@@ -67,7 +67,7 @@ class NllbTokenizer:
     @classmethod
     def from_dir(cls, model_dir: str | Path) -> NllbTokenizer:
         """The folder's tokenizer: the one `read_tokenizer_ahead` read, if its file has not changed since."""
-        key = file_key(Path(model_dir) / SENTENCEPIECE_FILE)
+        key = _file_key(Path(model_dir) / SENTENCEPIECE_FILE)
         with _ahead_lock:
             ahead = _ahead.pop(key, None) if key is not None else None
         return ahead.result() if ahead is not None else cls._read(model_dir)
@@ -289,7 +289,7 @@ def read_tokenizer_ahead(model_dir: str | Path) -> None:
     (and so `open_checkpoint`) to take up. Reading it needs no torch, and sentencepiece parses its
     model without holding the interpreter: done while torch is imported, it costs a start nothing
     of the ~0.4 s it takes. A folder without the file is left to `from_dir` to refuse."""
-    key = file_key(Path(model_dir) / SENTENCEPIECE_FILE)
+    key = _file_key(Path(model_dir) / SENTENCEPIECE_FILE)
     if key is None:
         return
     with _ahead_lock:
@@ -308,8 +308,7 @@ def read_tokenizer_ahead(model_dir: str | Path) -> None:
     threading.Thread(target=read, name="dragoman-tokenizer", daemon=True).start()
 
 
-def file_key(path: Path) -> tuple | None:
-    """What says a file is the one read earlier: its (path, size, mtime); None if it is not there."""
+def _file_key(path: Path) -> tuple | None:
     try:
         stat = os.stat(path)
     except OSError:

@@ -9,11 +9,8 @@ for NaN and infinite values on the way (one reduction each, read back once at th
 
 from __future__ import annotations
 
-import json
-import math
 import pickle
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -23,7 +20,6 @@ if TYPE_CHECKING:
     # window's models list as it opens; torch takes over a second to import)
 
 from dragoman.engine.config import CheckpointError, NllbConfig, read_json_object
-from dragoman.engine.gpu_ahead import pinned_weights
 
 # Where the shared embedding may be stored: HF saves tied weights once, under any of these names.
 EMBEDDING_NAMES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
@@ -32,9 +28,6 @@ PYTORCH_BIN_INDEX = "pytorch_model.bin.index.json"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # Stored dtypes the engine casts from: safetensors' names and torch's (the names of `torch`'s own).
 FLOAT_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16"}
-# Readers at once of a checkpoint going to a GPU: each read and copy releases the interpreter, and
-# a warm launch's weights came in ~0.22 s with four against ~0.3 s with one (docs/performance.md).
-GPU_READERS = 4
 
 
 def expected_shapes(config: NllbConfig) -> dict[str, tuple[int, ...]]:
@@ -183,11 +176,6 @@ class StoredTensor:
     path: Path
     name: str  # as stored, e.g. 'model.encoder.layers.0.fc1.weight'
     dtype: torch.dtype
-    shape: tuple[int, ...]
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
 
 
 def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, StoredTensor]:
@@ -218,7 +206,7 @@ def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, Stored
             if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
                 raise CheckpointError(f"{path}: tensor {raw_name!r} has dtype {dtype}; weights are floating-point")
             key = "embed_tokens.weight" if name in EMBEDDING_NAMES else name
-            found.setdefault(key, StoredTensor(path, raw_name, dtype, shape))  # the tied copies are the same tensor
+            found.setdefault(key, StoredTensor(path, raw_name, dtype))  # the tied copies are the same tensor
     missing = [n for n in wanted if n not in found]
     if "embed_tokens.weight" not in found and "lm_head.weight" not in found:
         missing.insert(0, "model.shared.weight")
@@ -228,26 +216,7 @@ def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, Stored
     return found
 
 
-def _shares(path: Path, names: dict[str, str], stored: dict[str, StoredTensor], readers: int) -> list[list[str]]:
-    """`names` of one file split between up to `readers` readers, each share about as large as
-    the others (the largest first to the least loaded); a pytorch_model.bin is read whole once."""
-    if readers == 1 or path.suffix != ".safetensors":
-        return [list(names)]
-    loads = [0] * readers
-    shares: list[list[str]] = [[] for _ in range(readers)]
-    for name in sorted(names, key=lambda n: -stored[names[n]].numel):
-        least = loads.index(min(loads))
-        shares[least].append(name)
-        loads[least] += stored[names[name]].numel
-    return [share for share in shares if share]
-
-
-def _read_tensors(path: Path, names: list[str], pinned: dict[str, torch.Tensor] | None = None
-                  ) -> Iterator[tuple[str, torch.Tensor]]:
-    if pinned is not None:  # the file read ahead into page-locked memory (`_pinned_views`)
-        for name in names:
-            yield name, pinned[name]
-        return
+def _read_tensors(path: Path, names: list[str]) -> Iterator[tuple[str, torch.Tensor]]:
     if path.suffix != ".safetensors":
         state = _read_bin(path)
         for name in names:
@@ -263,42 +232,10 @@ def _read_tensors(path: Path, names: list[str], pinned: dict[str, torch.Tensor] 
         raise CheckpointError(f"{path}: unreadable safetensors file ({e}); is it truncated?") from None
 
 
-def _pinned_views(data: memoryview, stored: dict[str, StoredTensor]) -> dict[str, torch.Tensor] | None:
-    """The tensors `stored` (by their stored names) as views of a safetensors file's bytes, each
-    checked against what safetensors' own reading of the header found (`check_weights`) and to lie
-    within the file; None if any is not as expected (the file is then read as usual)."""
-    import torch
-
-    if len(data) < 8:
-        return None
-    start = 8 + int.from_bytes(data[:8], "little")  # the header's length, then the header
-    try:
-        header = json.loads(bytes(data[8:start])) if start <= len(data) else None
-    except ValueError:
-        return None
-    if not isinstance(header, dict):
-        return None
-    whole = torch.frombuffer(data, dtype=torch.uint8)  # (bytes,) no copy
-    views = {}
-    for name, where in stored.items():
-        entry = header.get(name)
-        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
-        if (not isinstance(entry, dict) or FLOAT_DTYPES.get(str(entry.get("dtype"))) != str(where.dtype).removeprefix("torch.")
-                or not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets)):
-            return None
-        begin, end = start + offsets[0], start + offsets[1]
-        size = where.dtype.itemsize
-        if not start <= begin <= end <= len(data) or end - begin != where.numel * size or begin % size:
-            return None
-        views[name] = whole[begin:end].view(where.dtype).view(where.shape)  # (bytes,) -> (numel,) -> its shape
-    return views
-
-
 def load_weights(
-    model_dir: str | Path, config: NllbConfig, dtype: torch.dtype, device: torch.device, readers: int | None = None
+    model_dir: str | Path, config: NllbConfig, dtype: torch.dtype, device: torch.device
 ) -> dict[str, torch.Tensor]:
-    """All tensors of `expected_shapes(config)` plus 'embed_tokens.weight' and 'lm_head.weight',
-    checked; read by `readers` threads at once (GPU_READERS for a GPU, else this thread alone)."""
+    """All tensors of `expected_shapes(config)` plus 'embed_tokens.weight' and 'lm_head.weight', checked."""
     import torch
 
     stored = check_weights(model_dir, config)
@@ -308,41 +245,15 @@ def load_weights(
     for key, where in stored.items():
         by_file.setdefault(where.path, {})[where.name] = key
     found: dict[str, torch.Tensor] = {}
-    extremes: dict[str, torch.Tensor] = {}  # per tensor read, (min, max): not finite if any value is not
-
-    # Files read ahead into page-locked memory while torch was imported (engine/gpu_ahead.py).
-    ahead = {path: pinned_weights(path) for path in by_file}
-    views = {path: _pinned_views(pinned.data, {name: stored[key] for name, key in by_file[path].items()})
-             for path, pinned in ahead.items() if pinned is not None and pinned.data is not None}
-
-    def read(path: Path, names: list[str]) -> None:
-        for raw_name, tensor in _read_tensors(path, names, views.get(path)):
-            key = by_file[path][raw_name]
-            if path in views:  # copied as stored, by DMA (torch casts a CPU tensor before it copies), then cast
-                weight = tensor.to(device=device, copy=True).to(dtype)  # copied on the CPU too: the bytes are freed
-            else:
-                weight = tensor.to(device=device, dtype=dtype)
-            found[key] = weight
-            extremes[key] = torch.stack(weight.aminmax()).float()
-
-    if readers is None:  # on the CPU torch's threads would multiply with the readers' (EngineLoop says why that is slow)
-        readers = GPU_READERS if device.type == "cuda" else 1
-    shares = [(path, share) for path, names in by_file.items() for share in _shares(path, names, stored, readers)]
-    try:
-        if readers == 1:
-            for share in shares:
-                read(*share)
-        else:
-            with ThreadPoolExecutor(readers, thread_name_prefix="dragoman-weights") as pool:
-                for done in [pool.submit(read, *share) for share in shares]:
-                    done.result()  # a reader's CheckpointError raised here
-    finally:
-        views.clear()
-        for pinned in ahead.values():
-            if pinned is not None:
-                pinned.free()
-    finite = torch.stack([extremes[key] for key in stored]).isfinite().all(dim=1).tolist()
-    for ok, where in zip(finite, stored.values()):
+    extremes: list[torch.Tensor] = []  # per tensor read, (min, max): not finite if any value is not
+    for path, keys in by_file.items():
+        for raw_name, tensor in _read_tensors(path, list(keys)):
+            weight = tensor.to(device=device, dtype=dtype)
+            extremes.append(torch.stack(weight.aminmax()).float())
+            found[keys[raw_name]] = weight
+    finite = torch.stack(extremes).isfinite().all(dim=1).tolist()
+    read = [stored[key] for keys in by_file.values() for key in keys.values()]
+    for ok, where in zip(finite, read):
         if not ok:
             narrowed = torch.finfo(where.dtype).max > torch.finfo(dtype).max
             beyond = f" (or values beyond the range of {dtype})" if narrowed else ""

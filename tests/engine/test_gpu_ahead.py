@@ -1,17 +1,15 @@
 """engine/gpu_ahead.py: the GPU's context started by the driver's calls before torch is imported,
-and taken up by torch; Triton's key and the weights read meanwhile."""
+and taken up by torch."""
 
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import Future
 
 import pytest
 import torch
 
 from dragoman.engine import gpu_ahead
 from dragoman.engine.gpu_ahead import open_gpu_ahead
-from dragoman.engine.tokenizer import file_key
 
 
 def test_nothing_is_started_for_the_cpu_or_a_name_torch_refuses():
@@ -73,49 +71,3 @@ def test_tritons_key_of_its_own_files_is_made_ahead_without_torch_and_kept():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False", "1"]  # made, torch not imported, kept for the kernels
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_weights_read_ahead_into_locked_memory_are_taken_up_once_and_load_as_from_the_file(tiny_checkpoint):
-    script = textwrap.dedent(f"""
-        import time
-        from pathlib import Path
-        from dragoman.engine import gpu_ahead, weights
-        folder = Path({str(tiny_checkpoint)!r})
-        gpu_ahead.open_gpu_ahead("cuda:0", folder).join()
-        while not all(reading.done() for reading in list(gpu_ahead._pinned.values())):
-            time.sleep(0.01)  # the read, on a thread of its own
-        taken = []
-        real = weights.pinned_weights
-        weights.pinned_weights = lambda path: taken.append(real(path)) or taken[-1]
-        import torch
-        from dragoman.engine.config import load_config
-        config = load_config(folder)
-        on_gpu = weights.load_weights(folder, config, torch.float32, torch.device("cuda:0"))
-        on_cpu = weights.load_weights(folder, config, torch.float32, torch.device("cpu"))
-        same = all(torch.equal(on_gpu[name].cpu(), on_cpu[name]) for name in on_cpu)
-        print(len(taken), taken[0] is not None, taken[0].freed, taken[1] is None, same)
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    # read ahead, taken by the first load and freed after it (by the driver, from the engine's
-    # thread); the second found nothing; the same weights
-    assert done.stdout.split() == ["2", "True", "True", "True", "True"]
-
-
-def test_weights_still_being_read_ahead_are_not_waited_for_and_are_freed_once_read(tiny_checkpoint):
-    path = tiny_checkpoint / "model.safetensors"
-    reading = Future()
-    gpu_ahead._pinned[file_key(path)] = reading
-    assert gpu_ahead.pinned_weights(path) is None  # the engine reads the file itself meanwhile
-    assert gpu_ahead._pinned == {}
-
-    class Read:
-        freed = False
-
-        def free(self):
-            self.freed = True
-
-    read = Read()
-    reading.set_result(read)
-    assert read.freed

@@ -13,8 +13,7 @@ from safetensors.torch import load_file, save_file
 
 from dragoman.engine.config import CheckpointError, load_config, load_generation_defaults
 from dragoman.engine.translator import Translator
-from dragoman.engine import weights
-from dragoman.engine.weights import _shares, check_weights, load_weights
+from dragoman.engine.weights import load_weights
 
 CPU = torch.device("cpu")
 
@@ -36,28 +35,6 @@ def test_every_weight_layout_loads_the_same_tensors(tiny_checkpoint, request, la
     assert reference.keys() == other.keys()
     for name in reference:
         torch.testing.assert_close(other[name], reference[name], rtol=0, atol=0, msg=name)
-
-
-@pytest.mark.parametrize("layout", ["tiny", "sharded", "bin"])
-def test_readers_at_once_load_the_same_tensors(request, layout):
-    # A GPU's weights are read by several threads (weights.GPU_READERS); the same code on the CPU here.
-    path = request.getfixturevalue(f"{layout}_checkpoint")
-    reference = load(path)
-    read = load_weights(path, load_config(path), torch.float32, CPU, readers=3)
-    assert read.keys() == reference.keys()
-    for name in reference:
-        torch.testing.assert_close(read[name], reference[name], rtol=0, atol=0, msg=name)
-    assert read["lm_head.weight"] is read["embed_tokens.weight"]
-
-
-def test_the_readers_shares_are_balanced(tiny_checkpoint):
-    stored = check_weights(tiny_checkpoint, load_config(tiny_checkpoint))
-    names = {where.name: key for key, where in stored.items()}
-    shares = _shares(tiny_checkpoint / "model.safetensors", names, stored, 4)
-    assert sorted(n for share in shares for n in share) == sorted(names)  # each tensor once
-    loads = [sum(stored[names[n]].numel for n in share) for share in shares]
-    largest = max(where.numel for where in stored.values())
-    assert max(loads) - min(loads) <= largest  # no share waits on another by more than one tensor
 
 
 def test_embeddings_are_tied(tiny_checkpoint):
@@ -245,8 +222,6 @@ def test_weights_that_are_not_finite_are_named(checkpoint, value):
                                               r"holds NaN or infinite values$"):
         Translator(checkpoint, device="cpu", dtype="float32")
     assert set(threading.enumerate()) <= before  # the engine's thread, which read them, has ended
-    with pytest.raises(CheckpointError, match=r"'model\.decoder\.layers\.1\.fc2\.weight' holds NaN or infinite values$"):
-        load_weights(checkpoint, load_config(checkpoint), torch.float32, CPU, readers=4)  # read by another thread
 
 
 def test_weights_too_large_for_the_engine_dtype_are_named(checkpoint):
@@ -286,56 +261,3 @@ def test_a_vocabulary_smaller_than_the_tokenizer_is_refused(checkpoint):
     rewrite_json(checkpoint / "config.json", vocab_size=1000)
     with pytest.raises(CheckpointError, match=r"config\.json: vocab_size is 1000 but the tokenizer has 1204 tokens"):
         Translator(checkpoint, device="cpu")
-
-
-class FakePinned:
-    """What engine/gpu_ahead.py reads ahead on a GPU machine (PinnedFile), in ordinary memory."""
-
-    def __init__(self, path):
-        self.data = memoryview(bytearray(path.read_bytes()))
-        self.freed = False
-
-    def free(self):
-        self.data.release()  # raises if a tensor still views it
-        self.freed = True
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_weights_read_ahead_into_locked_memory_load_as_read_from_the_file(tiny_checkpoint, monkeypatch, dtype):
-    path = tiny_checkpoint / "model.safetensors"
-    pinned = FakePinned(path)
-    monkeypatch.setattr(weights, "pinned_weights", lambda p: pinned if p == path else None)
-    read = load_weights(tiny_checkpoint, load_config(tiny_checkpoint), dtype, CPU)
-    assert pinned.freed  # given back once copied: the weights are copies, not views of it
-    monkeypatch.setattr(weights, "pinned_weights", lambda p: None)
-    reference = load_weights(tiny_checkpoint, load_config(tiny_checkpoint), dtype, CPU)
-    assert read.keys() == reference.keys()
-    for name in reference:
-        torch.testing.assert_close(read[name], reference[name], rtol=0, atol=0, msg=name)
-
-
-@pytest.mark.parametrize("damage", ["offsets beyond the file", "another dtype", "a header that is not JSON",
-                                    "a header longer than the file", "too few bytes"])
-def test_bytes_read_ahead_that_do_not_match_the_header_safetensors_read_are_not_used(tiny_checkpoint, damage):
-    data = bytearray((tiny_checkpoint / "model.safetensors").read_bytes())
-    stored = {where.name: where for where in check_weights(tiny_checkpoint, load_config(tiny_checkpoint)).values()}
-    assert weights._pinned_views(memoryview(data), stored) is not None
-    length = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8 : 8 + length])
-    name = max(stored, key=lambda n: header[n]["data_offsets"][1])  # the last tensor of the file
-    if damage == "offsets beyond the file":
-        begin, end = header[name]["data_offsets"]
-        header[name]["data_offsets"] = [begin + len(data), end + len(data)]  # as many digits in this file's case
-    elif damage == "another dtype":
-        header[name]["dtype"] = "F16"
-    if damage in ("offsets beyond the file", "another dtype"):
-        text = json.dumps(header, separators=(",", ":")).encode().ljust(length)  # the same length: the data stays
-        assert len(text) == length
-        data[8 : 8 + length] = text
-    elif damage == "a header that is not JSON":
-        data[8:12] = b"\xff\xfe{["
-    elif damage == "a header longer than the file":
-        data[:8] = (len(data) * 2).to_bytes(8, "little")
-    else:
-        data = data[:5]
-    assert weights._pinned_views(memoryview(data), stored) is None

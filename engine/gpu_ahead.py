@@ -20,10 +20,10 @@ DRIVER = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 
 def open_gpu_ahead(device: str) -> threading.Thread | None:
     """Start the CUDA driver and `device`'s primary context ("auto", "cuda" or "cuda:N"), then
-    Triton's key of its own files (`hash_triton`), on a thread of its own, which is returned. Nothing for "cpu" or a name torch would refuse, nothing with a
-    build of torch without CUDA (the app's CPU package on a machine with a GPU would hold a context
-    for nothing), and nothing where the driver is missing or fails: torch starts the GPU itself
-    then, and reports what is wrong."""
+    Triton's key of its own files (`hash_triton`), on a thread of its own, which is returned.
+    Nothing for "cpu" or a name torch would refuse, nothing with a build of torch without CUDA (the
+    app's CPU package on a machine with a GPU would hold a context for nothing), and nothing where
+    the driver is missing or fails: torch starts the GPU itself then, and reports what is wrong."""
     if not torch_has_cuda():
         return None
     if device in ("auto", "cuda"):

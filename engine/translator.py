@@ -337,7 +337,7 @@ def build_generator(model_dir: Path, config: NllbConfig, dtype: torch.dtype, dev
     del weights
     unpacked = quantize_int8(model, stored_int8, pack_now=False) if int8 else []
     generator = Generator.build(model, **limits)
-    generator.packing.extend(int8.pack for int8 in unpacked)  # once the first sentences are translated
+    generator.packing.extend(int8.pack for int8 in unpacked)  # when the engine has a moment (EngineLoop)
     return generator
 
 

@@ -10,8 +10,8 @@ from dragoman.engine.model import Linear
 from dragoman.engine.generator import Generator, Request
 from dragoman.engine.handle import TranslationRequest
 from dragoman.engine.quantize import Int8Linear, int8_supported, onednn_supported, quantize_int8
-from dragoman.engine.translator import Translator
 from dragoman.engine.scheduler import DOCUMENT, TYPED
+from dragoman.engine.translator import Translator
 
 pytestmark = pytest.mark.skipif(not int8_supported(), reason="this torch has no int8 CPU kernels")
 

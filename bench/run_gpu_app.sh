@@ -48,10 +48,9 @@ startup() {  # first launch on the machine (its kernels compiled), then warm twi
 print('bytecode: written', not sys.flags.dont_write_bytecode, 'under', sys.pycache_prefix)"
   # to the translation's line and to exit; the first launch on a fresh Triton cache
   python3 -m bench.cli_start --checkpoint "$CK" --device "$DEVICE" --launches 3 --out "$OUT"
-  # Where a warm launch's seconds go: cProfile's cumulative times (waits on the device included).
-  echo "The quick brown fox jumps over the lazy dog." | DRAGOMAN_HOME=$(mktemp -d) python3 -m cProfile -o /tmp/startup.prof \
-    -m dragoman.app.cli translate --from eng_Latn --to fra_Latn --model "$CK" --device "$DEVICE" --max-length 48 > /dev/null
-  python3 -c "import pstats; pstats.Stats('/tmp/startup.prof').sort_stats('cumulative').print_stats(45)" | cut -c1-150 | tail -n 52
+  # Where a warm launch's seconds go, in the command's own order (its threads' timeline to the log).
+  echo "The quick brown fox jumps over the lazy dog." | DRAGOMAN_HOME=$(mktemp -d) python3 -m bench.startup_trace \
+    --out "$OUT" -- translate --from eng_Latn --to fra_Latn --model "$CK" --device "$DEVICE" --max-length 48 > /dev/null
 }
 export CK DEVICE
 export -f startup

@@ -136,9 +136,8 @@ def quantize_int8(model: NllbModel, stored: Path | None = None, pack_now: bool =
     for name, (owner, field) in linears.items():
         setattr(owner, field, Int8Linear.of(*quantized[name], getattr(owner, field).bias))
     # The smallest first: a sentence that comes while one is packed waits for it (the output layer, last, ~0.5 s).
-    later = sorted((getattr(owner, field) for owner, field in linears.values()), key=lambda int8: int8.weight.numel())
-    if not onednn_supported():
-        later = []
+    later = sorted((getattr(owner, field) for owner, field in linears.values()),
+                   key=lambda int8: int8.weight.numel()) if onednn_supported() else []
     if pack_now:
         for int8 in later:
             int8.pack()

@@ -246,8 +246,8 @@ class EngineAcross:
                   on_translation: Callable[[int, Translation], None] | None = None,
                   terms: list[list[str | tuple[str | None, ...]]] | None = None) -> list[str | None]:
         """Translator.translate's, as a document's pipeline calls it."""
-        request = TranslationRequest(texts, src_lang, tgt_lang, options, terms, None,
-                                     1 if on_translation is not None else 0, adapter, priority)
+        request = TranslationRequest(texts, src_lang, tgt_lang, options, terms=terms, adapter=adapter, priority=priority,
+                                     alternatives=1 if on_translation is not None else 0)
         call, number = self._open(on_translation)
         self.send(("translate", number, request))
         cancelled = False

@@ -52,7 +52,7 @@ print('bytecode: written', not sys.flags.dont_write_bytecode, 'under', sys.pycac
   echo "The quick brown fox jumps over the lazy dog." | DRAGOMAN_HOME=$(mktemp -d) python3 -m bench.startup_trace \
     --out "$OUT" -- translate --from eng_Latn --to fra_Latn --model "$CK" --device "$DEVICE" --max-length 48 > /dev/null
 }
-export CK DEVICE
+export CK DEVICE PAGES
 export -f startup
 step startup 240 bash -c startup
 # the first launch's kernel build against what a .docx book, a .txt and a glossary meet: compiled since, 0 wanted

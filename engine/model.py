@@ -22,6 +22,7 @@ from dragoman.engine.config import NllbConfig
 from dragoman.engine.device import to_device
 from dragoman.engine.kv_cache import PagedKVCache
 from dragoman.engine.packing import packed_positions
+from dragoman.engine.weights import expected_shapes
 from dragoman.kernels.source_scores import BLOCK_M as SOURCE_SCORES_ROWS
 
 if TYPE_CHECKING:
@@ -194,17 +195,30 @@ class DecoderLayer:
 
 
 class NllbModel:
-    def __init__(self, config: NllbConfig, weights: dict[str, torch.Tensor], max_positions: int):
+    def __init__(self, config: NllbConfig, weights: dict[str, torch.Tensor], max_positions: int,
+                 unread: frozenset[str] = frozenset()):
+        """`unread`: the projections' weights left out of `weights` (`quantize.projection_weights`),
+        for `quantize_int8` to replace from its stored int8 weights: meanwhile each Linear holds
+        memory of its weight's shape, uninitialised and untouched."""
         self.config = config
         self.max_positions = max_positions  # decoder and source lengths the engine's tables are sized for
+        self.unread = unread
         w = weights
+        shapes = expected_shapes(config) if unread else {}
+
+        def stacked_weight(names: list[str]) -> torch.Tensor:
+            if not unread.intersection(names):
+                return torch.cat([w[name] for name in names])
+            rows = sum(shapes[name][0] for name in names)
+            embedding = w["embed_tokens.weight"]
+            return torch.empty(rows, shapes[names[0]][1], dtype=embedding.dtype, device=embedding.device)  # (rows, in)
 
         def linear(name: str) -> Linear:
-            return Linear(w[f"{name}.weight"], w[f"{name}.bias"])
+            return Linear(stacked_weight([f"{name}.weight"]), w[f"{name}.bias"])
 
         def stacked(prefix: str, projections: tuple[str, ...]) -> Linear:
             return Linear(
-                torch.cat([w[f"{prefix}.{p}.weight"] for p in projections]),
+                stacked_weight([f"{prefix}.{p}.weight" for p in projections]),
                 torch.cat([w[f"{prefix}.{p}.bias"] for p in projections]),
             )
 
@@ -264,7 +278,7 @@ class NllbModel:
         # projected for all layers with a single matmul when a sentence is admitted.
         kv_names = [f"decoder.layers.{i}.encoder_attn.{p}" for i in range(config.decoder_layers) for p in ("k_proj", "v_proj")]
         self.cross_kv = Linear(
-            torch.cat([w[f"{n}.weight"] for n in kv_names]), torch.cat([w[f"{n}.bias"] for n in kv_names])
+            stacked_weight([f"{n}.weight" for n in kv_names]), torch.cat([w[f"{n}.bias"] for n in kv_names])
         )
         # (cross_projections): W_q, b_q, W_o, b_o
         self._cross_projections: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None

@@ -19,7 +19,9 @@ from typing import Sequence
 
 import torch
 
+from dragoman.engine.config import NllbConfig
 from dragoman.engine.model import DecoderLayer, EncoderLayer, Linear, NllbModel
+from dragoman.engine.weights import expected_shapes
 
 # torch._int_mm's one-row kernel (a matrix-vector product) beats its small-batch kernel several
 # times over while the weight stays in cache; integer sums are exact, so both give the same result.
@@ -113,6 +115,18 @@ def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.round(weight / scale[:, None]).to(torch.int8), scale  # (out, in), (out,)
 
 
+class StoredInt8Unusable(ValueError):
+    """The stored int8 weights do not fit the model (damaged or foreign), whose projections were
+    not read (`NllbModel.unread`): nothing was replaced."""
+
+
+def projection_weights(config: NllbConfig) -> frozenset[str]:
+    """The checkpoint's names of the weights that `quantize_int8` replaces: every layer's
+    projections (the output layer's is the embedding, which lookups read)."""
+    return frozenset(name for name in expected_shapes(config)
+                     if name.endswith(("_proj.weight", ".fc1.weight", ".fc2.weight")))
+
+
 def quantize_int8(model: NllbModel, stored: Path | None = None, pack_now: bool = True) -> list[Int8Linear]:
     """Replace every Linear of the model (projections, feed-forward, output layer) by its int8
     version, in place; returns those whose weights are left to prepack for oneDNN (`Int8Linear.pack`),
@@ -121,7 +135,9 @@ def quantize_int8(model: NllbModel, stored: Path | None = None, pack_now: bool =
 
     With `stored`, a safetensors file of the model's int8 weights and scales: read when it holds
     this model's shapes, else written (quantising a 600M model takes seconds, reading its int8
-    weights a fraction of one). The caller names the file by the checkpoint it came from.
+    weights a fraction of one). The caller names the file by the checkpoint it came from, and may
+    then leave the projections unread (`projection_weights`: StoredInt8Unusable if the file does
+    not serve).
     """
     if model.device.type != "cpu" or model.dtype != torch.float32:
         raise ValueError("int8 weights are for float32 models on the CPU")
@@ -129,12 +145,15 @@ def quantize_int8(model: NllbModel, stored: Path | None = None, pack_now: bool =
         raise ValueError("this build of torch has no int8 matrix product on the CPU")
     linears = {name: (owner, field) for name, owner, field in _linear_fields(model)}
     quantized = _read_stored(stored, model, linears) if stored is not None else None
+    if quantized is None and model.unread:
+        raise StoredInt8Unusable(f"{stored}: not int8 weights of this model")
     if quantized is None:
         quantized = {name: quantize_weight(getattr(owner, field).weight) for name, (owner, field) in linears.items()}
         if stored is not None:
             _write_stored(stored, quantized)
     for name, (owner, field) in linears.items():
         setattr(owner, field, Int8Linear.of(*quantized[name], getattr(owner, field).bias))
+    model.unread = frozenset()
     # The smallest first: a sentence that comes while one is packed waits for it (the output layer, last, ~0.5 s).
     later = sorted((getattr(owner, field) for owner, field in linears.values()),
                    key=lambda int8: int8.weight.numel()) if onednn_supported() else []

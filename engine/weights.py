@@ -233,18 +233,23 @@ def _read_tensors(path: Path, names: list[str]) -> Iterator[tuple[str, torch.Ten
 
 
 def load_weights(
-    model_dir: str | Path, config: NllbConfig, dtype: torch.dtype, device: torch.device
+    model_dir: str | Path, config: NllbConfig, dtype: torch.dtype, device: torch.device,
+    skip: frozenset[str] = frozenset(),
 ) -> dict[str, torch.Tensor]:
-    """All tensors of `expected_shapes(config)` plus 'embed_tokens.weight' and 'lm_head.weight', checked."""
+    """All tensors of `expected_shapes(config)` plus 'embed_tokens.weight' and 'lm_head.weight', checked.
+    Those named in `skip` (of `expected_shapes`, whose values the caller has from elsewhere) are
+    neither read nor checked nor returned."""
     import torch
 
     stored = check_weights(model_dir, config)
     if config.tie_word_embeddings and "embed_tokens.weight" in stored:
         stored.pop("lm_head.weight", None)  # the embedding serves as the output layer: not read twice
+    for key in skip:
+        del stored[key]
+    found: dict[str, torch.Tensor] = {}
     by_file: dict[Path, dict[str, str]] = {}  # file -> stored name -> key
     for key, where in stored.items():
         by_file.setdefault(where.path, {})[where.name] = key
-    found: dict[str, torch.Tensor] = {}
     extremes: list[torch.Tensor] = []  # per tensor read, (min, max): not finite if any value is not
     for path, keys in by_file.items():
         for raw_name, tensor in _read_tensors(path, list(keys)):

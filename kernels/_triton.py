@@ -1,21 +1,46 @@
 """`triton` and `triton.language`, or stand-ins where triton is not installed (Windows, CPU-only
-installs), so that every kernel module still imports and its `*_ref` still runs there.
+installs) or could run nothing (`_kernels_can_run`), so that every kernel module still imports and
+its `*_ref` still runs there.
 
 Also what the decode step's kernels share: chained launches (`chained_launch`, `wait_for_inputs`,
 `prefetch_l2`) and the sums of inputs split between programs (`sum_splits`).
 """
 
+import ctypes
 import os
+import sys
+
+import torch
 
 from dragoman.kernels.gpu_profile import profile_of
 
-try:
-    import triton
-    import triton.language as tl
 
-    HAVE_TRITON = True
-except ImportError:
-    HAVE_TRITON = False
+def _kernels_can_run() -> bool:
+    """Whether a Triton kernel could run or be compiled in this process: under Triton's interpreter
+    (the tests), where triton is imported already (a compiler's tests), or with a GPU build of torch
+    on a machine with NVIDIA's driver. Elsewhere triton is not imported: importing it and defining
+    the kernels would cost a CPU start a tenth of a second for nothing."""
+    if os.environ.get("TRITON_INTERPRET") == "1" or "triton" in sys.modules or torch.version.hip:
+        return True
+    if not torch.version.cuda:
+        return False
+    try:
+        ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+HAVE_TRITON = False
+if _kernels_can_run():
+    try:
+        import triton
+        import triton.language as tl
+
+        HAVE_TRITON = True
+    except ImportError:
+        pass
+if not HAVE_TRITON:
 
     class _Missing:
         """Just enough of triton for the kernel modules to define their kernels, never to launch them."""
@@ -101,8 +126,6 @@ def arrivals_on(device):
     """The device's ARRIVAL_SLOTS arrival counts for `sum_splits` (int32, allocated once: captured
     graphs keep its address)."""
     if device not in _arrivals:
-        import torch
-
         _arrivals[device] = torch.zeros(ARRIVAL_SLOTS, dtype=torch.int32, device=device)
     return _arrivals[device]
 

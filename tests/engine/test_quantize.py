@@ -118,17 +118,24 @@ def test_int8_result_does_not_depend_on_the_batch(make_translator):
 
 
 def test_int8_weights_are_stored_once_and_read_back_the_same(make_translator, tmp_path, monkeypatch):
-    """A later start reads the int8 weights instead of quantising again, and translates the same;
-    a damaged store is quantised again and replaced."""
-    from dragoman.engine import quantize
+    """A later start reads the int8 weights instead of quantising again, and not the checkpoint's
+    projections they stand for, and translates the same; a damaged store is quantised again from
+    the checkpoint and replaced."""
+    from dragoman.engine import quantize, weights
 
+    read: list[str] = []
+    read_tensors = weights._read_tensors
+    monkeypatch.setattr(weights, "_read_tensors", lambda path, names: read.extend(map(weights._canonical, names)) or read_tensors(path, names))
     texts = ["The quick brown fox jumps over the lazy dog.", "我们明天去北京。"]
     first = make_translator(dtype="int8", weights_cache=tmp_path)
+    projections = quantize.projection_weights(first.config)
+    assert projections and projections <= set(read)
     (stored,) = tmp_path.glob("*.int8.safetensors")
     assert [p.name for p in tmp_path.iterdir()] == [stored.name]  # no temporary left
-    calls = []
-    monkeypatch.setattr(quantize, "quantize_weight", lambda w: calls.append(w) or pytest.fail("quantised again"))
+    monkeypatch.setattr(quantize, "quantize_weight", lambda w: pytest.fail("quantised again"))
+    read.clear()
     second = make_translator(dtype="int8", weights_cache=tmp_path)
+    assert read and not projections.intersection(read)
     options = dict(num_beams=2, max_length=20)
     assert (second.translate(texts, "eng_Latn", "fra_Latn", second.default_options(**options))
             == first.translate(texts, "eng_Latn", "fra_Latn", first.default_options(**options)))

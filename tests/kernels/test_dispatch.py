@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,24 @@ def test_imports_and_runs_without_triton():
         " 2, 8, None, tables)\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+@pytest.mark.skipif(torch.version.cuda is not None or torch.version.hip is not None,
+                    reason="a GPU build of torch: whether triton is imported depends on the machine's driver")
+def test_a_cpu_build_of_torch_never_imports_triton(tmp_path):
+    # Installed or not, triton could run no kernel with a CPU build of torch: the engine starts
+    # without importing it, and translates on the references.
+    code = (
+        "import sys, torch\n"
+        "from dragoman import kernels\n"
+        "from dragoman.app import cli\n"
+        "from dragoman.engine import translator\n"
+        "assert not kernels.HAVE_TRITON and 'triton' not in sys.modules, sorted(m for m in sys.modules if 'triton' in m)\n"
+        "x = torch.randn(3, 16)\n"
+        "assert torch.equal(kernels.logsoftmax_topk(x, 2)[1], kernels.logsoftmax_topk_ref(x, 2)[1])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True)
 
 
 @pytest.fixture

@@ -246,10 +246,10 @@ def load_weights(
         stored.pop("lm_head.weight", None)  # the embedding serves as the output layer: not read twice
     for key in skip:
         del stored[key]
-    found: dict[str, torch.Tensor] = {}
     by_file: dict[Path, dict[str, str]] = {}  # file -> stored name -> key
     for key, where in stored.items():
         by_file.setdefault(where.path, {})[where.name] = key
+    found: dict[str, torch.Tensor] = {}
     extremes: list[torch.Tensor] = []  # per tensor read, (min, max): not finite if any value is not
     for path, keys in by_file.items():
         for raw_name, tensor in _read_tensors(path, list(keys)):

@@ -426,7 +426,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
     from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
 
     read_tokenizer_ahead(args.model)  # while torch is imported (open_engine)
-    if args.ray is None and open_gpu_ahead(args.device) is not None and documents:  # (with Ray: in its workers)
+    if args.ray is None and open_gpu_ahead(args.device, args.model) is not None and documents:  # (with Ray: in its workers)
         from dragoman.app.session.document_process import DocumentProcess
 
         DocumentProcess.start_spare()  # the documents' own process started while the model loads

@@ -9,6 +9,7 @@ for NaN and infinite values on the way (one reduction each, read back once at th
 
 from __future__ import annotations
 
+import math
 import pickle
 import zipfile
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     # window's models list as it opens; torch takes over a second to import)
 
 from dragoman.engine.config import CheckpointError, NllbConfig, read_json_object
+from dragoman.engine.gpu_ahead import WeightsUpload, take_upload
 
 # Where the shared embedding may be stored: HF saves tied weights once, under any of these names.
 EMBEDDING_NAMES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
@@ -216,12 +218,21 @@ def check_weights(model_dir: str | Path, config: NllbConfig) -> dict[str, Stored
     return found
 
 
-def _read_tensors(path: Path, names: list[str]) -> Iterator[tuple[str, torch.Tensor]]:
+def _read_tensors(path: Path, names: list[str], device: torch.device) -> Iterator[tuple[str, torch.Tensor]]:
+    """Each named tensor of a weight file: read, or, where `open_gpu_ahead` copied the file's bytes
+    to `device` while torch was imported, a view of them there, which the caller copies before it
+    asks for the next (the bytes are freed after the last)."""
     if path.suffix != ".safetensors":
         state = _read_bin(path)
         for name in names:
             yield name, state[name]
         return
+    upload = take_upload(path, device.index or 0) if device.type == "cuda" else None
+    if upload is not None:
+        if _upload_serves(upload, names):
+            yield from _uploaded_tensors(upload, names)
+            return
+        upload.free()
     from safetensors import SafetensorError, safe_open
 
     try:
@@ -230,6 +241,44 @@ def _read_tensors(path: Path, names: list[str]) -> Iterator[tuple[str, torch.Ten
                 yield name, f.get_tensor(name)
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(f"{path}: unreadable safetensors file ({e}); is it truncated?") from None
+
+
+def _upload_serves(upload: WeightsUpload, names: list[str]) -> bool:
+    """Whether the upload's header places every named tensor as a float tensor of its shape, each
+    aligned to its size: otherwise the file is read as before, which says what is wrong with it."""
+    for name in names:
+        entry = upload.tensors.get(name)
+        if entry is None or entry[0] not in FLOAT_DTYPES:
+            return False
+        dtype_name, shape, begin, end = entry
+        itemsize = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2}[dtype_name]
+        if not (0 <= begin <= end <= upload.size and begin % itemsize == 0
+                and all(isinstance(n, int) and n >= 0 for n in shape) and end - begin == math.prod(shape) * itemsize):
+            return False
+    return True
+
+
+def _uploaded_tensors(upload: WeightsUpload, names: list[str]) -> Iterator[tuple[str, torch.Tensor]]:
+    import torch
+
+    raw = torch.as_tensor(upload, device=torch.device("cuda", upload.device))  # (size,) uint8, owning nothing
+    try:
+        yield from upload_views(raw, upload.tensors, names)
+    finally:
+        torch.cuda.synchronize(raw.device)  # the caller's copies made before the bytes go
+        del raw
+        upload.free()
+
+
+def upload_views(raw: torch.Tensor, tensors: dict[str, tuple[str, list[int], int, int]],
+                 names: list[str]) -> Iterator[tuple[str, torch.Tensor]]:
+    """Each named tensor as a view of `raw`, a safetensors file's data bytes (uint8), placed as its
+    header says (`WeightsUpload.tensors`, checked by `_upload_serves`)."""
+    import torch
+
+    for name in names:
+        dtype_name, shape, begin, end = tensors[name]
+        yield name, raw[begin:end].view(getattr(torch, FLOAT_DTYPES[dtype_name])).view(shape)
 
 
 def load_weights(
@@ -252,8 +301,8 @@ def load_weights(
     found: dict[str, torch.Tensor] = {}
     extremes: list[torch.Tensor] = []  # per tensor read, (min, max): not finite if any value is not
     for path, keys in by_file.items():
-        for raw_name, tensor in _read_tensors(path, list(keys)):
-            weight = tensor.to(device=device, dtype=dtype)
+        for raw_name, tensor in _read_tensors(path, list(keys), device):
+            weight = tensor.to(device=device, dtype=dtype, copy=tensor.is_cuda)  # (an upload's view: its own copy)
             extremes.append(torch.stack(weight.aminmax()).float())
             found[keys[raw_name]] = weight
     finite = torch.stack(extremes).isfinite().all(dim=1).tolist()

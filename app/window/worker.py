@@ -256,7 +256,7 @@ class EngineWorker(QThread):
         from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
 
         read_tokenizer_ahead(command.model_dir)  # while torch is imported
-        open_gpu_ahead(command.device)
+        open_gpu_ahead(command.device, command.model_dir)
         from dragoman.engine import Translator
 
         translator = Translator(

@@ -1,14 +1,20 @@
 """engine/gpu_ahead.py: the GPU's context started by the driver's calls before torch is imported,
 and taken up by torch."""
 
+import ctypes
+import json
+import os
+import struct
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import Future
 
 import pytest
 import torch
+from safetensors.torch import save_file
 
-from dragoman.engine import gpu_ahead
+from dragoman.engine import gpu_ahead, weights
 from dragoman.engine.gpu_ahead import open_gpu_ahead
 
 
@@ -71,3 +77,124 @@ def test_tritons_key_of_its_own_files_is_made_ahead_without_torch_and_kept():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False", "1"]  # made, torch not imported, kept for the kernels
+
+
+class HostDriver:
+    """The driver's calls an upload makes, on host memory: "device memory" is a host buffer."""
+
+    def __init__(self, free: int = 1 << 40):
+        self.free = free
+        self.buffers: dict[int, ctypes.Array] = {}
+
+    def cuMemGetInfo_v2(self, free, total):
+        free._obj.value = total._obj.value = self.free
+        return 0
+
+    def cuMemAlloc_v2(self, pointer, size):
+        buffer = ctypes.create_string_buffer(size)
+        pointer._obj.value = ctypes.addressof(buffer)
+        self.buffers[pointer._obj.value] = buffer
+        return 0
+
+    def cuMemcpyHtoD_v2(self, destination, source, size):
+        ctypes.memmove(destination, source, size)
+        return 0
+
+    def cuMemFree_v2(self, pointer):
+        del self.buffers[pointer]
+        return 0
+
+    def cuCtxSetCurrent(self, context):
+        return 0
+
+
+@pytest.fixture
+def host_driver(monkeypatch):
+    driver = HostDriver()
+    monkeypatch.setattr(gpu_ahead, "_driver", lambda: driver)
+    return driver
+
+
+def weights_file(path):
+    """A safetensors file of tensors of each float dtype and odd sizes, in no order of theirs."""
+    g = torch.Generator().manual_seed(0)
+    tensors = {"b.weight": torch.randn(3, 5, generator=g).half(), "a.bias": torch.randn(7, generator=g),
+               "c.weight": torch.randn(2, 3, generator=g).bfloat16(), "d": torch.randn(1, generator=g).double()}
+    save_file(tensors, str(path))
+    return tensors
+
+
+def test_a_weights_files_bytes_are_copied_as_its_header_places_them(tmp_path, host_driver):
+    tensors = weights_file(tmp_path / "model.safetensors")
+    upload = gpu_ahead._upload_file(host_driver, ctypes.c_void_p(1), 0, tmp_path / "model.safetensors")
+    assert upload is not None and upload.pointer in host_driver.buffers
+    assert weights._upload_serves(upload, list(tensors))
+    raw = torch.frombuffer(host_driver.buffers[upload.pointer], dtype=torch.uint8)  # (size,) as on the device
+    views = dict(weights.upload_views(raw, upload.tensors, list(tensors)))
+    for name, tensor in tensors.items():
+        assert views[name].dtype == tensor.dtype and torch.equal(views[name], tensor)
+    upload.free()
+    assert not host_driver.buffers and upload.pointer == 0
+
+
+def test_no_room_on_the_device_or_a_hostile_header_leaves_the_file_to_be_read(tmp_path, host_driver):
+    path = tmp_path / "model.safetensors"
+    tensors = weights_file(path)
+    host_driver.free = 1000  # the file's bytes fit, their cast copy and the headroom not
+    assert gpu_ahead._upload_file(host_driver, ctypes.c_void_p(1), 0, path) is None and not host_driver.buffers
+    host_driver.free = 1 << 40
+    data = path.read_bytes()
+    (header_size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + header_size])
+    header["a.bias"]["data_offsets"][1] += 1 << 30  # past the file's end
+    hostile = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(hostile)) + hostile + data[8 + header_size:])
+    assert gpu_ahead._upload_file(host_driver, ctypes.c_void_p(1), 0, path) is None and not host_driver.buffers
+    path.write_bytes(struct.pack("<Q", 1 << 40) + data[8:])  # a header larger than the file
+    assert gpu_ahead._upload_file(host_driver, ctypes.c_void_p(1), 0, path) is None
+    weights_file(path)
+    upload = gpu_ahead._upload_file(host_driver, ctypes.c_void_p(1), 0, path)
+    shapes = dict(upload.tensors)
+    upload.tensors["b.weight"] = (shapes["b.weight"][0], [3, 4], *shapes["b.weight"][2:])  # not its bytes' shape
+    assert not weights._upload_serves(upload, list(tensors))
+    assert weights._upload_serves(upload, ["a.bias", "c.weight"])
+
+
+def test_an_upload_of_a_file_changed_since_is_freed_not_taken(tmp_path, host_driver):
+    path = tmp_path / "model.safetensors"
+    weights_file(path)
+    upload = gpu_ahead._upload_file(host_driver, ctypes.c_void_p(1), 0, path)
+    done = Future()
+    done.set_result(upload)
+    gpu_ahead._uploads[(path, 0)] = done
+    weights_file(path)
+    os.utime(path, ns=(0, 0))
+    assert gpu_ahead.take_upload(path, 0) is None
+    assert not host_driver.buffers and not gpu_ahead._uploads
+    assert gpu_ahead.take_upload(path, 0) is None  # none asked for
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_weights_copied_ahead_load_as_those_read_after_and_are_freed(tiny_checkpoint):
+    script = textwrap.dedent(f"""
+        from dragoman.engine import gpu_ahead
+        gpu_ahead.open_gpu_ahead("cuda:0", {str(tiny_checkpoint)!r}).join()
+        import torch
+        from dragoman.engine.checkpoint import open_checkpoint
+        from dragoman.engine.weights import load_weights
+        config = open_checkpoint({str(tiny_checkpoint)!r}).config
+        device = torch.device("cuda", 0)
+        assert gpu_ahead._uploads, "nothing copied ahead"
+        for dtype in (torch.bfloat16, torch.float32):
+            ahead = load_weights({str(tiny_checkpoint)!r}, config, dtype, device)
+            assert not gpu_ahead._uploads
+            read = load_weights({str(tiny_checkpoint)!r}, config, dtype, device)
+            assert ahead.keys() == read.keys()
+            assert all(torch.equal(ahead[k], read[k]) for k in read), "not the same weights"
+            del ahead, read
+            gpu_ahead.open_gpu_ahead("cuda:0", {str(tiny_checkpoint)!r}).join()
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok"]

@@ -125,7 +125,7 @@ def test_int8_weights_are_stored_once_and_read_back_the_same(make_translator, tm
 
     read: list[str] = []
     read_tensors = weights._read_tensors
-    monkeypatch.setattr(weights, "_read_tensors", lambda path, names: read.extend(map(weights._canonical, names)) or read_tensors(path, names))
+    monkeypatch.setattr(weights, "_read_tensors", lambda path, names, device: read.extend(map(weights._canonical, names)) or read_tensors(path, names, device))
     texts = ["The quick brown fox jumps over the lazy dog.", "我们明天去北京。"]
     first = make_translator(dtype="int8", weights_cache=tmp_path)
     projections = quantize.projection_weights(first.config)

@@ -37,6 +37,7 @@ TRACED: dict[str, list[str]] = {
     "dragoman.app.session.session": ["TranslationSession.open", "TranslationSession.translate",
                                      "TranslationSession.doubts_of"],
     "dragoman.engine.translator": ["Translator.__init__", "Translator.submit", "build_generator", "resolve_device"],
+    "dragoman.engine.gpu_ahead": ["_upload_file", "take_upload"],  # the weights copied while torch is imported
     "dragoman.engine.weights": ["load_weights"],
     "dragoman.engine.quantize": ["quantize_int8"],
     "dragoman.engine.generator": ["Generator.build", "Generator.run"],

@@ -1,9 +1,9 @@
 """int8 weights on the CPU: close to float32, and the CPU's default."""
 
-import time
 
 import pytest
 import torch
+from polling import wait_for
 
 from dragoman.engine.device import DeviceError, resolve_dtype
 from dragoman.engine.model import Linear
@@ -79,14 +79,6 @@ def test_the_engine_packs_when_idle_or_deep_into_a_long_run_but_not_while_text_i
         assert wait_for(lambda: len(packs) == 40)  # the rest once idle
         during = sum(packs)
         assert during == 0 if typed else 0 < during < 40  # a piece a step from the fourth on
-
-
-def wait_for(condition, seconds=30):
-    for _ in range(int(seconds / 0.01)):
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_cpu_default_is_int8_and_translates_like_float32_mostly(make_translator, translator):

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from polling import wait_for
 
 from dragoman.app import __version__
 
@@ -199,9 +200,7 @@ def test_the_window_opens_and_closes_cleanly(app, tiny_checkpoint):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         maps = Path(f"/proc/{window.pid}/maps")
-        deadline = time.monotonic() + 120
-        while "libqoffscreen.so" not in maps.read_text() and window.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(lambda: "libqoffscreen.so" in maps.read_text() or window.poll() is not None, seconds=120, every=0.2)
         assert window.poll() is None, window.communicate()[1]
         time.sleep(5)  # the window is built and shown, and Ctrl+C closes it, just after Qt's platform is loaded
         window.send_signal(signal.SIGINT)

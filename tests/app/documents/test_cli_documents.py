@@ -7,9 +7,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import docx
+from polling import wait_for
 
 from dragoman.app.cli import main
 from dragoman.app.session.jobs import open_cache
@@ -125,9 +125,7 @@ def kill_once_stored(tiny_checkpoint, home, doc) -> tuple[int, int]:
     """Run the CLI on `doc`, SIGKILL it as soon as the cache holds some of its sentences: (its pid,
     the sentences stored)."""
     run = run_cli(tiny_checkpoint, home, doc)
-    deadline = time.monotonic() + 120
-    while stored(home) == 0 and run.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: stored(home) > 0 or run.poll() is not None, seconds=120, every=0.02)
     run.send_signal(signal.SIGKILL)
     _, err = run.communicate()
     assert run.returncode == -signal.SIGKILL, f"the run ended before it could be killed: {err}"

@@ -1,4 +1,5 @@
 import pytest
+from polling import wait_for
 
 from dragoman.app.session import detect
 from dragoman.engine.languages import LANGUAGE_CODES
@@ -45,15 +46,11 @@ def test_a_paragraph_mixing_scripts_is_the_language_most_of_it_is_in(text):
 
 def test_a_session_reads_the_detectors_model_as_it_opens(translator, tmp_path):
     """Before the first doubts need it, on a thread of its own."""
-    import time
-
     from dragoman.app.session.session import TranslationSession
     from dragoman.app.settings import AppPaths
 
     detect._loaded.cache_clear()
     pipeline = TranslationSession.open(translator, AppPaths.under(tmp_path))
-    deadline = time.monotonic() + 30
-    while detect._loaded.cache_info().currsize == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: detect._loaded.cache_info().currsize > 0)
     pipeline.close()
     assert detect._loaded.cache_info().currsize == 1

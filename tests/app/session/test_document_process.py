@@ -3,13 +3,13 @@ engine in this one on the CPU, gives what the job gives in this process."""
 
 import dataclasses
 import multiprocessing
-import time
 import zipfile
 
 import pypdf
 import pytest
 
 from bench import docx_book
+from polling import wait_for
 from dragoman.app.documents import pdf_blocks
 from dragoman.app.documents import Cancelled
 from dragoman.app.documents.safety import DocumentError
@@ -42,13 +42,9 @@ def running_jobs():
     return [p for p in multiprocessing.active_children() if p.name == "dragoman-document"]
 
 
-def no_document_process_left(seconds=10):
+def no_document_process_left():
     """No job's process is left once it has ended (a spare may wait for the next)."""
-    for _ in range(int(seconds / 0.05)):
-        if not running_jobs():
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_for(lambda: not running_jobs(), seconds=10, every=0.05)
 
 
 def test_a_document_translated_apart_is_the_one_translated_here_and_its_translations_are_stored(

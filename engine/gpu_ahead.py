@@ -75,7 +75,7 @@ def _start_gpu(index: int, files: list[Path]) -> None:
             for stale in _uploads.values():  # a model started before and never loaded
                 stale.add_done_callback(_free_result)
             _uploads.clear()
-            _uploads.update({(path, index): future for path, future in uploads.items()})
+            _uploads.update({(path.resolve(), index): future for path, future in uploads.items()})
         threading.Thread(target=_upload, args=(context, index, uploads), name="dragoman-weights-ahead",
                          daemon=True).start()
     hash_triton()
@@ -141,7 +141,7 @@ def take_upload(path: Path, device: int) -> WeightsUpload | None:
     """The upload of `path` to `device` that `open_gpu_ahead` made, once it is done, for the caller
     to read and free; None if none was made (none asked, or it failed, or the file changed since)."""
     with _uploads_lock:
-        future = _uploads.pop((path, device), None)
+        future = _uploads.pop((path.resolve(), device), None)
     upload = future.result() if future is not None else None
     if upload is not None and upload.file_key != _file_key(path):
         upload.free()

@@ -166,7 +166,7 @@ def test_an_upload_of_a_file_changed_since_is_freed_not_taken(tmp_path, host_dri
     upload = gpu_ahead._upload_file(host_driver, ctypes.c_void_p(1), 0, path)
     done = Future()
     done.set_result(upload)
-    gpu_ahead._uploads[(path, 0)] = done
+    gpu_ahead._uploads[(path.resolve(), 0)] = done
     weights_file(path)
     os.utime(path, ns=(0, 0))
     assert gpu_ahead.take_upload(path, 0) is None

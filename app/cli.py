@@ -448,7 +448,8 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             raise UsageError(f"--alternatives {args.alternatives}: more than the {beams} beams (--beams)")
         for index, chunk in enumerate(chunks(read_lines(stdin), CHUNK_LINES)):
             result = pipeline.translate(TranslationJob(chunk, src, tgt, overrides, typed=False, adapter=args.adapter or "",
-                                                       split=not args.no_split, alternatives=args.alternatives))
+                                                       split=not args.no_split, alternatives=args.alternatives,
+                                                       doubts=args.report is not None))
             if args.alternatives is not None:  # each line whole, a blank one too
                 for sentence, translation, full in zip(chunk, result.translations, result.found):
                     stdout.write(alternatives_line(sentence, translation, full) + "\n")

@@ -69,7 +69,7 @@ def translate_texts(pipeline: TranslationSession, request: CorpusRequest, texts:
     out = ShardTranslation({}, {}, {}, 0)
     for target in request.targets:
         result = pipeline.translate(TranslationJob(lines, request.source, target, request.options, typed=False,
-                                                  adapter=request.adapter, split=request.split))
+                                                  adapter=request.adapter, split=request.split, doubts=request.scores))
         translated: list[list[str]] = [[] for _ in texts]
         for line, record in zip(result.lines(), record_of_line):
             translated[record].append(line)

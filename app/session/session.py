@@ -71,6 +71,7 @@ class TranslationJob:
     terms: Terms | None = None  # glossaries and do-not-translate settings of this job alone (None: the pipeline's)
     # Each line whole (blank ones too), its translation with up to this many - 1 alternatives.
     alternatives: int | None = None
+    doubts: bool = True  # each translation's doubts judged (stdin with no report has no use for them)
 
 
 @dataclass
@@ -294,7 +295,7 @@ class TranslationSession:
                 translations[i] = known[sentence]
             elif sentence in found:
                 translations[i], engine_found[i] = found[sentence].text, found[sentence]
-        reasons = [[] if sentence in known else
+        reasons = [[] if sentence in known or not job.doubts else
                    self.doubts_of(sentence, translations[i], job.source, job.target, None if made is None else made.score)
                    for i, (sentence, made) in enumerate(zip(sentences, engine_found))]
         return TextResult(text, translations, engine_found, reasons)

@@ -103,6 +103,17 @@ def test_a_translation_a_person_accepts_comes_back_from_the_memory_undoubted(tra
     pipeline.close()
 
 
+def test_doubts_are_judged_only_for_a_job_that_wants_them(translator):
+    """The random model's gibberish looks wrong: judged, it has doubts; a job with no use for them
+    (stdin with no report) has none judged, and the same translations."""
+    pipeline = TranslationSession(translator)
+    lines = ["The quick brown fox jumps over the lazy dog.", "We went to the market early and bought some bread."]
+    judged = pipeline.translate(TranslationJob(lines, "eng_Latn", "fra_Latn", OPTIONS, typed=False))
+    unjudged = pipeline.translate(TranslationJob(lines, "eng_Latn", "fra_Latn", OPTIONS, typed=False, doubts=False))
+    assert any(judged.doubts) and unjudged.doubts == [[], []]
+    assert unjudged.translations == judged.translations
+
+
 def test_segments_held_in_memory_are_translated_as_a_documents(translator, paths, tmp_path):
     from dragoman.app.documents.html import MarkupFragment
     from dragoman.app.session.jobs import DocumentJob, JobReport

@@ -71,10 +71,8 @@ def _start_gpu(index: int, files: list[Path]) -> None:
         return
     if files:
         uploads: dict[Path, Future[WeightsUpload | None]] = {path: Future() for path in files}
+        drop_uploads()  # a model started before and never loaded
         with _uploads_lock:
-            for stale in _uploads.values():  # a model started before and never loaded
-                stale.add_done_callback(_free_result)
-            _uploads.clear()
             _uploads.update({(path.resolve(), index): future for path, future in uploads.items()})
         threading.Thread(target=_upload, args=(context, index, uploads), name="dragoman-weights-ahead",
                          daemon=True).start()
@@ -147,6 +145,16 @@ def take_upload(path: Path, device: int) -> WeightsUpload | None:
         upload.free()
         return None
     return upload
+
+
+def drop_uploads() -> None:
+    """Frees every upload not taken, once it is done: a model started and never loaded, a file
+    `load_weights` did not read."""
+    with _uploads_lock:
+        left = list(_uploads.values())
+        _uploads.clear()
+    for future in left:
+        future.add_done_callback(_free_result)
 
 
 def _free_result(done: Future[WeightsUpload | None]) -> None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     # window's models list as it opens; torch takes over a second to import)
 
 from dragoman.engine.config import CheckpointError, NllbConfig, read_json_object
-from dragoman.engine.gpu_ahead import WeightsUpload, take_upload
+from dragoman.engine.gpu_ahead import WeightsUpload, drop_uploads, take_upload
 
 # Where the shared embedding may be stored: HF saves tied weights once, under any of these names.
 EMBEDDING_NAMES = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
@@ -305,6 +305,8 @@ def load_weights(
             weight = tensor.to(device=device, dtype=dtype, copy=tensor.is_cuda)  # (an upload's view: its own copy)
             extremes.append(torch.stack(weight.aminmax()).float())
             found[keys[raw_name]] = weight
+    if device.type == "cuda":
+        drop_uploads()  # of files none of whose tensors was wanted
     finite = torch.stack(extremes).isfinite().all(dim=1).tolist()
     read = [stored[key] for keys in by_file.values() for key in keys.values()]
     for ok, where in zip(finite, read):

@@ -172,6 +172,11 @@ def test_an_upload_of_a_file_changed_since_is_freed_not_taken(tmp_path, host_dri
     assert gpu_ahead.take_upload(path, 0) is None
     assert not host_driver.buffers and not gpu_ahead._uploads
     assert gpu_ahead.take_upload(path, 0) is None  # none asked for
+    left = Future()
+    gpu_ahead._uploads[(path.resolve(), 0)] = left
+    gpu_ahead.drop_uploads()  # one not taken, freed once done
+    left.set_result(gpu_ahead._upload_file(host_driver, ctypes.c_void_p(1), 0, path))
+    assert not host_driver.buffers and not gpu_ahead._uploads
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -14,7 +14,8 @@ its modules.
   `check_weights`; `convert_bin` and `safetensors_name` (a .bin becomes safetensors); the file
   names `SENTENCEPIECE_FILE`, `SAFETENSORS_INDEX`, `PYTORCH_BIN_INDEX`; `read_tokenizer_ahead` (a
   start reads the tokenizer while torch is imported); `open_gpu_ahead` (and starts the GPU's
-  context meanwhile).
+  context meanwhile, and copies the weights there); `drop_uploads` (frees weights so copied for a
+  model that did not load).
 - Adapters: `adapter_names`, `adapter_folders` and `ADAPTER_FILES` (the folder's layout, read
   without torch); `scan_adapters` and `AdapterInfo` (every subfolder inspected); `check_adapter`.
 - `TranslationCache` and `model_identity`, what it keys a model's translations on.
@@ -57,7 +58,7 @@ if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checke
     from dragoman.engine.peft_adapter import AdapterError, AdapterInfo, check_adapter, scan_adapters
     from dragoman.engine.translation_cache import TranslationCache, model_identity
     from dragoman.engine.device import DeviceError, cuda_device_names
-    from dragoman.engine.gpu_ahead import open_gpu_ahead
+    from dragoman.engine.gpu_ahead import drop_uploads, open_gpu_ahead
 
 _LAZY = {
     "Translator": "dragoman.engine.translator",
@@ -94,6 +95,7 @@ _LAZY = {
     "cuda_device_names": "dragoman.engine.device",
     "DeviceError": "dragoman.engine.device",
     "open_gpu_ahead": "dragoman.engine.gpu_ahead",
+    "drop_uploads": "dragoman.engine.gpu_ahead",
 }
 
 __all__ = [

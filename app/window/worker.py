@@ -253,18 +253,22 @@ class EngineWorker(QThread):
 
     def _open(self, command: LoadModel):
         """A Translator for `command`, its warm-up started where it needs one."""
-        from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
+        from dragoman.engine import drop_uploads, open_gpu_ahead, read_tokenizer_ahead
 
         read_tokenizer_ahead(command.model_dir)  # while torch is imported
         open_gpu_ahead(command.device, command.model_dir)
         from dragoman.engine import Translator
 
-        translator = Translator(
-            command.model_dir, device=command.device, dtype=command.dtype,
-            adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
-            gpu_memory=command.gpu_memory, weights_cache=(self._paths or AppPaths.default()).weights_cache,
-            build_kernels_apart=True,
-        )
+        try:
+            translator = Translator(
+                command.model_dir, device=command.device, dtype=command.dtype,
+                adapters_dir=command.adapters_dir or None, adapter_slots=command.adapter_slots,
+                gpu_memory=command.gpu_memory, weights_cache=(self._paths or AppPaths.default()).weights_cache,
+                build_kernels_apart=True,
+            )
+        except BaseException:
+            drop_uploads()  # the weights copied to the GPU for a model that did not load
+            raise
         if translator.needs_warm_up():
             # On a thread of its own: the model serves at once, and a sentence typed meanwhile joins
             # the warm-up's steps in the engine's batch instead of waiting for the warm-up to end.

@@ -12,7 +12,7 @@ from concurrent.futures import Future
 
 import pytest
 import torch
-from safetensors.torch import save_file
+from host_driver import HostDriver, weights_file
 
 from dragoman.engine import gpu_ahead, weights
 from dragoman.engine.gpu_ahead import open_gpu_ahead
@@ -79,49 +79,11 @@ def test_tritons_key_of_its_own_files_is_made_ahead_without_torch_and_kept():
     assert done.stdout.split() == ["True", "False", "1"]  # made, torch not imported, kept for the kernels
 
 
-class HostDriver:
-    """The driver's calls an upload makes, on host memory: "device memory" is a host buffer."""
-
-    def __init__(self, free: int = 1 << 40):
-        self.free = free
-        self.buffers: dict[int, ctypes.Array] = {}
-
-    def cuMemGetInfo_v2(self, free, total):
-        free._obj.value = total._obj.value = self.free
-        return 0
-
-    def cuMemAlloc_v2(self, pointer, size):
-        buffer = ctypes.create_string_buffer(size)
-        pointer._obj.value = ctypes.addressof(buffer)
-        self.buffers[pointer._obj.value] = buffer
-        return 0
-
-    def cuMemcpyHtoD_v2(self, destination, source, size):
-        ctypes.memmove(destination, source, size)
-        return 0
-
-    def cuMemFree_v2(self, pointer):
-        del self.buffers[pointer]
-        return 0
-
-    def cuCtxSetCurrent(self, context):
-        return 0
-
-
 @pytest.fixture
 def host_driver(monkeypatch):
     driver = HostDriver()
     monkeypatch.setattr(gpu_ahead, "_driver", lambda: driver)
     return driver
-
-
-def weights_file(path):
-    """A safetensors file of tensors of each float dtype and odd sizes, in no order of theirs."""
-    g = torch.Generator().manual_seed(0)
-    tensors = {"b.weight": torch.randn(3, 5, generator=g).half(), "a.bias": torch.randn(7, generator=g),
-               "c.weight": torch.randn(2, 3, generator=g).bfloat16(), "d": torch.randn(1, generator=g).double()}
-    save_file(tensors, str(path))
-    return tensors
 
 
 def test_a_weights_files_bytes_are_copied_as_its_header_places_them(tmp_path, host_driver):

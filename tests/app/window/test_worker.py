@@ -1,8 +1,11 @@
 """The engine thread: results equal the engine's, partials stream first, supersede, cancel, quit."""
 
+import ctypes
 import threading
+from concurrent.futures import Future
 
 import pytest
+from host_driver import HostDriver, weights_file
 from PySide6.QtCore import QCoreApplication
 
 from dragoman.app.session.session import TranslationJob
@@ -128,9 +131,18 @@ def test_stop_during_a_job_ends_the_thread_promptly(qtbot, tiny_checkpoint):
     assert worker.events.kinds(job_id)[-1] == "cancelled" and worker.events.kinds(waiting) == ["cancelled"]
 
 
-def test_a_folder_that_is_not_a_model_fails_to_load_with_the_reason(qtbot, tmp_path):
+def test_a_folder_that_is_not_a_model_fails_to_load_with_the_reason(qtbot, tmp_path, monkeypatch):
+    from dragoman.engine import gpu_ahead
+
+    driver = HostDriver()  # weights copied ahead to a "GPU" of host memory
+    monkeypatch.setattr(gpu_ahead, "_driver", lambda: driver)
+    weights_file(tmp_path / "model.safetensors")
+    copied = Future()
+    copied.set_result(gpu_ahead._upload_file(driver, ctypes.c_void_p(1), 0, tmp_path / "model.safetensors"))
+    monkeypatch.setitem(gpu_ahead._uploads, (tmp_path / "model.safetensors", 0), copied)
     worker = start_worker(qtbot, tmp_path)
     assert "config.json" in worker.events.wait(qtbot, "load_failed")[1]
+    assert not driver.buffers and not gpu_ahead._uploads  # what was copied for it is freed
     job_id = worker.submit(TranslationJob(["Hello"], "eng_Latn", "fra_Latn"))
     assert worker.events.wait(qtbot, "failed", job_id)[2] == "No model is loaded."
     shut_down(worker)

@@ -828,8 +828,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
+def command() -> None:
+    """The `dragoman` command (as installed, and bundled): `main` on the process's arguments. A
+    translate command then ends the process without the interpreter's teardown of every module,
+    torch's among them (0.4-0.5 s after its last line); what an exit must do is done first: atexit's
+    handlers (child processes joined, a kernel build waited for, logs flushed) and the standard
+    streams flushed. Other commands (the window's Qt among them) exit as usual."""
+    args = parse_args(None)
+    code = run(args)
+    if args.command == "translate" and hasattr(atexit, "_run_exitfuncs"):
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # the reader went, or the stream was closed
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    """The exit code of the command `argv` (the process's arguments if None) names."""
+    return run(parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         if args.command == "translate":
             return run_translate(args, sys.stdin, sys.stdout)
@@ -863,4 +886,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    command()

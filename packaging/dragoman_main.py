@@ -1,10 +1,9 @@
-"""The bundle's entry point: the `dragoman` command, as `pip install` gives it (dragoman.app.cli:main)."""
+"""The bundle's entry point: the `dragoman` command, as `pip install` gives it (dragoman.app.cli:command)."""
 
 import multiprocessing
-import sys
 
-from dragoman.app.cli import main
+from dragoman.app.cli import command
 
 if __name__ == "__main__":
     multiprocessing.freeze_support()  # a long PDF's pages are read in processes of the bundle's own executable
-    sys.exit(main())
+    command()

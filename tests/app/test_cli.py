@@ -103,6 +103,29 @@ def test_the_real_command_runs_as_a_process(tiny_checkpoint):
     assert len(lines) == 4 and lines[1] == "" and lines[0] and lines[2]
 
 
+def test_the_installed_command_ends_a_translation_after_what_an_exit_must_do(tiny_checkpoint, tmp_path):
+    """`command` (the installed `dragoman`) leaves out the interpreter's teardown after a translate
+    command: atexit's handlers still run, the output and the report are whole, the exit code kept."""
+    ran = tmp_path / "atexit-ran"
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: open({str(ran)!r}, 'w').close())\n"
+            "sys.argv = ['dragoman', *sys.argv[1:]]\n"
+            "from dragoman.app.cli import command\n"
+            "command()\n")
+    args = ["translate", "--model", str(tiny_checkpoint), "--from", "eng_Latn", "--to", "fra_Latn", "--device", "cpu",
+            "--dtype", "float32", "--max-length", "20", "--report", str(tmp_path / "report.jsonl")]
+    lines = ["The quick brown fox jumps over the lazy dog."] * 300  # more than one chunk of output
+    done = subprocess.run([sys.executable, "-c", code, *args], input="\n".join(lines) + "\n", capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split("\n")) == len(lines) + 1 and all(done.stdout.split("\n")[:-1])
+    assert ran.exists() and (tmp_path / "report.jsonl").exists()
+    ran.unlink()
+    unknown = [a if a != "fra_Latn" else "xxx_Latn" for a in args]
+    refused = subprocess.run([sys.executable, "-c", code, *unknown], input="Hello\n", capture_output=True, text=True)
+    assert refused.returncode == 2 and "xxx_Latn" in refused.stderr and ran.exists()
+
+
 def test_stdin_lines_are_translated_sentence_by_sentence_unless_no_split(tiny_checkpoint, translator, monkeypatch,
                                                                            capsys):
     options = translator.default_options(num_beams=2, max_length=30)

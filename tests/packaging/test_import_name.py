@@ -56,7 +56,7 @@ def test_the_wheel_holds_only_the_dragoman_package(wheel):
 
 def test_the_console_script_points_into_the_package(wheel):
     scripts = wheel_text(wheel, ".dist-info/entry_points.txt").split("[console_scripts]")[1].strip().splitlines()
-    assert [line.replace(" ", "") for line in scripts if line.strip()] == ["dragoman=dragoman.app.cli:main"]
+    assert [line.replace(" ", "") for line in scripts if line.strip()] == ["dragoman=dragoman.app.cli:command"]
 
 
 def test_every_package_folder_and_data_file_of_the_tree_is_in_the_wheel(wheel):

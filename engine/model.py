@@ -208,7 +208,7 @@ class NllbModel:
 
         def stacked_weight(names: list[str]) -> torch.Tensor:
             if not unread.intersection(names):
-                return torch.cat([w[name] for name in names])
+                return torch.cat([w[name] for name in names]) if len(names) > 1 else w[names[0]]
             rows = sum(shapes[name][0] for name in names)
             embedding = w["embed_tokens.weight"]
             return torch.empty(rows, shapes[names[0]][1], dtype=embedding.dtype, device=embedding.device)  # (rows, in)

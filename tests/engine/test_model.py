@@ -41,3 +41,20 @@ def test_the_stacked_cross_projections_are_the_layers_own_weights(make_translato
         assert torch.equal(wq[i], q_weight) and torch.equal(bo[i], out_bias)
         # Views of the stacks: no second copy of the weights is kept.
         assert layer.cross_q.weight.data_ptr() == wq[i].data_ptr() and layer.cross_out.weight.data_ptr() == wo[i].data_ptr()
+
+
+def test_the_model_holds_the_weights_it_was_given_not_copies(tiny_checkpoint):
+    """Only the projections it stacks (q, k and v; every layer's cross K and V) are new tensors: a
+    copy of the rest would hold a large model's weights twice while it loads."""
+    from dragoman.engine.checkpoint import open_checkpoint
+    from dragoman.engine.model import NllbModel
+    from dragoman.engine.weights import load_weights
+
+    config = open_checkpoint(tiny_checkpoint).config
+    weights = load_weights(tiny_checkpoint, config, torch.float32, torch.device("cpu"))
+    model = NllbModel(config, weights, 64)
+    for i, layer in enumerate(model.decoder_layers):
+        for linear, name in ((layer.fc1, "fc1"), (layer.fc2, "fc2"), (layer.self_attn_out, "self_attn.out_proj"),
+                             (layer.cross_q, "encoder_attn.q_proj"), (layer.cross_out, "encoder_attn.out_proj")):
+            assert linear.weight.data_ptr() == weights[f"decoder.layers.{i}.{name}.weight"].data_ptr(), name
+    assert model.embed_tokens.data_ptr() == weights["embed_tokens.weight"].data_ptr()

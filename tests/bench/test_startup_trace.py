@@ -16,7 +16,8 @@ def test_a_commands_start_up_is_traced_in_its_own_order(tiny_checkpoint):
     torch_started, torch_done = out["imports_s"]["torch"]
     assert torch_started < torch_done < out["first_output_s"]
     functions = out["functions"]
-    for name in ("dragoman.engine.weights.load_weights", "dragoman.engine.generator.Generator.run",
-                 "dragoman.app.session.session.TranslationSession.translate"):
+    for name in ("dragoman.engine.weights.load_weights", "dragoman.app.session.session.TranslationSession.translate"):
         assert functions[name]["calls"] >= 1 and functions[name]["seconds"] > 0, name
+    # The engine's run hands the translation over before it returns: the command may end first.
+    assert functions["dragoman.engine.generator.Generator.run"]["calls"] >= 1
     assert "dragoman-engine      > load_weights" in done.stderr  # on the engine's own thread

@@ -258,6 +258,10 @@ def run_serve(args: argparse.Namespace) -> int:
     gpu_memory = gpu_memory_bytes(args)
     args.model = str(model_folder(args.model))
     adapters_dir = checked_adapters_dir(args)
+    from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
+
+    read_tokenizer_ahead(args.model)  # while torch is imported (open_engine, on the server's engine thread)
+    open_gpu_ahead(args.device, args.model)
 
     def make_translator():
         return open_engine(args, adapters_dir, gpu_memory)

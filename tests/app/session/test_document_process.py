@@ -32,10 +32,10 @@ def book(tmp_path):
     return path
 
 
-def session_in(translator, home, apart, terms=None):
-    session = TranslationSession.open(translator, AppPaths.under(home), terms=terms)
-    session.documents_apart = apart
-    return session
+def pipeline_in(translator, home, apart, terms=None):
+    pipeline = TranslationSession.open(translator, AppPaths.under(home), terms=terms)
+    pipeline.documents_apart = apart
+    return pipeline
 
 
 def running_jobs():
@@ -56,13 +56,13 @@ def test_a_document_translated_apart_is_the_one_translated_here_and_its_translat
     terms = Terms((read_glossary(glossary),))
     runs = {}
     for apart in (False, True):
-        session = session_in(translator, tmp_path / f"home-{apart}", apart, terms)
+        pipeline = pipeline_in(translator, tmp_path / f"home-{apart}", apart, terms)
         report, heard = JobReport(), []
-        written = session.translate_document(
+        written = pipeline.translate_document(
             DocumentJob(book, tmp_path / f"out-{apart}.docx", "eng_Latn", "fra_Latn", OPTIONS), report=report,
             progress=lambda done, total: heard.append((done, total)))
         runs[apart] = (zipfile.ZipFile(written).read("word/document.xml"), report, heard)
-        session.close()
+        pipeline.close()
     assert no_document_process_left()
     (here, report_here, heard_here), (apart, report_apart, heard_apart) = runs[False], runs[True]
     assert apart == here and b"pont" in apart  # the glossary's term, forced where it fits
@@ -77,22 +77,22 @@ def test_a_document_translated_apart_is_the_one_translated_here_and_its_translat
     # The next job runs in the spare process the last one left ready.
     spare = DocumentProcess._spare
     assert spare is not None and spare.process.is_alive()
-    session = session_in(translator, tmp_path / "home-True", True, terms)
+    pipeline = pipeline_in(translator, tmp_path / "home-True", True, terms)
     again, pids = JobReport(), set()
-    session.translate_document(DocumentJob(book, tmp_path / "again.docx", "eng_Latn", "fra_Latn", OPTIONS),
+    pipeline.translate_document(DocumentJob(book, tmp_path / "again.docx", "eng_Latn", "fra_Latn", OPTIONS),
                                report=again, progress=lambda done, total: pids.update(p.pid for p in running_jobs()))
-    session.close()
+    pipeline.close()
     assert (again.translated, again.cached) == (0, report_apart.translated)
     assert pids == {spare.process.pid}
 
 
 def test_a_document_stopped_apart_raises_cancelled_and_writes_nothing(translator, book, tmp_path):
-    session = session_in(translator, tmp_path / "home", True)
+    pipeline = pipeline_in(translator, tmp_path / "home", True)
     heard = []
     with pytest.raises(Cancelled):
-        session.translate_document(DocumentJob(book, tmp_path / "out.docx", "eng_Latn", "fra_Latn", OPTIONS),
+        pipeline.translate_document(DocumentJob(book, tmp_path / "out.docx", "eng_Latn", "fra_Latn", OPTIONS),
                                    progress=lambda done, total: heard.append(done), should_stop=lambda: bool(heard))
-    session.close()
+    pipeline.close()
     assert not (tmp_path / "out.docx").exists() and heard
     assert no_document_process_left()
 
@@ -106,10 +106,10 @@ def test_errors_apart_are_those_raised_here(translator, book, tmp_path):
     for job, error in zip(jobs, (DocumentError, AdapterError)):
         raised = []
         for apart in (False, True):
-            session = session_in(translator, tmp_path / f"home-{apart}", apart)
+            pipeline = pipeline_in(translator, tmp_path / f"home-{apart}", apart)
             with pytest.raises(error) as e:
-                session.translate_document(job)
-            session.close()
+                pipeline.translate_document(job)
+            pipeline.close()
             raised.append(str(e.value))
         assert raised[0] == raised[1]
         assert not job.output_path.exists()
@@ -119,7 +119,7 @@ def test_errors_apart_are_those_raised_here(translator, book, tmp_path):
 
 def test_a_document_process_that_dies_is_one_clear_error_and_its_sentences_leave_the_engine(
         translator, book, tmp_path):
-    session = session_in(translator, tmp_path / "home", True)
+    pipeline = pipeline_in(translator, tmp_path / "home", True)
 
     def kill(done, total):
         for process in multiprocessing.active_children():
@@ -127,9 +127,9 @@ def test_a_document_process_that_dies_is_one_clear_error_and_its_sentences_leave
                 process.kill()
 
     with pytest.raises(DocumentError, match="the document's process ended unexpectedly"):
-        session.translate_document(DocumentJob(book, tmp_path / "out.docx", "eng_Latn", "fra_Latn", OPTIONS),
+        pipeline.translate_document(DocumentJob(book, tmp_path / "out.docx", "eng_Latn", "fra_Latn", OPTIONS),
                                    progress=kill)
-    session.close()
+    pipeline.close()
     assert not (tmp_path / "out.docx").exists()
     # The engine is free: a sentence now is translated at once, nothing of the document's ahead of it.
     assert translator.translate(["The river is wide."], "eng_Latn", "fra_Latn", translator.default_options(**OPTIONS))[0]
@@ -137,31 +137,31 @@ def test_a_document_process_that_dies_is_one_clear_error_and_its_sentences_leave
 
 def test_typed_text_while_a_document_runs_apart_is_translated_as_alone_and_the_document_goes_on(
         translator, book, tmp_path):
-    """Typed text through the same session while the document's process runs: its translation is
+    """Typed text through the same pipeline while the document's process runs: its translation is
     the one it gets alone, and the document comes out as it does with nothing beside it."""
     from dragoman.app.session.session import TranslationJob
 
     typed = TranslationJob(["The old bridge crosses the quiet river."], "eng_Latn", "fra_Latn", OPTIONS)
-    quiet_session = session_in(translator, tmp_path / "quiet", True)
-    alone = quiet_session.translate(typed).lines()
-    quiet = quiet_session.translate_document(DocumentJob(book, tmp_path / "quiet.docx", "eng_Latn", "fra_Latn", OPTIONS))
-    quiet_session.close()
-    session = session_in(translator, tmp_path / "busy", True)
+    quiet_pipeline = pipeline_in(translator, tmp_path / "quiet", True)
+    alone = quiet_pipeline.translate(typed).lines()
+    quiet = quiet_pipeline.translate_document(DocumentJob(book, tmp_path / "quiet.docx", "eng_Latn", "fra_Latn", OPTIONS))
+    quiet_pipeline.close()
+    pipeline = pipeline_in(translator, tmp_path / "busy", True)
     beside = []
 
     def type_now(done, total):
         if not beside:
-            beside.append(session.translate(typed).lines())
+            beside.append(pipeline.translate(typed).lines())
 
-    busy = session.translate_document(DocumentJob(book, tmp_path / "busy.docx", "eng_Latn", "fra_Latn", OPTIONS),
+    busy = pipeline.translate_document(DocumentJob(book, tmp_path / "busy.docx", "eng_Latn", "fra_Latn", OPTIONS),
                                       progress=type_now)
-    session.close()
+    pipeline.close()
     assert beside == [alone]
     assert zipfile.ZipFile(busy).read("word/document.xml") == zipfile.ZipFile(quiet).read("word/document.xml")
 
 
-def test_a_session_opened_on_a_gpu_has_a_document_process_ready(tmp_path, monkeypatch):
-    """The window, the server and the command line open their session: on a GPU (an engine that
+def test_a_pipeline_opened_on_a_gpu_has_a_document_process_ready(tmp_path, monkeypatch):
+    """The window, the server and the command line open their pipeline: on a GPU (an engine that
     says it runs on one) a document's process is started then, so that the first document waits
     for none; on the CPU none is."""
     import types
@@ -170,9 +170,9 @@ def test_a_session_opened_on_a_gpu_has_a_document_process_ready(tmp_path, monkey
     monkeypatch.setattr(DocumentProcess, "start_spare", classmethod(lambda cls: started.append(True)))
     for kind in ("cpu", "cuda"):
         engine = types.SimpleNamespace(device=types.SimpleNamespace(type=kind))
-        session = TranslationSession.open(engine, AppPaths.under(tmp_path / kind))
-        session.close()
-        assert session.documents_apart == (kind == "cuda") and len(started) == (kind == "cuda")
+        pipeline = TranslationSession.open(engine, AppPaths.under(tmp_path / kind))
+        pipeline.close()
+        assert pipeline.documents_apart == (kind == "cuda") and len(started) == (kind == "cuda")
 
 
 def test_a_long_pdf_read_by_processes_of_its_own_translates_apart_as_here(translator, tmp_path):
@@ -185,11 +185,11 @@ def test_a_long_pdf_read_by_processes_of_its_own_translates_apart_as_here(transl
     assert pdf_blocks.usable_cores() >= 2  # else the pages are read in one process, which this is not about
     texts = []
     for apart in (False, True):
-        session = session_in(translator, tmp_path / f"home-{apart}", apart)
+        pipeline = pipeline_in(translator, tmp_path / f"home-{apart}", apart)
         report = JobReport()
-        written = session.translate_document(
+        written = pipeline.translate_document(
             DocumentJob(book, tmp_path / f"out-{apart}.pdf", "eng_Latn", "fra_Latn", OPTIONS), report=report)
-        session.close()
+        pipeline.close()
         texts.append((pypdf.PdfReader(written).pages[-1].extract_text(), report.translated))
     assert texts[1] == texts[0] and texts[0][1] > 0
     assert no_document_process_left()

@@ -258,16 +258,22 @@ def run_serve(args: argparse.Namespace) -> int:
     gpu_memory = gpu_memory_bytes(args)
     args.model = str(model_folder(args.model))
     adapters_dir = checked_adapters_dir(args)
-    from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
-
-    read_tokenizer_ahead(args.model)  # while torch is imported (open_engine, on the server's engine thread)
-    open_gpu_ahead(args.device, args.model)
+    read_ahead(args)  # (torch is imported on the server's engine thread)
 
     def make_translator():
         return open_engine(args, adapters_dir, gpu_memory)
 
     server = Server(make_translator, args.adapter or "", overrides, tuple(args.api_keys), tuple(args.cors_origins))
     return serve(server, args.host, args.port)
+
+
+def read_ahead(args: argparse.Namespace, gpu: bool = True) -> bool:
+    """What can be done while torch is imported (`open_engine`): the model's tokenizer read, and
+    with `gpu` its device's context made and its weights copied there. Whether the GPU's were."""
+    from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
+
+    read_tokenizer_ahead(args.model)
+    return gpu and open_gpu_ahead(args.device, args.model) is not None
 
 
 def open_engine(args: argparse.Namespace, adapters_dir: Path | None, gpu_memory: int | None):
@@ -427,10 +433,7 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             **{job.source_path: "the document" for job in jobs}, **{Path(name): "the document" for name in refused},
             **{job.output_path: "the translation" for job in jobs}, **app_databases()})
     args.model = str(model_folder(args.model))
-    from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
-
-    read_tokenizer_ahead(args.model)  # while torch is imported (open_engine)
-    if args.ray is None and open_gpu_ahead(args.device, args.model) is not None and documents:  # (with Ray: in its workers)
+    if read_ahead(args, gpu=args.ray is None) and documents:  # (with Ray: the GPU's in its workers)
         from dragoman.app.session.document_process import DocumentProcess
 
         DocumentProcess.start_spare()  # the documents' own process started while the model loads

@@ -71,6 +71,16 @@ def read_small_file(path: Path, limit: int) -> bytes:
     return data
 
 
+def file_stamp(path: Path) -> tuple | None:
+    """(the resolved path, size, modification time) of a file, which change when it is replaced or
+    written; None if it cannot be read. What a file read ahead is checked against when taken up."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return str(path.resolve()), found.st_size, found.st_mtime_ns
+
+
 def read_json_object(path: Path, error: type[Exception], missing: str) -> dict:
     """A JSON object file, or `error` naming the file and what is wrong (`missing` says what a missing file means)."""
     try:

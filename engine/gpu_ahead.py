@@ -27,6 +27,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
+from dragoman.engine.config import file_stamp  # (no torch there either)
+
 DRIVER = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 # Device memory the upload leaves free beside the weights' bytes: their cast copy (half of float32's
 # bytes in bfloat16, all of them in float32), and more. Without it the weights are read after torch's
@@ -109,7 +111,7 @@ class WeightsUpload:
     its header's tensors (name -> (dtype as stored, shape, begin, end), offsets into those bytes)."""
 
     path: Path
-    file_key: tuple | None  # (size, mtime) of the file copied: a file changed since is read again
+    file_key: tuple | None  # the copied file's `file_stamp`: a file changed since is read again
     device: int
     context: int  # the device's primary context, torch's
     pointer: int
@@ -141,7 +143,7 @@ def take_upload(path: Path, device: int) -> WeightsUpload | None:
     with _uploads_lock:
         future = _uploads.pop((path.resolve(), device), None)
     upload = future.result() if future is not None else None
-    if upload is not None and upload.file_key != _file_key(path):
+    if upload is not None and upload.file_key != file_stamp(path):
         upload.free()
         return None
     return upload
@@ -174,14 +176,6 @@ def _weight_files(model_dir: str | Path) -> list[Path]:
         return []
 
 
-def _file_key(path: Path) -> tuple | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_size, stat.st_mtime_ns
-
-
 def _upload(context: ctypes.c_void_p, index: int, uploads: dict[Path, Future[WeightsUpload | None]]) -> None:
     """Each file's bytes copied, one driver call each (which lets the interpreter go); a file that
     fails, or that the device has no room for, is left to be read as before (None)."""
@@ -197,7 +191,7 @@ def _upload(context: ctypes.c_void_p, index: int, uploads: dict[Path, Future[Wei
 
 
 def _upload_file(driver: ctypes.CDLL, context: ctypes.c_void_p, index: int, path: Path) -> WeightsUpload | None:
-    key = _file_key(path)
+    key = file_stamp(path)
     with open(path, "rb") as f:
         (header_size,) = struct.unpack("<Q", f.read(8))
         if header_size > 100 << 20:

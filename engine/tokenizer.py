@@ -14,7 +14,6 @@ off) split the text into pieces — the two agree on pieces and on fusing unknow
 from __future__ import annotations
 
 import functools
-import os
 import re
 import struct
 import threading
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from dragoman.engine.config import file_stamp
 from dragoman.engine.languages import LANGUAGE_CODES, get_language
 
 SENTENCEPIECE_FILE = "sentencepiece.bpe.model"
@@ -67,7 +67,7 @@ class NllbTokenizer:
     @classmethod
     def from_dir(cls, model_dir: str | Path) -> NllbTokenizer:
         """The folder's tokenizer: the one `read_tokenizer_ahead` read, if its file has not changed since."""
-        key = _file_key(Path(model_dir) / SENTENCEPIECE_FILE)
+        key = file_stamp(Path(model_dir) / SENTENCEPIECE_FILE)
         with _ahead_lock:
             ahead = _ahead.pop(key, None) if key is not None else None
         return ahead.result() if ahead is not None else cls._read(model_dir)
@@ -289,7 +289,7 @@ def read_tokenizer_ahead(model_dir: str | Path) -> None:
     (and so `open_checkpoint`) to take up. Reading it needs no torch, and sentencepiece parses its
     model without holding the interpreter: done while torch is imported, it costs a start nothing
     of the ~0.4 s it takes. A folder without the file is left to `from_dir` to refuse."""
-    key = _file_key(Path(model_dir) / SENTENCEPIECE_FILE)
+    key = file_stamp(Path(model_dir) / SENTENCEPIECE_FILE)
     if key is None:
         return
     with _ahead_lock:
@@ -306,14 +306,6 @@ def read_tokenizer_ahead(model_dir: str | Path) -> None:
             reading.set_exception(error)
 
     threading.Thread(target=read, name="dragoman-tokenizer", daemon=True).start()
-
-
-def _file_key(path: Path) -> tuple | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
 
 
 # A sentencepiece model is a protobuf ModelProto; its field 3 is the NormalizerSpec, whose field 2

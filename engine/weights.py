@@ -246,12 +246,14 @@ def _read_tensors(path: Path, names: list[str], device: torch.device) -> Iterato
 def _upload_serves(upload: WeightsUpload, names: list[str]) -> bool:
     """Whether the upload's header places every named tensor as a float tensor of its shape, each
     aligned to its size: otherwise the file is read as before, which says what is wrong with it."""
+    import torch
+
     for name in names:
         entry = upload.tensors.get(name)
         if entry is None or entry[0] not in FLOAT_DTYPES:
             return False
         dtype_name, shape, begin, end = entry
-        itemsize = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2}[dtype_name]
+        itemsize = getattr(torch, FLOAT_DTYPES[dtype_name]).itemsize
         if not (0 <= begin <= end <= upload.size and begin % itemsize == 0
                 and all(isinstance(n, int) and n >= 0 for n in shape) and end - begin == math.prod(shape) * itemsize):
             return False

@@ -177,7 +177,7 @@ class StepLog:
             started = time.perf_counter()
             report, recorded = events(lambda: launch(groups))
             self.entries.append(LoggedStep(
-                started, sum(s.request.beams for g in live for s in g.sentences), any(g.constrained for g in live),
+                started, sum(s.ticket.beams for g in live for s in g.sentences), any(g.constrained for g in live),
                 time.perf_counter() - started, len(graphs.graphs) if graphs else 0,
                 len(graphs.seen) if graphs else 0, len(live), bool(in_graph and in_graph[0]), recorded))
             if graphs:

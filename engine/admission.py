@@ -40,11 +40,12 @@ def fold_slots(runner: StepRunner, sentences: list[Sentence]) -> int:
     if runner.folded is None or len(sentences) != 1:
         return 0
     [sentence] = sentences
-    if sentence.request.checked_constraints is not None:
+    request = runner.requests[sentence]
+    if request.checked_constraints is not None:
         return 0  # its search runs outside the step's graph, which the fold is for
-    if sentence.adapter_slot >= 0 or bucket_for(sentence.request.beams) > FOLD_MAX_ROWS:
+    if sentence.adapter_slot >= 0 or bucket_for(request.beams) > FOLD_MAX_ROWS:
         return 0
-    return FoldedSources.slots_for(len(sentence.request.src_ids))
+    return FoldedSources.slots_for(len(request.src_ids))
 
 
 def encode_sources(runner: StepRunner, sources: list[list[int]], adapter_slots: list[int] | None = None,
@@ -110,15 +111,16 @@ def admit_rows(runner: StepRunner, sentences: list[Sentence]) -> torch.Tensor:
     gathered on the host and goes to the device in one copy (each copy costs the host as much as
     a small kernel's launch)."""
     device, state = runner.model.device, runner.rows
-    widest = max(len(s.request.prefix) for s in sentences)
+    prefixes_of = {s: runner.requests[s].prefix for s in sentences}
+    widest = max(len(prefix) for prefix in prefixes_of.values())
     rows, source_blocks, source_lengths = _source_columns(sentences)
     # Each row's first block, for the sentences that feed position 0 here or in their first step.
-    with_start = [s for s in sentences if len(s.request.prefix) > 1]
+    with_start = [s for s in sentences if len(prefixes_of[s]) > 1]
     first_block = dict(zip(*runner.take_blocks(with_start)))
     first_blocks = [first_block.get(r, -1) for r in rows]
     # Beam 1's candidates stay out of the first search only while beam 0 alone has the 2B + 1 it
     # keeps: any real vocabulary.
-    opening = [len(s.request.prefix) == 2 and 1 < len(s.rows) and 2 * len(s.rows) + 1 < runner.vocab_size
+    opening = [len(prefixes_of[s]) == 2 and 1 < len(s.rows) and 2 * len(s.rows) + 1 < runner.vocab_size
                for s in sentences]
     prefixes: list[list[int]] = []
     beams: list[int] = []
@@ -126,11 +128,11 @@ def admit_rows(runner: StepRunner, sentences: list[Sentence]) -> torch.Tensor:
     prior_offsets: list[int] = []
     limits: list[int] = []
     for s, opens in zip(sentences, opening):
-        prefix = s.request.prefix
+        prefix = prefixes_of[s]
         prefixes += [prefix + [runner.pad_id] * (widest - len(prefix))] * len(s.rows)
         beams += range(len(s.rows))
         adapters += [s.adapter_slot] * len(s.rows)
-        limits += [s.request.limit] * len(s.rows)
+        limits += [runner.requests[s].limit] * len(s.rows)
         prior_offsets += [1 - b if opens and b != 1 else 0 for b in range(len(s.rows))]  # to beam 1's place
     # The sentences fed here: the first row of each feeds all but the last token of its prefix.
     fed = [s for s, opens in zip(sentences, opening) if not opens]
@@ -154,7 +156,7 @@ def admit_rows(runner: StepRunner, sentences: list[Sentence]) -> torch.Tensor:
     leads_t = leads_t.long()  # the step takes int64 rows
     with_lora = any(s.adapter_slot >= 0 for s in fed)
     for position in range(widest - 1):
-        feeding = [s for s in fed if position < len(s.request.prefix) - 1]
+        feeding = [s for s in fed if position < len(prefixes_of[s]) - 1]
         if not feeding:
             break
         if position > 0:  # (blocks for position 0 were taken above)
@@ -171,7 +173,7 @@ def admit_rows(runner: StepRunner, sentences: list[Sentence]) -> torch.Tensor:
     for s, opens in zip(sentences, opening):
         if opens:
             s.cached = 1  # as the host counts blocks: `</s>` is in its first blocks' slots already
-    start_constraints(runner, [s for s in sentences if s.request.checked_constraints is not None])
+    start_constraints(runner, [s for s in sentences if runner.requests[s].checked_constraints is not None])
     return rows_t
 
 
@@ -182,9 +184,10 @@ def start_constraints(runner: StepRunner, sentences: list[Sentence]) -> None:
         return
     rows, met, scores = [], [], []
     for s in sentences:
-        constraints = s.request.checked_constraints
+        request = runner.requests[s]
+        constraints = request.checked_constraints
         assert constraints is not None  # the caller's: its constrained sentences
-        start = list(constraints.start(s.request.prefix))
+        start = list(constraints.start(request.prefix))
         rows += s.rows
         met += [start + [0] * (MAX_CONSTRAINTS - len(start))] * len(s.rows)
         scores += [0.0] + [NEG_INF] * (len(s.rows) - 1)

@@ -20,6 +20,7 @@ queue and the others are admitted past them. Its rows carry the slot, so one bat
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ from dragoman.engine.lora_pool import DEFAULT_SLOTS, LoraPool
 from dragoman.engine.memory import BLOCK_SIZE, DEFAULT_GPU_MEMORY, plan_cpu, plan_memory
 from dragoman.engine.model import FoldedSources, NllbModel
 from dragoman.engine.peft_adapter import AdapterError
-from dragoman.engine.scheduler import DOCUMENT, TYPED, Plan, Scheduler
+from dragoman.engine.scheduler import DOCUMENT, TYPED, Plan, Scheduler, Ticket
 from dragoman.engine.step_runner import LaunchedStep, StepRunner
 
 __all__ = ["DEFAULT_GPU_MEMORY", "Generator", "Request"]
@@ -47,9 +48,8 @@ log = logging.getLogger(__name__)
 @dataclass(eq=False)  # compared by identity: a set of them is what `withdraw` takes
 class Request:
     """One sentence to translate, as the generator takes it and gives its result back. `prefix` is
-    the decoder start: `</s>` then the target language code. The scheduler reads only its counts
-    and keys (`beams`, `limit`, `group_key`, ...), and sets the result or error of one that needs
-    no step; the step runner reads the rest."""
+    the decoder start: `</s>` then the target language code. The scheduler sees only its ticket
+    (`Ticket`: counts and keys, made as the generator takes it); the step runner reads the rest."""
 
     src_ids: list[int]
     prefix: list[int]
@@ -73,6 +73,7 @@ class Request:
     # checks the request, which sets the rows their search keeps (constraints.search_width).
     checked_constraints: Constraints | None = field(default=None, repr=False)
     width: int | None = None
+    ticket: Ticket | None = field(default=None, repr=False)  # what the scheduler knows of it, while it runs
 
     @property
     def limit(self) -> int:
@@ -173,6 +174,9 @@ class Generator:
         self.scheduler = Scheduler(runner.rows.capacity, self.self_cache.block_size,
                                    self.self_cache.num_total_blocks(), self.cross_cache.num_total_blocks())
         self._finished: list[Request] = []  # finished requests whose `on_done` has yet to run
+        self._requests: dict[int, Request] = {}  # by ticket id: those waiting or decoding in this run
+        self._ticket_ids = itertools.count()
+        self._group_numbers: dict[object, int] = {}  # `Request.group_key` -> `Ticket.group`
         # Work left for when the engine has time, a piece at a time: the CPU's int8 weights to
         # prepack (engine/quantize.py), done by the engine's loop (EngineLoop) on its own thread.
         self.packing: collections.deque[Callable[[], None]] = collections.deque()
@@ -252,7 +256,8 @@ class Generator:
             self._check_request(request)
         everything = list(requests)
         scheduler, runner = self.scheduler, self.runner
-        scheduler.start(requests)
+        self._requests = {}  # none of a run that raised
+        scheduler.start([self._ticket_for(request) for request in requests])
         # Pipelined (`self.pipelined`), the host learns which sentences a step finished while the
         # device runs the next one; sentences found done sit that next step out.
         pending: LaunchedStep | None = None
@@ -277,7 +282,7 @@ class Generator:
                     if request.on_done is not None:
                         self._finished.append(request)
                     continue
-                scheduler.add(request)
+                scheduler.add(self._ticket_for(request))
             everything.extend(more)
 
         try:
@@ -305,8 +310,9 @@ class Generator:
                 else:
                     finishing, pending = [pending, launched], None
                 left = [s for step in finishing if step is not None for s in runner.finish(step)]
+                done = [self._requests.pop(s.ticket.id) for s in left]
                 # Reported while the device runs the next step (`pull`).
-                self._finished += [s.request for s in left if s.request.on_done is not None]
+                self._finished += [r for r in done if r.on_done is not None]
                 for sentence in left:
                     runner.release(sentence)
                 scheduler.update(left)
@@ -322,24 +328,31 @@ class Generator:
     def _admit(self, plan: Plan) -> None:
         """The plan's preemptions, then its admissions: typed text takes the rows and blocks of the
         document sentences that made way for it."""
-        self._finished += [r for r in plan.finished if r.on_done is not None]
+        for ticket, error in plan.finished:
+            request = self._requests.pop(ticket.id)
+            if error is None:
+                request.result = list(request.prefix)  # at its max_length already
+            request.error = error
+            if request.on_done is not None:
+                self._finished.append(request)
         for sentence in plan.preempt:
             self.runner.release(sentence)
         if plan.admit:
-            group = self.scheduler.groups[plan.admit[0].request.group_key]
+            group = self.scheduler.groups[plan.admit[0].ticket.group]
+            requests = [self._requests[s.ticket.id] for s in plan.admit]
             try:
-                self.runner.admit(plan.admit, plan.alone, group)
+                self.runner.admit(plan.admit, requests, plan.alone, group)
             except torch.cuda.OutOfMemoryError:
                 self.scheduler.unadmit(plan.admit)
                 raise
 
-    def _acquire_adapter(self, request: Request) -> int | str | None:
-        """A reference on the slot of the request's adapter (-1 for the base model); None while it is
+    def _acquire_adapter(self, adapter: str | None) -> int | str | None:
+        """A reference on the slot of a request's adapter (-1 for the base model); None while it is
         being read (on the pool's thread) or every slot is held; why, for an unusable adapter."""
-        if request.adapter is None:
+        if adapter is None:
             return -1
         try:
-            slot = self.lora.slot_for(request.adapter)
+            slot = self.lora.slot_for(adapter)
             return None if slot is None else self.lora.acquire_adapter_slot(slot)
         except AdapterError as e:
             return str(e)
@@ -347,8 +360,11 @@ class Generator:
     def withdraw(self, requests: set[Request]) -> None:
         """Cancelled requests leave at once, waiting or decoding (their rows and blocks given back;
         a step in flight skips them, as it does preempted sentences); called between steps (`feed`)."""
-        for sentence in self.scheduler.withdraw(requests):
+        ids = {request.ticket.id for request in requests if request.ticket is not None}
+        for sentence in self.scheduler.withdraw(ids):
             self.runner.release(sentence)
+        for ticket_id in ids:
+            self._requests.pop(ticket_id, None)
 
     def _stop(self) -> None:
         """A run that ends early (an error) gives back the rows of its running sentences."""
@@ -379,6 +395,18 @@ class Generator:
             self.runner.release(sentence)
         log.warning("out of GPU memory; decoding at most %d rows per step from now on (%s)", self.max_rows, error)
         self.runner.shrink(self.max_rows)
+
+    def _ticket_for(self, request: Request) -> Ticket:
+        """What the scheduler knows of a checked request (`_check_request`); the request is kept by
+        the ticket's id until it leaves. Requests that share a `group_key` get one group number."""
+        if not self._requests:
+            self._group_numbers.clear()  # no ticket holds one: the numbers start over
+        group = self._group_numbers.setdefault(request.group_key, len(self._group_numbers))
+        ticket = Ticket(next(self._ticket_ids), request.beams, len(request.prefix), len(request.src_ids), request.limit,
+                        request.priority, request.constrained, request.alternatives > 0, group, request.adapter)
+        request.ticket = ticket
+        self._requests[ticket.id] = request
+        return ticket
 
     def _check_request(self, request: Request) -> None:
         limit = self.model.max_positions

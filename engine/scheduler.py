@@ -2,7 +2,8 @@
 
 The step runner (engine/step_runner.py) executes what the scheduler plans, and the generator
 (engine/generator.py) loops: `schedule()` -> run the plan -> `update()` with the sentences the step
-finished (vLLM v1's `schedule()` / `update_from_output()`).
+finished (vLLM v1's `schedule()` / `update_from_output()`). A request reaches the scheduler as its
+`Ticket`, ids and counts; its tokens and options stay with the generator and the runner.
 
 Admission: waiting sentences join while free rows and KV blocks allow, one block of headroom per
 live row and two per new row. While sentences run, waiting ones of priority 1 or more (documents)
@@ -42,8 +43,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 if TYPE_CHECKING:
-    from dragoman.engine.decoding import DecodingOptions
-    from dragoman.engine.generator import Request
     from dragoman.engine.kv_cache import Sequence
 
 ADMIT_SHARE = 0.25  # see "Admission" above; measured in docs/performance.md
@@ -57,43 +56,65 @@ HELD_STEPS = 256
 KINDS_APART = True
 
 
-def queue_key(request: Request) -> tuple[int, bool]:
+@dataclass(frozen=True, eq=False)  # compared by identity
+class Ticket:
+    """What the scheduler knows of a request (engine/generator.py's `Request`, which the generator
+    keeps by `id`): counts and keys. Its tokens, options and callbacks stay with the generator and
+    the step runner."""
+
+    id: int
+    beams: int  # the rows it decodes in: its beams, or its constrained search's width
+    prefix: int  # tokens of its decoder start, all but the last fed at admission
+    source: int  # tokens of its source, in the cross-attention cache
+    limit: int  # the longest its hypotheses may grow
+    priority: int  # TYPED or DOCUMENT: lower runs first
+    constrained: bool  # decoded by constrained search
+    scored: bool  # wants its hypotheses' scores
+    group: int  # the searches that advance as one: its sentences share decoding options (`Group`)
+    adapter: str | None  # its LoRA adapter; None: the base model
+
+    @property
+    def typed(self) -> bool:
+        return self.priority == TYPED
+
+
+def queue_key(ticket: Ticket) -> tuple[int, bool]:
     """Where a request waits: by priority, a document's plain sentences ahead of its constrained ones."""
-    return request.priority, request.constrained and not request.typed
+    return ticket.priority, ticket.constrained and not ticket.typed
 
 
 class Waiting:
-    """The waiting requests, in the order they are admitted: by `queue_key`, and in their order
-    within one. A deque for each key, so that queueing a request walks over no other; read as one
-    sequence (indexed, iterated, its length)."""
+    """The waiting requests' tickets, in the order they are admitted: by `queue_key`, and in their
+    order within one. A deque for each key, so that queueing a ticket walks over no other; read as
+    one sequence (indexed, iterated, its length)."""
 
-    def __init__(self, requests: Iterable[Request] = ()):
-        self._queues: dict[tuple[int, bool], deque[Request]] = {}
-        for request in requests:
-            self.append(request)
+    def __init__(self, tickets: Iterable[Ticket] = ()):
+        self._queues: dict[tuple[int, bool], deque[Ticket]] = {}
+        for ticket in tickets:
+            self.append(ticket)
 
-    def _queue(self, request: Request) -> deque[Request]:
-        key = queue_key(request)
+    def _queue(self, ticket: Ticket) -> deque[Ticket]:
+        key = queue_key(ticket)
         if key not in self._queues:
             self._queues[key] = deque()
             self._queues = dict(sorted(self._queues.items()))
         return self._queues[key]
 
-    def append(self, request: Request) -> None:
-        """Behind the requests of its key."""
-        self._queue(request).append(request)
+    def append(self, ticket: Ticket) -> None:
+        """Behind the tickets of its key."""
+        self._queue(ticket).append(ticket)
 
-    def appendleft(self, request: Request) -> None:
-        """Ahead of the requests of its key (a requeued one: ahead of those queued after it)."""
-        self._queue(request).appendleft(request)
+    def appendleft(self, ticket: Ticket) -> None:
+        """Ahead of the tickets of its key (a requeued one: ahead of those queued after it)."""
+        self._queue(ticket).appendleft(ticket)
 
     def keys(self) -> list[tuple[int, bool]]:
         """The keys that have requests waiting, in order."""
         return [key for key, queue in self._queues.items() if queue]
 
-    def remove(self, requests: set[Request]) -> None:
+    def remove(self, ids: set[int]) -> None:
         for key, queue in self._queues.items():
-            self._queues[key] = deque(r for r in queue if r not in requests)
+            self._queues[key] = deque(t for t in queue if t.id not in ids)
 
     def __len__(self) -> int:
         return sum(len(queue) for queue in self._queues.values())
@@ -101,17 +122,17 @@ class Waiting:
     def __bool__(self) -> bool:
         return any(self._queues.values())
 
-    def __iter__(self) -> Iterator[Request]:
+    def __iter__(self) -> Iterator[Ticket]:
         return itertools.chain.from_iterable(self._queues.values())
 
-    def _find(self, index: int) -> tuple[deque[Request], int]:
+    def _find(self, index: int) -> tuple[deque[Ticket], int]:
         for queue in self._queues.values():
             if index < len(queue):
                 return queue, index
             index -= len(queue)
         raise IndexError("no request waits there")
 
-    def __getitem__(self, index: int) -> Request:
+    def __getitem__(self, index: int) -> Ticket:
         queue, at = self._find(index)
         return queue[at]
 
@@ -128,11 +149,11 @@ class OutOfBlocks(RuntimeError):
 class Sentence:
     """One admission of a request: the scheduler's record of it, and where the runner keeps it.
 
-    The scheduler sets who runs (`order`, `live`); the runner fills in the device side as it admits
+    The scheduler sets who runs (`order`, `live`); the runner fills in where it runs as it admits
     and steps the sentence: its decoder rows, the self-attention blocks they write into, its
     source's cross K/V, and `cached`, the positions in the cache of each of its rows."""
 
-    request: Request
+    ticket: Ticket
     adapter_slot: int  # its LoRA slot, -1 for the base model
     order: int  # admission order: the youngest is preempted first
     length: int  # tokens in each of its hypotheses
@@ -145,25 +166,24 @@ class Sentence:
 
 class Group:
     """Running sentences that share decoding options (and, `constrained`, a constrained search of
-    one width): their searches advance as one."""
+    one width): their searches advance as one. The options are the runner's to read."""
 
-    def __init__(self, options: DecodingOptions, constrained: bool = False, typed: bool = False):
-        self.options = options
+    def __init__(self, constrained: bool = False, typed: bool = False):
         self.constrained = constrained
         self.typed = typed
         self.sentences: dict[Sentence, None] = {}  # in admission order; removal without a walk
-        self.scored = 0  # of its sentences, those that want their hypotheses' scores (Request.alternatives)
+        self.scored = 0  # of its sentences, those that want their hypotheses' scores (`Ticket.scored`)
         self.version = 0  # counts its changes: what the runner keeps of it on the device is as of one
 
     def add(self, sentence: Sentence) -> None:
         self.sentences[sentence] = None
         self.version += 1
-        self.scored += sentence.request.alternatives > 0
+        self.scored += sentence.ticket.scored
 
     def remove(self, sentence: Sentence) -> None:
         del self.sentences[sentence]
         self.version += 1
-        self.scored -= sentence.request.alternatives > 0
+        self.scored -= sentence.ticket.scored
 
 
 @dataclass
@@ -174,9 +194,9 @@ class Plan:
     admit: list[Sentence]
     preempt: list[Sentence]
     step: bool
-    # Requests done without a step: their prefix is already at their max_length (result set), or
-    # their adapter cannot be used (`error` set).
-    finished: list[Request]
+    # Requests done without a step: their prefix is already at their max_length (None: their result
+    # is their prefix), or their adapter cannot be used (why).
+    finished: list[tuple[Ticket, str | None]]
     alone: bool  # the admitted sentences join no running one
 
 
@@ -191,34 +211,34 @@ class Scheduler:
         self.cross_blocks = cross_blocks
         self.waiting = Waiting()
         self.running: list[Sentence] = []
-        self.groups: dict[object, Group] = {}  # by Request.group_key
+        self.groups: dict[int, Group] = {}  # by `Ticket.group`
         self.rows_taken = 0  # by the running sentences
         self._admissions = itertools.count()
         self._holding: bool | None = None  # the kind of the document sentences held back for theirs, if any
         self._held_steps = 0  # steps in a row in which they were
         self._turn: bool | None = None  # the kind (constrained?) whose turn it is once one waited too long
 
-    def start(self, requests: list[Request]) -> None:
-        """A run begins: these requests wait, by `queue_key` (in their order within one), and nothing runs."""
+    def start(self, tickets: list[Ticket]) -> None:
+        """A run begins: these tickets wait, by `queue_key` (in their order within one), and nothing runs."""
         assert not self.running, "a run that ended early has its sentences stopped (`stop`)"
-        self.waiting = Waiting(requests)
+        self.waiting = Waiting(tickets)
 
-    def add(self, request: Request) -> None:
-        """Queue `request` behind the waiting requests of its `queue_key` or a lower one, ahead of
+    def add(self, ticket: Ticket) -> None:
+        """Queue `ticket` behind the waiting tickets of its `queue_key` or a lower one, ahead of
         the others: typed text fed while a document waits goes first."""
-        self.waiting.append(request)
+        self.waiting.append(ticket)
 
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
 
     def schedule(
-        self, free_self_blocks: int, free_cross_blocks: int, acquire_adapter: Callable[[Request], int | str | None],
+        self, free_self_blocks: int, free_cross_blocks: int, acquire_adapter: Callable[[str | None], int | str | None],
         in_flight: bool = False,
     ) -> Plan:
-        """Plan the next step, given the caches' free blocks. `acquire_adapter(request)` takes a
-        reference on the slot of the request's adapter and returns it (-1: the base model), or None
-        when none is free now, or why the adapter cannot be used, which ends that request (its
-        `error`). `in_flight`: a step is still running whose report has not come back (pipelined)."""
+        """Plan the next step, given the caches' free blocks. `acquire_adapter(adapter)` takes a
+        reference on the slot of a ticket's adapter and returns it (-1: the base model), or None
+        when none is free now, or why the adapter cannot be used, which ends that request
+        (`Plan.finished`). `in_flight`: a step is still running whose report has not come back (pipelined)."""
         was_running = bool(self.running)
         if self._holding is not None:
             self._held_steps += 1
@@ -226,15 +246,15 @@ class Scheduler:
                 self._turn = self._holding  # the running kind takes no more rows, drains, and the held one follows
         admitted, finished, made_way = self._admit(free_self_blocks, free_cross_blocks, acquire_adapter)
         # A new sentence feeds all but the last token of its prefix at admission, into blocks taken for all its rows.
-        taken = sum(s.request.beams * self.blocks_for(len(s.request.prefix) - 1) for s in admitted)
+        taken = sum(s.ticket.beams * self.blocks_for(s.ticket.prefix - 1) for s in admitted)
         freed = sum(len(s.blocks) for s in made_way)
-        preempt = made_way + self._make_room(free_self_blocks + freed - taken, {s: len(s.request.prefix) - 1 for s in admitted})
+        preempt = made_way + self._make_room(free_self_blocks + freed - taken, {s: s.ticket.prefix - 1 for s in admitted})
         admit = [s for s in admitted if s.live]
         # Sentences at their length limit are done whatever the step in flight finds: another step
         # would only keep the device busy.
         groups = self.stepping()
         stepping = self.running if groups is self.groups else [s for group in groups.values() for s in group.sentences]
-        step = bool(stepping) and (not in_flight or any(s.length < s.request.limit for s in stepping))
+        step = bool(stepping) and (not in_flight or any(s.length < s.ticket.limit for s in stepping))
         return Plan(admit, preempt, step, finished, not was_running)
 
     def stepping(self) -> dict[object, Group]:
@@ -264,22 +284,22 @@ class Scheduler:
         if free >= self.admit_share * self.max_rows:
             return True
         wanted = 0
-        for request in self.waiting:
-            wanted += request.beams
+        for ticket in self.waiting:
+            wanted += ticket.beams
             if wanted > free:
                 return False
         return True
 
     def _admit(
-        self, free_self: int, free_cross: int, acquire_adapter: Callable[[Request], int | str | None]
-    ) -> tuple[list[Sentence], list[Request], list[Sentence]]:
-        """The sentences admitted, the requests done without a row, and the document sentences that
-        made way for typed text (`_make_way`)."""
+        self, free_self: int, free_cross: int, acquire_adapter: Callable[[str | None], int | str | None]
+    ) -> tuple[list[Sentence], list[tuple[Ticket, str | None]], list[Sentence]]:
+        """The sentences admitted, the tickets done without a row (`Plan.finished`), and the
+        document sentences that made way for typed text (`_make_way`)."""
         waiting = self.waiting
         if not waiting or not self._worth_admitting(free_self, free_cross):
             return [], [], []
         admitted: list[Sentence] = []
-        finished: list[Request] = []
+        finished: list[tuple[Ticket, str | None]] = []
         made_way: list[Sentence] = []
         rows = self.rows_taken
         free_self -= rows  # one block of headroom per live row
@@ -294,53 +314,51 @@ class Scheduler:
             self._turn = None  # those whose turn it was have gone (withdrawn)
         held: bool | None = None  # the kind of the first document sentence held back for its turn
         while passed < min(len(waiting), self.max_rows):
-            request = waiting[passed]
-            if typed_only and not request.typed:
+            ticket = waiting[passed]
+            if typed_only and not ticket.typed:
                 break
-            if not request.typed and not self._its_turn(request.constrained, kinds):
-                held = request.constrained if held is None else held
+            if not ticket.typed and not self._its_turn(ticket.constrained, kinds):
+                held = ticket.constrained if held is None else held
                 passed += 1
                 continue
-            if len(request.prefix) >= request.limit:  # max_length leaves no room to generate
+            if ticket.prefix >= ticket.limit:  # max_length leaves no room to generate
                 del waiting[passed]
-                request.result = list(request.prefix)
-                finished.append(request)
+                finished.append((ticket, None))
                 continue
-            if request.adapter in not_ready:
+            if ticket.adapter in not_ready:
                 passed += 1
                 continue
-            beams = request.beams
-            cross_blocks = self.blocks_for(len(request.src_ids))
+            beams = ticket.beams
+            cross_blocks = self.blocks_for(ticket.source)
             if admitted or self.running:
-                if not self._fits(request, rows, free_self, free_cross):
-                    if not request.typed or not (victims := self._make_way(request, rows, free_self, free_cross)):
+                if not self._fits(ticket, rows, free_self, free_cross):
+                    if not ticket.typed or not (victims := self._make_way(ticket, rows, free_self, free_cross)):
                         break
                     made_way += victims
-                    rows -= sum(s.request.beams for s in victims)
-                    free_self += sum(len(s.blocks) + s.request.beams for s in victims)  # their blocks and headroom
-                    free_cross += sum(self.blocks_for(len(s.request.src_ids)) for s in victims)
+                    rows -= sum(s.ticket.beams for s in victims)
+                    free_self += sum(len(s.blocks) + s.ticket.beams for s in victims)  # their blocks and headroom
+                    free_cross += sum(self.blocks_for(s.ticket.source) for s in victims)
             elif beams > self.max_rows:
                 raise OutOfBlocks(f"{beams} beams are more than the {self.max_rows} rows a step may have")
             elif cross_blocks > self.cross_blocks or beams > self.self_blocks:
-                raise OutOfBlocks(f"a sentence of {len(request.src_ids)} source tokens does not fit the KV cache")
-            adapter_slot = acquire_adapter(request)
+                raise OutOfBlocks(f"a sentence of {ticket.source} source tokens does not fit the KV cache")
+            adapter_slot = acquire_adapter(ticket.adapter)
             if isinstance(adapter_slot, str):
                 del waiting[passed]
-                request.error = adapter_slot
-                finished.append(request)  # its `on_done` hears why
+                finished.append((ticket, adapter_slot))  # its `on_done` hears why
                 continue
             if adapter_slot is None:  # being read, or every slot is held by running sentences
-                not_ready.add(request.adapter)
+                not_ready.add(ticket.adapter)
                 passed += 1
                 continue
             del waiting[passed]
-            admitted.append(Sentence(request, adapter_slot, next(self._admissions), len(request.prefix)))
+            admitted.append(Sentence(ticket, adapter_slot, next(self._admissions), ticket.prefix))
             rows += beams
             free_self -= 2 * beams
             free_cross -= cross_blocks
-            if not request.typed:
-                kinds.add(request.constrained)
-                if self._turn == request.constrained:
+            if not ticket.typed:
+                kinds.add(ticket.constrained)
+                if self._turn == ticket.constrained:
                     self._turn = None  # its turn has come
         self._holding = held
         if held is None:
@@ -350,7 +368,7 @@ class Scheduler:
         if made_way:  # they wait again behind typed text, ahead of the documents queued after them
             self.running[:] = [s for s in self.running if s.live]
             for sentence in made_way:  # youngest first: each goes ahead of the one before
-                waiting.appendleft(sentence.request)
+                waiting.appendleft(sentence.ticket)
         return admitted, finished, made_way
 
     def _its_turn(self, constrained: bool, running: set[bool]) -> bool:
@@ -358,29 +376,29 @@ class Scheduler:
         kinds: only its own kind's, and not while the other kind has its turn (`_turn`)."""
         return not KINDS_APART or (running <= {constrained} and self._turn in (None, constrained))
 
-    def _room(self, like: Request, rows: int, free_self: int, free_cross: int) -> int:
+    def _room(self, like: Ticket, rows: int, free_self: int, free_cross: int) -> int:
         """The rows that could join sentences taking `rows` rows, with these free blocks, for
         sentences like `like`: free rows, two self-attention blocks a row, and each sentence's
         source in the free cross-attention blocks."""
-        sentences = free_cross // max(1, self.blocks_for(len(like.src_ids)))
+        sentences = free_cross // max(1, self.blocks_for(like.source))
         return min(self.max_rows - rows, free_self // 2, sentences * like.beams)
 
-    def _fits(self, request: Request, rows: int, free_self: int, free_cross: int) -> bool:
-        """Whether `request` can join sentences that take `rows` rows, leaving these free blocks."""
-        return self._room(request, rows, free_self, free_cross) >= request.beams
+    def _fits(self, ticket: Ticket, rows: int, free_self: int, free_cross: int) -> bool:
+        """Whether `ticket` can join sentences that take `rows` rows, leaving these free blocks."""
+        return self._room(ticket, rows, free_self, free_cross) >= ticket.beams
 
-    def _make_way(self, request: Request, rows: int, free_self: int, free_cross: int) -> list[Sentence]:
+    def _make_way(self, ticket: Ticket, rows: int, free_self: int, free_cross: int) -> list[Sentence]:
         """Typed text that does not fit: the youngest running document sentences leave until it does
         (the caller requeues them); returns them, or none (and none leaves) if all of them would not do."""
         victims = []
-        for sentence in sorted((s for s in self.running if not s.request.typed), key=lambda s: s.order, reverse=True):
-            if self._fits(request, rows, free_self, free_cross):
+        for sentence in sorted((s for s in self.running if not s.ticket.typed), key=lambda s: s.order, reverse=True):
+            if self._fits(ticket, rows, free_self, free_cross):
                 break
             victims.append(sentence)
-            rows -= sentence.request.beams
-            free_self += len(sentence.blocks) + sentence.request.beams
-            free_cross += self.blocks_for(len(sentence.request.src_ids))
-        if not self._fits(request, rows, free_self, free_cross):
+            rows -= sentence.ticket.beams
+            free_self += len(sentence.blocks) + sentence.ticket.beams
+            free_cross += self.blocks_for(sentence.ticket.source)
+        if not self._fits(ticket, rows, free_self, free_cross):
             return []
         for sentence in victims:
             self._leave(sentence)
@@ -388,17 +406,16 @@ class Scheduler:
 
     def _join(self, sentence: Sentence) -> None:
         self.running.append(sentence)
-        self.rows_taken += sentence.request.beams
-        request = sentence.request
-        key = request.group_key
-        if key not in self.groups:
-            self.groups[key] = Group(request.search_options, request.constrained, request.typed)
-        self.groups[key].add(sentence)
+        ticket = sentence.ticket
+        self.rows_taken += ticket.beams
+        if ticket.group not in self.groups:
+            self.groups[ticket.group] = Group(ticket.constrained, ticket.typed)
+        self.groups[ticket.group].add(sentence)
 
     def _leave(self, sentence: Sentence) -> None:
         sentence.live = False
-        self.rows_taken -= sentence.request.beams
-        key = sentence.request.group_key
+        self.rows_taken -= sentence.ticket.beams
+        key = sentence.ticket.group
         group = self.groups[key]
         group.remove(sentence)
         if not group.sentences:
@@ -408,7 +425,7 @@ class Scheduler:
         """Preempt the youngest sentences until the coming step's new blocks fit `free_self`; `new`
         gives the cache positions the sentences admitted now will have once started."""
         def needed() -> int:
-            return sum(s.request.beams for s in self.running if new.get(s, s.cached) % self.block_size == 0)
+            return sum(s.ticket.beams for s in self.running if new.get(s, s.cached) % self.block_size == 0)
 
         preempted = []
         while self.running and needed() > free_self:
@@ -417,9 +434,9 @@ class Scheduler:
             victim = max(self.running, key=lambda s: s.order)
             self.running.remove(victim)
             self._leave(victim)
-            self.waiting.appendleft(victim.request)
+            self.waiting.appendleft(victim.ticket)
             # Admitted and preempted at once, it never starts: it gives back only its adapter slot.
-            free_self += victim.request.beams * self.blocks_for(new[victim]) if victim in new else len(victim.blocks)
+            free_self += victim.ticket.beams * self.blocks_for(new[victim]) if victim in new else len(victim.blocks)
             preempted.append(victim)
         return preempted
 
@@ -430,10 +447,11 @@ class Scheduler:
         if finished:  # one pass, not a list removal per sentence
             self.running[:] = [s for s in self.running if s.live]
 
-    def withdraw(self, requests: set[Request]) -> list[Sentence]:
-        """Cancelled requests leave the queue, and their running sentences leave too; returns those."""
-        self.waiting.remove(requests)
-        left = [s for s in self.running if s.request in requests]
+    def withdraw(self, ids: set[int]) -> list[Sentence]:
+        """Cancelled requests (by ticket id) leave the queue, and their running sentences leave too;
+        returns those."""
+        self.waiting.remove(ids)
+        left = [s for s in self.running if s.ticket.id in ids]
         for sentence in left:
             self._leave(sentence)
         if left:
@@ -445,7 +463,7 @@ class Scheduler:
         for sentence in reversed(sentences):
             if sentence.live:
                 self._leave(sentence)
-            self.waiting.appendleft(sentence.request)
+            self.waiting.appendleft(sentence.ticket)
         self.running[:] = [s for s in self.running if s.live]
 
     def stop(self) -> list[Sentence]:
@@ -460,14 +478,14 @@ class Scheduler:
         """Out of GPU memory mid-step: requeue every running sentence (a restart gives the same
         result) and halve the rows a step may have; returns the requeued sentences, or None when
         not even one sentence fits (nothing left to shrink)."""
-        beams = [s.request.beams for s in self.running]
-        beams += [request.beams for request in itertools.islice(self.waiting, 1)]  # one that failed to start
+        beams = [s.ticket.beams for s in self.running]
+        beams += [ticket.beams for ticket in itertools.islice(self.waiting, 1)]  # one that failed to start
         if self.max_rows <= max(beams, default=1):
             return None
         requeued = sorted(self.running, key=lambda s: s.order, reverse=True)
         for sentence in requeued:
             self._leave(sentence)
-            self.waiting.appendleft(sentence.request)
+            self.waiting.appendleft(sentence.ticket)
         self.running.clear()
         self.max_rows //= 2
         return requeued

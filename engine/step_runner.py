@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 from weakref import WeakKeyDictionary
 
 import torch
@@ -38,6 +38,9 @@ from dragoman.engine.lora_pool import LoraPool
 from dragoman.engine.model import FoldedSources, NllbModel
 from dragoman.engine.rows import DecoderRows
 from dragoman.engine.scheduler import Group, Sentence
+
+if TYPE_CHECKING:
+    from dragoman.engine.generator import Request
 
 
 # A constrained search's step launches a few hundred small ops, more host time than a document
@@ -84,9 +87,14 @@ class StepRunner:
         # Constrained groups' tables as their graphs read them (`_graph_tables`), by shape: the
         # buffers, and the tables last copied in.
         self._static_tables: dict[tuple, tuple[ConstraintTables, ConstraintTables | None]] = {}
-        # What the runner keeps of each running group on the device (the scheduler's records hold no
-        # tensors): its rows (`group_rows`) as of the group's version, its constraints' tables
-        # (`_tables`) with the sentences they were made for. Gone with the group.
+        # Each running sentence's request (the scheduler's records hold counts only): its tokens,
+        # options, constraints and callbacks, and where its results go.
+        self.requests: dict[Sentence, Request] = {}
+        # What the runner keeps of each running group (the scheduler's records hold no tensors and
+        # no options): its decoding options (`options`), its rows (`group_rows`) as of the group's
+        # version, its constraints' tables (`_tables`) with the sentences they were made for. Gone
+        # with the group.
+        self._group_options: WeakKeyDictionary[Group, DecodingOptions] = WeakKeyDictionary()
         self._group_rows: WeakKeyDictionary[Group, tuple[int, torch.Tensor]] = WeakKeyDictionary()
         self._group_tables: WeakKeyDictionary[Group, tuple[list[Sentence], ConstraintTables]] = WeakKeyDictionary()
         self._parity = 0
@@ -117,17 +125,18 @@ class StepRunner:
 
     # -- admission and release -----------------------------------------------------------------------
 
-    def admit(self, sentences: list[Sentence], alone: bool, group: Group) -> None:
-        """Encode the new sentences' sources, set up their rows and feed their decoder prefixes but
-        the last token. `alone`: they join no running sentence; `group`: the group of the first.
-        Out of GPU memory, raises with everything they took given back."""
+    def admit(self, sentences: list[Sentence], requests: list[Request], alone: bool, group: Group) -> None:
+        """Encode the new sentences' sources (`requests`, one each), set up their rows and feed their
+        decoder prefixes but the last token. `alone`: they join no running sentence; `group`: the
+        group of the first. Out of GPU memory, raises with everything they took given back."""
+        self.requests.update(zip(sentences, requests))
         fold = admission.fold_slots(self, sentences) if alone else 0
         try:
-            crosses = admission.encode_sources(self, [s.request.src_ids for s in sentences],
+            crosses = admission.encode_sources(self, [r.src_ids for r in requests],
                                                [s.adapter_slot for s in sentences], fold)
-            for sentence, cross in zip(sentences, crosses):
+            for sentence, request, cross in zip(sentences, requests, crosses):
                 sentence.source = cross
-                sentence.rows = self.rows.take_rows(sentence.request.beams)
+                sentence.rows = self.rows.take_rows(request.beams)
             rows = admission.admit_rows(self, sentences)
         except torch.cuda.OutOfMemoryError:
             for sentence in reversed(sentences):
@@ -144,6 +153,7 @@ class StepRunner:
         self._give_back(sentence)
         self.lora.release_adapter_slot(sentence.adapter_slot)
         sentence.adapter_slot = -1
+        self.requests.pop(sentence, None)
 
     def _give_back(self, sentence: Sentence) -> None:
         if sentence is self.folded_sentence:
@@ -170,7 +180,8 @@ class StepRunner:
         sentences = [s for group in live for s in group.sentences]
         self.grow(sentences)
         with_lora = any(s.adapter_slot >= 0 for s in sentences)
-        partial = [i for i, s in enumerate(sentences) if s.request.on_partial is not None]
+        requests = self.requests
+        partial = [i for i, s in enumerate(sentences) if requests[s].on_partial is not None]
         # The host reads a step's report while the next step runs, and queues the one after only once
         # it has read it: steps report into two sets of memory in turn.
         self._parity ^= 1
@@ -201,16 +212,18 @@ class StepRunner:
         width = max([lengths[i] for i in finished] + [step.lengths[i] for i in step.partial])
         needed = sorted(set(finished).union(step.partial))
         table = dict(zip(needed, step.report.best[needed, :width].tolist()))  # sentence -> its (width,) row
+        requests = self.requests
         for i in finished:
-            step.sentences[i].request.result = table[i][: lengths[i]]
-        wanting = [i for i in finished if step.sentences[i].request.alternatives]
+            requests[step.sentences[i]].result = table[i][: lengths[i]]
+        wanting = [i for i in finished if requests[step.sentences[i]].alternatives]
         if wanting:
             self._read_hypotheses([step.sentences[i] for i in wanting], step.report.scores[wanting].tolist())
         for i in step.partial:
             s = step.sentences[i]
-            if s.live and s.request.result is None:
-                assert s.request.on_partial is not None  # `partial` holds those with one
-                s.request.on_partial(table[i][: step.lengths[i]])
+            if s.live and requests[s].result is None:
+                on_partial = requests[s].on_partial
+                assert on_partial is not None  # `partial` holds those with one
+                on_partial(table[i][: step.lengths[i]])
         return [step.sentences[i] for i in finished]
 
     def _read_hypotheses(self, sentences: list[Sentence], scores: list[float]) -> None:
@@ -224,26 +237,33 @@ class StepRunner:
         launched meanwhile fed the padding row in their place, so they hold what its last step
         left. Only sentences that ask for more than one hypothesis read fin_*, a read that waits
         for the step in flight."""
-        for s, score in zip(sentences, scores):
-            result = s.request.result
+        requests = [self.requests[s] for s in sentences]
+        for request, score in zip(requests, scores):
+            result = request.result
             assert result is not None  # set as the sentence finished
-            if s.request.beams == 1 and not s.request.constraints:
-                s.request.hypotheses = [(result, score / (len(result) - len(s.request.prefix)))]
-            elif s.request.alternatives == 1:
-                s.request.hypotheses = [(result, score)]
+            if request.beams == 1 and not request.constraints:
+                request.hypotheses = [(result, score / (len(result) - len(request.prefix)))]
+            elif request.alternatives == 1:
+                request.hypotheses = [(result, score)]
         state, device = self.rows, self.model.device
-        beam = [s for s in sentences if s.request.alternatives > 1]
+        beam = [(s, r) for s, r in zip(sentences, requests) if r.alternatives > 1]
         if beam:
-            rows = torch.tensor([row for s in beam for row in s.rows[: s.request.alternatives]], device=device)
-            width = max(s.request.limit for s in beam)
+            rows = torch.tensor([row for s, r in beam for row in s.rows[: r.alternatives]], device=device)
+            width = max(r.limit for _, r in beam)
             lengths, fin_scores = state.fin_len[rows].tolist(), state.fin_score[rows].tolist()
             tokens = state.fin_hyp[rows, :width].tolist()  # (N, width)
             at = 0
-            for s in beam:
-                found = range(at, at + s.request.alternatives)
-                s.request.hypotheses = [(tokens[j][: lengths[j]], fin_scores[j]) for j in found
-                                        if fin_scores[j] > NEG_INF]
+            for _, r in beam:
+                found = range(at, at + r.alternatives)
+                r.hypotheses = [(tokens[j][: lengths[j]], fin_scores[j]) for j in found if fin_scores[j] > NEG_INF]
                 at = found.stop
+
+    def options(self, group: Group) -> DecodingOptions:
+        """The group's decoding options: its sentences' search options, which its key holds alike."""
+        options = self._group_options.get(group)
+        if options is None:
+            options = self._group_options[group] = self.requests[next(iter(group.sentences))].search_options
+        return options
 
     def group_rows(self, group: Group) -> torch.Tensor:
         """(S, num_beams) row ids of the group, sentence by sentence: the order of its rows in a step."""
@@ -318,7 +338,8 @@ class StepRunner:
         tables from buffers of their shape (`_graph_tables`)."""
         rows = self.group_rows(group)  # (S, B)
         beams = rows.shape[1]
-        if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(group.options):
+        options = self.options(group)
+        if self.graphs is None or not self.graphs.fits(rows.numel()) or not bans_only_eos(options):
             return None
         size = step_bucket_for(rows.numel())
         if size % beams or (group.constrained and size > GRAPHED_CONSTRAINED_ROWS):
@@ -330,14 +351,14 @@ class StepRunner:
         scored = self._scored(group)
         tables = self._graph_tables(group, size // beams) if group.constrained else None
         shape = None if tables is None else (beams, *tables.widths)
-        key = (with_lora, group.options, with_best, self._parity, folded, scored, shape)
+        key = (with_lora, options, with_best, self._parity, folded, scored, shape)
         report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
             assert logits is not None  # asked for
             # Padding rows form whole sentences of the padding row; their search writes only padding state.
-            self._search_and_report(group.options, fed.view(-1, beams), logits, self.rows.max_length, None,
+            self._search_and_report(options, fed.view(-1, beams), logits, self.rows.max_length, None,
                                     report, with_best, scored, tables)
 
         self.graphs.run(rows.reshape(-1), key, step, size)
@@ -359,7 +380,7 @@ class StepRunner:
             n, count = rows.numel(), rows.shape[0]
             # A sentence sitting this step out (done at the last one) counts its length one too far.
             width = min(max(lengths) + 1, self.rows.max_length)
-            self._search_and_report(group.options, fed[first_row : first_row + n].view(rows.shape),  # (s, B)
+            self._search_and_report(self.options(group), fed[first_row : first_row + n].view(rows.shape),  # (s, B)
                                     logits[first_row : first_row + n], width, lengths,
                                     report.part(first_sentence, count), with_best, self._scored(group),
                                     self._tables(group))
@@ -383,11 +404,10 @@ class StepRunner:
             done = search(state, sentences, logits, options, self.eos_id, width, lengths)
         kernels.step_report(done, sentences, state.tensors, report, with_best)
 
-    @staticmethod
-    def _scored(group: Group) -> bool:
+    def _scored(self, group: Group) -> bool:
         """Whether the group's search sums its rows' log-probabilities: greedy, where one of its
         sentences wants its score (beam search, constrained search included, keeps its scores anyway)."""
-        return group.options.num_beams == 1 and group.scored > 0 and not group.constrained
+        return group.scored > 0 and not group.constrained and self.options(group).num_beams == 1
 
     def _tables(self, group: Group) -> ConstraintTables | None:
         """A constrained group's constraints on the device. When its sentences change, those that
@@ -434,7 +454,7 @@ class StepRunner:
         return static
 
     def _build_tables(self, sentences: list[Sentence]) -> ConstraintTables:
-        checked = [s.request.checked_constraints for s in sentences if s.request.checked_constraints is not None]
+        checked = [c for s in sentences if (c := self.requests[s].checked_constraints) is not None]
         assert len(checked) == len(sentences)  # a constrained group's sentences all have constraints
         return ConstraintTables.build(checked, self.model.device)
 

@@ -94,7 +94,8 @@ def test_padding_rows_leave_real_rows_logits_alone(make_translator):
 
     def three_rows(generator):
         scheduler = generator.scheduler
-        scheduler.start([Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options)
+        scheduler.start([generator._ticket_for(Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"),
+                                                       options))
                          for text in TEXTS[:3]])
         generator._admit(scheduler.schedule(generator.num_free_blocks(), generator.cross_cache.num_free_blocks(),
                                             generator._acquire_adapter))

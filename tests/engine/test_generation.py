@@ -118,10 +118,9 @@ def admissions(generator, monkeypatch, requests, feed=None):
     seen = []
     admit = generator.runner.admit
 
-    def recording(sentences, *args):
-        seen.append((generator.rows.num_free_rows() - (generator.rows.capacity - generator.max_rows),
-                     [s.request for s in sentences]))
-        return admit(sentences, *args)
+    def recording(sentences, requests, *args):
+        seen.append((generator.rows.num_free_rows() - (generator.rows.capacity - generator.max_rows), list(requests)))
+        return admit(sentences, requests, *args)
 
     monkeypatch.setattr(generator.runner, "admit", recording)
     generator.run(requests, feed=feed)
@@ -193,11 +192,17 @@ def test_typed_text_steps_alone_while_the_document_waits(translator, monkeypatch
 
     document, typed = requests(TEXTS[:4], 1), requests(TEXTS[-1:], 0)
     portions = [[], [], typed]  # arrives a few steps in
-    steps = []
-    launch = generator.runner.launch
-    monkeypatch.setattr(generator.runner, "launch", lambda groups: steps.append(launch(groups)) or steps[-1])
+    ran = []  # each step's requests
+    runner = generator.runner
+    launch = runner.launch
+
+    def recording(groups):
+        step = launch(groups)
+        ran.append([runner.requests[s] for s in step.sentences])
+        return step
+
+    monkeypatch.setattr(runner, "launch", recording)
     generator.run(document, feed=lambda idle: portions.pop(0) if portions else None)
-    ran = [[x.request for x in step.sentences] for step in steps]
     first = next(i for i, sentences in enumerate(ran) if typed[0] in sentences)
     last = max(i for i, sentences in enumerate(ran) if typed[0] in sentences)
     assert all(sentences == typed for sentences in ran[first : last + 1])
@@ -262,9 +267,9 @@ def test_decoder_prefixes_of_any_length_start_together_as_generate_continues_the
     runner, started = translator.generator.runner, []
     admit = runner.admit
 
-    def admitting(sentences, *args):
-        admit(sentences, *args)
-        started.extend((len(s.request.prefix), s.cached, len(s.blocks)) for s in sentences)
+    def admitting(sentences, requests, *args):
+        admit(sentences, requests, *args)
+        started.extend((len(r.prefix), s.cached, len(s.blocks)) for s, r in zip(sentences, requests))
 
     monkeypatch.setattr(runner, "admit", admitting)
     translator.generator.run(requests)
@@ -444,7 +449,7 @@ def test_a_sentence_found_done_sits_out_the_step_launched_meanwhile(translator, 
     scheduler, runner = generator.scheduler, generator.runner
     request = Request(tok.encode_source(TEXTS[6], "eng_Latn"), tok.decoder_prefix("fra_Latn"),
                       DecodingOptions(num_beams=beams, max_length=7))
-    scheduler.start([request])
+    scheduler.start([generator._ticket_for(request)])
     generator._admit(scheduler.schedule(generator.num_free_blocks(), generator.cross_cache.num_free_blocks(),
                                         generator._acquire_adapter))
     [sentence] = scheduler.running

@@ -6,20 +6,21 @@ import sys
 
 import pytest
 
-from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Request
 from dragoman.engine import scheduler as scheduler_module
-from dragoman.engine.scheduler import OutOfBlocks, Scheduler
+from dragoman.engine.scheduler import OutOfBlocks, Scheduler, Ticket
 
 BLOCK = 16
-BASE = lambda request: -1  # noqa: E731 every request on the base model
+BASE = lambda adapter: -1  # noqa: E731 every request on the base model
 _ids = itertools.count()
+_groups: dict[tuple, int] = {}
 
 
-def request(beams=1, priority=1, source=10, prefix=2, max_length=20, adapter=None):
-    options = DecodingOptions(num_beams=beams, max_length=max_length)
-    first = next(_ids) * 1000  # requests compare by value: each its own source
-    return Request(list(range(first, first + source)), list(range(prefix)), options, priority, adapter=adapter)
+def ticket(beams=1, priority=1, source=10, prefix=2, max_length=20, adapter=None, constrained=False):
+    """A request's ticket, as the generator makes one: requests of one beam count, max_length,
+    priority and kind share a group, as their decoding options would."""
+    group = _groups.setdefault((beams, max_length, priority, constrained), len(_groups))
+    return Ticket(next(_ids), beams, prefix, source, max_length, priority, constrained, False, group, adapter)
 
 
 def scheduler(max_rows=8, self_blocks=1000, cross_blocks=1000):
@@ -33,7 +34,7 @@ def queued(s, *requests):
 
 
 def admitted(plan):
-    return [sentence.request for sentence in plan.admit]
+    return [sentence.ticket for sentence in plan.admit]
 
 
 def test_the_module_imports_no_torch():
@@ -43,18 +44,18 @@ def test_the_module_imports_no_torch():
 
 def test_admission_stops_at_the_rows_a_step_may_have():
     s = scheduler(max_rows=8)
-    a, b, c = queued(s, request(4), request(4), request(4))
+    a, b, c = queued(s, ticket(4), ticket(4), ticket(4))
     plan = s.schedule(1000, 1000, BASE)
     assert admitted(plan) == [a, b] and list(s.waiting) == [c]
     assert plan.alone and plan.step and s.rows_taken == 8
-    assert [g.options.num_beams for g in s.groups.values()] == [4] and len(next(iter(s.groups.values())).sentences) == 2
+    assert [[x.ticket for x in g.sentences] for g in s.groups.values()] == [[a, b]]
     assert admitted(s.schedule(1000, 1000, BASE)) == []  # full: c waits
 
 
 def test_admission_keeps_two_blocks_per_new_row_and_one_per_running_row():
     s = scheduler(max_rows=64)
     s.admit_share = 0.0  # any room is worth an admission here
-    requests = queued(s, *(request(4) for _ in range(4)))
+    requests = queued(s, *(ticket(4) for _ in range(4)))
     # 2 x 4 blocks per new sentence: 17 free blocks admit two (the first is always admitted).
     assert admitted(s.schedule(17, 1000, BASE)) == requests[:2]
     # Now 8 rows run, each keeping one block: 8 + 8 needed for one more.
@@ -66,9 +67,9 @@ def test_documents_wait_for_a_share_of_the_rows_that_the_caches_can_take_too():
     """Rows free of a cache that is full would let a few document sentences in at each step, each
     admission an encoder pass: they wait until the blocks for admit_share of the rows are free."""
     s = scheduler(max_rows=64)
-    first = queued(s, *(request(4, source=40) for _ in range(4)))  # 3 source blocks each
+    first = queued(s, *(ticket(4, source=40) for _ in range(4)))  # 3 source blocks each
     assert admitted(s.schedule(1000, 1000, BASE)) == first  # 16 rows run: 48 free, over a quarter
-    later = queued(s, *(request(4, source=40) for _ in range(8)))
+    later = queued(s, *(ticket(4, source=40) for _ in range(8)))
     # Blocks for 8 more rows (16 headroom + 16): 8 rows are an eighth of 64.
     assert admitted(s.schedule(32, 1000, BASE)) == []
     assert admitted(s.schedule(1000, 6, BASE)) == []  # the source cache: 6 blocks hold 2 such sentences, 8 rows
@@ -78,25 +79,25 @@ def test_documents_wait_for_a_share_of_the_rows_that_the_caches_can_take_too():
 
 def test_admission_stops_at_the_source_cache():
     s = scheduler()
-    a, b = queued(s, request(source=40), request(source=40))  # 3 blocks of 16 each
+    a, b = queued(s, ticket(source=40), ticket(source=40))  # 3 blocks of 16 each
     assert admitted(s.schedule(1000, 5, BASE)) == [a]
     assert list(s.waiting) == [b]
 
 
 def test_a_sentence_that_can_never_fit_is_an_error():
     s = scheduler(max_rows=4)
-    queued(s, request(8))
+    queued(s, ticket(8))
     with pytest.raises(OutOfBlocks, match="8 beams are more than the 4 rows"):
         s.schedule(1000, 1000, BASE)
     s = scheduler(cross_blocks=2)
-    queued(s, request(source=40))
+    queued(s, ticket(source=40))
     with pytest.raises(OutOfBlocks, match="40 source tokens does not fit"):
         s.schedule(1000, 1000, BASE)
 
 
 def test_typed_text_queues_ahead_of_waiting_documents():
     s = scheduler()
-    d1, d2, t1, d3, t2 = request(), request(), request(priority=0), request(), request(priority=0)
+    d1, d2, t1, d3, t2 = ticket(), ticket(), ticket(priority=0), ticket(), ticket(priority=0)
     queued(s, d1, d2, t1, d3, t2)
     assert list(s.waiting) == [t1, t2, d1, d2, d3]
 
@@ -105,10 +106,10 @@ def test_typed_text_queues_ahead_of_waiting_documents():
 def test_documents_join_running_ones_once_a_share_of_the_rows_is_free(share, joins):
     s = scheduler(max_rows=8)
     s.admit_share = share
-    first = queued(s, *(request() for _ in range(8)))
+    first = queued(s, *(ticket() for _ in range(8)))
     s.schedule(1000, 1000, BASE)
     s.update(s.running[:2])  # two of the eight rows free
-    later = queued(s, *(request() for _ in range(4)))  # more than fit
+    later = queued(s, *(ticket() for _ in range(4)))  # more than fit
     assert admitted(s.schedule(1000, 1000, BASE)) == (later[:2] if joins else [])
     assert all(r not in s.waiting for r in first)
 
@@ -116,40 +117,40 @@ def test_documents_join_running_ones_once_a_share_of_the_rows_is_free(share, joi
 def test_documents_join_at_once_when_all_that_wait_fit():
     s = scheduler(max_rows=8)
     s.admit_share = 1.0  # else: wait for the batch to drain
-    queued(s, *(request() for _ in range(8)))
+    queued(s, *(ticket() for _ in range(8)))
     s.schedule(1000, 1000, BASE)
     s.update(s.running[:1])
-    [last] = queued(s, request())
+    [last] = queued(s, ticket())
     assert admitted(s.schedule(1000, 1000, BASE)) == [last]
 
 
 def test_typed_text_never_waits_for_the_share():
     s = scheduler(max_rows=8)
     s.admit_share = 1.0
-    queued(s, *(request() for _ in range(8)))
+    queued(s, *(ticket() for _ in range(8)))
     s.schedule(1000, 1000, BASE)
     s.update(s.running[:1])
-    document, typed = request(), request(priority=0)
-    queued(s, document, request(), typed)
+    document, typed = ticket(), ticket(priority=0)
+    queued(s, document, ticket(), typed)
     assert admitted(s.schedule(1000, 1000, BASE)) == [typed]  # one row free: the typed sentence takes it
 
 
 def test_typed_text_without_room_takes_it_from_the_youngest_document_sentences_and_steps_alone():
     s = scheduler(max_rows=8)
-    a, b, c, d, waiting = queued(s, request(2), request(2), request(2), request(2), request(2))
+    a, b, c, d, waiting = queued(s, ticket(2), ticket(2), ticket(2), ticket(2), ticket(2))
     s.schedule(1000, 1000, BASE)
     for sentence in s.running:  # as the runner leaves them: a block for each row
         sentence.blocks = [0, 1]
-    typed = request(4, priority=0)
+    typed = ticket(4, priority=0)
     s.add(typed)
     plan = s.schedule(1000, 1000, BASE)
-    assert admitted(plan) == [typed] and [p.request for p in plan.preempt] == [d, c]  # the youngest two
+    assert admitted(plan) == [typed] and [p.ticket for p in plan.preempt] == [d, c]  # the youngest two
     assert list(s.waiting) == [c, d, waiting]  # ahead of the documents queued after them, as admitted
-    assert [x.request for x in s.running] == [a, b, typed] and s.rows_taken == 8
+    assert [x.ticket for x in s.running] == [a, b, typed] and s.rows_taken == 8
     stepping = s.stepping()
-    assert [[x.request for x in g.sentences] for g in stepping.values()] == [[typed]]  # the documents sit out
-    s.update([x for x in s.running if x.request is typed])
-    assert [[x.request for x in g.sentences] for g in s.stepping().values()] == [[a, b]]  # and go on
+    assert [[x.ticket for x in g.sentences] for g in stepping.values()] == [[typed]]  # the documents sit out
+    s.update([x for x in s.running if x.ticket is typed])
+    assert [[x.ticket for x in g.sentences] for g in s.stepping().values()] == [[a, b]]  # and go on
 
 
 def test_no_document_sentence_joins_while_typed_text_waits_or_runs():
@@ -157,72 +158,72 @@ def test_no_document_sentence_joins_while_typed_text_waits_or_runs():
     free: their encoder passes would delay its steps."""
     s = scheduler(max_rows=16)
     s.admit_share = 0.0
-    running = queued(s, request(4))
+    running = queued(s, ticket(4))
     s.schedule(1000, 1000, BASE)
-    typed, later = request(4, priority=0), request(4)
+    typed, later = ticket(4, priority=0), ticket(4)
     queued(s, later, typed)
     assert s.typing
     assert admitted(s.schedule(1000, 1000, BASE)) == [typed]  # `later` fits, and waits
     assert s.typing and not admitted(s.schedule(1000, 1000, BASE))
-    s.update([x for x in s.running if x.request is typed])
+    s.update([x for x in s.running if x.ticket is typed])
     assert not s.typing
     assert admitted(s.schedule(1000, 1000, BASE)) == [later]
-    assert [x.request for x in s.running] == [running[0], later]
+    assert [x.ticket for x in s.running] == [running[0], later]
 
 
 def test_typed_text_takes_no_room_when_all_the_documents_would_not_make_it():
     s = scheduler(max_rows=8, cross_blocks=4)
-    a, b = queued(s, request(4, source=16), request(4, source=16))  # a cross block each
+    a, b = queued(s, ticket(4, source=16), ticket(4, source=16))  # a cross block each
     s.schedule(1000, 4, BASE)
-    typed = request(4, priority=0, source=100)  # 7 cross blocks: more than the cache has free with a and b gone
+    typed = ticket(4, priority=0, source=100)  # 7 cross blocks: more than the cache has free with a and b gone
     s.add(typed)
     plan = s.schedule(1000, 2, BASE)
-    assert not plan.admit and not plan.preempt and [x.request for x in s.running] == [a, b]
+    assert not plan.admit and not plan.preempt and [x.ticket for x in s.running] == [a, b]
     assert list(s.waiting) == [typed]
 
 
 def test_the_youngest_sentence_is_preempted_when_the_step_needs_more_blocks():
     s = scheduler(max_rows=64)
-    a, b, c = queued(s, request(4), request(4), request(4))
+    a, b, c = queued(s, ticket(4), ticket(4), ticket(4))
     plan = s.schedule(1000, 1000, BASE)
     for sentence in plan.admit:  # as the runner leaves them: at a block's end, each row's block taken
         sentence.cached = BLOCK
         sentence.blocks = list(range(4))
     # The coming step takes 4 blocks a sentence: 12 wanted, 6 free and the 4 that c gives back.
     plan = s.schedule(6, 1000, BASE)
-    assert [p.request for p in plan.preempt] == [c] and list(s.waiting) == [c]
-    assert [x.request for x in s.running] == [a, b] and plan.step
+    assert [p.ticket for p in plan.preempt] == [c] and list(s.waiting) == [c]
+    assert [x.ticket for x in s.running] == [a, b] and plan.step
     plan = s.schedule(3, 1000, BASE)  # 3 free and b's 4 leave room for a
-    assert [p.request for p in plan.preempt] == [b] and list(s.waiting) == [b, c]  # b ahead of c, as admitted
-    assert [x.request for x in s.running] == [a] and s.rows_taken == 4
+    assert [p.ticket for p in plan.preempt] == [b] and list(s.waiting) == [b, c]  # b ahead of c, as admitted
+    assert [x.ticket for x in s.running] == [a] and s.rows_taken == 4
 
 
 def test_a_sentence_admitted_where_the_step_has_no_room_is_not_started():
     s = scheduler(max_rows=64)
-    a, b = queued(s, request(4), request(4))
+    a, b = queued(s, ticket(4), ticket(4))
     plan = s.schedule(1000, 1000, BASE)
     for sentence in plan.admit:  # both at a block's end
         sentence.cached = BLOCK
         sentence.blocks = list(range(4))
-    c = request(1, prefix=2 * BLOCK + 1, max_length=40)  # fills two blocks at admission, needs a third at once
+    c = ticket(1, prefix=2 * BLOCK + 1, max_length=40)  # fills two blocks at admission, needs a third at once
     queued(s, c)
     # Admitted (10 - 8 >= 2 blocks), it would leave 8 for the 9 the step needs: it is not started.
     plan = s.schedule(10, 1000, BASE)
-    assert admitted(plan) == [] and [p.request for p in plan.preempt] == [c] and list(s.waiting) == [c]
-    assert [x.request for x in s.running] == [a, b] and s.rows_taken == 8
+    assert admitted(plan) == [] and [p.ticket for p in plan.preempt] == [c] and list(s.waiting) == [c]
+    assert [x.ticket for x in s.running] == [a, b] and s.rows_taken == 8
     plan = s.schedule(11, 1000, BASE)
     assert admitted(plan) == [c] and plan.preempt == []
     s.update(plan.admit)
     # One filling three blocks at admission would leave a and b 7 of 10: left out, it leaves them 10.
-    d = request(1, prefix=3 * BLOCK + 1, max_length=60)
+    d = ticket(1, prefix=3 * BLOCK + 1, max_length=60)
     queued(s, d)
     plan = s.schedule(10, 1000, BASE)
-    assert [p.request for p in plan.preempt] == [d] and [x.request for x in s.running] == [a, b]
+    assert [p.ticket for p in plan.preempt] == [d] and [x.ticket for x in s.running] == [a, b]
 
 
 def test_one_sentence_too_big_for_the_cache_is_an_error():
     s = scheduler(self_blocks=4)
-    queued(s, request(4))
+    queued(s, ticket(4))
     [sentence] = s.schedule(1000, 1000, BASE).admit
     sentence.cached = BLOCK
     with pytest.raises(OutOfBlocks, match="too small for one sentence"):
@@ -231,10 +232,10 @@ def test_one_sentence_too_big_for_the_cache_is_an_error():
 
 def test_out_of_memory_requeues_every_sentence_and_halves_the_rows():
     s = scheduler(max_rows=16)
-    requests = queued(s, *(request(4) for _ in range(5)))
+    requests = queued(s, *(ticket(4) for _ in range(5)))
     s.schedule(1000, 1000, BASE)
     requeued = s.shrink()
-    assert [x.request for x in requeued] == requests[3::-1]  # youngest first
+    assert [x.ticket for x in requeued] == requests[3::-1]  # youngest first
     assert list(s.waiting) == requests and s.max_rows == 8 and not s.running and not s.groups and s.rows_taken == 0
     assert admitted(s.schedule(1000, 1000, BASE)) == requests[:2]
     assert s.shrink() is not None and s.max_rows == 4
@@ -243,12 +244,12 @@ def test_out_of_memory_requeues_every_sentence_and_halves_the_rows():
 
 def test_finished_sentences_leave_and_free_their_rows():
     s = scheduler(max_rows=8)
-    greedy, beam = request(1), request(4)
+    greedy, beam = ticket(1), ticket(4)
     queued(s, greedy, beam)
     plan = s.schedule(1000, 1000, BASE)
     assert len(s.groups) == 2
     s.update([plan.admit[0]])
-    assert [x.request for x in s.running] == [beam] and s.rows_taken == 4 and len(s.groups) == 1
+    assert [x.ticket for x in s.running] == [beam] and s.rows_taken == 4 and len(s.groups) == 1
     assert not plan.admit[0].live
     s.update([plan.admit[1]])
     assert not s.running and not s.groups and s.rows_taken == 0
@@ -257,35 +258,35 @@ def test_finished_sentences_leave_and_free_their_rows():
 
 def test_a_prefix_at_its_max_length_is_done_without_a_row():
     s = scheduler()
-    done, other = queued(s, request(prefix=2, max_length=2), request())
+    done, other = queued(s, ticket(prefix=2, max_length=2), ticket())
     plan = s.schedule(1000, 1000, BASE)
-    assert plan.finished == [done] and done.result == [0, 1] and admitted(plan) == [other]
+    assert plan.finished == [(done, None)] and admitted(plan) == [other]
 
 
 def test_adapters_wait_for_a_slot_and_unusable_ones_end_their_request():
     s = scheduler()
-    broken, waits, later = queued(s, request(adapter="broken"), request(adapter="busy"), request())
+    broken, waits, later = queued(s, ticket(adapter="broken"), ticket(adapter="busy"), ticket())
 
-    def acquire(r):
-        if r.adapter == "broken":
+    def acquire(adapter):
+        if adapter == "broken":
             return "broken: no adapter_config.json"
-        return None if r.adapter == "busy" else -1
+        return None if adapter == "busy" else -1
 
     plan = s.schedule(1000, 1000, acquire)
-    assert broken.error == "broken: no adapter_config.json" and admitted(plan) == [later]  # admitted past it
+    assert plan.finished == [(broken, "broken: no adapter_config.json")] and admitted(plan) == [later]  # admitted past it
     assert list(s.waiting) == [waits]  # keeping its place until its adapter is read or a slot is free
-    plan = s.schedule(1000, 1000, lambda r: 2 if r.adapter else -1)
+    plan = s.schedule(1000, 1000, lambda adapter: 2 if adapter else -1)
     assert admitted(plan) == [waits] and [x.adapter_slot for x in plan.admit] == [2]
 
 
 def test_requests_on_an_adapter_not_ready_are_looked_past_at_most_max_rows_deep():
     s = scheduler(max_rows=3)
-    waiting = queued(s, *[request(adapter="reading") for _ in range(3)], request())
+    waiting = queued(s, *[ticket(adapter="reading") for _ in range(3)], ticket())
     asked = []
 
-    def acquire(r):
-        asked.append(r.adapter)
-        return None if r.adapter == "reading" else -1
+    def acquire(adapter):
+        asked.append(adapter)
+        return None if adapter == "reading" else -1
 
     plan = s.schedule(1000, 1000, acquire)
     assert asked == ["reading"]  # a name found not ready is not asked again
@@ -294,7 +295,7 @@ def test_requests_on_an_adapter_not_ready_are_looked_past_at_most_max_rows_deep(
 
 def test_no_step_is_planned_while_one_in_flight_ends_every_sentence():
     s = scheduler()
-    queued(s, request(max_length=5), request(max_length=8))
+    queued(s, ticket(max_length=5), ticket(max_length=8))
     s.schedule(1000, 1000, BASE)
     for sentence, length in zip(s.running, (5, 7)):
         sentence.length = length
@@ -304,49 +305,48 @@ def test_no_step_is_planned_while_one_in_flight_ends_every_sentence():
     assert s.schedule(1000, 1000, BASE, in_flight=False).step
 
 
-def test_the_schedulers_records_hold_no_tensors_while_the_runner_steps_them(translator):
-    """The scheduler plans with ids and counts: while plain and constrained sentences decode, no
-    field of a running sentence or of a group holds a tensor or a table of the device's (the step
-    runner keeps those, by group)."""
-    import torch
-
-    from dragoman.engine.constrained_search import ConstraintTables
+def test_the_schedulers_records_hold_ids_and_counts_while_the_runner_steps_them(translator, monkeypatch):
+    """The scheduler plans with ids and counts: while plain and constrained sentences decode, every
+    field of a waiting ticket, a running sentence and a group is a number, a flag, a name, a list of
+    block or row ids, a ticket, or the sentences of a group: no request, no options, no tokens, no
+    tensor (the generator and the step runner keep those)."""
     from dragoman.engine.decoding import DecodingOptions
+    from dragoman.engine.kv_cache import Sequence
+    from dragoman.engine.scheduler import Sentence
 
     generator, tok = translator.generator, translator.tokenizer
     options = DecodingOptions(num_beams=2, max_length=12)
     requests = [Request(tok.encode_source(text, "eng_Latn"), tok.decoder_prefix("fra_Latn"), options, 1,
                         constraints=[tok.encode_target_start("le monde")] if i % 2 else None)
-                for i, text in enumerate(["Hello world.", "The red house.", "A small cat.", "Good morning."])]
+                for i, text in enumerate(["Hello world.", "The red house.", "A small cat.", "Good morning.", "Yes."])]
+    monkeypatch.setattr(generator, "max_rows", 8)  # some wait while the others run
     seen = []
 
-    def device_side(value) -> bool:
-        values = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
-        return any(isinstance(v, (torch.Tensor, ConstraintTables)) for v in values)
+    def counts_and_ids(value) -> bool:
+        if isinstance(value, (list, tuple)):
+            return all(isinstance(v, int) for v in value)
+        if isinstance(value, dict):
+            return all(isinstance(v, Sentence) for v in value)
+        return value is None or isinstance(value, (int, str, Ticket, Sequence))
 
     def look(idle: bool) -> list | None:  # the feed: asked at every step
         scheduler = generator.scheduler
-        for record in [*scheduler.running, *scheduler.groups.values()]:
+        for record in [*scheduler.waiting, *scheduler.running, *scheduler.groups.values()]:
             seen.append(type(record).__name__)
-            assert not any(device_side(v) for v in vars(record).values()), vars(record)
+            assert all(counts_and_ids(v) for v in vars(record).values()), vars(record)
         return None if idle else []
 
     generator.run(requests, feed=look)
-    assert {"Sentence", "Group"} <= set(seen) and all(r.result for r in requests)
+    assert {"Ticket", "Sentence", "Group"} <= set(seen) and all(r.result for r in requests)
 
 
 def constrained(**kwargs):
-    """A document request whose search is constrained (its constraints checked, as the generator does)."""
-    from dragoman.engine.constraints import Constraints
-
-    r = request(**kwargs)
-    r.constraints = [[7, 8]]
-    r.checked_constraints = Constraints(r.constraints, eos_id=2)
-    return r
+    """A document request whose search is constrained."""
+    return ticket(constrained=True, **kwargs)
 
 
 def finish(s, *requests):
-    s.update([sentence for sentence in s.running if sentence.request in requests])
+    s.update([sentence for sentence in s.running if sentence.ticket in requests])
 
 
 def kinds_running(s):
@@ -355,15 +355,15 @@ def kinds_running(s):
 
 def test_a_documents_plain_sentences_wait_ahead_of_its_constrained_ones_and_never_step_with_them():
     s = scheduler(max_rows=8)
-    c1, p1, c2, p2 = queued(s, constrained(beams=2), request(2), constrained(beams=2), request(2))
+    c1, p1, c2, p2 = queued(s, constrained(beams=2), ticket(2), constrained(beams=2), ticket(2))
     assert list(s.waiting) == [p1, p2, c1, c2]  # plain first, each kind in its order
     assert admitted(s.schedule(1000, 1000, BASE)) == [p1, p2]  # rows for all, but not beside them
-    p3 = queued(s, request(2))[0]
+    p3 = queued(s, ticket(2))[0]
     finish(s, p1)
     assert admitted(s.schedule(1000, 1000, BASE)) == [p3] and kinds_running(s) == {False}
     finish(s, p2, p3)  # the plain ones have drained: the constrained ones' turn
     assert admitted(s.schedule(1000, 1000, BASE)) == [c1, c2] and kinds_running(s) == {True}
-    p4 = queued(s, request(2))[0]
+    p4 = queued(s, ticket(2))[0]
     assert list(s.waiting) == [p4] and admitted(s.schedule(1000, 1000, BASE)) == []  # nor plain beside constrained
     finish(s, c1, c2)
     assert admitted(s.schedule(1000, 1000, BASE)) == [p4]
@@ -374,7 +374,7 @@ def test_with_kinds_together_a_documents_kinds_share_steps(monkeypatch):
     constrained sentence joins plain ones where rows are free."""
     monkeypatch.setattr("dragoman.engine.scheduler.KINDS_APART", False)
     s = scheduler(max_rows=8)
-    c1, p1, p2 = queued(s, constrained(beams=2), request(2), request(2))
+    c1, p1, p2 = queued(s, constrained(beams=2), ticket(2), ticket(2))
     assert admitted(s.schedule(1000, 1000, BASE)) == [p1, p2, c1] and kinds_running(s) == {False, True}
 
 
@@ -382,22 +382,22 @@ def test_typed_text_steps_beside_either_kind():
     s = scheduler(max_rows=8)
     c = queued(s, constrained(beams=2))[0]
     s.schedule(1000, 1000, BASE)
-    typed = queued(s, request(2, priority=0))[0]
+    typed = queued(s, ticket(2, priority=0))[0]
     assert admitted(s.schedule(1000, 1000, BASE)) == [typed]
 
 
 def test_a_kind_held_too_long_gets_its_turn_once_the_running_kind_drains(monkeypatch):
     monkeypatch.setattr("dragoman.engine.scheduler.HELD_STEPS", 2)
     s = scheduler(max_rows=8)
-    running = queued(s, request(2))
+    running = queued(s, ticket(2))
     s.schedule(1000, 1000, BASE)
     held = queued(s, constrained(beams=2))[0]
     for _ in range(3):  # plain sentences keep coming: each is admitted as one finishes, the constrained one passed over
-        more = queued(s, request(2))[0]
+        more = queued(s, ticket(2))[0]
         assert admitted(s.schedule(1000, 1000, BASE)) == [more]
         finish(s, running[0])
         running = [more]
-    late = queued(s, request(2))[0]
+    late = queued(s, ticket(2))[0]
     assert admitted(s.schedule(1000, 1000, BASE)) == []  # its turn: no more plain rows
     finish(s, running[0])
     assert admitted(s.schedule(1000, 1000, BASE)) == [held]
@@ -408,13 +408,13 @@ def test_a_kind_held_too_long_gets_its_turn_once_the_running_kind_drains(monkeyp
 def test_a_turn_ends_when_those_it_was_for_are_withdrawn(monkeypatch):
     monkeypatch.setattr("dragoman.engine.scheduler.HELD_STEPS", 0)
     s = scheduler(max_rows=8)
-    queued(s, request(2))
+    queued(s, ticket(2))
     s.schedule(1000, 1000, BASE)
     held = queued(s, constrained(beams=2))[0]
-    plain = queued(s, request(2))[0]
+    plain = queued(s, ticket(2))[0]
     assert admitted(s.schedule(1000, 1000, BASE)) == [plain]  # passed over once: its turn from now on
-    s.withdraw({held})
-    late = queued(s, request(2))[0]
+    s.withdraw({held.id})
+    late = queued(s, ticket(2))[0]
     assert admitted(s.schedule(1000, 1000, BASE)) == [late]
 
 
@@ -423,7 +423,7 @@ def test_queueing_a_request_walks_over_no_other(monkeypatch):
     each with one look at its own key (the engine's thread queues every sentence of a document)."""
     s = scheduler()
     held = [constrained() for _ in range(2000)]
-    plain = [request() for _ in range(2000)]
+    plain = [ticket() for _ in range(2000)]
     looks = []
     real = scheduler_module.queue_key
     monkeypatch.setattr(scheduler_module, "queue_key", lambda r: looks.append(r) or real(r))
@@ -433,5 +433,5 @@ def test_queueing_a_request_walks_over_no_other(monkeypatch):
     assert s.waiting[1999] is plain[-1] and s.waiting[2000] is held[0]
     del s.waiting[2000]
     s.waiting.appendleft(held[0])  # requeued: ahead of its own kind, behind the plain ones
-    s.waiting.remove({plain[0], held[1]})
+    s.waiting.remove({plain[0].id, held[1].id})
     assert list(s.waiting) == plain[1:] + [held[0]] + held[2:]

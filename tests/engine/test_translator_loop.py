@@ -112,10 +112,10 @@ def test_while_typed_text_runs_no_document_sentence_joins_is_tokenized_or_report
     typed_pending = threading.Event()  # from its submission to its translation
     admit, take, done = runner.admit, Submission.take, Submission._done
 
-    def watched_admit(sentences, *args):
+    def watched_admit(sentences, requests, *args):
         if typed_pending.is_set():
-            while_typing.append(("admitted", [s.request.priority for s in sentences]))
-        return admit(sentences, *args)
+            while_typing.append(("admitted", [r.priority for r in requests]))
+        return admit(sentences, requests, *args)
 
     def watched_take(submission, count):
         taken = take(submission, count)
@@ -168,9 +168,9 @@ def test_typed_text_that_comes_as_a_step_is_read_back_runs_in_the_next_step(make
     events = []  # ("launch", priorities of the step's sentences), ("admit", priorities), ("typed",)
     launch, admit = runner.launch, runner.admit
     monkeypatch.setattr(runner, "launch", lambda groups: events.append(
-        ("launch", {s.request.priority for g in groups.values() for s in g.sentences})) or launch(groups))
+        ("launch", {s.ticket.priority for g in groups.values() for s in g.sentences})) or launch(groups))
     monkeypatch.setattr(runner, "admit", lambda sentences, *args: events.append(
-        ("admit", [s.request.priority for s in sentences])) or admit(sentences, *args))
+        ("admit", [s.ticket.priority for s in sentences])) or admit(sentences, *args))
     submitted = []
     steps = 0
 

@@ -5,9 +5,12 @@ bench.checkpoint`, or a real one).
 Both go through `Translator.submit`, as the window's typed text and documents do: the document
 (`--sentences` of 10-60 words, beam 4, 40 new tokens, DOCUMENT priority) is submitted once and never
 stopped; each typed sentence (beam 4, 32 new tokens, TYPED) joins its running batch at the next
-step. Output lengths are forced, so random weights do the work of real ones. Prints the median of
-`--repeats` typed sentences each way, their ratio, and whether the document was still decoding when
-the last typed sentence came back (else the second figure measured nothing).
+step. Output lengths are forced, so random weights do the work of real ones. Each typed sentence
+comes as the window's does, after a keystroke told the engine to expect it (`expect_typing`: the
+document's steps are no longer queued two deep); beside the document also without one, as the
+server's and the command line's come. Prints the median of `--repeats` typed sentences each way,
+their ratio, and whether the document was still decoding when the last typed sentence came back
+(else the second figure measured nothing).
 
 `--through-app PAGES`: as the window does it, through the app's pipeline with its translation
 memory and cache (of a new data folder): the document a .docx book of bench.docx_book (formatting,
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from dragoman.engine import Translator
 
 TYPED_TEXT = "The quick brown fox jumps over the lazy dog while the children watch from the window."
+KEYSTROKE_LEAD_S = 0.01  # a document step takes a few milliseconds at most: its queue has drained by then
 WORDS = ("the river house green small reads book city light morning translation engine window people "
          "water always before after between because system document sentence").split()
 
@@ -63,9 +67,9 @@ class LoopTimeline:
                 handle.subscribe(None, lambda i, translation: self.events.append((time.perf_counter(), "done", 0.0)))
             return handle
 
-        def admitted(sentences, alone, group):
+        def admitted(sentences, requests, alone, group):
             start = time.perf_counter()
-            admit(sentences, alone, group)
+            admit(sentences, requests, alone, group)
             self.events.append((start, "typed admitted" if group.typed else "document admitted",
                                 (time.perf_counter() - start) * 1e3))
 
@@ -103,9 +107,20 @@ class LoopTimeline:
         return found
 
 
-def typed_ms(translator: Translator, options, repeats: int) -> list[float]:
+def keystroke(translator: Translator) -> None:
+    """What the window's keystrokes tell the engine before it translates (`expect_typing`), then a
+    pause long enough for a document's queued steps to drain (the window's is 0.4 s)."""
+    translator.expect_typing()
+    time.sleep(KEYSTROKE_LEAD_S)
+
+
+def typed_ms(translator: Translator, options, repeats: int, announced: bool = True) -> list[float]:
+    """Each typed sentence's milliseconds from its submission to its translation; `announced`: as
+    the window does, a keystroke's `expect_typing` comes first (`KEYSTROKE_LEAD_S` before)."""
     found = []
     for _ in range(repeats):
+        if announced:
+            keystroke(translator)
         start = time.perf_counter()
         translator.submit(TranslationRequest([TYPED_TEXT], "eng_Latn", "fra_Latn", options, priority=TYPED,
                                              partials=True)).result()
@@ -119,6 +134,7 @@ def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int) -> l
 
     found = []
     for i in range(first, first + repeats):
+        keystroke(pipeline.translator)
         start = time.perf_counter()
         pipeline.translate(TranslationJob([f"{TYPED_TEXT[:-1]} number {i}."], "eng_Latn", "fra_Latn", options))
         found.append((time.perf_counter() - start) * 1e3)
@@ -219,6 +235,7 @@ def main() -> None:
     mark = timeline.mark() if timeline is not None else 0
     beside = typed_ms(translator, typed, args.repeats)
     beside_timeline = timeline.typed_since(mark) if timeline is not None else None
+    unannounced = typed_ms(translator, typed, args.repeats, announced=False)
     still_running = not running.done()
     running.result()
     document_s = time.perf_counter() - start
@@ -227,6 +244,8 @@ def main() -> None:
         "typed_alone_ms": statistics.median(alone),
         "typed_beside_document_ms": statistics.median(beside),
         "ratio": statistics.median(beside) / statistics.median(alone),
+        # as the server's and the command line's typed text comes: no keystroke before it
+        "typed_beside_document_unannounced_ms": statistics.median(unannounced),
         "document_sentences": args.sentences,
         "document_still_running_after_the_last_typed": still_running,
         "document_sentences_per_s": args.sentences / document_s,

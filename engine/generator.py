@@ -238,6 +238,7 @@ class Generator:
         requests: list[Request],
         feed: Callable[[bool], list[Request] | None] | None = None,
         arrived: Callable[[], bool] | None = None,
+        expecting_typed: Callable[[], bool] | None = None,
     ) -> list[Request]:
         """Translate all requests to completion (each gets `.result`), admitting them as memory
         allows; returns them, and those `feed` gave, in that order.
@@ -251,7 +252,10 @@ class Generator:
         Each request's `on_done` runs likewise while the device works, once its result is set.
         `arrived()`, where given, says whether `feed` has new requests; it is asked before each step
         is planned, so that one that came while the host read the last step's report (typed text)
-        is planned into the next step, not (pipelined) into the one after."""
+        is planned into the next step, not (pipelined) into the one after. `expecting_typed()`, where
+        given, says whether typed text is expected soon (a person is typing): meanwhile each document
+        step is finished before the next is launched, so that typed text that comes waits for the
+        one step in flight, not for the one queued behind it too."""
         for request in requests:
             self._check_request(request)
         everything = list(requests)
@@ -304,7 +308,9 @@ class Generator:
                     self._shrink(e)
                     pending = None  # its sentences were requeued
                     continue
-                if self.pipelined:  # `launched` runs while the host finishes the step before it
+                # Typed text's own steps stay pipelined: only a document's wait for it.
+                pipelined = self.pipelined and (expecting_typed is None or scheduler.typing or not expecting_typed())
+                if pipelined:  # `launched` runs while the host finishes the step before it
                     finishing, pending = [pending], launched
                     pull()
                 else:
@@ -316,7 +322,7 @@ class Generator:
                 for sentence in left:
                     runner.release(sentence)
                 scheduler.update(left)
-                if not self.pipelined:
+                if not pipelined:
                     pull()
         except BaseException:
             # An error from the caller's feed or on_done, or any other, ends the run: the sentences

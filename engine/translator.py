@@ -25,6 +25,7 @@ import hashlib
 import itertools
 import sys
 import threading
+import time
 import unicodedata
 import weakref
 from pathlib import Path
@@ -66,6 +67,9 @@ GIL_SWITCH_S = 0.0005
 # Steps of a run after which the work left for a free moment (Generator.packing) is done a piece a
 # step: a run that long gains more from prepacked weights than the packing costs it.
 PACK_AFTER_STEPS = 64
+# How long a keystroke's `expect_typing` lasts: the window translates 0.4 s after the last keystroke,
+# and typed text then decodes in tens of milliseconds.
+TYPING_EXPECTED_S = 1.0
 
 
 class ModelOutputError(RuntimeError):
@@ -196,6 +200,7 @@ class EngineLoop:
         self._steps = 0  # the feeds of the run going on: its steps
         # Whether typed text waits or decodes: set by `submit` and at each step, read by any thread.
         self.typing = False
+        self._typing_expected_until = 0.0  # `expect_typing`: time.monotonic() until which typed text is likely
         self._build: Callable[[], Generator] | None = build  # dropped once called: it may hold the weights
         self._error: BaseException | None = None
         self._ready = False
@@ -216,6 +221,14 @@ class EngineLoop:
             self._inbox.append(submission)
             self.typing = self.typing or submission.priority == TYPED
             self._wake.notify_all()
+
+    def expect_typing(self, seconds: float) -> None:
+        """Typed text is likely within `seconds` (any thread): meanwhile steps are not pipelined
+        (`Generator.run`'s `expecting_typed`)."""
+        self._typing_expected_until = time.monotonic() + seconds
+
+    def typing_expected(self) -> bool:
+        return time.monotonic() < self._typing_expected_until
 
     @property
     def closed(self) -> bool:
@@ -263,7 +276,7 @@ class EngineLoop:
             try:
                 self._steps = 0
                 # Looked up at each run, so that a test can watch it.
-                self.generator.run([], self._feed, lambda: bool(self._inbox))
+                self.generator.run([], self._feed, lambda: bool(self._inbox), self.typing_expected)
             except BaseException as e:  # out of memory for one sentence, a bug: its handles fail, the loop goes on
                 for submission in self._active:
                     submission.handle.fail(e)
@@ -461,6 +474,13 @@ class Translator:
             forced_eos_id=g.forced_eos_id,
         )
         return options.with_changes(**{k: v for k, v in overrides.items() if v is not None})
+
+    def expect_typing(self, seconds: float = TYPING_EXPECTED_S) -> None:
+        """A person is typing: typed text is likely within `seconds` (any thread; the window says so
+        at each keystroke). Meanwhile the engine finishes each step before it launches the next, so
+        that typed text waits for the one document step in flight only; documents decode a little
+        slower."""
+        self.loop.expect_typing(seconds)
 
     def submit(self, request: TranslationRequest) -> TranslationHandle:
         """Queue `request` on the engine's loop (`EngineLoop`) from any thread; its texts

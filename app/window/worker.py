@@ -147,6 +147,13 @@ class EngineWorker(QThread):
         self._put(_FIRST if typed else _DOCUMENTS, (job_id, job))
         return job_id
 
+    def expect_typing(self) -> None:
+        """A keystroke in the source pane: typed text is likely soon, and the engine makes ready for
+        it (`Translator.expect_typing`). Called on the window's thread: it only sets a time."""
+        translator = self.translator
+        if translator is not None:
+            translator.expect_typing()
+
     def find_alternatives(self, job: TranslationJob, sentence: str) -> int:
         """Queue the search for `sentence`'s alternatives; returns the id `alternatives_found` (or
         `failed`) carries."""

@@ -30,6 +30,7 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
     assert out["typed_alone_ms"] > 0 and out["typed_beside_document_ms"] > 0
     assert out["ratio"] == pytest.approx(out["typed_beside_document_ms"] / out["typed_alone_ms"])
     assert out["document_still_running_after_the_last_typed"]
+    assert through_app or out["typed_beside_document_unannounced_ms"] > 0
     # Each typed sentence beside the document, as the engine's loop saw it: admitted, then its 31
     # steps after the first token (32 forced), within its whole time.
     assert len(out["beside_timeline"]) == 2

@@ -195,6 +195,40 @@ def test_typed_text_that_comes_as_a_step_is_read_back_runs_in_the_next_step(make
     small.teardown()
 
 
+@pytest.mark.parametrize("typing", [False, True], ids=["nobody typing", "a person typing"])
+def test_while_typed_text_is_expected_no_step_is_queued_behind_another(make_translator, monkeypatch, typing):
+    """Pipelined, the host launches a step before it reads the one before, so typed text that comes
+    waits on the device for two document steps. While a person types (`expect_typing`, at each
+    keystroke in the window) each step is read before the next is launched: one in flight at most,
+    the same translations."""
+    small = make_translator(max_rows=16)
+    monkeypatch.setattr(small.generator, "pipelined", True)
+    options = small.default_options(num_beams=4, max_length=30)
+    runner = small.generator.runner
+    launch, finish = runner.launch, runner.finish
+    in_flight, most = set(), []
+
+    def launching(groups):
+        step = launch(groups)
+        in_flight.add(id(step))
+        most.append(len(in_flight))
+        return step
+
+    def finishing(step):
+        in_flight.discard(id(step))
+        return finish(step)
+
+    monkeypatch.setattr(runner, "launch", launching)
+    monkeypatch.setattr(runner, "finish", finishing)
+    if typing:
+        small.expect_typing(600)
+    got = small.submit(TranslationRequest(TEXTS[:4], "eng_Latn", "fra_Latn", options)).result(timeout=300)
+    assert max(most) == (1 if typing else 2)
+    monkeypatch.setattr(small.generator, "pipelined", False)
+    assert texts(got) == texts(small.translate_full(TEXTS[:4], "eng_Latn", "fra_Latn", options))
+    small.teardown()
+
+
 def test_errors_fail_their_handle_only(translator):
     from dragoman.engine import UnknownLanguageError
 

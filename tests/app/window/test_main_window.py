@@ -123,6 +123,17 @@ def test_typing_shows_the_engines_translation(qtbot, open_window, settings, tran
     assert "CPU, float32" in window.model_label.text()
 
 
+def test_each_keystroke_tells_the_engine_that_typed_text_is_coming(qtbot, open_window, settings):
+    """So that the engine stops queueing a running document's steps two deep until the typed text
+    comes (engine/translator.py's `expect_typing`)."""
+    window = open_window(settings)
+    loop = window.worker.translator.loop
+    loop.expect_typing(0)
+    assert not loop.typing_expected()
+    qtbot.keyClicks(window.source, "H")
+    assert loop.typing_expected()
+
+
 def test_each_line_is_a_segment_and_blank_lines_stay(qtbot, open_window, settings, translator):
     window = open_window(settings)
     translated(qtbot, window, lambda: window.source.setPlainText("Hello world.\n\nThe cat reads."))

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton
+from dragoman.kernels.dispatch import dispatch
 
 
 @triton.jit
@@ -106,3 +107,11 @@ def add_layer_norm_ref(x, residual, weight, bias, eps):
     weight, bias = weight.to(compute_dtype), bias.to(compute_dtype)
     normed = F.layer_norm(summed.to(compute_dtype), (x.shape[-1],), weight, bias, eps)
     return summed, normed.to(x.dtype)
+
+
+def add_layer_norm(x, residual, weight, bias, eps, lead=False):
+    """Returns (summed, normed): summed = x + residual in x's dtype (x itself when residual is
+    None), normed = layer_norm(summed) * weight + bias with float32 statistics. `lead`: the kernel
+    after reads nothing but weights before waiting, so may start first (kernels/_triton.py)."""
+    return dispatch(lambda: add_layer_norm_triton(x, residual, weight, bias, eps, lead),
+                    lambda: add_layer_norm_ref(x, residual, weight, bias, eps), x)

@@ -32,6 +32,7 @@ sentence the device would finish its encoder first and wait for the host's launc
 import torch
 
 from dragoman.kernels._triton import tl, triton
+from dragoman.kernels.dispatch import dispatch
 
 
 @triton.jit
@@ -135,3 +136,13 @@ def admit_rows_ref(new, state, block_size, blocked):
     cross_slots[r, : slots.shape[1]] = slots
     cross_len[r] = source_lengths
     limit[r] = limits
+
+
+def admit_rows(new, state, block_size, blocked):
+    """Sets up the rows new.rows (n,) of newly admitted sentences (`new` an AdmittedRows): each one's
+    decoder prefix, an empty cache (or, where its prior offset is nonzero, position 0 in the first
+    block of the row that feeds it in the sentence's first step), HF's starting beam score (0 for
+    beam 0, else `blocked`), no finished hypothesis, its adapter, its first block where it has one,
+    the cross-attention slots of its source (blocks of `block_size` slots) and its length, and its
+    sentence's max_length. `state` (a RowState) is updated in place (kernels/admit_rows.py)."""
+    dispatch(admit_rows_triton, admit_rows_ref, new.rows, new, state, block_size, blocked)

@@ -27,6 +27,7 @@ read one element at a time.
 import torch
 
 from dragoman.kernels._triton import tl, triton
+from dragoman.kernels.dispatch import dispatch
 
 # Above every column: marks columns that are not the max.
 _NO_COLUMN = tl.constexpr(2**31 - 1)
@@ -132,3 +133,9 @@ def argmax_ref(logits):
         rows = logits[with_nan]
         indices[with_nan] = rows.masked_fill(rows.isnan(), float("-inf")).argmax(dim=-1)
     return indices
+
+
+def argmax(logits):
+    """logits (N, V), last dim contiguous: (N,) int64, each row's column of its largest value,
+    lowest column on ties, first NaN where there is one (torch.argmax's rule)."""
+    return dispatch(argmax_triton, argmax_ref, logits, logits)

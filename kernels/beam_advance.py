@@ -64,6 +64,7 @@ sentence.
 import torch
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.dispatch import dispatch
 from dragoman.kernels.logsoftmax_topk import EMPTY_KEY, sort_key
 
 NEG_INF = float("-inf")
@@ -350,3 +351,17 @@ def beam_advance_ref(values, tokens, rows, eos_from, state, penalty, *, eos_id, 
     finished[rows] = done[:, None].expand(S, B)
     kv_len[rows] = cur_len.int()[:, None].expand(S, B)
     return done
+
+
+def beam_advance(values, tokens, rows, eos_from, state, penalty, *, eos_id, early_stopping, blocked, width):
+    """One step of HF's beam search after `logsoftmax_topk(logits, 2B + 1)`, for S sentences of B beams in
+    rows (S, B) int64: values, tokens (S * B, 2B + 1) each row's best log-probs, descending, and their
+    tokens. A sentence's hypotheses' length n is state.kv_len[its first row], and becomes every one of
+    its rows'; `</s>` is not allowed while n < eos_from. Updates the rows' state (a RowState) in place:
+    score, fin_score; hyp, fin_hyp and kv_slots over positions [0, n], n < width; fin_len; improvable
+    at each sentence's first row; finished, every row of a sentence done; and returns done (S,) bool.
+    A sentence's max_length is state.limit at its first row. penalty (T + 1,) float32: n **
+    length_penalty; early_stopping 0 (False), 1 (True), 2 ("never" and a positive length penalty);
+    blocked: HF's -1e9. Ties go to the lower beam, then the better-ranked token."""
+    return dispatch(beam_advance_triton, beam_advance_ref, values, values, tokens, rows, eos_from, state, penalty,
+                    eos_id=eos_id, early_stopping=early_stopping, blocked=blocked, width=width)

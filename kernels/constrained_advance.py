@@ -47,6 +47,7 @@ import torch
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
 from dragoman.kernels.beam_advance import merge_finished, still_improvable
+from dragoman.kernels.dispatch import dispatch
 from dragoman.kernels.logsoftmax_topk import EMPTY_KEY, _key_value_and_column, sort_key
 
 NEG_INF = float("-inf")
@@ -639,3 +640,19 @@ def constrained_advance_triton(top_values, top_tokens, own_values, rows, met, ta
         CHAINED=chained, num_warps=NUM_WARPS, **launch_options(chained),
     )
     return done
+
+
+def constrained_advance(top_values, top_tokens, own_values, rows, met, tables, state, penalty, *, eos_id,
+                        forced_eos_id, capacity, early_stopping, blocked, vocab, width):
+    """One step of lexically constrained beam search (dynamic beam allocation) after the rows'
+    log-softmax + top-k, for S sentences of W rows in rows (S, W) int64: top_values, top_tokens
+    (S * W, K1 >= 2W) each row's best processed log-probs, descending, and their tokens; own_values
+    (S * W, J) those of its sentence's constraint tokens tables.tokens; met (R, >= C) int32 the rows'
+    met counts; tables a ConstraintTensors. Updates met and the rows' state (a RowState) as
+    beam_advance does, the first `capacity` rows holding the finished hypotheses, and returns done
+    (S,) bool. forced_eos_id: -1 for none; vocab: the logits' width. A group too wide for the kernel
+    (many constraints, `fits_kernel`) runs the reference on a GPU too (kernels/constrained_advance.py)."""
+    kernel = constrained_advance_triton if fits_kernel(rows, top_values, tables) else constrained_advance_ref
+    return dispatch(kernel, constrained_advance_ref, rows, top_values, top_tokens, own_values,
+                    rows, met, tables, state, penalty, eos_id=eos_id, forced_eos_id=forced_eos_id, capacity=capacity,
+                    early_stopping=early_stopping, blocked=blocked, vocab=vocab, width=width)

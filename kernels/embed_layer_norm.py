@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton
 from dragoman.kernels.add_layer_norm import layer_norm_row, norm_params_then_wait
+from dragoman.kernels.dispatch import dispatch
 
 
 @triton.jit
@@ -70,3 +71,15 @@ def embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset
     compute_dtype = torch.promote_types(x.dtype, torch.float32)
     normed = F.layer_norm(x.to(compute_dtype), (x.shape[-1],), weight.to(compute_dtype), bias.to(compute_dtype), eps)
     return x, normed.to(x.dtype)
+
+
+def embed_layer_norm(tokens, positions, table, scale, position_table, offset, weight, bias, eps, lead=False):
+    """Returns (x, normed) (N, C): x = table[tokens] * scale + position_table[positions + offset],
+    each rounded to the tables' dtype, and normed = layer_norm(x) * weight + bias with float32
+    statistics. tokens, positions (N,) integer. `lead` as in add_layer_norm."""
+    return dispatch(
+        lambda: embed_layer_norm_triton(tokens, positions, table, scale, position_table, offset, weight, bias, eps,
+                                        lead),
+        lambda: embed_layer_norm_ref(tokens, positions, table, scale, position_table, offset, weight, bias, eps),
+        table,
+    )

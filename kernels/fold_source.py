@@ -26,6 +26,7 @@ adding far less to the encoder graph than the torch products did (docs/performan
 import torch
 
 from dragoman.kernels._triton import tl, triton
+from dragoman.kernels.dispatch import dispatch
 
 BLOCK_C = 64  # columns of C a program covers
 
@@ -104,3 +105,11 @@ def fold_source_ref(k, v, wq, bq, wo, length, a, c, b):
     a.copy_(torch.einsum("lshd,lhdc->lhsc", keys, wq.to(compute).view(L, H, D, C)).reshape(L, H * S, C))
     c.copy_(torch.einsum("lshd,lhd->lhs", keys, bq.to(compute).view(L, H, D)).reshape(L, H * S))
     b.copy_(torch.einsum("lchd,lshd->lchs", wo.to(compute).view(L, C, H, D), values).reshape(L, C, H * S))
+
+
+def fold_source(k, v, wq, bq, wo, length, a, c, b):
+    """One sentence's cross K/V k, v (L, T, H, D), the first `length` (1,) int32 of T its tokens,
+    folded into every layer's q weights and bias wq (L, C, C), bq (L, C) and output weights wo:
+    writes a (L, H * S, C), c (L, H * S) float32 and b (L, C, H * S) in place, S >= T slots a head
+    (kernels/fold_source.py)."""
+    dispatch(fold_source_triton, fold_source_ref, k, k, v, wq, bq, wo, length, a, c, b)

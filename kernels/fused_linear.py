@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from dragoman.kernels._triton import (
     ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, prefetch_l2, sum_splits, tl, triton, wait_for_inputs,
 )
+from dragoman.kernels.dispatch import dispatch, use_triton
 from dragoman.kernels.gpu_profile import DeviceProfile, profile_of
 
 
@@ -313,3 +314,15 @@ def fused_linear_ref(x, weight, bias=None, relu=False):
     bias, then ReLU if `relu`: (M, N) in x's dtype."""
     y = F.linear(x, weight, bias)
     return F.relu(y) if relu else y
+
+
+def fused_linear_holds_weights(weight, M):
+    """Whether `fused_linear` of x (M, K) and `weight` (N, K) reads only its weights before waiting
+    for the kernel before it (so a norm before it may launch with `lead`)."""
+    return use_triton(weight) and holds_weights(weight, M)
+
+
+def fused_linear(x, weight, bias=None, relu=False):
+    """x (M, K) @ weight (N, K)^T + bias, then ReLU if `relu`: (M, N) in x's dtype. For few rows:
+    at hundreds of rows cuBLAS is faster."""
+    return dispatch(fused_linear_triton, fused_linear_ref, x, x, weight, bias, relu)

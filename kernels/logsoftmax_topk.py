@@ -30,6 +30,7 @@ comes out NaN (one of them among its columns), so that healthy rows take no extr
 import torch
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.dispatch import dispatch
 
 INF = float("inf")
 
@@ -206,3 +207,9 @@ def _top_columns_with_ties(logits, k):
     counts = torch.bincount(rows, minlength=N)  # (N,) candidates per row
     rank = torch.arange(len(rows), device=logits.device) - (counts.cumsum(0) - counts)[rows]  # (M,)
     return cols[rank < k].view(N, k)  # (N, k)
+
+
+def logsoftmax_topk(logits, k):
+    """Returns (values (N, k) float32, indices (N, k) int64, lse (N,) float32): each row's k
+    largest log-softmax values, descending, equal logits lowest index first."""
+    return dispatch(logsoftmax_topk_triton, logsoftmax_topk_ref, logits, logits, k)

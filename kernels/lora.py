@@ -18,6 +18,7 @@ in it, so a tile costs one small matmul per distinct adapter, none for base-mode
 import torch
 
 from dragoman.kernels._triton import tl, triton
+from dragoman.kernels.dispatch import dispatch
 
 
 @triton.jit
@@ -128,3 +129,10 @@ def lora_ref(x, y, a, b, scale, slots):
         delta = (x.index_select(0, rows) @ a[s].T) @ b[s].T * scale[s].to(x.dtype)  # (m, N)
         y.index_add_(0, rows, delta.to(y.dtype))
     return y
+
+
+def lora(x, y, a, b, scale, slots):
+    """Adds each row's LoRA delta to y (M, N) in place and returns it: y[i] += scale[s] *
+    (x[i] @ a[s]^T) @ b[s]^T with s = slots[i] (int32, (M,)), rows with s = -1 untouched. x (M, K);
+    a (S, R, K) and b (S, N, R) the slots' stacked matrices, in x's dtype; scale (S,) float32."""
+    return dispatch(lora_triton, lora_ref, x, x, y, a, b, scale, slots)

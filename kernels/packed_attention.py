@@ -20,6 +20,7 @@ queries) streams the keys of the block's sources with an online softmax.
 import torch
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.dispatch import dispatch
 
 BLOCK_Q = 32  # queries a program
 BLOCK_KEYS = 32  # keys an iteration
@@ -111,3 +112,10 @@ def packed_attention_ref(qkv, starts, scale, heads, sources=None):
         weights = torch.softmax(torch.einsum("qhd,khd->hqk", q, k) * scale, dim=-1)  # (H, n, n)
         out[lo:hi] = torch.einsum("hqk,khd->qhd", weights, v).reshape(hi - lo, C).to(qkv.dtype)
     return out
+
+
+def packed_attention(qkv, starts, scale, heads, sources=None):
+    """Self-attention within each source of qkv (T, 3C) packed one after another, source b its
+    tokens starts[b] .. starts[b + 1] - 1 (starts (B + 1,) int32): (T, C). `sources` (T,) int32:
+    each token's source, for many sources (kernels/packed_attention.py)."""
+    return dispatch(packed_attention_triton, packed_attention_ref, qkv, qkv, starts, scale, heads, sources)

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.dispatch import dispatch
 from dragoman.kernels.row_state import NewTokens
 
 
@@ -267,3 +268,13 @@ def attend(q, keys, values, valid, scale):
         scale=scale,
     )  # (N, H, G, D)
     return out.transpose(1, 2).to(q.dtype)  # (N, G, H, D)
+
+
+def slot_attention(q, k, v, slot_table, rows, lens, scale, new: NewTokens | None = None):
+    """Decode attention over one layer's cache of token slots. q (N, H, D); k, v (slots, H, D); row
+    i reads the first lens[i] slots of slot_table[rows[i]] (slot_table (R, T) int32, rows (N,),
+    lens (N,) int32, current token included). Given `new` (a NewTokens), first stores row i's new
+    token in the cache at new.write_slots[i] (in place), which must be row i's last slot; then
+    new.priors may name the row j whose new token is row i's position before last (-1: none).
+    Returns (N, H, D) in q's dtype."""
+    return dispatch(slot_attention_triton, slot_attention_ref, q, q, k, v, slot_table, rows, lens, scale, new)

@@ -21,6 +21,7 @@ tensor-core `tl.dot` takes), as GQA flash-decoding kernels do for the query head
 import torch
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.dispatch import dispatch
 from dragoman.kernels.slot_attention import attend, check_inputs, gather_rows
 
 
@@ -142,3 +143,11 @@ def source_attention_ref(q, k, v, slot_table, rows, lens, scale, group):
     assert N % group == 0, "rows must come in whole runs of `group`"
     keys, values, valid = gather_rows(k, v, slot_table, rows[::group], lens[::group])  # each source once
     return attend(q.view(N // group, group, H, D), keys, values, valid, scale).reshape(N, H, D)  # (N, H, D)
+
+
+def source_attention(q, k, v, slot_table, rows, lens, scale, group):
+    """Decode cross-attention for rows in runs of `group` (the beams of a sentence) that read the
+    same source slots: row i reads the first lens[f] slots of slot_table[rows[f]], f = i - i % group
+    the first row of its run, each slot's K/V read once per run. q (N, H, D) with N % group == 0;
+    k, v (slots, H, D). Returns (N, H, D) in q's dtype."""
+    return dispatch(source_attention_triton, source_attention_ref, q, q, k, v, slot_table, rows, lens, scale, group)

@@ -24,6 +24,7 @@ import torch
 from dragoman.kernels._triton import (
     ARRIVAL_SLOTS, arrivals_on, chained_launch, launch_options, sum_splits, tl, triton, wait_for_inputs,
 )
+from dragoman.kernels.dispatch import dispatch
 
 BLOCK_M = 16  # tl.dot's smallest tile: rows past M are masked
 
@@ -100,3 +101,10 @@ def source_scores_ref(x, a, c, length, scale, S):
     s = s.view(M, HS // S, S)  # (M, H, S)
     s = s.masked_fill(torch.arange(S, device=x.device) >= length.to(x.device), float("-inf"))
     return torch.softmax(s, dim=-1).reshape(M, HS).to(x.dtype)  # (M, H * S)
+
+
+def source_scores(x, a, c, length, scale, S):
+    """One sentence's cross-attention probabilities (M, H * S) from the normed hidden state x (M, C)
+    by associativity: a (H * S, C) = each head's W_q^T k_t, c (H * S,) float32 = b_q . k_t, the
+    first `length` (1,) of each head's S slots valid (kernels/source_scores.py)."""
+    return dispatch(source_scores_triton, source_scores_ref, x, x, a, c, length, scale, S)

@@ -29,6 +29,7 @@ program per row does it in one.
 import torch
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.dispatch import dispatch
 from dragoman.kernels.row_state import StepInputs
 
 
@@ -100,3 +101,13 @@ def step_inputs_ref(rows, state, padding_row, block_size):
     kv_len[rows] = torch.where(rows == padding_row, n, n + 1)
     prior_offset[rows] = torch.where(rows == padding_row, offset, 0)
     return StepInputs(rows, hyp[rows, position], position, write, n + 1, cross_len[rows], priors)
+
+
+def step_inputs(rows, state, padding_row, block_size):
+    """Each of the rows (N,) int64, or `padding_row` where its sentence is `finished`, feeds the token at
+    its length n = kv_len[r] and claims its cache slot: kv_slots[r, n] = write_block[r] * block_size
+    + n % block_size; kv_len[r] += 1 but for the padding row (length 0). Returns
+    StepInputs: the rows fed r, tokens, positions (= n), write_slots (N,) int64 and self_lens
+    (= n + 1), cross_lens (= cross_len[r]), priors (= i + prior_offset[r] where that is nonzero,
+    else -1; the offset is spent) (N,) int32. `state` a RowState (engine/rows.py)."""
+    return dispatch(step_inputs_triton, step_inputs_ref, rows, rows, state, padding_row, block_size)

@@ -32,6 +32,7 @@ last step.
 import torch
 
 from dragoman.kernels._triton import chained_launch, launch_options, tl, triton, wait_for_inputs
+from dragoman.kernels.dispatch import dispatch
 
 NEG_INF = float("-inf")
 
@@ -113,3 +114,13 @@ def step_report_ref(done, rows, state, report, every):
     length_host[:S].copy_(torch.where(report, n.cpu(), length_host[:S]))
     scores = torch.where(finished, fin_score[lead], score[lead]).cpu()  # (S,)
     score_host[:S].copy_(torch.where(report, scores, score_host[:S]))
+
+
+def step_report(done, rows, state, report, every):
+    """After a step's search over rows (S, B), into the pinned host memory of `report` (a
+    StepReport): done[s] and, for each sentence done (or every one, with `every`), its best
+    hypothesis and its length n: its best finished one where it is done and has one (fin_hyp,
+    fin_len of its first row), else its best running one (hyp[rows[s, 0], :kv_len[rows[s, 0]] + 1]),
+    and its score (that finished one's fin_score, else the running one's score).
+    `state` a RowState (engine/rows.py)."""
+    dispatch(step_report_triton, step_report_ref, done, done, rows, state, report, every)

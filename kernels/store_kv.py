@@ -13,6 +13,7 @@ V) copies its tokens' rows, each C = H * D contiguous elements on both sides.
 """
 
 from dragoman.kernels._triton import tl, triton
+from dragoman.kernels.dispatch import dispatch
 
 BLOCK_T = 16  # tokens a program
 BLOCK_C = 256  # elements of a row a step
@@ -70,3 +71,9 @@ def store_kv_ref(kv, slots, k, v):
     check_inputs(kv, slots, k, v)
     k.index_copy_(1, slots.long(), kv[:, :, 0].transpose(0, 1))  # (L, T, H, D)
     v.index_copy_(1, slots.long(), kv[:, :, 1].transpose(0, 1))
+
+
+def store_kv(kv, slots, k, v):
+    """Store kv (T, L, 2, H, D), every layer's K and V of T tokens, at flat slots (T,) of the cache
+    k, v (L, slots, H, D), in place (kernels/store_kv.py)."""
+    dispatch(store_kv_triton, store_kv_ref, kv, kv, slots, k, v)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from dragoman import kernels
 from dragoman.engine import kernel_build
 from dragoman.engine.kernel_build import BuildSpec, KernelBuild, stand_in_layers
+from dragoman.kernels import dispatch
 
 BUILD_SECONDS = 300  # a spawned process imports torch and loads the model: slow on a shared CI machine
 
@@ -37,13 +38,13 @@ def test_a_translator_of_fewer_layers_keeps_the_checkpoint_s_shapes(make_transla
 
 def test_the_references_serve_while_a_build_runs(monkeypatch):
     on_gpu = SimpleNamespace(is_cuda=True)
-    monkeypatch.setattr(kernels, "HAVE_TRITON", True)
-    assert kernels._use_triton(on_gpu)
-    monkeypatch.setattr(kernels, "_building", False)
+    monkeypatch.setattr(dispatch, "HAVE_TRITON", True)
+    assert dispatch.use_triton(on_gpu)
+    monkeypatch.setattr(dispatch, "_building", False)
     kernels.set_building(True)
-    assert kernels.building() and not kernels._use_triton(on_gpu)
+    assert kernels.building() and not dispatch.use_triton(on_gpu)
     kernels.set_building(False)
-    assert kernels._use_triton(on_gpu)
+    assert dispatch.use_triton(on_gpu)
 
 
 def test_no_build_starts_on_the_cpu(make_translator):

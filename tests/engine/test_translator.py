@@ -38,7 +38,7 @@ def test_when_the_gpu_kernels_fail_translation_goes_on_with_the_same_tokens(make
     import triton.runtime.interpreter
     import triton.runtime.jit
 
-    from dragoman import kernels
+    from dragoman.kernels import dispatch
 
     translator = make_translator()
     texts = ["The quick brown fox jumps over the lazy dog.", "Ein kurzer Satz"]
@@ -52,8 +52,8 @@ def test_when_the_gpu_kernels_fail_translation_goes_on_with_the_same_tokens(make
         tried.append(self)
         raise RuntimeError("Failed to find C compiler. Please specify via CC environment variable.")
 
-    monkeypatch.setattr(kernels, "_on_gpu", lambda tensor: True)
-    monkeypatch.setattr(kernels, "_unavailable", None)
+    monkeypatch.setattr(dispatch, "_on_gpu", lambda tensor: True)
+    monkeypatch.setattr(dispatch, "_unavailable", None)
     for kind in (triton.runtime.jit.JITFunction, triton.runtime.interpreter.InterpretedFunction):
         monkeypatch.setattr(kind, "run", fail)
     with caplog.at_level("WARNING", logger="dragoman.kernels"):

@@ -6,6 +6,7 @@ best, rows allowing few tokens, max_lengths that leave the constraints no room (
 a forced `</s>`, every early-stopping mode, and capacities below the rows a sentence has."""
 
 import contextlib
+import importlib
 import os
 import subprocess
 import sys
@@ -188,7 +189,11 @@ def test_groups_too_wide_for_the_kernel_take_the_reference(monkeypatch):
     """A sentence of many constraints would make a program of more cells than compile in reasonable
     time (MAX_CELLS): its group's steps run the reference, on a GPU too."""
     from dragoman import kernels
+    from dragoman.kernels import dispatch
     from dragoman.kernels.constrained_advance import fits_kernel
+
+    # The module whose globals the function reads (the attribute kernels.constrained_advance is the function).
+    module = importlib.import_module("dragoman.kernels.constrained_advance")
 
     def tables_of(constraints):
         return ConstraintTables.build([Constraints(constraints, EOS)], torch.device("cpu"))
@@ -199,9 +204,9 @@ def test_groups_too_wide_for_the_kernel_take_the_reference(monkeypatch):
     assert fits_kernel(rows, torch.zeros(4, 2 * 4 + 5 + 2), few)
     assert not fits_kernel(rows, torch.zeros(4, 2 * 4 + 128 + 2), many)
     ran = []
-    monkeypatch.setattr(kernels, "_on_gpu", lambda tensor: True)
-    monkeypatch.setattr(kernels, "constrained_advance_triton", lambda *args, **kwargs: ran.append("kernel"))
-    monkeypatch.setattr(kernels, "constrained_advance_ref", lambda *args, **kwargs: ran.append("reference"))
+    monkeypatch.setattr(dispatch, "_on_gpu", lambda tensor: True)
+    monkeypatch.setattr(module, "constrained_advance_triton", lambda *args, **kwargs: ran.append("kernel"))
+    monkeypatch.setattr(module, "constrained_advance_ref", lambda *args, **kwargs: ran.append("reference"))
     for tables in (few, many):
         J = tables.tokens.shape[1]
         kernels.constrained_advance(torch.zeros(4, 2 * 4 + J + 2), None, None, rows, None, tables, None, None,

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from dragoman import kernels
+from dragoman.kernels import dispatch
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,8 +91,8 @@ def test_a_cpu_build_of_torch_never_imports_triton(tmp_path):
 def as_on_a_gpu(monkeypatch):
     """CPU tensors take the Triton path (run by the interpreter, tests/kernels/conftest.py), with
     the kernels' failure state as at the start of a process."""
-    monkeypatch.setattr(kernels, "_on_gpu", lambda tensor: True)
-    monkeypatch.setattr(kernels, "_unavailable", None)
+    monkeypatch.setattr(dispatch, "_on_gpu", lambda tensor: True)
+    monkeypatch.setattr(dispatch, "_unavailable", None)
 
 
 @pytest.fixture

@@ -54,9 +54,9 @@ def test_translation_equals_the_engine(qtbot, worker, translator):
 
 
 def test_a_gpu_kernel_failure_is_reported_once_and_what_the_engine_holds_after_each_job(qtbot, worker, monkeypatch):
-    from dragoman import kernels
+    from dragoman.kernels import dispatch
 
-    monkeypatch.setattr(kernels, "_unavailable", "RuntimeError: no C compiler")
+    monkeypatch.setattr(dispatch, "_unavailable", "RuntimeError: no C compiler")
     ids = [worker.submit(TranslationJob([f"Hello {i}."], "eng_Latn", "fra_Latn", OPTIONS)) for i in range(2)]
     worker.events.wait(qtbot, "translated", ids[1])
     qtbot.waitUntil(lambda: sum(e[0] == "holding" for e in worker.events.events) == 2, timeout=WAIT_MS)

@@ -257,7 +257,7 @@ class Scheduler:
         step = bool(stepping) and (not in_flight or any(s.length < s.ticket.limit for s in stepping))
         return Plan(admit, preempt, step, finished, not was_running)
 
-    def stepping(self) -> dict[object, Group]:
+    def stepping(self) -> dict[int, Group]:
         """The groups the next step advances: typed text's alone while any runs, else all."""
         typed = {key: group for key, group in self.groups.items() if group.typed}
         return typed or self.groups

@@ -174,7 +174,7 @@ class StepRunner:
 
     # -- the step ------------------------------------------------------------------------------------
 
-    def launch(self, groups: dict[object, Group]) -> LaunchedStep:
+    def launch(self, groups: dict[int, Group]) -> LaunchedStep:
         """Queue one step: feed every live row one token and advance every group's search."""
         live = list(groups.values())
         sentences = [s for group in live for s in group.sentences]

@@ -26,6 +26,7 @@ Messages, each a tuple whose first item says its kind:
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import dataclasses
 import itertools
 import multiprocessing
@@ -205,16 +206,6 @@ def _portable(error: BaseException) -> BaseException:
 # -- the document's process ---------------------------------------------------------------------------
 
 
-class _Call:
-    """A translate call of the document's process, waiting for its texts."""
-
-    def __init__(self, on_translation: Callable[[int, Translation], None] | None):
-        self.on_translation = on_translation
-        self.over = threading.Event()
-        self.value: Any = None
-        self.error: BaseException | None = None
-
-
 class EngineAcross:
     """In the document's process: what TranslationSession's document pipeline uses of a Translator,
     each call answered by the app's engine through the pipe. Its thread reads the pipe and calls
@@ -223,7 +214,8 @@ class EngineAcross:
     def __init__(self, conn: Connection, order: DocumentOrder):
         self.conn, self.model_dir, self.config = conn, order.model_dir, order.config
         self.stopped = threading.Event()  # the app stopped the job, or went
-        self._calls: dict[int, _Call] = {}
+        # Each call waiting for the app's answer: its outcome, and where its translations go as they come.
+        self._calls: dict[int, tuple[concurrent.futures.Future, Callable[[int, Translation], None] | None]] = {}
         self._ids = itertools.count()
         self._sending = threading.Lock()
         threading.Thread(target=self._read, daemon=True, name="dragoman-engine-across").start()
@@ -248,30 +240,25 @@ class EngineAcross:
         """Translator.translate's, as a document's pipeline calls it."""
         request = TranslationRequest(texts, src_lang, tgt_lang, options, terms=terms, adapter=adapter, priority=priority,
                                      alternatives=1 if on_translation is not None else 0)
-        call, number = self._open(on_translation)
+        outcome, number = self._open(on_translation)
         self.send(("translate", number, request))
         cancelled = False
-        while not call.over.wait(STOP_POLL_SECONDS):
+        while concurrent.futures.wait([outcome], STOP_POLL_SECONDS).not_done:
             if not cancelled and should_stop is not None and should_stop():
                 cancelled = True
                 self.send(("cancel", number))
-        return self._result(call)
+        return outcome.result()
 
     def _ask(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        call, number = self._open(None)
+        outcome, number = self._open(None)
         self.send(("ask", number, name, args, kwargs))
-        call.over.wait()
-        return self._result(call)
+        return outcome.result()
 
-    def _open(self, on_translation: Callable[[int, Translation], None] | None) -> tuple[_Call, int]:
-        call, number = _Call(on_translation), next(self._ids)
-        self._calls[number] = call
-        return call, number
-
-    def _result(self, call: _Call) -> Any:
-        if call.error is not None:
-            raise call.error
-        return call.value
+    def _open(self, on_translation: Callable[[int, Translation], None] | None) -> tuple[concurrent.futures.Future, int]:
+        outcome: concurrent.futures.Future = concurrent.futures.Future()
+        number = next(self._ids)
+        self._calls[number] = (outcome, on_translation)
+        return outcome, number
 
     def _read(self) -> None:
         try:
@@ -280,25 +267,22 @@ class EngineAcross:
                 kind = message[0]
                 if kind == "heard":
                     for number, i, text, score in message[1]:
-                        on_translation = self._calls[number].on_translation
+                        on_translation = self._calls[number][1]
                         if on_translation is not None:
                             on_translation(i, Translation(text, score))
                 elif kind == "stop":
                     self.stopped.set()
-                else:  # answer, done, failed
-                    call = self._calls.pop(message[1])
-                    if kind == "answer":
-                        call.value, call.error = message[2], message[3]
-                    elif kind == "done":
-                        call.value = message[2]
+                else:  # answer (a value and an error), done (a value), failed (an error)
+                    outcome, _ = self._calls.pop(message[1])
+                    error = message[3] if kind == "answer" else message[2] if kind == "failed" else None
+                    if error is not None:
+                        outcome.set_exception(error)
                     else:
-                        call.error = message[2]
-                    call.over.set()
+                        outcome.set_result(message[2])
         except (EOFError, OSError):  # the app went: every call ends
             self.stopped.set()
-            for call in list(self._calls.values()):
-                call.error = DocumentError("the app stopped translating")
-                call.over.set()
+            for outcome, _ in list(self._calls.values()):
+                outcome.set_exception(DocumentError("the app stopped translating"))
 
 
 def serve_document(conn: Connection) -> None:

@@ -358,13 +358,13 @@ def test_texts_past_those_that_decode_together_are_fed_while_steps_run(make_tran
     portions = []
     run = small.generator.run
 
-    def counting_portions(requests, feed=None, arrived=None):
+    def counting_portions(requests, feed, *rest):
         def counted(idle):
             more = feed(idle)
             portions.append(None if more is None else len(more))
             return more
 
-        return run(requests, counted, arrived)
+        return run(requests, counted, *rest)
 
     monkeypatch.setattr(small.generator, "run", counting_portions)
     options = dict(num_beams=4, max_length=30)

@@ -16,10 +16,10 @@ def test_the_warm_up_translates_a_sentence_of_each_kind_alone_and_keeps_nothing(
     generator = translator.generator
     runs, run = [], generator.run
 
-    def recording(requests, feed, arrived):  # the requests each of the engine loop's runs was fed
+    def recording(requests, feed, *rest):  # the requests each of the engine loop's runs was fed
         fed = []
         runs.append(fed)
-        return run(requests, lambda idle: (more := feed(idle)) and fed.extend(more) or more, arrived)
+        return run(requests, lambda idle: (more := feed(idle)) and fed.extend(more) or more, *rest)
 
     monkeypatch.setattr(generator, "run", recording)
     translator.warm_up(num_beams=4, max_length=20)

@@ -145,7 +145,7 @@ def test_texts_with_terms_are_decoded_after_those_without(translator, monkeypatc
     fed = []
     run = translator.generator.run
 
-    def recording(requests, feed=None, arrived=None):
+    def recording(requests, feed=None, *rest):
         fed.extend(bool(r.constraints) for r in requests)
 
         def recorded(idle):
@@ -153,7 +153,7 @@ def test_texts_with_terms_are_decoded_after_those_without(translator, monkeypatc
             fed.extend(bool(r.constraints) for r in more or [])
             return more
 
-        return run(requests, recorded if feed is not None else None, arrived)
+        return run(requests, recorded if feed is not None else None, *rest)
 
     monkeypatch.setattr(translator.generator, "run", recording)
     texts = TEXTS * 20

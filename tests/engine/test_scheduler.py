@@ -380,7 +380,7 @@ def test_with_kinds_together_a_documents_kinds_share_steps(monkeypatch):
 
 def test_typed_text_steps_beside_either_kind():
     s = scheduler(max_rows=8)
-    c = queued(s, constrained(beams=2))[0]
+    queued(s, constrained(beams=2))
     s.schedule(1000, 1000, BASE)
     typed = queued(s, ticket(2, priority=0))[0]
     assert admitted(s.schedule(1000, 1000, BASE)) == [typed]

@@ -144,5 +144,5 @@ def admit_rows(new, state, block_size, blocked):
     block of the row that feeds it in the sentence's first step), HF's starting beam score (0 for
     beam 0, else `blocked`), no finished hypothesis, its adapter, its first block where it has one,
     the cross-attention slots of its source (blocks of `block_size` slots) and its length, and its
-    sentence's max_length. `state` (a RowState) is updated in place (kernels/admit_rows.py)."""
+    sentence's max_length. `state` (a RowState) is updated in place."""
     dispatch(admit_rows_triton, admit_rows_ref, new.rows, new, state, block_size, blocked)

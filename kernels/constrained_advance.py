@@ -651,7 +651,7 @@ def constrained_advance(top_values, top_tokens, own_values, rows, met, tables, s
     met counts; tables a ConstraintTensors. Updates met and the rows' state (a RowState) as
     beam_advance does, the first `capacity` rows holding the finished hypotheses, and returns done
     (S,) bool. forced_eos_id: -1 for none; vocab: the logits' width. A group too wide for the kernel
-    (many constraints, `fits_kernel`) runs the reference on a GPU too (kernels/constrained_advance.py)."""
+    (many constraints, `fits_kernel`) runs the reference on a GPU too."""
     kernel = constrained_advance_triton if fits_kernel(rows, top_values, tables) else constrained_advance_ref
     return dispatch(kernel, constrained_advance_ref, rows, top_values, top_tokens, own_values,
                     rows, met, tables, state, penalty, eos_id=eos_id, forced_eos_id=forced_eos_id, capacity=capacity,

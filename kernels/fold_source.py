@@ -110,6 +110,5 @@ def fold_source_ref(k, v, wq, bq, wo, length, a, c, b):
 def fold_source(k, v, wq, bq, wo, length, a, c, b):
     """One sentence's cross K/V k, v (L, T, H, D), the first `length` (1,) int32 of T its tokens,
     folded into every layer's q weights and bias wq (L, C, C), bq (L, C) and output weights wo:
-    writes a (L, H * S, C), c (L, H * S) float32 and b (L, C, H * S) in place, S >= T slots a head
-    (kernels/fold_source.py)."""
+    writes a (L, H * S, C), c (L, H * S) float32 and b (L, C, H * S) in place, S >= T slots a head."""
     dispatch(fold_source_triton, fold_source_ref, k, k, v, wq, bq, wo, length, a, c, b)

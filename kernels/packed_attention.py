@@ -117,5 +117,5 @@ def packed_attention_ref(qkv, starts, scale, heads, sources=None):
 def packed_attention(qkv, starts, scale, heads, sources=None):
     """Self-attention within each source of qkv (T, 3C) packed one after another, source b its
     tokens starts[b] .. starts[b + 1] - 1 (starts (B + 1,) int32): (T, C). `sources` (T,) int32:
-    each token's source, for many sources (kernels/packed_attention.py)."""
+    each token's source, for many sources."""
     return dispatch(packed_attention_triton, packed_attention_ref, qkv, qkv, starts, scale, heads, sources)

@@ -106,5 +106,5 @@ def source_scores_ref(x, a, c, length, scale, S):
 def source_scores(x, a, c, length, scale, S):
     """One sentence's cross-attention probabilities (M, H * S) from the normed hidden state x (M, C)
     by associativity: a (H * S, C) = each head's W_q^T k_t, c (H * S,) float32 = b_q . k_t, the
-    first `length` (1,) of each head's S slots valid (kernels/source_scores.py)."""
+    first `length` (1,) of each head's S slots valid."""
     return dispatch(source_scores_triton, source_scores_ref, x, x, a, c, length, scale, S)

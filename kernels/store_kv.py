@@ -75,5 +75,5 @@ def store_kv_ref(kv, slots, k, v):
 
 def store_kv(kv, slots, k, v):
     """Store kv (T, L, 2, H, D), every layer's K and V of T tokens, at flat slots (T,) of the cache
-    k, v (L, slots, H, D), in place (kernels/store_kv.py)."""
+    k, v (L, slots, H, D), in place."""
     dispatch(store_kv_triton, store_kv_ref, kv, kv, slots, k, v)

@@ -33,10 +33,10 @@ ADMISSION_GRAPH_ROWS = 16  # a sentence admitted alone with at most this many be
 
 
 def fold_slots(runner: StepRunner, sentences: list[Sentence]) -> int:
-    """The S at which to fold the source of the sentences admitted into an empty batch into the
-    cross-attention (FoldedSources), 0 for none: only for one sentence (its steps read the fold
-    while it is alone, `StepRunner._search_in_graph`), with a short source, the base model, and few
-    enough rows for one tile of the scores kernel."""
+    """The S at which to fold the source of the sentences admitted to step alone (`Plan.alone`) into
+    the cross-attention (FoldedSources), 0 for none: only for one sentence (its steps read the fold
+    while it steps alone, `StepRunner._search_in_graph`), with a short source, the base model, and
+    few enough rows for one tile of the scores kernel."""
     if runner.folded is None or len(sentences) != 1:
         return 0
     [sentence] = sentences

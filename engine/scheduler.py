@@ -197,7 +197,7 @@ class Plan:
     # Requests done without a step: their prefix is already at their max_length (None: their result
     # is their prefix), or their adapter cannot be used (why).
     finished: list[tuple[Ticket, str | None]]
-    alone: bool  # the admitted sentences join no running one
+    alone: bool  # the admitted sentences step with no other sentence: none ran, or only documents, which sit typed text's steps out
 
 
 class Scheduler:
@@ -240,6 +240,7 @@ class Scheduler:
         when none is free now, or why the adapter cannot be used, which ends that request
         (`Plan.finished`). `in_flight`: a step is still running whose report has not come back (pipelined)."""
         was_running = bool(self.running)
+        was_typing = any(group.typed for group in self.groups.values())
         if self._holding is not None:
             self._held_steps += 1
             if self._held_steps > HELD_STEPS and self._turn is None:
@@ -255,7 +256,9 @@ class Scheduler:
         groups = self.stepping()
         stepping = self.running if groups is self.groups else [s for group in groups.values() for s in group.sentences]
         step = bool(stepping) and (not in_flight or any(s.length < s.ticket.limit for s in stepping))
-        return Plan(admit, preempt, step, finished, not was_running)
+        # Typed text admitted while none ran steps alone too: the documents sit its steps out.
+        alone = not was_running or (not was_typing and bool(admit) and all(s.ticket.typed for s in admit))
+        return Plan(admit, preempt, step, finished, alone)
 
     def stepping(self) -> dict[int, Group]:
         """The groups the next step advances: typed text's alone while any runs, else all."""

@@ -10,10 +10,11 @@ results, and the best hypotheses of those that stream partial results.
 
 Admission (engine/admission.py) encodes the new sentences' sources and sets up their rows.
 
-A typed sentence (admitted alone, a short source, the base model, half precision on the GPU) has
-its source folded into every layer's cross-attention as the encoder's graph ends
-(engine.model.FoldedSources), and its steps score against that instead of reading the source cache,
-while no other sentence runs beside it (`fold_slots`, `_search_in_graph`).
+A typed sentence (admitted to step alone: into an empty batch, or beside documents, which sit its
+steps out; a short source, the base model, half precision on the GPU) has its source folded into
+every layer's cross-attention as the encoder's graph ends (engine.model.FoldedSources), and its
+steps score against that instead of reading the source cache, while no other sentence steps with
+it (`fold_slots`, `_search_in_graph`).
 """
 
 from __future__ import annotations
@@ -127,8 +128,8 @@ class StepRunner:
 
     def admit(self, sentences: list[Sentence], requests: list[Request], alone: bool, group: Group) -> None:
         """Encode the new sentences' sources (`requests`, one each), set up their rows and feed their
-        decoder prefixes but the last token. `alone`: they join no running sentence; `group`: the
-        group of the first. Out of GPU memory, raises with everything they took given back."""
+        decoder prefixes but the last token. `alone`: they step with no other sentence (`Plan.alone`);
+        `group`: the group of the first. Out of GPU memory, raises with everything they took given back."""
         self.requests.update(zip(sentences, requests))
         fold = admission.fold_slots(self, sentences) if alone else 0
         try:

@@ -160,6 +160,42 @@ def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through
     assert folded.generator.runner.folded_sentence is None  # let go once its sentence left
 
 
+def test_typed_text_beside_a_document_reads_its_folded_source_and_translates_as_through_the_cache(make_translator,
+                                                                                                  monkeypatch):
+    """Typed text admitted while a document decodes steps alone (the document sits its steps out),
+    so its source is folded as into an empty batch: the same translations, the document's too."""
+    from dragoman import kernels
+    from dragoman.engine import TYPED, TranslationRequest
+
+    plain = make_translator()
+    plain.generator = Generator.build(plain.generator.model, max_rows=32, graphs=True, fold_sources=False)
+    folded = make_translator()
+    folded.generator = Generator.build(folded.generator.model, max_rows=32, graphs=True, fold_sources=True)
+    folded.generator.pipelined = True
+    scored_at = []  # the S of each source_scores call
+    source_scores = kernels.source_scores
+    monkeypatch.setattr(kernels, "source_scores", lambda *args: scored_at.append(args[-1]) or source_scores(*args))
+    options = dict(num_beams=4, max_length=30)
+    typed_text, submitted, steps = "The quick brown fox jumps.", [], []  # 25 tokens: S 32
+
+    def on_partial(i, text):  # from the engine's thread, a few steps into the document
+        steps.append(i)
+        if steps.count(0) == 3 and not submitted:
+            submitted.append(folded.submit(TranslationRequest([typed_text], "eng_Latn", "fra_Latn",
+                                                              folded.default_options(**options), priority=TYPED)))
+
+    document = folded.submit(TranslationRequest(TEXTS[1:4], "eng_Latn", "fra_Latn", folded.default_options(**options),
+                                                partials=True))
+    document.subscribe(on_partial=on_partial)
+    assert [t.text for t in document.result(timeout=300)] == plain.translate(TEXTS[1:4], "eng_Latn", "fra_Latn",
+                                                                           plain.default_options(**options))
+    [typed] = submitted
+    assert [t.text for t in typed.result(timeout=300)] == plain.translate([typed_text], "eng_Latn", "fra_Latn",
+                                                                         plain.default_options(**options))
+    assert set(scored_at) == {32}
+    assert folded.generator.runner.folded_sentence is None
+
+
 def test_a_sentence_admitted_alone_sets_its_rows_up_from_one_buffer(translator, make_translator, monkeypatch):
     """A sentence admitted alone (typed text) copies what its rows need into AdmissionGraphs' buffer
     and sets them up from there (a graph replay on the GPU; eagerly here), also while others run;

@@ -153,6 +153,24 @@ def test_typed_text_without_room_takes_it_from_the_youngest_document_sentences_a
     assert [[x.ticket for x in g.sentences] for g in s.stepping().values()] == [[a, b]]  # and go on
 
 
+def test_typed_text_admitted_beside_documents_steps_alone_and_its_plan_says_so():
+    """`Plan.alone` (the step runner folds such a sentence's source into the cross-attention): typed
+    text admitted into an empty batch or beside documents only, which sit its steps out; not typed
+    text joining typed text, nor documents joining documents."""
+    s = scheduler(max_rows=16)
+    s.admit_share = 0.0
+    queued(s, ticket(2))
+    assert s.schedule(1000, 1000, BASE).alone  # an empty batch
+    queued(s, ticket(2))
+    assert not s.schedule(1000, 1000, BASE).alone  # a document beside documents
+    first = queued(s, ticket(4, priority=0))
+    plan = s.schedule(1000, 1000, BASE)
+    assert admitted(plan) == first and plan.alone  # the documents sit its steps out
+    second = queued(s, ticket(4, priority=0, max_length=30))
+    plan = s.schedule(1000, 1000, BASE)
+    assert admitted(plan) == second and not plan.alone  # it steps beside the first
+
+
 def test_no_document_sentence_joins_while_typed_text_waits_or_runs():
     """Typed text is admitted alone, and documents join only once it has finished, though rows are
     free: their encoder passes would delay its steps."""

@@ -131,10 +131,9 @@ def test_a_step_copies_its_rows_only_when_they_change(make_translator):
     assert fed == [[3, 1, 2, 0], [3, 1, 2, 0], [3, 1, 5, 0], [3, 1, 5, padding_row], [3, 1], [3, 5, 1, 0]]
 
 
-def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through_the_cache(make_translator, monkeypatch):
-    """A sentence admitted alone with a source of at most 64 tokens decodes through its folded
-    source (FoldedSources: kernels.source_scores), at S 16, 32 or 64; a longer one, and sentences
-    admitted together, through the source cache. Same translations either way (float32)."""
+def plain_and_folded(make_translator, monkeypatch):
+    """Two translators with graphs, one folding lone short sources (FoldedSources, pipelined as on
+    the GPU) and one not, and the S of each `kernels.source_scores` call, as it is made."""
     from dragoman import kernels
 
     plain = make_translator()
@@ -142,9 +141,17 @@ def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through
     folded = make_translator()
     folded.generator = Generator.build(folded.generator.model, max_rows=32, graphs=True, fold_sources=True)
     folded.generator.pipelined = True
-    scored_at = []  # the S of each source_scores call
+    scored_at: list[int] = []
     source_scores = kernels.source_scores
     monkeypatch.setattr(kernels, "source_scores", lambda *args: scored_at.append(args[-1]) or source_scores(*args))
+    return plain, folded, scored_at
+
+
+def test_a_lone_short_sentence_reads_its_folded_source_and_translates_as_through_the_cache(make_translator, monkeypatch):
+    """A sentence admitted alone with a source of at most 64 tokens decodes through its folded
+    source (FoldedSources: kernels.source_scores), at S 16, 32 or 64; a longer one, and sentences
+    admitted together, through the source cache. Same translations either way (float32)."""
+    plain, folded, scored_at = plain_and_folded(make_translator, monkeypatch)
     texts = {"Hi": 16, "Привет, как дела?": 16, "The quick brown fox jumps.": 32, TEXTS[0]: 64,  # 4, 15, 25, 36 tokens
              "The quick brown fox jumps over the lazy dog, and then it runs far away into the woods.": None}  # 66
     for options in (dict(num_beams=4, max_length=30), dict(num_beams=1, max_length=30)):
@@ -164,17 +171,9 @@ def test_typed_text_beside_a_document_reads_its_folded_source_and_translates_as_
                                                                                                   monkeypatch):
     """Typed text admitted while a document decodes steps alone (the document sits its steps out),
     so its source is folded as into an empty batch: the same translations, the document's too."""
-    from dragoman import kernels
     from dragoman.engine import TYPED, TranslationRequest
 
-    plain = make_translator()
-    plain.generator = Generator.build(plain.generator.model, max_rows=32, graphs=True, fold_sources=False)
-    folded = make_translator()
-    folded.generator = Generator.build(folded.generator.model, max_rows=32, graphs=True, fold_sources=True)
-    folded.generator.pipelined = True
-    scored_at = []  # the S of each source_scores call
-    source_scores = kernels.source_scores
-    monkeypatch.setattr(kernels, "source_scores", lambda *args: scored_at.append(args[-1]) or source_scores(*args))
+    plain, folded, scored_at = plain_and_folded(make_translator, monkeypatch)
     options = dict(num_beams=4, max_length=30)
     typed_text, submitted, steps = "The quick brown fox jumps.", [], []  # 25 tokens: S 32
 

@@ -251,6 +251,7 @@ def checked_adapters_dir(args: argparse.Namespace) -> Path | None:
 
 def run_serve(args: argparse.Namespace) -> int:
     from dragoman.app.server import Server, serve
+    from dragoman.engine import read_ahead
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: not a port (0 to 65535)")
@@ -258,22 +259,13 @@ def run_serve(args: argparse.Namespace) -> int:
     gpu_memory = gpu_memory_bytes(args)
     args.model = str(model_folder(args.model))
     adapters_dir = checked_adapters_dir(args)
-    read_ahead(args)  # (torch is imported on the server's engine thread)
+    read_ahead(args.model, args.device)  # while torch is imported, on the server's engine thread
 
     def make_translator():
         return open_engine(args, adapters_dir, gpu_memory)
 
     server = Server(make_translator, args.adapter or "", overrides, tuple(args.api_keys), tuple(args.cors_origins))
     return serve(server, args.host, args.port)
-
-
-def read_ahead(args: argparse.Namespace, gpu: bool = True) -> bool:
-    """What can be done while torch is imported (`open_engine`): the model's tokenizer read, and
-    with `gpu` its device's context made and its weights copied there. Whether the GPU's were."""
-    from dragoman.engine import open_gpu_ahead, read_tokenizer_ahead
-
-    read_tokenizer_ahead(args.model)
-    return gpu and open_gpu_ahead(args.device, args.model) is not None
 
 
 def open_engine(args: argparse.Namespace, adapters_dir: Path | None, gpu_memory: int | None):
@@ -433,7 +425,10 @@ def run_translate(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> in
             **{job.source_path: "the document" for job in jobs}, **{Path(name): "the document" for name in refused},
             **{job.output_path: "the translation" for job in jobs}, **app_databases()})
     args.model = str(model_folder(args.model))
-    if read_ahead(args, gpu=args.ray is None) and documents:  # (with Ray: the GPU's in its workers)
+    from dragoman.engine import read_ahead
+
+    # While torch is imported (open_engine); with Ray, the GPU's in its workers.
+    if read_ahead(args.model, args.device, gpu=args.ray is None) and documents:
         from dragoman.app.session.document_process import DocumentProcess
 
         DocumentProcess.start_spare()  # the documents' own process started while the model loads

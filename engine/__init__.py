@@ -12,9 +12,9 @@ its modules.
   `resolve_language`, `NO_SPACE_SCRIPTS`.
 - Checkpoints: `open_checkpoint`, `load_config`, `NllbConfig`, `weight_files`, `read_weight_map`,
   `check_weights`; `convert_bin` and `safetensors_name` (a .bin becomes safetensors); the file
-  names `SENTENCEPIECE_FILE`, `SAFETENSORS_INDEX`, `PYTORCH_BIN_INDEX`; `read_tokenizer_ahead` (a
-  start reads the tokenizer while torch is imported); `open_gpu_ahead` (and starts the GPU's
-  context meanwhile, and copies the weights there); `drop_uploads` (frees weights so copied for a
+  names `SENTENCEPIECE_FILE`, `SAFETENSORS_INDEX`, `PYTORCH_BIN_INDEX`; `read_ahead` (a
+  start reads the tokenizer while torch is imported, and starts the GPU's context meanwhile and
+  copies the weights there); `drop_uploads` (frees weights so copied for a
   model that did not load).
 - Adapters: `adapter_names`, `adapter_folders` and `ADAPTER_FILES` (the folder's layout, read
   without torch); `scan_adapters` and `AdapterInfo` (every subfolder inspected); `check_adapter`.
@@ -53,12 +53,12 @@ if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checke
     from dragoman.engine.decoding import DecodingOptions, OptionsError
     from dragoman.engine.checkpoint import open_checkpoint
     from dragoman.engine.config import CheckpointError, NllbConfig, load_config
-    from dragoman.engine.tokenizer import SENTENCEPIECE_FILE, TokenizerError, read_tokenizer_ahead
+    from dragoman.engine.tokenizer import SENTENCEPIECE_FILE, TokenizerError
     from dragoman.engine.weights import PYTORCH_BIN_INDEX, SAFETENSORS_INDEX, check_weights, convert_bin, read_weight_map, safetensors_name, weight_files
     from dragoman.engine.peft_adapter import AdapterError, AdapterInfo, check_adapter, scan_adapters
     from dragoman.engine.translation_cache import TranslationCache, model_identity
     from dragoman.engine.device import DeviceError, cuda_device_names
-    from dragoman.engine.gpu_ahead import drop_uploads, open_gpu_ahead
+    from dragoman.engine.gpu_ahead import drop_uploads, read_ahead
 
 _LAZY = {
     "Translator": "dragoman.engine.translator",
@@ -75,7 +75,6 @@ _LAZY = {
     "CheckpointError": "dragoman.engine.config",
     "SENTENCEPIECE_FILE": "dragoman.engine.tokenizer",
     "TokenizerError": "dragoman.engine.tokenizer",
-    "read_tokenizer_ahead": "dragoman.engine.tokenizer",
     "weight_files": "dragoman.engine.weights",
     "read_weight_map": "dragoman.engine.weights",
     "check_weights": "dragoman.engine.weights",
@@ -94,7 +93,7 @@ _LAZY = {
     "read_json_object": "dragoman.engine.config",
     "cuda_device_names": "dragoman.engine.device",
     "DeviceError": "dragoman.engine.device",
-    "open_gpu_ahead": "dragoman.engine.gpu_ahead",
+    "read_ahead": "dragoman.engine.gpu_ahead",
     "drop_uploads": "dragoman.engine.gpu_ahead",
 }
 

@@ -36,6 +36,16 @@ DRIVER = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 UPLOAD_HEADROOM = 1 << 30
 
 
+def read_ahead(model_dir: str | Path, device: str, gpu: bool = True) -> bool:
+    """What a start can do while torch is imported: the model's tokenizer read
+    (engine/tokenizer.py's `read_tokenizer_ahead`) and, with `gpu`, the device's context made and
+    the weights copied there (`open_gpu_ahead`). Whether the GPU's were started."""
+    from dragoman.engine.tokenizer import read_tokenizer_ahead
+
+    read_tokenizer_ahead(model_dir)
+    return gpu and open_gpu_ahead(device, model_dir) is not None
+
+
 def open_gpu_ahead(device: str, model_dir: str | Path | None = None) -> threading.Thread | None:
     """Start the CUDA driver and `device`'s primary context ("auto", "cuda" or "cuda:N"), then
     Triton's key of its own files (`hash_triton`), on a thread of its own, which is returned; with

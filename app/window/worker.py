@@ -260,10 +260,9 @@ class EngineWorker(QThread):
 
     def _open(self, command: LoadModel):
         """A Translator for `command`, its warm-up started where it needs one."""
-        from dragoman.engine import drop_uploads, open_gpu_ahead, read_tokenizer_ahead
+        from dragoman.engine import drop_uploads, read_ahead
 
-        read_tokenizer_ahead(command.model_dir)  # while torch is imported
-        open_gpu_ahead(command.device, command.model_dir)
+        read_ahead(command.model_dir, command.device)  # while torch is imported
         from dragoman.engine import Translator
 
         try:

@@ -20,9 +20,10 @@ judged alongside, its translations stored as they come), and each typed sentence
 each time: no translation is recalled) by `TranslationSession.translate`. The app's own threads
 then share the interpreter with the engine's while typed text decodes.
 
-`--timeline`: also what the engine's loop did around each typed sentence beside the document
-(`LoopTimeline`): how long it waited to be admitted, the document's steps and admissions launched
-meanwhile, and its own steps' host time.
+`--timeline`: also what the engine's loop did around each typed sentence, alone and beside the
+document (`LoopTimeline`): how long it waited to be admitted, the document's steps and admissions
+launched meanwhile, its own steps' host time and, on the GPU, their device time and the device's
+span from its admission to its last step (more than the two summed: the device waited for the host).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import dragoman  # noqa: F401  (before anything that imports transformers: the checkout guard)
 from bench import add_out_argument, emit
@@ -42,6 +43,8 @@ from dragoman.engine import DOCUMENT, TYPED, TranslationRequest
 
 if TYPE_CHECKING:
     from dragoman.engine import Translator
+
+T = TypeVar("T")
 
 TYPED_TEXT = "The quick brown fox jumps over the lazy dog while the children watch from the window."
 KEYSTROKE_LEAD_S = 0.01  # a document step takes a few milliseconds at most: its queue has drained by then
@@ -51,12 +54,30 @@ WORDS = ("the river house green small reads book city light morning translation 
 
 class LoopTimeline:
     """What the engine's loop does around each typed request: times taken at `Translator.submit`
-    and at the step runner's admissions and launches (the instance's methods wrapped)."""
+    and at the step runner's admissions and launches (the instance's methods wrapped), and on the
+    GPU events recorded around each typed admission and step."""
 
     def __init__(self, translator: Translator):
+        import torch
+
         self.events: list[tuple[float, str, float]] = []  # (when, what, host ms), from any thread
+        # (when, its start and end events) of each typed admission and step: read once they have passed
+        self.device: dict[float, tuple[torch.cuda.Event, torch.cuda.Event]] = {}
         runner, submit = translator.generator.runner, translator.submit
         admit, launch = runner.admit, runner.launch
+        on_gpu = translator.device.type == "cuda"
+
+        def timed(what: str, call: Callable[[], T], typed: bool) -> T:
+            start = time.perf_counter()
+            events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if on_gpu and typed else None
+            if events is not None:
+                events[0].record()
+            out = call()
+            if events is not None:
+                events[1].record()
+                self.device[start] = events
+            self.events.append((start, what, (time.perf_counter() - start) * 1e3))
+            return out
 
         def submitted(request: TranslationRequest):
             typed = request.priority == TYPED
@@ -68,17 +89,12 @@ class LoopTimeline:
             return handle
 
         def admitted(sentences, requests, alone, group):
-            start = time.perf_counter()
-            admit(sentences, requests, alone, group)
-            self.events.append((start, "typed admitted" if group.typed else "document admitted",
-                                (time.perf_counter() - start) * 1e3))
+            kind = "typed" if group.typed else "document"
+            timed(f"{kind} admitted", lambda: admit(sentences, requests, alone, group), group.typed)
 
         def launched(groups):
-            start = time.perf_counter()
-            step = launch(groups)
             typed = any(group.typed for group in groups.values())
-            self.events.append((start, "typed step" if typed else "document step", (time.perf_counter() - start) * 1e3))
-            return step
+            return timed("typed step" if typed else "document step", lambda: launch(groups), typed)
 
         translator.submit, runner.admit, runner.launch = submitted, admitted, launched
 
@@ -88,7 +104,8 @@ class LoopTimeline:
     def typed_since(self, mark: int) -> list[dict]:
         """Each typed request submitted since `mark`: its milliseconds in all and before its
         admission, the document's steps and admissions launched before it, its steps and their
-        host time."""
+        host time; on the GPU also its admission's and steps' device time, and the device's span
+        from its admission's start to its last step's end."""
         events = sorted(self.events[mark:])
         found = []
         for i, (submitted, what, _) in enumerate(events):
@@ -97,14 +114,30 @@ class LoopTimeline:
             end = next((j for j in range(i + 1, len(events)) if events[j][1] == "done"), len(events) - 1)
             span = events[i:end + 1]
             admitted = next((t for t, what, _ in span if what == "typed admitted"), submitted)
+            steps = [t for t, what, _ in span if what == "typed step"]
             found.append({
                 "ms": round((span[-1][0] - submitted) * 1e3, 2),
                 "to_admission_ms": round((admitted - submitted) * 1e3, 2),
                 "document_steps_before": sum(1 for t, what, _ in span if what == "document step" and t < admitted),
                 "document_admissions_before": sum(1 for t, what, _ in span if what == "document admitted" and t < admitted),
-                "steps": sum(1 for _, what, _ in span if what == "typed step"),
-                "steps_host_ms": round(sum(ms for _, what, ms in span if what == "typed step"), 2)})
+                "steps": len(steps),
+                "steps_host_ms": round(sum(ms for _, what, ms in span if what == "typed step"), 2),
+                **(self._device_times(admitted, steps) if admitted in self.device and steps else {})})
         return found
+
+    def _device_times(self, admitted: float, steps: list[float]) -> dict:
+        def ms(start, end) -> float:
+            return round(start.elapsed_time(end), 3)
+
+        admission = self.device[admitted]
+        return {"admission_device_ms": ms(*admission),
+                "steps_device_ms": round(sum(ms(*self.device[t]) for t in steps), 2),
+                "device_span_ms": ms(admission[0], self.device[steps[-1]][1])}
+
+    @staticmethod
+    def medians(timeline: list[dict]) -> dict:
+        """Each number's median over the typed requests of a timeline."""
+        return {key: statistics.median(typed[key] for typed in timeline) for key in timeline[0]} if timeline else {}
 
 
 def keystroke(translator: Translator) -> None:
@@ -224,8 +257,9 @@ def main() -> None:
                 for _ in range(args.sentences)]
     translator.translate(document[:64], "eng_Latn", "fra_Latn", document_options)  # the document's steps warm too
 
-    alone = typed_ms(translator, typed, args.repeats)
     timeline = LoopTimeline(translator) if args.timeline else None
+    alone = typed_ms(translator, typed, args.repeats)
+    alone_timeline = timeline.typed_since(0) if timeline is not None else None
     started = threading.Event()
     start = time.perf_counter()
     running = translator.submit(TranslationRequest(document, "eng_Latn", "fra_Latn", document_options,
@@ -249,7 +283,9 @@ def main() -> None:
         "document_sentences": args.sentences,
         "document_still_running_after_the_last_typed": still_running,
         "document_sentences_per_s": args.sentences / document_s,
-        **({"beside_timeline": beside_timeline} if beside_timeline is not None else {}),
+        **({"alone_timeline_medians": LoopTimeline.medians(alone_timeline),
+            "beside_timeline_medians": LoopTimeline.medians(beside_timeline),
+            "beside_timeline": beside_timeline} if alone_timeline is not None and beside_timeline is not None else {}),
     }
     emit(out, "typed_latency", translator.device, args.out)
     translator.teardown()

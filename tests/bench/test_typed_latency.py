@@ -36,6 +36,10 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
     assert len(out["beside_timeline"]) == 2
     for typed in out["beside_timeline"]:
         assert typed["steps"] == 31 and 0 <= typed["to_admission_ms"] < typed["ms"] <= out["typed_beside_document_ms"] * 3
+    if not through_app:  # and the typed sentences alone, summed up as those beside it are
+        alone = out["alone_timeline_medians"]
+        assert alone["steps"] == 31 and alone["document_steps_before"] == 0 and 0 < alone["ms"] < out["typed_alone_ms"] * 3
+        assert out["beside_timeline_medians"]["steps"] == 31
     assert len(opened) == int(through_app) and all(not str(folder).startswith(str(tmp_path / "home")) for folder in opened)
     name = "typed_latency_through_app" if through_app else "typed_latency"
     assert json.loads((tmp_path / f"{name}.json").read_text()) == out

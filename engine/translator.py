@@ -278,9 +278,12 @@ class EngineLoop:
                 # Looked up at each run, so that a test can watch it.
                 self.generator.run([], self._feed, lambda: bool(self._inbox), self.typing_expected)
             except BaseException as e:  # out of memory for one sentence, a bug: its handles fail, the loop goes on
-                for submission in self._active:
+                failed, self._active = self._active, []
+                if self._steps == 0:  # it raised before its feed took the inbox: run again, it would raise again
+                    with self._wake:
+                        failed, self._inbox = failed + self._inbox, []
+                for submission in failed:
                     submission.handle.fail(e)
-                self._active = []
 
     def _feed(self, idle: bool) -> list[Request] | None:
         """`Generator.run`'s feed: new submissions' first sentences, cancelled ones withdrawn, and

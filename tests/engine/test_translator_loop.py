@@ -247,6 +247,28 @@ def test_errors_fail_their_handle_only(translator):
     assert texts(fine.result(timeout=120)) == translator.translate(TEXTS[2:4], "eng_Latn", "fra_Latn", options)
 
 
+def test_a_run_that_fails_before_taking_the_inbox_fails_what_waits_there_and_the_loop_goes_on(translator, monkeypatch):
+    """Were the inbox left as it was, the loop would run again at once on the same submissions,
+    raise again and never answer them."""
+    from dragoman.engine.generator import Generator
+
+    options = translator.default_options(num_beams=2, max_length=20)
+    runs = []
+
+    def broken_run(self, *args):
+        runs.append(args)
+        raise RuntimeError("the device is gone")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Generator, "run", broken_run)
+        failing = translator.submit(TranslationRequest(TEXTS[:2], "eng_Latn", "fra_Latn", options))
+        with pytest.raises(RuntimeError, match="the device is gone"):
+            failing.result(timeout=60)
+    assert len(runs) == 1
+    fine = translator.submit(TranslationRequest(TEXTS[2:4], "eng_Latn", "fra_Latn", options))
+    assert texts(fine.result(timeout=120)) == translator.translate(TEXTS[2:4], "eng_Latn", "fra_Latn", options)
+
+
 def test_teardown_cancels_what_was_submitted_and_ends_the_loop(make_translator):
     small = make_translator(max_rows=8)
     options = small.default_options(num_beams=4, min_length=25, max_length=30)

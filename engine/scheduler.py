@@ -426,9 +426,13 @@ class Scheduler:
 
     def _make_room(self, free_self: int, new: dict[Sentence, int]) -> list[Sentence]:
         """Preempt the youngest sentences until the coming step's new blocks fit `free_self`; `new`
-        gives the cache positions the sentences admitted now will have once started."""
+        gives the cache positions the sentences admitted now will have once started. Only the
+        sentences that step take blocks: beside typed text, the documents' sit its steps out (and
+        counting them at each of its steps would cost its latency the host's time)."""
         def needed() -> int:
-            return sum(s.ticket.beams for s in self.running if new.get(s, s.cached) % self.block_size == 0)
+            groups = self.stepping()
+            stepping = self.running if groups is self.groups else (s for g in groups.values() for s in g.sentences)
+            return sum(s.ticket.beams for s in stepping if new.get(s, s.cached) % self.block_size == 0)
 
         preempted = []
         while self.running and needed() > free_self:

@@ -216,6 +216,23 @@ def test_the_youngest_sentence_is_preempted_when_the_step_needs_more_blocks():
     assert [x.ticket for x in s.running] == [a] and s.rows_taken == 4
 
 
+def test_documents_sitting_out_typed_texts_steps_take_no_blocks_and_are_not_preempted_for_them():
+    s = scheduler(max_rows=16)
+    a, b = queued(s, ticket(4), ticket(4))
+    for sentence in s.schedule(1000, 1000, BASE).admit:  # both at a block's end: their next step takes 4 each
+        sentence.cached = BLOCK
+        sentence.blocks = list(range(4))
+    typed = queued(s, ticket(4, priority=0))
+    [sentence] = s.schedule(1000, 1000, BASE).admit
+    assert [sentence.ticket] == typed
+    sentence.cached, sentence.blocks = 1, list(range(4))  # mid-block: its steps take none for a while
+    plan = s.schedule(2, 1000, BASE)  # too few for the documents' next step, enough for the typed text's
+    assert plan.step and not plan.preempt and [x.ticket for x in s.running] == [a, b, *typed]
+    s.update([sentence])  # typed text done, the documents step again: now they need their blocks
+    plan = s.schedule(6, 1000, BASE)
+    assert [p.ticket for p in plan.preempt] == [b] and [x.ticket for x in s.running] == [a]
+
+
 def test_a_sentence_admitted_where_the_step_has_no_room_is_not_started():
     s = scheduler(max_rows=64)
     a, b = queued(s, ticket(4), ticket(4))

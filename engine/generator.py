@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -42,7 +43,22 @@ from dragoman.engine.step_runner import LaunchedStep, StepRunner
 
 __all__ = ["DEFAULT_GPU_MEMORY", "Generator", "Request"]
 ADAPTER_WAIT = 0.05  # seconds a run with nothing to decode waits for an adapter's read before it looks again
+ARRIVAL_POLL_S = 50e-6  # how often a wait for a document's step looks for typed text (a step takes milliseconds)
 log = logging.getLogger(__name__)
+
+
+def arrives_during(step: LaunchedStep | None, arrived: Callable[[], bool]) -> bool:
+    """Wait for a launched step to end on the device, unless a request arrives first (`arrived()`):
+    whether one did. The host's wait for a step (`StepRunner.finish`) cannot be interrupted, and the
+    reading of the step's report, the feed and the plan that follow would come before a typed
+    sentence's admission while the device waits."""
+    if step is None or step.ready is None:  # on the CPU a step has run by the time it is launched
+        return False
+    while not step.ready.query():
+        if arrived():
+            return True
+        time.sleep(ARRIVAL_POLL_S)
+    return False
 
 
 @dataclass(eq=False)  # compared by identity: a set of them is what `withdraw` takes
@@ -255,7 +271,9 @@ class Generator:
         is planned into the next step, not (pipelined) into the one after. `expecting_typed()`, where
         given, says whether typed text is expected soon (a person is typing): meanwhile each document
         step is finished before the next is launched, so that typed text that comes waits for the
-        one step in flight, not for the one queued behind it too."""
+        one step in flight, not for the one queued behind it too, and the host waits for that step
+        watching `arrived()`, so that typed text that comes is admitted and queued behind it at once
+        (`arrives_during`)."""
         for request in requests:
             self._check_request(request)
         everything = list(requests)
@@ -309,7 +327,12 @@ class Generator:
                     pending = None  # its sentences were requeued
                     continue
                 # Typed text's own steps stay pipelined: only a document's wait for it.
-                pipelined = self.pipelined and (expecting_typed is None or scheduler.typing or not expecting_typed())
+                awaiting_typed = expecting_typed is not None and not scheduler.typing and expecting_typed()
+                pipelined = self.pipelined and not awaiting_typed
+                if self.pipelined and awaiting_typed and arrived is not None and arrives_during(launched, arrived):
+                    # Typed text came while the document's step ran: it is admitted and its first
+                    # step queued behind that one at once, which is then read while they run.
+                    pipelined = True
                 if pipelined:  # `launched` runs while the host finishes the step before it
                     finishing, pending = [pending], launched
                     pull()

@@ -2,6 +2,7 @@
 one loop; their handles stream, give results, can be waited on and cancelled; typed text goes first."""
 
 import threading
+import time
 
 import pytest
 
@@ -226,6 +227,71 @@ def test_while_typed_text_is_expected_no_step_is_queued_behind_another(make_tran
     assert max(most) == (1 if typing else 2)
     monkeypatch.setattr(small.generator, "pipelined", False)
     assert texts(got) == texts(small.translate_full(TEXTS[:4], "eng_Latn", "fra_Latn", options))
+    small.teardown()
+
+
+def test_typed_text_that_comes_while_a_document_step_runs_is_queued_behind_it_before_that_step_is_read(
+        make_translator, monkeypatch):
+    """While a person types, the host waits for a document's step watching for typed text: typed
+    text that comes meanwhile is admitted and its first step launched before that step is read, so
+    that the device runs them back to back, not after the host has read the step, fed and planned.
+    The device is a stand-in here (pipelined on the CPU): the document's step runs until the typed
+    sentence is admitted, or for 5 s."""
+    small = make_translator(max_rows=16)
+    monkeypatch.setattr(small.generator, "pipelined", True)
+    options = small.default_options(num_beams=4, max_length=30)
+    runner = small.generator.runner
+    launch, admit, finish = runner.launch, runner.admit, runner.finish
+    events = []
+    typed_admitted, step_running = threading.Event(), threading.Event()
+    watching = False
+
+    class Running:  # the device's event of a document step
+        def __init__(self):
+            self.until = time.monotonic() + 5
+
+        def query(self) -> bool:
+            return typed_admitted.is_set() or time.monotonic() > self.until
+
+        def synchronize(self) -> None:
+            while not self.query():
+                time.sleep(0.001)
+
+    def launching(groups):
+        step = launch(groups)
+        if watching and not any(g.typed for g in groups.values()):
+            step.ready = Running()
+            events.append(("document step", id(step)))
+            step_running.set()
+        return step
+
+    def admitting(sentences, requests, alone, group):
+        admit(sentences, requests, alone, group)
+        if group.typed:
+            events.append(("typed admitted",))
+            typed_admitted.set()
+
+    def finishing(step):
+        events.append(("read", id(step)))
+        return finish(step)
+
+    monkeypatch.setattr(runner, "launch", launching)
+    monkeypatch.setattr(runner, "admit", admitting)
+    monkeypatch.setattr(runner, "finish", finishing)
+    started = threading.Event()
+    document = small.submit(TranslationRequest(TEXTS * 5, "eng_Latn", "fra_Latn", options))
+    document.subscribe(on_translation=lambda i, translation: started.set())
+    assert started.wait(timeout=300)
+    small.expect_typing(600)
+    watching = True
+    assert step_running.wait(timeout=60)
+    typed = small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn", options,
+                                            priority=TYPED))
+    assert texts(typed.result(timeout=300)) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn",
+                                                                          "fra_Latn", options))
+    running = next(step for what, *step in events if what == "document step")  # the one typed text came in
+    assert events.index(("typed admitted",)) < events.index(("read", *running)), events[:6]
+    document.result(timeout=300)
     small.teardown()
 
 

@@ -148,8 +148,9 @@ class EngineWorker(QThread):
         return job_id
 
     def expect_typing(self) -> None:
-        """A keystroke in the source pane: typed text is likely soon, and the engine makes ready for
-        it (`Translator.expect_typing`). Called on the window's thread: it only sets a time."""
+        """A keystroke in the source pane, or in a translation being edited (its completion): typed
+        text is likely soon, and the engine makes ready for it (`Translator.expect_typing`). Called
+        on the window's thread: it only sets a time."""
         translator = self.translator
         if translator is not None:
             translator.expect_typing()

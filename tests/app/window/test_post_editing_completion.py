@@ -54,6 +54,16 @@ def test_typing_into_the_translation_completes_the_sentence_from_the_typed_start
     assert window.target.pending() is None  # greyed only while it streamed
 
 
+def test_each_keystroke_in_the_translation_tells_the_engine_that_typed_text_is_coming(qtbot, open_window, settings):
+    """As the source pane's do (engine/translator.py's `expect_typing`): the completion is typed text."""
+    window = open_window(settings)
+    translated_in(qtbot, window, SOURCE)
+    loop = window.worker.translator.loop
+    loop.expect_typing(0)
+    type_into_target(qtbot, window, 3, "z")
+    assert loop.typing_expected()
+
+
 def test_an_accepted_edit_is_remembered_and_comes_back_for_the_same_sentence(qtbot, open_window, settings, paths):
     window = open_window(settings)
     translated_in(qtbot, window, SOURCE)

@@ -427,8 +427,8 @@ class Scheduler:
     def _make_room(self, free_self: int, new: dict[Sentence, int]) -> list[Sentence]:
         """Preempt the youngest sentences until the coming step's new blocks fit `free_self`; `new`
         gives the cache positions the sentences admitted now will have once started. Only the
-        sentences that step take blocks: beside typed text, the documents' sit its steps out (and
-        counting them at each of its steps would cost its latency the host's time)."""
+        sentences that step take blocks: beside typed text, the documents' sit its steps out, and
+        none of them is preempted for blocks those steps do not take."""
         def needed() -> int:
             groups = self.stepping()
             stepping = self.running if groups is self.groups else (s for g in groups.values() for s in g.sentences)

@@ -242,7 +242,7 @@ def test_typed_text_that_comes_while_a_document_step_runs_is_queued_behind_it_be
     options = small.default_options(num_beams=4, max_length=30)
     runner = small.generator.runner
     launch, admit, finish = runner.launch, runner.admit, runner.finish
-    events = []
+    events: list[tuple] = []  # ("document step" or "read", the step), ("typed admitted",)
     typed_admitted, step_running = threading.Event(), threading.Event()
     watching = False
 
@@ -261,7 +261,7 @@ def test_typed_text_that_comes_while_a_document_step_runs_is_queued_behind_it_be
         step = launch(groups)
         if watching and not any(g.typed for g in groups.values()):
             step.ready = Running()
-            events.append(("document step", id(step)))
+            events.append(("document step", step))  # the step itself: an id could be reused once it is gone
             step_running.set()
         return step
 
@@ -272,7 +272,8 @@ def test_typed_text_that_comes_while_a_document_step_runs_is_queued_behind_it_be
             typed_admitted.set()
 
     def finishing(step):
-        events.append(("read", id(step)))
+        if isinstance(step.ready, Running):
+            events.append(("read", step))
         return finish(step)
 
     monkeypatch.setattr(runner, "launch", launching)
@@ -289,8 +290,9 @@ def test_typed_text_that_comes_while_a_document_step_runs_is_queued_behind_it_be
                                             priority=TYPED))
     assert texts(typed.result(timeout=300)) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn",
                                                                           "fra_Latn", options))
-    running = next(step for what, *step in events if what == "document step")  # the one typed text came in
-    assert events.index(("typed admitted",)) < events.index(("read", *running)), events[:6]
+    running = next(rest[0] for what, *rest in events if what == "document step")  # the one typed text came in
+    read = next(i for i, (what, *step) in enumerate(events) if what == "read" and step[0] is running)
+    assert events.index(("typed admitted",)) < read, [what for what, *_ in events[:6]]
     document.result(timeout=300)
     small.teardown()
 

@@ -240,7 +240,7 @@ class Scheduler:
         when none is free now, or why the adapter cannot be used, which ends that request
         (`Plan.finished`). `in_flight`: a step is still running whose report has not come back (pipelined)."""
         was_running = bool(self.running)
-        was_typing = any(group.typed for group in self.groups.values())
+        was_typing = self._typed_running()
         if self._holding is not None:
             self._held_steps += 1
             if self._held_steps > HELD_STEPS and self._turn is None:
@@ -253,8 +253,7 @@ class Scheduler:
         admit = [s for s in admitted if s.live]
         # Sentences at their length limit are done whatever the step in flight finds: another step
         # would only keep the device busy.
-        groups = self.stepping()
-        stepping = self.running if groups is self.groups else [s for group in groups.values() for s in group.sentences]
+        stepping = self._stepping_sentences()
         step = bool(stepping) and (not in_flight or any(s.length < s.ticket.limit for s in stepping))
         # Typed text admitted while none ran steps alone too: the documents sit its steps out.
         alone = not was_running or (not was_typing and bool(admit) and all(s.ticket.typed for s in admit))
@@ -265,12 +264,20 @@ class Scheduler:
         typed = {key: group for key, group in self.groups.items() if group.typed}
         return typed or self.groups
 
+    def _stepping_sentences(self) -> list[Sentence]:
+        """The sentences of the groups the next step advances (`stepping`)."""
+        groups = self.stepping()
+        return self.running if groups is self.groups else [s for group in groups.values() for s in group.sentences]
+
+    def _typed_running(self) -> bool:
+        return any(group.typed for group in self.groups.values())
+
     @property
     def typing(self) -> bool:
         """Whether typed text waits or runs. Meanwhile no document sentence joins (its encoder pass
         and first step would delay typed text's steps), and the engine's loop tokenizes no more of
         a document's texts, so that typed text comes back at the latency it has alone."""
-        return bool(self.waiting and self.waiting[0].typed) or any(group.typed for group in self.groups.values())
+        return bool(self.waiting and self.waiting[0].typed) or self._typed_running()
 
     def _worth_admitting(self, free_self: int, free_cross: int) -> bool:
         """Whether waiting sentences should join the running ones: typed text always; documents
@@ -430,9 +437,7 @@ class Scheduler:
         sentences that step take blocks: beside typed text, the documents' sit its steps out, and
         none of them is preempted for blocks those steps do not take."""
         def needed() -> int:
-            groups = self.stepping()
-            stepping = self.running if groups is self.groups else (s for g in groups.values() for s in g.sentences)
-            return sum(s.ticket.beams for s in stepping if new.get(s, s.cached) % self.block_size == 0)
+            return sum(s.ticket.beams for s in self._stepping_sentences() if new.get(s, s.cached) % self.block_size == 0)
 
         preempted = []
         while self.running and needed() > free_self:

@@ -48,8 +48,8 @@ log = logging.getLogger(__name__)
 
 
 def arrives_during(step: LaunchedStep | None, arrived: Callable[[], bool]) -> bool:
-    """Wait for a launched step to end on the device, unless a request arrives first (`arrived()`):
-    whether one did. The host's wait for a step (`StepRunner.finish`) cannot be interrupted, and the
+    """Wait for a launched step to end on the device, unless typed text arrives first (`arrived()`):
+    whether it did. The host's wait for a step (`StepRunner.finish`) cannot be interrupted, and the
     reading of the step's report, the feed and the plan that follow would come before a typed
     sentence's admission while the device waits."""
     if step is None or step.ready is None:  # on the CPU a step has run by the time it is launched
@@ -255,6 +255,7 @@ class Generator:
         feed: Callable[[bool], list[Request] | None] | None = None,
         arrived: Callable[[], bool] | None = None,
         expecting_typed: Callable[[], bool] | None = None,
+        typed_arrived: Callable[[], bool] | None = None,
     ) -> list[Request]:
         """Translate all requests to completion (each gets `.result`), admitting them as memory
         allows; returns them, and those `feed` gave, in that order.
@@ -272,8 +273,8 @@ class Generator:
         given, says whether typed text is expected soon (a person is typing): meanwhile each document
         step is finished before the next is launched, so that typed text that comes waits for the
         one step in flight, not for the one queued behind it too, and the host waits for that step
-        watching `arrived()`, so that typed text that comes is admitted and queued behind it at once
-        (`arrives_during`)."""
+        watching `typed_arrived()` (whether `feed` has typed text), so that typed text that comes is
+        admitted and queued behind it at once (`arrives_during`)."""
         for request in requests:
             self._check_request(request)
         everything = list(requests)
@@ -329,7 +330,8 @@ class Generator:
                 # Typed text's own steps stay pipelined: only a document's wait for it.
                 awaiting_typed = expecting_typed is not None and not scheduler.typing and expecting_typed()
                 pipelined = self.pipelined and not awaiting_typed
-                if self.pipelined and awaiting_typed and arrived is not None and arrives_during(launched, arrived):
+                if (self.pipelined and awaiting_typed and typed_arrived is not None
+                        and arrives_during(launched, typed_arrived)):
                     # Typed text came while the document's step ran: it is admitted and its first
                     # step queued behind that one at once, which is then read while they run.
                     pipelined = True

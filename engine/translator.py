@@ -230,6 +230,10 @@ class EngineLoop:
     def typing_expected(self) -> bool:
         return time.monotonic() < self._typing_expected_until
 
+    def _typed_waiting(self) -> bool:
+        """Whether typed text waits in the inbox (asked by the engine's thread, while others append)."""
+        return any(submission.priority == TYPED for submission in self._inbox)
+
     @property
     def closed(self) -> bool:
         """Whether `close` was called: submissions are refused."""
@@ -276,7 +280,8 @@ class EngineLoop:
             try:
                 self._steps = 0
                 # Looked up at each run, so that a test can watch it.
-                self.generator.run([], self._feed, lambda: bool(self._inbox), self.typing_expected)
+                self.generator.run([], self._feed, lambda: bool(self._inbox), self.typing_expected,
+                                   self._typed_waiting)
             except BaseException as e:  # out of memory for one sentence, a bug: its handles fail, the loop goes on
                 failed, self._active = self._active, []
                 if self._steps == 0:  # it raised before its feed took the inbox: run again, it would raise again

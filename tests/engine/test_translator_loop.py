@@ -297,6 +297,59 @@ def test_typed_text_that_comes_while_a_document_step_runs_is_queued_behind_it_be
     small.teardown()
 
 
+def test_a_document_that_comes_while_a_document_step_runs_does_not_cut_the_wait_for_that_step_short(
+        make_translator, monkeypatch):
+    """While a person types, only typed text ends the host's wait for a document's step early: a
+    document submitted meanwhile is taken at the next step, and no step is queued behind the
+    running one (which would hold typed text up by a step). The device is a stand-in, as above:
+    one document step runs for 0.5 s."""
+    small = make_translator(max_rows=16)
+    monkeypatch.setattr(small.generator, "pipelined", True)
+    options = small.default_options(num_beams=4, max_length=30)
+    runner = small.generator.runner
+    launch = runner.launch
+    slow: list = []  # the document step that runs for 0.5 s
+    queued_behind_it: list[bool] = []  # at each launch after it: whether it was still running
+    step_running = threading.Event()
+
+    class Running:
+        def __init__(self):
+            self.until = time.monotonic() + 0.5
+
+        def query(self) -> bool:
+            return time.monotonic() > self.until
+
+        def synchronize(self) -> None:
+            while not self.query():
+                time.sleep(0.001)
+
+    def launching(groups):
+        if slow:
+            queued_behind_it.append(not slow[0].ready.query())
+        step = launch(groups)
+        if watching and not slow:
+            step.ready = Running()
+            slow.append(step)
+            step_running.set()
+        return step
+
+    watching = False
+    monkeypatch.setattr(runner, "launch", launching)
+    started = threading.Event()
+    document = small.submit(TranslationRequest(TEXTS * 5, "eng_Latn", "fra_Latn", options))
+    document.subscribe(on_translation=lambda i, translation: started.set())
+    assert started.wait(timeout=300)
+    small.expect_typing(600)
+    watching = True
+    assert step_running.wait(timeout=60)
+    second = small.submit(TranslationRequest(TEXTS[:2], "eng_Latn", "fra_Latn", options))
+    assert texts(second.result(timeout=300)) == texts(small.translate_full(TEXTS[:2], "eng_Latn", "fra_Latn",
+                                                                           options))
+    document.result(timeout=300)
+    assert queued_behind_it and not any(queued_behind_it)
+    small.teardown()
+
+
 def test_errors_fail_their_handle_only(translator):
     from dragoman.engine import UnknownLanguageError
 

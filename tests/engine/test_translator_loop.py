@@ -3,6 +3,7 @@ one loop; their handles stream, give results, can be waited on and cancelled; ty
 
 import threading
 import time
+from typing import Callable
 
 import pytest
 
@@ -230,6 +231,34 @@ def test_while_typed_text_is_expected_no_step_is_queued_behind_another(make_tran
     small.teardown()
 
 
+class RunningStep:
+    """A document step's device event, standing in for CUDA's on the CPU: the step runs for
+    `seconds`, or until `ends()`."""
+
+    def __init__(self, seconds: float, ends: Callable[[], bool] = lambda: False):
+        self.until, self.ends = time.monotonic() + seconds, ends
+
+    def query(self) -> bool:
+        return self.ends() or time.monotonic() > self.until
+
+    def synchronize(self) -> None:
+        while not self.query():
+            time.sleep(0.001)
+
+
+def document_decoding_while_typing(engine, options, watching: threading.Event, step_running: threading.Event):
+    """A long document submitted and decoding, then a person typing (`expect_typing`) and the
+    document's steps watched (`watching`) until one runs (`step_running`): the document's handle."""
+    started = threading.Event()
+    document = engine.submit(TranslationRequest(TEXTS * 5, "eng_Latn", "fra_Latn", options))
+    document.subscribe(on_translation=lambda i, translation: started.set())
+    assert started.wait(timeout=300)
+    engine.expect_typing(600)
+    watching.set()
+    assert step_running.wait(timeout=60)
+    return document
+
+
 def test_typed_text_that_comes_while_a_document_step_runs_is_queued_behind_it_before_that_step_is_read(
         make_translator, monkeypatch):
     """While a person types, the host waits for a document's step watching for typed text: typed
@@ -243,24 +272,12 @@ def test_typed_text_that_comes_while_a_document_step_runs_is_queued_behind_it_be
     runner = small.generator.runner
     launch, admit, finish = runner.launch, runner.admit, runner.finish
     events: list[tuple] = []  # ("document step" or "read", the step), ("typed admitted",)
-    typed_admitted, step_running = threading.Event(), threading.Event()
-    watching = False
-
-    class Running:  # the device's event of a document step
-        def __init__(self):
-            self.until = time.monotonic() + 5
-
-        def query(self) -> bool:
-            return typed_admitted.is_set() or time.monotonic() > self.until
-
-        def synchronize(self) -> None:
-            while not self.query():
-                time.sleep(0.001)
+    typed_admitted, step_running, watching = threading.Event(), threading.Event(), threading.Event()
 
     def launching(groups):
         step = launch(groups)
-        if watching and not any(g.typed for g in groups.values()):
-            step.ready = Running()
+        if watching.is_set() and not any(g.typed for g in groups.values()):
+            step.ready = RunningStep(5, typed_admitted.is_set)
             events.append(("document step", step))  # the step itself: an id could be reused once it is gone
             step_running.set()
         return step
@@ -272,20 +289,14 @@ def test_typed_text_that_comes_while_a_document_step_runs_is_queued_behind_it_be
             typed_admitted.set()
 
     def finishing(step):
-        if isinstance(step.ready, Running):
+        if isinstance(step.ready, RunningStep):
             events.append(("read", step))
         return finish(step)
 
     monkeypatch.setattr(runner, "launch", launching)
     monkeypatch.setattr(runner, "admit", admitting)
     monkeypatch.setattr(runner, "finish", finishing)
-    started = threading.Event()
-    document = small.submit(TranslationRequest(TEXTS * 5, "eng_Latn", "fra_Latn", options))
-    document.subscribe(on_translation=lambda i, translation: started.set())
-    assert started.wait(timeout=300)
-    small.expect_typing(600)
-    watching = True
-    assert step_running.wait(timeout=60)
+    document = document_decoding_while_typing(small, options, watching, step_running)
     typed = small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn", options,
                                             priority=TYPED))
     assert texts(typed.result(timeout=300)) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn",
@@ -301,7 +312,7 @@ def test_a_document_that_comes_while_a_document_step_runs_does_not_cut_the_wait_
         make_translator, monkeypatch):
     """While a person types, only typed text ends the host's wait for a document's step early: a
     document submitted meanwhile is taken at the next step, and no step is queued behind the
-    running one (which would hold typed text up by a step). The device is a stand-in, as above:
+    running one (which would hold typed text up by a step). The device is a stand-in (`RunningStep`):
     one document step runs for 0.5 s."""
     small = make_translator(max_rows=16)
     monkeypatch.setattr(small.generator, "pipelined", True)
@@ -310,38 +321,20 @@ def test_a_document_that_comes_while_a_document_step_runs_does_not_cut_the_wait_
     launch = runner.launch
     slow: list = []  # the document step that runs for 0.5 s
     queued_behind_it: list[bool] = []  # at each launch after it: whether it was still running
-    step_running = threading.Event()
-
-    class Running:
-        def __init__(self):
-            self.until = time.monotonic() + 0.5
-
-        def query(self) -> bool:
-            return time.monotonic() > self.until
-
-        def synchronize(self) -> None:
-            while not self.query():
-                time.sleep(0.001)
+    step_running, watching = threading.Event(), threading.Event()
 
     def launching(groups):
         if slow:
             queued_behind_it.append(not slow[0].ready.query())
         step = launch(groups)
-        if watching and not slow:
-            step.ready = Running()
+        if watching.is_set() and not slow:
+            step.ready = RunningStep(0.5)
             slow.append(step)
             step_running.set()
         return step
 
-    watching = False
     monkeypatch.setattr(runner, "launch", launching)
-    started = threading.Event()
-    document = small.submit(TranslationRequest(TEXTS * 5, "eng_Latn", "fra_Latn", options))
-    document.subscribe(on_translation=lambda i, translation: started.set())
-    assert started.wait(timeout=300)
-    small.expect_typing(600)
-    watching = True
-    assert step_running.wait(timeout=60)
+    document = document_decoding_while_typing(small, options, watching, step_running)
     second = small.submit(TranslationRequest(TEXTS[:2], "eng_Latn", "fra_Latn", options))
     assert texts(second.result(timeout=300)) == texts(small.translate_full(TEXTS[:2], "eng_Latn", "fra_Latn",
                                                                            options))

@@ -107,26 +107,39 @@ class Submission:
         order = sorted(range(len(texts)), key=lambda i: i in constraints)  # stable: plain texts first
         self._left = (i for i in order if texts[i].strip())
         self._wave = translator.generator.sentences_at_once(options.num_beams)
-        self.started = False  # `take` has tokenized some of its texts
+        self._wave_left: int | None = None  # of its first wave, texts still to tokenize (None: none taken yet)
+
+    @property
+    def filling(self) -> bool:
+        """Its first wave is not all tokenized yet: it is taken whatever else waits."""
+        return self._wave_left is None or self._wave_left > 0
 
     def next_portion(self) -> int:
         """The texts `take` tokenizes next: first a wave (the sentences that decode together; typed
         text whole), then a wave's worth in 32 steps, so that the next wave is ready when one ends
-        (FEED_TEXTS)."""
-        if not self.started:
+        (FEED_TEXTS). The rest of a first wave that typed text cut short comes before them."""
+        if self._wave_left is None:
             return len(self.request.texts) if self.priority == TYPED else self._wave
-        return max(FEED_TEXTS, self._wave // 32)
+        return self._wave_left or max(FEED_TEXTS, self._wave // 32)
 
-    def take(self, texts: int) -> list[Request]:
-        """Up to `texts` more texts as requests, and those to be decoded again."""
-        self.started = self.started or texts > 0
+    def take(self, texts: int, until: Callable[[], bool] | None = None) -> list[Request]:
+        """Up to `texts` more texts as requests, and those to be decoded again. `until()`, asked
+        after every FEED_TEXTS texts, ends it sooner: typed text that comes meanwhile would wait
+        for a whole wave of a document's texts (hundreds of them on a GPU) before its admission."""
         requests, self._again = self._again, []
+        taken, cut = 0, False
         for i in itertools.islice(self._left, texts):
             sources = self.translator._sources(self.request.texts[i], self.request.src_lang)
             self._decoded[i] = [None] * len(sources)
             self._scored[i] = [None] * len(sources)
             forced = self.completions[i].attempts[0] if i in self.completions else []
             requests += [self._request(i, piece, source, forced) for piece, source in enumerate(sources)]
+            taken += 1
+            if until is not None and taken % FEED_TEXTS == 0 and taken < texts and until():
+                cut = True
+                break
+        if texts > 0:
+            self._wave_left = texts - taken if cut and self.filling else 0
         self.in_flight.update(requests)
         return requests
 
@@ -321,8 +334,11 @@ class EngineLoop:
             if not submission.handle.done():
                 self._active.append(submission)
         for submission in sorted(self._active, key=lambda s: s.priority):
-            more = submission.priority == TYPED or (not typing and (few_wait or not submission.started))
-            requests += submission.take(submission.next_portion() if more else 0)
+            if submission.priority == TYPED:
+                requests += submission.take(submission.next_portion())
+                continue
+            more = not typing and (few_wait or submission.filling)
+            requests += submission.take(submission.next_portion() if more else 0, self._typed_waiting)
         if idle and not requests:
             for submission in self._active:  # nothing of it left to decode: it cannot finish now
                 submission.handle.fail(RuntimeError("the engine lost track of a translation"))

@@ -119,8 +119,8 @@ def test_while_typed_text_runs_no_document_sentence_joins_is_tokenized_or_report
             while_typing.append(("admitted", [r.priority for r in requests]))
         return admit(sentences, requests, *args)
 
-    def watched_take(submission, count):
-        taken = take(submission, count)
+    def watched_take(submission, count, *until):
+        taken = take(submission, count, *until)
         if typed_pending.is_set() and taken and submission.priority == DOCUMENT:
             while_typing.append(("tokenized", len(taken)))
         return taken
@@ -154,6 +154,52 @@ def test_while_typed_text_runs_no_document_sentence_joins_is_tokenized_or_report
                                                                           "fra_Latn", options))
     assert texts(second.result(timeout=300)) == texts(small.translate_full(TEXTS * 25, "eng_Latn", "fra_Latn", options))
     assert while_typing == [("admitted", [TYPED])]
+    small.teardown()
+
+
+def test_typed_text_that_comes_while_a_documents_wave_is_tokenized_waits_for_a_few_of_its_texts_not_all(
+        make_translator, monkeypatch):
+    """The loop tokenizes a new document's first wave of texts at once (hundreds on a GPU): typed
+    text that comes meanwhile is admitted after at most FEED_TEXTS more of them, and the rest of
+    the wave follows it. Tokenizing is slowed here (2 ms a text) so that the typed text comes
+    while the wave is being tokenized."""
+    from dragoman.engine.translator import FEED_TEXTS
+
+    small = make_translator(max_rows=512)  # a wave of 128 sentences of 4 beams
+    options = small.default_options(num_beams=4, max_length=20)
+    wave = small.generator.sentences_at_once(4)
+    document = [f"{text} ({n})" for n in range(3) for text in TEXTS * 20][: wave + 40]
+    sources = small._sources
+    tokenized: list[str] = []  # the document's texts, as the loop tokenizes them
+    typed_admitted_after: list[int] = []  # the document's texts tokenized by then
+    typing_now = threading.Event()
+
+    def slow_sources(text, src_lang):
+        if text in document:
+            tokenized.append(text)
+            if len(tokenized) == 8:
+                typing_now.set()
+            time.sleep(0.002)
+        return sources(text, src_lang)
+
+    runner = small.generator.runner
+    admit = runner.admit
+
+    def admitting(sentences, requests, alone, group):
+        if group.typed:
+            typed_admitted_after.append(len(tokenized))
+        return admit(sentences, requests, alone, group)
+
+    monkeypatch.setattr(small, "_sources", slow_sources)
+    monkeypatch.setattr(runner, "admit", admitting)
+    handle = small.submit(TranslationRequest(document, "eng_Latn", "fra_Latn", options))
+    assert typing_now.wait(timeout=60)
+    typed = small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn", options,
+                                            priority=TYPED))
+    assert texts(typed.result(timeout=300)) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn",
+                                                                          "fra_Latn", options))
+    assert texts(handle.result(timeout=300)) == texts(small.translate_full(document, "eng_Latn", "fra_Latn", options))
+    assert typed_admitted_after and typed_admitted_after[0] <= 8 + FEED_TEXTS < wave
     small.teardown()
 
 

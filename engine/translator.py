@@ -70,6 +70,7 @@ PACK_AFTER_STEPS = 64
 # How long a keystroke's `expect_typing` lasts: the window translates 0.4 s after the last keystroke,
 # and typed text then decodes in tens of milliseconds.
 TYPING_EXPECTED_S = 1.0
+TYPING_POLL_S = 0.001  # how often a document's submission looks whether typed text is done (`wait_while_typing`)
 
 
 class ModelOutputError(RuntimeError):
@@ -242,6 +243,18 @@ class EngineLoop:
 
     def typing_expected(self) -> bool:
         return time.monotonic() < self._typing_expected_until
+
+    def wait_while_typing(self) -> None:
+        """Return once no typed text waits or decodes, or after TYPING_EXPECTED_S (at once on the
+        engine's own thread, which would wait for itself). A document's submission calls it as it
+        compiles its terms: a long document's compile holds the interpreter, which the engine's
+        thread needs at every step of typed text (another thread gets it back only every
+        GIL_SWITCH_S)."""
+        if threading.current_thread() is self._thread:
+            return
+        until = time.monotonic() + TYPING_EXPECTED_S
+        while self.typing and not self._closing and time.monotonic() < until:
+            time.sleep(TYPING_POLL_S)
 
     def _typed_waiting(self) -> bool:
         """Whether typed text waits in the inbox (asked by the engine's thread, while others append)."""
@@ -525,7 +538,8 @@ class Translator:
             if len(self._sources(texts[i], request.src_lang)) > 1:
                 raise OptionsError("start", f"cannot complete a text of more than the model's "
                                             f"{self.generator.model.max_positions} source tokens")
-        constraints = self._constraints(texts, request.src_lang, request.tgt_lang, options, request.terms or [])
+        constraints = self._constraints(texts, request.src_lang, request.tgt_lang, options, request.terms or [],
+                                        None if request.priority == TYPED else self.loop.wait_while_typing)
         adapter = request.adapter or None
         if adapter is not None:
             self.generator.lora.slot_for(adapter)  # a bad name raises AdapterError now; its read starts
@@ -631,9 +645,11 @@ class Translator:
         return Translation(text, hypotheses[0][1], others)
 
     def _constraints(self, texts: list[str], src_lang: str, tgt_lang: str, options: DecodingOptions,
-                     terms: list[list[str | tuple[str | None, ...]]]) -> dict[int, Constraints]:
+                     terms: list[list[str | tuple[str | None, ...]]],
+                     pause: Callable[[], None] | None = None) -> dict[int, Constraints]:
         """Each text's terms as token sequences (`term_ids`; a chain as a list of them), compiled once
-        (the generator takes them as they are) and checked to fit within max_length."""
+        (the generator takes them as they are) and checked to fit within max_length. `pause()`, where
+        given, is called after every FEED_TEXTS texts (a document's: `EngineLoop.wait_while_typing`)."""
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         constraints = {}
         # A document's texts share few terms (its marks, the same glossary entries): each term is
@@ -641,6 +657,8 @@ class Translator:
         tokens: dict[object, list] = {}
         compiled_for: dict[tuple, Constraints | None] = {}
         for i, own in enumerate(terms[: len(texts)]):
+            if pause is not None and i and i % FEED_TEXTS == 0:
+                pause()
             key = tuple(tuple(term) if isinstance(term, list) else term for term in own or [])
             if not key or not texts[i].strip():
                 continue

@@ -203,6 +203,52 @@ def test_typed_text_that_comes_while_a_documents_wave_is_tokenized_waits_for_a_f
     small.teardown()
 
 
+def test_a_document_submitted_while_typed_text_decodes_compiles_its_terms_after_it(make_translator, monkeypatch):
+    """Submitting a document compiles its terms on the caller's thread, which holds the interpreter
+    that the engine's thread needs at every step of typed text: while typed text waits or decodes,
+    the compile pauses after every FEED_TEXTS texts. Typed text's steps are slowed here (3 ms each)
+    so that the document comes while it decodes."""
+    from dragoman.engine.translator import FEED_TEXTS
+
+    small = make_translator()
+    options = small.default_options(num_beams=2, max_length=40)
+    runner = small.generator.runner
+    launch = runner.launch
+
+    def slow_typed_steps(groups):
+        if any(group.typed for group in groups.values()):
+            time.sleep(0.003)
+        return launch(groups)
+
+    monkeypatch.setattr(runner, "launch", slow_typed_steps)
+    document = [f"{text} ({n})" for n in range(4) for text in TEXTS * 4][:96]
+    terms = [["chat"]] * len(document)
+    sources = small._sources
+    compiled_while_typing: list[bool] = []  # at each of the document's texts the submission's compile checked
+
+    def watched_sources(text, src_lang):
+        if threading.current_thread().name == "document submitter":
+            compiled_while_typing.append(small.loop.typing)
+        return sources(text, src_lang)
+
+    monkeypatch.setattr(small, "_sources", watched_sources)
+    decoding = threading.Event()
+    typed = small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn", options,
+                                            priority=TYPED, partials=True))
+    typed.subscribe(on_partial=lambda i, text: decoding.set())
+    assert decoding.wait(timeout=60)
+    submitted: list = []
+    submitter = threading.Thread(name="document submitter", target=lambda: submitted.append(
+        small.submit(TranslationRequest(document, "eng_Latn", "fra_Latn", options, terms=terms))))
+    submitter.start()
+    typed.result(timeout=300)
+    submitter.join(timeout=300)
+    assert len(compiled_while_typing) == len(document)
+    assert sum(compiled_while_typing) <= FEED_TEXTS  # its first texts, before the compile first looked
+    assert all("chat" in translation.text for translation in submitted[0].result(timeout=300))
+    small.teardown()
+
+
 @pytest.mark.parametrize("pipelined", [False, True], ids=["steps finished at once", "pipelined as on the GPU"])
 def test_typed_text_that_comes_as_a_step_is_read_back_runs_in_the_next_step(make_translator, monkeypatch, pipelined):
     """Typed text submitted while the host reads a document step's report (from the engine's own

@@ -13,6 +13,8 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt: tests
 # the kernel tests run the Triton kernels on the CPU through the interpreter.
 os.environ.setdefault("TRITON_INTERPRET", "1")
 sys.path.insert(0, str(Path(__file__).parent))  # test helpers such as nllb_checkpoint.py
+# The app tests' shared fakes (documents.document_fakes), for a test outside tests/app run alone.
+sys.path.append(str(Path(__file__).parent / "app"))
 
 import torch  # noqa: E402
 

@@ -161,8 +161,8 @@ def test_typed_text_that_comes_while_a_documents_wave_is_tokenized_waits_for_a_f
         make_translator, monkeypatch):
     """The loop tokenizes a new document's first wave of texts at once (hundreds on a GPU): typed
     text that comes meanwhile is admitted after at most FEED_TEXTS more of them, and the rest of
-    the wave follows it. Tokenizing is slowed here (2 ms a text) so that the typed text comes
-    while the wave is being tokenized."""
+    the wave follows it. The loop's tokenizing of the document waits at its 8th text until the typed
+    text is submitted."""
     from dragoman.engine.translator import FEED_TEXTS
 
     small = make_translator(max_rows=512)  # a wave of 128 sentences of 4 beams
@@ -172,14 +172,14 @@ def test_typed_text_that_comes_while_a_documents_wave_is_tokenized_waits_for_a_f
     sources = small._sources
     tokenized: list[str] = []  # the document's texts, as the loop tokenizes them
     typed_admitted_after: list[int] = []  # the document's texts tokenized by then
-    typing_now = threading.Event()
+    typing_now, typed_submitted = threading.Event(), threading.Event()
 
     def slow_sources(text, src_lang):
         if text in document:
             tokenized.append(text)
             if len(tokenized) == 8:
                 typing_now.set()
-            time.sleep(0.002)
+                assert typed_submitted.wait(timeout=60)
         return sources(text, src_lang)
 
     runner = small.generator.runner
@@ -196,18 +196,19 @@ def test_typed_text_that_comes_while_a_documents_wave_is_tokenized_waits_for_a_f
     assert typing_now.wait(timeout=60)
     typed = small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn", options,
                                             priority=TYPED))
+    typed_submitted.set()
     assert texts(typed.result(timeout=300)) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn",
                                                                           "fra_Latn", options))
     assert texts(handle.result(timeout=300)) == texts(small.translate_full(document, "eng_Latn", "fra_Latn", options))
-    assert typed_admitted_after and typed_admitted_after[0] <= 8 + FEED_TEXTS < wave
+    assert typed_admitted_after and typed_admitted_after[0] <= FEED_TEXTS < wave
     small.teardown()
 
 
 def test_a_document_submitted_while_typed_text_decodes_compiles_its_terms_after_it(make_translator, monkeypatch):
     """Submitting a document compiles its terms on the caller's thread, which holds the interpreter
     that the engine's thread needs at every step of typed text: while typed text waits or decodes,
-    the compile pauses after every FEED_TEXTS texts. Typed text's steps are slowed here (3 ms each)
-    so that the document comes while it decodes."""
+    the compile pauses after every FEED_TEXTS texts. Typed text's steps wait for the compile to
+    begin, then take 3 ms each, so that the document comes while it decodes."""
     from dragoman.engine.translator import FEED_TEXTS
 
     small = make_translator()
@@ -215,11 +216,15 @@ def test_a_document_submitted_while_typed_text_decodes_compiles_its_terms_after_
     runner = small.generator.runner
     launch = runner.launch
 
+    compiling = threading.Event()
+
     def slow_typed_steps(groups):
-        if any(group.typed for group in groups.values()):
+        if any(group.typed for group in groups.values()) and decoding.is_set():
+            assert compiling.wait(timeout=60)
             time.sleep(0.003)
         return launch(groups)
 
+    decoding = threading.Event()  # the typed text's first partial hypothesis came
     monkeypatch.setattr(runner, "launch", slow_typed_steps)
     document = [f"{text} ({n})" for n in range(4) for text in TEXTS * 4][:96]
     terms = [["chat"]] * len(document)
@@ -229,10 +234,10 @@ def test_a_document_submitted_while_typed_text_decodes_compiles_its_terms_after_
     def watched_sources(text, src_lang):
         if threading.current_thread().name == "document submitter":
             compiled_while_typing.append(small.loop.typing)
+            compiling.set()
         return sources(text, src_lang)
 
     monkeypatch.setattr(small, "_sources", watched_sources)
-    decoding = threading.Event()
     typed = small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn", options,
                                             priority=TYPED, partials=True))
     typed.subscribe(on_partial=lambda i, text: decoding.set())
@@ -244,7 +249,7 @@ def test_a_document_submitted_while_typed_text_decodes_compiles_its_terms_after_
     typed.result(timeout=300)
     submitter.join(timeout=300)
     assert len(compiled_while_typing) == len(document)
-    assert sum(compiled_while_typing) <= FEED_TEXTS  # its first texts, before the compile first looked
+    assert 1 <= sum(compiled_while_typing) <= FEED_TEXTS  # its first texts, before the compile first looked
     assert all("chat" in translation.text for translation in submitted[0].result(timeout=300))
     small.teardown()
 

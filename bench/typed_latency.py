@@ -24,16 +24,23 @@ then share the interpreter with the engine's while typed text decodes.
 document (`LoopTimeline`): how long it waited to be admitted, the document's steps and admissions
 launched meanwhile, its own steps' host time and, on the GPU, their device time and the device's
 span from its admission to its last step (more than the two summed: the device waited for the host).
+
+`--stacks`: also where the process's threads were while typed text waited or decoded beside the
+document (`ThreadSampler`: their innermost frames every millisecond, the most frequent first). The
+sampler takes the interpreter a thousand times a second, so its run's times are not comparable.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import random
 import statistics
+import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
@@ -140,6 +147,51 @@ class LoopTimeline:
         return {key: statistics.median(typed[key] for typed in timeline) for key in timeline[0]} if timeline else {}
 
 
+# Calls that wait without the interpreter: a thread found in one is idle.
+BLOCKING_CALLS = (".get(", ".poll(", ".recv(", ".wait(", "sleep(", ".select(", ".accept(", ".join(")
+
+
+def idle(frame: traceback.FrameSummary) -> bool:
+    """Whether a thread's innermost frame waits: in threading's locks and events, or at a blocking call."""
+    return Path(frame.filename).name == "threading.py" or any(call in (frame.line or "") for call in BLOCKING_CALLS)
+
+
+class ThreadSampler:
+    """Every `interval` s while typed text waits or decodes beside a document's running sentences, the
+    innermost `depth` frames of each thread of the process that is not idle (`idle`); `stop()`
+    counts them by whether the typed text was admitted yet, the thread's name and those frames."""
+
+    def __init__(self, translator: Translator, interval: float = 0.001, depth: int = 4):
+        self.translator, self.interval, self.depth = translator, interval, depth
+        self.samples: collections.Counter[tuple[str, str, str]] = collections.Counter()
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name="bench-thread-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        loop, scheduler = self.translator.loop, self.translator.generator.scheduler
+        while self._running:
+            time.sleep(self.interval)
+            # A document sentence runs beside the typed text (the list copied: the engine's thread changes it).
+            if not loop.typing or all(s.ticket.typed for s in list(scheduler.running)):
+                continue
+            phase = "admitted" if scheduler.typing else "waiting"
+            names = {thread.ident: thread.name for thread in threading.enumerate()}
+            for ident, frame in sys._current_frames().items():
+                frames = traceback.extract_stack(frame)[-self.depth:]
+                if ident == threading.get_ident() or not frames or idle(frames[-1]):
+                    continue
+                where = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
+                self.samples[(phase, names.get(ident, "?"), where)] += 1
+
+    def stop(self) -> list[dict]:
+        """Stop sampling; the 25 most frequent (phase, thread, frames), most frequent first."""
+        self._running = False
+        self._thread.join()
+        return [{"samples": count, "typed_text": phase, "thread": name, "frames": where}
+                for (phase, name, where), count in self.samples.most_common(25)]
+
+
 def keystroke(translator: Translator) -> None:
     """What the window's keystrokes tell the engine before it translates (`expect_typing`), then a
     pause long enough for a document's queued steps to drain (the window's is 0.4 s)."""
@@ -229,6 +281,9 @@ def main() -> None:
                         help="the document a .docx book of PAGES pages, both through the app's pipeline")
     parser.add_argument("--timeline", action="store_true",
                         help="also what the engine's loop did around each typed sentence beside the document")
+    parser.add_argument("--stacks", action="store_true",
+                        help="also where the process's threads were while typed text waited or decoded beside the "
+                             "document (perturbs the times)")
     parser.add_argument("--documents-here", action="store_true",
                         help="with --through-app: the book's work on this process's threads, not in a process of "
                              "its own as on a GPU")
@@ -242,8 +297,9 @@ def main() -> None:
         if translator.needs_warm_up():
             translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
         timeline = LoopTimeline(translator) if args.timeline else None
-        emit({"device": translator.describe(),
-              **through_app(translator, args.through_app, args.repeats, args.documents_here, timeline)},
+        sampler = ThreadSampler(translator) if args.stacks else None
+        found = through_app(translator, args.through_app, args.repeats, args.documents_here, timeline)
+        emit({"device": translator.describe(), **found, **({"stacks": sampler.stop()} if sampler is not None else {})},
              "typed_latency_through_app", translator.device, args.out)
         translator.teardown()
         return
@@ -258,6 +314,7 @@ def main() -> None:
     translator.translate(document[:64], "eng_Latn", "fra_Latn", document_options)  # the document's steps warm too
 
     timeline = LoopTimeline(translator) if args.timeline else None
+    sampler = ThreadSampler(translator) if args.stacks else None
     alone = typed_ms(translator, typed, args.repeats)
     alone_timeline = timeline.typed_since(0) if timeline is not None else None
     started = threading.Event()
@@ -286,6 +343,7 @@ def main() -> None:
         **({"alone_timeline_medians": LoopTimeline.medians(alone_timeline),
             "beside_timeline_medians": LoopTimeline.medians(beside_timeline),
             "beside_timeline": beside_timeline} if alone_timeline is not None and beside_timeline is not None else {}),
+        **({"stacks": sampler.stop()} if sampler is not None else {}),
     }
     emit(out, "typed_latency", translator.device, args.out)
     translator.teardown()

@@ -10,7 +10,8 @@ from bench import typed_latency
 def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_checkpoint, monkeypatch, capsys,
                                                                        tmp_path, through_app):
     """`python -m bench.typed_latency` on the CPU with the tiny test model: the typed sentences beside
-    the document come back while it still decodes, through the engine or the app's pipeline."""
+    the document come back while it still decodes, through the engine or the app's pipeline, and the
+    threads' stacks meanwhile are sampled."""
     from dragoman.app.session.session import TranslationSession
 
     document = ["--through-app", "6"] if through_app else ["--sentences", "512"]
@@ -24,7 +25,7 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
 
     monkeypatch.setattr(TranslationSession, "open", classmethod(recording))
     monkeypatch.setattr(sys, "argv", ["typed_latency", "--checkpoint", str(tiny_checkpoint), "--device", "cpu",
-                                      "--repeats", "2", *document, "--timeline", "--out", str(tmp_path)])
+                                      "--repeats", "2", *document, "--timeline", "--stacks", "--out", str(tmp_path)])
     typed_latency.main()
     out = json.loads(capsys.readouterr().out)
     assert out["typed_alone_ms"] > 0 and out["typed_beside_document_ms"] > 0
@@ -40,6 +41,9 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
         alone = out["alone_timeline_medians"]
         assert alone["steps"] == 31 and alone["document_steps_before"] == 0 and 0 < alone["ms"] < out["typed_alone_ms"] * 3
         assert out["beside_timeline_medians"]["steps"] == 31
+    # Where the threads were meanwhile: the engine's among them, at work beside the typed text.
+    assert any(stack["thread"] == "dragoman-engine" and stack["frames"] for stack in out["stacks"])
+    assert all(stack["typed_text"] in ("waiting", "admitted") and stack["samples"] > 0 for stack in out["stacks"])
     assert len(opened) == int(through_app) and all(not str(folder).startswith(str(tmp_path / "home")) for folder in opened)
     name = "typed_latency_through_app" if through_app else "typed_latency"
     assert json.loads((tmp_path / f"{name}.json").read_text()) == out

@@ -257,7 +257,8 @@ class EngineLoop:
             time.sleep(TYPING_POLL_S)
 
     def _typed_waiting(self) -> bool:
-        """Whether typed text waits in the inbox (asked by the engine's thread, while others append)."""
+        """Whether typed text waits in the inbox (asked by the engine's thread, while others append).
+        Not `typing`, which also covers typed text decoding and is cleared only at the next feed."""
         return any(submission.priority == TYPED for submission in self._inbox)
 
     @property

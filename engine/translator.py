@@ -96,9 +96,10 @@ class Submission:
 
     def __init__(self, translator: Translator, request: TranslationRequest, options: DecodingOptions,
                  prefix: list[int], completions: dict[int, CompletionStart], constraints: dict[int, Constraints],
-                 handle: TranslationHandle):
+                 handle: TranslationHandle, tokenized: dict[int, list[list[int]]] | None = None):
         self.translator, self.request, self.options, self.prefix = translator, request, options, prefix
         self.completions, self.constraints, self.handle = completions, constraints, handle
+        self._tokenized = tokenized or {}  # texts `Translator.submit` tokenized to check them: not again
         self.priority = request.priority
         self.in_flight: set[Request] = set()
         self._again: list[Request] = []  # completions whose first attempt strayed: forced whole
@@ -130,7 +131,8 @@ class Submission:
         requests, self._again = self._again, []
         taken, cut = 0, False
         for i in itertools.islice(self._left, texts):
-            sources = self.translator._sources(self.request.texts[i], self.request.src_lang)
+            sources = self._tokenized.pop(i, None) or self.translator._sources(self.request.texts[i],
+                                                                                 self.request.src_lang)
             self._decoded[i] = [None] * len(sources)
             self._scored[i] = [None] * len(sources)
             forced = self.completions[i].attempts[0] if i in self.completions else []
@@ -535,12 +537,14 @@ class Translator:
         self.tokenizer.lang_id(request.src_lang)  # raises UnknownLanguageError before any work starts
         completions = {i: completion_start(self.tokenizer, start, options) for i, start in enumerate(request.starts or [])
                        if start and start.strip() and i < len(texts) and texts[i].strip()}
+        tokenized: dict[int, list[list[int]]] = {}  # texts tokenized for the checks below, each once
         for i in completions:
-            if len(self._sources(texts[i], request.src_lang)) > 1:
+            tokenized[i] = self._sources(texts[i], request.src_lang)
+            if len(tokenized[i]) > 1:
                 raise OptionsError("start", f"cannot complete a text of more than the model's "
                                             f"{self.generator.model.max_positions} source tokens")
         constraints = self._constraints(texts, request.src_lang, request.tgt_lang, options, request.terms or [],
-                                        None if request.priority == TYPED else self.loop.wait_while_typing)
+                                        tokenized, None if request.priority == TYPED else self.loop.wait_while_typing)
         adapter = request.adapter or None
         if adapter is not None:
             self.generator.lora.slot_for(adapter)  # a bad name raises AdapterError now; its read starts
@@ -549,7 +553,7 @@ class Translator:
             if not text.strip():
                 handle.finish(i, Translation(""))
         if not handle.done():
-            self.loop.submit(Submission(self, request, options, prefix, completions, constraints, handle))
+            self.loop.submit(Submission(self, request, options, prefix, completions, constraints, handle, tokenized))
         return handle
 
     def translate(
@@ -646,11 +650,13 @@ class Translator:
         return Translation(text, hypotheses[0][1], others)
 
     def _constraints(self, texts: list[str], src_lang: str, tgt_lang: str, options: DecodingOptions,
-                     terms: list[list[str | tuple[str | None, ...]]],
+                     terms: list[list[str | tuple[str | None, ...]]], tokenized: dict[int, list[list[int]]],
                      pause: Callable[[], None] | None = None) -> dict[int, Constraints]:
         """Each text's terms as token sequences (`term_ids`; a chain as a list of them), compiled once
-        (the generator takes them as they are) and checked to fit within max_length. `pause()`, where
-        given, is called after every FEED_TEXTS texts (a document's: `EngineLoop.wait_while_typing`)."""
+        (the generator takes them as they are) and checked to fit within max_length, and the text
+        within the model's positions (its source ids kept in `tokenized` for `Submission.take`).
+        `pause()`, where given, is called after every FEED_TEXTS texts (a document's:
+        `EngineLoop.wait_while_typing`)."""
         prefix = self.tokenizer.decoder_prefix(tgt_lang)
         constraints = {}
         # A document's texts share few terms (its marks, the same glossary entries): each term is
@@ -680,7 +686,9 @@ class Translator:
             compiled = compiled_for[key]
             if compiled is None:
                 continue
-            if len(self._sources(texts[i], src_lang)) > 1:
+            if i not in tokenized:
+                tokenized[i] = self._sources(texts[i], src_lang)
+            if len(tokenized[i]) > 1:
                 raise OptionsError("terms", f"cannot be kept in a text of more than the model's "
                                             f"{self.generator.model.max_positions} source tokens")
             constraints[i] = compiled

@@ -192,3 +192,21 @@ def test_a_texts_terms_are_compiled_once(translator, monkeypatch):
     alone = translator.translate(TEXTS[2:4], "eng_Latn", "fra_Latn",
                                  translator.default_options(num_beams=2, max_length=32), terms=shared[2:])
     assert again[2:] == alone
+
+
+def test_a_text_with_terms_is_tokenized_once(translator, monkeypatch):
+    """Submitting checks that a text with terms fits the model's positions; its decoding takes the
+    ids that check made rather than tokenizing the text again."""
+    tokenized = []
+    encode_source = translator.tokenizer.encode_source
+
+    def counting(text, src_lang):
+        tokenized.append(text)
+        return encode_source(text, src_lang)
+
+    monkeypatch.setattr(translator.tokenizer, "encode_source", counting)
+    terms = [["chat"], [], ["chien", "maison"]]
+    translations = translator.translate(TEXTS[:3], "eng_Latn", "fra_Latn",
+                                        translator.default_options(num_beams=2, max_length=32), terms=terms)
+    assert "chat" in translations[0] and "chien" in translations[2]
+    assert sorted(tokenized) == sorted(TEXTS[:3])

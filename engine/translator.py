@@ -48,7 +48,7 @@ from dragoman.engine.scheduler import DOCUMENT, TYPED
 from dragoman.engine.languages import NO_SPACE_SCRIPTS, get_language
 from dragoman.engine.peft_adapter import AdapterError
 from dragoman.engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
-from dragoman.engine.quantize import Int8Linear, StoredInt8Unusable, int8_supported, projection_weights, quantize_int8
+from dragoman.engine.quantize import StoredInt8Unusable, int8_supported, projection_weights, quantize_int8
 from dragoman.engine.translation_cache import model_identity
 from dragoman.engine.weights import load_weights
 
@@ -386,18 +386,18 @@ def build_generator(model_dir: Path, config: NllbConfig, dtype: torch.dtype, dev
                     stored_int8: Path | None, max_positions: int, **limits) -> Generator:
     """The checkpoint's weights read (and on the CPU made int8, kept in `stored_int8`) into a
     generator with `Generator.build`'s `limits`: the engine's thread's first work (EngineLoop)."""
-    unpacked: list[Int8Linear] | None = None
+    packing: list[Callable[[], None]] | None = None
     if int8 and stored_int8 is not None and stored_int8.is_file():
         # The int8 weights kept by an earlier start stand for the projections: those are not read.
         unread = projection_weights(config)
         model = NllbModel(config, load_weights(model_dir, config, dtype, device, skip=unread), max_positions, unread)
         with contextlib.suppress(StoredInt8Unusable):  # damaged or foreign: quantised again below
-            unpacked = quantize_int8(model, stored_int8, pack_now=False)
-    if unpacked is None:
+            packing = quantize_int8(model, stored_int8, pack_now=False)
+    if packing is None:
         model = NllbModel(config, load_weights(model_dir, config, dtype, device), max_positions)
-        unpacked = quantize_int8(model, stored_int8, pack_now=False) if int8 else []
+        packing = quantize_int8(model, stored_int8, pack_now=False) if int8 else []
     generator = Generator.build(model, **limits)
-    generator.packing.extend(int8.pack for int8 in unpacked)  # when the engine has a moment (EngineLoop)
+    generator.packing.extend(packing)  # when the engine has a moment (EngineLoop)
     return generator
 
 

@@ -9,55 +9,110 @@ from dragoman.engine.device import DeviceError, resolve_dtype
 from dragoman.engine.model import Linear
 from dragoman.engine.generator import Generator, Request
 from dragoman.engine.handle import TranslationRequest
-from dragoman.engine.quantize import Int8Linear, int8_supported, onednn_supported, quantize_int8
+from dragoman.engine import quantize
+from dragoman.engine.quantize import Int8Linear, fbgemm_supported, int8_supported, onednn_supported, quantize_int8
 from dragoman.engine.scheduler import DOCUMENT, TYPED
 from dragoman.engine.translator import Translator
 
 pytestmark = pytest.mark.skipif(not int8_supported(), reason="this torch has no int8 CPU kernels")
 
 
-@pytest.mark.parametrize("onednn", [True, False], ids=["oneDNN prepacked", "torch._int_mm"])
+PRODUCTS = {"int_mm": lambda: True, "onednn": onednn_supported, "fbgemm": fbgemm_supported}
+
+
+@pytest.mark.parametrize("product", PRODUCTS, ids=["torch._int_mm", "oneDNN prepacked", "fbgemm in pieces"])
 @pytest.mark.parametrize("rows", [3, 35])  # row by row, and one product
-def test_int8_linear_is_close_to_float32(onednn, rows):
-    if onednn and not onednn_supported():
-        pytest.skip("this torch has no oneDNN int8 linear")
+def test_int8_linear_is_close_to_float32_and_the_same_floats_whatever_its_product(product, rows, monkeypatch):
+    if not PRODUCTS[product]():
+        pytest.skip(f"this torch has no {product} int8 linear")
+    monkeypatch.setattr(quantize, "FBGEMM_PIECE_ROWS", 128)  # the weight's 300 rows in three pieces
     g = torch.Generator().manual_seed(0)
     linear = Linear(torch.randn(300, 64, generator=g) / 8, torch.randn(300, generator=g))
     x = torch.randn(rows, 7, 64, generator=g)
     exact = linear(x)
-    int8 = Int8Linear.from_linear(linear, onednn)
+    int8 = Int8Linear.from_linear(linear, product)
     approx = int8(x)
     assert approx.shape == exact.shape
     assert (approx - exact).norm() / exact.norm() < 0.02  # int8 rounding of weights and activations
     assert torch.equal(int8(x, relu=True), approx.relu())
-    # Both paths sum the same integer products and scale them alike: the same floats, so that
+    # Every product sums the same integer products and scales them alike: the same floats, so that
     # weights packed while the engine runs (EngineLoop) change no translation.
-    other = Int8Linear.from_linear(linear, not onednn) if onednn_supported() else int8
+    other = Int8Linear.from_linear(linear)  # torch._int_mm's
     assert torch.equal(other(x), approx)
     assert torch.equal(other(x, relu=True), int8(x, relu=True))
     unbiased = Linear(linear.weight, None)
-    assert torch.equal(Int8Linear.from_linear(unbiased, onednn)(x), Int8Linear.from_linear(unbiased, not onednn)(x))
+    assert torch.equal(Int8Linear.from_linear(unbiased, product)(x), Int8Linear.from_linear(unbiased)(x))
+    # A row's result never depends on its batch-mates (fbgemm scales a batch as one: see FbgemmProduct).
+    loud = torch.cat([x[:1] * 1000, x[1:]])
+    assert torch.equal(int8(loud)[1:], approx[1:])
 
 
-@pytest.mark.skipif(not onednn_supported(), reason="this torch has no oneDNN int8 linear")
-def test_a_model_translates_before_its_weights_are_packed_as_after(tiny_checkpoint):
-    """A start translates on torch._int_mm at once, the weights packed for oneDNN later
-    (EngineLoop): the same tokens and scores, whatever was packed when."""
+@pytest.mark.parametrize("product", PRODUCTS, ids=["torch._int_mm", "oneDNN prepacked", "fbgemm in pieces"])
+def test_the_sums_stay_exact_at_the_extremes_of_the_weights_range(product):
+    """Without VNNI, x86 kernels add pairs of products in 16 bits, which two of 255 x 127 overflow:
+    the weights' range (`weight_levels`) keeps every pair within them on this CPU."""
+    if not PRODUCTS[product]():
+        pytest.skip(f"this torch has no {product} int8 linear")
+    levels = quantize.weight_levels()
+    g = torch.Generator().manual_seed(0)
+    signs = torch.randint(0, 2, (2, 96, 512), generator=g) * 2 - 1
+    weight = (signs[0] * levels).to(torch.int8)  # (96, 512): every weight at the range's ends
+    rows = torch.cat([torch.full((2, 512), 127.0), torch.full((2, 512), -127.0), signs[1, :4] * 127.0])  # (8, 512)
+    exact = rows @ weight.float().t()  # |sums| <= 512 * 127 * 127: exact in float32
+    linear = Int8Linear(weight, torch.ones(96), None)
+    if product == "onednn":
+        linear.pack_onednn()
+    elif product == "fbgemm":
+        linear.packed_for_fbgemm()
+    assert torch.equal(linear.product(rows), exact)
+
+
+def test_int8_weights_stored_for_another_range_are_quantised_again(make_translator, tmp_path, monkeypatch):
+    """The stored weights' range is the CPU's (`weight_levels`): a cache folder shared with, or
+    carried over from, a CPU of the other kind is quantised again, not misread."""
+    texts = ["The quick brown fox jumps over the lazy dog."]
+    options = dict(num_beams=2, max_length=20)
+    other = 190 - quantize.weight_levels()  # 63 <-> 127
+    monkeypatch.setattr(quantize, "weight_levels", lambda: other)
+    make_translator(dtype="int8", weights_cache=tmp_path)
+    monkeypatch.undo()
+    (stored,) = tmp_path.glob("*.int8.safetensors")
+    written = stored.stat().st_mtime_ns
+    ours = make_translator(dtype="int8", weights_cache=tmp_path)
+    assert stored.stat().st_mtime_ns != written  # quantised again and replaced
+    fresh = make_translator(dtype="int8")
+    assert (ours.translate(texts, "eng_Latn", "fra_Latn", ours.default_options(**options))
+            == fresh.translate(texts, "eng_Latn", "fra_Latn", fresh.default_options(**options)))
+
+
+@pytest.mark.parametrize("fbgemm", [False, True], ids=["oneDNN", "fbgemm"])
+def test_a_model_translates_before_its_weights_are_packed_as_after(tiny_checkpoint, fbgemm, monkeypatch):
+    """A start translates at once, the weights packed for a faster product later, a piece at a time
+    (EngineLoop): the same tokens and scores, whatever was packed when. Where fbgemm serves the
+    CPU, oneDNN's product serves from the start and fbgemm's is packed later."""
+    if not (fbgemm_supported() if fbgemm else onednn_supported()):
+        pytest.skip("this torch lacks that int8 linear")
+    monkeypatch.setattr(quantize, "fbgemm_serves", lambda: fbgemm)
+    monkeypatch.setattr(quantize, "FBGEMM_PIECE_ROWS", 256)  # the tiny model's output layer in pieces
     translator = Translator(tiny_checkpoint, device="cpu", dtype="float32")
     model = translator.generator.model
-    unpacked = quantize_int8(model, pack_now=False)
-    assert unpacked and all(int8.zeros is None for int8 in unpacked)
-    assert [int8.weight.numel() for int8 in unpacked] == sorted(int8.weight.numel() for int8 in unpacked)
+    packing = quantize_int8(model, pack_now=False)
+    int8s = [model.lm_head, model.cross_kv]
+    assert packing and all(type(int8.product).__name__ == ("OneDnnProduct" if fbgemm else "IntMMProduct")
+                           for int8 in int8s)
     texts = ["The quick brown fox jumps over the lazy dog.", "我们明天去北京。"]
     options = translator.default_options(num_beams=2, max_length=20)
     runs = []
-    for packed in (0, len(unpacked) // 2, len(unpacked)):
-        for int8 in unpacked[:packed]:
-            int8.pack()
+    done = 0
+    for packed in (0, len(packing) // 2, len(packing) - 1, len(packing)):
+        for piece in packing[done:packed]:
+            piece()
+        done = packed
         requests = [Request(translator.tokenizer.encode_source(text, "eng_Latn"),
                             translator.tokenizer.decoder_prefix("fra_Latn"), options, alternatives=1) for text in texts]
         runs.append([r.hypotheses for r in Generator.build(model).run(requests)])  # tokens and scores
-    assert runs[0] == runs[1] == runs[2]
+    assert runs[0] == runs[1] == runs[2] == runs[3]
+    assert all(type(int8.product).__name__ == ("FbgemmProduct" if fbgemm else "OneDnnProduct") for int8 in int8s)
     translator.teardown()
 
 

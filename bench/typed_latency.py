@@ -227,8 +227,10 @@ def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int) -> l
 
 
 def through_app(translator: Translator, pages: int, repeats: int, documents_here: bool = False,
-                timeline: LoopTimeline | None = None) -> dict:
-    """Typed sentences alone, then beside a .docx book of `pages` pages, both through the pipeline."""
+                timeline: LoopTimeline | None = None, prepare: bool = True) -> dict:
+    """Typed sentences alone, then beside a .docx book of `pages` pages, both through the pipeline.
+    `prepare`: the book's steps captured beforehand, as the window has them once its model is
+    loaded (`Translator.prepare_document_steps`)."""
     from bench.docx_book import make_book
     from dragoman.app.session.jobs import DocumentJob, JobReport
     from dragoman.app.session.session import TranslationSession
@@ -242,10 +244,17 @@ def through_app(translator: Translator, pages: int, repeats: int, documents_here
         if documents_here:
             pipeline.documents_apart = False
 
+        book_options = {"num_beams": 4, "min_new_tokens": 40, "max_new_tokens": 40}
+
         def document(pages: int, name: str, seed: int) -> DocumentJob:
             make_book(work / f"{name}.docx", pages, seed=seed)
             return DocumentJob(work / f"{name}.docx", work / f"{name}.fra_Latn.docx", "eng_Latn", "fra_Latn",
-                               {"num_beams": 4, "min_new_tokens": 40, "max_new_tokens": 40})
+                               book_options)
+
+        if prepare:
+            translator.prepare_document_steps(**book_options)
+            while translator.generator.idle_work:  # done while nothing else runs, as after the window's start
+                time.sleep(0.01)
 
         pipeline.translate_document(document(2, "warm-up", seed=1), report=JobReport())  # its kernel variants compiled
         typed_through_app_ms(pipeline, typed, 2, 0)
@@ -266,6 +275,7 @@ def through_app(translator: Translator, pages: int, repeats: int, documents_here
         pipeline.close()
     return {"typed_alone_ms": statistics.median(alone), "typed_beside_document_ms": statistics.median(beside),
             "ratio": statistics.median(beside) / statistics.median(alone), "document_pages": pages,
+            "steps_prepared": prepare,
             "document_still_running_after_the_last_typed": still_running, "document_s": document_s,
             "documents_apart": documents_apart, **({"beside_timeline": beside_timeline} if timeline is not None else {})}
 
@@ -284,6 +294,9 @@ def main() -> None:
     parser.add_argument("--stacks", action="store_true",
                         help="also where the process's threads were while typed text waited or decoded beside the "
                              "document (perturbs the times)")
+    parser.add_argument("--unprepared", action="store_true",
+                        help="with --through-app: the book's steps not captured beforehand (Translator."
+                             "prepare_document_steps), each met the first time in its run")
     parser.add_argument("--documents-here", action="store_true",
                         help="with --through-app: the book's work on this process's threads, not in a process of "
                              "its own as on a GPU")
@@ -298,7 +311,8 @@ def main() -> None:
             translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
         timeline = LoopTimeline(translator) if args.timeline else None
         sampler = ThreadSampler(translator) if args.stacks else None
-        found = through_app(translator, args.through_app, args.repeats, args.documents_here, timeline)
+        found = through_app(translator, args.through_app, args.repeats, args.documents_here, timeline,
+                            prepare=not args.unprepared)
         emit({"device": translator.describe(), **found, **({"stacks": sampler.stop()} if sampler is not None else {})},
              "typed_latency_through_app", translator.device, args.out)
         translator.teardown()

@@ -71,6 +71,7 @@ class _GraphSet:
         self.capture = device.type == "cuda"
         self.graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, object]] = {}
         self.seen: set[tuple] = set()  # keys run once, eagerly
+        self.met: set[tuple] = set()  # keys run at all: a step of one may be in flight
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
         self.lora_layout = lora.layout
 
@@ -81,6 +82,7 @@ class _GraphSet:
         command's admission) is never captured, which would cost more than it saves. The second
         use captures. Once the Triton kernels have failed, or while another process compiles
         them (the references serve, and some wait for the host), `step` runs uncaptured."""
+        self.met.add(key)
         if not self.capture or kernels.building():
             return step()
         if self.lora.layout != self.lora_layout:  # the adapter stacks were reallocated: recapture

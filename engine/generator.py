@@ -193,9 +193,10 @@ class Generator:
         self._requests: dict[int, Request] = {}  # by ticket id: those waiting or decoding in this run
         self._ticket_ids = itertools.count()
         self._group_numbers: dict[object, int] = {}  # `Request.group_key` -> `Ticket.group`
-        # Work left for when the engine has time, a piece at a time: the CPU's int8 weights to
-        # prepack (engine/quantize.py), done by the engine's loop (EngineLoop) on its own thread.
-        self.packing: collections.deque[Callable[[], None]] = collections.deque()
+        # Work left for when the engine has time, a piece at a time, done by the engine's loop
+        # (EngineLoop) on its own thread: the CPU's int8 weights to prepack (engine/quantize.py),
+        # the GPU's document steps to capture (Translator.prepare_document_steps).
+        self.idle_work: collections.deque[Callable[[], None]] = collections.deque()
         # On the GPU steps are pipelined: the host queues step t + 1 before it reads which sentences
         # step t finished, so the device never waits for the host. On the CPU a step has run by the
         # time it is launched, so there is nothing to overlap: it is finished at once (no step is

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Callable, cast
 from weakref import WeakKeyDictionary
 
 import torch
@@ -354,6 +354,15 @@ class StepRunner:
         shape = None if tables is None else (beams, *tables.widths)
         key = (with_lora, options, with_best, self._parity, folded, scored, shape)
         report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
+        self.graphs.run(rows.reshape(-1), key, self._graph_step(key, report, tables), size)
+        return report.first(rows.shape[0])
+
+    def _graph_step(self, key: tuple, report: kernels.StepReport,
+                    tables: ConstraintTables | None) -> Callable[[torch.Tensor], None]:
+        """The decoder step and one group's search over padded rows, as `_search_in_graph`'s `key`
+        says, reporting into `report`."""
+        with_lora, options, with_best, _, folded, scored, _ = key
+        beams = options.num_beams
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
@@ -362,8 +371,30 @@ class StepRunner:
             self._search_and_report(options, fed.view(-1, beams), logits, self.rows.max_length, None,
                                     report, with_best, scored, tables)
 
-        self.graphs.run(rows.reshape(-1), key, step, size)
-        return report.first(rows.shape[0])
+        return step
+
+    def step_sizes(self, options: DecodingOptions) -> list[int]:
+        """The row counts a plain group of `options` steps through as one graph (`_search_in_graph`)."""
+        beams = options.num_beams
+        if self.graphs is None or not bans_only_eos(options):
+            return []
+        sizes = {step_bucket_for(rows) for rows in range(beams, self.rows.capacity + 1, beams)}
+        return sorted(size for size in sizes if size % beams == 0 and self.graphs.fits(size))
+
+    def prepare_step(self, options: DecodingOptions, size: int, parity: int) -> None:
+        """Run, then capture, the graph of a plain group of `options` at `size` rows and `parity`
+        (`_search_in_graph`'s key), on padding rows alone, which write padding state only: so
+        that a document's steps replay from their first. Nothing where the key was met already
+        (a step of it may be in flight, reporting where this would report)."""
+        assert self.graphs is not None  # `step_sizes` gives none without
+        key = (False, options, False, parity, 0, False, None)  # no adapter, no partials, unfolded, unscored, plain
+        if (size, *key) in self.graphs.met:
+            return
+        report = self._report_memory((size, *key), size // options.num_beams)
+        padding = torch.full((size,), self.rows.padding_row, dtype=torch.int64, device=self.model.device)
+        step = self._graph_step(key, report, None)
+        for _ in range(2):  # the first use runs eagerly, the second captures (`DecodeGraphs.run`)
+            self.graphs.run(padding, key, step, size)
 
     def _search_eagerly(self, live: list[Group], with_lora: bool, with_best: bool) -> kernels.StepReport:
         """One decoder step over every group's rows, then each group's search and report: what

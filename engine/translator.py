@@ -64,9 +64,9 @@ GLUE_CONTEXTS = ("a", "1", "的")
 # other threads run Python (a server's requests, a document's reading), the default 5 ms before a
 # waiting thread gets it would be paid at every step (docs/performance.md, "Local server").
 GIL_SWITCH_S = 0.0005
-# Steps of a run after which the work left for a free moment (Generator.packing) is done a piece a
-# step: a run that long gains more from prepacked weights than the packing costs it.
-PACK_AFTER_STEPS = 64
+# Steps of a run after which the work left for a free moment (Generator.idle_work) is done a piece
+# a step: a run that long gains more from prepacked weights than the packing costs it.
+IDLE_WORK_AFTER_STEPS = 64
 # How long a keystroke's `expect_typing` lasts: the window translates 0.4 s after the last keystroke,
 # and typed text then decodes in tens of milliseconds.
 TYPING_EXPECTED_S = 1.0
@@ -238,6 +238,12 @@ class EngineLoop:
             self.typing = self.typing or submission.priority == TYPED
             self._wake.notify_all()
 
+    def add_idle_work(self, work: list[Callable[[], None]]) -> None:
+        """Pieces of work for when the loop has nothing to do (`Generator.idle_work`; any thread)."""
+        with self._wake:
+            self.generator.idle_work.extend(work)
+            self._wake.notify_all()
+
     def expect_typing(self, seconds: float) -> None:
         """Typed text is likely within `seconds` (any thread): meanwhile steps are not pipelined
         (`Generator.run`'s `expecting_typed`)."""
@@ -293,7 +299,7 @@ class EngineLoop:
         bound: Generator | None = None
         while True:
             with self._wake:
-                while not (self._inbox or self._closing or self.generator.packing):
+                while not (self._inbox or self._closing or self.generator.idle_work):
                     self._wake.wait()
                 if self._closing:
                     for submission in self._inbox:
@@ -301,7 +307,7 @@ class EngineLoop:
                     return
                 waiting = bool(self._inbox)
             if not waiting:  # nothing to translate: a piece of the work left for such a time
-                self.generator.packing.popleft()()
+                self.generator.idle_work.popleft()()
                 continue
             if self.generator is not bound:  # the first run, or a generator a test put in since
                 bound = self.generator
@@ -343,8 +349,8 @@ class EngineLoop:
         # would show in its latency.
         typing = self.typing = scheduler.typing or any(s.priority == TYPED for s in new)
         self._steps += 1
-        if self.generator.packing and self._steps > PACK_AFTER_STEPS and not typing:
-            self.generator.packing.popleft()()  # a long run gains from it, a short one need not wait
+        if self.generator.idle_work and self._steps > IDLE_WORK_AFTER_STEPS and not typing:
+            self.generator.idle_work.popleft()()  # a long run gains from it, a short one need not wait
         few_wait = not typing and len(scheduler.waiting) < self.generator.max_rows
         for submission in sorted(new, key=lambda s: s.priority):
             if not submission.handle.done():
@@ -397,7 +403,7 @@ def build_generator(model_dir: Path, config: NllbConfig, dtype: torch.dtype, dev
         model = NllbModel(config, load_weights(model_dir, config, dtype, device), max_positions)
         packing = quantize_int8(model, stored_int8, pack_now=False) if int8 else []
     generator = Generator.build(model, **limits)
-    generator.packing.extend(packing)  # when the engine has a moment (EngineLoop)
+    generator.idle_work.extend(packing)  # when the engine has a moment (EngineLoop)
     return generator
 
 
@@ -741,6 +747,19 @@ class Translator:
         if not adapter:
             return ""
         return f"{adapter}:{self.generator.lora.identity_of(adapter):016x}"
+
+    def prepare_document_steps(self, **options) -> None:
+        """Capture, when the engine has nothing to do (`Generator.idle_work`), the CUDA graphs of a
+        document's plain steps with these overrides of the default options, at every row count:
+        otherwise the first document of a session meets each the first time in its own run (its
+        ~180 kernels launched from Python, then captured: tens of milliseconds of the engine's
+        thread each), and typed text beside it waits for them. On the GPU only."""
+        if not self.needs_warm_up():
+            return
+        runner, options = self.generator.runner, self.default_options(**options)
+        work = [functools.partial(runner.prepare_step, options, size, parity)
+                for size in runner.step_sizes(options) for parity in (0, 1)]
+        self.loop.add_idle_work(work)
 
     def needs_warm_up(self) -> bool:
         """Whether a first translation costs more than later ones: on the GPU (kernels compiled,

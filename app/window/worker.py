@@ -291,6 +291,8 @@ class EngineWorker(QThread):
         self.warming_up.emit(True, False)
         try:
             translator.warm_up(**command.typed_options)
+            # Documents take the typed text's options: their steps' graphs made in the engine's idle time.
+            translator.prepare_document_steps(**command.typed_options)
         except Exception:  # the model works without it: the first sentence just waits longer
             if not translator.loop.closed:  # not a model replaced meanwhile
                 log.warning("warming up %s failed", command.model_dir, exc_info=True)

@@ -5,6 +5,8 @@ import torch
 from dragoman.engine.cuda_graphs import FINE_BUCKETS_FROM, bucket_for, step_bucket_for
 from dragoman.engine.decoding import DecodingOptions
 from dragoman.engine.generator import Generator, Request
+from dragoman.engine.handle import TranslationRequest
+from dragoman.engine.scheduler import DOCUMENT
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Привет, как дела?", "我们明天去北京。", "Ein kurzer Satz", "Hi"]
 
@@ -219,3 +221,35 @@ def test_a_sentence_admitted_alone_sets_its_rows_up_from_one_buffer(translator, 
         assert staged.translate(TEXTS, "eng_Latn", "fra_Latn", staged.default_options(**options)) == expected
         assert (0 < len(runs) < len(TEXTS) - 1 and set(runs) == {4}) if beams == 4 else runs == []
     assert staged.generator.num_free_blocks() == staged.generator.num_total_blocks()
+
+
+def test_a_documents_steps_prepared_on_padding_rows_change_no_translation(translator, make_translator, monkeypatch):
+    """`Translator.prepare_document_steps` runs (on a GPU: and captures) a plain group's step at
+    every row count on padding rows alone, in the engine's spare time: run between a document's
+    own steps here, they change none of its translations, and their row counts are those its
+    steps use."""
+    from dragoman.engine import translator as translator_module
+
+    padded = make_translator()
+    padded.generator = Generator.build(padded.generator.model, max_rows=64, graphs=True)
+    padded.generator.pipelined = True
+    runner = padded.generator.runner
+    options = dict(num_beams=4, max_length=24)
+    texts = [f"{text} {i}" for i in range(4) for text in TEXTS]
+    expected = translator.translate(texts, "eng_Latn", "fra_Latn", translator.default_options(**options))
+    prepared, used = [], []
+    prepare_step, run = runner.prepare_step, runner.graphs.run
+    monkeypatch.setattr(runner, "prepare_step", lambda *args: (prepared.append(args[1:]), prepare_step(*args))[1])
+    monkeypatch.setattr(runner.graphs, "run",
+                        lambda rows, key, step, size=None: (used.append((size, key)), run(rows, key, step, size))[1])
+    monkeypatch.setattr(padded, "needs_warm_up", lambda: True)  # a GPU's: the CPU prepares none
+    monkeypatch.setattr(translator_module, "IDLE_WORK_AFTER_STEPS", 1)  # a piece a step, among the document's
+    with padded.loop._wake:  # held: the loop takes no piece before the document comes
+        padded.prepare_document_steps(**options)
+        handle = padded.submit(TranslationRequest(texts, "eng_Latn", "fra_Latn", padded.default_options(**options),
+                                                  priority=DOCUMENT))
+    assert [t.text for t in handle.result()] == expected
+    sizes = runner.step_sizes(padded.default_options(**options))
+    assert sorted(prepared) == sorted((size, parity) for size in sizes for parity in (0, 1))
+    documents = {size for size, key in used if key[0] is False and key[3] in (0, 1) and len(key) == 7}
+    assert documents and documents <= set(sizes)

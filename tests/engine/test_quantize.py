@@ -119,13 +119,13 @@ def test_a_model_translates_before_its_weights_are_packed_as_after(tiny_checkpoi
 def test_the_engine_packs_when_idle_or_deep_into_a_long_run_but_not_while_text_is_typed(make_translator, monkeypatch):
     from dragoman.engine import translator as translator_module
 
-    monkeypatch.setattr(translator_module, "PACK_AFTER_STEPS", 3)
+    monkeypatch.setattr(translator_module, "IDLE_WORK_AFTER_STEPS", 3)
     for typed in (True, False):
         translator = make_translator()
         generator, loop = translator.generator, translator.loop
         packs = []
         with loop._wake:  # held: the loop can take none of the pieces before the run starts
-            generator.packing.extend(lambda: packs.append(bool(generator.scheduler.running)) for _ in range(40))
+            generator.idle_work.extend(lambda: packs.append(bool(generator.scheduler.running)) for _ in range(40))
             handle = translator.submit(TranslationRequest(
                 ["The quick brown fox jumps over the lazy dog."] * 3, "eng_Latn", "fra_Latn",
                 translator.default_options(num_beams=2, min_new_tokens=20, max_new_tokens=20),

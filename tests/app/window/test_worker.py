@@ -182,15 +182,16 @@ def test_where_a_first_translation_costs_more_the_typed_options_are_warmed_up_on
 ):
     """On the GPU (here the CPU, told it needs it) typed sentences are translated on a thread of
     their own once the model has loaded, with the options typed text will use, and nothing of them
-    stays behind."""
-    warmed = []
+    stays behind; then documents' steps, which take the same options, are prepared."""
+    warmed, prepared = [], []
     warm_up = Translator.warm_up
     monkeypatch.setattr(Translator, "needs_warm_up", lambda self: True)
     monkeypatch.setattr(Translator, "warm_up", lambda self, **options: warmed.append(options) or warm_up(self, **options))
+    monkeypatch.setattr(Translator, "prepare_document_steps", lambda self, **options: prepared.append(options))
     worker = start_worker(qtbot, tiny_checkpoint, typed_options=OPTIONS)
     worker.events.wait(qtbot, "loaded")
     worker.warm_up_thread.join(timeout=60)
-    assert warmed == [OPTIONS]
+    assert warmed == [OPTIONS] and prepared == [OPTIONS]
     generator = worker.translator.generator
     assert generator.num_free_blocks() == generator.num_total_blocks()
     assert generator.rows.num_free_rows() == generator.rows.capacity

@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import hashlib
 import itertools
+import logging
 import sys
 import threading
 import time
@@ -51,6 +52,8 @@ from dragoman.engine.model import FOLD_SLOTS, FUSED_MAX_ROWS, NllbModel
 from dragoman.engine.quantize import StoredInt8Unusable, int8_supported, projection_weights, quantize_int8
 from dragoman.engine.translation_cache import model_identity
 from dragoman.engine.weights import load_weights
+
+log = logging.getLogger(__name__)
 
 # Texts tokenized a step, at least, while a document decodes (Submission): host time for
 # sentences of plain text well within what a step of hundreds of sentences keeps the device busy.
@@ -306,12 +309,12 @@ class EngineLoop:
                         submission.handle.cancel()
                     return
                 waiting = bool(self._inbox)
-            if not waiting:  # nothing to translate: a piece of the work left for such a time
-                self.generator.idle_work.popleft()()
-                continue
             if self.generator is not bound:  # the first run, or a generator a test put in since
                 bound = self.generator
                 bound.bind_gpu_to_thread()
+            if not waiting:  # nothing to translate: a piece of the work left for such a time
+                self._do_idle_work()
+                continue
             try:
                 self._steps = 0
                 # Looked up at each run, so that a test can watch it.
@@ -324,6 +327,15 @@ class EngineLoop:
                         failed, self._inbox = failed + self._inbox, []
                 for submission in failed:
                     submission.handle.fail(e)
+
+    def _do_idle_work(self) -> None:
+        """A piece of `Generator.idle_work`. One that fails leaves the rest undone, said in the log:
+        the engine works without it, only slower."""
+        try:
+            self.generator.idle_work.popleft()()
+        except Exception:
+            log.warning("the engine's work for its idle time failed; the rest is left undone", exc_info=True)
+            self.generator.idle_work.clear()
 
     def _feed(self, idle: bool) -> list[Request] | None:
         """`Generator.run`'s feed: new submissions' first sentences, cancelled ones withdrawn, and
@@ -350,7 +362,7 @@ class EngineLoop:
         typing = self.typing = scheduler.typing or any(s.priority == TYPED for s in new)
         self._steps += 1
         if self.generator.idle_work and self._steps > IDLE_WORK_AFTER_STEPS and not typing:
-            self.generator.idle_work.popleft()()  # a long run gains from it, a short one need not wait
+            self._do_idle_work()  # a long run gains from it, a short one need not wait
         few_wait = not typing and len(scheduler.waiting) < self.generator.max_rows
         for submission in sorted(new, key=lambda s: s.priority):
             if not submission.handle.done():

@@ -531,3 +531,22 @@ def test_the_loop_takes_the_interpreter_back_quickly_after_each_device_wait(make
         translator.translate(["A short sentence."], "eng_Latn", "fra_Latn", translator.default_options(max_length=8))
         assert set_to == [after]
         translator.teardown()
+
+
+def test_idle_work_that_fails_is_said_once_and_leaves_the_engine_translating(make_translator, caplog):
+    """A piece of the engine's idle work (weights to pack, steps to prepare) that raises would end
+    the engine's thread: it is logged, the rest left undone, and translations go on."""
+    from polling import wait_for
+
+    translator = make_translator()
+    done = []
+
+    def failing():
+        raise RuntimeError("no room for it")
+
+    translator.loop.add_idle_work([lambda: done.append(1), failing, lambda: done.append(2)])
+    assert wait_for(lambda: not translator.generator.idle_work)
+    assert done == [1]
+    assert [r.getMessage() for r in caplog.records if "idle time failed" in r.getMessage()]
+    options = translator.default_options(num_beams=2, max_length=16)
+    assert translator.translate(["Ein kurzer Satz"], "deu_Latn", "eng_Latn", options)[0]

@@ -97,6 +97,26 @@ def test_a_warmed_up_gpu_translates_as_the_cpu_and_holds_nothing_back(make_trans
     assert gpu.translate(TEXTS, "eng_Latn", "fra_Latn", gpu.default_options(**options)) == expected
 
 
+def test_document_steps_prepared_on_padding_rows_leave_translations_as_they_were(make_translator, translator):
+    """`prepare_document_steps` (the window's, after its warm-up): each plain step shape run and
+    captured on padding rows alone, in the engine's idle time; a document then replays them and
+    translates as the CPU does, its memory all free after."""
+    from polling import wait_for
+
+    gpu = make_translator(device="cuda", dtype="float32")
+    options = dict(num_beams=4, max_length=40)
+    gpu.prepare_document_steps(**options)
+    assert wait_for(lambda: not gpu.generator.idle_work)
+    runner, prepared = gpu.generator.runner, gpu.default_options(**options)
+    sizes = runner.step_sizes(prepared)
+    assert sizes and all((size, False, prepared, False, parity, 0, False, None) in runner.graphs.graphs
+                         for size in sizes for parity in (0, 1))  # `_search_in_graph`'s keys, captured
+    texts = [f"{text} {i}" for i in range(8) for text in TEXTS]
+    expected = translator.translate(texts, "eng_Latn", "fra_Latn", translator.default_options(**options))
+    assert gpu.translate(texts, "eng_Latn", "fra_Latn", gpu.default_options(**options)) == expected
+    assert gpu.generator.num_free_blocks() == gpu.generator.num_total_blocks()
+
+
 @pytest.mark.parametrize("dtype", HALVES)
 def test_low_precision_runs_and_frees_its_blocks(make_translator, dtype):
     gpu = make_translator(device="cuda", dtype=dtype)

@@ -768,9 +768,9 @@ class Translator:
         thread each), and typed text beside it waits for them. On the GPU only."""
         if not self.needs_warm_up():
             return
-        runner, options = self.generator.runner, self.default_options(**options)
-        work = [functools.partial(runner.prepare_step, options, size, parity)
-                for size in runner.step_sizes(options) for parity in (0, 1)]
+        runner, documents = self.generator.runner, self.default_options(**options)
+        work: list[Callable[[], None]] = [functools.partial(runner.prepare_step, documents, size, parity)
+                                          for size in runner.step_sizes(documents) for parity in (0, 1)]
         self.loop.add_idle_work(work)
 
     def needs_warm_up(self) -> bool:

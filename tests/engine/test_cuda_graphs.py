@@ -1,6 +1,7 @@
 """The padded decoder step that CUDA graphs replay, run eagerly on the CPU: padding must change nothing."""
 
 import torch
+from polling import wait_for
 
 from dragoman.engine.cuda_graphs import FINE_BUCKETS_FROM, bucket_for, step_bucket_for
 from dragoman.engine.decoding import DecodingOptions
@@ -249,6 +250,7 @@ def test_a_documents_steps_prepared_on_padding_rows_change_no_translation(transl
         handle = padded.submit(TranslationRequest(texts, "eng_Latn", "fra_Latn", padded.default_options(**options),
                                                   priority=DOCUMENT))
     assert [t.text for t in handle.result()] == expected
+    assert wait_for(lambda: not padded.generator.idle_work)  # any left after the document: once idle
     sizes = runner.step_sizes(padded.default_options(**options))
     assert sorted(prepared) == sorted((size, parity) for size in sizes for parity in (0, 1))
     documents = {size for size, key in used if key[0] is False and key[3] in (0, 1) and len(key) == 7}

@@ -158,11 +158,16 @@ class FbgemmProduct:
         rows = slice(i * FBGEMM_PIECE_ROWS, (i + 1) * FBGEMM_PIECE_ROWS)
         piece = weight[rows]  # (n, in)
         anchored = torch.cat([piece, piece.new_zeros(piece.shape[0], 2)], dim=1)  # (n, in + 2)
-        with warnings.catch_warnings():  # quantized tensors are deprecated: the warning is torch's to give, not ours
-            warnings.simplefilter("ignore")
-            quantized = torch._make_per_channel_quantized_tensor(
-                anchored, self.scale[rows].double(), torch.zeros(piece.shape[0], dtype=torch.int64), 0)
-            self.pieces[i] = torch.ops.quantized.linear_prepack(quantized, None)
+        engine = torch.backends.quantized.engine  # "x86" may pack for oneDNN: the packing says whose product runs
+        torch.backends.quantized.engine = "fbgemm"
+        try:
+            with warnings.catch_warnings():  # quantized tensors are deprecated: torch's warning to give, not ours
+                warnings.simplefilter("ignore")
+                quantized = torch._make_per_channel_quantized_tensor(
+                    anchored, self.scale[rows].double(), torch.zeros(piece.shape[0], dtype=torch.int64), 0)
+                self.pieces[i] = torch.ops.quantized.linear_prepack(quantized, None)
+        finally:
+            torch.backends.quantized.engine = engine
 
     def __call__(self, quantized: torch.Tensor) -> torch.Tensor:
         anchors = quantized.new_tensor([-128.0, 127.0]).expand(quantized.shape[0], 2)  # (R, 2)

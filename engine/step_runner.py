@@ -354,15 +354,15 @@ class StepRunner:
         shape = None if tables is None else (beams, *tables.widths)
         key = (with_lora, options, with_best, self._parity, folded, scored, shape)
         report = self._report_memory((size, *key), size // beams)  # keyed as the graph is
-        self.graphs.run(rows.reshape(-1), key, self._graph_step(key, report, tables), size)
+        self.graphs.run(rows.reshape(-1), key, self._graph_step(key, beams, report, tables), size)
         return report.first(rows.shape[0])
 
-    def _graph_step(self, key: tuple, report: kernels.StepReport,
+    def _graph_step(self, key: tuple, beams: int, report: kernels.StepReport,
                     tables: ConstraintTables | None) -> Callable[[torch.Tensor], None]:
-        """The decoder step and one group's search over padded rows, as `_search_in_graph`'s `key`
-        says, reporting into `report`."""
+        """The decoder step and one group's search over padded rows, `beams` a sentence (a
+        constrained greedy search has several), as `_search_in_graph`'s `key` says, reporting into
+        `report`."""
         with_lora, options, with_best, _, folded, scored, _ = key
-        beams = options.num_beams
 
         def step(padded: torch.Tensor) -> None:
             fed, logits = self.forward(padded, with_lora, with_logits=True, group=beams, folded=bool(folded))
@@ -392,7 +392,7 @@ class StepRunner:
             return
         report = self._report_memory((size, *key), size // options.num_beams)
         padding = torch.full((size,), self.rows.padding_row, dtype=torch.int64, device=self.model.device)
-        step = self._graph_step(key, report, None)
+        step = self._graph_step(key, options.num_beams, report, None)  # a plain group: a row a beam
         for _ in range(2):  # the first use runs eagerly, the second captures (`DecodeGraphs.run`)
             self.graphs.run(padding, key, step, size)
 

@@ -22,6 +22,7 @@ def test_a_stopped_translation_stays_marked_partial_until_the_next_one(qtbot, op
     assert "partial" in window.activity_label.text()  # said where the translation is, and it stays
     assert window.statusBar().currentMessage() == ""
     window.translate_now()
+    window.events.wait(qtbot, "translated", window.job_id)  # the job done, not only its first hypotheses shown
     qtbot.waitUntil(lambda: not window.target.isReadOnly(), timeout=WAIT_MS)
     assert not window.target.property("partial") and window.activity_label.text() == ""
     assert window.target.extraSelections() == [] or not window.target.extraSelections()[0].format.fontItalic()

@@ -70,8 +70,10 @@ class _GraphSet:
         self.device = device
         self.capture = device.type == "cuda"
         self.graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, object]] = {}
-        self.seen: set[tuple] = set()  # keys run once, eagerly
-        self.met: set[tuple] = set()  # keys run at all: a step of one may be in flight
+        # Keys run once eagerly with the kernels in place: their next use captures. `met` holds
+        # those run at all, uncaptured ones too (a step of one may be in flight).
+        self.seen: set[tuple] = set()
+        self.met: set[tuple] = set()
         self.pool = torch.cuda.graph_pool_handle() if self.capture else None
         self.lora_layout = lora.layout
 

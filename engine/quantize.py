@@ -39,6 +39,7 @@ ROW_BY_ROW_WEIGHT_BYTES = 16 << 20
 FBGEMM_PIECE_ROWS = 8192
 
 
+@functools.cache
 def int8_supported() -> bool:
     """Whether this torch build multiplies int8 matrices on the CPU."""
     try:
@@ -48,6 +49,7 @@ def int8_supported() -> bool:
     return True
 
 
+@functools.cache
 def onednn_supported() -> bool:
     """Whether this torch build has oneDNN's int8 linear with prepacked weights (x86 builds)."""
     try:
@@ -58,11 +60,12 @@ def onednn_supported() -> bool:
     return True
 
 
+@functools.cache
 def fbgemm_supported() -> bool:
     """Whether this torch build has fbgemm's int8 linear (x86 builds; its quantized tensors are
     deprecated, and may go)."""
     try:
-        product = FbgemmProduct.empty(torch.ones(8))
+        product = FbgemmProduct(torch.ones(8))
         product.pack_piece(torch.ones(8, 8, dtype=torch.int8), 0)
         product(torch.ones(2, 8))
     except (AttributeError, RuntimeError, NotImplementedError):
@@ -141,13 +144,11 @@ class FbgemmProduct:
     so that the scale is 1 and the zero point 128 whatever the rows: each row's integers reach the
     product as they are, and a row's result never depends on its batch-mates."""
 
-    def __init__(self, scale: torch.Tensor, pieces: int):
-        self.scale = scale
+    def __init__(self, scale: torch.Tensor):
+        """Nothing packed yet: `pack_piece` each of `pieces`."""
+        self.scale = scale  # (out,) float32
+        pieces = -(-scale.shape[0] // FBGEMM_PIECE_ROWS)
         self.pieces: list[object] = [None] * pieces  # fbgemm's packed weights, rows [i * N, (i + 1) * N)
-
-    @classmethod
-    def empty(cls, scale: torch.Tensor) -> FbgemmProduct:
-        return cls(scale, -(-scale.shape[0] // FBGEMM_PIECE_ROWS))
 
     @property
     def packed(self) -> bool:
@@ -225,7 +226,7 @@ class Int8Linear:
             return [self.pack_onednn]
         if not isinstance(self.product, IntMMProduct):
             raise ValueError("fbgemm packs the int8 weight: pack before any other product")
-        weight, fbgemm_product = self.product.weight, FbgemmProduct.empty(self.scale)
+        weight, fbgemm_product = self.product.weight, FbgemmProduct(self.scale)
 
         def pack_piece(i: int) -> None:
             fbgemm_product.pack_piece(weight, i)

@@ -329,13 +329,16 @@ class EngineLoop:
                     submission.handle.fail(e)
 
     def _do_idle_work(self) -> None:
-        """A piece of `Generator.idle_work`. One that fails leaves the rest undone, said in the log:
-        the engine works without it, only slower."""
+        """A piece of `Generator.idle_work`, which leaves the queue once done (an empty queue is
+        work finished). One that fails leaves the rest undone, said in the log: the engine works
+        without it, only slower."""
         try:
-            self.generator.idle_work.popleft()()
+            self.generator.idle_work[0]()
         except Exception:
             log.warning("the engine's work for its idle time failed; the rest is left undone", exc_info=True)
             self.generator.idle_work.clear()
+        else:
+            self.generator.idle_work.popleft()
 
     def _feed(self, idle: bool) -> list[Request] | None:
         """`Generator.run`'s feed: new submissions' first sentences, cancelled ones withdrawn, and

@@ -550,3 +550,15 @@ def test_idle_work_that_fails_is_said_once_and_leaves_the_engine_translating(mak
     assert [r.getMessage() for r in caplog.records if "idle time failed" in r.getMessage()]
     options = translator.default_options(num_beams=2, max_length=16)
     assert translator.translate(["Ein kurzer Satz"], "deu_Latn", "eng_Latn", options)[0]
+
+
+def test_idle_work_left_counts_the_piece_still_running(make_translator):
+    """A piece leaves the engine's idle work once done: an empty queue is work finished (what a
+    caller waiting for prepared steps or packed weights watches)."""
+    from polling import wait_for
+
+    translator = make_translator()
+    left_while_running = []
+    translator.loop.add_idle_work([lambda: left_while_running.append(len(translator.generator.idle_work))] * 2)
+    assert wait_for(lambda: not translator.generator.idle_work)
+    assert left_while_running == [2, 1]

@@ -200,8 +200,10 @@ def _balance(items: list[list]) -> None:
                 j += 1
             if j < len(items) and items[j][0] == "text":
                 text, before = items[j][1], _kind(_neighbour(items, i - 1, -1))
-                cut = len(text) - len(text.lstrip())
-                while cut < len(text) and before == "word" and _kind(text[cut]) == "punctuation":
+                cut = 0
+                # What goes out changes what the marker follows: a space after punctuation moved out too.
+                while cut < len(text) and (_kind(text[cut]) == "space" or (before == "word" and _kind(text[cut]) == "punctuation")):
+                    before = _kind(text[cut])
                     cut += 1
                 if 0 < cut and (cut < len(text) or _content(items, j + 1, 1)):
                     items[j][1] = text[cut:]
@@ -213,8 +215,9 @@ def _balance(items: list[list]) -> None:
                 j -= 1
             if j >= 0 and items[j][0] == "text":
                 text, after = items[j][1], _kind(_neighbour(items, i + 1, 1))
-                cut = len(text.rstrip())
-                while cut > 0 and after == "word" and _kind(text[cut - 1]) == "punctuation":
+                cut = len(text)
+                while cut > 0 and (_kind(text[cut - 1]) == "space" or (after == "word" and _kind(text[cut - 1]) == "punctuation")):
+                    after = _kind(text[cut - 1])
                     cut -= 1
                 if cut < len(text) and (cut > 0 or _content(items, j - 1, -1)):
                     items[j][1] = text[:cut]

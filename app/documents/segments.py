@@ -198,7 +198,10 @@ class _Sentence:
         texts = [r for r in self.runs if r.atom is None]
         need = [1 if r.text.strip() else 0 for r in texts]  # a run of spaces may get nothing
         spaced = target_script not in NO_SPACE_SCRIPTS
-        for words, letters in ((spaced, True), (False, True), (False, False)):  # the first with enough room
+        # The first way with room for every run; in a spaced script word ends come first, even where
+        # a run then gets no letter: a cut inside a word splits its formatting.
+        ways = ((True, True), (True, False)) if spaced else ()
+        for words, letters in (*ways, (False, True), (False, False)):
             cuts = cut_points(translation, words, letters)
             if len(cuts) - 1 >= sum(need):
                 break

@@ -86,6 +86,22 @@ def test_emphasis_in_a_translation_without_spaces_stays_emphasis(tmp_path):
         assert [c.attrs["href"] for c in children if c.type == "link_open"] == ["#p"]
 
 
+def test_emphasis_stays_emphasis_whatever_its_edges_hold():
+    """Markers CommonMark would not read as emphasis (an opener before a space, or after a word and
+    before punctuation) get the text's edge moved outside them, however the edges alternate."""
+    from dragoman.app.documents.markdown import render
+    from dragoman.app.documents.segments import Run
+
+    em, strong = (("em", "*"),), (("strong", "**"),)
+    for middle in (") (1) (2) (3", " ,) words here ( ,", "word (", ". , ", " (x) "):
+        for style in (em, strong):
+            text = render([Run("Before 1"), Run(middle, style), Run(") after.")])
+            kinds = [c.type for c in inline_children(text)]
+            if middle.strip(" ,.()"):
+                assert kinds.count(style[0][0] + "_open") == 1, text
+            assert not any("*" in c.content for c in inline_children(text) if c.type == "text"), text
+
+
 def test_links_reference_definitions_and_urls_are_kept(tmp_path):
     translate = Recording(upper_keeping_tags)
 

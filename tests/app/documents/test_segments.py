@@ -36,6 +36,19 @@ def test_a_run_of_words_gets_letters_not_a_lone_number():
     assert any(ch.isalpha() for ch in bold)
 
 
+def test_a_translation_without_letters_is_cut_between_words_not_inside_them():
+    """A model's output of numbers and signs alone (a small vocabulary's, or a table's row): each run
+    still starts at a word, so no word is half bold."""
+    runs = [Run("As long as your files are "), Run("simple enough", "i"), Run(", this library should just work.")]
+    translation = "Vu (1) (1) (1) (1) (1) (1) (1) (1) (1) (1) (1) (1) (1)"
+    out = translated(runs, translation)
+    assert styles_with_text(out) == [None, "i", None]
+    assert "".join(r.text for r in out) == translation
+    words = translation.split()
+    assert all(r.text.split() and set(r.text.split()) <= set(words) for r in out)  # whole words only
+    assert all(r.text[:1] != ")" for r in out)
+
+
 @pytest.mark.parametrize("script, translation", [
     ("Hans", "我们明天去北京看看"),
     ("Jpan", "私たちは明日北京に行きます"),

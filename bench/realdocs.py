@@ -149,7 +149,8 @@ def has_letters(text: str) -> bool:
 
 def xml_blocks(root, blocks: frozenset, text_tags: frozenset | None, marks_of, skips=frozenset()) -> list[Block]:
     """The paragraphs under `root` (elements named in `blocks`), each with its own text (a nested
-    paragraph's is its own) and the marks `marks_of(element)` of the elements its letters sit in.
+    paragraph's is its own) and the marks `marks_of(element)` of the elements its letters or digits
+    sit in (a bold space is no bold; a bold figure is, and a translation may put a mark on one).
     `text_tags`: only these elements hold text (OOXML `t`); None: mixed content, tails too."""
     out: list[Block] = []
     state: dict = {}  # element -> (the paragraph it is in, the marks it is in)
@@ -157,7 +158,7 @@ def xml_blocks(root, blocks: frozenset, text_tags: frozenset | None, marks_of, s
     def add(block, marks, text):
         if block is not None and text:
             block.text += text
-            if has_letters(text):
+            if any(ch.isalnum() for ch in text):
                 block.marks |= marks
 
     for el in root.iter():

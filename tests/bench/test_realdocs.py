@@ -141,6 +141,18 @@ def test_a_word_output_that_lost_something_is_reported(tmp_path, change, expecte
     assert compare(read_facts(tmp_path / "a.docx"), read_facts(tmp_path / "a.docx")) == []
 
 
+def test_bold_kept_on_a_figure_is_kept_and_bold_on_spaces_alone_is_lost(tmp_path):
+    """A translation may put a run's mark on a figure (its words turned into numbers): the mark is
+    kept. On spaces alone it is not."""
+    make_docx(tmp_path / "a.docx")
+    bold = "printed in bold letters for emphasis".encode()
+    for text, kept in ((b"(1) 2026", True), (b"   ", False)):
+        rewrite_member(tmp_path / "a.docx", tmp_path / "b.docx", "word/document.xml",
+                       lambda data: data.replace(bold, text))
+        problems = compare(read_facts(tmp_path / "a.docx"), read_facts(tmp_path / "b.docx"))
+        assert (not any("lost bold" in p for p in problems)) == kept, problems
+
+
 def test_a_changed_image_and_a_changed_formula_are_reported(tmp_path):
     make_documents(tmp_path)
     with zipfile.ZipFile(tmp_path / "report.docx") as z:

@@ -186,6 +186,13 @@ def _content(items: list[list], index: int, step: int) -> bool:
     return False
 
 
+def _goes_out(ch: str, beyond: str) -> bool:
+    """Whether `ch`, just inside an emphasis marker with a character of kind `beyond` on its other
+    side, must move outside it for CommonMark to read the marker: a space always, punctuation
+    where a word is beyond."""
+    return _kind(ch) == "space" or (beyond == "word" and _kind(ch) == "punctuation")
+
+
 def _balance(items: list[list]) -> None:
     """Move spaces and edge punctuation from inside emphasis markers to outside them where CommonMark
     would otherwise not read the markers as emphasis. `items`: [kind, text] with kind "text", "atom",
@@ -201,9 +208,8 @@ def _balance(items: list[list]) -> None:
             if j < len(items) and items[j][0] == "text":
                 text, before = items[j][1], _kind(_neighbour(items, i - 1, -1))
                 cut = 0
-                # What goes out changes what the marker follows: a space after punctuation moved out too.
-                while cut < len(text) and (_kind(text[cut]) == "space" or (before == "word" and _kind(text[cut]) == "punctuation")):
-                    before = _kind(text[cut])
+                while cut < len(text) and _goes_out(text[cut], before):
+                    before = _kind(text[cut])  # what goes out is what the marker then follows
                     cut += 1
                 if 0 < cut and (cut < len(text) or _content(items, j + 1, 1)):
                     items[j][1] = text[cut:]
@@ -216,7 +222,7 @@ def _balance(items: list[list]) -> None:
             if j >= 0 and items[j][0] == "text":
                 text, after = items[j][1], _kind(_neighbour(items, i + 1, 1))
                 cut = len(text)
-                while cut > 0 and (_kind(text[cut - 1]) == "space" or (after == "word" and _kind(text[cut - 1]) == "punctuation")):
+                while cut > 0 and _goes_out(text[cut - 1], after):
                     after = _kind(text[cut - 1])
                     cut -= 1
                 if cut < len(text) and (cut > 0 or _content(items, j - 1, -1)):

@@ -148,7 +148,7 @@ def test_bold_kept_on_a_figure_is_kept_and_bold_on_spaces_alone_is_lost(tmp_path
     bold = "printed in bold letters for emphasis".encode()
     for text, kept in ((b"(1) 2026", True), (b"   ", False)):
         rewrite_member(tmp_path / "a.docx", tmp_path / "b.docx", "word/document.xml",
-                       lambda data: data.replace(bold, text))
+                       lambda data, text=text: data.replace(bold, text))
         problems = compare(read_facts(tmp_path / "a.docx"), read_facts(tmp_path / "b.docx"))
         assert (not any("lost bold" in p for p in problems)) == kept, problems
 

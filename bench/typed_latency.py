@@ -300,12 +300,19 @@ def main() -> None:
     parser.add_argument("--documents-here", action="store_true",
                         help="with --through-app: the book's work on this process's threads, not in a process of "
                              "its own as on a GPU")
+    parser.add_argument("--paced-rows", type=int, metavar="ROWS",
+                        help="document rows a step advances while a person types (the scheduler's PACED_ROWS "
+                             "unless given; 0: the documents are not paced)")
     add_out_argument(parser)
     args = parser.parse_args()
 
     from dragoman.engine import Translator  # here, not above: the book's own process imports this module, not torch
 
     translator = Translator(args.checkpoint, args.device, args.dtype)
+    scheduler = translator.generator.scheduler
+    if args.paced_rows is not None:
+        scheduler.paced_rows = args.paced_rows or sys.maxsize
+    paced = {"paced_rows": scheduler.paced_rows if scheduler.paced_rows < sys.maxsize else 0}
     if args.through_app:
         if translator.needs_warm_up():
             translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
@@ -313,7 +320,8 @@ def main() -> None:
         sampler = ThreadSampler(translator) if args.stacks else None
         found = through_app(translator, args.through_app, args.repeats, args.documents_here, timeline,
                             prepare=not args.unprepared)
-        emit({"device": translator.describe(), **found, **({"stacks": sampler.stop()} if sampler is not None else {})},
+        emit({"device": translator.describe(), **paced, **found,
+              **({"stacks": sampler.stop()} if sampler is not None else {})},
              "typed_latency_through_app", translator.device, args.out)
         translator.teardown()
         return
@@ -346,6 +354,7 @@ def main() -> None:
     document_s = time.perf_counter() - start
     out = {
         "device": translator.describe(),
+        **paced,
         "typed_alone_ms": statistics.median(alone),
         "typed_beside_document_ms": statistics.median(beside),
         "ratio": statistics.median(beside) / statistics.median(alone),

@@ -271,11 +271,12 @@ class Generator:
         `arrived()`, where given, says whether `feed` has new requests; it is asked before each step
         is planned, so that one that came while the host read the last step's report (typed text)
         is planned into the next step, not (pipelined) into the one after. `expecting_typed()`, where
-        given, says whether typed text is expected soon (a person is typing): meanwhile each document
-        step is finished before the next is launched, so that typed text that comes waits for the
-        one step in flight, not for the one queued behind it too, and the host waits for that step
-        watching `typed_arrived()` (whether `feed` has typed text), so that typed text that comes is
-        admitted and queued behind it at once (`arrives_during`)."""
+        given, says whether typed text is expected soon (a person is typing): meanwhile document
+        steps are shorter (the scheduler's "Paced documents"), and each is finished before the next
+        is launched, so that typed text that comes waits for the one short step in flight, not for
+        the one queued behind it too, and the host waits for that step watching `typed_arrived()`
+        (whether `feed` has typed text), so that typed text that comes is admitted and queued
+        behind it at once (`arrives_during`)."""
         for request in requests:
             self._check_request(request)
         everything = list(requests)
@@ -313,6 +314,8 @@ class Generator:
             while scheduler.waiting or scheduler.running or feed is not None or self._finished:
                 if not scheduler.running or (arrived is not None and arrived()):
                     pull(report=False)  # what is finished is reported while the device works
+                # Documents' steps shortened while a person types.
+                scheduler.pacing = expecting_typed is not None and not scheduler.typing and expecting_typed()
                 try:
                     self.lora.install_staged()  # adapters read since the last step go into their slots
                     plan = scheduler.schedule(self.self_cache.num_free_blocks(), self.cross_cache.num_free_blocks(),

@@ -18,6 +18,13 @@ joins (`typing`: typed text is admitted alone, and its steps wait for no encoder
 sentence typed while a long document decodes comes back at the latency it has alone, and the
 document goes on where it was, but for the few sentences that made way.
 
+Paced documents: typed text that comes still waits for the document's step in flight, which no
+stream can interrupt. While a person types (`pacing`, which the generator sets while typed text
+is expected), a step advances at most `paced_rows` of the documents' rows, their oldest
+sentences, and no more of them join than that: shorter steps, so a shorter wait, for the
+document going at a fraction of its rate meanwhile. The others sit those steps out as beside
+typed text.
+
 Plain and constrained documents apart: a step whose groups mix plain and constrained search runs
 each group's search eagerly (engine/step_runner.py), several times slower than a step of either
 alone, which is one graph. So documents' plain sentences wait ahead of their constrained ones (the
@@ -54,6 +61,9 @@ HELD_STEPS = 256
 # a constrained step's search is one kernel, a mixed step's eager searches cost far less than
 # when this was decided; `--kinds-together` of bench.constraints and bench.docx_book measures both.
 KINDS_APART = True
+# Document rows a step advances at most while a person types (see "Paced documents"); measured in
+# docs/performance.md.
+PACED_ROWS = 128
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity
@@ -185,6 +195,12 @@ class Group:
         self.version += 1
         self.scored -= sentence.ticket.scored
 
+    def hold(self, sentences: list[Sentence]) -> None:
+        """Its sentences are these now (a part of a group that steps alone: `Scheduler._paced`)."""
+        self.sentences = dict.fromkeys(sentences)
+        self.version += 1
+        self.scored = sum(s.ticket.scored for s in sentences)
+
 
 @dataclass
 class Plan:
@@ -217,6 +233,10 @@ class Scheduler:
         self._holding: bool | None = None  # the kind of the document sentences held back for theirs, if any
         self._held_steps = 0  # steps in a row in which they were
         self._turn: bool | None = None  # the kind (constrained?) whose turn it is once one waited too long
+        self.pacing = False  # a person types: documents step `paced_rows` at a time (see "Paced documents")
+        self.paced_rows = PACED_ROWS
+        # By group number: the group, and the part of it that steps while pacing (`_paced`).
+        self._paced_parts: dict[int, tuple[Group, Group]] = {}
 
     def start(self, tickets: list[Ticket]) -> None:
         """A run begins: these tickets wait, by `queue_key` (in their order within one), and nothing runs."""
@@ -260,9 +280,33 @@ class Scheduler:
         return Plan(admit, preempt, step, finished, alone)
 
     def stepping(self) -> dict[int, Group]:
-        """The groups the next step advances: typed text's alone while any runs, else all."""
+        """The groups the next step advances: typed text's alone while any runs, else all, or
+        while pacing the part of each that steps (`_paced`)."""
         typed = {key: group for key, group in self.groups.items() if group.typed}
-        return typed or self.groups
+        if not self.pacing:
+            self._paced_parts.clear()
+            return typed or self.groups
+        return typed or self._paced()
+
+    def _paced(self) -> dict[int, Group]:
+        """Each document group's oldest sentences, `paced_rows` shared out between the groups (a
+        sentence each at least). A group that is cut steps as a Group of its own, kept while its
+        sentences stay the same, so that what the runner keeps of it lasts as long."""
+        share = self.paced_rows // max(1, len(self.groups))
+        parts = {}
+        for key, group in self.groups.items():
+            count = max(1, share // next(iter(group.sentences)).ticket.beams)  # a group's sentences share a width
+            if len(group.sentences) <= count:
+                parts[key] = group
+                continue
+            held = self._paced_parts.get(key)
+            part = held[1] if held is not None and held[0] is group else Group(group.constrained, group.typed)
+            oldest = list(itertools.islice(group.sentences, count))
+            if list(part.sentences) != oldest:
+                part.hold(oldest)
+            parts[key] = part
+        self._paced_parts = {key: (self.groups[key], part) for key, part in parts.items() if part is not self.groups[key]}
+        return parts
 
     def _stepping_sentences(self) -> list[Sentence]:
         """The sentences of the groups the next step advances (`stepping`)."""
@@ -287,7 +331,7 @@ class Scheduler:
         sentences in at each step, each admission an encoder pass."""
         if self.waiting[0].typed or not self.running:
             return True
-        if self.typing:
+        if self.typing or (self.pacing and self.rows_taken >= self.paced_rows):
             return False
         # A live row's next block is kept for it: it may need one before those waiting are in.
         free = self._room(self.waiting[0], self.rows_taken, free_self - self.rows_taken, free_cross)
@@ -339,6 +383,8 @@ class Scheduler:
                 passed += 1
                 continue
             beams = ticket.beams
+            if self.pacing and not ticket.typed and rows and rows + beams > self.paced_rows:
+                break  # a paced step would not take it
             cross_blocks = self.blocks_for(ticket.source)
             if admitted or self.running:
                 if not self._fits(ticket, rows, free_self, free_cross):

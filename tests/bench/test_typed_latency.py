@@ -4,6 +4,7 @@ import sys
 import pytest
 
 from bench import typed_latency
+from dragoman.engine.scheduler import PACED_ROWS
 
 
 @pytest.mark.parametrize("through_app", [False, True], ids=["engine", "through the app"])
@@ -14,7 +15,7 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
     threads' stacks meanwhile are sampled."""
     from dragoman.app.session.session import TranslationSession
 
-    document = ["--through-app", "6"] if through_app else ["--sentences", "512"]
+    document = ["--through-app", "6"] if through_app else ["--sentences", "512", "--paced-rows", "64"]
     monkeypatch.setenv("DRAGOMAN_HOME", str(tmp_path / "home"))
     opened = []  # through the app, the pipeline has the window's stores, of a new data folder
     open_session = TranslationSession.open.__func__
@@ -31,6 +32,7 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
     assert out["typed_alone_ms"] > 0 and out["typed_beside_document_ms"] > 0
     assert out["ratio"] == pytest.approx(out["typed_beside_document_ms"] / out["typed_alone_ms"])
     assert out["document_still_running_after_the_last_typed"]
+    assert out["paced_rows"] == (PACED_ROWS if through_app else 64)
     assert through_app or out["typed_beside_document_unannounced_ms"] > 0
     # Each typed sentence beside the document, as the engine's loop saw it: admitted, then its 31
     # steps after the first token (32 forced), within its whole time.

@@ -117,6 +117,20 @@ def test_document_steps_prepared_on_padding_rows_leave_translations_as_they_were
     assert gpu.generator.num_free_blocks() == gpu.generator.num_total_blocks()
 
 
+@pytest.mark.parametrize("terms", [None, ["chat"]], ids=["plain", "with a term"])
+def test_a_document_paced_while_a_person_types_translates_as_the_cpu(make_translator, translator, terms):
+    """While a person types, a document's steps advance a part of its group at a time
+    (`Scheduler.pacing`): graphs of the parts' sizes, a constrained part's tables of its own."""
+    gpu = make_translator(device="cuda", dtype="float32")
+    gpu.generator.scheduler.paced_rows = 16
+    texts = [f"{text} {i}" for i in range(8) for text in TEXTS]
+    kwargs = {} if terms is None else {"terms": [terms] * len(texts)}
+    expected = translator.translate(texts, "eng_Latn", "fra_Latn", translator.default_options(num_beams=4, max_length=40),
+                                    **kwargs)
+    gpu.expect_typing(600)
+    assert gpu.translate(texts, "eng_Latn", "fra_Latn", gpu.default_options(num_beams=4, max_length=40), **kwargs) == expected
+
+
 @pytest.mark.parametrize("dtype", HALVES)
 def test_low_precision_runs_and_frees_its_blocks(make_translator, dtype):
     gpu = make_translator(device="cuda", dtype=dtype)

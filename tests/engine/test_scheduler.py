@@ -233,6 +233,69 @@ def test_documents_sitting_out_typed_texts_steps_take_no_blocks_and_are_not_pree
     assert [p.ticket for p in plan.preempt] == [b] and [x.ticket for x in s.running] == [a]
 
 
+def stepping_tickets(s):
+    return [[x.ticket for x in group.sentences] for group in s.stepping().values()]
+
+
+def test_while_a_person_types_documents_step_their_oldest_paced_rows():
+    s = scheduler(max_rows=64)
+    s.admit_share = 0.0
+    a, b, c, d = queued(s, *(ticket(4) for _ in range(4)))
+    s.schedule(1000, 1000, BASE)
+    s.pacing, s.paced_rows = True, 8
+    assert stepping_tickets(s) == [[a, b]]
+    part = next(iter(s.stepping().values()))
+    assert stepping_tickets(s) == [[a, b]] and next(iter(s.stepping().values())) is part  # kept while it holds
+    s.update([x for x in s.running if x.ticket is a])
+    assert stepping_tickets(s) == [[b, c]] and next(iter(s.stepping().values())) is part  # the same, changed
+    typed = queued(s, ticket(4, priority=0))
+    s.schedule(1000, 1000, BASE)
+    assert stepping_tickets(s) == [typed]  # typed text steps alone, as ever
+    s.update([x for x in s.running if x.ticket.typed])
+    assert stepping_tickets(s) == [[b, c]]
+    s.pacing = False
+    assert stepping_tickets(s) == [[b, c, d]]  # once no one types, all of them again
+
+
+def test_paced_rows_are_shared_between_document_groups_a_sentence_each_at_least():
+    s = scheduler(max_rows=64)
+    s.admit_share = 0.0
+    first = queued(s, *(ticket(4) for _ in range(3)))
+    second = queued(s, *(ticket(2, max_length=30) for _ in range(3)))
+    s.schedule(1000, 1000, BASE)
+    s.pacing, s.paced_rows = True, 8
+    assert stepping_tickets(s) == [first[:1], second[:2]]  # 4 rows each
+    s.paced_rows = 2
+    assert stepping_tickets(s) == [first[:1], second[:1]]
+
+
+def test_while_a_person_types_documents_join_only_as_far_as_a_paced_step_takes_them():
+    s = scheduler(max_rows=64)
+    s.admit_share = 0.0
+    s.pacing, s.paced_rows = True, 8
+    a, b, c = queued(s, ticket(4), ticket(4), ticket(4))
+    assert admitted(s.schedule(1000, 1000, BASE)) == [a, b]
+    assert admitted(s.schedule(1000, 1000, BASE)) == []  # c would not step
+    s.update([x for x in s.running if x.ticket is a])
+    assert admitted(s.schedule(1000, 1000, BASE)) == [c]
+    typed = queued(s, ticket(8, priority=0))
+    assert admitted(s.schedule(1000, 1000, BASE)) == typed  # typed text is not paced
+
+
+def test_paced_documents_take_blocks_only_for_the_sentences_that_step():
+    s = scheduler(max_rows=64)
+    s.admit_share = 0.0
+    a, b = queued(s, ticket(4), ticket(4))
+    for sentence in s.schedule(1000, 1000, BASE).admit:  # both at a block's end: their next step takes 4 each
+        sentence.cached = BLOCK
+        sentence.blocks = list(range(4))
+    s.pacing, s.paced_rows = True, 4
+    plan = s.schedule(4, 1000, BASE)  # enough for a's step alone
+    assert plan.step and not plan.preempt and stepping_tickets(s) == [[a]]
+    s.pacing = False
+    assert [p.ticket for p in s.schedule(4, 1000, BASE).preempt] == [b]
+
+
 def test_a_sentence_admitted_where_the_step_has_no_room_is_not_started():
     s = scheduler(max_rows=64)
     a, b = queued(s, ticket(4), ticket(4))

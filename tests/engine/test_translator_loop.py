@@ -328,6 +328,36 @@ def test_while_typed_text_is_expected_no_step_is_queued_behind_another(make_tran
     small.teardown()
 
 
+@pytest.mark.parametrize("terms", [None, ["chat"]], ids=["plain", "with a term"])
+def test_while_a_person_types_a_documents_steps_advance_its_oldest_rows_only_and_translate_the_same(
+        make_translator, monkeypatch, terms):
+    """Typed text that comes waits for the document's step in flight: while a person types, the
+    scheduler paces the document (`Scheduler.pacing`), each step a few of its rows, which changes
+    no translation."""
+    small = make_translator(max_rows=32)
+    small.generator.scheduler.paced_rows = 8
+    options = small.default_options(num_beams=4, max_length=30)
+    runner = small.generator.runner
+    launch = runner.launch
+    rows: list[int] = []
+
+    def launching(groups):
+        rows.append(sum(len(s.rows) for group in groups.values() for s in group.sentences))
+        return launch(groups)
+
+    monkeypatch.setattr(runner, "launch", launching)
+    request = TranslationRequest(TEXTS, "eng_Latn", "fra_Latn", options,
+                                 terms=None if terms is None else [terms] * len(TEXTS))
+    small.expect_typing(600)
+    paced = small.submit(request).result(timeout=300)
+    assert max(rows) == 8
+    rows.clear()
+    small.expect_typing(0)  # no one types any more
+    assert texts(paced) == texts(small.submit(request).result(timeout=300))
+    assert max(rows) > 8  # steps of the whole batch again
+    small.teardown()
+
+
 class RunningStep:
     """A document step's device event, standing in for CUDA's on the CPU: the step runs for
     `seconds`, or until `ends()`."""

@@ -159,11 +159,15 @@ def idle(frame: traceback.FrameSummary) -> bool:
 class ThreadSampler:
     """Every `interval` s while typed text waits or decodes beside a document's running sentences, the
     innermost `depth` frames of each thread of the process that is not idle (`idle`); `stop()`
-    counts them by whether the typed text was admitted yet, the thread's name and those frames."""
+    counts them by whether the typed text was admitted yet, the thread's name and those frames.
+    Through the app, also every sample of each typed call (`call`), whatever the engine does: those
+    of the slowest call are kept apart."""
 
     def __init__(self, translator: Translator, interval: float = 0.001, depth: int = 4):
         self.translator, self.interval, self.depth = translator, interval, depth
         self.samples: collections.Counter[tuple[str, str, str]] = collections.Counter()
+        self._call: collections.Counter[tuple[str, str, str]] | None = None  # the typed call going on
+        self.slowest: tuple[float, collections.Counter[tuple[str, str, str]]] = (0.0, collections.Counter())
         self._running = True
         self._thread = threading.Thread(target=self._run, name="bench-thread-sampler", daemon=True)
         self._thread.start()
@@ -172,24 +176,44 @@ class ThreadSampler:
         loop, scheduler = self.translator.loop, self.translator.generator.scheduler
         while self._running:
             time.sleep(self.interval)
+            call = self._call
             # A document sentence runs beside the typed text (the list copied: the engine's thread changes it).
-            if not loop.typing or all(s.ticket.typed for s in list(scheduler.running)):
+            beside = loop.typing and not all(s.ticket.typed for s in list(scheduler.running))
+            if not beside and call is None:
                 continue
-            phase = "admitted" if scheduler.typing else "waiting"
+            phase = ("admitted" if scheduler.typing else "waiting") if loop.typing else "in the app"
             names = {thread.ident: thread.name for thread in threading.enumerate()}
             for ident, frame in sys._current_frames().items():
                 frames = traceback.extract_stack(frame)[-self.depth:]
                 if ident == threading.get_ident() or not frames or idle(frames[-1]):
                     continue
                 where = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
-                self.samples[(phase, names.get(ident, "?"), where)] += 1
+                if beside:
+                    self.samples[(phase, names.get(ident, "?"), where)] += 1
+                if call is not None:
+                    call[(phase, names.get(ident, "?"), where)] += 1
+
+    def call(self) -> Callable[[float], None]:
+        """A typed call begins; returns what ends it, given its milliseconds."""
+        self._call = collections.Counter()
+
+        def ended(ms: float) -> None:
+            if self._call is not None and ms > self.slowest[0]:
+                self.slowest = (ms, self._call)
+            self._call = None
+
+        return ended
+
+    @staticmethod
+    def counted(samples: collections.Counter[tuple[str, str, str]], most: int) -> list[dict]:
+        return [{"samples": count, "typed_text": phase, "thread": name, "frames": where}
+                for (phase, name, where), count in samples.most_common(most)]
 
     def stop(self) -> list[dict]:
         """Stop sampling; the 25 most frequent (phase, thread, frames), most frequent first."""
         self._running = False
         self._thread.join()
-        return [{"samples": count, "typed_text": phase, "thread": name, "frames": where}
-                for (phase, name, where), count in self.samples.most_common(25)]
+        return self.counted(self.samples, 25)
 
 
 def keystroke(translator: Translator) -> None:
@@ -213,24 +237,29 @@ def typed_ms(translator: Translator, options, repeats: int, announced: bool = Tr
     return found
 
 
-def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int) -> list[float]:
-    """`typed_ms` through the pipeline, typed sentence `first` onwards (each a different sentence)."""
+def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int,
+                         sampler: ThreadSampler | None = None) -> list[float]:
+    """`typed_ms` through the pipeline, typed sentence `first` onwards (each a different sentence);
+    `sampler`: each call sampled whole (`ThreadSampler.call`)."""
     from dragoman.app.session.session import TranslationJob
 
     found = []
     for i in range(first, first + repeats):
         keystroke(pipeline.translator)
+        ended = sampler.call() if sampler is not None else None
         start = time.perf_counter()
         pipeline.translate(TranslationJob([f"{TYPED_TEXT[:-1]} number {i}."], "eng_Latn", "fra_Latn", options))
         found.append((time.perf_counter() - start) * 1e3)
+        if ended is not None:
+            ended(found[-1])
     return found
 
 
 def through_app(translator: Translator, pages: int, repeats: int, documents_here: bool = False,
-                timeline: LoopTimeline | None = None, prepare: bool = True) -> dict:
+                timeline: LoopTimeline | None = None, prepare: bool = True, sampler: ThreadSampler | None = None) -> dict:
     """Typed sentences alone, then beside a .docx book of `pages` pages, both through the pipeline.
     `prepare`: the book's steps captured beforehand, as the window has them once its model is
-    loaded (`Translator.prepare_document_steps`)."""
+    loaded (`Translator.prepare_document_steps`); `sampler`: the typed calls beside the book sampled whole."""
     from bench.docx_book import make_book
     from dragoman.app.session.jobs import DocumentJob, JobReport
     from dragoman.app.session.session import TranslationSession
@@ -266,7 +295,7 @@ def through_app(translator: Translator, pages: int, repeats: int, documents_here
         while not translator.generator.scheduler.running and running.is_alive():
             time.sleep(0.005)
         mark = timeline.mark() if timeline is not None else 0
-        beside = typed_through_app_ms(pipeline, typed, repeats, 2 + repeats)
+        beside = typed_through_app_ms(pipeline, typed, repeats, 2 + repeats, sampler)
         beside_timeline = timeline.typed_since(mark) if timeline is not None else None
         still_running = running.is_alive()
         running.join()
@@ -319,9 +348,11 @@ def main() -> None:
         timeline = LoopTimeline(translator) if args.timeline else None
         sampler = ThreadSampler(translator) if args.stacks else None
         found = through_app(translator, args.through_app, args.repeats, args.documents_here, timeline,
-                            prepare=not args.unprepared)
-        emit({"device": translator.describe(), **paced, **found,
-              **({"stacks": sampler.stop()} if sampler is not None else {})},
+                            prepare=not args.unprepared, sampler=sampler)
+        stacks = {} if sampler is None else {
+            "stacks": sampler.stop(), "slowest_typed_ms": sampler.slowest[0],
+            "slowest_typed_stacks": ThreadSampler.counted(sampler.slowest[1], 40)}
+        emit({"device": translator.describe(), **paced, **found, **stacks},
              "typed_latency_through_app", translator.device, args.out)
         translator.teardown()
         return

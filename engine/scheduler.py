@@ -63,7 +63,7 @@ HELD_STEPS = 256
 KINDS_APART = True
 # Document rows a step advances at most while a person types (see "Paced documents"); measured in
 # docs/performance.md.
-PACED_ROWS = 128
+PACED_ROWS = 64
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity

@@ -74,16 +74,24 @@ class LoopTimeline:
         admit, launch = runner.admit, runner.launch
         on_gpu = translator.device.type == "cuda"
 
+        graphs = runner.graphs
+
+        def graph_work() -> tuple[int, int]:
+            """Graph keys run so far (eagerly, the first time) and graphs captured."""
+            return (len(graphs.seen), len(graphs.graphs)) if graphs is not None else (0, 0)
+
         def timed(what: str, call: Callable[[], T], typed: bool) -> T:
             start = time.perf_counter()
             events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if on_gpu and typed else None
             if events is not None:
                 events[0].record()
+            before = graph_work()
             out = call()
             if events is not None:
                 events[1].record()
                 self.device[start] = events
-            self.events.append((start, what, (time.perf_counter() - start) * 1e3))
+            new = " (new graph)" if graph_work() != before else ""  # a key met first, or captured
+            self.events.append((start, what + new, (time.perf_counter() - start) * 1e3))
             return out
 
         def submitted(request: TranslationRequest):
@@ -110,7 +118,8 @@ class LoopTimeline:
 
     def typed_since(self, mark: int) -> list[dict]:
         """Each typed request submitted since `mark`: its milliseconds in all and before its
-        admission, the document's steps and admissions launched before it, its steps and their
+        admission, the document's steps and admissions launched before it (their host time, and
+        the steps that ran a graph's key for the first time or captured it), its steps and their
         host time; on the GPU also its admission's and steps' device time, and the device's span
         from its admission's start to its last step's end."""
         events = sorted(self.events[mark:])
@@ -120,15 +129,18 @@ class LoopTimeline:
                 continue
             end = next((j for j in range(i + 1, len(events)) if events[j][1] == "done"), len(events) - 1)
             span = events[i:end + 1]
-            admitted = next((t for t, what, _ in span if what == "typed admitted"), submitted)
-            steps = [t for t, what, _ in span if what == "typed step"]
+            admitted = next((t for t, what, _ in span if what.startswith("typed admitted")), submitted)
+            before = [event for event in span if event[0] < admitted]
+            steps = [t for t, what, _ in span if what.startswith("typed step")]
             found.append({
                 "ms": round((span[-1][0] - submitted) * 1e3, 2),
                 "to_admission_ms": round((admitted - submitted) * 1e3, 2),
-                "document_steps_before": sum(1 for t, what, _ in span if what == "document step" and t < admitted),
-                "document_admissions_before": sum(1 for t, what, _ in span if what == "document admitted" and t < admitted),
+                "document_steps_before": len([t for t, what, _ in before if what.startswith("document step")]),
+                "document_steps_before_new_graph": len([t for t, what, _ in before if what == "document step (new graph)"]),
+                "document_admissions_before": len([t for t, what, _ in before if what.startswith("document admitted")]),
+                "document_work_before_host_ms": round(sum(ms for _, what, ms in before if what.startswith("document")), 2),
                 "steps": len(steps),
-                "steps_host_ms": round(sum(ms for _, what, ms in span if what == "typed step"), 2),
+                "steps_host_ms": round(sum(ms for _, what, ms in span if what.startswith("typed step")), 2),
                 **(self._device_times(admitted, steps) if admitted in self.device and steps else {})})
         return found
 

@@ -18,7 +18,8 @@ its modules.
   model that did not load).
 - Adapters: `adapter_names`, `adapter_folders` and `ADAPTER_FILES` (the folder's layout, read
   without torch); `scan_adapters` and `AdapterInfo` (every subfolder inspected); `check_adapter`.
-- `TranslationCache` and `model_identity`, what it keys a model's translations on.
+- `TranslationCache`, the translations stored by what they depend on (a `Translator`'s
+  `model_identity` among them).
 - Devices: `cuda_device_names`.
 - The errors the app shows: `CheckpointError`, `TokenizerError`, `AdapterError`, `OptionsError`,
   `DeviceError`, `UnknownLanguageError`.
@@ -56,7 +57,7 @@ if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checke
     from dragoman.engine.tokenizer import SENTENCEPIECE_FILE, TokenizerError
     from dragoman.engine.weights import PYTORCH_BIN_INDEX, SAFETENSORS_INDEX, check_weights, convert_bin, read_weight_map, safetensors_name, weight_files
     from dragoman.engine.peft_adapter import AdapterError, AdapterInfo, check_adapter, scan_adapters
-    from dragoman.engine.translation_cache import TranslationCache, model_identity
+    from dragoman.engine.translation_cache import TranslationCache
     from dragoman.engine.device import DeviceError, cuda_device_names
     from dragoman.engine.gpu_ahead import drop_uploads, read_ahead
 
@@ -87,7 +88,6 @@ _LAZY = {
     "check_adapter": "dragoman.engine.peft_adapter",
     "AdapterError": "dragoman.engine.peft_adapter",
     "TranslationCache": "dragoman.engine.translation_cache",
-    "model_identity": "dragoman.engine.translation_cache",
     "DatabaseError": "dragoman.engine.translation_cache",
     "open_database": "dragoman.engine.translation_cache",
     "read_json_object": "dragoman.engine.config",

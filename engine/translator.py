@@ -454,6 +454,9 @@ class Translator:
         # The CPU default is int8 weights: much faster than float32 (docs/performance.md, "CPU"); float32 stays exact.
         self.int8 = dtype == "int8" or (dtype == "auto" and self.device.type == "cpu" and int8_supported())
         checkpoint = open_checkpoint(model_dir)  # every file checked before anything is allocated
+        # What stored translations are keyed on: the weights' files as this engine read them (once:
+        # statting them at every typed sentence took a third of the app's own time around it).
+        self.model_identity = model_identity(model_dir)
         self.config = checkpoint.config
         if layers is not None:
             self.config = dataclasses.replace(self.config, encoder_layers=layers[0], decoder_layers=layers[1])
@@ -461,7 +464,7 @@ class Translator:
         self.tokenizer = checkpoint.tokenizer
         stored = None
         if self.int8 and weights_cache is not None:
-            name = hashlib.sha256(model_identity(model_dir).encode()).hexdigest()[:32]
+            name = hashlib.sha256(self.model_identity.encode()).hexdigest()[:32]
             stored = Path(weights_cache) / f"{name}.int8.safetensors"
         build = functools.partial(
             build_generator, model_dir, self.config, self.dtype, self.device, self.int8, stored,

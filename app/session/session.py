@@ -44,7 +44,7 @@ from dragoman.app.session.terms import Marks, Masked, PairTerms, Terms
 from dragoman.app.session.translation_memory import TranslationMemory
 from dragoman.app.session.typed_text import TypedText
 from dragoman.app.settings import AppPaths
-from dragoman.engine import DOCUMENT, TYPED, DatabaseError, TranslationCache, get_language, model_identity
+from dragoman.engine import DOCUMENT, TYPED, DatabaseError, TranslationCache, get_language
 
 if TYPE_CHECKING:
     from dragoman.engine import DecodingOptions, Translation, Translator
@@ -187,7 +187,7 @@ class TranslationSession:
     def context(self, adapter: str, source: str, target: str, options: DecodingOptions) -> str:
         """Everything a translation depends on but its text: the model, the adapter's identity (not just
         its name: replacing its files invalidates what was stored with it), the languages, the options."""
-        return TranslationCache.context(model_identity(self.translator.model_dir),
+        return TranslationCache.context(self.translator.model_identity,
                                         self.translator.adapter_identity(adapter), source, target, options)
 
     @cached_property

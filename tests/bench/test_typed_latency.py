@@ -39,6 +39,10 @@ def test_typed_sentences_are_timed_alone_and_beside_a_running_document(tiny_chec
     assert len(out["beside_timeline"]) == 2
     for typed in out["beside_timeline"]:
         assert typed["steps"] == 31 and 0 <= typed["to_admission_ms"] < typed["ms"] <= out["typed_beside_document_ms"] * 3
+        # The document's work before its admission, and its host time: none of either, or some of both.
+        assert 0 <= typed["document_steps_before_new_graph"] <= typed["document_steps_before"]
+        work = typed["document_steps_before"] + typed["document_admissions_before"]
+        assert (work == 0) == (typed["document_work_before_host_ms"] == 0)
     if not through_app:  # and the typed sentences alone, summed up as those beside it are
         alone = out["alone_timeline_medians"]
         assert alone["steps"] == 31 and alone["document_steps_before"] == 0 and 0 < alone["ms"] < out["typed_alone_ms"] * 3

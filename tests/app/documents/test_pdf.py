@@ -99,6 +99,7 @@ class FakeTranslator:
     device = types.SimpleNamespace(type="cpu")
     config = types.SimpleNamespace(max_position_embeddings=1024)
     model_dir = Path("fake-model")
+    model_identity = "fake-model"
 
     def default_options(self, **overrides):
         from dragoman.engine import DecodingOptions

@@ -103,6 +103,32 @@ def test_a_translation_a_person_accepts_comes_back_from_the_memory_undoubted(tra
     pipeline.close()
 
 
+def test_the_memory_keys_on_the_weights_an_engine_read_not_on_the_files_as_they_are_now(tiny_checkpoint, tmp_path):
+    """Stored translations name the model's weights as the engine read them: its weights replaced on
+    disk while it runs, the engine still translates with what it read, and gets back what was
+    stored with it; an engine that reads the new files is another model."""
+    import os
+    import shutil
+
+    from dragoman.app.session.translation_memory import TranslationMemory
+    from dragoman.engine import Translator
+
+    folder = shutil.copytree(tiny_checkpoint, tmp_path / "model")
+    memory = TranslationMemory(tmp_path / "memory.sqlite3")
+    job = TranslationJob(["The quick brown fox jumps over the lazy dog."], "eng_Latn", "fra_Latn", OPTIONS)
+    first = Translator(folder, device="cpu", dtype="float32")
+    pipeline = TranslationSession(first, memory=memory)
+    pipeline.accept(job, job.texts[0], "Le renard saute.")
+    weights = folder / "model.safetensors"
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 5_000_000_000))  # replaced
+    assert pipeline.translate(job).lines() == ["Le renard saute."]
+    second = Translator(folder, device="cpu", dtype="float32")
+    assert TranslationSession(second, memory=memory).translate(job).lines() != ["Le renard saute."]
+    memory.close()
+    first.teardown()
+    second.teardown()
+
+
 def test_doubts_are_judged_only_for_a_job_that_wants_them(translator):
     """The random model's gibberish looks wrong: judged, it has doubts; a job with no use for them
     (stdin with no report) has none judged, and the same translations."""

@@ -62,13 +62,13 @@ WORDS = ("the river house green small reads book city light morning translation 
 class LoopTimeline:
     """What the engine's loop does around each typed request: times taken at `Translator.submit`
     and at the step runner's admissions and launches (the instance's methods wrapped), and on the
-    GPU events recorded around each typed admission and step."""
+    GPU events recorded around each admission and step."""
 
     def __init__(self, translator: Translator):
         import torch
 
         self.events: list[tuple[float, str, float]] = []  # (when, what, host ms), from any thread
-        # (when, its start and end events) of each typed admission and step: read once they have passed
+        # (when, its start and end events) of each admission and step: read once they have passed
         self.device: dict[float, tuple[torch.cuda.Event, torch.cuda.Event]] = {}
         runner, submit = translator.generator.runner, translator.submit
         admit, launch = runner.admit, runner.launch
@@ -82,7 +82,7 @@ class LoopTimeline:
 
         def timed(what: str, call: Callable[[], T], typed: bool) -> T:
             start = time.perf_counter()
-            events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if on_gpu and typed else None
+            events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if on_gpu else None
             if events is not None:
                 events[0].record()
             before = graph_work()
@@ -120,8 +120,11 @@ class LoopTimeline:
         """Each typed request submitted since `mark`: its milliseconds in all and before its
         admission, the document's steps and admissions launched before it (their host time, and
         the steps that ran a graph's key for the first time or captured it), its steps and their
-        host time; on the GPU also its admission's and steps' device time, and the device's span
-        from its admission's start to its last step's end."""
+        host time; on the GPU also its admission's and steps' device time, the device's span from
+        its admission's start to its last step's end, and the document's work the device ran last
+        before the admission (what, its device time, and the device's time from its end to the
+        admission's start: about none where the admission waited for it)."""
+        everything = sorted(self.events)
         events = sorted(self.events[mark:])
         found = []
         for i, (submitted, what, _) in enumerate(events):
@@ -141,8 +144,18 @@ class LoopTimeline:
                 "document_work_before_host_ms": round(sum(ms for _, what, ms in before if what.startswith("document")), 2),
                 "steps": len(steps),
                 "steps_host_ms": round(sum(ms for _, what, ms in span if what.startswith("typed step")), 2),
-                **(self._device_times(admitted, steps) if admitted in self.device and steps else {})})
+                **(self._device_times(admitted, steps) if admitted in self.device and steps else {}),
+                **(self._last_document_work(everything, admitted) if admitted in self.device else {})})
         return found
+
+    def _last_document_work(self, events: list[tuple[float, str, float]], admitted: float) -> dict:
+        last = next(((t, what) for t, what, _ in reversed(events) if t < admitted and what.startswith("document")
+                     and t in self.device), None)
+        if last is None:
+            return {}
+        work = self.device[last[0]]
+        return {"last_document_work": last[1], "last_document_work_device_ms": round(work[0].elapsed_time(work[1]), 3),
+                "last_document_work_end_to_admission_device_ms": round(work[1].elapsed_time(self.device[admitted][0]), 3)}
 
     def _device_times(self, admitted: float, steps: list[float]) -> dict:
         def ms(start, end) -> float:
@@ -155,8 +168,9 @@ class LoopTimeline:
 
     @staticmethod
     def medians(timeline: list[dict]) -> dict:
-        """Each number's median over the typed requests of a timeline."""
-        return {key: statistics.median(typed[key] for typed in timeline) for key in timeline[0]} if timeline else {}
+        """Each number's median over the typed requests of a timeline (those that have it)."""
+        keys = dict.fromkeys(key for typed in timeline for key, value in typed.items() if not isinstance(value, str))
+        return {key: statistics.median(typed[key] for typed in timeline if key in typed) for key in keys}
 
 
 # Calls that wait without the interpreter: a thread found in one is idle.

@@ -129,8 +129,9 @@ class Submission:
 
     def take(self, texts: int, until: Callable[[], bool] | None = None) -> list[Request]:
         """Up to `texts` more texts as requests, and those to be decoded again. `until()`, asked
-        after every FEED_TEXTS texts, ends it sooner: typed text that comes meanwhile would wait
-        for a whole wave of a document's texts (hundreds of them on a GPU) before its admission."""
+        after every text, ends it sooner: typed text that comes meanwhile would wait for a whole
+        wave of a document's texts (hundreds of them on a GPU), or a portion (FEED_TEXTS or more),
+        before its admission."""
         requests, self._again = self._again, []
         taken, cut = 0, False
         for i in itertools.islice(self._left, texts):
@@ -141,7 +142,7 @@ class Submission:
             forced = self.completions[i].attempts[0] if i in self.completions else []
             requests += [self._request(i, piece, source, forced) for piece, source in enumerate(sources)]
             taken += 1
-            if until is not None and taken % FEED_TEXTS == 0 and taken < texts and until():
+            if until is not None and taken < texts and until():
                 cut = True
                 break
         if texts > 0:

@@ -160,11 +160,9 @@ def test_while_typed_text_runs_no_document_sentence_joins_is_tokenized_or_report
 def test_typed_text_that_comes_while_a_documents_wave_is_tokenized_waits_for_a_few_of_its_texts_not_all(
         make_translator, monkeypatch):
     """The loop tokenizes a new document's first wave of texts at once (hundreds on a GPU): typed
-    text that comes meanwhile is admitted after at most FEED_TEXTS more of them, and the rest of
-    the wave follows it. The loop's tokenizing of the document waits at its 8th text until the typed
-    text is submitted."""
-    from dragoman.engine.translator import FEED_TEXTS
-
+    text that comes meanwhile is admitted after the text being tokenized, and the rest of the wave
+    follows it. The loop's tokenizing of the document waits at its 8th text until the typed text is
+    submitted."""
     small = make_translator(max_rows=512)  # a wave of 128 sentences of 4 beams
     options = small.default_options(num_beams=4, max_length=20)
     wave = small.generator.sentences_at_once(4)
@@ -200,7 +198,7 @@ def test_typed_text_that_comes_while_a_documents_wave_is_tokenized_waits_for_a_f
     assert texts(typed.result(timeout=300)) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn",
                                                                           "fra_Latn", options))
     assert texts(handle.result(timeout=300)) == texts(small.translate_full(document, "eng_Latn", "fra_Latn", options))
-    assert typed_admitted_after and typed_admitted_after[0] <= FEED_TEXTS < wave
+    assert typed_admitted_after and typed_admitted_after[0] == 8 < wave
     small.teardown()
 
 

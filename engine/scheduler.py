@@ -21,9 +21,9 @@ document goes on where it was, but for the few sentences that made way.
 Paced documents: typed text that comes still waits for the document's step in flight, which no
 stream can interrupt. While a person types (`pacing`, which the generator sets while typed text
 is expected), a step advances at most `paced_rows` of the documents' rows, their oldest
-sentences, and no more of them join than that: shorter steps, so a shorter wait, for the
-document going at a fraction of its rate meanwhile. The others sit those steps out as beside
-typed text.
+sentences, and no more of them join than that, and only once half of that is free: shorter
+steps, so a shorter wait, for the document going at a fraction of its rate meanwhile. The others
+sit those steps out as beside typed text.
 
 Plain and constrained documents apart: a step whose groups mix plain and constrained search runs
 each group's search eagerly (engine/step_runner.py), several times slower than a step of either
@@ -331,7 +331,9 @@ class Scheduler:
         sentences in at each step, each admission an encoder pass."""
         if self.waiting[0].typed or not self.running:
             return True
-        if self.typing or (self.pacing and self.rows_taken >= self.paced_rows):
+        # Paced, documents join once half a paced step is free: each admission is host work that
+        # typed text coming meanwhile waits for, so few of them, not one each time a sentence ends.
+        if self.typing or (self.pacing and self.rows_taken > self.paced_rows // 2):
             return False
         # A live row's next block is kept for it: it may need one before those waiting are in.
         free = self._room(self.waiting[0], self.rows_taken, free_self - self.rows_taken, free_cross)

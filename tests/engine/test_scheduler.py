@@ -269,15 +269,18 @@ def test_paced_rows_are_shared_between_document_groups_a_sentence_each_at_least(
     assert stepping_tickets(s) == [first[:1], second[:1]]
 
 
-def test_while_a_person_types_documents_join_only_as_far_as_a_paced_step_takes_them():
+def test_while_a_person_types_documents_join_as_far_as_a_paced_step_takes_them_once_half_of_it_is_free():
     s = scheduler(max_rows=64)
     s.admit_share = 0.0
     s.pacing, s.paced_rows = True, 8
-    a, b, c = queued(s, ticket(4), ticket(4), ticket(4))
-    assert admitted(s.schedule(1000, 1000, BASE)) == [a, b]
-    assert admitted(s.schedule(1000, 1000, BASE)) == []  # c would not step
+    a, b, c, d = queued(s, ticket(2), ticket(2), ticket(2), ticket(2))
+    s.add(e := ticket(2))
+    assert admitted(s.schedule(1000, 1000, BASE)) == [a, b, c, d]
+    assert admitted(s.schedule(1000, 1000, BASE)) == []  # e would not step
     s.update([x for x in s.running if x.ticket is a])
-    assert admitted(s.schedule(1000, 1000, BASE)) == [c]
+    assert admitted(s.schedule(1000, 1000, BASE)) == []  # 2 rows free: not yet worth an admission
+    s.update([x for x in s.running if x.ticket is b])
+    assert admitted(s.schedule(1000, 1000, BASE)) == [e]  # half of a paced step free
     typed = queued(s, ticket(8, priority=0))
     assert admitted(s.schedule(1000, 1000, BASE)) == typed  # typed text is not paced
 

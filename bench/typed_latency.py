@@ -149,6 +149,8 @@ class LoopTimeline:
         return found
 
     def _last_document_work(self, events: list[tuple[float, str, float]], admitted: float) -> dict:
+        """The document's admission or step launched last before the typed admission at `admitted`,
+        its device time, and the device's time from its end to that admission's start."""
         last = next(((t, what) for t, what, _ in reversed(events) if t < admitted and what.startswith("document")
                      and t in self.device), None)
         if last is None:

@@ -27,7 +27,6 @@ class AnsweringAtOnce:
 
     config = types.SimpleNamespace(max_position_embeddings=1024)
     device = types.SimpleNamespace(type="cpu")
-    model_dir = Path("stand-in")
     model_identity = "stand-in"
 
     def __init__(self) -> None:

@@ -332,6 +332,7 @@ class Generator:
                     pending = None  # its sentences were requeued
                     continue
                 # Typed text's own steps stay pipelined: only a document's wait for it.
+                # Asked again: a keystroke that came while this step was planned holds it too.
                 awaiting_typed = expecting_typed is not None and not scheduler.typing and expecting_typed()
                 pipelined = self.pipelined and not awaiting_typed
                 if (self.pipelined and awaiting_typed and typed_arrived is not None

@@ -62,7 +62,6 @@ class DocumentOrder:
     terms: Terms
     cache: Path | None  # the stores' files (None: not used)
     memory: Path | None
-    model_dir: Path
     model_identity: str  # the engine's (`Translator.model_identity`)
     config: NllbConfig
     report: JobReport | None
@@ -115,7 +114,7 @@ def translate_document_apart(pipeline: TranslationSession, job: DocumentJob,
     try:
         apart.conn.send(DocumentOrder(job, pipeline.terms, pipeline.cache.path if pipeline.cache is not None else None,
                                       pipeline.memory.path if pipeline.memory is not None else None,
-                                      translator.model_dir, translator.model_identity, translator.config, report))
+                                      translator.model_identity, translator.config, report))
         path, done = _serve(apart.conn, translator, handles, progress, should_stop)
         if report is not None and done is not None:
             for name in (f.name for f in dataclasses.fields(JobReport)):
@@ -213,8 +212,7 @@ class EngineAcross:
     each `on_translation` as the translations come."""
 
     def __init__(self, conn: Connection, order: DocumentOrder):
-        self.conn, self.model_dir, self.config = conn, order.model_dir, order.config
-        self.model_identity = order.model_identity
+        self.conn, self.model_identity, self.config = conn, order.model_identity, order.config
         self.stopped = threading.Event()  # the app stopped the job, or went
         # Each call waiting for the app's answer: its outcome, and where its translations go as they come.
         self._calls: dict[int, tuple[concurrent.futures.Future, Callable[[int, Translation], None] | None]] = {}

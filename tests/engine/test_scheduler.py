@@ -273,8 +273,7 @@ def test_while_a_person_types_documents_join_as_far_as_a_paced_step_takes_them_o
     s = scheduler(max_rows=64)
     s.admit_share = 0.0
     s.pacing, s.paced_rows = True, 8
-    a, b, c, d = queued(s, ticket(2), ticket(2), ticket(2), ticket(2))
-    s.add(e := ticket(2))
+    a, b, c, d, e = queued(s, *(ticket(2) for _ in range(5)))
     assert admitted(s.schedule(1000, 1000, BASE)) == [a, b, c, d]
     assert admitted(s.schedule(1000, 1000, BASE)) == []  # e would not step
     s.update([x for x in s.running if x.ticket is a])

@@ -3,7 +3,6 @@ and into a PDF; bad PDFs refused by name in both, with no log line of the PDF li
 
 import io
 import types
-from pathlib import Path
 
 import pytest
 from pypdf import PdfReader
@@ -98,7 +97,6 @@ class FakeTranslator:
 
     device = types.SimpleNamespace(type="cpu")
     config = types.SimpleNamespace(max_position_embeddings=1024)
-    model_dir = Path("fake-model")
     model_identity = "fake-model"
 
     def default_options(self, **overrides):

@@ -27,7 +27,8 @@ its modules.
 Languages and the adapters folder's layout are imported here (neither needs torch); every other
 name is imported on first use, from `_LAZY`'s module, so that `dragoman --help` and the window's
 start do not load torch, Triton or sentencepiece before they need them; type checkers see them
-imported under TYPE_CHECKING, each from its module.
+imported under TYPE_CHECKING, each from its module. torch, when it comes, is imported without its
+compiler's modules until something needs them (`lean_torch`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from dragoman.engine import lean_torch
 from dragoman.engine.adapters import ADAPTER_FILES, adapter_folders, adapter_names
 from dragoman.engine.languages import (
     ISO_639_1,
@@ -46,6 +48,8 @@ from dragoman.engine.languages import (
     get_language,
     resolve_language,
 )
+
+lean_torch.install()  # before anything of the engine imports torch
 
 if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checkers and editors
     from dragoman.engine.translator import Translator

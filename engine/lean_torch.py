@@ -129,6 +129,12 @@ def install() -> None:
         sys.meta_path.insert(0, _finder)
 
 
+def realize() -> None:
+    """Import the deferred modules now: for work that needs torch's Python meta kernels without
+    importing any module of `REAL_BEFORE` first (meta tensors made directly)."""
+    _finder.realize()
+
+
 def deferred() -> list[str]:
     """The modules standing in for torch's deferred ones now (empty once they are real)."""
     return sorted(_finder.stand_ins)

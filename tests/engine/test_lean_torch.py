@@ -76,6 +76,15 @@ def test_torch_compile_traces_with_the_real_modules():
     assert out == {"before": ["torch._meta_registrations", "torch.export"], "after": [], "same": True}
 
 
+def test_realize_gives_meta_tensors_their_kernels():
+    out = run_fresh("""
+        from dragoman.engine import lean_torch
+        lean_torch.realize()
+        out = {"after": lean_torch.deferred(), "shape": list(torch.empty(3, 4, device="meta").logsumexp(1).shape)}
+    """)
+    assert out == {"after": [], "shape": [3]}
+
+
 def test_nothing_is_deferred_where_torch_was_imported_first():
     script = "import torch, dragoman.engine\nfrom dragoman.engine import lean_torch\nprint(lean_torch.deferred(), hasattr(torch.export, '__file__'))"
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -356,6 +356,72 @@ def test_while_a_person_types_a_documents_steps_advance_its_oldest_rows_only_and
     small.teardown()
 
 
+def test_while_typed_text_is_due_a_documents_texts_wait_to_be_tokenized(make_translator, monkeypatch):
+    """The window knows when its typed text will come (the pause after the last keystroke:
+    `expect_typing`'s due_in). Around then the loop tokenizes no more of a document's texts, not
+    even the rest of its first wave: typed text coming would wait for that host work. The
+    document's first eight texts are tokenized when the typed text becomes due; it comes 0.1 s
+    later, and is admitted before the rest of the wave is tokenized (a text at a time where the
+    engine would sit idle, no more); the document then goes on, its translations unchanged."""
+    from dragoman.engine import translator as translator_module
+
+    small = make_translator(max_rows=512)  # a wave of 128 sentences of 4 beams
+    monkeypatch.setattr(translator_module, "TYPED_DUE_MARGIN_S", 600)  # due until the typed text comes
+    options = small.default_options(num_beams=4, max_length=20)
+    wave = small.generator.sentences_at_once(4)
+    document = [f"{text} ({n})" for n in range(3) for text in TEXTS * 20][: wave + 40]
+    sources = small._sources
+    tokenized: list[str] = []  # the document's texts, as the loop tokenizes them
+    typed_admitted_after: list[int] = []  # the document's texts tokenized by then
+
+    def watched_sources(text, src_lang):
+        if text in document:
+            tokenized.append(text)
+            if len(tokenized) == 8:
+                small.expect_typing(600, due_in=0)
+        return sources(text, src_lang)
+
+    runner = small.generator.runner
+    admit = runner.admit
+
+    def admitting(sentences, requests, alone, group):
+        if group.typed:
+            typed_admitted_after.append(len(tokenized))
+        return admit(sentences, requests, alone, group)
+
+    monkeypatch.setattr(small, "_sources", watched_sources)
+    monkeypatch.setattr(runner, "admit", admitting)
+    handle = small.submit(TranslationRequest(document, "eng_Latn", "fra_Latn", options))
+    while len(tokenized) < 8:
+        time.sleep(0.001)
+    time.sleep(0.1)
+    assert small.loop.typed_due()
+    typed = small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn", options,
+                                            priority=TYPED))
+    assert not small.loop.typed_due()  # it came
+    assert texts(typed.result(timeout=300)) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn",
+                                                                          "fra_Latn", options))
+    assert texts(handle.result(timeout=300)) == texts(small.translate_full(document, "eng_Latn", "fra_Latn", options))
+    assert typed_admitted_after and 8 <= typed_admitted_after[0] < wave // 2
+    small.teardown()
+
+
+def test_a_document_submitted_while_typed_text_is_due_and_nothing_else_runs_is_translated(make_translator, monkeypatch):
+    """Around the moment typed text is due a document's texts wait, but not where the engine would
+    otherwise sit idle: then the typed text would wait for nothing, and the document forever."""
+    from dragoman.engine import translator as translator_module
+
+    small = make_translator(max_rows=16)
+    monkeypatch.setattr(translator_module, "TYPED_DUE_MARGIN_S", 600)
+    options = small.default_options(num_beams=4, max_length=20)
+    small.expect_typing(600, due_in=0)
+    due = small.submit(TranslationRequest(TEXTS, "eng_Latn", "fra_Latn", options)).result(timeout=300)
+    assert small.loop.typed_due()  # still
+    small.expect_typing(0)
+    assert texts(due) == texts(small.translate_full(TEXTS, "eng_Latn", "fra_Latn", options))
+    small.teardown()
+
+
 class RunningStep:
     """A document step's device event, standing in for CUDA's on the CPU: the step runs for
     `seconds`, or until `ends()`."""

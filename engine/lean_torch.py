@@ -55,7 +55,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if not name.startswith("torch."):
             return None
         if name in DEFERRED and self._torch_initializing() and not self.realizing:
-            real = importlib.machinery.PathFinder.find_spec(name, path)
+            real = self._found_elsewhere(name, path)
             if real is None:  # not where it was: left to the import system
                 return None
             spec = importlib.machinery.ModuleSpec(name, self, is_package=real.submodule_search_locations is not None)
@@ -70,6 +70,15 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             imported = sys.modules.pop(name, None)
             if imported is not None:
                 return importlib.machinery.ModuleSpec(name, _Imported(imported))
+        return None
+
+    def _found_elsewhere(self, name: str, path) -> importlib.machinery.ModuleSpec | None:
+        """The spec the import system would find for `name` without this finder (PathFinder's,
+        or a frozen app's importer's)."""
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None)
+            if finder is not self and find_spec is not None and (spec := find_spec(name, path)) is not None:
+                return spec
         return None
 
     def create_module(self, spec):

@@ -6,10 +6,9 @@ Both go through `Translator.submit`, as the window's typed text and documents do
 (`--sentences` of 10-60 words, beam 4, 40 new tokens, DOCUMENT priority) is submitted once and never
 stopped; each typed sentence (beam 4, 32 new tokens, TYPED) joins its running batch at the next
 step. Output lengths are forced, so random weights do the work of real ones. Each typed sentence
-comes as the window's does, after a keystroke told the engine to expect it and when (`expect_typing`:
-the document is paced, its steps no longer queued two deep, and around the moment the typed text is
-due it does no host work), `--pause-ms` after it (`--undue`: the keystroke does not say when);
-beside the document also without one, as the server's and the command line's come. Prints the median of `--repeats` typed sentences each way,
+comes as the window's does, after a keystroke told the engine to expect it (`expect_typing`: the
+document's steps are no longer queued two deep); beside the document also without one, as the
+server's and the command line's come. Prints the median of `--repeats` typed sentences each way,
 their ratio, and whether the document was still decoding when the last typed sentence came back
 (else the second figure measured nothing).
 
@@ -42,7 +41,6 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
@@ -246,26 +244,19 @@ class ThreadSampler:
         return self.counted(self.samples, 25)
 
 
-@dataclass(frozen=True)
-class Keystroke:
-    """What the window's last keystroke tells the engine before it translates (`expect_typing`: typed
-    text expected, and due in `pause_s` unless `says_due` is off), then the pause (the window's is
-    0.4 s; the default is long enough for a document's queued steps to drain)."""
-
-    pause_s: float = KEYSTROKE_LEAD_S
-    says_due: bool = True
-
-    def __call__(self, translator: Translator) -> None:
-        translator.expect_typing(due_in=self.pause_s if self.says_due else None)
-        time.sleep(self.pause_s)
+def keystroke(translator: Translator) -> None:
+    """What the window's keystrokes tell the engine before it translates (`expect_typing`), then a
+    pause long enough for a document's queued steps to drain (the window's is 0.4 s)."""
+    translator.expect_typing()
+    time.sleep(KEYSTROKE_LEAD_S)
 
 
-def typed_ms(translator: Translator, options, repeats: int, keystroke: Keystroke | None = Keystroke()) -> list[float]:
-    """Each typed sentence's milliseconds from its submission to its translation; `keystroke`: as
-    the window does, one comes first (None: typed text unannounced, as the server's)."""
+def typed_ms(translator: Translator, options, repeats: int, announced: bool = True) -> list[float]:
+    """Each typed sentence's milliseconds from its submission to its translation; `announced`: as
+    the window does, a keystroke's `expect_typing` comes first (`KEYSTROKE_LEAD_S` before)."""
     found = []
     for _ in range(repeats):
-        if keystroke is not None:
+        if announced:
             keystroke(translator)
         start = time.perf_counter()
         translator.submit(TranslationRequest([TYPED_TEXT], "eng_Latn", "fra_Latn", options, priority=TYPED,
@@ -274,7 +265,7 @@ def typed_ms(translator: Translator, options, repeats: int, keystroke: Keystroke
     return found
 
 
-def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int, keystroke: Keystroke,
+def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int,
                          sampler: ThreadSampler | None = None) -> list[float]:
     """`typed_ms` through the pipeline, typed sentence `first` onwards (each a different sentence);
     `sampler`: each call sampled whole (`ThreadSampler.call`)."""
@@ -292,7 +283,7 @@ def typed_through_app_ms(pipeline, options: dict, repeats: int, first: int, keys
     return found
 
 
-def through_app(translator: Translator, pages: int, repeats: int, keystroke: Keystroke, documents_here: bool = False,
+def through_app(translator: Translator, pages: int, repeats: int, documents_here: bool = False,
                 timeline: LoopTimeline | None = None, prepare: bool = True, sampler: ThreadSampler | None = None) -> dict:
     """Typed sentences alone, then beside a .docx book of `pages` pages, both through the pipeline.
     `prepare`: the book's steps captured beforehand, as the window has them once its model is
@@ -323,8 +314,8 @@ def through_app(translator: Translator, pages: int, repeats: int, keystroke: Key
                 time.sleep(0.01)
 
         pipeline.translate_document(document(2, "warm-up", seed=1), report=JobReport())  # its kernel variants compiled
-        typed_through_app_ms(pipeline, typed, 2, 0, keystroke)
-        alone = typed_through_app_ms(pipeline, typed, repeats, 2, keystroke)
+        typed_through_app_ms(pipeline, typed, 2, 0)
+        alone = typed_through_app_ms(pipeline, typed, repeats, 2)
         book = document(pages, "book", seed=0)
         start = time.perf_counter()
         running = threading.Thread(target=pipeline.translate_document, args=(book,), kwargs={"report": JobReport()})
@@ -332,7 +323,7 @@ def through_app(translator: Translator, pages: int, repeats: int, keystroke: Key
         while not translator.generator.scheduler.running and running.is_alive():
             time.sleep(0.005)
         mark = timeline.mark() if timeline is not None else 0
-        beside = typed_through_app_ms(pipeline, typed, repeats, 2 + repeats, keystroke, sampler)
+        beside = typed_through_app_ms(pipeline, typed, repeats, 2 + repeats, sampler)
         beside_timeline = timeline.typed_since(mark) if timeline is not None else None
         still_running = running.is_alive()
         running.join()
@@ -369,13 +360,8 @@ def main() -> None:
     parser.add_argument("--paced-rows", type=int, metavar="ROWS",
                         help="document rows a step advances while a person types (the scheduler's PACED_ROWS "
                              "unless given; 0: the documents are not paced)")
-    parser.add_argument("--pause-ms", type=float, default=KEYSTROKE_LEAD_S * 1e3,
-                        help="from the keystroke to the typed text (the window's pause is 400)")
-    parser.add_argument("--undue", action="store_true",
-                        help="the keystroke does not say when the typed text is due (`expect_typing`'s due_in)")
     add_out_argument(parser)
     args = parser.parse_args()
-    keystroke = Keystroke(args.pause_ms / 1e3, not args.undue)
 
     from dragoman.engine import Translator  # here, not above: the book's own process imports this module, not torch
 
@@ -383,14 +369,13 @@ def main() -> None:
     scheduler = translator.generator.scheduler
     if args.paced_rows is not None:
         scheduler.paced_rows = args.paced_rows or sys.maxsize
-    paced = {"paced_rows": scheduler.paced_rows if scheduler.paced_rows < sys.maxsize else 0,
-             "keystroke_pause_ms": args.pause_ms, "keystroke_says_due": not args.undue}
+    paced = {"paced_rows": scheduler.paced_rows if scheduler.paced_rows < sys.maxsize else 0}
     if args.through_app:
         if translator.needs_warm_up():
             translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
         timeline = LoopTimeline(translator) if args.timeline else None
         sampler = ThreadSampler(translator) if args.stacks else None
-        found = through_app(translator, args.through_app, args.repeats, keystroke, args.documents_here, timeline,
+        found = through_app(translator, args.through_app, args.repeats, args.documents_here, timeline,
                             prepare=not args.unprepared, sampler=sampler)
         stacks = {} if sampler is None else {
             "stacks": sampler.stop(), "slowest_typed_ms": sampler.slowest[0],
@@ -403,7 +388,7 @@ def main() -> None:
     document_options = translator.default_options(num_beams=4, min_new_tokens=40, max_new_tokens=40)
     if translator.needs_warm_up():
         translator.warm_up(num_beams=4, min_new_tokens=32, max_new_tokens=32)
-    typed_ms(translator, typed, 2, keystroke)  # kernels compiled and graphs captured for this sentence too
+    typed_ms(translator, typed, 2)  # kernels compiled and graphs captured for this sentence too
     rng = random.Random(0)
     document = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 60))).capitalize() + "."
                 for _ in range(args.sentences)]
@@ -411,7 +396,7 @@ def main() -> None:
 
     timeline = LoopTimeline(translator) if args.timeline else None
     sampler = ThreadSampler(translator) if args.stacks else None
-    alone = typed_ms(translator, typed, args.repeats, keystroke)
+    alone = typed_ms(translator, typed, args.repeats)
     alone_timeline = timeline.typed_since(0) if timeline is not None else None
     started = threading.Event()
     start = time.perf_counter()
@@ -420,9 +405,9 @@ def main() -> None:
     running.subscribe(on_translation=lambda i, translation: started.set())
     started.wait()
     mark = timeline.mark() if timeline is not None else 0
-    beside = typed_ms(translator, typed, args.repeats, keystroke)
+    beside = typed_ms(translator, typed, args.repeats)
     beside_timeline = timeline.typed_since(mark) if timeline is not None else None
-    unannounced = typed_ms(translator, typed, args.repeats, keystroke=None)
+    unannounced = typed_ms(translator, typed, args.repeats, announced=False)
     still_running = not running.done()
     running.result()
     document_s = time.perf_counter() - start

@@ -25,7 +25,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable
 
 import torch
 
@@ -59,22 +59,6 @@ def arrives_during(step: LaunchedStep | None, arrived: Callable[[], bool]) -> bo
             return True
         time.sleep(ARRIVAL_POLL_S)
     return False
-
-
-class TypedTextWatch(Protocol):
-    """What `Generator.run` is told of typed text to come (the engine's loop, EngineLoop)."""
-
-    def typing_expected(self) -> bool:
-        """A person is typing: typed text is likely soon."""
-        ...
-
-    def typed_due(self) -> bool:
-        """Typed text is due about now (the window's pause after the last keystroke is ending)."""
-        ...
-
-    def typed_waiting(self) -> bool:
-        """Typed text waits for `feed` to give it."""
-        ...
 
 
 @dataclass(eq=False)  # compared by identity: a set of them is what `withdraw` takes
@@ -271,7 +255,8 @@ class Generator:
         requests: list[Request],
         feed: Callable[[bool], list[Request] | None] | None = None,
         arrived: Callable[[], bool] | None = None,
-        typed: TypedTextWatch | None = None,
+        expecting_typed: Callable[[], bool] | None = None,
+        typed_arrived: Callable[[], bool] | None = None,
     ) -> list[Request]:
         """Translate all requests to completion (each gets `.result`), admitting them as memory
         allows; returns them, and those `feed` gave, in that order.
@@ -285,13 +270,13 @@ class Generator:
         Each request's `on_done` runs likewise while the device works, once its result is set.
         `arrived()`, where given, says whether `feed` has new requests; it is asked before each step
         is planned, so that one that came while the host read the last step's report (typed text)
-        is planned into the next step, not (pipelined) into the one after. `typed`, where given, says
-        what is known of typed text to come. While it is expected (a person is typing), document
+        is planned into the next step, not (pipelined) into the one after. `expecting_typed()`, where
+        given, says whether typed text is expected soon (a person is typing): meanwhile document
         steps are shorter (the scheduler's "Paced documents"), and each is finished before the next
         is launched, so that typed text that comes waits for the one short step in flight, not for
-        the one queued behind it too, and the host waits for that step watching whether `feed` has
-        typed text, so that typed text that comes is admitted and queued behind it at once
-        (`arrives_during`). While it is due, no document sentence joins (`Scheduler.holding`)."""
+        the one queued behind it too, and the host waits for that step watching `typed_arrived()`
+        (whether `feed` has typed text), so that typed text that comes is admitted and queued
+        behind it at once (`arrives_during`)."""
         for request in requests:
             self._check_request(request)
         everything = list(requests)
@@ -329,9 +314,8 @@ class Generator:
             while scheduler.waiting or scheduler.running or feed is not None or self._finished:
                 if not scheduler.running or (arrived is not None and arrived()):
                     pull(report=False)  # what is finished is reported while the device works
-                # Documents' steps shortened while a person types, and none of theirs joins when typed text is due.
-                scheduler.pacing = typed is not None and not scheduler.typing and typed.typing_expected()
-                scheduler.holding = scheduler.pacing and typed is not None and typed.typed_due()
+                # Documents' steps shortened while a person types.
+                scheduler.pacing = expecting_typed is not None and not scheduler.typing and expecting_typed()
                 try:
                     self.lora.install_staged()  # adapters read since the last step go into their slots
                     plan = scheduler.schedule(self.self_cache.num_free_blocks(), self.cross_cache.num_free_blocks(),
@@ -349,9 +333,10 @@ class Generator:
                     continue
                 # Typed text's own steps stay pipelined: only a document's wait for it.
                 # Asked again: a keystroke that came while this step was planned holds it too.
-                awaiting_typed = typed is not None and not scheduler.typing and typed.typing_expected()
+                awaiting_typed = expecting_typed is not None and not scheduler.typing and expecting_typed()
                 pipelined = self.pipelined and not awaiting_typed
-                if self.pipelined and awaiting_typed and typed is not None and arrives_during(launched, typed.typed_waiting):
+                if (self.pipelined and awaiting_typed and typed_arrived is not None
+                        and arrives_during(launched, typed_arrived)):
                     # Typed text came while the document's step ran: it is admitted and its first
                     # step queued behind that one at once, which is then read while they run.
                     pipelined = True

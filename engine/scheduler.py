@@ -23,9 +23,7 @@ stream can interrupt. While a person types (`pacing`, which the generator sets w
 is expected), a step advances at most `paced_rows` of the documents' rows, their oldest
 sentences, and no more of them join than that, and only once half of that is free: shorter
 steps, so a shorter wait, for the document going at a fraction of its rate meanwhile. The others
-sit those steps out as beside typed text. Around the moment typed text is due (`holding`: the
-window's pause after the last keystroke ends) none joins at all: an admission's encoder pass and
-host work would be what typed text coming then waits for.
+sit those steps out as beside typed text.
 
 Plain and constrained documents apart: a step whose groups mix plain and constrained search runs
 each group's search eagerly (engine/step_runner.py), several times slower than a step of either
@@ -236,7 +234,6 @@ class Scheduler:
         self._held_steps = 0  # steps in a row in which they were
         self._turn: bool | None = None  # the kind (constrained?) whose turn it is once one waited too long
         self.pacing = False  # a person types: documents step `paced_rows` at a time (see "Paced documents")
-        self.holding = False  # typed text is due: no document sentence joins running ones (see "Paced documents")
         self.paced_rows = PACED_ROWS
         # By group number: the group, and the part of it that steps while pacing (`_paced`).
         self._paced_parts: dict[int, tuple[Group, Group]] = {}
@@ -336,7 +333,7 @@ class Scheduler:
             return True
         # Paced, documents join once half a paced step is free: each admission is host work that
         # typed text coming meanwhile waits for, so few of them, not one each time a sentence ends.
-        if self.typing or self.holding or (self.pacing and self.rows_taken > self.paced_rows // 2):
+        if self.typing or (self.pacing and self.rows_taken > self.paced_rows // 2):
             return False
         # A live row's next block is kept for it: it may need one before those waiting are in.
         free = self._room(self.waiting[0], self.rows_taken, free_self - self.rows_taken, free_cross)

@@ -73,10 +73,6 @@ IDLE_WORK_AFTER_STEPS = 64
 # How long a keystroke's `expect_typing` lasts: the window translates 0.4 s after the last keystroke,
 # and typed text then decodes in tens of milliseconds.
 TYPING_EXPECTED_S = 1.0
-# How long before and after the moment typed text is due (`expect_typing`'s `due_in`) documents
-# neither join the batch nor have texts tokenized: host work that typed text coming meanwhile would
-# wait for. Wide enough for a timer's lateness and the app's own work before it submits.
-TYPED_DUE_MARGIN_S = 0.05
 TYPING_POLL_S = 0.001  # how often a document's submission looks whether typed text is done (`wait_while_typing`)
 
 
@@ -225,7 +221,6 @@ class EngineLoop:
         # Whether typed text waits or decodes: set by `submit` and at each step, read by any thread.
         self.typing = False
         self._typing_expected_until = 0.0  # `expect_typing`: time.monotonic() until which typed text is likely
-        self._typed_due_at: float | None = None  # `expect_typing`'s `due_in`: when typed text will come (monotonic)
         self._build: Callable[[], Generator] | None = build  # dropped once called: it may hold the weights
         self._error: BaseException | None = None
         self._ready = False
@@ -244,9 +239,7 @@ class EngineLoop:
             if self._closing:
                 raise RuntimeError("the engine is closed")
             self._inbox.append(submission)
-            if submission.priority == TYPED:
-                self.typing = True
-                self._typed_due_at = None  # it came
+            self.typing = self.typing or submission.priority == TYPED
             self._wake.notify_all()
 
     def add_idle_work(self, work: list[Callable[[], None]]) -> None:
@@ -255,24 +248,13 @@ class EngineLoop:
             self.generator.idle_work.extend(work)
             self._wake.notify_all()
 
-    def expect_typing(self, seconds: float, due_in: float | None = None) -> None:
-        """Typed text is likely within `seconds` (any thread): meanwhile documents are paced and their
-        steps not pipelined (`Generator.run`'s `typed`); `due_in`: it will come in that many seconds
-        unless another keystroke puts it off (the window's pause after a keystroke), and around
-        then documents do no host work (`typed_due`)."""
-        now = time.monotonic()
-        self._typing_expected_until = now + seconds
-        if due_in is not None:
-            self._typed_due_at = now + due_in
+    def expect_typing(self, seconds: float) -> None:
+        """Typed text is likely within `seconds` (any thread): meanwhile steps are not pipelined
+        (`Generator.run`'s `expecting_typed`)."""
+        self._typing_expected_until = time.monotonic() + seconds
 
     def typing_expected(self) -> bool:
         return time.monotonic() < self._typing_expected_until
-
-    def typed_due(self) -> bool:
-        """Whether typed text is due about now (`expect_typing`'s `due_in`, within
-        TYPED_DUE_MARGIN_S) and has not come yet."""
-        due = self._typed_due_at
-        return due is not None and abs(time.monotonic() - due) <= TYPED_DUE_MARGIN_S
 
     def wait_while_typing(self) -> None:
         """Return once no typed text waits or decodes, or after TYPING_EXPECTED_S (at once on the
@@ -286,14 +268,10 @@ class EngineLoop:
         while self.typing and not self._closing and time.monotonic() < until:
             time.sleep(TYPING_POLL_S)
 
-    def typed_waiting(self) -> bool:
+    def _typed_waiting(self) -> bool:
         """Whether typed text waits in the inbox (asked by the engine's thread, while others append).
         Not `typing`, which also covers typed text decoding and is cleared only at the next feed."""
         return any(submission.priority == TYPED for submission in self._inbox)
-
-    def _typed_waiting_or_due(self) -> bool:
-        """Whether a document's texts should wait to be tokenized (`Submission.take`'s `until`)."""
-        return self.typed_waiting() or self.typed_due()
 
     @property
     def closed(self) -> bool:
@@ -341,7 +319,8 @@ class EngineLoop:
             try:
                 self._steps = 0
                 # Looked up at each run, so that a test can watch it.
-                self.generator.run([], self._feed, lambda: bool(self._inbox), self)
+                self.generator.run([], self._feed, lambda: bool(self._inbox), self.typing_expected,
+                                   self._typed_waiting)
             except BaseException as e:  # out of memory for one sentence, a bug: its handles fail, the loop goes on
                 failed, self._active = self._active, []
                 if self._steps == 0:  # it raised before its feed took the inbox: run again, it would raise again
@@ -389,8 +368,6 @@ class EngineLoop:
         if self.generator.idle_work and self._steps > IDLE_WORK_AFTER_STEPS and not typing:
             self._do_idle_work()  # a long run gains from it, a short one need not wait
         few_wait = not typing and len(scheduler.waiting) < self.generator.max_rows
-        # Nor around the moment typed text is due, but for one text where the engine would be idle.
-        due = not idle and self.typed_due()
         for submission in sorted(new, key=lambda s: s.priority):
             if not submission.handle.done():
                 self._active.append(submission)
@@ -398,8 +375,8 @@ class EngineLoop:
             if submission.priority == TYPED:
                 requests += submission.take(submission.next_portion())
                 continue
-            more = not typing and not due and (few_wait or submission.filling)
-            requests += submission.take(submission.next_portion() if more else 0, self._typed_waiting_or_due)
+            more = not typing and (few_wait or submission.filling)
+            requests += submission.take(submission.next_portion() if more else 0, self._typed_waiting)
         if idle and not requests:
             for submission in self._active:  # nothing of it left to decode: it cannot finish now
                 submission.handle.fail(RuntimeError("the engine lost track of a translation"))
@@ -563,14 +540,12 @@ class Translator:
         )
         return options.with_changes(**{k: v for k, v in overrides.items() if v is not None})
 
-    def expect_typing(self, seconds: float = TYPING_EXPECTED_S, due_in: float | None = None) -> None:
+    def expect_typing(self, seconds: float = TYPING_EXPECTED_S) -> None:
         """A person is typing: typed text is likely within `seconds` (any thread; the window says so
-        at each keystroke). Meanwhile documents' steps are shorter and the engine finishes each
-        before it launches the next, so that typed text waits for one short document step only;
-        documents decode a little slower. `due_in`: the typed text will come in that many seconds
-        unless another keystroke puts it off (the window's pause); around then no document
-        sentence joins the batch and no document text is tokenized."""
-        self.loop.expect_typing(seconds, due_in)
+        at each keystroke). Meanwhile the engine finishes each step before it launches the next, so
+        that typed text waits for the one document step in flight only; documents decode a little
+        slower."""
+        self.loop.expect_typing(seconds)
 
     def submit(self, request: TranslationRequest) -> TranslationHandle:
         """Queue `request` on the engine's loop (`EngineLoop`) from any thread; its texts

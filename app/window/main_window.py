@@ -399,7 +399,7 @@ class MainWindow(QMainWindow):
         if text.strip():
             if self.settings.translate_as_you_type:
                 self.typing_timer.start()
-                self.worker.expect_typing(self.typing_timer.interval() / 1000)
+                self.worker.expect_typing()
         else:
             self.typing_timer.stop()
             self.cancel_translation()

@@ -159,7 +159,7 @@ class PostEditing(QObject):
                 other[2] += delta
         self.editing = (line, span[0])
         self.completion_timer.start()
-        self.worker.expect_typing(self.completion_timer.interval() / 1000)  # its completion is typed text too
+        self.worker.expect_typing()  # its completion is typed text too
 
     def _on_target_cursor_moved(self) -> None:
         if self.showing or self.editing is None:

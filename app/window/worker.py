@@ -147,14 +147,13 @@ class EngineWorker(QThread):
         self._put(_FIRST if typed else _DOCUMENTS, (job_id, job))
         return job_id
 
-    def expect_typing(self, due_in: float) -> None:
+    def expect_typing(self) -> None:
         """A keystroke in the source pane, or in a translation being edited (its completion): typed
-        text is likely soon, and due in `due_in` seconds (the pause after a keystroke), and the
-        engine makes ready for it (`Translator.expect_typing`). Called on the window's thread: it
-        only sets times."""
+        text is likely soon, and the engine makes ready for it (`Translator.expect_typing`). Called
+        on the window's thread: it only sets a time."""
         translator = self.translator
         if translator is not None:
-            translator.expect_typing(due_in=due_in)
+            translator.expect_typing()
 
     def find_alternatives(self, job: TranslationJob, sentence: str) -> int:
         """Queue the search for `sentence`'s alternatives; returns the id `alternatives_found` (or

@@ -284,21 +284,6 @@ def test_while_a_person_types_documents_join_as_far_as_a_paced_step_takes_them_o
     assert admitted(s.schedule(1000, 1000, BASE)) == typed  # typed text is not paced
 
 
-def test_while_typed_text_is_due_no_document_sentence_joins_running_ones_but_they_join_an_idle_engine():
-    s = scheduler(max_rows=64)
-    s.admit_share = 0.0
-    s.holding = True
-    a, b = queued(s, ticket(4), ticket(4))
-    assert admitted(s.schedule(1000, 1000, BASE)) == [a, b]  # nothing runs: no typed text waits for them
-    c = queued(s, ticket(4))
-    assert admitted(s.schedule(1000, 1000, BASE)) == []  # beside running ones: an encoder pass typed text would wait for
-    typed = queued(s, ticket(4, priority=0))
-    assert admitted(s.schedule(1000, 1000, BASE)) == typed
-    s.holding = False
-    s.update([x for x in s.running if x.ticket in typed])
-    assert admitted(s.schedule(1000, 1000, BASE)) == c
-
-
 def test_paced_documents_take_blocks_only_for_the_sentences_that_step():
     s = scheduler(max_rows=64)
     s.admit_share = 0.0

@@ -122,8 +122,8 @@ class LoopTimeline:
         the steps that ran a graph's key for the first time or captured it), its steps and their
         host time; on the GPU also its admission's and steps' device time, the device's span from
         its admission's start to its last step's end, and the document's work the device ran last
-        before the admission (what, its device time, and the device's time from its end to the
-        admission's start: about none where the admission waited for it)."""
+        before the admission (what, when the host launched it, its device time, and the device's
+        time from its end to the admission's start: about none where the admission waited for it)."""
         everything = sorted(self.events)
         events = sorted(self.events[mark:])
         found = []
@@ -145,18 +145,20 @@ class LoopTimeline:
                 "steps": len(steps),
                 "steps_host_ms": round(sum(ms for _, what, ms in span if what.startswith("typed step")), 2),
                 **(self._device_times(admitted, steps) if admitted in self.device and steps else {}),
-                **(self._last_document_work(everything, admitted) if admitted in self.device else {})})
+                **(self._last_document_work(everything, submitted, admitted) if admitted in self.device else {})})
         return found
 
-    def _last_document_work(self, events: list[tuple[float, str, float]], admitted: float) -> dict:
-        """The document's admission or step launched last before the typed admission at `admitted`,
-        its device time, and the device's time from its end to that admission's start."""
+    def _last_document_work(self, events: list[tuple[float, str, float]], submitted: float, admitted: float) -> dict:
+        """The document's admission or step launched last before the typed admission at `admitted`:
+        what, when the host launched it after the typed text was submitted (at `submitted`;
+        negative: before), its device time, and the device's time from its end to that admission's start."""
         last = next(((t, what) for t, what, _ in reversed(events) if t < admitted and what.startswith("document")
                      and t in self.device), None)
         if last is None:
             return {}
         work = self.device[last[0]]
-        return {"last_document_work": last[1], "last_document_work_device_ms": round(work[0].elapsed_time(work[1]), 3),
+        return {"last_document_work": last[1], "last_document_work_launched_after_submission_ms": round((last[0] - submitted) * 1e3, 2),
+                "last_document_work_device_ms": round(work[0].elapsed_time(work[1]), 3),
                 "last_document_work_end_to_admission_device_ms": round(work[1].elapsed_time(self.device[admitted][0]), 3)}
 
     def _device_times(self, admitted: float, steps: list[float]) -> dict:

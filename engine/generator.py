@@ -352,6 +352,10 @@ class Generator:
                 for sentence in left:
                     runner.release(sentence)
                 scheduler.update(left)
+                if any(request.typed for request in done):
+                    # Typed text's translation now: at the next `pull` it would come after the next
+                    # step is planned and launched, documents admitted to it (an encoder pass).
+                    self._report_finished(typed_only=True)
                 if not pipelined:
                     pull()
         except BaseException:
@@ -407,12 +411,13 @@ class Generator:
         for sentence in self.scheduler.stop():
             self.runner.release(sentence)
 
-    def _report_finished(self) -> None:
-        """Each finished request's `on_done`; documents' wait while typed text waits or runs (a
-        cohort of them finishing together would take the host milliseconds in typed text's path)."""
-        finished = [r for r in self._finished if r.typed]  # typed text's first
+    def _report_finished(self, typed_only: bool = False) -> None:
+        """Each finished request's `on_done`, typed text's first; documents' wait while typed text
+        waits or runs (a cohort of them finishing together would take the host milliseconds in
+        typed text's path), and with `typed_only`."""
+        finished = [r for r in self._finished if r.typed]
         documents = [r for r in self._finished if not r.typed]
-        if self.scheduler.typing:
+        if self.scheduler.typing or typed_only:
             self._finished = documents
         else:
             finished += documents

@@ -292,6 +292,42 @@ def test_typed_text_that_comes_as_a_step_is_read_back_runs_in_the_next_step(make
     small.teardown()
 
 
+@pytest.mark.parametrize("beside", [False, True], ids=["alone", "beside a document"])
+def test_typed_texts_translation_is_reported_as_soon_as_the_step_that_finished_it_is_read(make_translator, monkeypatch,
+                                                                                          beside):
+    """Pipelined, the host reads a step while the device runs the next. Typed text's translation
+    is reported as soon as the step that finished it is read, not after the host has planned and
+    launched the step after that (beside a document: its sentences, and those that waited for the
+    typed text joining them, an encoder pass). So no step is launched between the typed
+    sentence's last and its translation."""
+    small = make_translator(max_rows=16)
+    monkeypatch.setattr(small.generator, "pipelined", True)
+    options = small.default_options(num_beams=4, max_length=30)
+    runner = small.generator.runner
+    launch = runner.launch
+    events: list[tuple] = []  # ("launch", whether typed text steps), ("typed done",)
+    monkeypatch.setattr(runner, "launch", lambda groups: events.append(
+        ("launch", any(group.typed for group in groups.values()))) or launch(groups))
+    started = threading.Event()
+    if beside:
+        document = small.submit(TranslationRequest(TEXTS * 4, "eng_Latn", "fra_Latn", options))
+        document.subscribe(on_translation=lambda i, translation: started.set())
+        assert started.wait(timeout=300)
+    typed = small.submit(TranslationRequest(["Good morning, my friend."], "eng_Latn", "fra_Latn", options,
+                                            priority=TYPED))
+    typed.subscribe(on_translation=lambda i, translation: events.append(("typed done",)))
+    found = typed.result(timeout=300)
+    assert not beside or not document.done()  # it was still decoding
+    assert texts(found) == texts(small.translate_full(["Good morning, my friend."], "eng_Latn", "fra_Latn", options))
+    done = events.index(("typed done",))
+    last_typed_step = max(i for i, event in enumerate(events[:done]) if event == ("launch", True))
+    assert events[last_typed_step + 1:done] == []
+    if beside:
+        assert texts(document.result(timeout=300)) == texts(small.translate_full(TEXTS * 4, "eng_Latn", "fra_Latn",
+                                                                                 options))
+    small.teardown()
+
+
 @pytest.mark.parametrize("typing", [False, True], ids=["nobody typing", "a person typing"])
 def test_while_typed_text_is_expected_no_step_is_queued_behind_another(make_translator, monkeypatch, typing):
     """Pipelined, the host launches a step before it reads the one before, so typed text that comes

@@ -2,9 +2,9 @@
 
 `import torch` runs two modules for torch.compile and torch.export's sake that the engine never
 needs: `torch._meta_registrations` (the Python "meta" kernels that fake tensors trace with; it
-imports torch._decomp, torch._prims and torch._refs) and `torch.export`. They are a quarter to a
-third of torch's import, ~0.5 s of a launch (docs/performance.md, "Start-up"). Eager CPU and CUDA
-operations do not go through them: meta kernels serve the Meta dispatch key only.
+imports torch._decomp, torch._prims and torch._refs) and `torch.export`: much of torch's import,
+which a launch waits for (docs/performance.md, "Start-up"). Eager CPU and CUDA operations do not go
+through them: meta kernels serve the Meta dispatch key only.
 
 So while torch is imported, those two get empty stand-ins (`_Deferred`), and the real modules are
 imported later, on first need, as torch's import would have: when anything reads an attribute of

@@ -267,7 +267,8 @@ class Generator:
         so the run ends if it gives nothing. So requests join the running batch at the next step
         (the engine's loop, engine/translator.py's EngineLoop, feeds what any thread submits), and a document's
         later sentences are tokenized in the host's idle time instead of while the device waits.
-        Each request's `on_done` runs likewise while the device works, once its result is set.
+        Each request's `on_done` runs likewise while the device works, once its result is set
+        (typed text's as soon as the step that finished it is read).
         `arrived()`, where given, says whether `feed` has new requests; it is asked before each step
         is planned, so that one that came while the host read the last step's report (typed text)
         is planned into the next step, not (pipelined) into the one after. `expecting_typed()`, where

@@ -37,6 +37,8 @@ ROW_BY_ROW_WEIGHT_BYTES = 16 << 20
 # Rows of a weight that fbgemm packs at once: the engine's loop packs a piece between steps, and
 # packing is slow (the 600M output layer's 256k rows take seconds whole).
 FBGEMM_PIECE_ROWS = 8192
+# Rows of a weight quantised at once (`quantize_weight`): their float temporaries stay a few megabytes.
+QUANTIZE_ROWS = 2048
 
 
 @functools.cache
@@ -253,11 +255,18 @@ class Int8Linear:
 
 def quantize_weight(weight: torch.Tensor, levels: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """A weight (out, in) as int8 (out, in) in [-levels, levels] (`weight_levels()` unless told)
-    and one float32 scale per output row (out,)."""
+    and one float32 scale per output row (out,). Done QUANTIZE_ROWS rows at a time: whole, the
+    output layer's float temporaries are a gigabyte each, and a first start on the CPU spent twice
+    as long writing and faulting them in (docs/performance.md, "Start-up")."""
     levels = weight_levels() if levels is None else levels
-    weight = weight.float()
-    scale = weight.abs().amax(dim=1).clamp(min=1e-12) / levels  # (out,)
-    return torch.round(weight / scale[:, None]).to(torch.int8), scale  # (out, in), (out,)
+    quantized = torch.empty(weight.shape, dtype=torch.int8, device=weight.device)  # (out, in)
+    scale = torch.empty(weight.shape[0], dtype=torch.float32, device=weight.device)  # (out,)
+    for start in range(0, weight.shape[0], QUANTIZE_ROWS):
+        rows = weight[start:start + QUANTIZE_ROWS].float()  # (n, in)
+        row_scale = rows.abs().amax(dim=1).clamp_(min=1e-12).div_(levels)  # (n,)
+        scale[start:start + QUANTIZE_ROWS] = row_scale
+        quantized[start:start + QUANTIZE_ROWS] = (rows / row_scale[:, None]).round_()
+    return quantized, scale
 
 
 class StoredInt8Unusable(ValueError):

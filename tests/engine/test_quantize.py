@@ -192,3 +192,13 @@ def test_int8_weights_are_stored_once_and_read_back_the_same(make_translator, tm
     assert stored.stat().st_size > 1000
     assert (third.translate(texts, "eng_Latn", "fra_Latn", third.default_options(**options))
             == first.translate(texts, "eng_Latn", "fra_Latn", first.default_options(**options)))
+
+
+def test_a_weight_is_quantised_a_block_of_rows_at_a_time_as_it_would_be_whole(monkeypatch):
+    monkeypatch.setattr(quantize, "QUANTIZE_ROWS", 3)  # three blocks and a partial one
+    weight = torch.randn(10, 16)
+    weight[4] = 0  # its scale is the floor
+    found, scale = quantize.quantize_weight(weight, levels=63)
+    whole = weight.abs().amax(dim=1).clamp(min=1e-12) / 63  # (out,)
+    assert torch.equal(scale, whole)
+    assert torch.equal(found, torch.round(weight / whole[:, None]).to(torch.int8))

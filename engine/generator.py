@@ -413,9 +413,9 @@ class Generator:
             self.runner.release(sentence)
 
     def _report_finished(self, typed_only: bool = False) -> None:
-        """Each finished request's `on_done`, typed text's first; documents' wait while typed text
-        waits or runs (a cohort of them finishing together would take the host milliseconds in
-        typed text's path), and with `typed_only`."""
+        """Each finished request's `on_done`, typed text's first. Documents' are left for a later
+        call with `typed_only`, and while typed text waits or runs (a cohort of them finishing
+        together would take the host milliseconds in typed text's path)."""
         finished = [r for r in self._finished if r.typed]
         documents = [r for r in self._finished if not r.typed]
         if self.scheduler.typing or typed_only:

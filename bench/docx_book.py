@@ -15,13 +15,15 @@ process and on one engine, times:
 - the .docx with the model replaced by the identity: what reading and writing cost.
 Every translation is forced to --new-tokens tokens (DESIGN.md's document workload). With
 --repeats N each path runs N times in turn and its fastest run counts: a kernel variant that a path
-meets first is compiled during its first run. With --steps, each path's steps too (`StepLog`).
+meets first is compiled during its first run. With --steps, each path's steps too (`StepLog`), and
+on a GPU the device's idle time by what the host was doing meanwhile (`device_idle_while_s`).
 Prints one JSON object: sentences/s of each path and its share of the engine's.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import itertools
 import random
 import statistics
@@ -137,9 +139,14 @@ class StepLog:
     and the admissions. On a GPU also the device's own time: its steps', its admissions' (encoder
     passes, rows set up), and its idle time between them, where it waited for the host."""
 
-    def __init__(self, runner):
+    def __init__(self, runner, translator=None):
         self.entries: list[LoggedStep] = []
         self.admissions: list[tuple] = []  # CUDA events around each admission
+        self.admission_starts: list[float] = []  # perf_counter seconds, each admission's on the host
+        # With `translator`: the host's intervals (perf_counter seconds) of the work that may keep the
+        # device waiting, by kind: submissions (the caller's thread), the engine thread's reports of
+        # finished requests and its feeds (a document's texts tokenized), admissions.
+        self.busy: dict[str, list[tuple[float, float]]] = {"submit": [], "report": [], "feed": [], "admit": []}
         self.admitted: list[int] = []  # the sentences of each admission
         self.new_keys: list[tuple] = []  # the keys first met or captured, as (size, last part of the key)
         launch, admit, search_in_graph = runner.launch, runner.admit, runner._search_in_graph
@@ -164,7 +171,10 @@ class StepLog:
             return report
 
         def admitting(sentences, *args, **kwargs):
+            started = time.perf_counter()
             out, recorded = events(lambda: admit(sentences, *args, **kwargs))
+            self.busy["admit"].append((started, time.perf_counter()))
+            self.admission_starts.append(started)
             self.admitted.append(len(sentences))
             if recorded is not None:
                 self.admissions.append(recorded)
@@ -185,10 +195,27 @@ class StepLog:
             return report
 
         runner.launch, runner.admit, runner._search_in_graph = launching, admitting, searching_in_graph
+        if translator is not None:
+            for owner, name, kind in ((translator, "submit", "submit"), (translator.generator, "_report_finished", "report"),
+                                      (translator.loop, "_feed", "feed")):
+                setattr(owner, name, self._timed(getattr(owner, name), self.busy[kind]))
+
+    @staticmethod
+    def _timed(work, intervals: list[tuple[float, float]]):
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return work(*args, **kwargs)
+            finally:
+                intervals.append((started, time.perf_counter()))
+        return timed
 
     def clear(self) -> None:
         self.entries.clear()
         self.admissions.clear()
+        self.admission_starts.clear()
+        for intervals in self.busy.values():
+            intervals.clear()
         self.admitted.clear()
         self.new_keys.clear()
 
@@ -232,7 +259,35 @@ class StepLog:
             idle = self._idle_by_tenth(first.device[0], first.device[0].elapsed_time(last.device[1]) / 1000)
             summary["device_idle_s"] = sum(idle)
             summary["device_idle_by_tenth_s"] = [round(seconds, 3) for seconds in idle]
+            if any(self.busy["submit"] + self.busy["report"] + self.busy["feed"]):
+                summary["device_idle_while_s"] = self._idle_while(first.device[0])
         return summary
+
+    def _idle_while(self, origin) -> dict[str, float]:
+        """The device's idle time (as `_idle_by_tenth`) by what the host was doing while it waited:
+        each gap ends when the host queued the step or admission after it, so the host's window of a
+        gap is the gap's length before that moment; a gap counts for each kind of `busy` work that
+        overlaps its window ("nothing recorded" where none does), and how many gaps of more than
+        1 ms there were."""
+        work = [(e.device, e.launched) for e in self.entries if e.device is not None]
+        work += list(zip(self.admissions, self.admission_starts))
+        items = sorted((origin.elapsed_time(a) / 1000, origin.elapsed_time(b) / 1000, host) for (a, b), host in work)
+        starts = {kind: sorted(intervals) for kind, intervals in self.busy.items()}
+        found = {kind: 0.0 for kind in starts} | {"nothing recorded": 0.0, "gaps_over_1ms": 0}
+        busy_until = None
+        for start, end, host in items:
+            if busy_until is not None and start > busy_until:
+                gap = start - busy_until
+                window = (host - gap, host)
+                overlapping = [kind for kind, intervals in starts.items()
+                               if any(a < window[1] and b > window[0] for a, b in
+                                      intervals[max(0, bisect.bisect_left(intervals, (window[0] - 1.0,)) ):
+                                                bisect.bisect_right(intervals, (window[1],))])]
+                for kind in overlapping or ["nothing recorded"]:
+                    found[kind] += gap
+                found["gaps_over_1ms"] += gap > 1e-3
+            busy_until = end if busy_until is None else max(busy_until, end)
+        return {kind: round(value, 3) if isinstance(value, float) else value for kind, value in found.items()}
 
     def _idle_by_tenth(self, origin, span: float) -> list[float]:
         """The device's idle time in each tenth of the `span` seconds from the event `origin` (the
@@ -325,7 +380,7 @@ def main() -> None:
         paths = {path: run for path, run in paths.items() if path in args.paths.split(",") or path == "engine"}
         runs: dict[str, list[float]] = {path: [] for path in paths}
         steps: dict[str, dict] = {}
-        log = StepLog(translator.generator.runner) if args.steps else None
+        log = StepLog(translator.generator.runner, translator) if args.steps else None
         for _ in range(args.repeats):
             for path, run in paths.items():
                 if log is not None:

@@ -49,3 +49,33 @@ def test_each_document_run_opens_the_stores_of_a_new_data_folder_as_dragoman_tra
     assert set(out["runs_s"]) == {"docx", "engine"} and len(out["runs_s"]["docx"]) == 2
     assert len(opened) == 3 and len(set(opened)) == 3  # the warm-up and two runs
     assert out["steps"]["docx"]["steps"] > 0  # the last run decoded: nothing came from the cache
+
+
+class Moment:
+    """A stand-in for a CUDA event recorded at `seconds` on the device's clock."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def elapsed_time(self, later: "Moment") -> float:
+        return (later.seconds - self.seconds) * 1000  # milliseconds, as torch.cuda.Event's
+
+
+def test_the_devices_idle_time_is_put_down_to_what_the_host_was_doing_meanwhile():
+    """Each gap between the device's steps ends when the host queued the next one: the host's
+    work that overlaps the gap's length before that moment is what the device waited for."""
+    log = docx_book.StepLog.__new__(docx_book.StepLog)
+    log.entries, log.admissions, log.admission_starts = [], [], []
+    log.busy = {"submit": [(10.0105, 10.030)], "report": [(10.0021, 10.0022)], "feed": [], "admit": []}
+    # On the device: steps at 0-1 ms, 3-4 ms (a 2 ms gap; queued at 10.003 on the host), 4-5 ms (none)
+    # and 20-21 ms (a 15 ms gap, queued at 10.025), an admission at 21-22 ms and one at 24-25 ms
+    # (a 2 ms gap, queued at 10.029).
+    for start, end, host in ((0, 1e-3, 10.0), (3e-3, 4e-3, 10.003), (4e-3, 5e-3, 10.0035), (20e-3, 21e-3, 10.025)):
+        log.entries.append(docx_book.LoggedStep(host, 4, False, 0.0, 0, 0, 1, True, (Moment(start), Moment(end))))
+    log.admissions += [(Moment(21e-3), Moment(22e-3)), (Moment(24e-3), Moment(25e-3))]
+    log.admission_starts += [10.026, 10.029]
+    found = log._idle_while(Moment(0))
+    assert found == {"submit": 0.017, "report": 0.002, "feed": 0.0, "admit": 0.0, "nothing recorded": 0.0,
+                     "gaps_over_1ms": 3}
+    log.busy["submit"].clear()
+    assert log._idle_while(Moment(0))["nothing recorded"] == 0.017

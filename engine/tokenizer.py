@@ -36,6 +36,10 @@ SPACE_PIECE = "▁"
 _SPACE_RUNS = re.compile(" {2,}")
 # <mask> is matched in the normalized text and swallows the whitespace before it (lstrip).
 _MASK_IN_TEXT = re.compile(r"\s*" + re.escape(MASK))
+# What a special token written in the text looks like: a fairseq special or a language code. Each
+# text found is looked up; an alternation of the ~200 specials themselves took half of tokenizing a
+# text with a "<" (a document's tagged sentences) or a "_".
+_SPECIAL_SHAPE = re.compile(r"<(?:s|/s|pad|unk)>|[a-z]{3}_[A-Z][a-z]{3}")
 
 
 class TokenizerError(Exception):
@@ -59,10 +63,9 @@ class NllbTokenizer:
         self.mask_id = pieces + 1 + len(LANGUAGE_CODES)
         [self._space_id] = self._piece_ids([sentencepiece.piece_to_id(SPACE_PIECE)])
         # Hugging Face finds special tokens written in the text (added vocabulary) and keeps them
-        # whole, so "a </s> b" holds an end-of-sequence id. Longest first, as its matcher does.
+        # whole, so "a </s> b" holds an end-of-sequence id (`_split_specials`).
         self._special_ids = {**dict(zip(FAIRSEQ_SPECIALS, range(4))), **self._language_ids}
-        alternatives = sorted(self._special_ids, key=len, reverse=True)
-        self._special_in_text = re.compile("(" + "|".join(map(re.escape, alternatives)) + ")")
+        assert all(_SPECIAL_SHAPE.fullmatch(special) for special in self._special_ids)
 
     @classmethod
     def from_dir(cls, model_dir: str | Path) -> NllbTokenizer:
@@ -138,10 +141,9 @@ class NllbTokenizer:
 
     def _text_ids(self, text: str) -> list[int]:
         ids = []
-        # re.split with a group: odd chunks are the special tokens found in the text. Each holds
-        # "<" or "_", which most text has not: the search over ~200 alternatives took half of a
-        # plain sentence's tokenizing.
-        chunks = self._special_in_text.split(text) if "<" in text or "_" in text else [text]
+        # Odd chunks are the special tokens found in the text. Each holds "<" or "_", which most
+        # text has not: even the search for their shape takes a plain sentence's time.
+        chunks = self._split_specials(text) if "<" in text or "_" in text else [text]
         for index, chunk in enumerate(chunks):
             if index % 2:
                 ids.append(self._special_ids[chunk])
@@ -152,6 +154,22 @@ class NllbTokenizer:
                     ids.append(self.mask_id)
                 ids += self._normalized_text_ids(part)
         return ids
+
+    def _split_specials(self, text: str) -> list[str]:
+        """`text` cut around the special tokens written in it, as re.split with a group would cut it
+        at an alternation of them all: text, special, text, ..., text. A special is matched at the
+        first place one starts, as Hugging Face's matcher does; at any one place only one can
+        (no special is another's start), so where the shape matched something else, the search goes
+        on from the next character."""
+        chunks, start, at = [], 0, 0
+        while (found := _SPECIAL_SHAPE.search(text, at)) is not None:
+            if found.group() in self._special_ids:
+                chunks += [text[start : found.start()], found.group()]
+                start = at = found.end()
+            else:
+                at = found.start() + 1
+        chunks.append(text[start:])
+        return chunks
 
     def _normalized_text_ids(self, normalized: str) -> list[int]:
         # Each part gets its own leading "▁" (Metaspace, prepend_scheme="always"), as

@@ -37,7 +37,7 @@ TEXTS = [
     "e\u0301\u0301\u0301", "soft\u00adhyphen", "control\x00\x07\x1bchars", "▁literal▁▁metaspace",
     # special tokens written in the text
     "a </s> b", "<s>start", "eng_Latn inside", "a<pad>b<unk>c", "x <mask> y", "x\t<mask>", "＜ｍａｓｋ＞",
-    "fra_Latneng_Latn",
+    "fra_Latneng_Latn", "xxx_Yeng_Latn", "abc_Defeng_Latn</s>", "<x1>eng_Latn</x1> <s/s> eng_latn Eng_Latn",
 ]
 
 

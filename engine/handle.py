@@ -39,7 +39,10 @@ class TranslationRequest:
     `alternatives`: hypotheses each Translation carries, itself included (at most num_beams; 0:
     its text only, no score read);
     `adapter`: a LoRA adapter of the adapters folder (None or "": the base model); `priority`: lower
-    runs first (TYPED, DOCUMENT); `partials`: stream each text's best hypothesis while it decodes."""
+    runs first (TYPED, DOCUMENT); `partials`: stream each text's best hypothesis while it decodes;
+    `sources[i]`, where the caller tokenized the texts with this model's tokenizer (a document's
+    process does, so that the engine's thread need not): text i's source ids in the pieces the model
+    reads (`NllbTokenizer.encode_source_pieces` with `Translator.max_positions`)."""
 
     texts: list[str]
     src_lang: str
@@ -51,6 +54,7 @@ class TranslationRequest:
     adapter: str | None = None
     priority: int = DOCUMENT
     partials: bool = False
+    sources: list[list[list[int]]] | None = None
 
 
 class TranslationHandle:

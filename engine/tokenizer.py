@@ -67,6 +67,11 @@ class NllbTokenizer:
         self._special_ids = {**dict(zip(FAIRSEQ_SPECIALS, range(4))), **self._language_ids}
         assert all(_SPECIAL_SHAPE.fullmatch(special) for special in self._special_ids)
 
+    def __reduce__(self):
+        """Pickled as its sentencepiece model and character map: a document's process tokenizes
+        with the very tokenizer the engine has (app.session.document_process)."""
+        return _tokenizer_of, (self._sp.serialized_model_proto(), self._character_map.precompiled)
+
     @classmethod
     def from_dir(cls, model_dir: str | Path) -> NllbTokenizer:
         """The folder's tokenizer: the one `read_tokenizer_ahead` read, if its file has not changed since."""
@@ -107,6 +112,20 @@ class NllbTokenizer:
 
     def encode_source_batch(self, texts: Iterable[str], src_lang: str) -> list[list[int]]:
         return [self.encode_source(text, src_lang) for text in texts]
+
+    def encode_source_pieces(self, text: str, src_lang: str, max_positions: int) -> list[list[int]]:
+        """The text's source ids in pieces a model of `max_positions` reads: a text longer than that
+        is cut in halves between words (between characters where it has no spaces), again until
+        each fits; their translations are joined with a space."""
+        source = self.encode_source(text, src_lang)
+        if len(source) <= max_positions:
+            return [source]
+        words = text.split()
+        if len(words) > 1:
+            halves = " ".join(words[: len(words) // 2]), " ".join(words[len(words) // 2 :])
+        else:
+            halves = text[: len(text) // 2], text[len(text) // 2 :]
+        return [piece for half in halves for piece in self.encode_source_pieces(half, src_lang, max_positions)]
 
     def decoder_prefix(self, tgt_lang: str) -> list[int]:
         return [self.eos_id, self.lang_id(tgt_lang)]
@@ -181,6 +200,11 @@ class NllbTokenizer:
         return ids
 
 
+def _tokenizer_of(model: bytes, precompiled: bytes) -> NllbTokenizer:
+    """The NllbTokenizer of a pickle (`NllbTokenizer.__reduce__`)."""
+    return NllbTokenizer(spm.SentencePieceProcessor(model_proto=model), CharacterMap(precompiled))
+
+
 class CharacterMap:
     """sentencepiece's precompiled character map (NFKC and more), applied as Hugging Face's
     `tokenizers` applies it, which is not how sentencepiece does: per grapheme cluster, a cluster
@@ -191,6 +215,7 @@ class CharacterMap:
     def __init__(self, precompiled: bytes):
         if not precompiled:
             raise ValueError("the model has no precompiled character map; NLLB's has one")
+        self.precompiled = precompiled
         # <trie size: u32 LE><darts-clone double-array trie: u32 LE units><replacements, NUL-separated>
         trie_size = int.from_bytes(precompiled[:4], "little")
         self._trie = struct.unpack(f"<{trie_size // 4}I", precompiled[4 : 4 + trie_size])

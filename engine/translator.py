@@ -562,12 +562,14 @@ class Translator:
         self.tokenizer.lang_id(request.src_lang)  # raises UnknownLanguageError before any work starts
         completions = {i: completion_start(self.tokenizer, start, options) for i, start in enumerate(request.starts or [])
                        if start and start.strip() and i < len(texts) and texts[i].strip()}
-        tokenized: dict[int, list[list[int]]] = {}  # texts tokenized for the checks below, each once
+        # Texts tokenized for the checks below, each once; those the caller tokenized (a document's process).
+        tokenized = self._given_sources(request)
         for i in completions:
-            tokenized[i] = self._sources(texts[i], request.src_lang)
+            if i not in tokenized:
+                tokenized[i] = self._sources(texts[i], request.src_lang)
             if len(tokenized[i]) > 1:
                 raise OptionsError("start", f"cannot complete a text of more than the model's "
-                                            f"{self.generator.model.max_positions} source tokens")
+                                            f"{self.max_positions} source tokens")
         constraints = self._constraints(texts, request.src_lang, request.tgt_lang, options, request.terms or [],
                                         tokenized, None if request.priority == TYPED else self.loop.wait_while_typing)
         adapter = request.adapter or None
@@ -715,7 +717,7 @@ class Translator:
                 tokenized[i] = self._sources(texts[i], src_lang)
             if len(tokenized[i]) > 1:
                 raise OptionsError("terms", f"cannot be kept in a text of more than the model's "
-                                            f"{self.generator.model.max_positions} source tokens")
+                                            f"{self.max_positions} source tokens")
             constraints[i] = compiled
         return constraints
 
@@ -740,19 +742,35 @@ class Translator:
         (the app marks verbatim spans with what it spells)."""
         return self.tokenizer.decode(self.tokenizer.encode_target_start(text)) == text
 
+    @property
+    def max_positions(self) -> int:
+        """The source tokens the model reads at once (a longer text goes in pieces)."""
+        return self.generator.model.max_positions
+
     def _sources(self, text: str, src_lang: str) -> list[list[int]]:
-        """The text's source ids in pieces the model can read: a text longer than the model's
-        positions is cut in halves between words (between characters where it has no spaces),
-        again until each fits; their translations are joined with a space."""
-        source = self.tokenizer.encode_source(text, src_lang)
-        if len(source) <= self.generator.model.max_positions:
-            return [source]
-        words = text.split()
-        if len(words) > 1:
-            halves = " ".join(words[: len(words) // 2]), " ".join(words[len(words) // 2 :])
-        else:
-            halves = text[: len(text) // 2], text[len(text) // 2 :]
-        return [piece for half in halves for piece in self._sources(half, src_lang)]
+        """The text's source ids in pieces the model can read (`encode_source_pieces`)."""
+        return self.tokenizer.encode_source_pieces(text, src_lang, self.max_positions)
+
+    def _given_sources(self, request: TranslationRequest) -> dict[int, list[list[int]]]:
+        """`request.sources`, checked: one entry a text, each a text's pieces as `_sources` gives
+        them (the caller's tokenizer is taken to be this model's), with ids of the vocabulary and
+        within the model's positions; blank texts' entries are not used."""
+        sources = request.sources
+        if sources is None:
+            return {}
+        if len(sources) != len(request.texts):
+            raise OptionsError("sources", f"has {len(sources)} entries for {len(request.texts)} texts")
+        vocabulary, positions = self.config.vocab_size, self.max_positions
+        given = {}
+        for i, (text, pieces) in enumerate(zip(request.texts, sources)):
+            if not text.strip():
+                continue
+            if not pieces or not all(0 < len(piece) <= positions and 0 <= min(piece) and max(piece) < vocabulary
+                                     for piece in pieces):
+                raise OptionsError("sources", f"of text {i + 1} are not this model's source ids in pieces of at "
+                                              f"most {positions}")
+            given[i] = [list(piece) for piece in pieces]
+        return given
 
     # -- adapters ------------------------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from dragoman.app.session.session import TranslationSession
     from dragoman.app.session.terms import Terms
     from dragoman.engine import DecodingOptions, NllbConfig, TranslationHandle, Translator
+    from dragoman.engine.tokenizer import NllbTokenizer
 
 # How often this side sends the translations heard and looks for a stop, at most (seconds).
 FLUSH_SECONDS = 0.005
@@ -65,6 +66,10 @@ class DocumentOrder:
     model_identity: str  # the engine's (`Translator.model_identity`)
     config: NllbConfig
     report: JobReport | None
+    # The engine's tokenizer, pickled, and the source tokens its model reads at once: the document's
+    # texts are tokenized there (`EngineAcross`), not on the engine's thread.
+    tokenizer: bytes
+    max_positions: int
 
 
 class DocumentProcess:
@@ -114,7 +119,8 @@ def translate_document_apart(pipeline: TranslationSession, job: DocumentJob,
     try:
         apart.conn.send(DocumentOrder(job, pipeline.terms, pipeline.cache.path if pipeline.cache is not None else None,
                                       pipeline.memory.path if pipeline.memory is not None else None,
-                                      translator.model_identity, translator.config, report))
+                                      translator.model_identity, translator.config, report,
+                                      pickle.dumps(translator.tokenizer), translator.max_positions))
         path, done = _serve(apart.conn, translator, handles, progress, should_stop)
         if report is not None and done is not None:
             for name in (f.name for f in dataclasses.fields(JobReport)):
@@ -209,10 +215,17 @@ def _portable(error: BaseException) -> BaseException:
 class EngineAcross:
     """In the document's process: what TranslationSession's document pipeline uses of a Translator,
     each call answered by the app's engine through the pipe. Its thread reads the pipe and calls
-    each `on_translation` as the translations come."""
+    each `on_translation` as the translations come. Once the engine's tokenizer is read (on a
+    thread of its own: a second or less, its first texts sent meanwhile), each call's texts go
+    tokenized too: the engine's thread would take the host's time between two steps for it, and
+    the device waited (docs/performance.md, "Documents through the app")."""
 
     def __init__(self, conn: Connection, order: DocumentOrder):
         self.conn, self.model_identity, self.config = conn, order.model_identity, order.config
+        self.max_positions = order.max_positions
+        self.tokenizer: NllbTokenizer | None = None
+        threading.Thread(target=self._read_tokenizer, args=(order.tokenizer,), daemon=True,
+                         name="dragoman-tokenizer").start()
         self.stopped = threading.Event()  # the app stopped the job, or went
         # Each call waiting for the app's answer: its outcome, and where its translations go as they come.
         self._calls: dict[int, tuple[concurrent.futures.Future, Callable[[int, Translation], None] | None]] = {}
@@ -238,8 +251,11 @@ class EngineAcross:
                   on_translation: Callable[[int, Translation], None] | None = None,
                   terms: list[list[str | tuple[str | None, ...]]] | None = None) -> list[str | None]:
         """Translator.translate's, as a document's pipeline calls it."""
+        tokenizer = self.tokenizer
+        sources = None if tokenizer is None else [
+            tokenizer.encode_source_pieces(text, src_lang, self.max_positions) if text.strip() else [] for text in texts]
         request = TranslationRequest(texts, src_lang, tgt_lang, options, terms=terms, adapter=adapter, priority=priority,
-                                     alternatives=1 if on_translation is not None else 0)
+                                     alternatives=1 if on_translation is not None else 0, sources=sources)
         outcome, number = self._open(on_translation)
         self.send(("translate", number, request))
         cancelled = False
@@ -248,6 +264,9 @@ class EngineAcross:
                 cancelled = True
                 self.send(("cancel", number))
         return outcome.result()
+
+    def _read_tokenizer(self, pickled: bytes) -> None:
+        self.tokenizer = pickle.loads(pickled)  # sentencepiece reads its model without holding the interpreter
 
     def _ask(self, name: str, *args: Any, **kwargs: Any) -> Any:
         outcome, number = self._open(None)

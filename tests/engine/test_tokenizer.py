@@ -1,6 +1,7 @@
 """engine.tokenizer against transformers' NllbTokenizer (the oracle) on the tiny checkpoint."""
 
 import json
+import pickle
 import random
 import subprocess
 import sys
@@ -116,6 +117,17 @@ def test_encode_many_texts_matches_transformers(tokenizer, hf_tokenizer):
     ours = tokenizer.encode_source_batch(texts, "rus_Cyrl")
     mismatches = [text for text, ids in zip(texts, ours) if ids != hf_encode(hf_tokenizer, text, "rus_Cyrl")]
     assert mismatches == []
+
+
+def test_a_pickled_tokenizer_is_the_same_tokenizer(tokenizer):
+    """A document's process gets the engine's tokenizer pickled (its sentencepiece model and
+    character map): every text gives the same ids, and every id the same text."""
+    again = pickle.loads(pickle.dumps(tokenizer))
+    assert again is not tokenizer
+    for text in TEXTS + random_texts(200, seed=11):
+        assert again.encode_source(text, "eng_Latn") == tokenizer.encode_source(text, "eng_Latn"), text
+    ids = list(range(tokenizer.vocab_size + 2))
+    assert again.decode(ids) == tokenizer.decode(ids)
 
 
 def test_plain_text_shortcut_normalizes_as_the_cluster_walk(tokenizer):

@@ -7,7 +7,7 @@ from typing import Callable
 
 import pytest
 
-from dragoman.engine import DOCUMENT, TYPED, Translation, TranslationRequest
+from dragoman.engine import DOCUMENT, TYPED, OptionsError, Translation, TranslationRequest
 
 def texts(found):
     """The texts of Translations: token-identical whatever decodes beside them (a score's last bits may not be)."""
@@ -626,3 +626,40 @@ def test_idle_work_left_counts_the_piece_still_running(make_translator):
     translator.loop.add_idle_work([lambda: left_while_running.append(len(translator.generator.idle_work))] * 2)
     assert wait_for(lambda: not translator.generator.idle_work)
     assert left_while_running == [2, 1]
+
+
+def test_texts_the_caller_tokenized_are_not_tokenized_again_and_translate_as_the_texts(translator, monkeypatch):
+    """A request may carry its texts' source ids (`sources`, as a document's process sends them,
+    tokenized with the engine's tokenizer): nothing of it is tokenized again, here or on the
+    engine's thread, and the translations are the texts'. A blank text's entry is not used."""
+    options = translator.default_options(num_beams=2, max_length=16)
+    long = " ".join(TEXTS * 12)  # it goes in pieces
+    given = TEXTS[:3] + ["", long]
+    expected = texts(translator.translate_full(given, "eng_Latn", "fra_Latn", options))
+    tokenizer = translator.tokenizer
+    sources = [tokenizer.encode_source_pieces(text, "eng_Latn", translator.max_positions) if text else []
+               for text in given]
+    assert len(sources[-1]) > 1
+    tokenized = []
+    encode = tokenizer.encode_source
+    monkeypatch.setattr(tokenizer, "encode_source", lambda *args: tokenized.append(args) or encode(*args))
+    found = translator.submit(TranslationRequest(given, "eng_Latn", "fra_Latn", options, sources=sources))
+    assert texts(found.result(timeout=300)) == expected
+    assert tokenized == []
+
+
+@pytest.mark.parametrize("wrong", ["an entry short", "an id past the vocabulary", "a piece past the positions",
+                                   "no pieces"])
+def test_sources_that_cannot_be_the_models_are_refused_before_any_work(translator, wrong):
+    tokenizer = translator.tokenizer
+    sources = [tokenizer.encode_source_pieces(text, "eng_Latn", translator.max_positions) for text in TEXTS[:2]]
+    if wrong == "an entry short":
+        sources.pop()
+    elif wrong == "an id past the vocabulary":
+        sources[1][0][1] = translator.config.vocab_size
+    elif wrong == "a piece past the positions":
+        sources[1] = [sources[1][0] * translator.max_positions]
+    else:
+        sources[1] = []
+    with pytest.raises(OptionsError, match="^sources "):
+        translator.submit(TranslationRequest(TEXTS[:2], "eng_Latn", "fra_Latn", sources=sources))

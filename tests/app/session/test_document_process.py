@@ -86,6 +86,28 @@ def test_a_document_translated_apart_is_the_one_translated_here_and_its_translat
     assert pids == {spare.process.pid}
 
 
+def test_the_documents_process_sends_its_texts_tokenized_with_the_engines_tokenizer(translator, book, tmp_path,
+                                                                                   monkeypatch):
+    """Once it has read the engine's tokenizer (sent pickled with the job), the document's process
+    sends each call's texts tokenized, so that the engine's thread does not tokenize them: the ids
+    the engine would have made, and the file the one translated here."""
+    sent = []
+    submit = translator.submit
+    monkeypatch.setattr(translator, "submit", lambda request: sent.append(request) or submit(request))
+    written = {}
+    for apart in (False, True):
+        pipeline = pipeline_in(translator, tmp_path / f"home-{apart}", apart)
+        written[apart] = zipfile.ZipFile(pipeline.translate_document(
+            DocumentJob(book, tmp_path / f"out-{apart}.docx", "eng_Latn", "fra_Latn", OPTIONS))).read("word/document.xml")
+        pipeline.close()
+    assert written[True] == written[False]
+    tokenized = [request for request in sent if request.sources is not None]
+    assert tokenized and sum(len(request.texts) for request in tokenized) > 64  # the parts after the first, at least
+    for request in tokenized:
+        assert request.sources == [translator._sources(text, "eng_Latn") if text.strip() else []
+                                   for text in request.texts]
+
+
 def test_a_document_stopped_apart_raises_cancelled_and_writes_nothing(translator, book, tmp_path):
     pipeline = pipeline_in(translator, tmp_path / "home", True)
     heard = []

@@ -19,8 +19,9 @@ bytes.
 Messages, each a tuple whose first item says its kind:
 - from the document's process: ("ask", id, name, args, kwargs), ("translate", id, TranslationRequest),
   ("cancel", id), ("progress", done, total), ("finished", path, report), ("failed", error);
-- to it: the job first (`DocumentOrder`), then ("answer", id, value, error), ("heard", [(id, i,
-  text, score), ...]), ("done", id, texts), ("failed", id, error) and ("stop",).
+- to it: the engine's tokenizer while it waits (`EngineTokenizer`, where the app has its engine),
+  the job (`DocumentOrder`), then ("answer", id, value, error), ("heard", [(id, i, text, score),
+  ...]), ("done", id, texts), ("failed", id, error) and ("stop",).
 """
 
 from __future__ import annotations
@@ -66,10 +67,34 @@ class DocumentOrder:
     model_identity: str  # the engine's (`Translator.model_identity`)
     config: NllbConfig
     report: JobReport | None
-    # The engine's tokenizer, pickled, and the source tokens its model reads at once: the document's
-    # texts are tokenized there (`EngineAcross`), not on the engine's thread.
-    tokenizer: bytes
+    tokenizer: EngineTokenizer | None  # None: the process was given it while it waited (`give_tokenizer`)
+
+
+@dataclass
+class EngineTokenizer:
+    """The engine's tokenizer, pickled, and the source tokens its model reads at once: a document's
+    process tokenizes its texts with it (`EngineAcross`), so that the engine's thread need not."""
+
+    model_identity: str
+    pickled: bytes
     max_positions: int
+
+    @classmethod
+    def of(cls, translator: Translator) -> EngineTokenizer:
+        return cls(translator.model_identity, pickle.dumps(translator.tokenizer), translator.max_positions)
+
+
+class TokenizerRead:
+    """An EngineTokenizer read on a thread of its own (`tokenizer` None until then): sentencepiece
+    takes up to a second for NLLB's 256k pieces, and reads without holding the interpreter."""
+
+    def __init__(self, given: EngineTokenizer):
+        self.model_identity, self.max_positions = given.model_identity, given.max_positions
+        self.tokenizer: NllbTokenizer | None = None
+        threading.Thread(target=self._read, args=(given.pickled,), daemon=True, name="dragoman-tokenizer").start()
+
+    def _read(self, pickled: bytes) -> None:
+        self.tokenizer = pickle.loads(pickled)
 
 
 class DocumentProcess:
@@ -87,24 +112,52 @@ class DocumentProcess:
                                        name="dragoman-document-spare")
         self.process.start()
         there.close()
+        self.tokenizer_of: str | None = None  # the model identity of the tokenizer it was given
+        self._sending = threading.Lock()  # the tokenizer goes before the job
 
     @classmethod
-    def start_spare(cls) -> None:
-        """A process made ready for the next job, unless one is."""
+    def start_spare(cls, translator: Translator | None = None) -> None:
+        """A process made ready for the next job, unless one is; given `translator`'s tokenizer."""
         with cls._lock:
             if cls._spare is None or not cls._spare.process.is_alive():
                 cls._spare = DocumentProcess()
+            if translator is not None:
+                cls._spare.give_tokenizer(translator)
 
     @classmethod
-    def take(cls) -> DocumentProcess:
+    def take(cls, translator: Translator) -> DocumentProcess:
         """The spare process (or a new one), and a new spare started for the job after."""
         with cls._lock:
             taken, cls._spare = cls._spare, None
         if taken is None or not taken.process.is_alive():
             taken = DocumentProcess()
         taken.process.name = "dragoman-document"
-        cls.start_spare()
+        cls.start_spare(translator)
         return taken
+
+    def give_tokenizer(self, translator: Translator) -> None:
+        """Send the engine's tokenizer, unless it was: the process reads it while it waits for its
+        job. Sent on a thread of its own, since the pipe takes it only as the process, still
+        importing, reads it."""
+        if self.tokenizer_of == translator.model_identity:
+            return
+        self.tokenizer_of = translator.model_identity
+        given = EngineTokenizer.of(translator)
+        self._sending.acquire()
+        threading.Thread(target=self._send_then_release, args=(given,), daemon=True,
+                         name="dragoman-document-tokenizer").start()
+
+    def send(self, message: object) -> None:
+        with self._sending:
+            self.conn.send(message)
+
+    def _send_then_release(self, message: object) -> None:
+        try:
+            self.conn.send(message)
+        except OSError:  # the process ended: its job, if any, says so
+            pass
+        finally:
+            self._sending.release()
 
 
 def translate_document_apart(pipeline: TranslationSession, job: DocumentJob,
@@ -113,14 +166,14 @@ def translate_document_apart(pipeline: TranslationSession, job: DocumentJob,
                              report: JobReport | None = None) -> Path:
     """`pipeline.translate_document_here(job, ...)` run in a process of its own, the engine's work
     done here; returns the file written and fills `report`, or raises what the job raised."""
-    apart = DocumentProcess.take()
     translator = pipeline.translator
+    apart = DocumentProcess.take(translator)
     handles: dict[int, TranslationHandle] = {}
     try:
-        apart.conn.send(DocumentOrder(job, pipeline.terms, pipeline.cache.path if pipeline.cache is not None else None,
-                                      pipeline.memory.path if pipeline.memory is not None else None,
-                                      translator.model_identity, translator.config, report,
-                                      pickle.dumps(translator.tokenizer), translator.max_positions))
+        tokenizer = None if apart.tokenizer_of == translator.model_identity else EngineTokenizer.of(translator)
+        apart.send(DocumentOrder(job, pipeline.terms, pipeline.cache.path if pipeline.cache is not None else None,
+                                 pipeline.memory.path if pipeline.memory is not None else None,
+                                 translator.model_identity, translator.config, report, tokenizer))
         path, done = _serve(apart.conn, translator, handles, progress, should_stop)
         if report is not None and done is not None:
             for name in (f.name for f in dataclasses.fields(JobReport)):
@@ -215,17 +268,15 @@ def _portable(error: BaseException) -> BaseException:
 class EngineAcross:
     """In the document's process: what TranslationSession's document pipeline uses of a Translator,
     each call answered by the app's engine through the pipe. Its thread reads the pipe and calls
-    each `on_translation` as the translations come. Once the engine's tokenizer is read (on a
-    thread of its own: a second or less, its first texts sent meanwhile), each call's texts go
-    tokenized too: the engine's thread would take the host's time between two steps for it, and
-    the device waited (docs/performance.md, "Documents through the app")."""
+    each `on_translation` as the translations come. Once the engine's tokenizer is read
+    (`TokenizerRead`: while the process waited for its job, or else beside the job's first texts,
+    sent meanwhile), each call's texts go tokenized too: the engine's thread would take the host's
+    time between two steps for it, and the device waited (docs/performance.md, "Documents through
+    the app")."""
 
-    def __init__(self, conn: Connection, order: DocumentOrder):
+    def __init__(self, conn: Connection, order: DocumentOrder, tokenizer: TokenizerRead):
         self.conn, self.model_identity, self.config = conn, order.model_identity, order.config
-        self.max_positions = order.max_positions
-        self.tokenizer: NllbTokenizer | None = None
-        threading.Thread(target=self._read_tokenizer, args=(order.tokenizer,), daemon=True,
-                         name="dragoman-tokenizer").start()
+        self.tokenizer = tokenizer
         self.stopped = threading.Event()  # the app stopped the job, or went
         # Each call waiting for the app's answer: its outcome, and where its translations go as they come.
         self._calls: dict[int, tuple[concurrent.futures.Future, Callable[[int, Translation], None] | None]] = {}
@@ -251,9 +302,9 @@ class EngineAcross:
                   on_translation: Callable[[int, Translation], None] | None = None,
                   terms: list[list[str | tuple[str | None, ...]]] | None = None) -> list[str | None]:
         """Translator.translate's, as a document's pipeline calls it."""
-        tokenizer = self.tokenizer
+        tokenizer, positions = self.tokenizer.tokenizer, self.tokenizer.max_positions
         sources = None if tokenizer is None else [
-            tokenizer.encode_source_pieces(text, src_lang, self.max_positions) if text.strip() else [] for text in texts]
+            tokenizer.encode_source_pieces(text, src_lang, positions) if text.strip() else [] for text in texts]
         request = TranslationRequest(texts, src_lang, tgt_lang, options, terms=terms, adapter=adapter, priority=priority,
                                      alternatives=1 if on_translation is not None else 0, sources=sources)
         outcome, number = self._open(on_translation)
@@ -264,9 +315,6 @@ class EngineAcross:
                 cancelled = True
                 self.send(("cancel", number))
         return outcome.result()
-
-    def _read_tokenizer(self, pickled: bytes) -> None:
-        self.tokenizer = pickle.loads(pickled)  # sentencepiece reads its model without holding the interpreter
 
     def _ask(self, name: str, *args: Any, **kwargs: Any) -> Any:
         outcome, number = self._open(None)
@@ -317,11 +365,17 @@ def serve_document(conn: Connection) -> None:
     multiprocessing.current_process().daemon = False
     formats()  # what the job will need, read while the process waits for it
     detect.load_in_background()  # its doubts detect the translations' language
+    given: TokenizerRead | None = None
     try:
-        order: DocumentOrder = conn.recv()
+        while isinstance(message := conn.recv(), EngineTokenizer):  # while it waits for its job
+            given = TokenizerRead(message)
     except EOFError:  # a spare the app did not need
         return
-    engine = EngineAcross(conn, order)
+    order: DocumentOrder = message
+    if order.tokenizer is not None:
+        given = TokenizerRead(order.tokenizer)
+    assert given is not None and given.model_identity == order.model_identity  # the app sends it when it was not
+    engine = EngineAcross(conn, order, given)
     pipeline = None
     try:
         # The session takes the app's engine as its Translator: the document pipeline uses only what EngineAcross has.

@@ -162,7 +162,7 @@ class TranslationSession:
         detect.load_in_background()  # the first translation's doubts detect its language
         session = cls(translator, cache, memory, terms=terms)
         if session.documents_apart:
-            DocumentProcess.start_spare()  # the first document's process, ready when it comes
+            DocumentProcess.start_spare(translator)  # the first document's process, ready when it comes
         return session
 
     def close(self) -> None:

@@ -86,24 +86,33 @@ def test_a_document_translated_apart_is_the_one_translated_here_and_its_translat
     assert pids == {spare.process.pid}
 
 
+@pytest.mark.parametrize("given", [True, False], ids=["given while it waited", "sent with the job"])
 def test_the_documents_process_sends_its_texts_tokenized_with_the_engines_tokenizer(translator, book, tmp_path,
-                                                                                   monkeypatch):
-    """Once it has read the engine's tokenizer (sent pickled with the job), the document's process
-    sends each call's texts tokenized, so that the engine's thread does not tokenize them: the ids
-    the engine would have made, and the file the one translated here."""
+                                                                                   monkeypatch, given):
+    """Once it has read the engine's tokenizer, the document's process sends each call's texts
+    tokenized, so that the engine's thread does not tokenize them: the ids the engine would have
+    made, and the file the one translated here. A process kept ready is given the tokenizer while
+    it waits, so every call goes tokenized; one started for the job reads it beside the first."""
+    DocumentProcess._spare = None  # (a spare of another test's translator ends with the app)
+    if given:
+        DocumentProcess.start_spare(translator)
+    else:
+        monkeypatch.setattr(DocumentProcess, "start_spare", lambda translator=None: None)
     sent = []
     submit = translator.submit
     monkeypatch.setattr(translator, "submit", lambda request: sent.append(request) or submit(request))
-    written = {}
-    for apart in (False, True):
+    written, calls = {}, {}
+    for apart in (True, False):
         pipeline = pipeline_in(translator, tmp_path / f"home-{apart}", apart)
         written[apart] = zipfile.ZipFile(pipeline.translate_document(
             DocumentJob(book, tmp_path / f"out-{apart}.docx", "eng_Latn", "fra_Latn", OPTIONS))).read("word/document.xml")
         pipeline.close()
+        calls[apart] = sent[len(calls.get(True, [])):]
     assert written[True] == written[False]
-    tokenized = [request for request in sent if request.sources is not None]
-    assert tokenized and sum(len(request.texts) for request in tokenized) > 64  # the parts after the first, at least
-    for request in tokenized:
+    assert calls[False] and all(request.sources is None for request in calls[False])  # the job here's
+    apart = [request for request in calls[True] if request.sources is not None]
+    assert apart == calls[True] if given else apart  # beside the first call, maybe not yet
+    for request in apart:
         assert request.sources == [translator._sources(text, "eng_Latn") if text.strip() else []
                                    for text in request.texts]
 
@@ -184,17 +193,17 @@ def test_typed_text_while_a_document_runs_apart_is_translated_as_alone_and_the_d
 
 def test_a_pipeline_opened_on_a_gpu_has_a_document_process_ready(tmp_path, monkeypatch):
     """The window, the server and the command line open their pipeline: on a GPU (an engine that
-    says it runs on one) a document's process is started then, so that the first document waits
-    for none; on the CPU none is."""
+    says it runs on one) a document's process is started then, given the engine's tokenizer, so
+    that the first document waits for neither; on the CPU none is."""
     import types
 
     started = []
-    monkeypatch.setattr(DocumentProcess, "start_spare", classmethod(lambda cls: started.append(True)))
+    monkeypatch.setattr(DocumentProcess, "start_spare", classmethod(lambda cls, translator: started.append(translator)))
     for kind in ("cpu", "cuda"):
         engine = types.SimpleNamespace(device=types.SimpleNamespace(type=kind))
         pipeline = TranslationSession.open(engine, AppPaths.under(tmp_path / kind))
         pipeline.close()
-        assert pipeline.documents_apart == (kind == "cuda") and len(started) == (kind == "cuda")
+        assert pipeline.documents_apart == (kind == "cuda") and started == ([engine] if kind == "cuda" else [])
 
 
 def test_a_long_pdf_read_by_processes_of_its_own_translates_apart_as_here(translator, tmp_path):

@@ -93,7 +93,7 @@ def test_the_documents_process_sends_its_texts_tokenized_with_the_engines_tokeni
     tokenized, so that the engine's thread does not tokenize them: the ids the engine would have
     made, and the file the one translated here. A process kept ready is given the tokenizer while
     it waits, so every call goes tokenized; one started for the job reads it beside the first."""
-    DocumentProcess._spare = None  # (a spare of another test's translator ends with the app)
+    DocumentProcess._spare = None  # a spare another test left may hold the tokenizer already
     if given:
         DocumentProcess.start_spare(translator)
     else:

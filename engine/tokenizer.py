@@ -161,7 +161,7 @@ class NllbTokenizer:
     def _text_ids(self, text: str) -> list[int]:
         ids = []
         # Odd chunks are the special tokens found in the text. Each holds "<" or "_", which most
-        # text has not: even the search for their shape takes a plain sentence's time.
+        # text has not: then there is nothing to search for.
         chunks = self._split_specials(text) if "<" in text or "_" in text else [text]
         for index, chunk in enumerate(chunks):
             if index % 2:

@@ -21,6 +21,7 @@ its modules.
 - `TranslationCache`, the translations stored by what they depend on (a `Translator`'s
   `model_identity` among them).
 - Devices: `cuda_device_names`.
+- `NllbTokenizer`, a Translator's `tokenizer` (a document's process tokenizes with it, pickled).
 - The errors the app shows: `CheckpointError`, `TokenizerError`, `AdapterError`, `OptionsError`,
   `DeviceError`, `UnknownLanguageError`.
 
@@ -58,7 +59,7 @@ if TYPE_CHECKING:  # the same names as `__getattr__` gives them, for type checke
     from dragoman.engine.decoding import DecodingOptions, OptionsError
     from dragoman.engine.checkpoint import open_checkpoint
     from dragoman.engine.config import CheckpointError, NllbConfig, load_config
-    from dragoman.engine.tokenizer import SENTENCEPIECE_FILE, TokenizerError
+    from dragoman.engine.tokenizer import SENTENCEPIECE_FILE, NllbTokenizer, TokenizerError
     from dragoman.engine.weights import PYTORCH_BIN_INDEX, SAFETENSORS_INDEX, check_weights, convert_bin, read_weight_map, safetensors_name, weight_files
     from dragoman.engine.peft_adapter import AdapterError, AdapterInfo, check_adapter, scan_adapters
     from dragoman.engine.translation_cache import TranslationCache
@@ -80,6 +81,7 @@ _LAZY = {
     "CheckpointError": "dragoman.engine.config",
     "SENTENCEPIECE_FILE": "dragoman.engine.tokenizer",
     "TokenizerError": "dragoman.engine.tokenizer",
+    "NllbTokenizer": "dragoman.engine.tokenizer",
     "weight_files": "dragoman.engine.weights",
     "read_weight_map": "dragoman.engine.weights",
     "check_weights": "dragoman.engine.weights",

@@ -45,8 +45,7 @@ from dragoman.engine import Translation, TranslationRequest
 if TYPE_CHECKING:
     from dragoman.app.session.session import TranslationSession
     from dragoman.app.session.terms import Terms
-    from dragoman.engine import DecodingOptions, NllbConfig, TranslationHandle, Translator
-    from dragoman.engine.tokenizer import NllbTokenizer
+    from dragoman.engine import DecodingOptions, NllbConfig, NllbTokenizer, TranslationHandle, Translator
 
 # How often this side sends the translations heard and looks for a stop, at most (seconds).
 FLUSH_SECONDS = 0.005

@@ -23,7 +23,6 @@ silenced: a bad file is one DocumentError line.
 from __future__ import annotations
 
 import io
-import itertools
 import logging
 import re
 import threading
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator
 
 from dragoman.app.documents.pdf_blocks import Page, continues, cut_runs, join_lines, read_page_ranges, usable_cores
 from dragoman.app.documents.safety import DocumentError, check_file
-from dragoman.app.documents.segments import Document, Run, Segment
+from dragoman.app.documents.segments import Document, ReadAsAsked, Run, Segment
 from dragoman.app.documents.text import SlotDocument
 from dragoman.app.wording import counted, one_line
 
@@ -517,28 +516,17 @@ _DECODERS = {"/FlateDecode": _inflate, "/Fl": _inflate, "/LZWDecode": _lzw, "/LZ
              "/ASCII85Decode": _ascii85, "/A85": _ascii85}
 
 
-class PdfDocument(Document):
-    """The translatable blocks of a PDF as segments, read as they are asked for: `segment_stream`
-    reads the pages a range at a time (pdf_blocks.read_page_ranges), so that the first sentences
-    are translated while later pages are read; `segments` reads them all. `write` puts the
-    translations in their place once all are read."""
+class PdfDocument(ReadAsAsked):
+    """The translatable blocks of a PDF as segments, read as they are asked for (ReadAsAsked): the
+    pages a range at a time (pdf_blocks.read_page_ranges). `write` puts the translations in their
+    place."""
 
     def __init__(self, pdf, data: bytes, bilingual: bool, scans: ScanReading):
         self.pdf, self.data, self.bilingual, self.scans = pdf, data, bilingual, scans
         self.pages: list = []
         self.blocks: list = []
         self.chains: list[list[int]] = []
-        self._read: list[Segment] = []
-        self._reading = self._read_segments()
-
-    @property
-    def segments(self) -> list[Segment]:  # type: ignore[override]
-        for _ in self._reading:
-            pass
-        return self._read
-
-    def segment_stream(self) -> Iterator[Segment]:
-        return itertools.chain(list(self._read), self._reading)
+        super().__init__()
 
     def _read_segments(self) -> Generator[Segment, None, None]:
         """Each chain's segment once the chain is settled (`_chains`); then the whole document checked."""
@@ -575,8 +563,7 @@ class PdfDocument(Document):
             runs: list[Run] = []
             for i in chain:
                 runs = join_lines(runs, self.blocks[i].runs)
-            self._read.append(Segment(runs))
-            yield self._read[-1]
+            yield Segment(runs)
         if len(self.pages) != len(self.pdf.pages):
             raise DocumentError(f"corrupt PDF (its page tree gives {len(self.pdf.pages)} pages, {len(self.pages)} readable)")
         self.scans.check_read(self.pages)

@@ -37,6 +37,7 @@ its translation.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
@@ -417,3 +418,34 @@ class Document:
 
     def close(self) -> None:
         pass
+
+
+class ReadAsAsked(Document):
+    """A document whose segments are read as they are asked for: `segment_stream` gives each as
+    `_read_segments` finds it, so that the first sentences are translated while the rest is read;
+    `segments` reads them all. `write` comes once all are read."""
+
+    def __init__(self) -> None:
+        self._read: list[Segment] = []
+        self._reading = self._stream()
+
+    @property
+    def segments(self) -> list[Segment]:  # type: ignore[override]
+        for _ in self._reading:
+            pass
+        return self._read
+
+    def segment_stream(self) -> Iterator[Segment]:
+        return itertools.chain(list(self._read), self._reading)
+
+    def _read_segments(self) -> Iterator[Segment]:
+        raise NotImplementedError
+
+    def _stream(self) -> Iterator[Segment]:
+        reading = self._read_segments()
+        try:
+            for segment in reading:
+                self._read.append(segment)
+                yield segment
+        finally:
+            reading.close()  # closed early (a stop): what the reading holds is let go now

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Iterator, cast
 
 from lxml import etree
 
@@ -213,24 +213,24 @@ class XmlFlow:
 
     def chunks(self, root: etree._Element) -> list[Chunk]:
         """Every stretch of paragraph text under `root` with something to translate, in document order."""
-        self.prepare(root)
-        out: list[Chunk] = []
-        self._visit(root, out)
-        return [c for c in out if is_translatable("".join(r.text for r in c.runs))]
+        return list(self.chunk_stream(root))
 
-    def _visit(self, el: etree._Element, out: list[Chunk]) -> None:
-        kind = self.kind(el)
-        if kind == SKIP or self.skip_element(el):
-            return
-        for name in self.attributes:
-            value = el.get(name)
-            if value and is_translatable(value):
-                out.append(Chunk(el, None, runs=[Run(value, Style())], attribute=name))
-        if kind == BLOCK:
-            out.extend(self._block_chunks(el))
-        for child in el:
-            if isinstance(child.tag, str):
-                self._visit(child, out)
+    def chunk_stream(self, root: etree._Element) -> Iterator[Chunk]:
+        """`chunks`, each given as it is found (a long document's first paragraphs are translated
+        while the rest is read); `root` is prepared first, as a whole."""
+        self.prepare(root)
+        stack = [root]  # elements still to visit, the next last: document order without recursion
+        while stack:
+            el = stack.pop()
+            kind = self.kind(el)
+            if kind == SKIP or self.skip_element(el):
+                continue
+            found = [Chunk(el, None, runs=[Run(value, Style())], attribute=name)
+                     for name in self.attributes if (value := el.get(name)) and is_translatable(value)]
+            if kind == BLOCK:
+                found += self._block_chunks(el)
+            yield from (c for c in found if is_translatable("".join(r.text for r in c.runs)))
+            stack.extend(reversed([child for child in el if isinstance(child.tag, str)]))
 
     def _block_chunks(self, block: etree._Element) -> list[Chunk]:
         chunks = [Chunk(block, None)]

@@ -15,30 +15,39 @@ from __future__ import annotations
 import posixpath
 import re
 from pathlib import Path
+from typing import Iterator
 from urllib.parse import unquote
 
 from lxml import etree
 
 from dragoman.app.documents.safety import DocumentError, SafeZip, serialize_xml
-from dragoman.app.documents.segments import Document, Run, Segment
+from dragoman.app.documents.segments import ReadAsAsked, Run, Segment
 from dragoman.app.documents.xmlflow import Chunk, XmlFlow, local
 
 URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-class ZipXmlDocument(Document):
+class ZipXmlDocument(ReadAsAsked):
+    """The parts' paragraphs as segments, each part parsed at once (its limits checked) and its
+    paragraphs found as they are asked for (ReadAsAsked)."""
+
     def __init__(self, archive: SafeZip, parts: list[tuple[str, XmlFlow]], parsed: dict[str, etree._ElementTree] | None = None):
         """`parts` in reading order (a name listed twice is read once); `parsed`: trees already parsed."""
         self.archive = archive
         self.trees: dict[str, etree._ElementTree] = {}
-        self.chunks: list[tuple[XmlFlow, Chunk]] = []  # (its part's flow, one of the flow's chunks)
+        self.flows: list[tuple[XmlFlow, etree._ElementTree]] = []
         for name, flow in parts:
-            if name in self.trees:
-                continue
-            tree = parsed[name] if parsed and name in parsed else archive.parse(name)
-            self.trees[name] = tree
-            self.chunks.extend((flow, chunk) for chunk in flow.chunks(tree.getroot()))
-        self.segments = [Segment(chunk.runs) for _, chunk in self.chunks]
+            if name not in self.trees:
+                self.trees[name] = parsed[name] if parsed and name in parsed else archive.parse(name)
+                self.flows.append((flow, self.trees[name]))
+        self.chunks: list[tuple[XmlFlow, Chunk]] = []  # (its part's flow, one of the flow's chunks), as found
+        super().__init__()
+
+    def _read_segments(self) -> Iterator[Segment]:
+        for flow, tree in self.flows:
+            for chunk in flow.chunk_stream(tree.getroot()):
+                self.chunks.append((flow, chunk))
+                yield Segment(chunk.runs)
 
     def write(self, translations: list[list[Run]], out_path: Path) -> None:
         for (flow, chunk), runs in zip(self.chunks, translations, strict=True):

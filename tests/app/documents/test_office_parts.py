@@ -275,6 +275,29 @@ def test_word_parts_are_the_ones_the_relationships_name(tmp_path):
         assert b.read("word/header2.xml") == a.read("word/header2.xml")  # in the archive, related from nothing
 
 
+def test_a_word_documents_paragraphs_are_found_as_they_are_asked_for(tmp_path):
+    """A long document's first sentences go to the engine while the rest is read: its stream gives
+    the first paragraph having found no other; taken whole it gives every part's paragraphs in
+    order, as `segments` does."""
+    import docx
+
+    from dragoman.app.documents import docx as docx_format
+
+    d = docx.Document()
+    for i in range(50):
+        d.add_paragraph(f"Paragraph {i}.")
+    d.sections[0].header.paragraphs[0].text = "Header text"
+    d.save(tmp_path / "in.docx")
+
+    document = docx_format.extract(tmp_path / "in.docx")
+    stream = iter(document.segment_stream())
+    assert next(stream).text == "Paragraph 0."
+    assert len(document.chunks) == 1
+    rest = [segment.text for segment in stream]
+    assert rest == [f"Paragraph {i}." for i in range(1, 50)] + ["Header text"]
+    assert [segment.text for segment in docx_format.extract(tmp_path / "in.docx").segments] == ["Paragraph 0.", *rest]
+
+
 def test_a_word_package_without_its_main_part_is_refused(tmp_path):
     import docx
 

@@ -42,7 +42,7 @@ import re
 import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable, Iterator, Protocol, runtime_checkable
+from typing import Callable, Generator, Hashable, Iterable, Iterator, Protocol, runtime_checkable
 
 from dragoman.app.documents.sentences import is_translatable, sentence_gap, split_sentences
 from dragoman.engine import NO_SPACE_SCRIPTS
@@ -438,10 +438,10 @@ class ReadAsAsked(Document):
     def segment_stream(self) -> Iterator[Segment]:
         return itertools.chain(list(self._read), self._reading)
 
-    def _read_segments(self) -> Iterator[Segment]:
+    def _read_segments(self) -> Generator[Segment, None, None]:
         raise NotImplementedError
 
-    def _stream(self) -> Iterator[Segment]:
+    def _stream(self) -> Generator[Segment, None, None]:
         reading = self._read_segments()
         try:
             for segment in reading:

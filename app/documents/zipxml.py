@@ -15,7 +15,7 @@ from __future__ import annotations
 import posixpath
 import re
 from pathlib import Path
-from typing import Iterator
+from typing import Generator
 from urllib.parse import unquote
 
 from lxml import etree
@@ -43,7 +43,7 @@ class ZipXmlDocument(ReadAsAsked):
         self.chunks: list[tuple[XmlFlow, Chunk]] = []  # (its part's flow, one of the flow's chunks), as found
         super().__init__()
 
-    def _read_segments(self) -> Iterator[Segment]:
+    def _read_segments(self) -> Generator[Segment, None, None]:
         for flow, tree in self.flows:
             for chunk in flow.chunk_stream(tree.getroot()):
                 self.chunks.append((flow, chunk))

@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 # While a document decodes, its translations are stored at most this often (what a killed run can
 # lose): a GPU finishes thousands of sentences a second, and each store is one commit (no fsync).
 CACHE_SECONDS = 0.25
-# The first part is small, so that decoding starts at once; each next one this many times larger,
-# since preparing a text takes far less than decoding it (docs/performance.md).
+# The first part is small, so that decoding starts at once; each next one this many times larger.
+# A part is prepared (planned, masked, tokenized, submitted) while the engine decodes those before
+# it, so the engine runs dry unless preparing is GROWTH times faster than decoding: at 8 a GPU
+# waited for the third part of a book (docs/performance.md, "Documents through the app").
 FIRST_DOCUMENT_PART = 64
-DOCUMENT_PART_GROWTH = 8
+DOCUMENT_PART_GROWTH = 2
 
 
 def part_sizes() -> Iterator[int]:

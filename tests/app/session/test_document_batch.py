@@ -32,7 +32,8 @@ def test_a_document_reaches_the_engine_in_parts_each_prepared_while_the_ones_bef
     for it, and would wait in vain were the parts sent after all were prepared), and the document
     comes out as it does in one part."""
     options = {"num_beams": 1, "max_length": 12}
-    source = long_document(tmp_path)
+    count = FIRST_DOCUMENT_PART + FIRST_DOCUMENT_PART * DOCUMENT_PART_GROWTH // 2  # two parts
+    source = long_document(tmp_path, count)
     events = []
     first_sent = threading.Event()
     pipeline = TranslationSession(translator)
@@ -52,13 +53,12 @@ def test_a_document_reaches_the_engine_in_parts_each_prepared_while_the_ones_bef
     monkeypatch.setattr(pipeline, "masked", masking)
     monkeypatch.setattr(translator, "translate", sending)
     written = pipeline.translate_document(DocumentJob(source, tmp_path / "parts.txt", "eng_Latn", "fra_Latn", options))
-    first, rest = FIRST_DOCUMENT_PART, 300 - FIRST_DOCUMENT_PART
-    assert 0 < rest <= FIRST_DOCUMENT_PART * DOCUMENT_PART_GROWTH  # two parts
+    first, rest = FIRST_DOCUMENT_PART, count - FIRST_DOCUMENT_PART
     assert events == [("masked", first), ("sent", first), ("masked", rest), ("sent", rest)]
     monkeypatch.setattr(document_batch, "FIRST_DOCUMENT_PART", 10_000)
     events.clear()
     whole = pipeline.translate_document(DocumentJob(source, tmp_path / "whole.txt", "eng_Latn", "fra_Latn", options))
-    assert events == [("masked", 300), ("sent", 300)]
+    assert events == [("masked", count), ("sent", count)]
     assert written.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
 
 

@@ -35,7 +35,7 @@ class ZipXmlDocument(ReadAsAsked):
         """`parts` in reading order (a name listed twice is read once); `parsed`: trees already parsed."""
         self.archive = archive
         self.trees: dict[str, etree._ElementTree] = {}
-        self.flows: list[tuple[XmlFlow, etree._ElementTree]] = []
+        self.flows: list[tuple[XmlFlow, etree._ElementTree]] = []  # each part read once, in reading order
         for name, flow in parts:
             if name not in self.trees:
                 self.trees[name] = parsed[name] if parsed and name in parsed else archive.parse(name)

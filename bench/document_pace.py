@@ -93,7 +93,7 @@ def main() -> None:
 
     import statistics
 
-    from bench.docx_book import make_book
+    from bench.docx_book import make_book, make_books
     from dragoman.app.session.jobs import DocumentJob, JobReport
     from dragoman.app.session.session import TranslationSession
     from dragoman.app.session.terms import Terms
@@ -103,10 +103,7 @@ def main() -> None:
     out: dict = {"pages": args.pages, "rate": args.rate, "runs": args.runs}
     with tempfile.TemporaryDirectory(prefix="dragoman-document-pace-") as folder:
         work = Path(folder)
-        book = work / "book.docx"
-        paragraphs = make_book(book, args.pages)
-        text = work / "book.txt"
-        text.write_text("\n".join(" ".join(p) for p in paragraphs) + "\n", encoding="utf-8")
+        book, text, _ = make_books(work, args.pages)
         warm_up = work / "warm-up.docx"
         make_book(warm_up, 2, seed=1)
         runs: dict[str, list[tuple[float, float]]] = {"docx": [], "txt": []}

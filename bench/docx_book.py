@@ -112,6 +112,14 @@ def make_book(path: Path, pages: int, seed: int = 0) -> list[list[str]]:
     return paragraphs
 
 
+def make_books(folder: Path, pages: int) -> tuple[Path, Path, list[list[str]]]:
+    """The book in `folder` as book.docx and its paragraphs as book.txt (one a line); their sentences."""
+    book, text = folder / "book.docx", folder / "book.txt"
+    paragraphs = make_book(book, pages)
+    text.write_text("\n".join(" ".join(p) for p in paragraphs) + "\n", encoding="utf-8")
+    return book, text, paragraphs
+
+
 @dataclass
 class LoggedStep:
     """One step as `StepLog` records it."""
@@ -359,10 +367,7 @@ def main() -> None:
         warm_up = work / "warm-up.docx"
         make_book(warm_up, 2, seed=1)
         translate(warm_up)
-        book = work / "book.docx"
-        paragraphs = make_book(book, args.pages)
-        text = work / "book.txt"
-        text.write_text("\n".join(" ".join(p) for p in paragraphs) + "\n", encoding="utf-8")
+        book, text, paragraphs = make_books(work, args.pages)
         sentences = list(dict.fromkeys(s for p in paragraphs for s in p))
         prefix = translator.tokenizer.decoder_prefix("fra_Latn")
         engine_options = translator.default_options(**options)

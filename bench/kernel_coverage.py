@@ -36,7 +36,7 @@ def main() -> None:
     cache = Path(tempfile.mkdtemp(prefix="dragoman-triton-"))
     os.environ["TRITON_CACHE_DIR"] = str(cache)  # before Triton is imported: a first launch's empty cache
 
-    from bench.docx_book import make_book
+    from bench.docx_book import make_books
     from dragoman.app.session.glossary import read_glossary
     from dragoman.app.session.jobs import DocumentJob
     from dragoman.app.session.session import TranslationJob, TranslationSession
@@ -56,10 +56,7 @@ def main() -> None:
     options = {"num_beams": 4}
     with tempfile.TemporaryDirectory(prefix="dragoman-kernel-build-") as folder:
         work = Path(folder)
-        book = work / "book.docx"
-        paragraphs = make_book(book, args.pages)
-        text = work / "book.txt"
-        text.write_text("\n".join(" ".join(p) for p in paragraphs) + "\n", encoding="utf-8")
+        book, text, _ = make_books(work, args.pages)
         terms = work / "terms.csv"
         terms.write_text("source,target\nriver,fleuve\nold mill,vieux moulin\n", encoding="utf-8")
         session = TranslationSession(translator, terms=Terms((read_glossary(terms),)))

@@ -1,9 +1,9 @@
 """Whether a document keeps a fast engine fed: `python -m bench.document_pace --checkpoint DIR [--rate 1100]`.
 
 Makes the .docx book of bench.docx_book and the same sentences as .txt, and translates each
-through the app's document path (`TranslationSession.translate_document`: the document's own
-process reading, planning, masking and tokenizing it, the pipe, each part submitted to the real
-Translator) with an engine that finishes the submitted texts in order at --rate texts/s, giving
+through the app's document path as it runs on a GPU (`TranslationSession.translate_document`: the
+document's own process reading, planning, masking and tokenizing it, the pipe, each part submitted
+to the real Translator) with an engine that finishes the submitted texts in order at --rate texts/s, giving
 each text back as its translation, instead of decoding them. Prints one JSON object: for each
 book, the seconds that engine had nothing to do between the first text and the last (a GPU's
 idle time waiting for the document's next part), when each part reached it and its texts, and
@@ -107,11 +107,12 @@ def main() -> None:
         warm_up = work / "warm-up.docx"
         make_book(warm_up, 2, seed=1)
         runs: dict[str, list[tuple[float, float]]] = {"docx": [], "txt": []}
-        # The warm-up first (its job starts the next one's process, given the tokenizer while it
-        # waits, as in an app that has run a while), then each book in turn; a new data folder
-        # each run, so that nothing is cached.
+        # The warm-up first (its job starts the next job's process, which is given the tokenizer
+        # while it waits, as in an app that has run a while), then each book in turn; a new data
+        # folder each run, so that nothing is cached.
         for n, (name, source) in enumerate([("warm-up", warm_up)] + [("docx", book), ("txt", text)] * args.runs):
             session = TranslationSession.open(translator, AppPaths.under(work / f"home-{n}"), terms=Terms())
+            session.documents_apart = True  # as on a GPU (the paced engine's model is on the CPU)
             try:
                 job = DocumentJob(source, work / f"out-{n}{source.suffix}", "eng_Latn", "fra_Latn", {}, overwrite=True)
                 translator.reset()

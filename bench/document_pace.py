@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import statistics
 import tempfile
 import threading
 import time
@@ -90,8 +91,6 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each book (each figure the median)")
     add_out_argument(parser)
     args = parser.parse_args()
-
-    import statistics
 
     from bench.docx_book import make_book, make_books
     from dragoman.app.session.jobs import DocumentJob, JobReport

@@ -33,12 +33,15 @@ if TYPE_CHECKING:
 # While a document decodes, its translations are stored at most this often (what a killed run can
 # lose): a GPU finishes thousands of sentences a second, and each store is one commit (no fsync).
 CACHE_SECONDS = 0.25
-# The first part is small, so that decoding starts at once; each next one this many times larger.
-# A part is prepared (planned, masked, tokenized, submitted) while the engine decodes those before
-# it, so the engine runs dry unless preparing is GROWTH times faster than decoding: at 8 a GPU
-# waited for the third part of a book (docs/performance.md, "Documents through the app").
+# The first part is small, so that decoding starts at once; each next one this many times larger,
+# up to the largest. A part is prepared (planned, masked, tokenized, submitted) while the engine
+# decodes those before it, so the engine runs dry unless preparing is GROWTH times faster than
+# decoding; past the largest, as fast is enough. At growth 8 and no largest part a GPU waited for
+# the third part of a book; at 2 and 1,024 it waits least (docs/performance.md, "Documents
+# through the app").
 FIRST_DOCUMENT_PART = 64
 DOCUMENT_PART_GROWTH = 2
+LARGEST_DOCUMENT_PART = 1024
 
 
 def part_sizes() -> Iterator[int]:
@@ -46,7 +49,7 @@ def part_sizes() -> Iterator[int]:
     size = FIRST_DOCUMENT_PART
     while True:
         yield size
-        size *= DOCUMENT_PART_GROWTH
+        size = min(size * DOCUMENT_PART_GROWTH, LARGEST_DOCUMENT_PART)
 
 
 class DocumentTranslator:

@@ -7,15 +7,18 @@ import pytest
 
 from dragoman.app.documents import Cancelled
 from dragoman.app.session import document_batch
-from dragoman.app.session.document_batch import DOCUMENT_PART_GROWTH, FIRST_DOCUMENT_PART, part_sizes
+from dragoman.app.session.document_batch import (DOCUMENT_PART_GROWTH, FIRST_DOCUMENT_PART, LARGEST_DOCUMENT_PART,
+                                                  part_sizes)
 from dragoman.app.session.jobs import DocumentJob
 from dragoman.app.session.session import TranslationSession
 
 
-def test_document_parts_start_small_and_grow():
+def test_document_parts_start_small_and_grow_up_to_the_largest():
     sizes = part_sizes()
     assert [next(sizes) for _ in range(3)] == [FIRST_DOCUMENT_PART, FIRST_DOCUMENT_PART * DOCUMENT_PART_GROWTH,
                                                FIRST_DOCUMENT_PART * DOCUMENT_PART_GROWTH**2]
+    later = [next(sizes) for _ in range(20)]
+    assert later == sorted(later) and later[-3:] == [LARGEST_DOCUMENT_PART] * 3
 
 
 def long_document(tmp_path, count=300):

@@ -32,6 +32,7 @@ import dataclasses
 import itertools
 import multiprocessing
 import pickle
+import queue
 import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -280,12 +281,33 @@ class EngineAcross:
         # Each call waiting for the app's answer: its outcome, and where its translations go as they come.
         self._calls: dict[int, tuple[concurrent.futures.Future, Callable[[int, Translation], None] | None]] = {}
         self._ids = itertools.count()
-        self._sending = threading.Lock()
+        self._outbox: queue.SimpleQueue[tuple | None] = queue.SimpleQueue()
+        self._sender = threading.Thread(target=self._send_all, daemon=True, name="dragoman-engine-send")
+        self._sender.start()
         threading.Thread(target=self._read, daemon=True, name="dragoman-engine-across").start()
 
     def send(self, message: tuple) -> None:
-        with self._sending:
-            self.conn.send(message)
+        """`message` sent to the app, in order, by a thread of its own: the thread that reads the
+        pipe sends too (progress, as translations come), and where it waited for the app to read
+        while the app waited for it to read, each with its pipe full, the job hung."""
+        self._outbox.put(message)
+
+    def close(self) -> None:
+        """Returns once every message is sent (or the app went)."""
+        self._outbox.put(None)
+        self._sender.join()
+
+    def _send_all(self) -> None:
+        while (message := self._outbox.get()) is not None:
+            try:
+                self.conn.send(message)
+            except OSError:  # the app went: what is left is for no one
+                self.stopped.set()
+            except Exception as e:  # a message that does not pickle: the job fails, saying why
+                try:
+                    self.conn.send(("failed", RuntimeError(f"{type(e).__name__}: {e}")))
+                except OSError:
+                    self.stopped.set()
 
     def default_options(self, **overrides) -> DecodingOptions:
         return self._ask("default_options", **overrides)
@@ -386,11 +408,9 @@ def serve_document(conn: Connection) -> None:
                                                   engine.stopped.is_set, order.report)
         engine.send(("finished", written, order.report))
     except BaseException as e:
-        try:
-            engine.send(("failed", _portable(e)))
-        except OSError:  # the app went
-            pass
+        engine.send(("failed", _portable(e)))
     finally:
+        engine.close()
         if pipeline is not None:
             pipeline.close()
         conn.close()

@@ -3,6 +3,7 @@ engine in this one on the CPU, gives what the job gives in this process."""
 
 import dataclasses
 import multiprocessing
+import threading
 import zipfile
 
 import pypdf
@@ -13,7 +14,8 @@ from polling import wait_for
 from dragoman.app.documents import pdf_blocks
 from dragoman.app.documents import Cancelled
 from dragoman.app.documents.safety import DocumentError
-from dragoman.app.session.document_process import DocumentProcess
+from dragoman.app.session.document_process import (DocumentOrder, DocumentProcess, EngineAcross, EngineTokenizer,
+                                                    TokenizerRead)
 from dragoman.app.session.glossary import read_glossary
 from dragoman.app.session.jobs import DocumentJob, JobReport
 from dragoman.app.session.session import TranslationSession
@@ -224,3 +226,31 @@ def test_a_long_pdf_read_by_processes_of_its_own_translates_apart_as_here(transl
         texts.append((pypdf.PdfReader(written).pages[-1].extract_text(), report.translated))
     assert texts[1] == texts[0] and texts[0][1] > 0
     assert no_document_process_left()
+
+
+def test_the_documents_process_reads_the_pipe_while_what_it_sends_waits_to_be_read(translator, tmp_path):
+    """Translations heard in the document's process make it send (progress), on the thread that
+    reads the pipe: the app sending its translations while the document's process sent its own,
+    each side's pipe full, hung a job. Here the app sends many large batches before it reads a
+    thing, each answered by a large message: all arrive, and the answers in order."""
+    app_end, document_end = multiprocessing.Pipe()
+    order = DocumentOrder(DocumentJob(tmp_path / "a.txt", tmp_path / "b.txt", "eng_Latn", "fra_Latn", {}), Terms(),
+                          None, None, translator.model_identity, translator.config, None, None)
+    engine = EngineAcross(document_end, order, TokenizerRead(EngineTokenizer.of(translator)))
+    heard: list[int] = []
+
+    def on_translation(i, translation):
+        heard.append(i)
+        engine.send(("progress", i, translation.text))
+
+    outcome, number = engine._open(on_translation)
+    large = "x" * 20_000
+    sending = threading.Thread(target=lambda: [app_end.send(("heard", [(number, i, large, None)])) for i in range(100)]
+                               + [app_end.send(("done", number, []))], daemon=True)
+    sending.start()
+    sending.join(20)
+    assert not sending.is_alive(), "the document's process stopped reading the pipe"
+    assert [app_end.recv()[1] for _ in range(100)] == list(range(100)) == heard
+    assert outcome.result(timeout=5) == []
+    engine.close()
+    app_end.close()

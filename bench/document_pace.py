@@ -6,8 +6,9 @@ document's own process reading, planning, masking and tokenizing it, the pipe, e
 to the real Translator) with an engine that finishes the submitted texts in order at --rate texts/s, giving
 each text back as its translation, instead of decoding them. Prints one JSON object: for each
 book, the seconds that engine had nothing to do between the first text and the last (a GPU's
-idle time waiting for the document's next part), when each part reached it and its texts, and
-the whole job. No GPU: the host's side of a document at a GPU's pace (the book's 600M rate on an
+idle time waiting for the document's next part), when each part reached it and its texts, the
+whole job, and the seconds before the first text reached the engine and after it finished the
+last (the reading and the writing that no decoding hides). No GPU: the host's side of a document at a GPU's pace (the book's 600M rate on an
 H100 is ~1,100 texts/s, bench.docx_book). The model's weights are read but not used.
 """
 
@@ -105,7 +106,8 @@ def main() -> None:
         book, text, _ = make_books(work, args.pages)
         warm_up = work / "warm-up.docx"
         make_book(warm_up, 2, seed=1)
-        runs: dict[str, list[tuple[float, float]]] = {"docx": [], "txt": []}
+        # (the engine's idle time, the job's, before the first text reached it, after it finished the last)
+        runs: dict[str, list[tuple[float, float, float, float]]] = {"docx": [], "txt": []}
         # The warm-up first (its job starts the next job's process, which is given the tokenizer
         # while it waits, as in an app that has run a while), then each book in turn; a new data
         # folder each run, so that nothing is cached.
@@ -117,14 +119,16 @@ def main() -> None:
                 translator.reset()
                 start = time.perf_counter()
                 session.translate_document(job, report=JobReport())
+                end = time.perf_counter()
                 if name in runs:
-                    runs[name].append((translator.idle, time.perf_counter() - start))
+                    assert translator.first is not None and translator.empty_since is not None
+                    runs[name].append((translator.idle, end - start, translator.first - start, end - translator.empty_since))
                     out[f"{name}_parts"] = [(round(at, 3), texts) for at, texts in translator.parts]
             finally:
                 session.close()
         for name, timed in runs.items():
-            out[f"{name}_engine_idle_s"] = statistics.median(idle for idle, _ in timed)
-            out[f"{name}_job_s"] = statistics.median(job for _, job in timed)
+            for n, key in enumerate(["engine_idle_s", "job_s", "before_first_text_s", "after_last_text_s"]):
+                out[f"{name}_{key}"] = statistics.median(run[n] for run in timed)
             out[f"{name}_paced_s"] = sum(texts for _, texts in out[f"{name}_parts"]) / args.rate
     translator.loop.close()
     emit(out, f"document_pace_{args.pages}", None, args.out)

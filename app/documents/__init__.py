@@ -104,7 +104,8 @@ def translate_document(
     document = module.extract(path, **arguments)
     try:
         translations = translate_segments(
-            document.segment_stream(), translate_batch, source_script, target_script, progress, proportional
+            document.segment_stream(), translate_batch, source_script, target_script, progress, proportional,
+            document.place,
         )
         out_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = create_temporary(out_path)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ from dragoman.engine import NO_SPACE_SCRIPTS
 
 _TAG = re.compile(r"<\s*(/?)\s*x\s*(\d+)\s*(/?)\s*>", re.IGNORECASE)  # as a translation may write them
 PLACEHOLDER_TAG = re.compile(r"<x\d+/?>|</x\d+>")  # as `_Sentence` writes them
+PLACING_SECONDS = 0.02  # how often a streamed document's translations found are built and placed
 _SPACES = re.compile(r"\s+")
 
 
@@ -308,13 +310,15 @@ def _plan(segment: Segment, source_script: str) -> list[list[Run] | _Sentence]:
 @runtime_checkable
 class StreamingTranslator(Protocol):
     """A `translate_batch` that also takes a document's distinct texts as they are planned:
-    `translate_stream(texts)` pulls them from the iterator, whose every step plans the segments
-    it needs, so that the first texts decode while the rest of the document is planned; it
-    returns a translation of each text pulled, in order (None: stopped)."""
+    `translate_stream(texts, found)` pulls them from the iterator, whose every step plans the
+    segments it needs, so that the first texts decode while the rest of the document is planned;
+    it calls `found(text, translation)` as each translation is known (on any thread) and returns a
+    translation of each text pulled, in order (None: stopped)."""
 
     def __call__(self, texts: list[str]) -> list[str | None]: ...
 
-    def translate_stream(self, texts: Iterator[str]) -> list[str | None]: ...
+    def translate_stream(self, texts: Iterator[str],
+                         found: Callable[[str, str], None] | None = None) -> list[str | None]: ...
 
 
 def translate_segments(
@@ -324,6 +328,7 @@ def translate_segments(
     target_script: str,
     progress: Callable[[int, int], None] | None = None,
     proportional: Callable[[str], None] | None = None,
+    place: Callable[[int, list[Run]], None] | None = None,
 ) -> list[list[Run]]:
     """The translated runs of each segment. Each distinct sentence is translated once.
 
@@ -333,57 +338,90 @@ def translate_segments(
     total)` counts distinct sentences before and after that call (not when streamed: the total is
     not yet known). `proportional(text)` is called once for each distinct tagged sentence whose
     translation did not have exactly its tags, so that its formatting was placed proportionally.
+    Streamed, each segment's runs are built as its translations come, while the rest decodes, and
+    `place(i, runs)` gets them in order once every segment is read (`Document.place`), so that
+    little is left to do after the last translation.
     """
-    plans: list[list[list[Run] | _Sentence]] = []
+    rebuilt = Rebuilt(target_script, proportional)
     unique: list[str] = []
+    read_whole = threading.Event()
 
     def distinct_texts() -> Iterator[str]:
         """Each segment planned in turn, and its sentences not met before."""
         met: set[str] = set()
         for segment in segments:
             plan = _plan(segment, source_script)
-            plans.append(plan)
+            rebuilt.plans.append(plan)
             for piece in plan:
                 if isinstance(piece, _Sentence) and piece.key not in met and is_translatable(piece.key):
                     met.add(piece.key)
                     unique.append(piece.key)
                     yield piece.key
+        read_whole.set()
 
-    def translated(batch: list[str], results: list[str | None]) -> None:
+    def translated(results: list[str | None]) -> dict[str, str]:
         found = [r for r in results if r is not None]  # None: stopped
-        if len(results) != len(batch) or len(found) != len(batch):
+        if len(results) != len(unique) or len(found) != len(unique):
             raise Cancelled()
-        translations.update(zip(batch, found))
         if progress:
-            progress(len(translations), len(unique))
+            progress(len(found), len(unique))
+        return dict(zip(unique, found))
 
-    translations: dict[str, str] = {}
     if isinstance(translate_batch, StreamingTranslator):
         texts = distinct_texts()
-        results = translate_batch.translate_stream(texts)
-        translated(unique, results)
-        if next(texts, None) is not None:  # it stopped pulling: stopped
-            raise Cancelled()
+        alongside = PlacingAlongside(rebuilt, read_whole, place)
+        try:
+            translations = translated(translate_batch.translate_stream(texts, alongside.found))
+            if next(texts, None) is not None:  # it stopped pulling: stopped
+                raise Cancelled()
+        finally:
+            alongside.close()
     else:
         for _ in distinct_texts():
             pass
         if progress:
             progress(0, len(unique))
-        translated(unique, translate_batch(unique))
-    out = []
-    placed_proportionally: set[str] = set()
-    for plan in plans:
+        translations = translated(translate_batch(unique))
+    rebuilt.translations.update(translations)
+    rebuilt.build_ready(every=True)
+    return rebuilt.out
+
+
+class Rebuilt:
+    """The segments' translated runs (`out`), built in order from their plans (`plans`, as
+    planned) and their sentences' translations (`translations`, as they come)."""
+
+    def __init__(self, target_script: str, proportional: Callable[[str], None] | None):
+        self.target_script, self.proportional = target_script, proportional
+        self.plans: list[list[list[Run] | _Sentence]] = []
+        self.translations: dict[str, str] = {}
+        self.out: list[list[Run]] = []
+        self.placed_proportionally: set[str] = set()
+
+    def build_ready(self, every: bool = False) -> None:
+        """The runs of the next plans whose sentences are all translated (`every`: of all the
+        plans; a sentence with no translation keeps its source)."""
+        plans, translations = self.plans, self.translations
+        while len(self.out) < len(plans):
+            plan = plans[len(self.out)]
+            if not every and any(isinstance(piece, _Sentence) and piece.key not in translations
+                                 and is_translatable(piece.key) for piece in plan):
+                return
+            self.out.append(self.runs(plan))
+
+    def runs(self, plan: list[list[Run] | _Sentence]) -> list[Run]:
+        target_script = self.target_script
         runs: list[Run] = []
         for index, piece in enumerate(plan):
             if isinstance(piece, _Sentence):
-                translation = translations.get(piece.key, "")
+                translation = self.translations.get(piece.key, "")
                 if is_translatable(_TAG.sub("", translation)):
-                    rebuilt, by_proportion = piece.rebuild(translation, target_script)
-                    runs.extend(rebuilt)
-                    if by_proportion and piece.tagged and piece.key not in placed_proportionally:
-                        placed_proportionally.add(piece.key)
-                        if proportional is not None:
-                            proportional(piece.key)
+                    sentence_runs, by_proportion = piece.rebuild(translation, target_script)
+                    runs.extend(sentence_runs)
+                    if by_proportion and piece.tagged and piece.key not in self.placed_proportionally:
+                        self.placed_proportionally.add(piece.key)
+                        if self.proportional is not None:
+                            self.proportional(piece.key)
                 else:  # no letters (a stray number between sentences), or an empty translation: as it was
                     runs.extend(piece.runs)
             elif 0 < index < len(plan) - 1:  # between two sentences: the target script's spacing
@@ -394,8 +432,51 @@ def translate_segments(
                 runs.extend([r for r in piece if r.atom is not None] + [Run(sentence_gap(gap, target_script), style)])
             else:
                 runs.extend(piece)
-        out.append(merge_runs(runs))
-    return out
+        return merge_runs(runs)
+
+
+class PlacingAlongside:
+    """A streamed document's segments built (`Rebuilt.build_ready`) on a thread of their own as
+    their translations are `found`, and given to `place` in order once the document is read whole
+    (`read_whole`: its tree is no longer walked). `close` ends it and raises what it raised; the
+    caller then builds the rest."""
+
+    def __init__(self, rebuilt: Rebuilt, read_whole: threading.Event, place: Callable[[int, list[Run]], None] | None):
+        self.rebuilt, self.read_whole, self.place = rebuilt, read_whole, place
+        self.new: dict[str, str] = {}
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True, name="dragoman-placing")
+        self.thread.start()
+
+    def found(self, text: str, translation: str) -> None:
+        with self.lock:
+            self.new[text] = translation
+
+    def close(self) -> None:
+        self.closed.set()
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        rebuilt, placed = self.rebuilt, 0
+        try:
+            # Woken at most every PLACING_SECONDS, not for each translation: the engine's thread needs the interpreter.
+            while not self.closed.wait(PLACING_SECONDS):
+                with self.lock:
+                    new, self.new = self.new, {}
+                rebuilt.translations.update(new)
+                rebuilt.build_ready()
+                if self.place is not None and self.read_whole.is_set():
+                    for index in range(placed, len(rebuilt.out)):
+                        if self.closed.is_set():
+                            return
+                        self.place(index, rebuilt.out[index])
+                    placed = len(rebuilt.out)
+        except BaseException as e:
+            self.error = e
 
 
 class Document:
@@ -412,6 +493,11 @@ class Document:
         """The segments, as the document is read where it reads them on demand (a PDF's pages):
         `write` comes once all are read."""
         return self.segments
+
+    def place(self, index: int, runs: list[Run]) -> None:
+        """Segment `index`'s runs, given in order once every segment is read, while the rest of the
+        document decodes: a format that can puts them in place now, so that `write`, which still
+        gets every segment's runs, has less left to do after the last translation."""
 
     def write(self, translations: list[list[Run]], out_path) -> None:
         raise NotImplementedError

@@ -41,6 +41,7 @@ class ZipXmlDocument(ReadAsAsked):
                 self.trees[name] = parsed[name] if parsed and name in parsed else archive.parse(name)
                 self.flows.append((flow, self.trees[name]))
         self.chunks: list[tuple[XmlFlow, Chunk]] = []  # (its part's flow, one of the flow's chunks), as found
+        self.placed = 0  # chunks[:placed] hold their translations
         super().__init__()
 
     def _read_segments(self) -> Generator[Segment, None, None]:
@@ -49,9 +50,17 @@ class ZipXmlDocument(ReadAsAsked):
                 self.chunks.append((flow, chunk))
                 yield Segment(chunk.runs)
 
+    def place(self, index: int, runs: list[Run]) -> None:
+        assert index == self.placed, "placed in order"
+        flow, chunk = self.chunks[index]
+        flow.write_chunk(chunk, runs)
+        self.placed += 1
+
     def write(self, translations: list[list[Run]], out_path: Path) -> None:
-        for (flow, chunk), runs in zip(self.chunks, translations, strict=True):
-            flow.write_chunk(chunk, runs)
+        if len(translations) != len(self.chunks):
+            raise ValueError(f"{len(translations)} translations for {len(self.chunks)} segments")
+        for index in range(self.placed, len(self.chunks)):
+            self.place(index, translations[index])
         self.archive.write_copy(out_path, {name: serialize_xml(tree) for name, tree in self.trees.items()})
 
     def close(self) -> None:

@@ -9,6 +9,9 @@ the first part is ready, not the whole document. Every part but the last waits f
 translations on a thread of its own; their results come on the engine's thread. Translations are
 stored in the cache as they come, every CACHE_SECONDS, and whatever came before a stop or an error
 is stored before `run` returns. A part that fails stops the others, and a stop ends them all.
+From when the last part decodes, each translation is told as it is known (`found`), so that the
+document's segments are rebuilt and placed while the rest decodes (segments.PlacingAlongside); not
+before, while this process prepares the parts the engine waits for.
 Where the job keeps a report, each translation's doubts are judged as it comes, on a thread of
 their own (confidence.DoubtsAlongside). On a GPU all of this runs in the document's own process
 (app.session.document_process), apart from the engine's thread.
@@ -65,25 +68,31 @@ class DocumentTranslator:
     def __call__(self, texts: list[str]) -> list[str | None]:
         return self.translate_stream(iter(texts))
 
-    def translate_stream(self, texts: Iterator[str]) -> list[str | None]:
+    def translate_stream(self, texts: Iterator[str],
+                         found: Callable[[str, str], None] | None = None) -> list[str | None]:
         return DocumentBatch(self.pipeline, self.job, texts, self.options, self.context, self.terms,
-                             self.should_stop, self.progress, self.report).run()
+                             self.should_stop, self.progress, self.report, found).run()
 
 
 class DocumentBatch:
     """One `translate_batch(texts)` call of a document job: `run` pulls the texts in parts and gives
     each text's translation (None: stopped). `progress(done, total)` follows the results, at most
     every ~0.5%, from when all texts are pulled; `report` counts the texts of each kind and lists
-    the doubtful translations."""
+    the doubtful translations; `found(text, translation)` is told each translation as it is known."""
 
     def __init__(self, pipeline: TranslationSession, job: DocumentJob, texts: Iterable[str],
                  options: DecodingOptions, context: str, terms: PairTerms, should_stop: Callable[[], bool] | None,
-                 progress: Callable[[int, int], None] | None, report: JobReport | None):
+                 progress: Callable[[int, int], None] | None, report: JobReport | None,
+                 found: Callable[[str, str], None] | None = None):
         self.pipeline, self.job, self.options, self.context, self.terms = pipeline, job, options, context, terms
         self.source = iter(texts)
         self.texts: list[str] = []  # pulled so far
         self.pulled_all = False  # len(self.texts) is the total
         self.should_stop, self.progress, self.report = should_stop, progress, report
+        self.tell_found = found
+        # Told from when the last part decodes: before, this process prepares the parts the engine waits for.
+        self.telling = False
+        self.untold: list[tuple[str, str]] = []
         self.found: dict[str, str] = {}
         self.remembered: set[str] = set()  # chosen by a person: not doubted
         self.verbatim: set[str] = set()  # nothing to translate
@@ -114,7 +123,10 @@ class DocumentBatch:
                     self.step = max(1, len(self.texts) // 200)
                 missing = self.prepare(part)
                 if missing and self.pulled_all:
-                    self.decode(missing)  # the last part on this thread
+                    self.decode(missing, last=True)  # on this thread
+                elif self.pulled_all:
+                    with self.lock:
+                        self.start_telling()
                 elif missing:
                     decoding.append(threading.Thread(target=self.decode, args=(missing,), daemon=True,
                                                      name="dragoman-document-part"))
@@ -155,9 +167,9 @@ class DocumentBatch:
         with self.lock:
             self.remembered.update(mine)
             self.verbatim.update(as_is)
-            self.found.update(mine)
-            self.found.update((t, t) for t in as_is)
-            self.found.update(cached)
+            for known in (mine, {t: t for t in as_is}, cached):
+                for text, translation in known.items():
+                    self.add_found(text, translation)
             self.tell_progress(at_least_step=False)
         missing = [t for t in left if t not in cached]
         if self.report is not None:
@@ -166,36 +178,55 @@ class DocumentBatch:
             self.report.translated += len(missing)
         return missing
 
-    def decode(self, missing: list[str]) -> None:
-        """The engine's translations of `missing`, waited for; an error stops the other parts."""
+    def decode(self, missing: list[str], last: bool = False) -> None:
+        """The engine's translations of `missing` (`last`: the last part), waited for; an error
+        stops the other parts."""
         job, masked = self.job, self.masked
         try:
             results = self.pipeline.translator.translate(
                 [masked[t].text for t in missing], job.source, job.target, self.options, priority=DOCUMENT,
                 should_stop=self.stopped, adapter=job.adapter,
-                on_translation=lambda i, translation: self.on_translation(missing[i], translation),
+                on_translation=lambda i, translation: self.on_translation(missing[i], translation, last),
                 terms=[masked[t].terms for t in missing])
             with self.lock:
                 for text, result in zip(missing, results):
                     if result is not None and text not in self.found:  # from a translator that does not report
                         self.unstored[text] = result
-                        self.found[text] = masked[text].restore(result)
+                        self.add_found(text, masked[text].restore(result))
         except BaseException as e:
             self.errors.append(e)
             self.failed.set()
 
-    def on_translation(self, text: str, translation: Translation) -> None:
-        """A text's translation, as the engine reports it (on its thread)."""
+    def on_translation(self, text: str, translation: Translation, last: bool = False) -> None:
+        """A text's translation, as the engine reports it (on its thread; `last`: of the last part)."""
         with self.lock:
+            if last and not self.telling:
+                self.start_telling()
             if translation.score is not None:
                 self.scores[text] = translation.score
             self.unstored[text] = translation.text
-            self.found[text] = self.masked[text].restore(translation.text)
+            self.add_found(text, self.masked[text].restore(translation.text))
             if self.judge is not None:
                 self.judge.add(text, self.found[text], translation.score)
             if time.monotonic() >= self.store_by:
                 self.store()
             self.tell_progress()
+
+    def add_found(self, text: str, translation: str) -> None:
+        """A text's translation known (with the lock held)."""
+        self.found[text] = translation
+        if self.tell_found is not None and self.telling:
+            self.tell_found(text, translation)
+        elif self.tell_found is not None:
+            self.untold.append((text, translation))
+
+    def start_telling(self) -> None:
+        """`found` told what was found so far, and from now on each as it is (with the lock held)."""
+        self.telling = False
+        if self.tell_found is not None:
+            for text, translation in self.untold:
+                self.tell_found(text, translation)
+        self.untold.clear()
 
     def store(self) -> None:
         """The translations not yet in the cache put there (with the lock held)."""

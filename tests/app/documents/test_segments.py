@@ -186,3 +186,43 @@ def test_tags_each_once_in_another_order_still_place_the_runs_where_the_model_pu
     out, placed = rebuilt(LINK_AND_BOLD, "Maintenant <x2>là</x2> ou <x1>ici</x1>.")
     assert out == [("Maintenant ", None), ("là", "b"), (" ou ", None), ("ici", "link"), (".", None)]
     assert placed == []
+
+
+def test_a_streamed_documents_segments_are_placed_in_order_once_read_whole_while_the_rest_decodes():
+    """With a StreamingTranslator, each segment's runs go to `place` as soon as its translations are
+    found, in order, and only once every segment is read (a document's tree is walked until then):
+    here all are placed before the translator returns, and as translate_segments returns them."""
+    import threading
+
+    segments = [Segment([Run(f"Sentence {i} is "), Run("bold", "b"), Run(" here. And a second one.")])
+                for i in range(40)]
+    placed: list[tuple[int, list[Run], bool]] = []
+    all_placed = threading.Event()
+    read_whole = False
+
+    class Streaming:
+        def __call__(self, texts):
+            return [t.upper() for t in texts]
+
+        def translate_stream(self, texts, found=None):
+            nonlocal read_whole
+            pulled = []
+            for text in texts:
+                pulled.append(text)
+                found(text, text.upper())
+            read_whole = True
+            assert all_placed.wait(timeout=30), "nothing was placed while the document decoded"
+            return [t.upper() for t in pulled]
+
+    def place(index, runs):
+        placed.append((index, runs, read_whole))
+        if index == len(segments) - 1:
+            all_placed.set()
+
+    out = translate_segments(segments, Streaming(), "Latn", "Latn", place=place)
+    assert [index for index, _, _ in placed] == list(range(len(segments)))
+    assert [runs for _, runs, _ in placed] == out  # the same runs
+    fields = [[(r.text, r.style) for r in runs] for runs in out]
+    assert fields == [[(r.text, r.style) for r in runs] for runs in translate_segments(segments, Streaming(), "Latn", "Latn")]
+    assert all(whole for _, _, whole in placed)
+    assert out[3][0].text.startswith("SENTENCE 3 IS")

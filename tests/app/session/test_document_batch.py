@@ -2,8 +2,10 @@
 the ones before decode, on the real engine."""
 
 import threading
+import time
 
 import pytest
+from polling import wait_for
 
 from dragoman.app.documents import Cancelled
 from dragoman.app.session import document_batch
@@ -97,6 +99,67 @@ def test_the_first_part_decodes_while_the_rest_of_the_document_is_planned(transl
     monkeypatch.setattr(document_batch, "FIRST_DOCUMENT_PART", 10_000)
     whole = pipeline.translate_document(DocumentJob(source, tmp_path / "whole.txt", "eng_Latn", "fra_Latn", options))
     assert written.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
+
+
+def test_a_word_documents_paragraphs_are_placed_while_its_last_part_decodes(translator, tmp_path, monkeypatch):
+    """Once the document is read and its last part decodes, each paragraph whose translations are
+    all found goes into the document's tree (`Document.place`), in order, so that little is left
+    after the last translation; not before, while this process prepares the parts the engine
+    waits for. The document comes out as when every paragraph is placed at the end."""
+    import zipfile
+
+    from bench import docx_book
+    from dragoman.app.documents import segments
+    from dragoman.app.documents.zipxml import ZipXmlDocument
+
+    options = {"num_beams": 1, "max_length": 12}
+    source = tmp_path / "book.docx"
+    docx_book.make_book(source, 6)
+    first_done, last_started = threading.Event(), threading.Event()
+    placed: list[tuple[int, bool]] = []  # (segment, whether the last part had started decoding)
+    place, translate = ZipXmlDocument.place, translator.translate
+
+    def placing(document, index, runs):
+        placed.append((index, last_started.is_set()))
+        return place(document, index, runs)
+
+    def translating(texts, *args, **kwargs):
+        last = threading.current_thread() is threading.main_thread()  # the last part decodes on the job's thread
+        if last:
+            last_started.set()
+        found = translate(texts, *args, **kwargs)
+        if last:  # placed while it decodes: give the placing its time before this part ends
+            assert wait_for(lambda: len(placed) > 0, seconds=30), "nothing was placed while the last part decoded"
+        else:
+            first_done.set()
+        return found
+
+    pipeline = TranslationSession(translator)
+    masked = pipeline.masked
+    prepared: list[int] = []
+
+    def masking(terms, texts, *args, **kwargs):
+        if prepared:  # a later part, prepared once the first is translated: time to place it, were it allowed
+            assert first_done.wait(timeout=30)
+            time.sleep(0.2)
+        prepared.append(len(texts))
+        return masked(terms, texts, *args, **kwargs)
+
+    monkeypatch.setattr(ZipXmlDocument, "place", placing)
+    monkeypatch.setattr(translator, "translate", translating)
+    monkeypatch.setattr(pipeline, "masked", masking)
+    early = pipeline.translate_document(DocumentJob(source, tmp_path / "early.docx", "eng_Latn", "fra_Latn", options))
+    count = len(placed)
+    assert len(prepared) > 1 and [index for index, _ in placed] == list(range(count))
+    assert all(started for _, started in placed), "placed while this process prepared a part"
+    monkeypatch.setattr(translator, "translate", translate)
+    monkeypatch.setattr(pipeline, "masked", masked)
+    monkeypatch.setattr(segments, "PLACING_SECONDS", 3600)  # none placed until the end
+    placed.clear()
+    late = pipeline.translate_document(DocumentJob(source, tmp_path / "late.docx", "eng_Latn", "fra_Latn", options))
+    assert len(placed) == count  # all at the end
+    with zipfile.ZipFile(early) as a, zipfile.ZipFile(late) as b:
+        assert a.read("word/document.xml") == b.read("word/document.xml")
 
 
 def test_a_part_that_fails_stops_the_others_and_its_error_is_raised(translator, tmp_path, monkeypatch):

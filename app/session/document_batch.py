@@ -222,7 +222,7 @@ class DocumentBatch:
 
     def start_telling(self) -> None:
         """`found` told what was found so far, and from now on each as it is (with the lock held)."""
-        self.telling = False
+        self.telling = True
         if self.tell_found is not None:
             for text, translation in self.untold:
                 self.tell_found(text, translation)

@@ -101,6 +101,36 @@ def test_the_first_part_decodes_while_the_rest_of_the_document_is_planned(transl
     assert written.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
 
 
+def test_each_translation_is_told_once_from_when_the_last_part_decodes(translator, tmp_path, monkeypatch):
+    """The document's segments are built from the translations told (segments.PlacingAlongside):
+    each text's once, none before the last part starts decoding (this process is preparing the
+    parts until then), and every one of them, the last part's last included."""
+    from dragoman.app.documents.segments import PlacingAlongside
+
+    count = FIRST_DOCUMENT_PART + 30  # two parts
+    source = long_document(tmp_path, count)
+    last_started = threading.Event()
+    told: list[tuple[str, bool]] = []
+    found, translate = PlacingAlongside.found, translator.translate
+
+    def telling(alongside, text, translation):
+        told.append((text, last_started.is_set()))
+        found(alongside, text, translation)
+
+    def translating(texts, *args, **kwargs):
+        if threading.current_thread() is threading.main_thread():  # the last part decodes on the job's thread
+            last_started.set()
+        return translate(texts, *args, **kwargs)
+
+    monkeypatch.setattr(PlacingAlongside, "found", telling)
+    monkeypatch.setattr(translator, "translate", translating)
+    TranslationSession(translator).translate_document(
+        DocumentJob(source, tmp_path / "told.txt", "eng_Latn", "fra_Latn", {"num_beams": 1, "max_length": 12}))
+    texts = [text for text, _ in told]
+    assert len(texts) == len(set(texts)) == count
+    assert all(started for _, started in told)
+
+
 def test_a_word_documents_paragraphs_are_placed_while_its_last_part_decodes(translator, tmp_path, monkeypatch):
     """Once the document is read and its last part decodes, each paragraph whose translations are
     all found goes into the document's tree (`Document.place`), in order, so that little is left

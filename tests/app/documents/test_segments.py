@@ -193,36 +193,38 @@ def test_a_streamed_documents_segments_are_placed_in_order_once_read_whole_while
     found, in order, and only once every segment is read (a document's tree is walked until then):
     here all are placed before the translator returns, and as translate_segments returns them."""
     import threading
+    import time
 
     segments = [Segment([Run(f"Sentence {i} is "), Run("bold", "b"), Run(" here. And a second one.")])
                 for i in range(40)]
-    placed: list[tuple[int, list[Run], bool]] = []
+    placed: list[tuple[int, list[Run]]] = []
+    placed_before_read_whole: list[tuple[int, list[Run]]] = []
     all_placed = threading.Event()
-    read_whole = False
 
     class Streaming:
         def __call__(self, texts):
             return [t.upper() for t in texts]
 
         def translate_stream(self, texts, found=None):
-            nonlocal read_whole
             pulled = []
             for text in texts:
                 pulled.append(text)
                 found(text, text.upper())
-            read_whole = True
+                if len(pulled) == 20:
+                    time.sleep(0.1)  # time to place the first segments, were it allowed before the end
+                    placed_before_read_whole.extend(placed)
             assert all_placed.wait(timeout=30), "nothing was placed while the document decoded"
             return [t.upper() for t in pulled]
 
     def place(index, runs):
-        placed.append((index, runs, read_whole))
+        placed.append((index, runs))
         if index == len(segments) - 1:
             all_placed.set()
 
     out = translate_segments(segments, Streaming(), "Latn", "Latn", place=place)
-    assert [index for index, _, _ in placed] == list(range(len(segments)))
-    assert [runs for _, runs, _ in placed] == out  # the same runs
-    fields = [[(r.text, r.style) for r in runs] for runs in out]
-    assert fields == [[(r.text, r.style) for r in runs] for runs in translate_segments(segments, Streaming(), "Latn", "Latn")]
-    assert all(whole for _, _, whole in placed)
+    assert placed_before_read_whole == []
+    assert [index for index, _ in placed] == list(range(len(segments)))
+    assert [runs for _, runs in placed] == out  # the same runs
+    unplaced = translate_segments(segments, Streaming(), "Latn", "Latn")
+    assert [[(r.text, r.style) for r in runs] for runs in out] == [[(r.text, r.style) for r in runs] for runs in unplaced]
     assert out[3][0].text.startswith("SENTENCE 3 IS")

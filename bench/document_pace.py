@@ -106,8 +106,7 @@ def main() -> None:
         book, text, _ = make_books(work, args.pages)
         warm_up = work / "warm-up.docx"
         make_book(warm_up, 2, seed=1)
-        # (the engine's idle time, the job's, before the first text reached it, after it finished the last)
-        runs: dict[str, list[tuple[float, float, float, float]]] = {"docx": [], "txt": []}
+        runs: dict[str, list[dict[str, float]]] = {"docx": [], "txt": []}  # each run's figures, by name
         # The warm-up first (its job starts the next job's process, which is given the tokenizer
         # while it waits, as in an app that has run a while), then each book in turn; a new data
         # folder each run, so that nothing is cached.
@@ -122,13 +121,15 @@ def main() -> None:
                 end = time.perf_counter()
                 if name in runs:
                     assert translator.first is not None and translator.empty_since is not None
-                    runs[name].append((translator.idle, end - start, translator.first - start, end - translator.empty_since))
+                    runs[name].append({"engine_idle_s": translator.idle, "job_s": end - start,
+                                       "before_first_text_s": translator.first - start,
+                                       "after_last_text_s": end - translator.empty_since})
                     out[f"{name}_parts"] = [(round(at, 3), texts) for at, texts in translator.parts]
             finally:
                 session.close()
         for name, timed in runs.items():
-            for n, key in enumerate(["engine_idle_s", "job_s", "before_first_text_s", "after_last_text_s"]):
-                out[f"{name}_{key}"] = statistics.median(run[n] for run in timed)
+            for key in timed[0]:
+                out[f"{name}_{key}"] = statistics.median(run[key] for run in timed)
             out[f"{name}_paced_s"] = sum(texts for _, texts in out[f"{name}_parts"]) / args.rate
     translator.loop.close()
     emit(out, f"document_pace_{args.pages}", None, args.out)

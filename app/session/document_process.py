@@ -281,6 +281,9 @@ class EngineAcross:
         # Each call waiting for the app's answer: its outcome, and where its translations go as they come.
         self._calls: dict[int, tuple[concurrent.futures.Future, Callable[[int, Translation], None] | None]] = {}
         self._ids = itertools.count()
+        self._turns = itertools.count()  # translate calls, numbered as they come
+        self._sent_turns = 0  # of them sent (or failed before sending)
+        self._in_turn = threading.Condition()
         self._outbox: queue.SimpleQueue[tuple | None] = queue.SimpleQueue()
         self._sender = threading.Thread(target=self._send_all, daemon=True, name="dragoman-engine-send")
         self._sender.start()
@@ -323,13 +326,27 @@ class EngineAcross:
                   on_translation: Callable[[int, Translation], None] | None = None,
                   terms: list[list[str | tuple[str | None, ...]]] | None = None) -> list[str | None]:
         """Translator.translate's, as a document's pipeline calls it."""
-        tokenizer, positions = self.tokenizer.tokenizer, self.tokenizer.max_positions
-        sources = None if tokenizer is None else [
-            tokenizer.encode_source_pieces(text, src_lang, positions) if text.strip() else [] for text in texts]
-        request = TranslationRequest(texts, src_lang, tgt_lang, options, terms=terms, adapter=adapter, priority=priority,
-                                     alternatives=1 if on_translation is not None else 0, sources=sources)
-        outcome, number = self._open(on_translation)
-        self.send(("translate", number, request))
+        with self._in_turn:
+            turn = next(self._turns)
+        message = None
+        try:
+            tokenizer, positions = self.tokenizer.tokenizer, self.tokenizer.max_positions
+            sources = None if tokenizer is None else [
+                tokenizer.encode_source_pieces(text, src_lang, positions) if text.strip() else [] for text in texts]
+            request = TranslationRequest(texts, src_lang, tgt_lang, options, terms=terms, adapter=adapter,
+                                         priority=priority, alternatives=1 if on_translation is not None else 0,
+                                         sources=sources)
+            outcome, number = self._open(on_translation)
+            message = ("translate", number, request)
+        finally:
+            # Sent in the order the calls came (a document's parts, each tokenized on its own thread), not as
+            # tokenized: the engine then decodes them in the document's order.
+            with self._in_turn:
+                self._in_turn.wait_for(lambda: self._sent_turns == turn)
+                if message is not None:
+                    self.send(message)
+                self._sent_turns += 1
+                self._in_turn.notify_all()
         cancelled = False
         while concurrent.futures.wait([outcome], STOP_POLL_SECONDS).not_done:
             if not cancelled and should_stop is not None and should_stop():
